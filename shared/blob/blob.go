@@ -1,0 +1,35 @@
+// Package blob is the port for the crawler's object store: S3 on AWS, files under the state
+// directory when embedded. Keys are S3-style paths ("seeds/a.txt", "pages/...warc.gz").
+// Both adapters pass the conformance suite in blobtest. All methods are safe for concurrent use.
+package blob
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotFound is returned when no object has the key.
+var ErrNotFound = errors.New("object not found")
+
+// ErrExists is returned by PutIfAbsent when an object already has the key.
+var ErrExists = errors.New("object already exists")
+
+// Store is the object store.
+type Store interface {
+	// Put writes (or replaces) the object.
+	Put(ctx context.Context, key string, body []byte, contentType string) error
+	// PutIfAbsent writes the object only if no object has the key (S3's If-None-Match: *);
+	// otherwise it returns ErrExists.
+	PutIfAbsent(ctx context.Context, key string, body []byte, contentType string) error
+	// Get returns the whole object, or ErrNotFound.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// GetRange returns length bytes from offset, or ErrNotFound.
+	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
+	// List returns the keys that start with prefix, in lexical order.
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// Admin creates buckets. The local runner and the tests use it; on AWS the CDK stack does.
+type Admin interface {
+	CreateBucket(ctx context.Context, name string) error
+}

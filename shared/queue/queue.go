@@ -1,0 +1,124 @@
+// Package queue is the port for the crawler's message queues. Its semantics are those of an SQS
+// standard queue: at-least-once delivery, a visibility timeout, per-message delays, a receive count,
+// and a dead-letter queue after MaxReceiveCount receives. Both adapter families (SQS, and the
+// embedded SQLite queue) implement it and pass the conformance suite in queuetest.
+//
+// A queue is named by an opaque address: an SQS queue URL on AWS, a plain name in the embedded
+// store. Handlers never build addresses; they get them from configuration.
+//
+// All methods are safe for concurrent use.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// MaxBatch is the largest number of entries SQS accepts in one SendMessageBatch call. Senders
+// split longer slices into chunks of MaxBatch themselves.
+const MaxBatch = 10
+
+// MaxDelay is the longest per-message delay SQS supports. Longer waits are chained by the caller.
+const MaxDelay = 15 * time.Minute
+
+// ErrNotFound is returned when a queue address does not name an existing queue.
+var ErrNotFound = errors.New("queue not found")
+
+// Entry is one message to send.
+type Entry struct {
+	// ID identifies the entry within one SendBatch call (it must be unique in that call).
+	ID string
+	// Body is the message text (a JSON document in this project).
+	Body string
+	// Delay hides the message for this long after it is sent; 0 means no delay. At most MaxDelay.
+	Delay time.Duration
+}
+
+// Message is one received message.
+type Message struct {
+	// ID is the queue's own message id.
+	ID string
+	// ReceiptHandle identifies this receive; Delete and ChangeVisibility take it.
+	ReceiptHandle string
+	Body          string
+	// ReceiveCount is how many times the message has been received, this receive included
+	// (SQS's ApproximateReceiveCount).
+	ReceiveCount int
+	// SentAt is when the message was first sent.
+	SentAt time.Time
+}
+
+// Sender sends messages. SendBatch sends every entry, splitting into chunks of MaxBatch and
+// retrying only the entries that failed; it returns an error only when some entry could not be
+// sent, and that error wraps a *BatchError naming them.
+type Sender interface {
+	SendBatch(ctx context.Context, queue string, entries []Entry) error
+}
+
+// Receiver is what a poller (the local runner, or the tests) needs to consume a queue.
+type Receiver interface {
+	// Receive returns up to max messages, waiting up to wait for the first one. Each returned
+	// message stays invisible for visibility. A message whose receive count would exceed the
+	// queue's MaxReceiveCount is moved to the queue's DLQ instead of being returned.
+	Receive(ctx context.Context, queue string, max int, visibility, wait time.Duration) ([]Message, error)
+	// Delete removes a received message for good.
+	Delete(ctx context.Context, queue, receiptHandle string) error
+	// ChangeVisibility makes a received message visible again after timeout (0: now).
+	// It does not count as a receive.
+	ChangeVisibility(ctx context.Context, queue, receiptHandle string, timeout time.Duration) error
+}
+
+// Config describes a queue to create.
+type Config struct {
+	// Visibility is the default visibility timeout.
+	Visibility time.Duration
+	// DeadLetter is the address of the dead-letter queue; empty means none.
+	DeadLetter string
+	// MaxReceiveCount is how many receives a message gets before it moves to DeadLetter.
+	MaxReceiveCount int
+}
+
+// Admin creates and inspects queues. The local runner and the tests use it; the Lambda handlers
+// never do (on AWS the CDK stack creates the queues).
+type Admin interface {
+	// CreateQueue creates the named queue if it does not exist and returns its address.
+	CreateQueue(ctx context.Context, name string, cfg Config) (string, error)
+	// Depth returns how many messages are visible, and how many are in flight or delayed.
+	Depth(ctx context.Context, queue string) (visible, notVisible int, err error)
+	// Redrive moves every message of the dead-letter queue dlq back to the source queue.
+	// It returns how many messages it moved (where the backend can tell; -1 otherwise).
+	Redrive(ctx context.Context, dlq, source string) (int, error)
+}
+
+// BatchError lists the entries of a SendBatch call that could not be sent.
+type BatchError struct {
+	Failed map[string]error // entry ID -> cause
+}
+
+func (e *BatchError) Error() string {
+	ids := make([]string, 0, len(e.Failed))
+	for id := range e.Failed {
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return "send batch: no failed entries"
+	}
+	sort.Strings(ids)
+	return fmt.Sprintf("send batch: %d entries failed, first %s: %v", len(ids), ids[0], e.Failed[ids[0]])
+}
+
+// Chunks splits entries into slices of at most MaxBatch entries, in order.
+func Chunks(entries []Entry) [][]Entry {
+	var out [][]Entry
+	for len(entries) > MaxBatch {
+		out = append(out, entries[:MaxBatch])
+		entries = entries[MaxBatch:]
+	}
+	if len(entries) > 0 {
+		out = append(out, entries)
+	}
+	return out
+}

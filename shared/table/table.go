@@ -1,0 +1,175 @@
+// Package table is the port for the crawler's state table. Its semantics are DynamoDB's for one
+// table with a string partition key: items are maps of attributes, every write can carry a
+// condition, and a failed condition changes nothing. The crawler builds dedup, URL claims with
+// leases, per-host politeness slots and crawl counters on it.
+//
+// Conditions and updates are plain data (Cond, Update) so that the DynamoDB adapter can turn them
+// into expressions with every attribute name aliased, and the embedded adapter can evaluate them
+// inside one SQLite transaction. Both adapters pass the conformance suite in tabletest.
+//
+// Attribute values are string, int64 or bool. Adapters return numbers as int64.
+// All methods are safe for concurrent use.
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// MaxKeyBytes is DynamoDB's limit on a partition key; callers hash long keys (see the frontier).
+const MaxKeyBytes = 2048
+
+// ErrNotFound is returned by Get when no item has the key.
+var ErrNotFound = errors.New("item not found")
+
+// Item is one item's attributes, without its key.
+type Item map[string]any
+
+// String returns the attribute as a string, or "" when it is missing or not a string.
+func (it Item) String(name string) string {
+	s, _ := it[name].(string)
+	return s
+}
+
+// Int returns the attribute as an int64, or 0 when it is missing or not a number.
+func (it Item) Int(name string) int64 {
+	switch v := it[name].(type) {
+	case int64:
+		return v
+	case int:
+		return int64(v)
+	}
+	return 0
+}
+
+// Bool returns the attribute as a bool, or false when it is missing or not a bool.
+func (it Item) Bool(name string) bool {
+	b, _ := it[name].(bool)
+	return b
+}
+
+// ConditionFailedError reports that a write's condition did not hold. Item is the item as it was
+// (nil when there was none), as DynamoDB returns it with ReturnValuesOnConditionCheckFailure=ALL_OLD.
+type ConditionFailedError struct {
+	Key  string
+	Item Item
+}
+
+func (e *ConditionFailedError) Error() string {
+	return fmt.Sprintf("condition failed for %s", e.Key)
+}
+
+// IsConditionFailed reports whether err is (or wraps) a *ConditionFailedError, and returns it.
+func IsConditionFailed(err error) (*ConditionFailedError, bool) {
+	var cf *ConditionFailedError
+	ok := errors.As(err, &cf)
+	return cf, ok
+}
+
+// Op is a condition's operator.
+type Op string
+
+// The condition operators. Comparisons between values of different types are false, as in DynamoDB.
+const (
+	OpItemExists    Op = "item_exists"     // the item exists
+	OpItemNotExists Op = "item_not_exists" // attribute_not_exists(pk)
+	OpAttrExists    Op = "attr_exists"     // attribute_exists(Name)
+	OpAttrNotExists Op = "attr_not_exists" // attribute_not_exists(Name)
+	OpEq            Op = "eq"              // Name = Value
+	OpNe            Op = "ne"              // Name <> Value (true when Name is missing)
+	OpLt            Op = "lt"              // Name < Value
+	OpLe            Op = "le"              // Name <= Value
+	OpGt            Op = "gt"              // Name > Value
+	OpGe            Op = "ge"              // Name >= Value
+	OpAnd           Op = "and"
+	OpOr            Op = "or"
+	OpNot           Op = "not"
+)
+
+// Cond is a write condition. The zero Cond (Op "") means no condition.
+type Cond struct {
+	Op    Op
+	Name  string
+	Value any
+	Sub   []Cond
+}
+
+// IsZero reports whether c is the empty condition.
+func (c Cond) IsZero() bool { return c.Op == "" }
+
+// ItemExists holds when the item exists.
+func ItemExists() Cond { return Cond{Op: OpItemExists} }
+
+// ItemNotExists holds when no item has the key.
+func ItemNotExists() Cond { return Cond{Op: OpItemNotExists} }
+
+// Exists holds when the attribute is present.
+func Exists(name string) Cond { return Cond{Op: OpAttrExists, Name: name} }
+
+// NotExists holds when the attribute is absent (or the item is).
+func NotExists(name string) Cond { return Cond{Op: OpAttrNotExists, Name: name} }
+
+// Eq holds when the attribute equals v.
+func Eq(name string, v any) Cond { return Cond{Op: OpEq, Name: name, Value: v} }
+
+// Ne holds when the attribute is absent or differs from v.
+func Ne(name string, v any) Cond { return Cond{Op: OpNe, Name: name, Value: v} }
+
+// Lt holds when the attribute is present and less than v.
+func Lt(name string, v any) Cond { return Cond{Op: OpLt, Name: name, Value: v} }
+
+// Le holds when the attribute is present and at most v.
+func Le(name string, v any) Cond { return Cond{Op: OpLe, Name: name, Value: v} }
+
+// Gt holds when the attribute is present and greater than v.
+func Gt(name string, v any) Cond { return Cond{Op: OpGt, Name: name, Value: v} }
+
+// Ge holds when the attribute is present and at least v.
+func Ge(name string, v any) Cond { return Cond{Op: OpGe, Name: name, Value: v} }
+
+// And holds when every sub-condition holds.
+func And(c ...Cond) Cond { return Cond{Op: OpAnd, Sub: c} }
+
+// Or holds when any sub-condition holds.
+func Or(c ...Cond) Cond { return Cond{Op: OpOr, Sub: c} }
+
+// Not holds when c does not.
+func Not(c Cond) Cond { return Cond{Op: OpNot, Sub: []Cond{c}} }
+
+// Update describes an UpdateItem: SET, ADD (numbers) and REMOVE. An update of a missing item
+// creates it, as DynamoDB does.
+type Update struct {
+	Set    map[string]any
+	Add    map[string]int64
+	Remove []string
+}
+
+// Table is the state table.
+type Table interface {
+	// Get returns the item with the key, or ErrNotFound. Reads are strongly consistent.
+	Get(ctx context.Context, key string) (Item, error)
+	// Put replaces the whole item if cond holds; otherwise it returns a *ConditionFailedError.
+	Put(ctx context.Context, key string, item Item, cond Cond) error
+	// Update applies u if cond holds and returns the item as it is afterwards (ALL_NEW);
+	// otherwise it returns a *ConditionFailedError carrying the old item.
+	Update(ctx context.Context, key string, u Update, cond Cond) (Item, error)
+	// Delete removes the item if cond holds (deleting a missing item with no condition is not an error).
+	Delete(ctx context.Context, key string, cond Cond) error
+	// Scan calls fn for every item whose key starts with prefix, in no particular order, until fn
+	// returns an error. It is for summaries and tests, not for the hot path.
+	Scan(ctx context.Context, prefix string, fn func(key string, item Item) error) error
+}
+
+// Admin creates tables. The local runner and the tests use it; on AWS the CDK stack does.
+type Admin interface {
+	// CreateTable creates the named table (partition key "pk", TTL attribute "expiresAt") if it
+	// does not exist.
+	CreateTable(ctx context.Context, name string) error
+}
+
+// KeyAttr and TTLAttr are the table's schema on DynamoDB.
+const (
+	KeyAttr = "pk"
+	TTLAttr = "expiresAt"
+)
