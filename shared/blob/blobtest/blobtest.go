@@ -1,6 +1,10 @@
-// Package blobtest is the conformance suite for blob.Store. Every adapter (S3 against an emulator
-// or LocalStack, files under a temp dir) runs the same subtests, so semantics that differ show up
-// as test failures.
+// Package blobtest is the conformance suite for the blob port. Every adapter (S3 against gofakes3
+// or LocalStack, and the embedded file store) runs the same Run from its own tests, so that
+// semantics which differ between backends show up as test failures, in the style of upspin's
+// storagetest.
+//
+// Each subtest writes only keys under its own random prefix, so a store may be shared by subtests
+// and by concurrent runs.
 package blobtest
 
 import (
@@ -9,17 +13,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"hash/fnv"
-	"slices"
-	"strings"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
 )
 
-// Run runs the suite. newStore is called once per subtest; it may return a fresh or a shared
-// store, since every subtest writes under its own unique key prefix.
+// Run runs the conformance suite. newStore is called once per subtest; it may return the same
+// store every time.
 func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 	tests := []struct {
 		name string
@@ -29,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"Overwrite", testOverwrite},
 		{"GetMissing", testGetMissing},
 		{"PutIfAbsent", testPutIfAbsent},
+		{"PutIfAbsentRace", testPutIfAbsentRace},
 		{"GetRange", testGetRange},
 		{"List", testList},
 		{"AwkwardKeys", testAwkwardKeys},
@@ -37,97 +41,123 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, newStore(t), Prefix(t))
+			tt.fn(t, newStore(t), uniquePrefix(t))
 		})
 	}
 }
 
-// Prefix returns a key prefix unique to the test: a hash of its name and a random suffix.
-func Prefix(t *testing.T) string {
-	h := fnv.New32a()
-	h.Write([]byte(t.Name()))
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return "blobtest/" + hex.EncodeToString(h.Sum(nil)) + "-" + hex.EncodeToString(b) + "/"
+func uniquePrefix(t *testing.T) string {
+	t.Helper()
+	var r [6]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		t.Fatalf("random prefix: %v", err)
+	}
+	return "bt-" + hex.EncodeToString(r[:]) + "/"
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	return c
+	return ctx
 }
 
-func mustPut(t *testing.T, s blob.Store, key string, body []byte) {
+func put(t *testing.T, s blob.Store, key string, body []byte) {
 	t.Helper()
-	if err := s.Put(ctx(t), key, body, "application/octet-stream"); err != nil {
-		t.Fatalf("Put(%q): %v", key, err)
+	if err := s.Put(ctxFor(t), key, body, "application/octet-stream"); err != nil {
+		t.Fatalf("Put %q: %v", key, err)
 	}
 }
 
-func mustGet(t *testing.T, s blob.Store, key string) []byte {
+func wantBody(t *testing.T, s blob.Store, key string, want []byte) {
 	t.Helper()
-	got, err := s.Get(ctx(t), key)
+	got, err := s.Get(ctxFor(t), key)
 	if err != nil {
-		t.Fatalf("Get(%q): %v", key, err)
+		t.Fatalf("Get %q: %v", key, err)
 	}
-	return got
-}
-
-func testPutGet(t *testing.T, s blob.Store, p string) {
-	key := p + "a.txt"
-	mustPut(t, s, key, []byte("hello"))
-	if got := mustGet(t, s, key); string(got) != "hello" {
-		t.Errorf("Get = %q, want %q", got, "hello")
+	if !bytes.Equal(got, want) {
+		t.Errorf("Get %q = %d bytes %.40q, want %d bytes %.40q", key, len(got), got, len(want), want)
 	}
 }
 
-func testOverwrite(t *testing.T, s blob.Store, p string) {
-	key := p + "a.txt"
-	mustPut(t, s, key, []byte("first version, longer"))
-	mustPut(t, s, key, []byte("second"))
-	if got := mustGet(t, s, key); string(got) != "second" {
-		t.Errorf("Get = %q, want %q", got, "second")
+func testPutGet(t *testing.T, s blob.Store, prefix string) {
+	key := prefix + "seeds/a.txt"
+	put(t, s, key, []byte("https://example.com/\n"))
+	wantBody(t, s, key, []byte("https://example.com/\n"))
+}
+
+func testOverwrite(t *testing.T, s blob.Store, prefix string) {
+	key := prefix + "k"
+	put(t, s, key, []byte("first, and longer"))
+	put(t, s, key, []byte("second"))
+	wantBody(t, s, key, []byte("second"))
+}
+
+func testGetMissing(t *testing.T, s blob.Store, prefix string) {
+	if _, err := s.Get(ctxFor(t), prefix+"missing"); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("Get missing: err = %v, want blob.ErrNotFound", err)
+	}
+	if _, err := s.GetRange(ctxFor(t), prefix+"missing", 0, 1); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("GetRange missing: err = %v, want blob.ErrNotFound", err)
 	}
 }
 
-func testGetMissing(t *testing.T, s blob.Store, p string) {
-	if _, err := s.Get(ctx(t), p+"missing"); !errors.Is(err, blob.ErrNotFound) {
-		t.Errorf("Get(missing) error = %v, want blob.ErrNotFound", err)
-	}
-	if _, err := s.GetRange(ctx(t), p+"missing", 0, 1); !errors.Is(err, blob.ErrNotFound) {
-		t.Errorf("GetRange(missing) error = %v, want blob.ErrNotFound", err)
-	}
-}
-
-func testPutIfAbsent(t *testing.T, s blob.Store, p string) {
-	key := p + "once"
-	if err := s.PutIfAbsent(ctx(t), key, []byte("one"), "text/plain"); err != nil {
+func testPutIfAbsent(t *testing.T, s blob.Store, prefix string) {
+	key := prefix + "once"
+	if err := s.PutIfAbsent(ctxFor(t), key, []byte("first"), "text/plain"); err != nil {
 		t.Fatalf("first PutIfAbsent: %v", err)
 	}
-	if err := s.PutIfAbsent(ctx(t), key, []byte("two"), "text/plain"); !errors.Is(err, blob.ErrExists) {
-		t.Errorf("second PutIfAbsent error = %v, want blob.ErrExists", err)
+	if err := s.PutIfAbsent(ctxFor(t), key, []byte("second"), "text/plain"); !errors.Is(err, blob.ErrExists) {
+		t.Fatalf("second PutIfAbsent: err = %v, want blob.ErrExists", err)
 	}
-	if got := mustGet(t, s, key); string(got) != "one" {
-		t.Errorf("Get = %q, want the first body %q", got, "one")
+	wantBody(t, s, key, []byte("first"))
+}
+
+func testPutIfAbsentRace(t *testing.T, s blob.Store, prefix string) {
+	const workers = 8
+	key := prefix + "race"
+	var wg sync.WaitGroup
+	results := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			results <- s.PutIfAbsent(context.Background(), key, []byte{byte('a' + w)}, "text/plain")
+		})
+	}
+	wg.Wait()
+	close(results)
+	wins := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, blob.ErrExists):
+		default:
+			t.Errorf("PutIfAbsent: %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Errorf("%d PutIfAbsent calls won, want exactly 1", wins)
 	}
 }
 
-func testGetRange(t *testing.T, s blob.Store, p string) {
-	key := p + "digits"
-	mustPut(t, s, key, []byte("0123456789"))
+func testGetRange(t *testing.T, s blob.Store, prefix string) {
+	key := prefix + "range"
+	body := []byte("0123456789abcdef")
+	put(t, s, key, body)
 	tests := []struct {
 		name           string
 		offset, length int64
 		want           string
 	}{
-		{"start", 0, 3, "012"},
-		{"middle", 3, 4, "3456"},
-		{"to end", 7, 3, "789"},
-		{"past end is clipped", 5, 100, "56789"},
+		{"Start", 0, 4, "0123"},
+		{"Middle", 5, 3, "567"},
+		{"ToEnd", 10, 6, "abcdef"},
+		{"Whole", 0, 16, string(body)},
+		{"OneByte", 15, 1, "f"},
+		{"PastEnd", 12, 100, "cdef"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.GetRange(ctx(t), key, tt.offset, tt.length)
+			got, err := s.GetRange(ctxFor(t), key, tt.offset, tt.length)
 			if err != nil {
 				t.Fatalf("GetRange(%d, %d): %v", tt.offset, tt.length, err)
 			}
@@ -138,90 +168,115 @@ func testGetRange(t *testing.T, s blob.Store, p string) {
 	}
 }
 
-func testList(t *testing.T, s blob.Store, p string) {
-	keys := []string{p + "pages/b", p + "pages/a", p + "pages/c/d", p + "pagesx", p + "seeds/s.txt"}
+func testList(t *testing.T, s blob.Store, prefix string) {
+	keys := []string{"pages/b.warc", "pages/a.warc", "pages/sub/c.warc", "pagesX/d", "results/e.json", "pages/a.warc.1"}
 	for _, k := range keys {
-		mustPut(t, s, k, []byte(k))
+		put(t, s, prefix+k, []byte(k))
 	}
 	tests := []struct {
 		prefix string
 		want   []string
 	}{
-		{p + "pages/", []string{p + "pages/a", p + "pages/b", p + "pages/c/d"}},
-		{p + "pages", []string{p + "pages/a", p + "pages/b", p + "pages/c/d", p + "pagesx"}},
-		{p + "seeds/s", []string{p + "seeds/s.txt"}},
-		{p + "nothing/", nil},
-		{p, []string{p + "pages/a", p + "pages/b", p + "pages/c/d", p + "pagesx", p + "seeds/s.txt"}},
+		{"pages/", []string{"pages/a.warc", "pages/a.warc.1", "pages/b.warc", "pages/sub/c.warc"}},
+		{"pages", []string{"pages/a.warc", "pages/a.warc.1", "pages/b.warc", "pages/sub/c.warc", "pagesX/d"}},
+		{"pages/a", []string{"pages/a.warc", "pages/a.warc.1"}},
+		{"results/", []string{"results/e.json"}},
+		{"none/", nil},
 	}
 	for _, tt := range tests {
-		t.Run(strings.TrimPrefix(tt.prefix, p), func(t *testing.T) {
-			got, err := s.List(ctx(t), tt.prefix)
+		t.Run(tt.prefix, func(t *testing.T) {
+			got, err := s.List(ctxFor(t), prefix+tt.prefix)
 			if err != nil {
-				t.Fatalf("List(%q): %v", tt.prefix, err)
+				t.Fatalf("List: %v", err)
 			}
-			if len(got) == 0 && len(tt.want) == 0 {
+			var want []string
+			for _, k := range tt.want {
+				want = append(want, prefix+k)
+			}
+			if len(got) == 0 && len(want) == 0 {
 				return
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("List(%q) = %q, want %q", tt.prefix, got, tt.want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("List(%q) = %q, want %q", tt.prefix, got, want)
 			}
 		})
 	}
 }
 
-func testAwkwardKeys(t *testing.T, s blob.Store, p string) {
+func testAwkwardKeys(t *testing.T, s blob.Store, prefix string) {
 	keys := []string{
-		p + "with space.txt",
-		p + "ünïcødé/日本語.html",
-		p + "deep/a/b/c/d.txt",
-		p + "chars!$&'()*+,;=@~%41.txt",
-		p + "query?x=1#frag",
-		p + ".hidden",
+		"with space/file name.txt",
+		"unicode/é日本/ü.txt",
+		"deep/a/b/c/d/e.txt",
+		"punct/a+b=c&d;e,f@g$h'i(j)!~*.txt",
+		"percent/%2F%20.txt",
+		"dots/a..b/...c",
+		"UPPER/Case.TXT",
+		"upper/case.txt",
+		"trailing-dot./x",
 	}
 	for _, k := range keys {
-		mustPut(t, s, k, []byte("body of "+k))
+		put(t, s, prefix+k, []byte("body of "+k))
 	}
 	for _, k := range keys {
-		if got := mustGet(t, s, k); string(got) != "body of "+k {
-			t.Errorf("Get(%q) = %q, want %q", k, got, "body of "+k)
-		}
+		wantBody(t, s, prefix+k, []byte("body of "+k))
 	}
-	got, err := s.List(ctx(t), p)
+	got, err := s.List(ctxFor(t), prefix)
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
-	want := slices.Clone(keys)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("List = %q, want %q", got, want)
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[prefix+k] = true
+	}
+	for _, k := range got {
+		if !want[k] {
+			t.Errorf("List returned unexpected key %q", k)
+		}
+		delete(want, k)
+	}
+	for k := range want {
+		t.Errorf("List is missing %q", k)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i-1] >= got[i] {
+			t.Errorf("List not sorted: %q before %q", got[i-1], got[i])
+		}
 	}
 }
 
-func testEmptyBody(t *testing.T, s blob.Store, p string) {
-	key := p + "empty"
-	mustPut(t, s, key, nil)
-	got, err := s.Get(ctx(t), key)
+func testEmptyBody(t *testing.T, s blob.Store, prefix string) {
+	key := prefix + "empty"
+	put(t, s, key, nil)
+	got, err := s.Get(ctxFor(t), key)
 	if err != nil {
-		t.Fatalf("Get(empty): %v", err)
+		t.Fatalf("Get: %v", err)
 	}
 	if len(got) != 0 {
-		t.Errorf("Get(empty) = %d bytes, want 0", len(got))
+		t.Errorf("Get = %d bytes, want 0", len(got))
+	}
+	keys, err := s.List(ctxFor(t), key)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if !reflect.DeepEqual(keys, []string{key}) {
+		t.Errorf("List = %q, want the empty object listed", keys)
 	}
 }
 
-func testLargeBody(t *testing.T, s blob.Store, p string) {
-	key := p + "large.bin"
+func testLargeBody(t *testing.T, s blob.Store, prefix string) {
+	key := prefix + "large"
 	body := make([]byte, 5<<20)
-	_, _ = rand.Read(body)
-	mustPut(t, s, key, body)
-	if got := mustGet(t, s, key); !bytes.Equal(got, body) {
-		t.Errorf("Get(large) returned %d bytes that differ from the %d put", len(got), len(body))
+	if _, err := rand.Read(body); err != nil {
+		t.Fatalf("random body: %v", err)
 	}
-	got, err := s.GetRange(ctx(t), key, 4<<20, 1024)
+	put(t, s, key, body)
+	wantBody(t, s, key, body)
+	got, err := s.GetRange(ctxFor(t), key, 3<<20, 1<<20)
 	if err != nil {
-		t.Fatalf("GetRange(large): %v", err)
+		t.Fatalf("GetRange: %v", err)
 	}
-	if !bytes.Equal(got, body[4<<20:4<<20+1024]) {
-		t.Errorf("GetRange(large) differs from the body")
+	if !bytes.Equal(got, body[3<<20:4<<20]) {
+		t.Errorf("GetRange of the large body differs")
 	}
 }
