@@ -1,0 +1,254 @@
+// Package message defines the versioned JSON messages that flow between the handlers:
+//
+//	schedule --Fetch--> fetch --Parse--> parse --Links--> schedule
+//
+// Every message carries the schema version V and its Kind. Decoding is strict: unknown fields,
+// a wrong version or kind, missing fields, oversized bodies and trailing data are errors of class
+// errclass.Poison, so a handler can quarantine the message and go on with the rest of its batch.
+package message
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+)
+
+// Version is the schema version this code writes and accepts.
+const Version = 1
+
+// MaxBytes bounds an encoded message: SQS's classic limit of 256 KiB.
+const MaxBytes = 256 * 1024
+
+// MaxLinks bounds the URLs in one Links message; Split packs longer lists into several.
+const MaxLinks = 200
+
+// Kind names a message type.
+type Kind string
+
+// The message kinds.
+const (
+	KindLinks Kind = "links"
+	KindFetch Kind = "fetch"
+	KindParse Kind = "parse"
+)
+
+// Header is what every message starts with.
+type Header struct {
+	V     int    `json:"v"`
+	Kind  Kind   `json:"kind"`
+	Crawl string `json:"crawl"`
+}
+
+// Links asks schedule to admit URLs discovered at one depth: seed lines (Depth 0, Root empty:
+// each URL is its own scope root) or the out-links of a parsed page.
+type Links struct {
+	Header
+	// Root is the seed URL whose scope these links are checked against; empty for seeds.
+	Root string `json:"root,omitempty"`
+	// Parent is the page the links were found on (empty for seeds).
+	Parent string `json:"parent,omitempty"`
+	// Depth is the depth of the URLs in this message (seeds are 0).
+	Depth int      `json:"depth"`
+	URLs  []string `json:"urls"`
+}
+
+// Fetch asks fetch to get one admitted URL.
+type Fetch struct {
+	Header
+	URL   string `json:"url"`
+	Root  string `json:"root"`
+	Depth int    `json:"depth"`
+	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
+	Waits int `json:"waits,omitempty"`
+	// Retries counts the deferred retries after transient failures so far.
+	Retries int `json:"retries,omitempty"`
+}
+
+// Ref addresses one record inside a WARC file in the blob store.
+type Ref struct {
+	Key    string `json:"key"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+}
+
+// Parse asks parse to read one stored response.
+type Parse struct {
+	Header
+	URL         string    `json:"url"`
+	FinalURL    string    `json:"finalUrl"`
+	Root        string    `json:"root"`
+	Depth       int       `json:"depth"`
+	Status      int       `json:"status"`
+	ContentType string    `json:"contentType,omitempty"`
+	FetchedAt   time.Time `json:"fetchedAt"`
+	WARC        Ref       `json:"warc"`
+}
+
+// Encode marshals m (a Links, Fetch or Parse, or a pointer to one), setting V and Kind.
+func Encode(m any) (string, error) {
+	switch v := m.(type) {
+	case Links:
+		v.V, v.Kind = Version, KindLinks
+		return marshal(v)
+	case *Links:
+		return Encode(*v)
+	case Fetch:
+		v.V, v.Kind = Version, KindFetch
+		return marshal(v)
+	case *Fetch:
+		return Encode(*v)
+	case Parse:
+		v.V, v.Kind = Version, KindParse
+		return marshal(v)
+	case *Parse:
+		return Encode(*v)
+	}
+	return "", fmt.Errorf("encode message: unsupported type %T", m)
+}
+
+func marshal(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode message: %w", err)
+	}
+	if len(b) > MaxBytes {
+		return "", fmt.Errorf("encode message: %d bytes, over the %d-byte limit", len(b), MaxBytes)
+	}
+	return string(b), nil
+}
+
+// Decode parses body as the message kind the caller expects and validates it. It returns
+// *Links, *Fetch or *Parse. Every error has class errclass.Poison.
+func Decode(body string, want Kind) (any, error) {
+	if len(body) > MaxBytes {
+		return nil, poison("message is %d bytes, over the %d-byte limit", len(body), MaxBytes)
+	}
+	var h Header
+	if err := json.Unmarshal([]byte(body), &h); err != nil {
+		return nil, poison("not a JSON message: %v", err)
+	}
+	if h.V != Version {
+		return nil, poison("schema version %d, want %d", h.V, Version)
+	}
+	if h.Kind != want {
+		return nil, poison("kind %q, want %q", h.Kind, want)
+	}
+	if h.Crawl == "" || len(h.Crawl) > 128 {
+		return nil, poison("crawl id missing or over 128 bytes")
+	}
+	var m interface{ validate() error }
+	switch want {
+	case KindLinks:
+		m = &Links{}
+	case KindFetch:
+		m = &Fetch{}
+	case KindParse:
+		m = &Parse{}
+	default:
+		return nil, poison("unknown kind %q", want)
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return nil, poison("decode %s message: %v", want, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, poison("trailing data after the %s message", want)
+	}
+	if err := m.validate(); err != nil {
+		return nil, poison("invalid %s message: %v", want, err)
+	}
+	return m, nil
+}
+
+// DecodeLinks is Decode for a Links message.
+func DecodeLinks(body string) (*Links, error) {
+	m, err := Decode(body, KindLinks)
+	if err != nil {
+		return nil, err
+	}
+	return m.(*Links), nil
+}
+
+// DecodeFetch is Decode for a Fetch message.
+func DecodeFetch(body string) (*Fetch, error) {
+	m, err := Decode(body, KindFetch)
+	if err != nil {
+		return nil, err
+	}
+	return m.(*Fetch), nil
+}
+
+// DecodeParse is Decode for a Parse message.
+func DecodeParse(body string) (*Parse, error) {
+	m, err := Decode(body, KindParse)
+	if err != nil {
+		return nil, err
+	}
+	return m.(*Parse), nil
+}
+
+func (m *Links) validate() error {
+	if len(m.URLs) == 0 {
+		return errors.New("no urls")
+	}
+	if len(m.URLs) > MaxLinks {
+		return fmt.Errorf("%d urls, over the limit of %d", len(m.URLs), MaxLinks)
+	}
+	if m.Depth < 0 {
+		return fmt.Errorf("negative depth %d", m.Depth)
+	}
+	if m.Depth > 0 && m.Root == "" {
+		return errors.New("links below depth 0 need a root")
+	}
+	return nil
+}
+
+func (m *Fetch) validate() error {
+	switch {
+	case m.URL == "":
+		return errors.New("no url")
+	case m.Root == "":
+		return errors.New("no root")
+	case m.Depth < 0 || m.Waits < 0 || m.Retries < 0:
+		return errors.New("negative depth, waits or retries")
+	}
+	return nil
+}
+
+func (m *Parse) validate() error {
+	switch {
+	case m.URL == "" || m.FinalURL == "":
+		return errors.New("no url or final url")
+	case m.Root == "":
+		return errors.New("no root")
+	case m.Depth < 0:
+		return errors.New("negative depth")
+	case m.WARC.Key == "" || m.WARC.Offset < 0 || m.WARC.Length <= 0:
+		return errors.New("no warc location")
+	}
+	return nil
+}
+
+func poison(format string, args ...any) error {
+	return errclass.Errorf(errclass.Poison, format, args...)
+}
+
+// SplitLinks packs urls into Links messages of at most MaxLinks URLs each, all sharing tmpl's
+// header, root, parent and depth.
+func SplitLinks(tmpl Links, urls []string) []Links {
+	var out []Links
+	for len(urls) > 0 {
+		n := min(len(urls), MaxLinks)
+		m := tmpl
+		m.URLs = urls[:n:n]
+		out = append(out, m)
+		urls = urls[n:]
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package message
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+)
+
+func TestRoundTrip(t *testing.T) {
+	hdr := Header{Crawl: "c1"}
+	fetchedAt := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		msg  any
+		kind Kind
+	}{
+		{"links", Links{Header: hdr, Root: "http://a.test/", Parent: "http://a.test/", Depth: 1, URLs: []string{"http://a.test/x"}}, KindLinks},
+		{"seed links", &Links{Header: hdr, URLs: []string{"http://a.test/"}}, KindLinks},
+		{"fetch", Fetch{Header: hdr, URL: "http://a.test/x", Root: "http://a.test/", Depth: 2, Waits: 1}, KindFetch},
+		{"parse", Parse{Header: hdr, URL: "http://a.test/x", FinalURL: "http://a.test/y", Root: "http://a.test/", Status: 200,
+			FetchedAt: fetchedAt, WARC: Ref{Key: "pages/c1/a.warc.gz", Offset: 10, Length: 99}}, KindParse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body, err := Encode(tt.msg)
+			if err != nil {
+				t.Fatalf("Encode: %v", err)
+			}
+			got, err := Decode(body, tt.kind)
+			if err != nil {
+				t.Fatalf("Decode(%s): %v", body, err)
+			}
+			again, err := Encode(got)
+			if err != nil {
+				t.Fatalf("Encode again: %v", err)
+			}
+			if again != body {
+				t.Errorf("round trip changed the message:\n got %s\nwant %s", again, body)
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsPoison(t *testing.T) {
+	good := `{"v":1,"kind":"fetch","crawl":"c","url":"http://a.test/","root":"http://a.test/","depth":0}`
+	if _, err := DecodeFetch(good); err != nil {
+		t.Fatalf("the good message must decode: %v", err)
+	}
+	tests := []struct{ name, body, why string }{
+		{"not json", `hello`, "not a JSON message"},
+		{"truncated", good[:30], "not a JSON message"},
+		{"old version", strings.Replace(good, `"v":1`, `"v":0`, 1), "schema version"},
+		{"wrong kind", strings.Replace(good, `"fetch"`, `"parse"`, 1), "kind"},
+		{"unknown field", strings.Replace(good, `"depth":0`, `"depth":0,"evil":true`, 1), "unknown field"},
+		{"no url", strings.Replace(good, `"url":"http://a.test/",`, ``, 1), "no url"},
+		{"no crawl", strings.Replace(good, `"crawl":"c"`, `"crawl":""`, 1), "crawl id"},
+		{"negative depth", strings.Replace(good, `"depth":0`, `"depth":-1`, 1), "negative"},
+		{"trailing data", good + `{}`, "JSON"},
+		{"huge", `{"v":1,"kind":"fetch","crawl":"c","url":"` + strings.Repeat("a", MaxBytes) + `"}`, "over the"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeFetch(tt.body)
+			if err == nil {
+				t.Fatal("Decode accepted a poison message")
+			}
+			if errclass.Of(err) != errclass.Poison {
+				t.Errorf("class = %q, want poison (%v)", errclass.Of(err), err)
+			}
+			if !strings.Contains(err.Error(), tt.why) {
+				t.Errorf("error %q does not say %q", err, tt.why)
+			}
+		})
+	}
+}
+
+func TestLinksValidation(t *testing.T) {
+	many := make([]string, MaxLinks+1)
+	for i := range many {
+		many[i] = "http://a.test/"
+	}
+	tests := []struct {
+		name string
+		m    Links
+	}{
+		{"empty", Links{Header: Header{Crawl: "c"}}},
+		{"too many", Links{Header: Header{Crawl: "c"}, URLs: many}},
+		{"deep without root", Links{Header: Header{Crawl: "c"}, Depth: 1, URLs: []string{"http://a.test/"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body, err := Encode(tt.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := DecodeLinks(body); errclass.Of(err) != errclass.Poison {
+				t.Errorf("DecodeLinks = %v, want a poison error", err)
+			}
+		})
+	}
+}
+
+func TestSplitLinks(t *testing.T) {
+	urls := make([]string, 2*MaxLinks+3)
+	for i := range urls {
+		urls[i] = "http://a.test/" + strings.Repeat("x", i%7)
+	}
+	parts := SplitLinks(Links{Header: Header{Crawl: "c"}, Root: "r", Depth: 3}, urls)
+	if len(parts) != 3 {
+		t.Fatalf("got %d parts, want 3", len(parts))
+	}
+	n := 0
+	for _, p := range parts {
+		if p.Root != "r" || p.Depth != 3 || p.Crawl != "c" {
+			t.Errorf("part lost its template: %+v", p.Header)
+		}
+		n += len(p.URLs)
+	}
+	if n != len(urls) {
+		t.Errorf("parts hold %d urls, want %d", n, len(urls))
+	}
+	if len(parts[2].URLs) != 3 {
+		t.Errorf("last part has %d urls, want 3", len(parts[2].URLs))
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(`{"v":1,"kind":"fetch","crawl":"c","url":"http://a.test/","root":"http://a.test/","depth":0}`)
+	f.Add(`{"v":1,"kind":"links","crawl":"c","depth":0,"urls":["http://a.test/"]}`)
+	f.Add(`{"v":1,"kind":"parse","crawl":"c","url":"u","finalUrl":"u","root":"r","depth":0,"status":200,"fetchedAt":"2026-01-01T00:00:00Z","warc":{"key":"k","offset":0,"length":1}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, k := range []Kind{KindLinks, KindFetch, KindParse} {
+			m, err := Decode(body, k)
+			if err != nil {
+				if errclass.Of(err) != errclass.Poison {
+					t.Fatalf("error without the poison class: %v", err)
+				}
+				continue
+			}
+			again, err := Encode(m)
+			if err != nil {
+				t.Fatalf("a decoded message must encode: %v", err)
+			}
+			if _, err := Decode(again, k); err != nil {
+				t.Fatalf("re-encoded message does not decode: %v", err)
+			}
+		}
+	})
+}
