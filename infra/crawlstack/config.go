@@ -1,0 +1,347 @@
+package crawlstack
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+)
+
+// FunctionConfig sizes one Lambda function and the SQS event source mapping
+// that feeds it.
+type FunctionConfig struct {
+	// TimeoutSeconds is the function timeout. The queue's visibility timeout
+	// is derived from it (6x), as AWS recommends for SQS event sources.
+	TimeoutSeconds int
+	// MemoryMB is the function memory; CPU scales with it.
+	MemoryMB int
+	// MaxConcurrency caps concurrent invocations by the event source mapping
+	// (2 to 1000). It is the crawler's throttle: it limits load on the table
+	// and, for fetch, on the crawled sites.
+	MaxConcurrency int
+	// BatchSize is the number of SQS messages per invocation (1 to 10).
+	BatchSize int
+	// BatchWindowSeconds is how long the mapping waits to fill a batch (0 to 300).
+	BatchWindowSeconds int
+}
+
+// Config is every setting of the stack. The zero value is not useful; start
+// from [DefaultConfig] or [ConfigFromContext].
+type Config struct {
+	// DistDir holds one folder per function with its `bootstrap` binary,
+	// relative to the directory cdk runs in.
+	DistDir string
+	// Scope limits which discovered links are followed: host, domain or any.
+	Scope string
+	// MaxDepth is the maximum link depth from a seed.
+	MaxDepth int
+	// MaxPages is the page budget of one crawl.
+	MaxPages int
+	// HostRPS is the politeness limit: requests per second to one host.
+	HostRPS float64
+	// UserAgent is sent with every request and matched against robots.txt.
+	UserAgent string
+	// AllowNet is a comma-separated list of CIDRs that fetch may reach even
+	// though they are not public. Empty by default.
+	AllowNet string
+	// RecrawlPrefix is the key prefix whose seed files a scheduled tick re-crawls.
+	RecrawlPrefix string
+	// ScheduleExpression is the EventBridge rate() or cron() expression of re-crawls.
+	ScheduleExpression string
+	// ScheduleEnabled turns the re-crawl rule on.
+	ScheduleEnabled bool
+	// MaxReceiveCount is the receives before a message moves to its DLQ.
+	MaxReceiveCount int
+	// LogRetentionDays is how long function logs are kept.
+	LogRetentionDays int
+	// OldestMessageAlarmSeconds is the age of the oldest queued message that raises an alarm.
+	OldestMessageAlarmSeconds int
+	// RetainData keeps the bucket, the table and the logs when the stack is destroyed.
+	RetainData bool
+	// Schedule, Fetch and Parse size the three functions.
+	Schedule, Fetch, Parse FunctionConfig
+}
+
+// Function names: each is the folder under DistDir, the construct id prefix
+// and the Go package under functions/ in the root module.
+const (
+	FnSchedule = "schedule"
+	FnFetch    = "fetch"
+	FnParse    = "parse"
+)
+
+// DefaultConfig returns the settings used where the context sets nothing.
+func DefaultConfig() Config {
+	return Config{
+		DistDir:                   "../dist",
+		Scope:                     "host",
+		MaxDepth:                  3,
+		MaxPages:                  1000,
+		HostRPS:                   1,
+		UserAgent:                 "crawlstack/0.1 (+https://github.com/crawlstack/crawlstack)",
+		RecrawlPrefix:             "seeds/",
+		ScheduleExpression:        "rate(1 day)",
+		ScheduleEnabled:           false,
+		MaxReceiveCount:           5,
+		LogRetentionDays:          30,
+		OldestMessageAlarmSeconds: 3600,
+		RetainData:                true,
+		Schedule:                  FunctionConfig{TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 10, BatchWindowSeconds: 1},
+		Fetch:                     FunctionConfig{TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 10, BatchWindowSeconds: 1},
+		Parse:                     FunctionConfig{TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 10, BatchWindowSeconds: 1},
+	}
+}
+
+// Function returns the settings of the named function.
+func (c Config) Function(name string) FunctionConfig {
+	switch name {
+	case FnSchedule:
+		return c.Schedule
+	case FnFetch:
+		return c.Fetch
+	default:
+		return c.Parse
+	}
+}
+
+// ContextGetter returns the context value of key, or nil when it is unset.
+// Values come as strings from `cdk -c` and as JSON values from cdk.json.
+type ContextGetter func(key string) any
+
+// ConfigFromContext reads every [ContextKeys] entry over [DefaultConfig] and
+// validates the result. The error lists every bad value, not just the first.
+func ConfigFromContext(get ContextGetter) (Config, error) {
+	cfg := DefaultConfig()
+	var errs []error
+	for _, k := range contextKeys(&cfg) {
+		v := get(k.name)
+		if v == nil {
+			continue
+		}
+		if err := k.set(v); err != nil {
+			errs = append(errs, fmt.Errorf("context %q: %w", k.name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// ContextKeys lists the context keys ConfigFromContext reads, in order.
+func ContextKeys() []string {
+	var cfg Config
+	var names []string
+	for _, k := range contextKeys(&cfg) {
+		names = append(names, k.name)
+	}
+	return names
+}
+
+type contextKey struct {
+	name string
+	set  func(any) error
+}
+
+func contextKeys(c *Config) []contextKey {
+	keys := []contextKey{
+		{"distDir", stringInto(&c.DistDir)},
+		{"scope", stringInto(&c.Scope)},
+		{"maxDepth", intInto(&c.MaxDepth)},
+		{"maxPages", intInto(&c.MaxPages)},
+		{"hostRps", floatInto(&c.HostRPS)},
+		{"userAgent", stringInto(&c.UserAgent)},
+		{"allowNet", stringInto(&c.AllowNet)},
+		{"recrawlPrefix", stringInto(&c.RecrawlPrefix)},
+		{"scheduleExpression", stringInto(&c.ScheduleExpression)},
+		{"scheduleEnabled", boolInto(&c.ScheduleEnabled)},
+		{"maxReceiveCount", intInto(&c.MaxReceiveCount)},
+		{"logRetentionDays", intInto(&c.LogRetentionDays)},
+		{"oldestMessageAlarmSeconds", intInto(&c.OldestMessageAlarmSeconds)},
+		{"retainData", boolInto(&c.RetainData)},
+	}
+	for _, f := range []struct {
+		name string
+		fc   *FunctionConfig
+	}{{FnSchedule, &c.Schedule}, {FnFetch, &c.Fetch}, {FnParse, &c.Parse}} {
+		keys = append(keys,
+			contextKey{f.name + "TimeoutSeconds", intInto(&f.fc.TimeoutSeconds)},
+			contextKey{f.name + "MemoryMB", intInto(&f.fc.MemoryMB)},
+			contextKey{f.name + "MaxConcurrency", intInto(&f.fc.MaxConcurrency)},
+			contextKey{f.name + "BatchSize", intInto(&f.fc.BatchSize)},
+			contextKey{f.name + "BatchWindowSeconds", intInto(&f.fc.BatchWindowSeconds)},
+		)
+	}
+	return keys
+}
+
+func stringInto(dst *string) func(any) error {
+	return func(v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("want a string, got %T %v", v, v)
+		}
+		*dst = s
+		return nil
+	}
+}
+
+func intInto(dst *int) func(any) error {
+	return func(v any) error {
+		switch x := v.(type) {
+		case float64:
+			if x != float64(int(x)) {
+				return fmt.Errorf("want a whole number, got %v", x)
+			}
+			*dst = int(x)
+		case string:
+			n, err := strconv.Atoi(strings.TrimSpace(x))
+			if err != nil {
+				return fmt.Errorf("want a whole number, got %q", x)
+			}
+			*dst = n
+		default:
+			return fmt.Errorf("want a whole number, got %T %v", v, v)
+		}
+		return nil
+	}
+}
+
+func floatInto(dst *float64) func(any) error {
+	return func(v any) error {
+		switch x := v.(type) {
+		case float64:
+			*dst = x
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return fmt.Errorf("want a number, got %q", x)
+			}
+			*dst = f
+		default:
+			return fmt.Errorf("want a number, got %T %v", v, v)
+		}
+		return nil
+	}
+}
+
+func boolInto(dst *bool) func(any) error {
+	return func(v any) error {
+		switch x := v.(type) {
+		case bool:
+			*dst = x
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(x))
+			if err != nil {
+				return fmt.Errorf("want true or false, got %q", x)
+			}
+			*dst = b
+		default:
+			return fmt.Errorf("want true or false, got %T %v", v, v)
+		}
+		return nil
+	}
+}
+
+var (
+	rateExpr = regexp.MustCompile(`^rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)$`)
+	cronExpr = regexp.MustCompile(`^cron\(\S+( \S+){5}\)$`)
+)
+
+// logRetentions maps the retention periods CloudWatch Logs accepts, in days,
+// to their CDK names.
+var logRetentions = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS,
+	5: awslogs.RetentionDays_FIVE_DAYS, 7: awslogs.RetentionDays_ONE_WEEK,
+	14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS,
+	120: awslogs.RetentionDays_FOUR_MONTHS, 150: awslogs.RetentionDays_FIVE_MONTHS,
+	180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS,
+	731: awslogs.RetentionDays_TWO_YEARS, 1096: awslogs.RetentionDays_THREE_YEARS,
+	1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS,
+	3288: awslogs.RetentionDays_NINE_YEARS, 3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+// Validate reports every setting that the stack or AWS would reject.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("context %q: "+format, append([]any{key}, args...)...))
+	}
+	if c.DistDir == "" {
+		bad("distDir", "must not be empty")
+	}
+	switch c.Scope {
+	case "host", "domain", "any":
+	default:
+		bad("scope", "must be host, domain or any, got %q", c.Scope)
+	}
+	if c.MaxDepth < 0 {
+		bad("maxDepth", "must be 0 or more, got %d", c.MaxDepth)
+	}
+	if c.MaxPages < 1 {
+		bad("maxPages", "must be 1 or more, got %d", c.MaxPages)
+	}
+	if !(c.HostRPS > 0 && c.HostRPS <= 100) {
+		bad("hostRps", "must be more than 0 and at most 100, got %v", c.HostRPS)
+	}
+	if strings.TrimSpace(c.UserAgent) == "" {
+		bad("userAgent", "must not be empty")
+	}
+	if c.AllowNet != "" {
+		for _, p := range strings.Split(c.AllowNet, ",") {
+			if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {
+				bad("allowNet", "must be comma-separated CIDRs: %v", err)
+			}
+		}
+	}
+	if c.RecrawlPrefix == "" || !strings.HasSuffix(c.RecrawlPrefix, "/") || strings.HasPrefix(c.RecrawlPrefix, "/") {
+		bad("recrawlPrefix", "must be a key prefix like \"seeds/\", got %q", c.RecrawlPrefix)
+	}
+	if m := rateExpr.FindStringSubmatch(c.ScheduleExpression); m != nil {
+		if plural := strings.HasSuffix(m[2], "s"); (m[1] == "1") == plural {
+			bad("scheduleExpression", "rate of 1 takes a singular unit and more than 1 a plural, got %q", c.ScheduleExpression)
+		}
+	} else if !cronExpr.MatchString(c.ScheduleExpression) {
+		bad("scheduleExpression", "must be rate(N unit) or cron(6 fields), got %q", c.ScheduleExpression)
+	}
+	if c.MaxReceiveCount < 5 || c.MaxReceiveCount > 1000 {
+		bad("maxReceiveCount", "must be 5 to 1000, got %d", c.MaxReceiveCount)
+	}
+	if _, ok := logRetentions[c.LogRetentionDays]; !ok {
+		bad("logRetentionDays", "must be a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, 60, 90, ... 3653), got %d", c.LogRetentionDays)
+	}
+	if c.OldestMessageAlarmSeconds < 60 {
+		bad("oldestMessageAlarmSeconds", "must be 60 or more, got %d", c.OldestMessageAlarmSeconds)
+	}
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		f := c.Function(name)
+		// 6x the timeout is the visibility timeout, which SQS caps at 12 hours;
+		// Lambda caps the timeout at 15 minutes.
+		if f.TimeoutSeconds < 1 || f.TimeoutSeconds > 900 {
+			bad(name+"TimeoutSeconds", "must be 1 to 900, got %d", f.TimeoutSeconds)
+		}
+		if f.MemoryMB < 128 || f.MemoryMB > 10240 {
+			bad(name+"MemoryMB", "must be 128 to 10240, got %d", f.MemoryMB)
+		}
+		if f.MaxConcurrency < 2 || f.MaxConcurrency > 1000 {
+			bad(name+"MaxConcurrency", "must be 2 to 1000 (the SQS event source limits), got %d", f.MaxConcurrency)
+		}
+		if f.BatchSize < 1 || f.BatchSize > 10 {
+			bad(name+"BatchSize", "must be 1 to 10, got %d", f.BatchSize)
+		}
+		if f.BatchWindowSeconds < 0 || f.BatchWindowSeconds > 300 {
+			bad(name+"BatchWindowSeconds", "must be 0 to 300, got %d", f.BatchWindowSeconds)
+		}
+	}
+	return errors.Join(errs...)
+}

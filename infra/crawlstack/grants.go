@@ -1,0 +1,70 @@
+package crawlstack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// tableActions are the item operations every handler uses. No Scan, Query or
+// batch operations: every access is by key.
+var tableActions = []string{
+	"dynamodb:GetItem",
+	"dynamodb:PutItem",
+	"dynamodb:UpdateItem",
+	"dynamodb:DeleteItem",
+}
+
+// sendsTo lists, per function, the queues it sends to. Consuming its own
+// queue is granted by its event source mapping.
+var sendsTo = map[string][]string{
+	FnSchedule: {FnSchedule, FnFetch}, // seed files split into link batches; admitted URLs
+	FnFetch:    {FnFetch, FnParse},    // delayed re-queue for politeness; stored pages
+	FnParse:    {FnSchedule},          // discovered links
+}
+
+// grantPipeline gives each function only what its handler does: its queues,
+// item access to the table, and its S3 prefixes.
+func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[string]pipelineQueue, fns map[string]fnResources) {
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} { // fixed order: a stable template
+		for _, t := range sendsTo[name] {
+			queues[t].Queue.GrantSendMessages(fns[name].Function)
+		}
+		fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(tableActions...),
+			Resources: jsii.Strings(*table.TableArn()),
+		}))
+	}
+
+	seedReads := []string{*bucket.ArnForObjects(jsii.String(SeedsPrefix + "*"))}
+	if cfg.RecrawlPrefix != SeedsPrefix {
+		seedReads = append(seedReads, *bucket.ArnForObjects(jsii.String(cfg.RecrawlPrefix + "*")))
+	}
+	schedule := fns[FnSchedule].Function
+	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject"),
+		Resources: jsii.Strings(seedReads...),
+	}))
+	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:ListBucket"),
+		Resources: jsii.Strings(*bucket.BucketArn()),
+		Conditions: &map[string]any{
+			"StringLike": map[string]any{"s3:prefix": []string{cfg.RecrawlPrefix + "*"}},
+		},
+	}))
+
+	fetch := fns[FnFetch].Function
+	fetch.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:PutObject", "s3:AbortMultipartUpload"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
+	}))
+
+	parse := fns[FnParse].Function
+	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
+	}))
+	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:PutObject", "s3:AbortMultipartUpload"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(RecordsPrefix + "*"))),
+	}))
+}

@@ -1,0 +1,23 @@
+package crawlstack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// newOutputs prints what a user needs after `cdk deploy`: where to drop seeds,
+// where to look for results and which queues to watch or redrive.
+func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map[string]pipelineQueue) {
+	out := func(id string, value *string, desc string) {
+		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{
+			Value: value, Description: jsii.String(desc),
+		})
+	}
+	out("BucketName", bucket.BucketName(), "bucket: drop seed files under seeds/, results under pages/ and records/")
+	out("TableName", table.TableName(), "DynamoDB table of URL states, claims and host slots")
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		id := title(name)
+		out(id+"QueueUrl", queues[name].Queue.QueueUrl(), "queue consumed by the "+name+" function")
+		out(id+"DLQUrl", queues[name].DLQ.QueueUrl(), "dead-letter queue of the "+name+" queue")
+	}
+}
