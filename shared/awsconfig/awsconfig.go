@@ -1,0 +1,71 @@
+// Package awsconfig loads the AWS SDK configuration shared by every client of a process. The
+// Lambda mains call Load once at init and build their clients from it, so that a container
+// reuses its connections across invocations.
+//
+// Endpoints come from the environment, as the SDK reads them: AWS_ENDPOINT_URL for every service
+// (LocalStack), or AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_S3 per
+// service (the local emulators); a per-service variable wins. With neither set, the clients talk
+// to AWS itself.
+package awsconfig
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// The environment variables that override the endpoints (read by the SDK itself).
+const (
+	EnvEndpoint         = "AWS_ENDPOINT_URL"
+	EnvEndpointS3       = "AWS_ENDPOINT_URL_S3"
+	EnvEndpointSQS      = "AWS_ENDPOINT_URL_SQS"
+	EnvEndpointDynamoDB = "AWS_ENDPOINT_URL_DYNAMODB"
+)
+
+// Load returns the default SDK configuration: region, credentials, retryer and endpoint
+// overrides from the environment and the shared config files. optFns are passed on to
+// config.LoadDefaultConfig.
+func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, optFns...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	}
+	return cfg, nil
+}
+
+// EndpointOverridden reports whether the environment points S3 somewhere other than AWS
+// (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 is set).
+func EndpointOverridden() bool {
+	return os.Getenv(EnvEndpoint) != "" || os.Getenv(EnvEndpointS3) != ""
+}
+
+// S3Options is the S3 client option this project always applies: path-style addressing
+// whenever the S3 endpoint is overridden, because an emulator at http://localhost:PORT has no
+// virtual-host names (<bucket>.localhost does not resolve). On AWS it changes nothing.
+func S3Options(o *s3.Options) {
+	if EndpointOverridden() || o.BaseEndpoint != nil {
+		o.UsePathStyle = true
+	}
+}
+
+// Clients are the SDK clients of one process, built once from one configuration.
+type Clients struct {
+	SQS      *sqs.Client
+	DynamoDB *dynamodb.Client
+	S3       *s3.Client
+}
+
+// NewClients builds the SQS, DynamoDB and S3 clients from cfg, with S3Options applied to S3.
+func NewClients(cfg aws.Config) Clients {
+	return Clients{
+		SQS:      sqs.NewFromConfig(cfg),
+		DynamoDB: dynamodb.NewFromConfig(cfg),
+		S3:       s3.NewFromConfig(cfg, S3Options),
+	}
+}
