@@ -1,0 +1,413 @@
+// Package crawlstate keeps the crawl's durable state in the table port: one item per URL with its
+// state machine, one item per crawl with its counters and budget, and one politeness slot per host.
+// Every transition is a single conditional write, so duplicate deliveries and concurrent workers
+// cannot move a URL twice (DESIGN invariants 1 to 4).
+//
+// A URL's life:
+//
+//	(absent) --Admit--> queued --Claim/Finish--> fetched | skipped | failed
+//	(absent) --Reject-> skipped                  failed --(redrive) Claim--> ...
+//
+// Keys: "u#<crawl>#<sha256(url)>" for URLs, "c#<crawl>" for crawls, "b#<crawl>#<host>" for the
+// per-host page budget, and "p#<host>" for the politeness slot that every crawl and worker shares.
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/table"
+)
+
+// State is a URL's state.
+type State string
+
+// The URL states. Queued is the only non-terminal one; Failed may be claimed again after a redrive.
+const (
+	Queued  State = "queued"
+	Fetched State = "fetched"
+	Skipped State = "skipped"
+	Failed  State = "failed"
+)
+
+// Attribute names of the items (all aliased in expressions by the DynamoDB adapter).
+const (
+	attrState    = "state"
+	attrClass    = "class"
+	attrDetail   = "detail"
+	attrURL      = "url"
+	attrRoot     = "root"
+	attrDepth    = "depth"
+	attrEnqueued = "enqueued"
+	attrOwner    = "owner"
+	attrLease    = "leaseUntil"
+	attrParsed   = "parsed"
+	attrUpdated  = "updatedAt"
+	attrNext     = "nextAt"
+	attrBudget   = "budget"
+	attrPages    = "pages"
+)
+
+// ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
+// done: the message at hand is a duplicate and can be acknowledged.
+var ErrClaimed = errors.New("url already claimed or done")
+
+// ErrBudget is returned by ReserveBudget when the crawl or the host has used up its pages.
+var ErrBudget = errclass.Errorf(errclass.Scope, "page budget used up")
+
+// Store is the crawl state on a table. It is safe for concurrent use.
+type Store struct {
+	t table.Table
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Retention is how long items live before the table's TTL may delete them.
+	Retention time.Duration
+}
+
+// New returns a Store on t with a 30-day retention.
+func New(t table.Table) *Store {
+	return &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
+}
+
+// URLKey is the table key of a URL item; key is urlnorm.Key of the normalised URL.
+func URLKey(crawl, key string) string { return "u#" + crawl + "#" + key }
+
+// CrawlKey is the table key of a crawl item.
+func CrawlKey(crawl string) string { return "c#" + crawl }
+
+func budgetKey(crawl, host string) string { return "b#" + crawl + "#" + host }
+func slotKey(host string) string          { return "p#" + host }
+
+// URL is a URL item.
+type URL struct {
+	Key      string
+	URL      string
+	Root     string
+	Depth    int
+	State    State
+	Class    errclass.Class
+	Detail   string
+	Enqueued bool
+	Owner    string
+	Lease    time.Time
+	Parsed   bool
+}
+
+func urlFrom(key string, it table.Item) URL {
+	return URL{
+		Key: key, URL: it.String(attrURL), Root: it.String(attrRoot), Depth: int(it.Int(attrDepth)),
+		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
+		Detail: it.String(attrDetail), Enqueued: it.Bool(attrEnqueued), Owner: it.String(attrOwner),
+		Lease: time.UnixMilli(it.Int(attrLease)), Parsed: it.Bool(attrParsed),
+	}
+}
+
+// Terminal reports whether s ends a URL's life.
+func (s State) Terminal() bool { return s == Fetched || s == Skipped || s == Failed }
+
+// AdmitResult says what Admit found.
+type AdmitResult int
+
+// The outcomes of Admit.
+const (
+	// Admitted: the URL is new; its item is queued and its fetch message must be sent.
+	Admitted AdmitResult = iota
+	// Unsent: the URL was admitted before but its fetch message was never confirmed sent
+	// (a crash between the write and the send): send it again (the outbox rule, invariant 3).
+	Unsent
+	// Known: the URL is already queued and sent, or done.
+	Known
+)
+
+// Admit writes a queued item for the URL unless one exists.
+func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int) (AdmitResult, error) {
+	now := s.Now()
+	item := table.Item{
+		attrState: string(Queued), attrURL: rawURL, attrRoot: root, attrDepth: int64(depth),
+		attrEnqueued: false, attrUpdated: now.UnixMilli(), table.TTLAttr: s.expiry(now),
+	}
+	err := s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
+	if err == nil {
+		if err := s.count(ctx, crawl, map[string]int64{"seen": 1}); err != nil {
+			return Admitted, err
+		}
+		return Admitted, nil
+	}
+	cf, ok := table.IsConditionFailed(err)
+	if !ok {
+		return Known, fmt.Errorf("admit %s: %w", rawURL, err)
+	}
+	if State(cf.Item.String(attrState)) == Queued && !cf.Item.Bool(attrEnqueued) {
+		return Unsent, nil
+	}
+	return Known, nil
+}
+
+// Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
+// false when the URL was already known.
+func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
+	now := s.Now()
+	class := errclass.Of(cause)
+	item := table.Item{
+		attrState: string(Skipped), attrClass: string(class), attrDetail: truncate(cause.Error(), 300),
+		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: s.expiry(now),
+	}
+	err := s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
+	if _, dup := table.IsConditionFailed(err); dup {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reject %s: %w", rawURL, err)
+	}
+	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
+}
+
+// MarkEnqueued records that the URL's fetch message was sent.
+func (s *Store) MarkEnqueued(ctx context.Context, crawl, key string) error {
+	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{attrEnqueued: true}},
+		table.ItemExists())
+	if err != nil {
+		return fmt.Errorf("mark %s enqueued: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns the URL item, or table.ErrNotFound.
+func (s *Store) Get(ctx context.Context, crawl, key string) (URL, error) {
+	it, err := s.t.Get(ctx, URLKey(crawl, key))
+	if err != nil {
+		return URL{}, fmt.Errorf("get url %s: %w", key, err)
+	}
+	return urlFrom(key, it), nil
+}
+
+// Claim takes the URL for owner (the fetch message's id) for lease. It succeeds when the URL is
+// queued (or failed, after a redrive) and no other owner holds a live lease; the same owner may
+// claim again (its own redelivery after a crash). Otherwise it returns ErrClaimed.
+func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.Duration) (URL, error) {
+	now := s.Now()
+	cond := table.And(
+		table.ItemExists(),
+		table.Or(table.Eq(attrState, string(Queued)), table.Eq(attrState, string(Failed))),
+		table.Or(table.NotExists(attrLease), table.Lt(attrLease, now.UnixMilli()), table.Eq(attrOwner, owner)),
+	)
+	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{
+		attrOwner: owner, attrLease: now.Add(lease).UnixMilli(), attrUpdated: now.UnixMilli(),
+	}}, cond)
+	if _, held := table.IsConditionFailed(err); held {
+		return URL{}, ErrClaimed
+	}
+	if err != nil {
+		return URL{}, fmt.Errorf("claim %s: %w", key, err)
+	}
+	return urlFrom(key, it), nil
+}
+
+// Release gives up owner's claim without a result (the fetch was deferred to a later message).
+func (s *Store) Release(ctx context.Context, crawl, key, owner string) error {
+	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Remove: []string{attrOwner, attrLease}},
+		table.Eq(attrOwner, owner))
+	if _, lost := table.IsConditionFailed(err); lost {
+		return nil // someone else reclaimed it after our lease ran out: nothing of ours to release
+	}
+	if err != nil {
+		return fmt.Errorf("release %s: %w", key, err)
+	}
+	return nil
+}
+
+// Finish moves the claimed URL (whose state was prev when claimed) to a terminal state and
+// counts it. It returns false, and changes nothing, when owner no longer holds the claim.
+func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
+	if !to.Terminal() {
+		return false, fmt.Errorf("finish %s: %q is not a terminal state", key, to)
+	}
+	now := s.Now()
+	set := map[string]any{attrState: string(to), attrUpdated: now.UnixMilli()}
+	counts := map[string]int64{string(to): 1}
+	if prev == Failed {
+		counts[string(Failed)]--
+	}
+	class := errclass.Of(cause)
+	u := table.Update{Set: set, Remove: []string{attrLease}}
+	if cause != nil {
+		set[attrClass] = string(class)
+		set[attrDetail] = truncate(cause.Error(), 300)
+		counts["class_"+string(class)]++
+	} else {
+		u.Remove = append(u.Remove, attrClass, attrDetail)
+	}
+	cond := table.And(table.Eq(attrOwner, owner), table.Eq(attrState, string(prev)))
+	_, err := s.t.Update(ctx, URLKey(crawl, key), u, cond)
+	if _, lost := table.IsConditionFailed(err); lost {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("finish %s as %s: %w", key, to, err)
+	}
+	return true, s.count(ctx, crawl, counts)
+}
+
+// SkipQueued moves a queued URL that was never sent (its budget ran out) to skipped.
+func (s *Store) SkipQueued(ctx context.Context, crawl, key string, cause error) error {
+	class := errclass.Of(cause)
+	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{
+		attrState: string(Skipped), attrClass: string(class), attrDetail: truncate(cause.Error(), 300),
+		attrUpdated: s.Now().UnixMilli(),
+	}}, table.And(table.Eq(attrState, string(Queued)), table.NotExists(attrOwner)))
+	if _, done := table.IsConditionFailed(err); done {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("skip %s: %w", key, err)
+	}
+	return s.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
+}
+
+// MarkParsed records that the URL's page was parsed. It returns false when it already was, so a
+// duplicate parse message does not write a second record.
+func (s *Store) MarkParsed(ctx context.Context, crawl, key string) (bool, error) {
+	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{attrParsed: true}},
+		table.And(table.ItemExists(), table.Ne(attrParsed, true)))
+	if _, done := table.IsConditionFailed(err); done {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mark %s parsed: %w", key, err)
+	}
+	return true, nil
+}
+
+// IsParsed reports whether the URL's page was parsed already.
+func (s *Store) IsParsed(ctx context.Context, crawl, key string) (bool, error) {
+	u, err := s.Get(ctx, crawl, key)
+	if errors.Is(err, table.ErrNotFound) {
+		return false, nil
+	}
+	return u.Parsed, err
+}
+
+// CountParseError counts a page whose parse failed (its URL stays fetched).
+func (s *Store) CountParseError(ctx context.Context, crawl string, class errclass.Class) error {
+	return s.count(ctx, crawl, map[string]int64{"parse_errors": 1, "class_" + string(class): 1})
+}
+
+// CountPoison counts a quarantined message of the crawl.
+func (s *Store) CountPoison(ctx context.Context, crawl string) error {
+	return s.count(ctx, crawl, map[string]int64{"class_" + string(errclass.Poison): 1})
+}
+
+func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Add: add}, table.Cond{})
+	if err != nil {
+		return fmt.Errorf("count crawl %s: %w", crawl, err)
+	}
+	return nil
+}
+
+// ReserveBudget takes one page of the crawl's budget (maxPages, 0: unlimited) and of the host's
+// (maxPerHost, 0: unlimited). It returns ErrBudget when either is used up. A host reservation that
+// fails after the crawl's succeeded leaves the crawl's count one high: budgets err on the safe side.
+func (s *Store) ReserveBudget(ctx context.Context, crawl, host string, maxPages, maxPerHost int) error {
+	if maxPages > 0 {
+		if err := s.reserve(ctx, CrawlKey(crawl), attrBudget, maxPages); err != nil {
+			return err
+		}
+	}
+	if maxPerHost > 0 {
+		if err := s.reserve(ctx, budgetKey(crawl, host), attrPages, maxPerHost); err != nil {
+			if errors.Is(err, ErrBudget) {
+				return errclass.Errorf(errclass.Trap, "host %s reached its budget of %d pages", host, maxPerHost)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) reserve(ctx context.Context, key, attr string, max int) error {
+	_, err := s.t.Update(ctx, key, table.Update{Add: map[string]int64{attr: 1}},
+		table.Or(table.NotExists(attr), table.Lt(attr, int64(max))))
+	if _, full := table.IsConditionFailed(err); full {
+		return ErrBudget
+	}
+	if err != nil {
+		return fmt.Errorf("reserve budget %s: %w", key, err)
+	}
+	return nil
+}
+
+// ReserveSlot takes the host's next politeness slot, interval after the previous one. It returns
+// 0 when the caller may fetch now, or how long to wait before trying again. Every worker of every
+// crawl shares the slot (invariant 4).
+func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
+	if interval <= 0 {
+		return 0, nil
+	}
+	now := s.Now()
+	_, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
+		attrNext: now.Add(interval).UnixMilli(), table.TTLAttr: now.Add(24 * time.Hour).Unix(),
+	}}, table.Or(table.NotExists(attrNext), table.Le(attrNext, now.UnixMilli())))
+	cf, busy := table.IsConditionFailed(err)
+	if !busy {
+		if err != nil {
+			return 0, fmt.Errorf("reserve slot for %s: %w", host, err)
+		}
+		return 0, nil
+	}
+	wait := time.UnixMilli(cf.Item.Int(attrNext)).Sub(now)
+	return max(wait, time.Millisecond), nil
+}
+
+// Counters are a crawl's totals.
+type Counters struct {
+	Seen, Fetched, Skipped, Failed, ParseErrors int64
+	Classes                                     map[errclass.Class]int64
+}
+
+// Pending is how many seen URLs have no terminal state yet.
+func (c Counters) Pending() int64 { return c.Seen - c.Fetched - c.Skipped - c.Failed }
+
+// Counters reads the crawl's totals (zero for an unknown crawl).
+func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
+	it, err := s.t.Get(ctx, CrawlKey(crawl))
+	if errors.Is(err, table.ErrNotFound) {
+		return Counters{Classes: map[errclass.Class]int64{}}, nil
+	}
+	if err != nil {
+		return Counters{}, fmt.Errorf("read crawl %s: %w", crawl, err)
+	}
+	c := Counters{
+		Seen: it.Int("seen"), Fetched: it.Int(string(Fetched)), Skipped: it.Int(string(Skipped)),
+		Failed: it.Int(string(Failed)), ParseErrors: it.Int("parse_errors"), Classes: map[errclass.Class]int64{},
+	}
+	for _, cl := range errclass.All {
+		if n := it.Int("class_" + string(cl)); n != 0 {
+			c.Classes[cl] = n
+		}
+	}
+	return c, nil
+}
+
+// ScanURLs calls fn for every URL item of the crawl (for tests and audits; not the hot path).
+func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) error {
+	prefix := URLKey(crawl, "")
+	return s.t.Scan(ctx, prefix, func(key string, it table.Item) error {
+		return fn(urlFrom(key[len(prefix):], it))
+	})
+}
+
+func (s *Store) expiry(now time.Time) int64 { return now.Add(s.Retention).Unix() }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 { // back up to a rune boundary
+		n--
+	}
+	return s[:n] + "…"
+}

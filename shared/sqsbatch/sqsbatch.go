@@ -1,0 +1,103 @@
+// Package sqsbatch runs a handler over the records of one SQS event the way AWS recommends for
+// partial batch responses: each record is processed on its own, a panic or error fails only that
+// record, and the response lists the failures in BatchItemFailures (the event source mapping must
+// have ReportBatchItemFailures). Poison records (errclass.Poison) are quarantined with their reason
+// and acknowledged, so they never block the queue (DESIGN invariant 8).
+package sqsbatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+)
+
+// Quarantiner keeps a poison record and its reason somewhere a person can look.
+type Quarantiner interface {
+	Quarantine(ctx context.Context, rec events.SQSMessage, reason error) error
+}
+
+// Runner processes batches.
+type Runner struct {
+	// Quarantine receives poison records; nil fails them instead (they reach the DLQ).
+	Quarantine Quarantiner
+	// Concurrency is how many records of one batch run at once (default 1).
+	Concurrency int
+	Log         *slog.Logger
+}
+
+// Run calls fn for each record and returns the partial batch response.
+func (r *Runner) Run(ctx context.Context, ev events.SQSEvent, fn func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
+	n := max(r.Concurrency, 1)
+	failed := make([]bool, len(ev.Records))
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, rec := range ev.Records {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			failed[i] = !r.one(ctx, rec, fn)
+		}()
+	}
+	wg.Wait()
+	var resp events.SQSEventResponse
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures,
+				events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp
+}
+
+// one processes a record and reports whether it may be deleted.
+func (r *Runner) one(ctx context.Context, rec events.SQSMessage, fn func(context.Context, events.SQSMessage) error) (ok bool) {
+	log := r.logger().With("messageId", rec.MessageId, "receiveCount", ReceiveCount(rec))
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	err := fn(ctx, rec)
+	if err == nil {
+		return true
+	}
+	if errclass.Of(err) != errclass.Poison {
+		log.Warn("record failed", "class", errclass.Of(err), "err", err.Error())
+		return false
+	}
+	if r.Quarantine == nil {
+		log.Error("poison record, no quarantine: failing it", "err", err.Error())
+		return false
+	}
+	if qerr := r.Quarantine.Quarantine(ctx, rec, err); qerr != nil {
+		log.Error("quarantine failed", "err", qerr.Error(), "reason", err.Error())
+		return false
+	}
+	log.Warn("poison record quarantined", "reason", err.Error())
+	return true
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
+
+// ReceiveCount returns the record's ApproximateReceiveCount (1 when missing or malformed).
+func ReceiveCount(rec events.SQSMessage) int {
+	n, err := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
