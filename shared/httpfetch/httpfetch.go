@@ -1,0 +1,247 @@
+// Package httpfetch is the crawler's HTTP client for the hostile web. Every request is checked
+// by a netguard.Guard (the URL, every redirect hop, and every dialled IP), every input is
+// bounded (raw and decoded body bytes, header bytes, redirects) and every wait has a deadline
+// (response headers, the gap between body reads, and the whole fetch). Failures come back as
+// errclass errors; HTTP statuses do not: the caller classifies them with errclass.FromStatus.
+package httpfetch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/netguard"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxBodyBytes        int64 = 10 << 20
+	DefaultMaxDecodedBytes     int64 = 20 << 20
+	DefaultMaxHeaderBytes      int64 = 64 << 10
+	DefaultHeaderTimeout             = 10 * time.Second
+	DefaultIdleReadTimeout           = 10 * time.Second
+	DefaultTotalTimeout              = 30 * time.Second
+	DefaultMaxRedirects              = 5
+	DefaultMaxIdleConnsPerHost       = 16
+)
+
+// Fingerprints that Options.Fingerprint accepts.
+const (
+	FingerprintGo     = ""       // Go's own TLS stack, HTTP/2 when the server offers it
+	FingerprintChrome = "chrome" // utls HelloChrome_Auto, ALPN limited to http/1.1
+)
+
+// Options configure a Client. Zero values take the defaults above.
+type Options struct {
+	// UserAgent is sent with every request. It is required: crawlers say who they are.
+	UserAgent string
+	// Guard refuses non-public addresses. Nil means netguard.New(nil, nil): public addresses
+	// on ports 80 and 443 only.
+	Guard *netguard.Guard
+	// MaxBodyBytes caps the body as received on the wire.
+	MaxBodyBytes int64
+	// MaxDecodedBytes caps the body after gzip, deflate or br decoding.
+	MaxDecodedBytes int64
+	// MaxHeaderBytes caps the response header block.
+	MaxHeaderBytes int64
+	// HeaderTimeout bounds the connect, the TLS handshake and the wait for response headers.
+	HeaderTimeout time.Duration
+	// IdleReadTimeout bounds the gap between two body reads (a trickling server is cut off).
+	IdleReadTimeout time.Duration
+	// TotalTimeout bounds the whole fetch, redirects and body included.
+	TotalTimeout time.Duration
+	// MaxRedirects is how many redirects are followed; 0 means the default, negative means none.
+	MaxRedirects int
+	// MaxIdleConnsPerHost is how many idle keep-alive connections are kept per host.
+	MaxIdleConnsPerHost int
+	// Fingerprint chooses the TLS ClientHello: FingerprintGo (default) or FingerprintChrome.
+	Fingerprint string
+	// Resolver replaces the system resolver (tests point it at a fake DNS server).
+	Resolver *net.Resolver
+	// RootCAs replaces the system roots for certificate checks (tests trust their own server).
+	RootCAs *x509.CertPool
+}
+
+// Client fetches pages. It shares one connection pool across hosts and is safe for concurrent use.
+type Client struct {
+	opts      Options
+	guard     *netguard.Guard
+	transport *http.Transport
+}
+
+// Response is a fetched page. Non-2xx statuses are responses, not errors.
+type Response struct {
+	URL       string      // the final URL, after redirects
+	Status    int         // the final HTTP status code
+	Header    http.Header // the final response's headers, as received
+	Body      []byte      // the body, decoded from gzip, deflate or br
+	Redirects []string    // the URLs that answered with a redirect, in order, starting with the requested one
+	FetchedAt time.Time   // when the request started
+	Duration  time.Duration
+}
+
+// New returns a Client. It fails on an empty UserAgent or an unknown Fingerprint.
+func New(opts Options) (*Client, error) {
+	if opts.UserAgent == "" {
+		return nil, errors.New("httpfetch: a User-Agent is required")
+	}
+	if opts.Fingerprint != FingerprintGo && opts.Fingerprint != FingerprintChrome {
+		return nil, fmt.Errorf("httpfetch: unknown TLS fingerprint %q (want %q or %q)",
+			opts.Fingerprint, FingerprintGo, FingerprintChrome)
+	}
+	setDefaults(&opts)
+	guard := opts.Guard
+	if guard == nil {
+		guard = netguard.New(nil, nil)
+	}
+	dialer := &net.Dialer{
+		Timeout:   opts.HeaderTimeout,
+		KeepAlive: 30 * time.Second,
+		Resolver:  opts.Resolver,
+		Control:   guard.Control,
+	}
+	tr := &http.Transport{
+		Proxy:                  nil, // a proxy would dial on our behalf, past the guard
+		DialContext:            dialer.DialContext,
+		TLSClientConfig:        &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    opts.HeaderTimeout,
+		ResponseHeaderTimeout:  opts.HeaderTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: opts.MaxHeaderBytes,
+		DisableCompression:     true, // decoded here, under our caps
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		ForceAttemptHTTP2:      opts.Fingerprint == FingerprintGo,
+	}
+	if opts.Fingerprint == FingerprintChrome {
+		tr.DialTLSContext = chromeDialer(dialer, opts.RootCAs, opts.HeaderTimeout)
+	}
+	return &Client{opts: opts, guard: guard, transport: tr}, nil
+}
+
+func setDefaults(o *Options) {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxDecodedBytes <= 0 {
+		o.MaxDecodedBytes = DefaultMaxDecodedBytes
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.IdleReadTimeout <= 0 {
+		o.IdleReadTimeout = DefaultIdleReadTimeout
+	}
+	if o.TotalTimeout <= 0 {
+		o.TotalTimeout = DefaultTotalTimeout
+	}
+	switch {
+	case o.MaxRedirects == 0:
+		o.MaxRedirects = DefaultMaxRedirects
+	case o.MaxRedirects < 0:
+		o.MaxRedirects = 0
+	}
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+}
+
+// Close closes the idle connections of the pool.
+func (c *Client) Close() { c.transport.CloseIdleConnections() }
+
+// Get fetches rawURL with the client's limits.
+func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
+	return c.GetLimited(ctx, rawURL, 0, -1)
+}
+
+// GetLimited is Get with a per-request body cap and redirect limit, as robots.txt needs
+// (RFC 9309: 500 KiB, 5 redirects). maxBody <= 0 and maxRedirects < 0 take the client's limits;
+// maxRedirects 0 follows none. maxBody caps both the raw and the decoded body.
+func (c *Client) GetLimited(ctx context.Context, rawURL string, maxBody int64, maxRedirects int) (*Response, error) {
+	lim := limits{raw: c.opts.MaxBodyBytes, decoded: c.opts.MaxDecodedBytes, redirects: c.opts.MaxRedirects}
+	if maxBody > 0 {
+		lim.raw, lim.decoded = maxBody, maxBody
+	}
+	if maxRedirects >= 0 {
+		lim.redirects = maxRedirects
+	}
+	resp, err := c.get(ctx, rawURL, lim)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", rawURL, err)
+	}
+	return resp, nil
+}
+
+type limits struct {
+	raw, decoded int64
+	redirects    int
+}
+
+func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response, error) {
+	start := time.Now()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, errclass.Errorf(errclass.Parse, "parse url: %v", err)
+	}
+	if err := c.guard.CheckURL(u); err != nil {
+		return nil, err
+	}
+	ctx, cancelTotal := context.WithTimeout(ctx, c.opts.TotalTimeout)
+	defer cancelTotal()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var redirects []string
+	hc := &http.Client{
+		Transport: c.transport,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > lim.redirects {
+				return errclass.Errorf(errclass.Redirect, "more than %d redirects", lim.redirects)
+			}
+			if err := c.guard.CheckURL(req.URL); err != nil {
+				return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+			}
+			redirects = append(redirects, via[len(via)-1].URL.String())
+			return nil
+		},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, errclass.Errorf(errclass.Parse, "build request: %v", err)
+	}
+	req.Header.Set("User-Agent", c.opts.UserAgent)
+	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+
+	idle := newIdleTimer(c.opts.IdleReadTimeout, cancel)
+	defer idle.stop()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, classify(ctx, err, idle)
+	}
+	defer resp.Body.Close()
+	body, err := readBody(resp, idle.wrap(resp.Body), lim)
+	if err != nil {
+		return nil, classify(ctx, err, idle)
+	}
+	return &Response{
+		URL:       resp.Request.URL.String(),
+		Status:    resp.StatusCode,
+		Header:    resp.Header,
+		Body:      body,
+		Redirects: redirects,
+		FetchedAt: start,
+		Duration:  time.Since(start),
+	}, nil
+}
