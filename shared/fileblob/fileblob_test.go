@@ -1,92 +1,106 @@
-package fileblob_test
+package fileblob
 
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/blob/blobtest"
-	"github.com/crawlstack/crawlstack/shared/fileblob"
 )
 
 func TestConformance(t *testing.T) {
-	blobtest.Run(t, func(t *testing.T) blob.Store {
-		s, err := fileblob.New(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	blobtest.Run(t, func(*testing.T) blob.Store { return s })
 }
 
 func TestBadKeys(t *testing.T) {
-	s, err := fileblob.New(t.TempDir())
+	root := t.TempDir()
+	s, err := New(filepath.Join(root, "blobs"))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	for _, key := range []string{"", "/etc/passwd", "../outside", "a/../../outside", "a/./b", "..", "bad\xffutf8", "nul\x00"} {
+		t.Run(key, func(t *testing.T) {
+			err := s.Put(context.Background(), key, []byte("x"), "")
+			if !errors.Is(err, errBadKey) {
+				t.Errorf("Put(%q) err = %v, want an invalid key error", key, err)
+			}
+		})
+	}
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(entries) != 1 {
+		t.Errorf("files outside the store root: %v", entries)
+	}
+}
+
+func TestKeyPathRoundTrip(t *testing.T) {
 	tests := []struct {
-		name string
-		key  string
+		key, path string
 	}{
-		{"empty", ""},
-		{"absolute", "/etc/passwd"},
-		{"dotdot escape", "../outside"},
-		{"dotdot inside", "a/../../b"},
+		{"seeds/a.txt", "seeds%/a.txt"},
+		{"a", "a"},
+		{"a/", "a%/%%"},
+		{"a//b", "a%/%/b"},
+		{"with space/x y", "with%20space%/x%20y"},
+		{"100%/x", "100%25%/x"},
+		{"é/ü", "é%/ü"},
+		{"%tmp-x", "%25tmp-x"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := s.Put(context.Background(), tt.key, []byte("x"), "")
-			if !errors.Is(err, fileblob.ErrBadKey) {
-				t.Errorf("Put(%q) error = %v, want ErrBadKey", tt.key, err)
+		t.Run(tt.key, func(t *testing.T) {
+			p, err := keyPath(tt.key)
+			if err != nil {
+				t.Fatalf("keyPath: %v", err)
 			}
-			if _, err := s.Get(context.Background(), tt.key); !errors.Is(err, fileblob.ErrBadKey) {
-				t.Errorf("Get(%q) error = %v, want ErrBadKey", tt.key, err)
+			if filepath.ToSlash(p) != tt.path {
+				t.Errorf("keyPath(%q) = %q, want %q", tt.key, p, tt.path)
+			}
+			got, ok := keyFromPath(p)
+			if !ok || got != tt.key {
+				t.Errorf("keyFromPath(%q) = %q, %v; want %q", p, got, ok, tt.key)
 			}
 		})
 	}
 }
 
-func TestOddSegments(t *testing.T) {
-	s, err := fileblob.New(t.TempDir())
+func TestKeyAndPrefixBothExist(t *testing.T) {
+	s, err := New(t.TempDir())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("New: %v", err)
 	}
 	ctx := context.Background()
-	keys := []string{"a//b", "a/./c", "trailing/", "%", "%%41", "."}
-	for _, k := range keys {
+	for _, k := range []string{"a", "a/", "a/b", "a//c"} {
 		if err := s.Put(ctx, k, []byte(k), ""); err != nil {
-			t.Fatalf("Put(%q): %v", k, err)
+			t.Fatalf("Put %q: %v", k, err)
 		}
 	}
-	for _, k := range keys {
+	for _, k := range []string{"a", "a/", "a/b", "a//c"} {
 		got, err := s.Get(ctx, k)
 		if err != nil || string(got) != k {
-			t.Errorf("Get(%q) = %q, %v; want %q", k, got, err, k)
+			t.Errorf("Get %q = %q, %v", k, got, err)
 		}
 	}
-	list, err := s.List(ctx, "")
+	keys, err := s.List(ctx, "a")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("List: %v", err)
 	}
-	if len(list) != len(keys) {
-		t.Errorf("List = %q, want %d keys", list, len(keys))
+	want := []string{"a", "a/", "a//c", "a/b"}
+	if len(keys) != len(want) {
+		t.Fatalf("List = %q, want %q", keys, want)
 	}
-}
-
-func TestPrefixKeyIsNotAnObject(t *testing.T) {
-	s, err := fileblob.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := s.Put(ctx, "dir/file", []byte("x"), ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Get(ctx, "dir"); !errors.Is(err, blob.ErrNotFound) {
-		t.Errorf("Get(dir) error = %v, want blob.ErrNotFound", err)
-	}
-	if err := s.Put(ctx, "dir", []byte("x"), ""); err == nil {
-		t.Errorf("Put(dir) over a prefix succeeded, want an error")
+	for i := range want {
+		if keys[i] != want[i] {
+			t.Errorf("List = %q, want %q", keys, want)
+			break
+		}
 	}
 }
