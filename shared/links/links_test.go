@@ -228,7 +228,7 @@ func TestExtractHostile(t *testing.T) {
 
 func TestXRobotsTag(t *testing.T) {
 	tests := []struct {
-		values             []string
+		values            []string
 		noindex, nofollow bool
 	}{
 		{nil, false, false},
