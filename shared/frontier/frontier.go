@@ -1,0 +1,237 @@
+// Package frontier admits URLs to a crawl: the heart of the schedule handler. For each URL of a
+// Links message it normalises, checks scope, depth, traps and budgets, drops duplicates (a Bloom
+// filter in warm memory, confirmed by the table, then a conditional write) and sends fetch messages
+// in batches of 10.
+//
+// Admission is safe across crashes (DESIGN invariant 3): the URL's item is written before its fetch
+// message is sent and is marked enqueued only after the send succeeded. When the Links message is
+// delivered again, every URL whose item is still unsent is sent again; a URL already enqueued is not.
+// The Bloom filter only ever holds URLs the table confirmed as enqueued or done, so a false positive
+// costs one extra read, never a lost URL.
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/scope"
+	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+)
+
+// Config is what admission needs to know about the crawl.
+type Config struct {
+	Rules scope.Rules
+	// MaxPages bounds the pages admitted per crawl (0: unlimited).
+	MaxPages int
+	// MaxPagesPerHost bounds the pages admitted per host and crawl (0: unlimited): a trap guard.
+	MaxPagesPerHost int
+	// FetchQueue is the fetch queue's address.
+	FetchQueue string
+	// BloomCapacity and BloomFalsePositive size the warm-memory filter.
+	BloomCapacity      uint
+	BloomFalsePositive float64
+}
+
+// Frontier admits URLs. It is safe for concurrent use.
+type Frontier struct {
+	cfg   Config
+	state *crawlstate.Store
+	send  queue.Sender
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu    sync.Mutex
+	known *bloom.BloomFilter
+}
+
+// New returns a Frontier.
+func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logger) *Frontier {
+	if cfg.BloomCapacity == 0 {
+		cfg.BloomCapacity = 1_000_000
+	}
+	if cfg.BloomFalsePositive == 0 {
+		cfg.BloomFalsePositive = 1e-4
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Frontier{cfg: cfg, state: state, send: send, log: log, now: time.Now,
+		known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive)}
+}
+
+// Result counts what one Admit call did.
+type Result struct {
+	Sent, Known, Rejected, Invalid int
+}
+
+type pending struct {
+	key string
+	msg message.Fetch
+}
+
+// Admit admits the URLs of one Links message. It returns an error (and the caller retries the whole
+// message) only when the table or the queue failed; per-URL refusals are recorded, not errors.
+func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) {
+	var res Result
+	var root *url.URL
+	if m.Root != "" {
+		r, err := urlnorm.Normalize(m.Root)
+		if err != nil {
+			return res, fmt.Errorf("links message root %q: %w", m.Root, err)
+		}
+		root = r
+	}
+	var out []pending
+	queued := make(map[string]bool, len(m.URLs))
+	for _, raw := range m.URLs {
+		p, outcome, err := f.admitOne(ctx, m, root, raw)
+		if err != nil {
+			return res, err
+		}
+		switch {
+		case outcome == outSend && queued[p.key]:
+			res.Known++ // the same URL twice in one message
+		case outcome == outSend:
+			queued[p.key] = true
+			out = append(out, p)
+		case outcome == outKnown:
+			res.Known++
+		case outcome == outRejected:
+			res.Rejected++
+		case outcome == outInvalid:
+			res.Invalid++
+		}
+	}
+	sent, err := f.sendAll(ctx, m.Crawl, out)
+	res.Sent = sent
+	return res, err
+}
+
+type outcome int
+
+const (
+	outSend outcome = iota
+	outKnown
+	outRejected
+	outInvalid
+)
+
+func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL, raw string) (pending, outcome, error) {
+	u, err := urlnorm.Normalize(raw)
+	if err != nil {
+		f.log.Debug("dropping an invalid url", "url", clip(raw), "err", err.Error())
+		return pending{}, outInvalid, nil
+	}
+	norm := u.String()
+	key := urlnorm.Key(norm)
+	if f.seen(m.Crawl, key) {
+		it, err := f.state.Get(ctx, m.Crawl, key)
+		switch {
+		case err == nil && (it.Enqueued || it.State.Terminal()):
+			return pending{}, outKnown, nil
+		case err != nil && !errors.Is(err, table.ErrNotFound):
+			return pending{}, 0, err
+		}
+		// a Bloom false positive, or an item still unsent: go on and let the table decide
+	}
+	r := root
+	if r == nil {
+		r = u // a seed is its own scope root
+	}
+	if err := f.cfg.Rules.Check(r, u, m.Depth, f.now()); err != nil {
+		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
+			return pending{}, 0, err
+		}
+		f.remember(m.Crawl, key)
+		return pending{}, outRejected, nil
+	}
+	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth)
+	if err != nil {
+		return pending{}, 0, err
+	}
+	switch res {
+	case crawlstate.Known:
+		f.remember(m.Crawl, key)
+		return pending{}, outKnown, nil
+	case crawlstate.Admitted:
+		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), f.cfg.MaxPages, f.cfg.MaxPagesPerHost); err != nil {
+			if c := errclass.Of(err); c == errclass.Scope || c == errclass.Trap {
+				if err := f.state.SkipQueued(ctx, m.Crawl, key, err); err != nil {
+					return pending{}, 0, err
+				}
+				f.remember(m.Crawl, key)
+				return pending{}, outRejected, nil
+			}
+			return pending{}, 0, err
+		}
+	}
+	return pending{key: key, msg: message.Fetch{Header: message.Header{Crawl: m.Crawl}, URL: norm,
+		Root: r.String(), Depth: m.Depth}}, outSend, nil
+}
+
+// sendAll sends the fetch messages and marks each sent URL enqueued. It returns how many were sent.
+func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	entries := make([]queue.Entry, len(out))
+	for i, p := range out {
+		body, err := message.Encode(p.msg)
+		if err != nil {
+			return 0, err
+		}
+		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body}
+	}
+	sendErr := f.send.SendBatch(ctx, f.cfg.FetchQueue, entries)
+	var be *queue.BatchError
+	if sendErr != nil && !errors.As(sendErr, &be) {
+		return 0, fmt.Errorf("send fetch messages: %w", sendErr)
+	}
+	sent := 0
+	for i, p := range out {
+		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
+			continue
+		}
+		if err := f.state.MarkEnqueued(ctx, crawl, p.key); err != nil {
+			return sent, err
+		}
+		f.remember(crawl, p.key)
+		sent++
+	}
+	if sendErr != nil {
+		return sent, fmt.Errorf("send fetch messages: %w", sendErr)
+	}
+	return sent, nil
+}
+
+func (f *Frontier) seen(crawl, key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known.TestString(crawl + "#" + key)
+}
+
+func (f *Frontier) remember(crawl, key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known.AddString(crawl + "#" + key)
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}

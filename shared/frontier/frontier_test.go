@@ -1,0 +1,169 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/scope"
+	"github.com/crawlstack/crawlstack/shared/sqlite"
+)
+
+// fakeSender records sent bodies; failIDs lists entry IDs to fail once per call.
+type fakeSender struct {
+	mu      sync.Mutex
+	bodies  []string
+	failIDs map[string]bool
+}
+
+func (s *fakeSender) SendBatch(_ context.Context, _ string, entries []queue.Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	be := &queue.BatchError{Failed: map[string]error{}}
+	for _, e := range entries {
+		if s.failIDs[e.ID] {
+			be.Failed[e.ID] = errors.New("throttled")
+			continue
+		}
+		s.bodies = append(s.bodies, e.Body)
+	}
+	if len(be.Failed) > 0 {
+		return be
+	}
+	return nil
+}
+
+func (s *fakeSender) urls(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, b := range s.bodies {
+		m, err := message.DecodeFetch(b)
+		if err != nil {
+			t.Fatalf("sent an invalid fetch message: %v", err)
+		}
+		out = append(out, m.URL)
+	}
+	return out
+}
+
+func newStore(t *testing.T) *crawlstate.Store {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return crawlstate.New(db.Table("crawl"))
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func seeds(urls ...string) *message.Links {
+	return &message.Links{Header: message.Header{Crawl: "c1"}, URLs: urls}
+}
+
+func TestAdmitDedupAndRedelivery(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
+	m := seeds("http://a.test/", "HTTP://A.TEST:80/#frag", "http://b.test/x", "not a url")
+	res, err := f.Admit(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 2 || res.Known != 1 || res.Invalid != 1 {
+		t.Errorf("first admit = %+v, want 2 sent, 1 known (same URL spelled twice), 1 invalid", res)
+	}
+	// The same message again (a duplicate delivery), and through a cold frontier (a new container).
+	for _, fr := range []*Frontier{f, New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())} {
+		res, err := fr.Admit(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Sent != 0 {
+			t.Errorf("redelivery sent %d fetch messages, want 0", res.Sent)
+		}
+	}
+	if got := snd.urls(t); len(got) != 2 {
+		t.Errorf("sent %v, want each URL once", got)
+	}
+}
+
+func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{failIDs: map[string]bool{"1": true}}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
+	m := seeds("http://a.test/", "http://b.test/", "http://c.test/")
+	if _, err := f.Admit(ctx, m); err == nil {
+		t.Fatal("a failed send must fail the message so it is delivered again")
+	}
+	if got := snd.urls(t); len(got) != 2 {
+		t.Fatalf("first attempt sent %v, want 2", got)
+	}
+	snd.failIDs = nil
+	res, err := f.Admit(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := snd.urls(t)
+	if res.Sent != 1 || len(got) != 3 || got[2] != "http://b.test/" {
+		t.Errorf("redelivery sent %+v, all sent %v; want exactly the unsent http://b.test/", res, got)
+	}
+}
+
+func TestAdmitRecordsRefusals(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{}
+	rules := scope.DefaultRules()
+	rules.MaxDepth = 1
+	f := New(Config{Rules: rules, FetchQueue: "fetch", MaxPages: 2}, st, snd, quiet())
+	page := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Parent: "http://a.test/",
+		Depth: 1, URLs: []string{"http://a.test/1", "http://other.test/", "http://a.test/2", "http://a.test/3"}}
+	res, err := f.Admit(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 2 || res.Rejected != 2 {
+		t.Errorf("admit = %+v, want 2 sent and 2 rejected (one off-host, one over budget)", res)
+	}
+	deep := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Depth: 2, URLs: []string{"http://a.test/deep"}}
+	if res, _ := f.Admit(ctx, deep); res.Rejected != 1 {
+		t.Errorf("a URL past the max depth was not rejected: %+v", res)
+	}
+	c, err := st.Counters(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Seen != 5 || c.Skipped != 3 || c.Pending() != 2 || c.Classes[errclass.Scope] != 3 {
+		t.Errorf("counters = %+v, want 5 seen, 3 skipped (scope), 2 pending", c)
+	}
+}
+
+func TestBloomFalsePositiveLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{}
+	// A one-bit filter answers "maybe seen" for everything once anything is in it.
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", BloomCapacity: 1, BloomFalsePositive: 0.9999}, st, snd, quiet())
+	if _, err := f.Admit(ctx, seeds("http://a.test/")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.Admit(ctx, seeds("http://b.test/", "http://c.test/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 2 {
+		t.Errorf("with a saturated filter, new URLs sent = %d, want 2", res.Sent)
+	}
+}
