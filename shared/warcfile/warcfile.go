@@ -1,0 +1,123 @@
+// Package warcfile writes fetched pages as WARC 1.1 response records (with the nlnwa/gowarc
+// library) and reads them back. Each record is its own gzip member, so one object in the blob store
+// holds a whole batch of pages and any page can be read alone with a range request for its offset
+// and length: one S3 PUT per fetch batch instead of one per page.
+package warcfile
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nlnwa/gowarc/v3"
+)
+
+// ContentType is the media type of a WARC file.
+const ContentType = "application/warc"
+
+// Page is one fetched response.
+type Page struct {
+	URL       string // the final URL (WARC-Target-URI)
+	Status    int
+	Header    http.Header
+	Body      []byte // decoded body
+	FetchedAt time.Time
+}
+
+// Span is where a record sits in the encoded file.
+type Span struct {
+	Offset, Length int64
+}
+
+// Encode builds a .warc.gz file holding pages in order and returns where each record is.
+func Encode(pages []Page) ([]byte, []Span, error) {
+	var file bytes.Buffer
+	spans := make([]Span, len(pages))
+	m := gowarc.NewMarshaler()
+	for i, p := range pages {
+		rec, err := record(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("warc record for %s: %w", p.URL, err)
+		}
+		start := file.Len()
+		zw := gzip.NewWriter(&file)
+		if _, _, err := m.Marshal(zw, rec, 0); err != nil {
+			return nil, nil, fmt.Errorf("write warc record for %s: %w", p.URL, err)
+		}
+		if err := zw.Close(); err != nil {
+			return nil, nil, fmt.Errorf("compress warc record for %s: %w", p.URL, err)
+		}
+		rec.Close()
+		spans[i] = Span{Offset: int64(start), Length: int64(file.Len() - start)}
+	}
+	return file.Bytes(), spans, nil
+}
+
+func record(p Page) (gowarc.WarcRecord, error) {
+	b := gowarc.NewRecordBuilder(gowarc.Response, gowarc.WithFixContentLength(true), gowarc.WithFixDigest(true),
+		gowarc.WithAddMissingDigest(true))
+	var head strings.Builder
+	fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
+	h := p.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	// The body is stored decoded, so the headers must not claim an encoding or another length.
+	h.Del("Content-Encoding")
+	h.Del("Transfer-Encoding")
+	h.Set("Content-Length", strconv.Itoa(len(p.Body)))
+	if err := h.Write(&head); err != nil {
+		return nil, err
+	}
+	head.WriteString("\r\n")
+	if _, err := b.WriteString(head.String()); err != nil {
+		return nil, err
+	}
+	if _, err := b.Write(p.Body); err != nil {
+		return nil, err
+	}
+	b.AddWarcHeader(gowarc.WarcTargetURI, p.URL)
+	b.AddWarcHeaderTime(gowarc.WarcDate, p.FetchedAt.UTC())
+	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
+	rec, _, err := b.Build()
+	return rec, err
+}
+
+// Decode reads one record (a single gzip member, as a range request returns it).
+func Decode(data []byte) (Page, error) {
+	u := gowarc.NewUnmarshaler()
+	rec, _, _, err := u.Unmarshal(bufio.NewReader(bytes.NewReader(data)))
+	if err != nil {
+		return Page{}, fmt.Errorf("read warc record: %w", err)
+	}
+	defer rec.Close()
+	if rec.Type() != gowarc.Response {
+		return Page{}, fmt.Errorf("read warc record: type %s, want response", rec.Type())
+	}
+	blk, ok := rec.Block().(gowarc.HttpResponseBlock)
+	if !ok {
+		return Page{}, fmt.Errorf("read warc record: block is not an HTTP response")
+	}
+	payload, err := blk.PayloadBytes()
+	if err != nil {
+		return Page{}, fmt.Errorf("read warc payload: %w", err)
+	}
+	body, err := io.ReadAll(payload)
+	if err != nil {
+		return Page{}, fmt.Errorf("read warc payload: %w", err)
+	}
+	p := Page{URL: rec.WarcHeader().Get(gowarc.WarcTargetURI), Status: blk.HttpStatusCode(), Body: body}
+	if h := blk.HttpHeader(); h != nil {
+		p.Header = *h
+	}
+	if t, err := rec.WarcHeader().GetTime(gowarc.WarcDate); err == nil {
+		p.FetchedAt = t
+	}
+	return p, nil
+}

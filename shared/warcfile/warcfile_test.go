@@ -1,0 +1,66 @@
+package warcfile
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEncodeDecodeByRange(t *testing.T) {
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	pages := []Page{
+		{URL: "http://a.test/", Status: 200, Header: http.Header{"Content-Type": {"text/html"}, "Content-Encoding": {"gzip"}},
+			Body: []byte("<html><title>A</title></html>"), FetchedAt: at},
+		{URL: "http://a.test/empty", Status: 204, Header: http.Header{}, Body: nil, FetchedAt: at},
+		{URL: "http://a.test/big", Status: 404, Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}},
+			Body: bytes.Repeat([]byte("x\r\n\r\n"), 50_000), FetchedAt: at.Add(time.Second)},
+	}
+	file, spans, err := Encode(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != len(pages) {
+		t.Fatalf("got %d spans, want %d", len(spans), len(pages))
+	}
+	for i, want := range pages {
+		s := spans[i]
+		got, err := Decode(file[s.Offset : s.Offset+s.Length])
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if got.URL != want.URL || got.Status != want.Status || !bytes.Equal(got.Body, want.Body) || !got.FetchedAt.Equal(want.FetchedAt) {
+			t.Errorf("record %d = %s %d %d bytes %v, want %s %d %d bytes %v", i, got.URL, got.Status, len(got.Body),
+				got.FetchedAt, want.URL, want.Status, len(want.Body), want.FetchedAt)
+		}
+		if got.Header.Get("Content-Encoding") != "" {
+			t.Errorf("record %d keeps Content-Encoding though the body is stored decoded", i)
+		}
+		if ct := want.Header.Get("Content-Type"); got.Header.Get("Content-Type") != ct {
+			t.Errorf("record %d content type = %q, want %q", i, got.Header.Get("Content-Type"), ct)
+		}
+	}
+	// The whole file is a valid multi-member gzip stream of WARC records.
+	zr, err := gzip.NewReader(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(all), "WARC/1.1\r\n"); n != 3 {
+		t.Errorf("file holds %d WARC records, want 3", n)
+	}
+}
+
+func TestDecodeRejectsGarbage(t *testing.T) {
+	for _, in := range [][]byte{nil, []byte("WARC/1.1\r\nnonsense"), {0x1f, 0x8b, 0, 0}} {
+		if _, err := Decode(in); err == nil {
+			t.Errorf("Decode(%q) accepted garbage", in)
+		}
+	}
+}
