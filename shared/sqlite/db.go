@@ -55,6 +55,7 @@ type DB struct {
 	w, r  *sql.DB // w: the single writer connection; r: readers
 	wake  *notifier
 	queue *Queue
+	items itemStmts
 
 	mu     sync.Mutex
 	tables map[string]*Table
@@ -91,6 +92,10 @@ func Open(path string) (*DB, error) {
 		return nil, err
 	}
 	db.queue = q
+	if err := db.items.prepare(w); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
 }
 

@@ -198,3 +198,7 @@ func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, ite
 	}
 	return nil
 }
+
+type itemStmts struct{ get, put, del *sql.Stmt }
+
+func (s *itemStmts) prepare(w *sql.DB) error { return nil }
