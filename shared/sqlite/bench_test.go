@@ -3,7 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,24 +11,20 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// BenchmarkQueueSendReceiveDelete measures one message's whole life: send, receive, delete
-// (three write transactions).
+// The benchmarks run with b.RunParallel, as the crawler's workers do; -cpu sets the parallelism.
+
 func BenchmarkQueueSendReceiveDelete(b *testing.B) {
-	ctx := context.Background()
 	q := openDB(b).Queue()
-	name, err := q.CreateQueue(ctx, "bench", queue.Config{Visibility: time.Minute})
-	if err != nil {
-		b.Fatal(err)
-	}
-	entry := []queue.Entry{{ID: "a", Body: `{"url":"https://example.com/some/page","depth":3}`}}
+	name := mustQueue(b, q, "bench", queue.Config{Visibility: time.Minute})
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := q.SendBatch(ctx, name, entry); err != nil {
+			if err := q.SendBatch(ctx, name, []queue.Entry{{ID: "a", Body: `{"url":"https://example.com/"}`}}); err != nil {
 				b.Error(err)
 				return
 			}
-			msgs, err := q.Receive(ctx, name, 1, 0, time.Second)
+			msgs, err := q.Receive(ctx, name, 1, time.Minute, time.Second)
 			if err != nil || len(msgs) != 1 {
 				b.Errorf("Receive = %d messages, %v", len(msgs), err)
 				return
@@ -39,40 +35,42 @@ func BenchmarkQueueSendReceiveDelete(b *testing.B) {
 			}
 		}
 	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
-// BenchmarkTableConditionalPut measures the dedup write: a Put that holds only if no item has
-// the key.
 func BenchmarkTableConditionalPut(b *testing.B) {
-	ctx := context.Background()
 	tb := openDB(b).Table("bench")
-	item := table.Item{"url": "https://example.com/some/page", "depth": int64(3), "status": "admitted"}
+	ctx := context.Background()
+	var n atomic.Int64
 	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		if err := tb.Put(ctx, "url#"+strconv.Itoa(i), item, table.ItemNotExists()); err != nil {
-			b.Fatal(err)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			key := fmt.Sprintf("url#%d", n.Add(1))
+			err := tb.Put(ctx, key, table.Item{"status": "queued", "depth": int64(2), "url": "https://example.com/"}, table.ItemNotExists())
+			if err != nil {
+				b.Error(err)
+				return
+			}
 		}
-	}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
 }
 
-// BenchmarkTableUpdate measures a counter ADD plus a SET under a condition on one hot item.
 func BenchmarkTableUpdate(b *testing.B) {
-	ctx := context.Background()
 	tb := openDB(b).Table("bench")
-	keys := make([]string, 64)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("host#%d", i)
-	}
+	ctx := context.Background()
+	var n atomic.Int64
 	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		u := table.Update{Set: map[string]any{"owner": "w1"}, Add: map[string]int64{"count": 1}}
-		cond := table.Or(table.NotExists("leaseUntil"), table.Lt("leaseUntil", int64(i)))
-		if _, err := tb.Update(ctx, keys[i%len(keys)], u, cond); err != nil {
-			b.Fatal(err)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			key := fmt.Sprintf("host#%d", n.Add(1)%64)
+			_, err := tb.Update(ctx, key, table.Update{Set: map[string]any{"owner": "w"}, Add: map[string]int64{"count": 1}},
+				table.Or(table.NotExists("leaseUntil"), table.Lt("leaseUntil", int64(1))))
+			if err != nil {
+				b.Error(err)
+				return
+			}
 		}
-	}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
 }

@@ -126,7 +126,7 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 	return t.db.write(ctx, func(tx *sql.Tx) error {
 		var old table.Item
 		var doc string
-		err := tx.QueryRowContext(ctx, `SELECT item FROM items WHERE tbl = ? AND pk = ?`, t.name, key).Scan(&doc)
+		err := tx.StmtContext(ctx, t.db.items.get).QueryRowContext(ctx, t.name, key).Scan(&doc)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -148,10 +148,9 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 			return err
 		}
 		if !keep {
-			_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE tbl = ? AND pk = ?`, t.name, key)
+			_, err = tx.StmtContext(ctx, t.db.items.del).ExecContext(ctx, t.name, key)
 		} else {
-			_, err = tx.ExecContext(ctx, `INSERT INTO items (tbl, pk, item) VALUES (?, ?, ?)
-				ON CONFLICT (tbl, pk) DO UPDATE SET item = excluded.item`, t.name, key, newDoc)
+			_, err = tx.StmtContext(ctx, t.db.items.put).ExecContext(ctx, t.name, key, newDoc)
 		}
 		if err != nil {
 			return fmt.Errorf("write: %w", err)
@@ -199,6 +198,25 @@ func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, ite
 	return nil
 }
 
-type itemStmts struct{ get, put, del *sql.Stmt }
+// itemStmts are the item statements, prepared once on the writer connection.
+type itemStmts struct {
+	get, put, del *sql.Stmt
+}
 
-func (s *itemStmts) prepare(w *sql.DB) error { return nil }
+func (s *itemStmts) prepare(w *sql.DB) error {
+	for _, st := range []struct {
+		p   **sql.Stmt
+		sql string
+	}{
+		{&s.get, `SELECT item FROM items WHERE tbl = ? AND pk = ?`},
+		{&s.put, `INSERT INTO items (tbl, pk, item) VALUES (?, ?, ?) ON CONFLICT (tbl, pk) DO UPDATE SET item = excluded.item`},
+		{&s.del, `DELETE FROM items WHERE tbl = ? AND pk = ?`},
+	} {
+		prepared, err := w.Prepare(st.sql)
+		if err != nil {
+			return fmt.Errorf("prepare table statement: %w", err)
+		}
+		*st.p = prepared
+	}
+	return nil
+}
