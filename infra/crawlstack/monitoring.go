@@ -21,8 +21,10 @@ func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQue
 			return &awscloudwatch.MetricOptions{Label: jsii.String(name + " " + s), Period: minute}
 		}
 
+		// Alarm metrics carry no label: a labelled metric renders as a
+		// metric-math alarm, which is harder to read in the console.
 		dlqVisible := q.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Label: jsii.String(name + " DLQ"), Period: minute, Statistic: jsii.String("Maximum"),
+			Period: minute, Statistic: jsii.String("Maximum"),
 		})
 		dlqVisible.CreateAlarm(stack, jsii.String(id+"DLQNotEmpty"), &awscloudwatch.CreateAlarmOptions{
 			AlarmDescription:   jsii.String("crawlstack: messages in the " + name + " dead-letter queue"),
@@ -32,7 +34,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQue
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
 		oldest := q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-			Label: jsii.String(name), Period: minute, Statistic: jsii.String("Maximum"),
+			Period: minute, Statistic: jsii.String("Maximum"),
 		})
 		oldest.CreateAlarm(stack, jsii.String(id+"QueueStale"), &awscloudwatch.CreateAlarmOptions{
 			AlarmDescription:   jsii.String("crawlstack: the " + name + " queue is not being drained"),
@@ -44,8 +46,8 @@ func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQue
 
 		depth = append(depth, q.Queue.MetricApproximateNumberOfMessagesVisible(label("visible")))
 		inFlight = append(inFlight, q.Queue.MetricApproximateNumberOfMessagesNotVisible(label("in flight")))
-		age = append(age, oldest)
-		dlqDepth = append(dlqDepth, dlqVisible)
+		age = append(age, oldest.With(&awscloudwatch.MetricOptions{Label: jsii.String(name)}))
+		dlqDepth = append(dlqDepth, dlqVisible.With(&awscloudwatch.MetricOptions{Label: jsii.String(name + " DLQ")}))
 		invocations = append(invocations, fn.MetricInvocations(label("invocations")))
 		errs = append(errs, fn.MetricErrors(label("errors")))
 		duration = append(duration, fn.MetricDuration(&awscloudwatch.MetricOptions{

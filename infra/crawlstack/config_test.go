@@ -1,0 +1,112 @@
+package crawlstack
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	// The choices docs/deploy.md promises.
+	if cfg.ScheduleEnabled {
+		t.Error("re-crawl rule enabled by default; want disabled until asked")
+	}
+	if cfg.ScheduleExpression != "rate(1 day)" {
+		t.Errorf("schedule expression %q, want rate(1 day)", cfg.ScheduleExpression)
+	}
+	if !cfg.RetainData {
+		t.Error("data not retained by default")
+	}
+	if cfg.RecrawlPrefix != "seeds/" || cfg.AllowNet != "" || cfg.MaxReceiveCount < 5 {
+		t.Errorf("recrawlPrefix %q, allowNet %q, maxReceiveCount %d", cfg.RecrawlPrefix, cfg.AllowNet, cfg.MaxReceiveCount)
+	}
+}
+
+func TestConfigFromContext(t *testing.T) {
+	tests := []struct {
+		name    string
+		ctx     map[string]any
+		check   func(Config) bool
+		wantErr []string // substrings of the error; none means success
+	}{
+		{name: "no context gives the defaults", ctx: nil,
+			check: func(c Config) bool { return c.Scope == DefaultConfig().Scope && c.Fetch == DefaultConfig().Fetch }},
+		{name: "strings from cdk -c", ctx: map[string]any{"maxPages": "50", "hostRps": "0.5", "scheduleEnabled": "true", "fetchMemoryMB": "2048"},
+			check: func(c Config) bool { return c.MaxPages == 50 && c.HostRPS == 0.5 && c.ScheduleEnabled && c.Fetch.MemoryMB == 2048 }},
+		{name: "JSON values from cdk.json", ctx: map[string]any{"maxPages": float64(50), "hostRps": float64(3), "retainData": false, "parseMaxConcurrency": float64(20)},
+			check: func(c Config) bool { return c.MaxPages == 50 && c.HostRPS == 3 && !c.RetainData && c.Parse.MaxConcurrency == 20 }},
+		{name: "cron expression", ctx: map[string]any{"scheduleExpression": "cron(0 3 * * ? *)"},
+			check: func(c Config) bool { return c.ScheduleExpression == "cron(0 3 * * ? *)" }},
+		{name: "not a number", ctx: map[string]any{"maxDepth": "three"}, wantErr: []string{`"maxDepth"`, "whole number"}},
+		{name: "fraction for an integer", ctx: map[string]any{"maxPages": 1.5}, wantErr: []string{`"maxPages"`}},
+		{name: "not a bool", ctx: map[string]any{"scheduleEnabled": "yes please"}, wantErr: []string{`"scheduleEnabled"`}},
+		{name: "wrong JSON type", ctx: map[string]any{"userAgent": float64(7)}, wantErr: []string{`"userAgent"`, "string"}},
+		{name: "bad scope", ctx: map[string]any{"scope": "web"}, wantErr: []string{`"scope"`, "host, domain or any"}},
+		{name: "rate unit plural", ctx: map[string]any{"scheduleExpression": "rate(1 days)"}, wantErr: []string{`"scheduleExpression"`}},
+		{name: "not an expression", ctx: map[string]any{"scheduleExpression": "daily"}, wantErr: []string{`"scheduleExpression"`}},
+		{name: "maxReceiveCount below 5", ctx: map[string]any{"maxReceiveCount": "3"}, wantErr: []string{`"maxReceiveCount"`}},
+		{name: "bad CIDR", ctx: map[string]any{"allowNet": "10.0.0.0/8,localhost"}, wantErr: []string{`"allowNet"`}},
+		{name: "prefix without slash", ctx: map[string]any{"recrawlPrefix": "seeds"}, wantErr: []string{`"recrawlPrefix"`}},
+		{name: "retention CloudWatch rejects", ctx: map[string]any{"logRetentionDays": "10"}, wantErr: []string{`"logRetentionDays"`}},
+		{name: "timeout beyond Lambda's", ctx: map[string]any{"fetchTimeoutSeconds": "901"}, wantErr: []string{`"fetchTimeoutSeconds"`}},
+		{name: "concurrency below the SQS minimum", ctx: map[string]any{"scheduleMaxConcurrency": "1"}, wantErr: []string{`"scheduleMaxConcurrency"`}},
+		{name: "batch above 10", ctx: map[string]any{"parseBatchSize": "11"}, wantErr: []string{`"parseBatchSize"`}},
+		{name: "zero rps", ctx: map[string]any{"hostRps": "0"}, wantErr: []string{`"hostRps"`}},
+		{name: "every error is reported", ctx: map[string]any{"scope": "web", "maxPages": "0", "parseMemoryMB": "64"},
+			wantErr: []string{`"scope"`, `"maxPages"`, `"parseMemoryMB"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ConfigFromContext(func(k string) any { return tt.ctx[k] })
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if !tt.check(cfg) {
+					t.Errorf("config not as set: %+v", cfg)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %s", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestTestContextKeysExist guards against a typo in testContext silently
+// leaving a default in place.
+func TestTestContextKeysExist(t *testing.T) {
+	known := map[string]bool{}
+	for _, k := range ContextKeys() {
+		known[k] = true
+	}
+	for k := range testContext {
+		if !known[k] {
+			t.Errorf("test context key %q is not a context key", k)
+		}
+	}
+}
+
+// TestDeployDocListsEveryContextKey keeps the configuration table of
+// docs/deploy.md complete.
+func TestDeployDocListsEveryContextKey(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ContextKeys() {
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("docs/deploy.md does not document context key `%s`", k)
+		}
+	}
+}

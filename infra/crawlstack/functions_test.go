@@ -1,0 +1,112 @@
+package crawlstack
+
+import (
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// wantEnv is the environment contract with the handlers, as the test context
+// sets it. Every function gets all of it.
+func wantEnv(t *testing.T) map[string]any {
+	return map[string]any{
+		"CRAWL_BUCKET":         ref(logicalID(t, "AWS::S3::Bucket", "Bucket")),
+		"CRAWL_TABLE":          ref(logicalID(t, "AWS::DynamoDB::Table", "Table")),
+		"SCHEDULE_QUEUE_URL":   ref(logicalID(t, "AWS::SQS::Queue", "ScheduleQueue")),
+		"FETCH_QUEUE_URL":      ref(logicalID(t, "AWS::SQS::Queue", "FetchQueue")),
+		"PARSE_QUEUE_URL":      ref(logicalID(t, "AWS::SQS::Queue", "ParseQueue")),
+		"CRAWL_SCOPE":          "domain",
+		"CRAWL_MAX_DEPTH":      "4",
+		"CRAWL_MAX_PAGES":      "250",
+		"CRAWL_HOST_RPS":       "2.5",
+		"CRAWL_USER_AGENT":     "testbot/1.0",
+		"CRAWL_MAX_RECEIVE":    "6", // equal to the queues' maxReceiveCount
+		"CRAWL_ALLOW_NET":      "10.0.0.0/8,127.0.0.1/32",
+		"CRAWL_RECRAWL_PREFIX": "recrawl/",
+	}
+}
+
+func TestFunctions(t *testing.T) {
+	tests := []struct {
+		fn      string
+		timeout float64
+		memory  float64
+	}{
+		{"Schedule", 60, 256},
+		{"Fetch", 100, 1024}, // both from the test context
+		{"Parse", 60, 512},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			id := logicalID(t, "AWS::Lambda::Function", tt.fn+"Function")
+			matchProps(t, id, like(map[string]any{
+				"Runtime":       "provided.al2023",
+				"Architectures": []any{"arm64"},
+				"Handler":       "bootstrap",
+				"Timeout":       tt.timeout,
+				"MemorySize":    tt.memory,
+				"Environment":   map[string]any{"Variables": equals(wantEnv(t))},
+				"LoggingConfig": map[string]any{
+					"LogFormat": "JSON",
+					"LogGroup":  ref(logicalID(t, "AWS::Logs::LogGroup", tt.fn+"Logs")),
+				},
+				// parse -> schedule -> fetch -> parse is a loop by design.
+				"RecursiveLoop": "Allow",
+				// The event source mapping's MaxConcurrency caps instead.
+				"ReservedConcurrentExecutions": assertions.Match_Absent(),
+			}))
+			matchProps(t, logicalID(t, "AWS::Logs::LogGroup", tt.fn+"Logs"), like(map[string]any{
+				"RetentionInDays": float64(30),
+			}))
+		})
+	}
+}
+
+func TestFunctionAssetsComeFromDist(t *testing.T) {
+	seen := map[any]string{}
+	for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+		code := props(t, logicalID(t, "AWS::Lambda::Function", fn+"Function"))["Code"].(map[string]any)
+		key, ok := code["S3Key"].(string)
+		if !ok {
+			t.Errorf("%s: code is not an S3 asset: %v", fn, code)
+			continue
+		}
+		if other, dup := seen[key]; dup {
+			t.Errorf("%s and %s share asset %s: want one asset per dist/<fn>", fn, other, key)
+		}
+		seen[key] = fn
+	}
+}
+
+func TestEventSourceMappings(t *testing.T) {
+	tests := []struct {
+		fn          string
+		batchSize   float64
+		concurrency float64
+	}{
+		{"Schedule", 5, 2}, // batch size from the test context
+		{"Fetch", 10, 10},
+		{"Parse", 10, 7}, // concurrency from the test context
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			fn := logicalID(t, "AWS::Lambda::Function", tt.fn+"Function")
+			check(t, "mapping", func() {
+				tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), equals(map[string]any{
+					"FunctionName":                   ref(fn),
+					"EventSourceArn":                 getAtt(logicalID(t, "AWS::SQS::Queue", tt.fn+"Queue"), "Arn"),
+					"BatchSize":                      tt.batchSize,
+					"MaximumBatchingWindowInSeconds": float64(1),
+					"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+					"ScalingConfig":                  map[string]any{"MaximumConcurrency": tt.concurrency},
+				}))
+			})
+			// Reserved concurrency below the mapping's cap would throttle
+			// it and push good messages to the DLQ.
+			if rc, ok := props(t, fn)["ReservedConcurrentExecutions"].(float64); ok && rc < tt.concurrency {
+				t.Errorf("reserved concurrency %v < MaxConcurrency %v", rc, tt.concurrency)
+			}
+		})
+	}
+}

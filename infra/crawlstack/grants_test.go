@@ -1,0 +1,147 @@
+package crawlstack
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLeastPrivilege compares every permission of each function's role with
+// the exact list its handler needs: a missing grant and an extra one both fail.
+func TestLeastPrivilege(t *testing.T) {
+	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+	send := []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
+	table := []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	on := func(resource string, actions ...[]string) []string {
+		var out []string
+		for _, as := range actions {
+			for _, a := range as {
+				out = append(out, a+" "+resource)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		fn   string
+		want [][]string
+	}{
+		{"Schedule", [][]string{
+			on("ScheduleQueue", consume, send), // consumes; splits seed files
+			on("FetchQueue", send),
+			on("Table", table),
+			on("Bucket/seeds/*", []string{"s3:GetObject"}),
+			on("Bucket/recrawl/*", []string{"s3:GetObject"}), // the test context's recrawl prefix
+			on("Bucket if s3:prefix=recrawl/*", []string{"s3:ListBucket"}),
+		}},
+		{"Fetch", [][]string{
+			on("FetchQueue", consume, send), // consumes; delayed re-queue
+			on("ParseQueue", send),
+			on("Table", table),
+			on("Bucket/pages/*", []string{"s3:AbortMultipartUpload", "s3:PutObject"}),
+		}},
+		{"Parse", [][]string{
+			on("ParseQueue", consume),
+			on("ScheduleQueue", send),
+			on("Table", table),
+			on("Bucket/pages/*", []string{"s3:GetObject"}),
+			on("Bucket/records/*", []string{"s3:AbortMultipartUpload", "s3:PutObject"}),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			want := map[string]bool{}
+			for _, w := range slices.Concat(tt.want...) {
+				want[w] = true
+			}
+			got := rolePermissions(t, tt.fn+"FunctionServiceRole")
+			for p := range got {
+				if !want[p] {
+					t.Errorf("extra permission: %s", p)
+				}
+			}
+			for p := range want {
+				if !got[p] {
+					t.Errorf("missing permission: %s", p)
+				}
+			}
+		})
+	}
+}
+
+// rolePermissions flattens every policy attached to the role into
+// "action resource" strings, with resources named by logical id less its hash.
+func rolePermissions(t *testing.T, roleName string) map[string]bool {
+	t.Helper()
+	role := logicalID(t, "AWS::IAM::Role", roleName)
+	perms := map[string]bool{}
+	for _, r := range resources() {
+		if r["Type"] != "AWS::IAM::Policy" {
+			continue
+		}
+		p := r["Properties"].(map[string]any)
+		if !slices.ContainsFunc(p["Roles"].([]any), func(v any) bool { return render(v) == render(ref(role)) }) {
+			continue
+		}
+		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := s.(map[string]any)
+			if st["Effect"] != "Allow" {
+				t.Errorf("unexpected %v statement", st["Effect"])
+			}
+			suffix := ""
+			if c, ok := st["Condition"]; ok {
+				suffix = " if " + renderCondition(c)
+			}
+			for _, a := range list(st["Action"]) {
+				for _, res := range list(st["Resource"]) {
+					perms[fmt.Sprint(a)+" "+render(res)+suffix] = true
+				}
+			}
+		}
+	}
+	return perms
+}
+
+func list(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+// render turns a CloudFormation value into a short readable name:
+// {"Fn::GetAtt": ["Bucket83908E77", "Arn"]} becomes "Bucket".
+func render(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		if g, ok := x["Fn::GetAtt"].([]any); ok {
+			return hashSuffix.ReplaceAllString(fmt.Sprint(g[0]), "")
+		}
+		if r, ok := x["Ref"]; ok {
+			return hashSuffix.ReplaceAllString(fmt.Sprint(r), "")
+		}
+		if j, ok := x["Fn::Join"].([]any); ok {
+			var parts []string
+			for _, p := range j[1].([]any) {
+				parts = append(parts, render(p))
+			}
+			return strings.Join(parts, fmt.Sprint(j[0]))
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+func renderCondition(c any) string {
+	var parts []string
+	for _, kv := range c.(map[string]any) {
+		for k, v := range kv.(map[string]any) {
+			for _, x := range list(v) {
+				parts = append(parts, k+"="+render(x))
+			}
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,31 @@
+package crawlstack
+
+import (
+	"testing"
+
+	"github.com/aws/jsii-runtime-go"
+)
+
+func TestOutputs(t *testing.T) {
+	tests := []struct {
+		output, typ, resource string
+	}{
+		{"BucketName", "AWS::S3::Bucket", "Bucket"},
+		{"TableName", "AWS::DynamoDB::Table", "Table"},
+		{"ScheduleQueueUrl", "AWS::SQS::Queue", "ScheduleQueue"},
+		{"FetchQueueUrl", "AWS::SQS::Queue", "FetchQueue"},
+		{"ParseQueueUrl", "AWS::SQS::Queue", "ParseQueue"},
+		{"ScheduleDLQUrl", "AWS::SQS::Queue", "ScheduleDLQ"},
+		{"FetchDLQUrl", "AWS::SQS::Queue", "FetchDLQ"},
+		{"ParseDLQUrl", "AWS::SQS::Queue", "ParseDLQ"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.output, func(t *testing.T) {
+			check(t, tt.output, func() {
+				tmpl.HasOutput(jsii.String(tt.output), like(map[string]any{
+					"Value": ref(logicalID(t, tt.typ, tt.resource)),
+				}))
+			})
+		})
+	}
+}

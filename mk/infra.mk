@@ -1,0 +1,48 @@
+# infra.mk: build the Lambda bootstraps and synthesize, test, deploy and destroy
+# the CDK stack in infra/ (a Go module of its own; the CDK CLI comes from
+# infra/package.json). Pass extra CDK arguments with CDK_ARGS, for example
+#   make deploy CDK_ARGS='-c maxPages=5000 -c scheduleEnabled=true'
+
+FUNCTIONS  := schedule fetch parse
+BOOTSTRAPS := $(foreach f,$(FUNCTIONS),dist/$(f)/bootstrap)
+CDK_ARGS   ?=
+# The root Makefile exports these too; repeated so this file stands alone.
+CDK_ENV    := CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+GO_LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+# LocalStack defaults; any value already in the environment wins.
+LOCALSTACK_ENV := AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} \
+	AWS_REGION=$${AWS_REGION:-us-east-1} AWS_DEFAULT_REGION=$${AWS_REGION:-us-east-1}
+
+.PHONY: build test-infra synth deploy destroy localstack-deploy localstack-destroy
+
+build: $(addprefix build-,$(FUNCTIONS)) ## build every Lambda bootstrap into dist/<fn>/bootstrap (linux/arm64)
+
+build-%: ## build one Lambda bootstrap, e.g. make build-fetch
+	$(GO_LAMBDA_BUILD) -o dist/$*/bootstrap ./functions/$*
+
+# A missing bootstrap is built; an existing one is used as it is (`make build`
+# rebuilds). synth and destroy need them only because the stack names them.
+dist/%/bootstrap:
+	$(GO_LAMBDA_BUILD) -o $@ ./functions/$*
+
+infra/node_modules:
+	cd infra && npm ci --no-audit --no-fund
+
+test-infra: ## test the CDK stack (synthesizes it once with the assertions module)
+	cd infra && $(GO) test ./...
+
+synth: $(BOOTSTRAPS) | infra/node_modules ## synthesize the CloudFormation template into infra/cdk.out
+	cd infra && $(CDK_ENV) npx cdk synth -q --no-notices $(CDK_ARGS)
+
+deploy: build | infra/node_modules ## build the functions and deploy the stack to the current AWS account
+	cd infra && $(CDK_ENV) npx cdk deploy --no-notices $(CDK_ARGS)
+
+destroy: $(BOOTSTRAPS) | infra/node_modules ## delete the stack (the bucket, table and logs are retained by default)
+	cd infra && $(CDK_ENV) npx cdk destroy --no-notices $(CDK_ARGS)
+
+localstack-deploy: build | infra/node_modules ## deploy the stack to LocalStack on :4566 (bootstraps it first)
+	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal bootstrap --no-notices $(CDK_ARGS)
+	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal deploy --no-notices --require-approval never -c retainData=false $(CDK_ARGS)
+
+localstack-destroy: $(BOOTSTRAPS) | infra/node_modules ## delete the stack from LocalStack
+	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal destroy --no-notices --force -c retainData=false $(CDK_ARGS)
