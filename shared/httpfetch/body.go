@@ -20,31 +20,32 @@ import (
 const maxEncodings = 2
 
 // readBody reads and decodes a response body, never holding more than the caps allow.
-func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, error) {
+// It reports whether the body was truncated at lim.decoded.
+func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, error) {
 	if resp.ContentLength > lim.raw {
-		return nil, errclass.Errorf(errclass.TooLarge, "body of %d bytes is over the %d-byte limit", resp.ContentLength, lim.raw)
+		return nil, false, errclass.Errorf(errclass.TooLarge, "body of %d bytes is over the %d-byte limit", resp.ContentLength, lim.raw)
 	}
 	var r io.Reader = &capReader{r: body, left: lim.raw, limit: lim.raw, what: "body"}
 	codings := contentCodings(resp.Header)
 	if len(codings) > maxEncodings {
-		return nil, errclass.Errorf(errclass.Parse, "too many content codings: %q", resp.Header.Values("Content-Encoding"))
+		return nil, false, errclass.Errorf(errclass.Parse, "too many content codings: %q", resp.Header.Values("Content-Encoding"))
 	}
 	for i := len(codings) - 1; i >= 0; i-- {
 		dec, err := decoder(codings[i], r)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		r = dec
 	}
-	r = &capReader{r: r, left: lim.decoded, limit: lim.decoded, what: "decoded body"}
-	b, err := io.ReadAll(r)
+	dcap := &capReader{r: r, left: lim.decoded, limit: lim.decoded, what: "decoded body", truncate: lim.truncate}
+	b, err := io.ReadAll(dcap)
 	if err != nil {
 		if errclass.Of(err) == errclass.Internal && len(codings) > 0 && isCorrupt(err) {
-			return nil, errclass.Errorf(errclass.Parse, "decode %s body: %v", strings.Join(codings, ", "), err)
+			return nil, false, errclass.Errorf(errclass.Parse, "decode %s body: %v", strings.Join(codings, ", "), err)
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return b, nil
+	return b, dcap.truncated, nil
 }
 
 // contentCodings lists the codings to undo, outermost last, without "identity".
@@ -109,12 +110,15 @@ func isCorrupt(err error) bool {
 		errors.As(err, &fe) || strings.HasPrefix(err.Error(), "brotli:")
 }
 
-// capReader fails with errclass.TooLarge as soon as more than limit bytes come through.
+// capReader fails with errclass.TooLarge as soon as more than limit bytes come through, or,
+// with truncate, ends there as if the body ended.
 type capReader struct {
-	r     io.Reader
-	left  int64
-	limit int64
-	what  string
+	r         io.Reader
+	left      int64
+	limit     int64
+	what      string
+	truncate  bool
+	truncated bool
 }
 
 func (c *capReader) Read(p []byte) (int, error) {
@@ -133,5 +137,9 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 func (c *capReader) err() error {
+	if c.truncate {
+		c.truncated = true
+		return io.EOF
+	}
 	return errclass.New(errclass.TooLarge, fmt.Errorf("%s is over the %d-byte limit", c.what, c.limit))
 }

@@ -82,6 +82,7 @@ type Response struct {
 	Status    int         // the final HTTP status code
 	Header    http.Header // the final response's headers, as received
 	Body      []byte      // the body, decoded from gzip, deflate or br
+	Truncated bool        // the body was cut at GetLimited's maxBody
 	Redirects []string    // the URLs that answered with a redirect, in order, starting with the requested one
 	FetchedAt time.Time   // when the request started
 	Duration  time.Duration
@@ -165,13 +166,15 @@ func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
 	return c.GetLimited(ctx, rawURL, 0, -1)
 }
 
-// GetLimited is Get with a per-request body cap and redirect limit, as robots.txt needs
-// (RFC 9309: 500 KiB, 5 redirects). maxBody <= 0 and maxRedirects < 0 take the client's limits;
-// maxRedirects 0 follows none. maxBody caps both the raw and the decoded body.
+// GetLimited is Get for robots.txt (RFC 9309: parse at least 500 KiB, follow 5 redirects).
+// The decoded body is cut at maxBody, and Response.Truncated set, instead of failing: a larger
+// file is read up to the limit, not rejected. The raw body keeps the client's cap.
+// maxBody <= 0 keeps the client's limits (and their errors); maxRedirects < 0 keeps the
+// client's redirect limit, and 0 follows none.
 func (c *Client) GetLimited(ctx context.Context, rawURL string, maxBody int64, maxRedirects int) (*Response, error) {
 	lim := limits{raw: c.opts.MaxBodyBytes, decoded: c.opts.MaxDecodedBytes, redirects: c.opts.MaxRedirects}
 	if maxBody > 0 {
-		lim.raw, lim.decoded = maxBody, maxBody
+		lim.decoded, lim.truncate = maxBody, true
 	}
 	if maxRedirects >= 0 {
 		lim.redirects = maxRedirects
@@ -185,6 +188,7 @@ func (c *Client) GetLimited(ctx context.Context, rawURL string, maxBody int64, m
 
 type limits struct {
 	raw, decoded int64
+	truncate     bool // cut the decoded body at its cap instead of failing
 	redirects    int
 }
 
@@ -231,7 +235,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 		return nil, classify(ctx, err, idle)
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, idle.wrap(resp.Body), lim)
+	body, truncated, err := readBody(resp, idle.wrap(resp.Body), lim)
 	if err != nil {
 		return nil, classify(ctx, err, idle)
 	}
@@ -240,6 +244,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 		Status:    resp.StatusCode,
 		Header:    resp.Header,
 		Body:      body,
+		Truncated: truncated,
 		Redirects: redirects,
 		FetchedAt: start,
 		Duration:  time.Since(start),

@@ -273,16 +273,38 @@ func TestRawBodyCap(t *testing.T) {
 	}
 }
 
-func TestGetLimitedCapsBody(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write(bytes.Repeat([]byte("a"), 2000))
-	}))
-	defer srv.Close()
-	c := newClient(t, Options{})
-	_, err := c.GetLimited(context.Background(), srv.URL, 1000, -1)
-	wantClass(t, err, errclass.TooLarge)
-	if _, err := c.GetLimited(context.Background(), srv.URL, 2000, -1); err != nil {
-		t.Fatalf("GetLimited at the cap: %v", err)
+func TestGetLimitedTruncates(t *testing.T) {
+	plain := bytes.Repeat([]byte("a"), 2000)
+	tests := []struct {
+		name          string
+		coding        string
+		maxBody       int64
+		wantLen       int
+		wantTruncated bool
+	}{
+		{"over the cap is cut", "", 1000, 1000, true},
+		{"at the cap is whole", "", 2000, 2000, false},
+		{"decoded bytes count", "gzip", 1000, 1000, true},
+		{"client limits when 0", "", 0, 2000, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := encode(t, tt.coding, plain)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.coding != "" {
+					w.Header().Set("Content-Encoding", tt.coding)
+				}
+				w.Write(body)
+			}))
+			defer srv.Close()
+			resp, err := newClient(t, Options{}).GetLimited(context.Background(), srv.URL, tt.maxBody, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Body) != tt.wantLen || resp.Truncated != tt.wantTruncated {
+				t.Errorf("got %d bytes, truncated %v; want %d, %v", len(resp.Body), resp.Truncated, tt.wantLen, tt.wantTruncated)
+			}
+		})
 	}
 }
 
