@@ -286,15 +286,23 @@ func hasToken(s, tok string) bool {
 // refreshURL returns the URL of a meta refresh content such as `5; url='/next'` (the HTML
 // standard's "shared declarative refresh steps", simplified).
 func refreshURL(content string) (string, bool) {
-	s := strings.TrimLeft(content, " \t\n\r\f0123456789.")
-	if s == "" || (s[0] != ';' && s[0] != ',') {
+	const ws = " \t\n\r\f"
+	s := strings.TrimLeft(content, ws)
+	if s == "" || !strings.ContainsRune("0123456789.", rune(s[0])) {
 		return "", false
 	}
-	s = strings.TrimLeft(s[1:], " \t\n\r\f")
+	s = strings.TrimLeft(s, "0123456789.")
+	if s == "" || !strings.ContainsRune(";,"+ws, rune(s[0])) {
+		return "", false // no URL: the page refreshes itself
+	}
+	s = strings.TrimLeft(s, ws)
+	if s != "" && (s[0] == ';' || s[0] == ',') {
+		s = strings.TrimLeft(s[1:], ws)
+	}
 	if len(s) >= 3 && strings.EqualFold(s[:3], "url") {
-		rest := strings.TrimLeft(s[3:], " \t\n\r\f")
+		rest := strings.TrimLeft(s[3:], ws)
 		if strings.HasPrefix(rest, "=") {
-			s = strings.TrimLeft(rest[1:], " \t\n\r\f")
+			s = strings.TrimLeft(rest[1:], ws)
 		}
 	}
 	if s != "" && (s[0] == '\'' || s[0] == '"') {

@@ -253,3 +253,30 @@ func TestXRobotsTag(t *testing.T) {
 		})
 	}
 }
+
+func TestRefreshURL(t *testing.T) {
+	tests := []struct {
+		content, want string
+		ok            bool
+	}{
+		{"0; url=/next", "/next", true},
+		{"5;URL='/q?a=1'", "/q?a=1", true},
+		{`3, url="/dq" rest`, "/dq", true},
+		{"5 url=/space", "/space", true},
+		{"0.5; /bare", "/bare", true},
+		{"0; urlish", "urlish", true},
+		{"5", "", false},
+		{"5;", "", false},
+		{"url=/no-delay", "", false},
+		{"5x; url=/bad", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.content, func(t *testing.T) {
+			got, ok := refreshURL(tt.content)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("refreshURL(%q) = %q, %v; want %q, %v", tt.content, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
