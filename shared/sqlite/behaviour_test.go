@@ -107,21 +107,32 @@ func TestQueueErrors(t *testing.T) {
 	batchTests := []struct {
 		name    string
 		entries []queue.Entry
-		failed  string
+		failed  []string
+		sent    int // the valid entries are sent, except in a batch with a duplicate id
 	}{
-		{"DuplicateID", []queue.Entry{{ID: "a", Body: "1"}, {ID: "a", Body: "2"}}, "a"},
-		{"DelayTooLong", []queue.Entry{{ID: "ok", Body: "1"}, {ID: "late", Body: "2", Delay: queue.MaxDelay + time.Second}}, "late"},
-		{"BodyTooLarge", []queue.Entry{{ID: "big", Body: strings.Repeat("x", 1<<20+1)}}, "big"},
+		{"DuplicateID", []queue.Entry{{ID: "a", Body: "1"}, {ID: "b", Body: "2"}, {ID: "a", Body: "3"}}, []string{"a", "b"}, 0},
+		{"DelayTooLong", []queue.Entry{{ID: "ok", Body: "1"}, {ID: "late", Body: "2", Delay: queue.MaxDelay + time.Second}}, []string{"late"}, 1},
+		{"BodyTooLarge", []queue.Entry{{ID: "big", Body: strings.Repeat("x", 1<<20+1)}, {ID: "ok", Body: "1"}}, []string{"big"}, 1},
+		{"EmptyBody", []queue.Entry{{ID: "ok", Body: "1"}, {ID: "empty"}, {ID: "ok2", Body: "2"}}, []string{"empty"}, 2},
 	}
 	for _, tt := range batchTests {
 		t.Run(tt.name, func(t *testing.T) {
+			name := mustQueue(t, q, "batch-"+tt.name, queue.Config{Visibility: time.Minute})
 			err := q.SendBatch(ctx, name, tt.entries)
 			var be *queue.BatchError
-			if !errors.As(err, &be) || be.Failed[tt.failed] == nil {
-				t.Fatalf("err = %v, want a *queue.BatchError naming %s", err, tt.failed)
+			if !errors.As(err, &be) {
+				t.Fatalf("err = %v, want a *queue.BatchError", err)
 			}
-			if v, nv, _ := q.Depth(ctx, name); v+nv != 0 {
-				t.Errorf("a rejected batch left %d messages", v+nv)
+			if len(be.Failed) != len(tt.failed) {
+				t.Errorf("BatchError names %d entries (%v), want %v", len(be.Failed), be.Failed, tt.failed)
+			}
+			for _, id := range tt.failed {
+				if be.Failed[id] == nil {
+					t.Errorf("BatchError does not name %s: %v", id, be.Failed)
+				}
+			}
+			if v, nv, _ := q.Depth(ctx, name); v+nv != tt.sent {
+				t.Errorf("the batch left %d messages, want %d", v+nv, tt.sent)
 			}
 		})
 	}

@@ -55,7 +55,13 @@ type DB struct {
 	w, r  *sql.DB // w: the single writer connection; r: readers
 	wake  *notifier
 	queue *Queue
-	items itemStmts
+	// The table's statements, prepared once on the writer connection.
+	readItem, upsertItem, deleteItem *sql.Stmt
+
+	writes chan writeReq
+	quit   chan struct{}
+	done   chan struct{}
+	items  itemStmts
 
 	mu     sync.Mutex
 	tables map[string]*Table
@@ -85,7 +91,24 @@ func Open(path string) (*DB, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	db := &DB{w: w, r: r, wake: newNotifier(), tables: map[string]*Table{}}
+	db := &DB{w: w, r: r, wake: newNotifier(), tables: map[string]*Table{},
+		writes: make(chan writeReq), quit: make(chan struct{}), done: make(chan struct{})}
+	for _, st := range []struct {
+		p   **sql.Stmt
+		sql string
+	}{
+		{&db.readItem, `SELECT item FROM items WHERE tbl = ? AND pk = ?`},
+		{&db.upsertItem, `INSERT INTO items (tbl, pk, item) VALUES (?, ?, ?)
+			ON CONFLICT (tbl, pk) DO UPDATE SET item = excluded.item`},
+		{&db.deleteItem, `DELETE FROM items WHERE tbl = ? AND pk = ?`},
+	} {
+		if *st.p, err = w.Prepare(st.sql); err != nil {
+			w.Close()
+			r.Close()
+			return nil, fmt.Errorf("prepare table statement: %w", err)
+		}
+	}
+	go db.writer()
 	q, err := newQueue(db)
 	if err != nil {
 		db.Close()
@@ -101,6 +124,8 @@ func Open(path string) (*DB, error) {
 
 // Close closes the file. Calls in progress may fail.
 func (db *DB) Close() error {
+	close(db.quit)
+	<-db.done
 	return errors.Join(db.w.Close(), db.r.Close())
 }
 
@@ -120,15 +145,99 @@ func (db *DB) Table(name string) *Table {
 	return t
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction and commits it when fn returns nil.
-func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+// errClosed is returned by writes after Close.
+var errClosed = errors.New("sqlite state file is closed")
+
+// maxGroup is the most writes committed together in one transaction.
+const maxGroup = 64
+
+type writeReq struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sql.Tx) error
+	done chan error
+}
+
+// write runs fn in a BEGIN IMMEDIATE transaction and returns once that transaction has
+// committed (or fn's error, in which case none of fn's writes are kept).
+//
+// Writes waiting at the same time are committed together (group commit): each runs in its own
+// savepoint, so a failing fn rolls back only its own writes, and the one commit makes them all
+// durable before any caller returns. This is what lets 32 workers share one SQLite file.
+// fn runs on the writer goroutine and must not call write.
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	req := writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case db.writes <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-db.quit:
+		return errClosed
+	}
+	return <-req.done
+}
+
+// writer is the goroutine that owns the writer connection and commits groups of writes.
+func (db *DB) writer() {
+	defer close(db.done)
+	for {
+		var group []writeReq
+		select {
+		case req := <-db.writes:
+			group = append(group, req)
+		case <-db.quit:
+			return
+		}
+	collect:
+		for len(group) < maxGroup {
+			select {
+			case req := <-db.writes:
+				group = append(group, req)
+			default:
+				break collect
+			}
+		}
+		db.commitGroup(group)
+	}
+}
+
+func (db *DB) commitGroup(group []writeReq) {
+	errs := make([]error, len(group))
+	err := db.runGroup(group, errs)
+	for i, req := range group {
+		if err != nil && errs[i] == nil {
+			errs[i] = err
+		}
+		req.done <- errs[i]
+	}
+}
+
+// runGroup runs every request in one transaction, recording each one's own error in errs; it
+// returns an error that fails the whole group (begin or commit).
+func (db *DB) runGroup(group []writeReq, errs []error) error {
+	tx, err := db.w.BeginTx(context.Background(), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
+	for i, req := range group {
+		if err := req.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		// The request's own deadline must not interrupt the shared transaction.
+		ctx := context.WithoutCancel(req.ctx)
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		errs[i] = req.fn(ctx, tx)
+		release := "RELEASE op"
+		if errs[i] != nil {
+			release = "ROLLBACK TO op; RELEASE op"
+		}
+		if _, err := tx.ExecContext(ctx, release); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("release savepoint: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)

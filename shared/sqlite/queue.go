@@ -85,7 +85,7 @@ func (q *Queue) CreateQueue(ctx context.Context, name string, cfg queue.Config) 
 	if cfg.DeadLetter != "" && cfg.MaxReceiveCount < 1 {
 		return "", fmt.Errorf("create queue %s: a dead-letter queue needs MaxReceiveCount >= 1", name)
 	}
-	err := q.db.write(ctx, func(tx *sql.Tx) error {
+	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if cfg.DeadLetter != "" {
 			if _, err := q.loadConfig(ctx, tx, cfg.DeadLetter); err != nil {
 				return fmt.Errorf("dead-letter queue: %w", err)
@@ -117,18 +117,33 @@ func (q *Queue) loadConfig(ctx context.Context, tx *sql.Tx, name string) (queueC
 	return c, nil
 }
 
-// SendBatch sends every entry in one transaction: all are sent, or none (and the error wraps a
-// *queue.BatchError naming every entry).
+// SendBatch sends every valid entry in one transaction. Invalid entries (empty id, empty or
+// oversized body, delay out of range) are not sent; a batch with a duplicate id is not sent at
+// all (SQS's BatchEntryIdsNotDistinct); nothing is sent when the transaction fails. The error
+// then wraps a *queue.BatchError naming every entry not sent, so that a caller who resends
+// exactly those loses nothing.
 func (q *Queue) SendBatch(ctx context.Context, name string, entries []queue.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	failed := map[string]error{}
 	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
+		if seen[e.ID] {
+			for _, e := range entries {
+				failed[e.ID] = fmt.Errorf("entry ids are not distinct (%q repeats)", e.ID)
+			}
+			return fmt.Errorf("send to %s: %w", name, &queue.BatchError{Failed: failed})
+		}
+		seen[e.ID] = true
+	}
+	valid := make([]queue.Entry, 0, len(entries))
+	for i, e := range entries {
+		id := e.ID
 		var bad error
 		switch {
-		case seen[e.ID]:
-			bad = errors.New("duplicate entry id")
+		case id == "":
+			id, bad = "#"+strconv.Itoa(i), errors.New("empty entry id")
 		case e.Delay < 0 || e.Delay > queue.MaxDelay:
 			bad = fmt.Errorf("delay %v outside [0, %v]", e.Delay, queue.MaxDelay)
 		case len(e.Body) > maxBody:
@@ -137,31 +152,36 @@ func (q *Queue) SendBatch(ctx context.Context, name string, entries []queue.Entr
 			bad = errors.New("empty body")
 		}
 		if bad != nil {
-			return fmt.Errorf("send to %s: %w", name, &queue.BatchError{Failed: map[string]error{e.ID: bad}})
+			failed[id] = bad
+			continue
 		}
-		seen[e.ID] = true
+		valid = append(valid, e)
 	}
-	now := time.Now()
-	err := q.db.write(ctx, func(tx *sql.Tx) error {
-		if _, err := q.loadConfig(ctx, tx, name); err != nil {
-			return err
-		}
-		ins := tx.StmtContext(ctx, q.insert)
-		for _, e := range entries {
-			if _, err := ins.ExecContext(ctx, name, e.Body, now.UnixMilli(), now.Add(e.Delay).UnixMilli()); err != nil {
-				return fmt.Errorf("insert %s: %w", e.ID, err)
+	if len(valid) > 0 {
+		now := time.Now()
+		err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := q.loadConfig(ctx, tx, name); err != nil {
+				return err
 			}
+			ins := tx.StmtContext(ctx, q.insert)
+			for _, e := range valid {
+				if _, err := ins.ExecContext(ctx, name, e.Body, now.UnixMilli(), now.Add(e.Delay).UnixMilli()); err != nil {
+					return fmt.Errorf("insert %s: %w", e.ID, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			for _, e := range valid {
+				failed[e.ID] = err
+			}
+			return fmt.Errorf("send to %s: %w", name, errors.Join(err, &queue.BatchError{Failed: failed}))
 		}
-		return nil
-	})
-	if err != nil {
-		failed := make(map[string]error, len(entries))
-		for _, e := range entries {
-			failed[e.ID] = err
-		}
-		return fmt.Errorf("send to %s: %w", name, errors.Join(err, &queue.BatchError{Failed: failed}))
+		q.db.wake.notify(name)
 	}
-	q.db.wake.notify(name)
+	if len(failed) > 0 {
+		return fmt.Errorf("send to %s: %w", name, &queue.BatchError{Failed: failed})
+	}
 	return nil
 }
 
@@ -202,7 +222,7 @@ func (q *Queue) Receive(ctx context.Context, name string, maxMsgs int, visibilit
 // (zero if none).
 func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibility time.Duration) (msgs []queue.Message, next time.Time, err error) {
 	var movedTo string
-	err = q.db.write(ctx, func(tx *sql.Tx) error {
+	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		msgs, next, movedTo = nil, time.Time{}, ""
 		cfg, err := q.loadConfig(ctx, tx, name)
 		if err != nil {
@@ -308,7 +328,11 @@ func (q *Queue) Delete(ctx context.Context, name, receiptHandle string) error {
 	if err != nil {
 		return fmt.Errorf("delete from %s: %w", name, err)
 	}
-	if _, err := q.del.ExecContext(ctx, id, name, receiptHandle); err != nil {
+	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, q.del).ExecContext(ctx, id, name, receiptHandle)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("delete from %s: %w", name, err)
 	}
 	return nil
@@ -324,12 +348,18 @@ func (q *Queue) ChangeVisibility(ctx context.Context, name, receiptHandle string
 	if timeout < 0 {
 		timeout = 0
 	}
-	res, err := q.changeVis.ExecContext(ctx, time.Now().Add(timeout).UnixMilli(), id, name, receiptHandle)
+	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, q.changeVis).ExecContext(ctx, time.Now().Add(timeout).UnixMilli(), id, name, receiptHandle)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("message %d is gone or was received again since", id)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("change visibility in %s: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("change visibility in %s: message %d is gone or was received again since", name, id)
 	}
 	if timeout == 0 {
 		q.db.wake.notify(name)
@@ -359,7 +389,7 @@ func (q *Queue) Depth(ctx context.Context, name string) (visible, notVisible int
 // Messages in flight in dlq stay there.
 func (q *Queue) Redrive(ctx context.Context, dlq, source string) (int, error) {
 	var n int64
-	err := q.db.write(ctx, func(tx *sql.Tx) error {
+	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, name := range []string{dlq, source} {
 			if _, err := q.loadConfig(ctx, tx, name); err != nil {
 				return err
