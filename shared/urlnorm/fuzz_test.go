@@ -1,12 +1,13 @@
 package urlnorm
 
 import (
+	"net/url"
 	"testing"
 	"unicode/utf8"
 )
 
 // FuzzNormalize checks that Normalize never panics, respects MaxLength, returns valid UTF-8 and
-// is idempotent.
+// is idempotent; and that Resolve of the same input against a base gives a normalised URL.
 func FuzzNormalize(f *testing.F) {
 	for _, s := range []string{
 		"http://example.com/", "HTTP://User:Pw@Bücher.Example:80/a/./b/../c?sid=1&q=é#f",
@@ -15,27 +16,38 @@ func FuzzNormalize(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	base, err := url.Parse("http://example.com/dir/page?x=1")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := Normalize(raw)
-		if err != nil {
-			return
+		if r, err := Resolve(base, raw); err == nil {
+			checkNormal(t, raw, r.String())
 		}
-		s := u.String()
-		if len(s) > MaxLength {
-			t.Fatalf("Normalize(%q) = %d bytes, over MaxLength", raw, len(s))
-		}
-		if !utf8.ValidString(s) {
-			t.Fatalf("Normalize(%q) = %q, not valid UTF-8", raw, s)
-		}
-		again, err := Normalize(s)
-		if err != nil {
-			t.Fatalf("Normalize(%q) = %q, which fails again: %v", raw, s, err)
-		}
-		if again.String() != s {
-			t.Fatalf("not idempotent: %q -> %q -> %q", raw, s, again.String())
-		}
-		if k := Key(s); len(k) != 64 {
-			t.Fatalf("Key(%q) has %d chars", s, len(k))
+		if u, err := Normalize(raw); err == nil {
+			checkNormal(t, raw, u.String())
 		}
 	})
+}
+
+// checkNormal fails unless s, the result of normalising or resolving raw, is a fixed point of
+// Normalize within the bounds.
+func checkNormal(t *testing.T, raw, s string) {
+	t.Helper()
+	if len(s) > MaxLength {
+		t.Fatalf("%q gave %d bytes, over MaxLength", raw, len(s))
+	}
+	if !utf8.ValidString(s) {
+		t.Fatalf("%q gave %q, not valid UTF-8", raw, s)
+	}
+	again, err := Normalize(s)
+	if err != nil {
+		t.Fatalf("%q gave %q, which fails to normalise: %v", raw, s, err)
+	}
+	if again.String() != s {
+		t.Fatalf("not idempotent: %q -> %q -> %q", raw, s, again.String())
+	}
+	if k := Key(s); len(k) != 64 {
+		t.Fatalf("Key(%q) has %d chars", s, len(k))
+	}
 }
