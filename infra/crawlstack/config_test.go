@@ -36,9 +36,13 @@ func TestConfigFromContext(t *testing.T) {
 		{name: "no context gives the defaults", ctx: nil,
 			check: func(c Config) bool { return c.Scope == DefaultConfig().Scope && c.Fetch == DefaultConfig().Fetch }},
 		{name: "strings from cdk -c", ctx: map[string]any{"maxPages": "50", "hostRps": "0.5", "scheduleEnabled": "true", "fetchMemoryMB": "2048"},
-			check: func(c Config) bool { return c.MaxPages == 50 && c.HostRPS == 0.5 && c.ScheduleEnabled && c.Fetch.MemoryMB == 2048 }},
+			check: func(c Config) bool {
+				return c.MaxPages == 50 && c.HostRPS == 0.5 && c.ScheduleEnabled && c.Fetch.MemoryMB == 2048
+			}},
 		{name: "JSON values from cdk.json", ctx: map[string]any{"maxPages": float64(50), "hostRps": float64(3), "retainData": false, "parseMaxConcurrency": float64(20)},
-			check: func(c Config) bool { return c.MaxPages == 50 && c.HostRPS == 3 && !c.RetainData && c.Parse.MaxConcurrency == 20 }},
+			check: func(c Config) bool {
+				return c.MaxPages == 50 && c.HostRPS == 3 && !c.RetainData && c.Parse.MaxConcurrency == 20
+			}},
 		{name: "cron expression", ctx: map[string]any{"scheduleExpression": "cron(0 3 * * ? *)"},
 			check: func(c Config) bool { return c.ScheduleExpression == "cron(0 3 * * ? *)" }},
 		{name: "not a number", ctx: map[string]any{"maxDepth": "three"}, wantErr: []string{`"maxDepth"`, "whole number"}},

@@ -11,6 +11,8 @@ import (
 func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQueue, fns map[string]fnResources) awscloudwatch.Dashboard {
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	dash := awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		// Named after the stack so users find it; dashboard names are per account.
+		DashboardName:   jsii.String(*stack.StackName() + "-" + *stack.Region()),
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
 	})
 	var depth, inFlight, age, dlqDepth, invocations, errs, duration, throttles, concurrency []awscloudwatch.IMetric

@@ -42,6 +42,10 @@ func TestAlarms(t *testing.T) {
 
 func TestDashboardShowsThePipeline(t *testing.T) {
 	id := logicalID(t, "AWS::CloudWatch::Dashboard", "Dashboard")
+	name, _ := json.Marshal(props(t, id)["DashboardName"])
+	if want := `{"Fn::Join":["",["Test-",{"Ref":"AWS::Region"}]]}`; string(name) != want {
+		t.Errorf("dashboard name %s, want %s", name, want)
+	}
 	body, err := json.Marshal(props(t, id)["DashboardBody"])
 	if err != nil {
 		t.Fatal(err)
