@@ -27,7 +27,7 @@ type Table struct {
 // CreateTable registers the table under name (the Table's own name is unaffected). It is
 // idempotent.
 func (t *Table) CreateTable(ctx context.Context, name string) error {
-	err := t.db.write(ctx, func(tx *sql.Tx) error {
+	err := t.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tables (name) VALUES (?) ON CONFLICT DO NOTHING`, name)
 		return err
 	})
@@ -123,7 +123,7 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 	if key == "" || len(key) > table.MaxKeyBytes {
 		return fmt.Errorf("key of %d bytes: must be 1 to %d", len(key), table.MaxKeyBytes)
 	}
-	return t.db.write(ctx, func(tx *sql.Tx) error {
+	return t.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var old table.Item
 		var doc string
 		err := tx.StmtContext(ctx, t.db.items.get).QueryRowContext(ctx, t.name, key).Scan(&doc)
