@@ -1,0 +1,342 @@
+// Package fetcher is the fetch handler: it claims an admitted URL, checks the SSRF guard, robots.txt
+// and the host's politeness slot, GETs the page with class-aware retries, stores the responses of
+// the batch in one WARC file, sends a parse message per page, and records each URL's terminal state.
+//
+// Waiting never burns receive counts (DESIGN invariant 4): a URL that must wait for its host, or for
+// a long Retry-After, is re-sent with a delay and its current message is acknowledged. A transient
+// failure fails only its record; on the last allowed receive the URL is recorded as failed with its
+// class and the message goes on to the dead-letter queue.
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/retry"
+	"github.com/crawlstack/crawlstack/shared/robots"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+)
+
+// Getter fetches a page (httpfetch.Client).
+type Getter interface {
+	Get(ctx context.Context, rawURL string) (*httpfetch.Response, error)
+}
+
+// RobotsChecker answers robots.txt questions (robots.Cache).
+type RobotsChecker interface {
+	Check(ctx context.Context, u *url.URL) (robots.Decision, error)
+}
+
+// URLGuard refuses URLs that point at non-public addresses, other schemes or ports.
+type URLGuard interface {
+	CheckURL(u *url.URL) error
+}
+
+// PagePutter stores WARC files.
+type PagePutter interface {
+	Put(ctx context.Context, key string, body []byte, contentType string) error
+}
+
+// Config tunes the handler.
+type Config struct {
+	FetchQueue, ParseQueue string
+	// HostRPS is the request rate per host shared by every worker; 0 lifts it (Crawl-delay still
+	// applies).
+	HostRPS float64
+	// HostConcurrency bounds the fetches in flight per host in this process (0: no bound).
+	HostConcurrency int
+	// Concurrency is how many records of one batch are fetched at once.
+	Concurrency int
+	// MaxReceive is the queue's maxReceiveCount: on that receive a failing URL is recorded failed.
+	MaxReceive int
+	// Lease is how long a claim holds before another worker may take the URL over.
+	Lease time.Duration
+	// MaxQuickRetry is the time quick retries may wait inside one invocation.
+	MaxQuickRetry time.Duration
+	// MaxRetries bounds the deferred (re-queued) retries; MaxWaits bounds the politeness re-queues.
+	MaxRetries, MaxWaits int
+	// ParseTypes are the media types worth storing and parsing; others are skipped (class type).
+	ParseTypes []string
+}
+
+// DefaultConfig returns the defaults documented in the README.
+func DefaultConfig() Config {
+	return Config{HostRPS: 1, HostConcurrency: 2, Concurrency: 10, MaxReceive: 5, Lease: 5 * time.Minute,
+		MaxQuickRetry: 10 * time.Second, MaxRetries: 5, MaxWaits: 2000,
+		ParseTypes: []string{"text/html", "application/xhtml+xml"}}
+}
+
+// Handler is the fetch handler.
+type Handler struct {
+	cfg    Config
+	state  *crawlstate.Store
+	http   Getter
+	robots RobotsChecker
+	guard  URLGuard
+	pages  PagePutter
+	send   queue.Sender
+	batch  *sqsbatch.Runner
+	log    *slog.Logger
+	hosts  hostLimiter
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// Deps are the handler's collaborators.
+type Deps struct {
+	State  *crawlstate.Store
+	HTTP   Getter
+	Robots RobotsChecker
+	Guard  URLGuard
+	Pages  PagePutter
+	Send   queue.Sender
+	Batch  *sqsbatch.Runner
+	Log    *slog.Logger
+}
+
+// New returns a Handler.
+func New(cfg Config, d Deps) *Handler {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Batch == nil {
+		d.Batch = &sqsbatch.Runner{Log: d.Log}
+	}
+	b := *d.Batch
+	b.Concurrency = max(cfg.Concurrency, 1)
+	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, guard: d.Guard, pages: d.Pages,
+		send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, Now: time.Now}
+}
+
+// fetched is a page waiting for the batch's WARC file.
+type fetched struct {
+	rec   events.SQSMessage
+	msg   *message.Fetch
+	key   string
+	prev  crawlstate.State
+	owner string
+	resp  *httpfetch.Response
+}
+
+// Handle processes one SQS batch of fetch messages.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var mu sync.Mutex
+	var pages []fetched
+	resp := h.batch.Run(ctx, ev, func(ctx context.Context, rec events.SQSMessage) error {
+		f, err := h.fetchOne(ctx, rec)
+		if err == nil && f != nil {
+			mu.Lock()
+			pages = append(pages, *f)
+			mu.Unlock()
+		}
+		return err
+	})
+	for _, id := range h.storeAll(ctx, pages) {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+	}
+	return resp, nil
+}
+
+// fetchOne runs one record up to the fetched response. It returns (nil, nil) when the record is
+// done without a page to store (duplicate, skipped, failed for good, or re-queued to wait).
+func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched, error) {
+	m, err := message.DecodeFetch(rec.Body)
+	if err != nil {
+		return nil, err
+	}
+	u, err := urlnorm.Normalize(m.URL)
+	if err != nil {
+		return nil, errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
+	}
+	key := urlnorm.Key(u.String())
+	owner := rec.MessageId
+	claimed, err := h.state.Claim(ctx, m.Crawl, key, owner, h.cfg.Lease)
+	if errors.Is(err, crawlstate.ErrClaimed) {
+		h.log.Debug("duplicate fetch message", "url", u.String())
+		return nil, nil // done, or held by a live worker whose own message is still in flight
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := &fetched{rec: rec, msg: m, key: key, prev: claimed.State, owner: owner}
+	if err := h.guard.CheckURL(u); err != nil {
+		return nil, h.finish(ctx, f, crawlstate.Skipped, err)
+	}
+	rules, err := h.robots.Check(ctx, u)
+	if err != nil {
+		return nil, h.fail(ctx, f, err)
+	}
+	if !rules.Allowed {
+		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
+	}
+	wait, err := h.state.ReserveSlot(ctx, u.Host, h.interval(rules.CrawlDelay))
+	if err != nil {
+		return nil, h.fail(ctx, f, err)
+	}
+	if wait > 0 {
+		return nil, h.requeue(ctx, f, wait, false, nil)
+	}
+	release, err := h.hosts.acquire(ctx, u.Host)
+	if err != nil {
+		return nil, h.fail(ctx, f, err)
+	}
+	defer release()
+	var resp *httpfetch.Response
+	err = retry.Do(ctx, h.cfg.MaxQuickRetry, func() (time.Duration, error) {
+		r, err := h.http.Get(ctx, u.String())
+		if err != nil {
+			return 0, err
+		}
+		resp = r
+		if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
+			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), time.Second, 6*time.Hour)
+			return after, errclass.Errorf(c, "status %d", r.Status)
+		}
+		return 0, nil
+	})
+	var deferred *retry.Deferred
+	switch {
+	case errors.As(err, &deferred):
+		return nil, h.requeue(ctx, f, deferred.After, true, deferred.Err)
+	case err != nil && errclass.Retryable(errclass.Of(err)):
+		return nil, h.fail(ctx, f, err)
+	case err != nil:
+		return nil, h.finish(ctx, f, terminalFor(errclass.Of(err)), err)
+	}
+	if c := errclass.FromStatus(resp.Status); c != "" {
+		return nil, h.finish(ctx, f, crawlstate.Failed, errclass.Errorf(c, "status %d", resp.Status))
+	}
+	if !h.parseable(resp) {
+		return nil, h.finish(ctx, f, crawlstate.Skipped,
+			errclass.Errorf(errclass.Type, "content type %q is not parsed", resp.Header.Get("Content-Type")))
+	}
+	f.resp = resp
+	return f, nil
+}
+
+// interval is the gap between two requests to one host.
+func (h *Handler) interval(crawlDelay time.Duration) time.Duration {
+	var d time.Duration
+	if h.cfg.HostRPS > 0 {
+		d = time.Duration(float64(time.Second) / h.cfg.HostRPS)
+	}
+	return max(d, crawlDelay)
+}
+
+func (h *Handler) parseable(r *httpfetch.Response) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return true // let the parser sniff it
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && slices.Contains(h.cfg.ParseTypes, mt)
+}
+
+// terminalFor is the terminal state of a permanent failure: policy refusals are skips.
+func terminalFor(c errclass.Class) crawlstate.State {
+	switch c {
+	case errclass.SSRF, errclass.Robots, errclass.Scope, errclass.Trap, errclass.TooLarge, errclass.Type:
+		return crawlstate.Skipped
+	}
+	return crawlstate.Failed
+}
+
+// finish records a terminal state for the record's URL; the record is done.
+func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, cause error) error {
+	ok, err := h.state.Finish(ctx, f.msg.Crawl, f.key, f.owner, f.prev, to, cause)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		h.log.Warn("lost the claim before finishing", "url", f.msg.URL)
+	}
+	return nil
+}
+
+// fail handles a transient failure: the record fails and is delivered again, except on its last
+// allowed receive, where the URL is recorded as failed and the message moves on to the DLQ.
+func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
+	if sqsbatch.ReceiveCount(f.rec) >= h.cfg.MaxReceive {
+		if err := h.finish(ctx, f, crawlstate.Failed, cause); err != nil {
+			return err
+		}
+		return fmt.Errorf("giving up on %s after %d receives: %w", f.msg.URL, h.cfg.MaxReceive, cause)
+	}
+	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
+		return errors.Join(cause, err)
+	}
+	return fmt.Errorf("fetch %s: %w", f.msg.URL, cause)
+}
+
+// requeue re-sends the fetch message with a delay and acknowledges this one.
+func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error) error {
+	next := *f.msg
+	if isRetry {
+		next.Retries++
+		if next.Retries > h.cfg.MaxRetries {
+			return h.finish(ctx, f, crawlstate.Failed, cause)
+		}
+	} else {
+		next.Waits++
+		if next.Waits > h.cfg.MaxWaits {
+			return h.finish(ctx, f, crawlstate.Failed,
+				errclass.Errorf(errclass.Internal, "waited for the host %d times", h.cfg.MaxWaits))
+		}
+	}
+	body, err := message.Encode(next)
+	if err != nil {
+		return err
+	}
+	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
+		return err
+	}
+	delay := min(max(wait, time.Second), queue.MaxDelay)
+	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, []queue.Entry{{ID: "0", Body: body, Delay: delay}}); err != nil {
+		return fmt.Errorf("re-queue %s: %w", f.msg.URL, err)
+	}
+	return nil
+}
+
+// hostLimiter bounds the fetches in flight per host in this process.
+type hostLimiter struct {
+	max int
+	mu  sync.Mutex
+	sem map[string]chan struct{}
+}
+
+func (l *hostLimiter) acquire(ctx context.Context, host string) (func(), error) {
+	if l.max <= 0 {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	if l.sem == nil {
+		l.sem = map[string]chan struct{}{}
+	}
+	s, ok := l.sem[host]
+	if !ok {
+		s = make(chan struct{}, l.max)
+		l.sem[host] = s
+	}
+	l.mu.Unlock()
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

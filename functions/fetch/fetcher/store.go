@@ -1,0 +1,99 @@
+package fetcher
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/warcfile"
+)
+
+// PagesPrefix is where fetch writes its WARC files.
+const PagesPrefix = "pages/"
+
+// storeAll writes the batch's pages as one WARC file per crawl, sends their parse messages and
+// records them as fetched. It returns the message ids that must be delivered again.
+func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
+	byCrawl := map[string][]fetched{}
+	var order []string
+	for _, p := range pages {
+		if _, ok := byCrawl[p.msg.Crawl]; !ok {
+			order = append(order, p.msg.Crawl)
+		}
+		byCrawl[p.msg.Crawl] = append(byCrawl[p.msg.Crawl], p)
+	}
+	var failed []string
+	for _, crawl := range order {
+		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
+	}
+	return failed
+}
+
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []string {
+	retryAll := func(err error) []string {
+		h.log.Error("storing fetched pages failed", "crawl", crawl, "pages", len(pages), "err", err.Error())
+		ids := make([]string, len(pages))
+		for i, p := range pages {
+			ids[i] = p.rec.MessageId
+			if err := h.state.Release(ctx, crawl, p.key, p.owner); err != nil {
+				h.log.Warn("release after a failed store", "url", p.msg.URL, "err", err.Error())
+			}
+		}
+		return ids
+	}
+	recs := make([]warcfile.Page, len(pages))
+	for i, p := range pages {
+		recs[i] = warcfile.Page{URL: p.resp.URL, Status: p.resp.Status, Header: p.resp.Header, Body: p.resp.Body,
+			FetchedAt: p.resp.FetchedAt}
+	}
+	file, spans, err := warcfile.Encode(recs)
+	if err != nil {
+		return retryAll(err)
+	}
+	now := h.Now().UTC()
+	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
+	if err := h.pages.Put(ctx, key, file, warcfile.ContentType); err != nil {
+		return retryAll(fmt.Errorf("put %s: %w", key, err))
+	}
+	entries := make([]queue.Entry, len(pages))
+	for i, p := range pages {
+		body, err := message.Encode(message.Parse{Header: message.Header{Crawl: crawl}, URL: p.msg.URL,
+			FinalURL: p.resp.URL, Root: p.msg.Root, Depth: p.msg.Depth, Status: p.resp.Status,
+			ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt,
+			WARC: message.Ref{Key: key, Offset: spans[i].Offset, Length: spans[i].Length}})
+		if err != nil {
+			return retryAll(err)
+		}
+		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body}
+	}
+	sendErr := h.send.SendBatch(ctx, h.cfg.ParseQueue, entries)
+	var be *queue.BatchError
+	if sendErr != nil && !errors.As(sendErr, &be) {
+		return retryAll(fmt.Errorf("send parse messages: %w", sendErr))
+	}
+	var failed []string
+	for i, p := range pages {
+		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
+			if err := h.state.Release(ctx, crawl, p.key, p.owner); err != nil {
+				h.log.Warn("release after a failed send", "url", p.msg.URL, "err", err.Error())
+			}
+			failed = append(failed, p.rec.MessageId)
+			continue
+		}
+		if err := h.finish(ctx, &p, crawlstate.Fetched, nil); err != nil {
+			// The page is stored and its parse message sent; the redelivery will fetch it again.
+			h.log.Error("record fetched", "url", p.msg.URL, "err", err.Error())
+			failed = append(failed, p.rec.MessageId)
+		}
+	}
+	return failed
+}
+
+// batchID names one WARC file: random, so concurrent and repeated batches never collide.
+func batchID() string { return strings.ToLower(rand.Text()) }

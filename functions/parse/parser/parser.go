@@ -1,0 +1,259 @@
+// Package parser is the parse handler: it reads each stored response back from its WARC file,
+// extracts the title, links and robots directives, writes one structured record per page (JSON
+// lines, one object in the blob store per batch), and sends the links it may follow back to
+// schedule in batches.
+//
+// A page is marked parsed only after its record is stored and its links are sent, so a crash
+// loses nothing: the redelivered message parses the page again (its links are deduplicated by
+// schedule; its record may appear twice in records/, with the same url and fetchedAt).
+package parser
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/links"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/warcfile"
+)
+
+// RecordsPrefix is where parse writes its records.
+const RecordsPrefix = "records/"
+
+// Blobs is what parse needs of the blob store.
+type Blobs interface {
+	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
+	Put(ctx context.Context, key string, body []byte, contentType string) error
+}
+
+// Config tunes the handler.
+type Config struct {
+	ScheduleQueue string
+	// MaxDepth stops sending links deeper than this (negative: no limit); schedule checks again.
+	MaxDepth int
+	// UserAgentToken is the crawler's product token, for <meta name="token"> and X-Robots-Tag.
+	UserAgentToken string
+	// MaxLinks caps the links taken from one page.
+	MaxLinks int
+	// Concurrency is how many records of a batch are parsed at once.
+	Concurrency int
+}
+
+// Record is the structured result for one page, one JSON line in records/.
+type Record struct {
+	Crawl       string         `json:"crawl"`
+	URL         string         `json:"url"`
+	FinalURL    string         `json:"finalUrl"`
+	Depth       int            `json:"depth"`
+	Status      int            `json:"status"`
+	ContentType string         `json:"contentType,omitempty"`
+	Title       string         `json:"title,omitempty"`
+	Canonical   string         `json:"canonical,omitempty"`
+	Charset     string         `json:"charset,omitempty"`
+	NoIndex     bool           `json:"noindex,omitempty"`
+	NoFollow    bool           `json:"nofollow,omitempty"`
+	OutLinks    []string       `json:"outLinks"`
+	FetchedAt   time.Time      `json:"fetchedAt"`
+	WARC        message.Ref    `json:"warc"`
+	Class       errclass.Class `json:"class,omitempty"`
+	Error       string         `json:"error,omitempty"`
+}
+
+// Handler is the parse handler.
+type Handler struct {
+	cfg   Config
+	state *crawlstate.Store
+	blobs Blobs
+	send  queue.Sender
+	batch *sqsbatch.Runner
+	log   *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// New returns a Handler.
+func New(cfg Config, state *crawlstate.Store, blobs Blobs, send queue.Sender, batch *sqsbatch.Runner, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	if batch == nil {
+		batch = &sqsbatch.Runner{Log: log}
+	}
+	b := *batch
+	b.Concurrency = max(cfg.Concurrency, 1)
+	return &Handler{cfg: cfg, state: state, blobs: blobs, send: send, batch: &b, log: log, Now: time.Now}
+}
+
+// parsed is a page waiting for the batch's records file.
+type parsed struct {
+	rec   events.SQSMessage
+	msg   *message.Parse
+	key   string
+	out   Record
+	links []string
+}
+
+// Handle processes one SQS batch of parse messages.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var mu sync.Mutex
+	var pages []parsed
+	resp := h.batch.Run(ctx, ev, func(ctx context.Context, rec events.SQSMessage) error {
+		p, err := h.parseOne(ctx, rec)
+		if err == nil && p != nil {
+			mu.Lock()
+			pages = append(pages, *p)
+			mu.Unlock()
+		}
+		return err
+	})
+	for _, id := range h.storeAll(ctx, pages) {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+	}
+	return resp, nil
+}
+
+func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage) (*parsed, error) {
+	m, err := message.DecodeParse(rec.Body)
+	if err != nil {
+		return nil, err
+	}
+	u, err := urlnorm.Normalize(m.URL)
+	if err != nil {
+		return nil, errclass.Errorf(errclass.Poison, "parse message url: %v", err)
+	}
+	key := urlnorm.Key(u.String())
+	done, err := h.state.IsParsed(ctx, m.Crawl, key)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		return nil, nil // a duplicate delivery
+	}
+	p := &parsed{rec: rec, msg: m, key: key, out: Record{Crawl: m.Crawl, URL: m.URL, FinalURL: m.FinalURL,
+		Depth: m.Depth, Status: m.Status, ContentType: m.ContentType, FetchedAt: m.FetchedAt, WARC: m.WARC, OutLinks: []string{}}}
+	raw, err := h.blobs.GetRange(ctx, m.WARC.Key, m.WARC.Offset, m.WARC.Length)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", m.WARC.Key, err)
+	}
+	page, err := warcfile.Decode(raw)
+	if err != nil {
+		return h.parseError(ctx, p, err)
+	}
+	final, err := url.Parse(m.FinalURL)
+	if err != nil {
+		return h.parseError(ctx, p, err)
+	}
+	found, err := links.Extract(page.Body, page.Header.Get("Content-Type"), final,
+		links.Options{MaxLinks: h.cfg.MaxLinks, UserAgentToken: h.cfg.UserAgentToken})
+	if err != nil {
+		return h.parseError(ctx, p, err)
+	}
+	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), h.cfg.UserAgentToken)
+	p.out.Title, p.out.Canonical, p.out.Charset = found.Title, found.Canonical, found.Charset
+	p.out.NoIndex = found.NoIndex || hdrNoIndex
+	p.out.NoFollow = found.NoFollow || hdrNoFollow
+	for _, l := range found.Links {
+		p.out.OutLinks = append(p.out.OutLinks, l.URL)
+		if !p.out.NoFollow && !l.NoFollow {
+			p.links = append(p.links, l.URL)
+		}
+	}
+	if h.cfg.MaxDepth >= 0 && m.Depth+1 > h.cfg.MaxDepth {
+		p.links = nil
+	}
+	return p, nil
+}
+
+// parseError records a page that could not be parsed; its URL stays fetched.
+func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*parsed, error) {
+	p.out.Class, p.out.Error = errclass.Parse, truncate(cause.Error(), 300)
+	if err := h.state.CountParseError(ctx, p.msg.Crawl, errclass.Parse); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// storeAll writes each crawl's records, sends the links and marks the pages parsed. It returns the
+// message ids to deliver again.
+func (h *Handler) storeAll(ctx context.Context, pages []parsed) []string {
+	byCrawl := map[string][]parsed{}
+	var order []string
+	for _, p := range pages {
+		if _, ok := byCrawl[p.msg.Crawl]; !ok {
+			order = append(order, p.msg.Crawl)
+		}
+		byCrawl[p.msg.Crawl] = append(byCrawl[p.msg.Crawl], p)
+	}
+	var failed []string
+	for _, crawl := range order {
+		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
+	}
+	return failed
+}
+
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) []string {
+	retryAll := func(err error) []string {
+		h.log.Error("storing parse results failed", "crawl", crawl, "pages", len(pages), "err", err.Error())
+		ids := make([]string, len(pages))
+		for i, p := range pages {
+			ids[i] = p.rec.MessageId
+		}
+		return ids
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	var entries []queue.Entry
+	for _, p := range pages {
+		if err := enc.Encode(p.out); err != nil {
+			return retryAll(err)
+		}
+		tmpl := message.Links{Header: message.Header{Crawl: crawl}, Root: p.msg.Root, Parent: p.msg.URL, Depth: p.msg.Depth + 1}
+		for _, m := range message.SplitLinks(tmpl, p.links) {
+			body, err := message.Encode(m)
+			if err != nil {
+				return retryAll(err)
+			}
+			entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: body})
+		}
+	}
+	key := fmt.Sprintf("%s%s/%s/%s.jsonl", RecordsPrefix, crawl, h.Now().UTC().Format("2006/01/02"), strings.ToLower(rand.Text()))
+	if err := h.blobs.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
+		return retryAll(fmt.Errorf("put %s: %w", key, err))
+	}
+	if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
+		// Some links may be sent already; the redelivery sends them again and schedule dedups.
+		return retryAll(fmt.Errorf("send links: %w", err))
+	}
+	var failed []string
+	for _, p := range pages {
+		if _, err := h.state.MarkParsed(ctx, crawl, p.key); err != nil {
+			h.log.Error("mark parsed", "url", p.msg.URL, "err", err.Error())
+			failed = append(failed, p.rec.MessageId)
+		}
+	}
+	return failed
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

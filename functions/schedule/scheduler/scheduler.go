@@ -1,0 +1,317 @@
+// Package scheduler is the schedule handler, the crawl's frontier. It takes three kinds of input:
+//
+//   - an S3 ObjectCreated notification for a seed file (delivered through the schedule queue):
+//     the seed file is read, bad lines are reported with their line numbers, and the good URLs are
+//     fanned out as Links messages of depth 0 to the schedule queue;
+//   - a Links message (seeds, or the out-links of a parsed page): its URLs are admitted by the
+//     frontier and fetch messages go out in batches of 10;
+//   - an EventBridge "Scheduled Event", invoked directly: every seed file under the re-crawl prefix
+//     starts a new crawl.
+//
+// S3's own s3:TestEvent message, sent when a notification is configured, is acknowledged and ignored.
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/frontier"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/seeds"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+)
+
+// SeedsPrefix is where seed files are dropped; ReportsPrefix is where seed reports are written.
+const (
+	SeedsPrefix   = "seeds/"
+	ReportsPrefix = "crawls/"
+	// MaxSeedBytes bounds a seed file read in one invocation.
+	MaxSeedBytes = 512 << 20
+)
+
+// Blobs is what schedule needs of the blob store.
+type Blobs interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Put(ctx context.Context, key string, body []byte, contentType string) error
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// Admitter admits the URLs of a Links message (the frontier).
+type Admitter interface {
+	Admit(ctx context.Context, m *message.Links) (frontier.Result, error)
+}
+
+// Config tunes the handler.
+type Config struct {
+	ScheduleQueue string
+	// RecrawlPrefix is the prefix whose seed files a scheduled tick crawls again.
+	RecrawlPrefix string
+	// Concurrency is how many records of a batch run at once.
+	Concurrency int
+}
+
+// Handler is the schedule handler.
+type Handler struct {
+	cfg      Config
+	frontier Admitter
+	blobs    Blobs
+	send     queue.Sender
+	batch    *sqsbatch.Runner
+	log      *slog.Logger
+}
+
+// New returns a Handler.
+func New(cfg Config, f Admitter, blobs Blobs, send queue.Sender, batch *sqsbatch.Runner, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	if batch == nil {
+		batch = &sqsbatch.Runner{Log: log}
+	}
+	if cfg.RecrawlPrefix == "" {
+		cfg.RecrawlPrefix = SeedsPrefix
+	}
+	b := *batch
+	b.Concurrency = max(cfg.Concurrency, 1)
+	return &Handler{cfg: cfg, frontier: f, blobs: blobs, send: send, batch: &b, log: log}
+}
+
+// Invoke is the Lambda entry point: it tells an SQS event from an EventBridge event.
+func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+		DetailType string `json:"detail-type"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("schedule: unrecognised event: %w", err)
+	}
+	switch {
+	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs":
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("schedule: sqs event: %w", err)
+		}
+		return h.Handle(ctx, ev)
+	case probe.DetailType != "":
+		var ev events.EventBridgeEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("schedule: eventbridge event: %w", err)
+		}
+		return nil, h.Tick(ctx, ev)
+	}
+	return nil, errors.New("schedule: unrecognised event: neither SQS records nor an EventBridge event")
+}
+
+// Handle processes one SQS batch of the schedule queue.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return h.batch.Run(ctx, ev, h.record), nil
+}
+
+func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
+	var probe struct {
+		Records json.RawMessage `json:"Records"`
+		Event   string          `json:"Event"`
+		Kind    string          `json:"kind"`
+	}
+	if err := json.Unmarshal([]byte(rec.Body), &probe); err != nil {
+		return errclass.Errorf(errclass.Poison, "not a JSON message: %v", err)
+	}
+	switch {
+	case probe.Event == "s3:TestEvent":
+		h.log.Info("acknowledged the S3 test event")
+		return nil
+	case probe.Records != nil:
+		var ev events.S3Event
+		if err := json.Unmarshal([]byte(rec.Body), &ev); err != nil {
+			return errclass.Errorf(errclass.Poison, "s3 notification: %v", err)
+		}
+		for _, r := range ev.Records {
+			if err := h.seedFile(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	m, err := message.DecodeLinks(rec.Body)
+	if err != nil {
+		return err
+	}
+	res, err := h.frontier.Admit(ctx, m)
+	if err != nil {
+		return err
+	}
+	h.log.Debug("admitted", "crawl", m.Crawl, "depth", m.Depth, "sent", res.Sent, "known", res.Known,
+		"rejected", res.Rejected, "invalid", res.Invalid)
+	return nil
+}
+
+func (h *Handler) seedFile(ctx context.Context, r events.S3EventRecord) error {
+	if !strings.HasPrefix(r.EventName, "ObjectCreated:") {
+		h.log.Info("ignoring an S3 event that is not ObjectCreated", "event", r.EventName)
+		return nil
+	}
+	key := r.S3.Object.URLDecodedKey
+	if key == "" {
+		key = r.S3.Object.Key
+	}
+	version := r.S3.Object.Sequencer
+	if version == "" {
+		version = r.S3.Object.ETag
+	}
+	return h.StartCrawl(ctx, key, CrawlID(r.S3.Bucket.Name, key, version))
+}
+
+// Tick handles an EventBridge scheduled event: each seed file under the re-crawl prefix starts a
+// new crawl, named after the file and the tick's time.
+func (h *Handler) Tick(ctx context.Context, ev events.EventBridgeEvent) error {
+	keys, err := h.blobs.List(ctx, h.cfg.RecrawlPrefix)
+	if err != nil {
+		return fmt.Errorf("list seed files: %w", err)
+	}
+	var errs []error
+	for _, key := range keys {
+		if strings.HasSuffix(key, "/") {
+			continue
+		}
+		id := CrawlID("", key, "tick@"+ev.Time.UTC().Format(time.RFC3339))
+		if err := h.StartCrawl(ctx, key, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	h.log.Info("scheduled re-crawl", "seedFiles", len(keys), "failed", len(errs))
+	return errors.Join(errs...)
+}
+
+// CrawlID names the crawl of one seed file version: readable, and stable for the same version so
+// that a repeated event resumes the crawl instead of starting it again.
+func CrawlID(bucket, key, version string) string {
+	sum := sha256.Sum256([]byte(bucket + "/" + key + "@" + version))
+	base := strings.TrimSuffix(path.Base(key), path.Ext(key))
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, base)
+	if len(clean) > 40 {
+		clean = clean[:40]
+	}
+	return clean + "-" + hex.EncodeToString(sum[:6])
+}
+
+// SeedReport is written to crawls/<crawl>/seeds.json for every seed file read.
+type SeedReport struct {
+	Crawl    string     `json:"crawl"`
+	SeedFile string     `json:"seedFile"`
+	Accepted int        `json:"accepted"`
+	Bad      []BadLine  `json:"bad"`
+	ReadAt   time.Time  `json:"readAt"`
+	Errors   int        `json:"errors"`
+	Limits   SeedLimits `json:"limits"`
+}
+
+// BadLine is a seed line that was not crawled, and why.
+type BadLine struct {
+	Line  int    `json:"line"`
+	Text  string `json:"text"`
+	Error string `json:"error"`
+}
+
+// SeedLimits records the bounds applied to the seed file.
+type SeedLimits struct {
+	MaxBytes   int `json:"maxBytes"`
+	MaxLine    int `json:"maxLine"`
+	MaxReports int `json:"maxReportedBadLines"`
+}
+
+const maxReportedBad = 1000
+
+// StartCrawl reads one seed file and fans its URLs out to the schedule queue as Links messages.
+// A repeated call (a redelivered event) sends the same messages again; admission drops the repeats.
+func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
+	body, err := h.blobs.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read seed file %s: %w", key, err)
+	}
+	report := SeedReport{Crawl: crawl, SeedFile: key, ReadAt: time.Now().UTC(), Bad: []BadLine{},
+		Limits: SeedLimits{MaxBytes: MaxSeedBytes, MaxLine: seeds.DefaultMaxLine, MaxReports: maxReportedBad}}
+	if len(body) > MaxSeedBytes {
+		report.Errors = 1
+		report.Bad = append(report.Bad, BadLine{Error: fmt.Sprintf("seed file is %d bytes, over the %d-byte limit", len(body), MaxSeedBytes)})
+		return h.writeReport(ctx, report)
+	}
+	var batch []string
+	var entries []queue.Entry
+	flush := func() error {
+		for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}}, batch) {
+			b, err := message.Encode(m)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, queue.Entry{ID: fmt.Sprint(len(entries) % queue.MaxBatch), Body: b})
+			if len(entries) == queue.MaxBatch {
+				if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
+					return fmt.Errorf("send seed links: %w", err)
+				}
+				entries = entries[:0]
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	err = seeds.Scan(bytes.NewReader(body), 0, func(s seeds.Seed) error {
+		report.Accepted++
+		batch = append(batch, s.URL.String())
+		if len(batch) == message.MaxLinks {
+			return flush()
+		}
+		return nil
+	}, func(le seeds.LineError) {
+		report.Errors++
+		h.log.Warn("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
+		if len(report.Bad) < maxReportedBad {
+			report.Bad = append(report.Bad, BadLine{Line: le.Line, Text: le.Text, Error: le.Err.Error()})
+		}
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil && len(entries) > 0 {
+		err = h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries)
+	}
+	if err != nil {
+		return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)
+	}
+	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors)
+	return h.writeReport(ctx, report)
+}
+
+func (h *Handler) writeReport(ctx context.Context, r SeedReport) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	key := ReportsPrefix + r.Crawl + "/seeds.json"
+	if err := h.blobs.Put(ctx, key, b, "application/json"); err != nil {
+		return fmt.Errorf("write seed report %s: %w", key, err)
+	}
+	return nil
+}

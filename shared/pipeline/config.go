@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/scope"
+)
+
+// DefaultUserAgent is honest and identifiable: it names the crawler and where to learn about it.
+const DefaultUserAgent = "crawlstack/0.1 (+https://github.com/crawlstack/crawlstack)"
+
+// Config is the crawl's configuration, the same for the Lambda functions (from the environment)
+// and for `crawl run` (from flags).
+type Config struct {
+	ScheduleQueue, FetchQueue, ParseQueue string
+
+	Scope           scope.Mode
+	Include         []string
+	Exclude         []string
+	MaxDepth        int
+	MaxPages        int
+	MaxPagesPerHost int
+
+	UserAgent       string
+	HostRPS         float64
+	HostConcurrency int
+	// BatchConcurrency is how many records of one batch a handler works on at once.
+	BatchConcurrency int
+	AllowNets        []string
+	Ports            []int
+	Fingerprint      string
+	MaxBodyBytes     int64
+	FetchTimeout     time.Duration
+
+	// MaxReceive must equal the queues' maxReceiveCount.
+	MaxReceive    int
+	RecrawlPrefix string
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		ScheduleQueue: "schedule", FetchQueue: "fetch", ParseQueue: "parse",
+		Scope: scope.Host, MaxDepth: 16, MaxPagesPerHost: 100_000,
+		UserAgent: DefaultUserAgent, HostRPS: 1, HostConcurrency: 2, BatchConcurrency: 10,
+		FetchTimeout: 30 * time.Second, MaxReceive: 5, RecrawlPrefix: "seeds/",
+	}
+}
+
+// Validate checks the configuration and says what is wrong, one line per problem.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ScheduleQueue == "" || c.FetchQueue == "" || c.ParseQueue == "" {
+		errs = append(errs, errors.New("the schedule, fetch and parse queues must all be set"))
+	}
+	if _, err := scope.ParseMode(string(c.Scope)); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := scope.ParsePatterns(c.Include); err != nil {
+		errs = append(errs, fmt.Errorf("include: %w", err))
+	}
+	if _, err := scope.ParsePatterns(c.Exclude); err != nil {
+		errs = append(errs, fmt.Errorf("exclude: %w", err))
+	}
+	if c.MaxPages < 0 || c.MaxPagesPerHost < 0 {
+		errs = append(errs, errors.New("max pages must be 0 (no limit) or more"))
+	}
+	if strings.TrimSpace(c.UserAgent) == "" {
+		errs = append(errs, errors.New("the user agent must not be empty: crawlers say who they are"))
+	}
+	if c.HostRPS < 0 {
+		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))
+	}
+	if c.HostConcurrency < 0 || c.BatchConcurrency < 1 {
+		errs = append(errs, errors.New("host concurrency must be 0 or more, batch concurrency 1 or more"))
+	}
+	if _, err := netguard.ParseCIDRs(c.AllowNets); err != nil {
+		errs = append(errs, fmt.Errorf("allow-net: %w", err))
+	}
+	if c.MaxReceive < 1 {
+		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
+	}
+	return errors.Join(errs...)
+}
+
+// FromEnv reads the Lambda functions' configuration. Unset variables keep their defaults; set but
+// malformed ones are errors that name the variable.
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := DefaultConfig()
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = v
+		}
+	}
+	num := func(name string, dst *int) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: not a whole number", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	list := func(name string, dst *[]string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = strings.Split(v, ",")
+		}
+	}
+	str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
+	str("FETCH_QUEUE_URL", &c.FetchQueue)
+	str("PARSE_QUEUE_URL", &c.ParseQueue)
+	var mode string
+	str("CRAWL_SCOPE", &mode)
+	if mode != "" {
+		c.Scope = scope.Mode(mode)
+	}
+	list("CRAWL_INCLUDE", &c.Include)
+	list("CRAWL_EXCLUDE", &c.Exclude)
+	num("CRAWL_MAX_DEPTH", &c.MaxDepth)
+	num("CRAWL_MAX_PAGES", &c.MaxPages)
+	num("CRAWL_MAX_PAGES_PER_HOST", &c.MaxPagesPerHost)
+	str("CRAWL_USER_AGENT", &c.UserAgent)
+	if v := strings.TrimSpace(getenv("CRAWL_HOST_RPS")); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CRAWL_HOST_RPS=%q: not a number", v))
+		}
+		c.HostRPS = f
+	}
+	num("CRAWL_HOST_CONCURRENCY", &c.HostConcurrency)
+	list("CRAWL_ALLOW_NET", &c.AllowNets)
+	str("CRAWL_TLS_FINGERPRINT", &c.Fingerprint)
+	num("CRAWL_MAX_RECEIVE", &c.MaxReceive)
+	str("CRAWL_RECRAWL_PREFIX", &c.RecrawlPrefix)
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, c.Validate()
+}

@@ -1,0 +1,89 @@
+// Package pipeline wires the three handlers (schedule, fetch, parse) to the queue, table and blob
+// ports from one Config. The Lambda mains and the local runner both build their handlers here, so
+// the code that runs on a laptop is the code that runs in Lambda.
+package pipeline
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/crawlstack/crawlstack/functions/fetch/fetcher"
+	"github.com/crawlstack/crawlstack/functions/parse/parser"
+	"github.com/crawlstack/crawlstack/functions/schedule/scheduler"
+	"github.com/crawlstack/crawlstack/shared/blob"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/frontier"
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/quarantine"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/robots"
+	"github.com/crawlstack/crawlstack/shared/scope"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/table"
+)
+
+// Ports are the backends, AWS or embedded.
+type Ports struct {
+	Queue queue.Sender
+	Table table.Table
+	Blobs blob.Store
+}
+
+// Handlers are the three wired handlers and the state they share.
+type Handlers struct {
+	Schedule *scheduler.Handler
+	Fetch    *fetcher.Handler
+	Parse    *parser.Handler
+	State    *crawlstate.Store
+	http     *httpfetch.Client
+}
+
+// Close releases the HTTP client's connections.
+func (h *Handlers) Close() { h.http.Close() }
+
+// New validates cfg and builds the handlers.
+func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	rules := scope.DefaultRules()
+	rules.Mode = cfg.Scope
+	rules.MaxDepth = cfg.MaxDepth
+	rules.Include, _ = scope.ParsePatterns(cfg.Include)
+	rules.Exclude, _ = scope.ParsePatterns(cfg.Exclude)
+	nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
+	guard := netguard.New(nets, cfg.Ports)
+	client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.UserAgent, Guard: guard,
+		MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
+		MaxIdleConnsPerHost: max(cfg.HostConcurrency, 2)})
+	if err != nil {
+		return nil, fmt.Errorf("http client: %w", err)
+	}
+	state := crawlstate.New(p.Table)
+	batch := func(source string) *sqsbatch.Runner {
+		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
+	}
+	front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
+		FetchQueue: cfg.FetchQueue}, state, p.Queue, log.With("fn", "schedule"))
+	fcfg := fetcher.DefaultConfig()
+	fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
+	fcfg.HostRPS, fcfg.HostConcurrency = cfg.HostRPS, cfg.HostConcurrency
+	fcfg.Concurrency, fcfg.MaxReceive = cfg.BatchConcurrency, cfg.MaxReceive
+	fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
+	return &Handlers{
+		Schedule: scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
+			Concurrency: cfg.BatchConcurrency}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule")),
+		Fetch: fetcher.New(fcfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
+			Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}),
+		Parse: parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
+			UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency},
+			state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse")),
+		State: state,
+		http:  client,
+	}, nil
+}
