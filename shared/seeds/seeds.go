@@ -38,7 +38,8 @@ type Seed struct {
 type LineError struct {
 	// Line is the 1-based line number in the file.
 	Line int
-	// Text is the start of the line (at most about 200 bytes), for the error report.
+	// Text is the start of the line (at most about 200 bytes), for the error report, with any
+	// credentials (user:password@) removed.
 	Text string
 	// Err is the reason, classified with errclass (Parse, Scope or TooLarge).
 	Err error
@@ -103,6 +104,7 @@ func report(bad func(LineError), n int, text string, err error) {
 	if bad == nil {
 		return
 	}
+	text = urlnorm.Redact(text)
 	if len(text) > maxText {
 		text = strings.ToValidUTF8(text[:maxText], "") + "..."
 	}

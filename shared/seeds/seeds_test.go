@@ -86,6 +86,13 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestBadLineHidesCredentials(t *testing.T) {
+	_, bad, err := Parse(strings.NewReader("ftp://user:secret@example.com/\n"))
+	if err != nil || len(bad) != 1 || strings.Contains(bad[0].Error(), "secret") {
+		t.Errorf("Parse = %v, %v; want one bad line without the password", bad, err)
+	}
+}
+
 func TestLineError(t *testing.T) {
 	e := LineError{Line: 7, Text: "nope", Err: errclass.Errorf(errclass.Parse, "bad url")}
 	if got, want := e.Error(), `line 7: "nope": parse: bad url`; got != want {

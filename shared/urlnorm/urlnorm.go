@@ -274,8 +274,36 @@ func removeDotSegments(p string) string {
 	return strings.Join(out, "/")
 }
 
+// Redact returns s with the userinfo (user:password@) of its authority removed, for error
+// messages and logs: credentials must not be logged or stored. It works on strings that are not
+// valid URLs too.
+func Redact(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		if u.User == nil {
+			return s
+		}
+		u.User = nil
+		return u.String()
+	}
+	i := strings.Index(s, "//")
+	if i < 0 {
+		return s
+	}
+	rest := s[i+2:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if j := strings.LastIndex(rest[:end], "@"); j >= 0 {
+		return s[:i+2] + rest[j+1:]
+	}
+	return s
+}
+
+// short redacts s and cuts it to a length fit for an error message.
 func short(s string) string {
 	const max = 200
+	s = Redact(s)
 	if len(s) <= max {
 		return s
 	}

@@ -185,3 +185,34 @@ func TestKey(t *testing.T) {
 		})
 	}
 }
+
+func TestRedact(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{"http://example.com/a@b", "http://example.com/a@b"},
+		{"http://user:secret@example.com/x", "http://example.com/x"},
+		{"http://user:secret@example.com:99999/x", "http://example.com:99999/x"},
+		{"http://u:p@exa mple.com/?q=a@b", "http://exa mple.com/?q=a@b"},
+		{"mailto:a@example.com", "mailto:a@example.com"},
+		{"not a url", "not a url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := Redact(tt.in); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorsHideCredentials(t *testing.T) {
+	for _, in := range []string{"ftp://user:secret@example.com/", "http://user:secret@exa mple.com/", "http://user:secret@example.com:99999/"} {
+		t.Run(in, func(t *testing.T) {
+			_, err := Normalize(in)
+			if err == nil || strings.Contains(err.Error(), "secret") {
+				t.Errorf("Normalize(%q) error %v: want an error without the password", in, err)
+			}
+		})
+	}
+}
