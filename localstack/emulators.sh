@@ -6,6 +6,7 @@
 #   localstack/emulators.sh start     # start on free loopback ports, write .cache/emulators/env
 #   localstack/emulators.sh stop      # stop what start started
 #   localstack/emulators.sh status    # print which emulators run
+#   localstack/emulators.sh test PKG...  # install, start, run the integration tests, summarise, stop
 #
 # After start, `source .cache/emulators/env` points the AWS SDK at the emulators.
 set -euo pipefail
@@ -154,10 +155,46 @@ cmd_status() {
   done
 }
 
+# cmd_test runs `go test -race -run Integration` over the packages with the env file sourced,
+# prints the non-passing lines and a summary "integration: N passed, N failed, N skipped" (every
+# test and subtest counts), and stops the emulators afterwards if it started them, even on failure.
+cmd_test() {
+  (($# > 0)) || die "test: no packages given"
+  cmd_install
+  local started=0
+  if ! { alive dynamodb && alive fauxqs && alive fakes3 && [[ -f "$ENV_FILE" ]]; }; then
+    started=1
+  fi
+  if ((started)); then trap 'cmd_stop >/dev/null 2>&1 || true' EXIT; fi
+  cmd_start
+  local out="$DIR/test.log" rc=0
+  (
+    set -a
+    # shellcheck source=/dev/null
+    . "$ENV_FILE"
+    set +a
+    cd "$ROOT"
+    go test -race -count=1 -v -run Integration "$@"
+  ) >"$out" 2>&1 || rc=$?
+  grep -vE '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS|PASS$)' "$out" \
+    | grep -vE '^[[:space:]]*$' || true
+  local passed failed skipped broken
+  passed="$(grep -cE '^[[:space:]]*--- PASS' "$out" || true)"
+  failed="$(grep -cE '^[[:space:]]*--- FAIL' "$out" || true)"
+  skipped="$(grep -cE '^[[:space:]]*--- SKIP' "$out" || true)"
+  broken="$(grep -cE '^FAIL[[:space:]].*\[(build|setup) failed\]' "$out" || true)"
+  failed=$((failed + broken))
+  if ((rc != 0 && failed == 0)); then failed=1; fi # a panic or a timeout: count it
+  echo "integration: $passed passed, $failed failed, $skipped skipped"
+  echo "(full log: .cache/emulators/test.log)"
+  return "$rc"
+}
+
 case "${1:-}" in
   install) cmd_install ;;
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
-  *) echo "usage: $0 install|start|stop|status" >&2; exit 2 ;;
+  test) shift; cmd_test "$@" ;;
+  *) echo "usage: $0 install|start|stop|status|test PKG..." >&2; exit 2 ;;
 esac

@@ -45,13 +45,16 @@ func EndpointOverridden() bool {
 	return os.Getenv(EnvEndpoint) != "" || os.Getenv(EnvEndpointS3) != ""
 }
 
-// S3Options is the S3 client option this project always applies: path-style addressing
-// whenever the S3 endpoint is overridden, because an emulator at http://localhost:PORT has no
-// virtual-host names (<bucket>.localhost does not resolve). On AWS it changes nothing.
+// S3Options is the S3 client option this project always applies. It turns on path-style
+// addressing whenever the S3 endpoint is overridden (by the environment or a config file),
+// because an emulator at http://localhost:PORT has no virtual-host names (<bucket>.localhost does
+// not resolve); on AWS it changes nothing there. It also silences the SDK's log line for every
+// response that carries no checksum to validate, such as each ranged GET.
 func S3Options(o *s3.Options) {
 	if EndpointOverridden() || o.BaseEndpoint != nil {
 		o.UsePathStyle = true
 	}
+	o.DisableLogOutputChecksumValidationSkipped = true
 }
 
 // Clients are the SDK clients of one process, built once from one configuration.
