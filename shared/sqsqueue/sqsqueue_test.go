@@ -108,9 +108,9 @@ func TestSendBatchRetriesOnlyFailedEntries(t *testing.T) {
 
 func TestSendBatchFailures(t *testing.T) {
 	tests := []struct {
-		name       string
+		name        string
 		senderFault bool
-		wantCalls  int
+		wantCalls   int
 	}{
 		{"SenderFaultNotRetried", true, 1},
 		{"TransientRetriedThenGivesUp", false, 5}, // 1 + sendRetries (4)
