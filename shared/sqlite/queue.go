@@ -43,6 +43,7 @@ type Queue struct {
 	db *DB
 
 	insert, selectDue, nextDue, config, markReceived, toDLQ, del, changeVis *sql.Stmt
+	peek                                                                    *sql.Stmt // on the readers
 }
 
 func newQueue(db *DB) (*Queue, error) {
@@ -66,6 +67,14 @@ func newQueue(db *DB) (*Queue, error) {
 			return nil, fmt.Errorf("prepare queue statement: %w", err)
 		}
 		*s.p = st
+	}
+	var err error
+	q.peek, err = db.r.Prepare(`SELECT
+		EXISTS (SELECT 1 FROM queues WHERE name = ?1),
+		EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND visible_at <= ?2),
+		(SELECT MIN(visible_at) FROM messages WHERE queue = ?1 AND visible_at > ?2)`)
+	if err != nil {
+		return nil, fmt.Errorf("prepare queue statement: %w", err)
 	}
 	return q, nil
 }
@@ -221,6 +230,18 @@ func (q *Queue) Receive(ctx context.Context, name string, maxMsgs int, visibilit
 // receiveOnce receives what is due now. next is when the next hidden message becomes due
 // (zero if none).
 func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibility time.Duration) (msgs []queue.Message, next time.Time, err error) {
+	// Look first on a reader, so that polls of an idle queue do not take the write lock.
+	var exists, due bool
+	var nextMS sql.NullInt64
+	if err := q.peek.QueryRowContext(ctx, name, time.Now().UnixMilli()).Scan(&exists, &due, &nextMS); err != nil {
+		return nil, time.Time{}, fmt.Errorf("receive from %s: %w", name, err)
+	}
+	if exists && !due {
+		if nextMS.Valid {
+			next = time.UnixMilli(nextMS.Int64)
+		}
+		return nil, next, nil
+	}
 	var movedTo string
 	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		msgs, next, movedTo = nil, time.Time{}, ""
