@@ -1,0 +1,217 @@
+// Package localrun plays the part of Lambda's SQS event source mapping on a laptop: it polls each
+// queue, hands the handler the same events.SQSEvent batches Lambda would, deletes the records the
+// handler did not report in BatchItemFailures, and leaves the failures to become visible again
+// after the visibility timeout (and to reach the DLQ after maxReceiveCount), exactly as on AWS.
+//
+// Run returns when every queue is empty (nothing visible, in flight or delayed), or when its
+// context ends.
+package localrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/queue"
+)
+
+// Queues is what the runner needs of the queue backend.
+type Queues interface {
+	queue.Receiver
+	Depth(ctx context.Context, queue string) (visible, notVisible int, err error)
+}
+
+// Invoke is a handler of SQS batches.
+type Invoke func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// Source is one event source mapping: a queue and the handler that consumes it.
+type Source struct {
+	Name    string
+	Queue   string
+	Handler Invoke
+	// Pollers is how many batches are in flight at once (Lambda's MaximumConcurrency).
+	Pollers int
+	// BatchSize is the most records per batch (1 to 10).
+	BatchSize int
+	// Visibility is the visibility timeout of received messages.
+	Visibility time.Duration
+}
+
+// Stats counts what the runner did.
+type Stats struct {
+	Batches, Records, Failures, Panics atomic.Int64
+}
+
+// Runner polls the sources.
+type Runner struct {
+	Queues  Queues
+	Sources []Source
+	Log     *slog.Logger
+	// IdleCheck is how often the runner looks for an empty pipeline (default 100 ms).
+	IdleCheck time.Duration
+	Stats     Stats
+}
+
+// Run polls every source until all queues are empty or ctx ends. It returns ctx's error when
+// interrupted, and nil when the work ran out.
+func (r *Runner) Run(ctx context.Context) error {
+	log := r.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, s := range r.Sources {
+		for i := 0; i < max(s.Pollers, 1); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.poll(ctx, s, log.With("fn", s.Name))
+			}()
+		}
+	}
+	err := r.waitIdle(ctx)
+	stop()
+	wg.Wait()
+	return err
+}
+
+// waitIdle returns nil once two checks in a row find every queue empty.
+func (r *Runner) waitIdle(ctx context.Context) error {
+	every := r.IdleCheck
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	emptyChecks := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		empty := true
+		for _, s := range r.Sources {
+			v, nv, err := r.Queues.Depth(ctx, s.Queue)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("depth of %s: %w", s.Name, err)
+			}
+			if v+nv > 0 {
+				empty = false
+				break
+			}
+		}
+		if !empty {
+			emptyChecks = 0
+			continue
+		}
+		if emptyChecks++; emptyChecks >= 2 {
+			return nil
+		}
+	}
+}
+
+func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
+	batch := min(max(s.BatchSize, 1), queue.MaxBatch)
+	for ctx.Err() == nil {
+		msgs, err := r.Queues.Receive(ctx, s.Queue, batch, s.Visibility, time.Second)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("receive failed", "err", err.Error())
+				pause(ctx, time.Second)
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		r.invoke(ctx, s, msgs, log)
+	}
+}
+
+// invoke runs one batch and deletes its successes.
+func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log *slog.Logger) {
+	ev := Event(s.Name, msgs)
+	r.Stats.Batches.Add(1)
+	r.Stats.Records.Add(int64(len(msgs)))
+	resp, err := safeInvoke(ctx, s.Handler, ev)
+	if err != nil {
+		// A returned error fails the whole batch, as in Lambda.
+		if errors.Is(err, errPanic) {
+			r.Stats.Panics.Add(1)
+		}
+		r.Stats.Failures.Add(int64(len(msgs)))
+		log.Error("handler failed the whole batch", "records", len(msgs), "err", err.Error())
+		return
+	}
+	failed := make(map[string]bool, len(resp.BatchItemFailures))
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	r.Stats.Failures.Add(int64(len(failed)))
+	for _, m := range msgs {
+		if failed[m.ID] {
+			continue
+		}
+		// Deleting uses a context of its own: a finished record must not be redone because the
+		// run was interrupted right after it.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle); err != nil {
+			log.Warn("delete failed: the record will be delivered again", "messageId", m.ID, "err", err.Error())
+		}
+		cancel()
+	}
+}
+
+var errPanic = errors.New("handler panicked")
+
+func safeInvoke(ctx context.Context, h Invoke, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v\n%s", errPanic, p, debug.Stack())
+		}
+	}()
+	return h(ctx, ev)
+}
+
+// Event builds the events.SQSEvent Lambda would deliver for msgs received from the named queue.
+func Event(queueName string, msgs []queue.Message) events.SQSEvent {
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(msgs))}
+	for i, m := range msgs {
+		ev.Records[i] = events.SQSMessage{
+			MessageId:     m.ID,
+			ReceiptHandle: m.ReceiptHandle,
+			Body:          m.Body,
+			Attributes: map[string]string{
+				"ApproximateReceiveCount": strconv.Itoa(m.ReceiveCount),
+				"SentTimestamp":           strconv.FormatInt(m.SentAt.UnixMilli(), 10),
+			},
+			EventSource:    "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:local:000000000000:" + queueName,
+			AWSRegion:      "local",
+		}
+	}
+	return ev
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
