@@ -55,8 +55,6 @@ type DB struct {
 	w, r  *sql.DB // w: the single writer connection; r: readers
 	wake  *notifier
 	queue *Queue
-	// The table's statements, prepared once on the writer connection.
-	readItem, upsertItem, deleteItem *sql.Stmt
 
 	writes chan writeReq
 	quit   chan struct{}
@@ -93,21 +91,6 @@ func Open(path string) (*DB, error) {
 	r.SetMaxIdleConns(4)
 	db := &DB{w: w, r: r, wake: newNotifier(), tables: map[string]*Table{},
 		writes: make(chan writeReq), quit: make(chan struct{}), done: make(chan struct{})}
-	for _, st := range []struct {
-		p   **sql.Stmt
-		sql string
-	}{
-		{&db.readItem, `SELECT item FROM items WHERE tbl = ? AND pk = ?`},
-		{&db.upsertItem, `INSERT INTO items (tbl, pk, item) VALUES (?, ?, ?)
-			ON CONFLICT (tbl, pk) DO UPDATE SET item = excluded.item`},
-		{&db.deleteItem, `DELETE FROM items WHERE tbl = ? AND pk = ?`},
-	} {
-		if *st.p, err = w.Prepare(st.sql); err != nil {
-			w.Close()
-			r.Close()
-			return nil, fmt.Errorf("prepare table statement: %w", err)
-		}
-	}
 	go db.writer()
 	q, err := newQueue(db)
 	if err != nil {
