@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// The recommended clamp for RetryAfter: a server may not make the crawler wait less than a
+// second, nor keep a URL waiting more than an hour.
+const (
+	MinRetryAfter = time.Second
+	MaxRetryAfter = time.Hour
+)
+
 // RetryAfter reads a Retry-After header value (RFC 9110 §10.2.3): delay-seconds or an
 // HTTP-date. It returns the wait clamped to [min, max], and false for a missing, malformed or
 // negative value. A date in the past, or "0", gives min; a wait it reports as ok is never 0
