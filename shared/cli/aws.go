@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/crawlstack/crawlstack/shared/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/s3blob"
+	"github.com/crawlstack/crawlstack/shared/sqsqueue"
+)
+
+// openBackend opens the backend the flags chose.
+func openBackend(ctx context.Context, o RunOptions) (*Backend, error) {
+	if o.Backend == "embedded" {
+		return OpenEmbedded(o.State)
+	}
+	return OpenAWS(ctx, os.Getenv)
+}
+
+// OpenAWS opens the AWS backend: real AWS, LocalStack or the emulators, as AWS_ENDPOINT_URL and
+// the per-service variables say. When SCHEDULE_QUEUE_URL, FETCH_QUEUE_URL and PARSE_QUEUE_URL are
+// set (a deployed stack's outputs), those queues are used and none are created; otherwise queues
+// named crawlstack-* are created. CRAWL_TABLE and CRAWL_BUCKET name the table and bucket
+// (default crawlstack-crawl and crawlstack-crawl-local).
+func OpenAWS(ctx context.Context, getenv func(string) string) (*Backend, error) {
+	cfg, err := awsconfig.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws configuration: %w", err)
+	}
+	c := awsconfig.NewClients(cfg)
+	tableName := envOr(getenv, "CRAWL_TABLE", "crawlstack-crawl")
+	bucket := envOr(getenv, "CRAWL_BUCKET", "crawlstack-crawl-local")
+	be := &Backend{
+		Name: "aws", Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName),
+		Blobs: s3blob.New(c.S3, bucket), TableName: tableName, Bucket: bucket,
+		QueuePrefix: envOr(getenv, "CRAWL_QUEUE_PREFIX", "crawlstack-"),
+		Where:       func(prefix string) string { return "s3://" + bucket + "/" + prefix },
+		Close:       func() error { return nil },
+	}
+	s, f, p := getenv("SCHEDULE_QUEUE_URL"), getenv("FETCH_QUEUE_URL"), getenv("PARSE_QUEUE_URL")
+	if s != "" && f != "" && p != "" {
+		be.Existing = &Resources{Schedule: s, Fetch: f, Parse: p, ScheduleDLQ: getenv("SCHEDULE_DLQ_URL"),
+			FetchDLQ: getenv("FETCH_DLQ_URL"), ParseDLQ: getenv("PARSE_DLQ_URL")}
+	}
+	return be, nil
+}
+
+func envOr(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return def
+}

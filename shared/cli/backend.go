@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/blob"
+	"github.com/crawlstack/crawlstack/shared/fileblob"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/table"
+)
+
+// Backend is one family of adapters with the admin rights the runner needs to set itself up.
+type Backend struct {
+	Name  string
+	Queue interface {
+		queue.Sender
+		queue.Receiver
+		queue.Admin
+	}
+	Table interface {
+		table.Table
+		table.Admin
+	}
+	Blobs interface {
+		blob.Store
+		blob.Admin
+	}
+	// TableName and Bucket name the table and bucket the adapters use.
+	TableName, Bucket string
+	// QueuePrefix starts the name of every queue Setup creates.
+	QueuePrefix string
+	// Existing, when set, are queues that already exist (a deployed stack): Setup creates none.
+	Existing *Resources
+	// Where tells a person where the results are.
+	Where func(prefix string) string
+	Close func() error
+}
+
+// Resources are the names of the crawl's queues, table and bucket in a backend.
+type Resources struct {
+	Schedule, Fetch, Parse          string // queue addresses
+	ScheduleDLQ, FetchDLQ, ParseDLQ string
+}
+
+// OpenEmbedded opens the embedded backend on a state directory.
+func OpenEmbedded(dir string) (*Backend, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", dir, err)
+	}
+	blobDir := filepath.Join(dir, "blobs")
+	store, err := fileblob.New(blobDir)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open blob store %s: %w", blobDir, err)
+	}
+	return &Backend{
+		Name: "embedded", Queue: db.Queue(), Table: db.Table("crawl"), Blobs: store,
+		TableName: "crawl", Bucket: "crawl",
+		Where: func(prefix string) string { return filepath.Join(blobDir, filepath.FromSlash(prefix)) },
+		Close: db.Close,
+	}, nil
+}
+
+// QueueSettings are the queues' settings, as the CDK stack sets them on AWS.
+type QueueSettings struct {
+	Visibility      time.Duration
+	MaxReceiveCount int
+}
+
+// Setup creates the queues (each with its DLQ), the table and the bucket if they do not exist.
+func (b *Backend) Setup(ctx context.Context, s QueueSettings) (Resources, error) {
+	if b.Existing != nil {
+		return *b.Existing, nil
+	}
+	var r Resources
+	namePrefix := b.QueuePrefix
+	mk := func(name string, dst, dlq *string) error {
+		d, err := b.Queue.CreateQueue(ctx, namePrefix+name+"-dlq", queue.Config{Visibility: s.Visibility})
+		if err != nil {
+			return fmt.Errorf("create queue %s-dlq: %w", name, err)
+		}
+		q, err := b.Queue.CreateQueue(ctx, namePrefix+name, queue.Config{Visibility: s.Visibility, DeadLetter: d,
+			MaxReceiveCount: s.MaxReceiveCount})
+		if err != nil {
+			return fmt.Errorf("create queue %s: %w", name, err)
+		}
+		*dst, *dlq = q, d
+		return nil
+	}
+	if err := mk("schedule", &r.Schedule, &r.ScheduleDLQ); err != nil {
+		return r, err
+	}
+	if err := mk("fetch", &r.Fetch, &r.FetchDLQ); err != nil {
+		return r, err
+	}
+	if err := mk("parse", &r.Parse, &r.ParseDLQ); err != nil {
+		return r, err
+	}
+	if err := b.Table.CreateTable(ctx, b.TableName); err != nil {
+		return r, fmt.Errorf("create table %s: %w", b.TableName, err)
+	}
+	if err := b.Blobs.CreateBucket(ctx, b.Bucket); err != nil {
+		return r, fmt.Errorf("create bucket %s: %w", b.Bucket, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,273 @@
+// Package cli is the `crawl` command: `crawl run` crawls a seed file on the embedded backend (or
+// on AWS), `crawl demo` serves a generated site on loopback and crawls it, and `crawl redrive`
+// moves a dead-letter queue's messages back. Main is what cmd/crawl calls and what the
+// end-to-end tests drive.
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/functions/schedule/scheduler"
+	"github.com/crawlstack/crawlstack/shared/localrun"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/scope"
+	"github.com/crawlstack/crawlstack/shared/seeds"
+)
+
+// Exit codes.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// RunOptions are the flags of `crawl run`.
+type RunOptions struct {
+	State           string
+	Backend         string
+	Concurrency     int
+	HostConcurrency int
+	HostRPS         float64
+	Scope           string
+	MaxDepth        int
+	MaxPages        int
+	MaxPagesPerHost int
+	UserAgent       string
+	AllowNet        []string
+	Include         []string
+	Exclude         []string
+	Fingerprint     string
+	JSON            bool
+	Visibility      time.Duration
+	MaxReceive      int
+	Quiet           bool
+	SeedFile        string
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// parseRunFlags parses `crawl run` arguments.
+func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) (RunOptions, error) {
+	d := pipeline.DefaultConfig()
+	o := RunOptions{}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.State, "state", "crawl-state", "state directory of the embedded backend (queues, table, pages, records)")
+	fs.StringVar(&o.Backend, "backend", "embedded", "embedded, or aws (AWS_ENDPOINT_URL* select LocalStack or the emulators)")
+	fs.IntVar(&o.Concurrency, "concurrency", 32, "fetches in flight at once")
+	fs.IntVar(&o.HostConcurrency, "host-concurrency", d.HostConcurrency, "fetches in flight per host (0: no limit)")
+	fs.Float64Var(&o.HostRPS, "host-rps", d.HostRPS, "requests per second per host; 0 lifts the limit for a site you own (robots.txt Crawl-delay still applies)")
+	fs.StringVar(&o.Scope, "scope", string(d.Scope), "host, domain or any: which links of a seed's pages are followed")
+	fs.IntVar(&o.MaxDepth, "max-depth", d.MaxDepth, "most link hops from a seed (0: the seeds only, -1: no limit)")
+	fs.IntVar(&o.MaxPages, "max-pages", 0, "most pages admitted to the crawl (0: no limit)")
+	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", d.MaxPagesPerHost, "most pages admitted per host, a spider-trap guard (0: no limit)")
+	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "User-Agent header; its product token selects the robots.txt group")
+	fs.Var((*listFlag)(&o.AllowNet), "allow-net", "CIDR (or IP) of a non-public range that may be crawled; repeatable")
+	fs.Var((*listFlag)(&o.Include), "include", "regexp a URL must match (repeatable; any one suffices)")
+	fs.Var((*listFlag)(&o.Exclude), "exclude", "regexp a URL must not match (repeatable)")
+	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", `TLS ClientHello: "" (Go's own) or "chrome" (opt-in, through utls)`)
+	fs.BoolVar(&o.JSON, "json", false, "print a JSON summary as the last line of stdout")
+	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the local queues")
+	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
+	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: crawl %s [flags]%s\n", name, map[bool]string{true: " SEEDFILE", false: ""}[wantSeed])
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if wantSeed {
+		if fs.NArg() != 1 {
+			fs.Usage()
+			return o, fmt.Errorf("crawl %s: want exactly one SEEDFILE, got %d arguments", name, fs.NArg())
+		}
+		o.SeedFile = fs.Arg(0)
+	} else if fs.NArg() != 0 {
+		return o, fmt.Errorf("crawl %s: unexpected arguments %q", name, fs.Args())
+	}
+	if o.Concurrency < 1 {
+		return o, fmt.Errorf("--concurrency %d: must be at least 1", o.Concurrency)
+	}
+	if o.Backend != "embedded" && o.Backend != "aws" {
+		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
+	}
+	return o, nil
+}
+
+// config turns the flags into the pipeline's configuration.
+func (o RunOptions) config(r Resources) pipeline.Config {
+	c := pipeline.DefaultConfig()
+	c.ScheduleQueue, c.FetchQueue, c.ParseQueue = r.Schedule, r.Fetch, r.Parse
+	c.Scope = scope.Mode(o.Scope)
+	c.Include, c.Exclude = o.Include, o.Exclude
+	c.MaxDepth, c.MaxPages, c.MaxPagesPerHost = o.MaxDepth, o.MaxPages, o.MaxPagesPerHost
+	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
+	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
+	pollers := (o.Concurrency + queue.MaxBatch - 1) / queue.MaxBatch
+	c.BatchConcurrency = (o.Concurrency + pollers - 1) / pollers
+	return c
+}
+
+// Summary is the result of a run, printed as text and, with --json, as the last line of stdout.
+type Summary struct {
+	Crawl          string           `json:"crawl"`
+	Finished       bool             `json:"finished"`
+	ElapsedSeconds float64          `json:"elapsedSeconds"`
+	Seen           int64            `json:"seen"`
+	Fetched        int64            `json:"fetched"`
+	Skipped        int64            `json:"skipped"`
+	Failed         int64            `json:"failed"`
+	Pending        int64            `json:"pending"`
+	ParseErrors    int64            `json:"parseErrors"`
+	PagesPerSecond float64          `json:"pagesPerSecond"`
+	Classes        map[string]int64 `json:"classes"`
+	BadSeedLines   int              `json:"badSeedLines"`
+	Pages          string           `json:"pages"`
+	Records        string           `json:"records"`
+	DeadLetters    map[string]int   `json:"deadLetters"`
+}
+
+// crawlRun runs one crawl of o.SeedFile and returns its summary.
+func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summary, int) {
+	var sum Summary
+	body, err := os.ReadFile(o.SeedFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
+		return sum, ExitUsage
+	}
+	good, bad, err := seeds.Parse(strings.NewReader(string(body)))
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
+		return sum, ExitUsage
+	}
+	for _, le := range bad {
+		fmt.Fprintf(stderr, "crawl: %s: skipping bad seed %v\n", o.SeedFile, le)
+	}
+	sum.BadSeedLines = len(bad)
+	if len(good) == 0 {
+		fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, len(bad))
+		return sum, ExitUsage
+	}
+	be, err := openBackend(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
+	defer be.Close()
+	res, err := be.Setup(ctx, QueueSettings{Visibility: o.Visibility, MaxReceiveCount: o.MaxReceive})
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
+		return sum, ExitFailed
+	}
+	cfg := o.config(res)
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
+		return sum, ExitUsage
+	}
+	logLevel := slog.LevelWarn
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitUsage
+	}
+	defer h.Close()
+
+	// Drop the seed file into seeds/ and tell schedule, as S3 would. The crawl is named after the
+	// file's content, so running the same command again resumes it.
+	digest := sha256.Sum256(body)
+	key := scheduler.SeedsPrefix + filepath.Base(o.SeedFile)
+	crawl := scheduler.CrawlID(be.Bucket, key, hex.EncodeToString(digest[:]))
+	sum.Crawl = crawl
+	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
+		fmt.Fprintf(stderr, "crawl: store the seed file: %v\n", err)
+		return sum, ExitFailed
+	}
+	note, err := s3Notification(be.Bucket, key, hex.EncodeToString(digest[:]), int64(len(body)))
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
+	if err := be.Queue.SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
+		fmt.Fprintf(stderr, "crawl: start the crawl: %v\n", err)
+		return sum, ExitFailed
+	}
+
+	pollers := (o.Concurrency + queue.MaxBatch - 1) / queue.MaxBatch
+	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
+		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: queue.MaxBatch, Visibility: o.Visibility}
+	}
+	runner := &localrun.Runner{Queues: be.Queue, Log: log, Sources: []localrun.Source{
+		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2)),
+		src("fetch", res.Fetch, h.Fetch.Handle, pollers),
+		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2)),
+	}}
+	start := time.Now()
+	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start)
+	runErr := runner.Run(ctx)
+	prog.stop()
+
+	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
+	}
+	sum.Finished = runErr == nil
+	printSummary(stdout, sum, o.JSON)
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		fmt.Fprintln(stderr, "crawl: interrupted; run the same command again to resume")
+		return sum, ExitInterrupted
+	case runErr != nil:
+		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		return sum, ExitFailed
+	}
+	return sum, ExitOK
+}
+
+// s3Notification is the S3 ObjectCreated event, wrapped as S3 sends it to SQS.
+func s3Notification(bucket, key, sequencer string, size int64) (string, error) {
+	ev := events.S3Event{Records: []events.S3EventRecord{{
+		EventVersion: "2.1", EventSource: "aws:s3", AWSRegion: "local", EventTime: time.Now().UTC(),
+		EventName: "ObjectCreated:Put",
+		S3: events.S3Entity{SchemaVersion: "1.0", Bucket: events.S3Bucket{Name: bucket, Arn: "arn:aws:s3:::" + bucket},
+			Object: events.S3Object{Key: escapeKey(key), Size: size, Sequencer: sequencer}},
+	}}}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return "", fmt.Errorf("build the s3 notification: %w", err)
+	}
+	return string(b), nil
+}
+
+// escapeKey URL-encodes an object key the way S3 notifications do ('+' for a space, '/' kept).
+func escapeKey(key string) string {
+	return strings.ReplaceAll(url.QueryEscape(key), "%2F", "/")
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crawlstack/crawlstack/functions/fetch/fetcher"
+	"github.com/crawlstack/crawlstack/functions/parse/parser"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"golang.org/x/term"
+)
+
+// summarize reads the crawl's counters and the dead-letter queues' depths.
+func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resources, crawl string, start time.Time, sum Summary) (Summary, error) {
+	elapsed := time.Since(start)
+	sum.ElapsedSeconds = elapsed.Seconds()
+	sum.Pages = be.Where(fetcher.PagesPrefix + crawl + "/")
+	sum.Records = be.Where(parser.RecordsPrefix + crawl + "/")
+	c, err := st.Counters(ctx, crawl)
+	if err != nil {
+		return sum, err
+	}
+	sum.Seen, sum.Fetched, sum.Skipped, sum.Failed = c.Seen, c.Fetched, c.Skipped, c.Failed
+	sum.Pending, sum.ParseErrors = c.Pending(), c.ParseErrors
+	sum.Classes = map[string]int64{}
+	for cl, n := range c.Classes {
+		sum.Classes[string(cl)] = n
+	}
+	if elapsed > 0 {
+		sum.PagesPerSecond = float64(c.Fetched) / elapsed.Seconds()
+	}
+	sum.DeadLetters = map[string]int{}
+	for name, q := range map[string]string{"schedule": res.ScheduleDLQ, "fetch": res.FetchDLQ, "parse": res.ParseDLQ} {
+		if q == "" {
+			continue
+		}
+		v, nv, err := be.Queue.Depth(ctx, q)
+		if err != nil {
+			return sum, fmt.Errorf("depth of the %s dead-letter queue: %w", name, err)
+		}
+		if v+nv > 0 {
+			sum.DeadLetters[name] = v + nv
+		}
+	}
+	return sum, nil
+}
+
+// printSummary writes the human summary, then the JSON line when asked.
+func printSummary(w io.Writer, s Summary, asJSON bool) {
+	state := "finished"
+	if !s.Finished {
+		state = "stopped"
+	}
+	fmt.Fprintf(w, "crawl %s %s in %.1fs\n", s.Crawl, state, s.ElapsedSeconds)
+	fmt.Fprintf(w, "  seen %d  fetched %d  skipped %d  failed %d  pending %d  (%.1f pages/s)\n",
+		s.Seen, s.Fetched, s.Skipped, s.Failed, s.Pending, s.PagesPerSecond)
+	if len(s.Classes) > 0 {
+		names := make([]string, 0, len(s.Classes))
+		for c := range s.Classes {
+			names = append(names, c)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, c := range names {
+			parts[i] = fmt.Sprintf("%s %d", c, s.Classes[c])
+		}
+		fmt.Fprintf(w, "  by class: %s\n", strings.Join(parts, ", "))
+	}
+	if s.ParseErrors > 0 {
+		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
+	}
+	if s.BadSeedLines > 0 {
+		fmt.Fprintf(w, "  bad seed lines skipped: %d\n", s.BadSeedLines)
+	}
+	for q, n := range s.DeadLetters {
+		fmt.Fprintf(w, "  %d messages in the %s dead-letter queue (crawl redrive %s)\n", n, q, q)
+	}
+	fmt.Fprintf(w, "  pages (WARC):     %s\n  records (JSONL):  %s\n", s.Pages, s.Records)
+	if asJSON {
+		b, _ := json.Marshal(s)
+		fmt.Fprintf(w, "%s\n", b)
+	}
+}
+
+// progress prints a live status line on a terminal.
+type progress struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (p *progress) stop() {
+	if p.done == nil {
+		return
+	}
+	close(p.done)
+	p.wg.Wait()
+}
+
+// startProgress shows pages/s, queued, fetched, failed and skipped every half second when w is a
+// terminal; otherwise it stays quiet.
+func startProgress(ctx context.Context, w io.Writer, quiet bool, crawl string, st *crawlstate.Store, start time.Time) *progress {
+	p := &progress{}
+	f, ok := w.(interface{ Fd() uintptr })
+	if quiet || !ok || !term.IsTerminal(int(f.Fd())) {
+		return p
+	}
+	p.done = make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-ctx.Done():
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+			}
+			c, err := st.Counters(ctx, crawl)
+			if err != nil {
+				continue
+			}
+			secs := time.Since(start).Seconds()
+			fmt.Fprintf(w, "\r\033[K%5.0fs  %6.1f pages/s  queued %d  fetched %d  failed %d  skipped %d",
+				secs, float64(c.Fetched)/secs, c.Pending(), c.Fetched, c.Failed, c.Skipped)
+		}
+	}()
+	return p
+}
