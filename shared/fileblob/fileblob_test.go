@@ -104,3 +104,35 @@ func TestKeyAndPrefixBothExist(t *testing.T) {
 		}
 	}
 }
+
+func TestNoTemporaryFilesLeft(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "d/k", []byte("1"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "d/k", []byte("2"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsent(ctx, "d/k", []byte("3"), ""); !errors.Is(err, blob.ErrExists) {
+		t.Fatalf("PutIfAbsent: err = %v, want blob.ErrExists", err)
+	}
+	if err := s.PutIfAbsent(ctx, "d/new", []byte("4"), ""); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "d%"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || names[0] != "k" || names[1] != "new" {
+		t.Errorf("files = %q, want just the two objects", names)
+	}
+}
