@@ -2,6 +2,7 @@ package httpfetch
 
 import (
 	"bufio"
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
@@ -38,7 +39,12 @@ func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, er
 		r = dec
 	}
 	dcap := &capReader{r: r, left: lim.decoded, limit: lim.decoded, what: "decoded body", truncate: lim.truncate}
-	b, err := io.ReadAll(dcap)
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= lim.decoded && len(codings) == 0 {
+		buf.Grow(int(n) + bytes.MinRead) // room for the read that sees EOF, so no regrowth
+	}
+	_, err := buf.ReadFrom(dcap)
+	b := buf.Bytes()
 	if err != nil {
 		if errclass.Of(err) == errclass.Internal && len(codings) > 0 && isCorrupt(err) {
 			return nil, false, errclass.Errorf(errclass.Parse, "decode %s body: %v", strings.Join(codings, ", "), err)
