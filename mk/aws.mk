@@ -1,8 +1,9 @@
 # AWS adapters: integration tests against LocalStack or the local emulators.
 
 # Packages with TestIntegration* tests (the infra module, caches and node_modules excluded).
-INTEGRATION_PKGS = $(shell grep -rl --include='*_test.go' -E '^func TestIntegration' . 2>/dev/null \
-	| grep -vE '^\./(infra|\.cache|node_modules)/|/node_modules/' | xargs -r -n1 dirname | sort -u)
+INTEGRATION_PKGS = $(shell grep -rlE --include='*_test.go' --exclude-dir=node_modules --exclude-dir=.cache \
+	--exclude-dir=infra --exclude-dir=cdk.out --exclude-dir=.git '^func TestIntegration' . 2>/dev/null \
+	| xargs -r -n1 dirname | sort -u)
 LOCALSTACK_URL ?= http://localhost:4566
 LOCALSTACK_COMPOSE = docker compose -f localstack/docker-compose.yml
 
