@@ -56,10 +56,16 @@ type DB struct {
 	wake  *notifier
 	queue *Queue
 
+	// The savepoint statements that wrap each write of a group, prepared once.
+	savepoint, release, rollbackTo *sql.Stmt
+
 	writes chan writeReq
 	quit   chan struct{}
 	done   chan struct{}
 	items  itemStmts
+
+	closeOnce sync.Once
+	closeErr  error
 
 	mu     sync.Mutex
 	tables map[string]*Table
@@ -91,6 +97,16 @@ func Open(path string) (*DB, error) {
 	r.SetMaxIdleConns(4)
 	db := &DB{w: w, r: r, wake: newNotifier(), tables: map[string]*Table{},
 		writes: make(chan writeReq), quit: make(chan struct{}), done: make(chan struct{})}
+	for _, st := range []struct {
+		p   **sql.Stmt
+		sql string
+	}{{&db.savepoint, "SAVEPOINT op"}, {&db.release, "RELEASE op"}, {&db.rollbackTo, "ROLLBACK TO op"}} {
+		if *st.p, err = w.Prepare(st.sql); err != nil {
+			w.Close()
+			r.Close()
+			return nil, fmt.Errorf("prepare savepoint statement: %w", err)
+		}
+	}
 	go db.writer()
 	q, err := newQueue(db)
 	if err != nil {
@@ -107,9 +123,12 @@ func Open(path string) (*DB, error) {
 
 // Close closes the file. Calls in progress may fail.
 func (db *DB) Close() error {
-	close(db.quit)
-	<-db.done
-	return errors.Join(db.w.Close(), db.r.Close())
+	db.closeOnce.Do(func() {
+		close(db.quit)
+		<-db.done
+		db.closeErr = errors.Join(db.w.Close(), db.r.Close())
+	})
+	return db.closeErr
 }
 
 // Queue returns the queue store. Queue addresses are plain names.
@@ -208,16 +227,18 @@ func (db *DB) runGroup(group []writeReq, errs []error) error {
 		}
 		// The request's own deadline must not interrupt the shared transaction.
 		ctx := context.WithoutCancel(req.ctx)
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+		if _, err := tx.StmtContext(ctx, db.savepoint).ExecContext(ctx); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("savepoint: %w", err)
 		}
 		errs[i] = req.fn(ctx, tx)
-		release := "RELEASE op"
 		if errs[i] != nil {
-			release = "ROLLBACK TO op; RELEASE op"
+			if _, err := tx.StmtContext(ctx, db.rollbackTo).ExecContext(ctx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("roll back to savepoint: %w", err)
+			}
 		}
-		if _, err := tx.ExecContext(ctx, release); err != nil {
+		if _, err := tx.StmtContext(ctx, db.release).ExecContext(ctx); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("release savepoint: %w", err)
 		}

@@ -60,7 +60,7 @@ func newQueue(db *DB) (*Queue, error) {
 		{&q.markReceived, `UPDATE messages SET receives = receives + 1, visible_at = ?, receipt = ? WHERE id = ?`},
 		{&q.toDLQ, `UPDATE messages SET queue = ?, receives = 0, visible_at = ?, receipt = '' WHERE id = ?`},
 		{&q.del, `DELETE FROM messages WHERE id = ? AND queue = ? AND receipt = ?`},
-		{&q.changeVis, `UPDATE messages SET visible_at = ? WHERE id = ? AND queue = ? AND receipt = ?`},
+		{&q.changeVis, `UPDATE messages SET visible_at = ? WHERE id = ? AND queue = ? AND receipt = ? AND visible_at > ?`},
 	} {
 		st, err := db.w.Prepare(s.sql)
 		if err != nil {
@@ -197,8 +197,8 @@ func (q *Queue) SendBatch(ctx context.Context, name string, entries []queue.Entr
 // Receive returns up to max messages, long-polling up to wait for the first. A visibility of 0
 // means the queue's default visibility timeout.
 func (q *Queue) Receive(ctx context.Context, name string, maxMsgs int, visibility, wait time.Duration) ([]queue.Message, error) {
-	if maxMsgs < 1 {
-		maxMsgs = 1
+	if maxMsgs < 1 || maxMsgs > queue.MaxBatch {
+		return nil, fmt.Errorf("receive from %s: max %d outside [1, %d]", name, maxMsgs, queue.MaxBatch)
 	}
 	deadline := time.Now().Add(wait)
 	for {
@@ -370,12 +370,13 @@ func (q *Queue) ChangeVisibility(ctx context.Context, name, receiptHandle string
 		timeout = 0
 	}
 	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, q.changeVis).ExecContext(ctx, time.Now().Add(timeout).UnixMilli(), id, name, receiptHandle)
+		now := time.Now()
+		res, err := tx.StmtContext(ctx, q.changeVis).ExecContext(ctx, now.Add(timeout).UnixMilli(), id, name, receiptHandle, now.UnixMilli())
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			return fmt.Errorf("message %d is gone or was received again since", id)
+			return fmt.Errorf("message %d is not in flight (gone, released, or received again since)", id)
 		}
 		return err
 	})
