@@ -26,7 +26,8 @@ func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, er
 	if resp.ContentLength > lim.raw {
 		return nil, false, errclass.Errorf(errclass.TooLarge, "body of %d bytes is over the %d-byte limit", resp.ContentLength, lim.raw)
 	}
-	var r io.Reader = &capReader{r: body, left: lim.raw, limit: lim.raw, what: "body"}
+	raw := &capReader{r: body, left: lim.raw, limit: lim.raw, what: "body"}
+	var r io.Reader = raw
 	codings := contentCodings(resp.Header)
 	if len(codings) > maxEncodings {
 		return nil, false, errclass.Errorf(errclass.Parse, "too many content codings: %q", resp.Header.Values("Content-Encoding"))
@@ -46,7 +47,9 @@ func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, er
 	_, err := buf.ReadFrom(dcap)
 	b := buf.Bytes()
 	if err != nil {
-		if errclass.Of(err) == errclass.Internal && len(codings) > 0 && isCorrupt(err) {
+		// A decoder that wants more after the body ended cleanly was sent a truncated stream.
+		truncatedStream := raw.eof && errors.Is(err, io.ErrUnexpectedEOF)
+		if errclass.Of(err) == errclass.Internal && len(codings) > 0 && (truncatedStream || isCorrupt(err)) {
 			return nil, false, errclass.Errorf(errclass.Parse, "decode %s body: %v", strings.Join(codings, ", "), err)
 		}
 		return nil, false, err
@@ -125,6 +128,7 @@ type capReader struct {
 	what      string
 	truncate  bool
 	truncated bool
+	eof       bool // the underlying reader ended cleanly
 }
 
 func (c *capReader) Read(p []byte) (int, error) {
@@ -135,6 +139,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 		p = p[:c.left+1]
 	}
 	n, err := c.r.Read(p)
+	c.eof = c.eof || err == io.EOF
 	c.left -= int64(n)
 	if c.left < 0 {
 		return n + int(c.left), c.err()

@@ -31,8 +31,11 @@ func classify(ctx context.Context, err error, idle *idleTimer) error {
 	if idle.fired.Load() {
 		return errclass.Errorf(errclass.Timeout, "no body bytes for %s: %v", idle.d, err)
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.DeadlineExceeded):
 		return errclass.Errorf(errclass.Timeout, "fetch took too long: %v", err)
+	case errors.Is(cerr, context.Canceled):
+		return errclass.New(errclass.Internal, err) // the caller gave up: not the site's fault
 	}
 	var de *net.DNSError
 	if errors.As(err, &de) {
@@ -47,15 +50,16 @@ func classify(ctx context.Context, err error, idle *idleTimer) error {
 	if isTLS(err) {
 		return errclass.New(errclass.TLS, err)
 	}
+	// net/http has no types for these two.
 	if strings.Contains(err.Error(), "server response headers exceeded") {
 		return errclass.New(errclass.TooLarge, err)
+	}
+	if strings.Contains(err.Error(), "failed to parse Location header") {
+		return errclass.New(errclass.Redirect, err)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return errclass.New(errclass.Timeout, err)
-	}
-	if errors.Is(err, context.Canceled) {
-		return errclass.New(errclass.Internal, err)
 	}
 	// Refused, reset, closed early, or a malformed response: worth another try.
 	return errclass.New(errclass.Connect, err)

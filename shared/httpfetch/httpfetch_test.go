@@ -163,6 +163,9 @@ func TestDecoding(t *testing.T) {
 		{"upper case", "GZIP", "gzip", nil, text, ""},
 		{"empty gzip body", "gzip", "", []byte{}, "", ""},
 		{"corrupt gzip", "gzip", "", []byte("not gzip at all"), "", errclass.Parse},
+		{"corrupt deflate", "deflate", "", []byte("\xff\xff\xff\xff not deflate"), "", errclass.Parse},
+		{"corrupt br", "br", "", []byte("\xff\xff\xff\xff not brotli"), "", errclass.Parse},
+		{"truncated gzip", "gzip", "", encode(t, "gzip", []byte(text))[:12], "", errclass.Parse},
 		{"unknown coding", "zz", "", []byte("x"), "", errclass.Type},
 	}
 	for _, tt := range tests {
@@ -560,5 +563,35 @@ func TestCancelledContext(t *testing.T) {
 	_, err := newClient(t, Options{}).Get(ctx, srv.URL)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestBodyCutShort(t *testing.T) {
+	tests := []struct {
+		name   string
+		coding string
+	}{
+		{"identity", ""},
+		{"gzip", "gzip"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := encode(t, tt.coding, bytes.Repeat([]byte("hello "), 1000))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+				if tt.coding != "" {
+					w.Header().Set("Content-Encoding", tt.coding)
+				}
+				w.Write(body[:len(body)/2])
+				w.(http.Flusher).Flush()
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+			}))
+			defer srv.Close()
+			_, err := newClient(t, Options{}).Get(context.Background(), srv.URL)
+			wantClass(t, err, errclass.Connect)
+		})
 	}
 }
