@@ -173,6 +173,9 @@ func TestCheckURL(t *testing.T) {
 		{"allowed mapped", []string{"127.0.0.1"}, "http://[::ffff:127.0.0.1]:8080/", true},
 		{"allow-list does not cover other loopback", []string{"127.0.0.1"}, "http://127.0.0.2:8080/", false},
 		{"public ip odd port", nil, "http://93.184.216.34:22/", false},
+		{"ipv6 link-local with zone", nil, "http://[fe80::1%25eth0]/", false},
+		{"userinfo does not hide the host", nil, "http://example.com@127.0.0.1/", false},
+		{"upper-case scheme", nil, "HTTPS://example.com/", true},
 		{"hostname that ends in a number label is numeric", nil, "http://foo.0x10/", false},
 	}
 	for _, tt := range tests {
