@@ -31,6 +31,20 @@ func (q *Queue) Redrive(ctx context.Context, dlq, source string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("redrive %s: %w", dlq, err)
 	}
+	// The latest earlier task, so that waitMoveTask never takes it for the one started here.
+	before, err := q.api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{
+		SourceArn: aws.String(dlqARN), MaxResults: aws.Int32(1),
+	})
+	if unsupported(err) {
+		return q.redriveByHand(ctx, dlq, source)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("redrive %s: list message move tasks: %w", dlq, mapErr(err))
+	}
+	var after int64
+	if len(before.Results) > 0 {
+		after = before.Results[0].StartedTimestamp
+	}
 	out, err := q.api.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
 		SourceArn: aws.String(dlqARN), DestinationArn: aws.String(srcARN),
 	})
@@ -40,7 +54,7 @@ func (q *Queue) Redrive(ctx context.Context, dlq, source string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("redrive %s: start message move task: %w", dlq, mapErr(err))
 	}
-	n, err := q.waitMoveTask(ctx, dlqARN, aws.ToString(out.TaskHandle))
+	n, err := q.waitMoveTask(ctx, dlqARN, aws.ToString(out.TaskHandle), after)
 	if err != nil {
 		return 0, fmt.Errorf("redrive %s: %w", dlq, err)
 	}
@@ -48,8 +62,9 @@ func (q *Queue) Redrive(ctx context.Context, dlq, source string) (int, error) {
 }
 
 // waitMoveTask polls ListMessageMoveTasks until the task started on dlqARN ends. AWS fills in
-// TaskHandle only while a task runs, so a finished task is the most recent one listed.
-func (q *Queue) waitMoveTask(ctx context.Context, dlqARN, handle string) (int, error) {
+// TaskHandle only while a task runs, so a finished task is the most recent one listed that
+// started after the earlier task's start (after, in ms since the epoch; 0 when there was none).
+func (q *Queue) waitMoveTask(ctx context.Context, dlqARN, handle string, after int64) (int, error) {
 	ticker := time.NewTicker(q.moveTaskPoll)
 	defer ticker.Stop()
 	for {
@@ -65,7 +80,7 @@ func (q *Queue) waitMoveTask(ctx context.Context, dlqARN, handle string) (int, e
 				running = true
 			}
 		}
-		if !running && len(out.Results) > 0 {
+		if !running && len(out.Results) > 0 && (after == 0 || out.Results[0].StartedTimestamp > after) {
 			t := out.Results[0]
 			switch aws.ToString(t.Status) {
 			case "COMPLETED":
