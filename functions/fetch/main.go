@@ -1,0 +1,23 @@
+// Command fetch is the fetch Lambda function: it fetches admitted URLs politely and safely and stores them as WARC.
+// See package fetcher.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/crawlstack/crawlstack/shared/awsports"
+)
+
+func main() {
+	log := lambdacontext.NewLogger()
+	h, err := awsports.NewHandlers(context.Background(), os.Getenv, log)
+	if err != nil {
+		log.Error("cannot start: bad configuration", "err", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(h.Fetch.Handle)
+}

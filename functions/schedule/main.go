@@ -1,0 +1,23 @@
+// Command schedule is the schedule Lambda function: the crawl frontier: it reads seed files (S3 notifications through the
+// schedule queue), re-crawls on EventBridge ticks and admits discovered links. See package scheduler.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/crawlstack/crawlstack/shared/awsports"
+)
+
+func main() {
+	log := lambdacontext.NewLogger()
+	h, err := awsports.NewHandlers(context.Background(), os.Getenv, log)
+	if err != nil {
+		log.Error("cannot start: bad configuration", "err", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(h.Schedule.Invoke)
+}
