@@ -80,7 +80,7 @@ wait_http() {
   local name="$1" url="$2" deadline=$((SECONDS + START_TIMEOUT))
   while ((SECONDS < deadline)); do
     if ! alive "$name"; then
-      log "$name exited during start; last lines of $RUN/$name.log:"
+      log "$name exited during start; last lines of ${RUN#"$ROOT"/}/$name.log:"
       tail -n 20 "$RUN/$name.log" >&2 || true
       return 1
     fi
@@ -89,7 +89,7 @@ wait_http() {
     if [[ -n "$code" && "$code" != "000" ]]; then return 0; fi
     sleep 0.2
   done
-  log "$name did not answer on $url within ${START_TIMEOUT}s; last lines of $RUN/$name.log:"
+  log "$name did not answer on $url within ${START_TIMEOUT}s; last lines of ${RUN#"$ROOT"/}/$name.log:"
   tail -n 20 "$RUN/$name.log" >&2 || true
   return 1
 }
