@@ -22,6 +22,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "crawlstack: bad configuration:\n%v\n", err)
 		os.Exit(1)
 	}
+	if err := cfg.CheckBootstraps(); err != nil {
+		fmt.Fprintf(os.Stderr, "crawlstack: function binaries missing:\n%v\n", err)
+		os.Exit(1)
+	}
 	crawlstack.NewStack(app, "Crawlstack", &crawlstack.Props{
 		StackProps: awscdk.StackProps{
 			Description: jsii.String("crawlstack: a serverless web crawler"),

@@ -1,0 +1,57 @@
+package crawlstack
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckBootstraps(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   []string // bootstraps to create, by function
+		dirs    []string // bootstrap paths made directories instead
+		wantErr []string
+	}{
+		{name: "all present", files: []string{FnSchedule, FnFetch, FnParse}},
+		{name: "one missing", files: []string{FnSchedule, FnParse}, wantErr: []string{"function fetch", "make build"}},
+		{name: "none", wantErr: []string{"function schedule", "function fetch", "function parse"}},
+		{name: "a directory", files: []string{FnSchedule, FnFetch}, dirs: []string{FnParse}, wantErr: []string{"function parse", "not a file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dist := t.TempDir()
+			for _, fn := range tt.files {
+				if err := os.MkdirAll(filepath.Join(dist, fn), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dist, fn, "bootstrap"), []byte("x"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, fn := range tt.dirs {
+				if err := os.MkdirAll(filepath.Join(dist, fn, "bootstrap"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := DefaultConfig()
+			cfg.DistDir = dist
+			err := cfg.CheckBootstraps()
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
