@@ -432,8 +432,10 @@ func testConcurrentClaim(t *testing.T, tb table.Table, prefix string) {
 		var wg sync.WaitGroup
 		wins := make(chan int, workers)
 		errs := make(chan error, workers)
+		start := make(chan struct{}) // released at once, so that the claims really race
 		for w := range workers {
 			wg.Go(func() {
+				<-start
 				_, err := tb.Update(context.Background(), key,
 					table.Update{Set: map[string]any{"owner": fmt.Sprintf("w%d", w), "leaseUntil": now + 60}},
 					table.Or(table.NotExists("leaseUntil"), table.Lt("leaseUntil", now)))
@@ -447,6 +449,7 @@ func testConcurrentClaim(t *testing.T, tb table.Table, prefix string) {
 				wins <- w
 			})
 		}
+		close(start)
 		wg.Wait()
 		close(wins)
 		close(errs)
@@ -466,8 +469,12 @@ func testConcurrentClaim(t *testing.T, tb table.Table, prefix string) {
 		}
 	}
 	t.Run("Free", func(t *testing.T) { race(t, 1000) })
-	// The lease from the first race runs to 1060: at 2000 it has expired and one worker wins again.
-	t.Run("Expired", func(t *testing.T) { race(t, 2000) })
+	// Each lease runs for 60: 100 later it has expired and exactly one worker wins again.
+	t.Run("Expired", func(t *testing.T) {
+		for round := range 10 {
+			race(t, 1100+int64(round)*100)
+		}
+	})
 }
 
 func testConcurrentAdd(t *testing.T, tb table.Table, prefix string) {
