@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -113,29 +114,41 @@ func testPutIfAbsent(t *testing.T, s blob.Store, prefix string) {
 }
 
 func testPutIfAbsentRace(t *testing.T, s blob.Store, prefix string) {
-	const workers = 8
-	key := prefix + "race"
-	var wg sync.WaitGroup
-	results := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			results <- s.PutIfAbsent(context.Background(), key, []byte{byte('a' + w)}, "text/plain")
-		})
-	}
-	wg.Wait()
-	close(results)
-	wins := 0
-	for err := range results {
-		switch {
-		case err == nil:
-			wins++
-		case errors.Is(err, blob.ErrExists):
-		default:
-			t.Errorf("PutIfAbsent: %v", err)
+	const workers, rounds = 8, 20
+	for round := range rounds {
+		key := fmt.Sprintf("%srace-%d", prefix, round)
+		var wg sync.WaitGroup
+		results := make(chan error, workers)
+		winners := make(chan byte, workers)
+		start := make(chan struct{}) // released at once, so that the writers really race
+		for w := range workers {
+			body := byte('a' + w)
+			wg.Go(func() {
+				<-start
+				err := s.PutIfAbsent(context.Background(), key, []byte{body}, "text/plain")
+				if err == nil {
+					winners <- body
+				}
+				results <- err
+			})
 		}
-	}
-	if wins != 1 {
-		t.Errorf("%d PutIfAbsent calls won, want exactly 1", wins)
+		close(start)
+		wg.Wait()
+		close(results)
+		close(winners)
+		for err := range results {
+			if err != nil && !errors.Is(err, blob.ErrExists) {
+				t.Errorf("PutIfAbsent: %v", err)
+			}
+		}
+		var won []byte
+		for b := range winners {
+			won = append(won, b)
+		}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d PutIfAbsent calls won (%q), want exactly 1", round, len(won), won)
+		}
+		wantBody(t, s, key, won)
 	}
 }
 
