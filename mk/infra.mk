@@ -13,7 +13,7 @@ GO_LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda
 LOCALSTACK_ENV := AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} \
 	AWS_REGION=$${AWS_REGION:-us-east-1} AWS_DEFAULT_REGION=$${AWS_REGION:-us-east-1}
 
-.PHONY: build test-infra synth deploy destroy localstack-deploy localstack-destroy
+.PHONY: build test-infra synth cdk-bootstrap deploy destroy localstack-deploy localstack-destroy
 
 build: $(addprefix build-,$(FUNCTIONS)) ## build every Lambda bootstrap into dist/<fn>/bootstrap (linux/arm64)
 
@@ -34,13 +34,19 @@ test-infra: ## test the CDK stack (synthesizes it once with the assertions modul
 synth: $(BOOTSTRAPS) | infra/node_modules ## synthesize the CloudFormation template into infra/cdk.out
 	cd infra && $(CDK_ENV) npx cdk synth -q --no-notices $(CDK_ARGS)
 
+cdk-bootstrap: | infra/node_modules ## once per AWS account and region: create the CDK staging resources (cdk bootstrap)
+	cd infra && $(CDK_ENV) npx cdk bootstrap --no-notices $(CDK_ARGS)
+
 deploy: build | infra/node_modules ## build the functions and deploy the stack to the current AWS account
 	cd infra && $(CDK_ENV) npx cdk deploy --no-notices $(CDK_ARGS)
 
 destroy: $(BOOTSTRAPS) | infra/node_modules ## delete the stack (the bucket, table and logs are retained by default)
 	cd infra && $(CDK_ENV) npx cdk destroy --no-notices $(CDK_ARGS)
 
-localstack-deploy: build | infra/node_modules ## deploy the stack to LocalStack on :4566 (bootstraps it first)
+localstack-cdk-bootstrap: | infra/node_modules ## once per AWS account and region: create the CDK staging resources (cdk bootstrap)
+	cd infra && $(CDK_ENV) npx cdk bootstrap --no-notices $(CDK_ARGS)
+
+deploy: build | infra/node_modules ## deploy the stack to LocalStack on :4566 (bootstraps it first)
 	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal bootstrap --no-notices $(CDK_ARGS)
 	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal deploy --no-notices --require-approval never -c retainData=false $(CDK_ARGS)
 
