@@ -43,10 +43,7 @@ deploy: build | infra/node_modules ## build the functions and deploy the stack t
 destroy: $(BOOTSTRAPS) | infra/node_modules ## delete the stack (the bucket, table and logs are retained by default)
 	cd infra && $(CDK_ENV) npx cdk destroy --no-notices $(CDK_ARGS)
 
-localstack-cdk-bootstrap: | infra/node_modules ## once per AWS account and region: create the CDK staging resources (cdk bootstrap)
-	cd infra && $(CDK_ENV) npx cdk bootstrap --no-notices $(CDK_ARGS)
-
-deploy: build | infra/node_modules ## deploy the stack to LocalStack on :4566 (bootstraps it first)
+localstack-deploy: build | infra/node_modules ## deploy the stack to LocalStack on :4566 (bootstraps it first)
 	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal bootstrap --no-notices $(CDK_ARGS)
 	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal deploy --no-notices --require-approval never -c retainData=false $(CDK_ARGS)
 
