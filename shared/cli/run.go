@@ -196,35 +196,13 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	defer h.Close()
 
-	// Drop the seed file into seeds/ and tell schedule, as S3 would. The crawl is named after the
-	// file's content, so running the same command again resumes it.
-	digest := sha256.Sum256(body)
-	key := scheduler.SeedsPrefix + filepath.Base(o.SeedFile)
-	crawl := scheduler.CrawlID(be.Bucket, key, hex.EncodeToString(digest[:]))
-	sum.Crawl = crawl
-	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
-		fmt.Fprintf(stderr, "crawl: store the seed file: %v\n", err)
-		return sum, ExitFailed
-	}
-	note, err := s3Notification(be.Bucket, key, hex.EncodeToString(digest[:]), int64(len(body)))
+	crawl, err := StartCrawl(ctx, be, res, filepath.Base(o.SeedFile), body)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitFailed
 	}
-	if err := be.Queue.SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
-		fmt.Fprintf(stderr, "crawl: start the crawl: %v\n", err)
-		return sum, ExitFailed
-	}
-
-	pollers := (o.Concurrency + queue.MaxBatch - 1) / queue.MaxBatch
-	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
-		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: queue.MaxBatch, Visibility: o.Visibility}
-	}
-	runner := &localrun.Runner{Queues: be.Queue, Log: log, Sources: []localrun.Source{
-		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2)),
-		src("fetch", res.Fetch, h.Fetch.Handle, pollers),
-		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2)),
-	}}
+	sum.Crawl = crawl
+	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
 	start := time.Now()
 	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start)
 	runErr := runner.Run(ctx)
@@ -245,6 +223,39 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	}
 	return sum, ExitOK
+}
+
+// StartCrawl drops the seed file into seeds/ and tells schedule, as S3 would. The crawl is named
+// after the file's content, so starting the same file again resumes its crawl.
+func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, body []byte) (string, error) {
+	digest := sha256.Sum256(body)
+	version := hex.EncodeToString(digest[:])
+	key := scheduler.SeedsPrefix + name
+	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
+		return "", fmt.Errorf("store the seed file: %w", err)
+	}
+	note, err := s3Notification(be.Bucket, key, version, int64(len(body)))
+	if err != nil {
+		return "", err
+	}
+	if err := be.Queue.SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
+		return "", fmt.Errorf("start the crawl: %w", err)
+	}
+	return scheduler.CrawlID(be.Bucket, key, version), nil
+}
+
+// NewRunner plays Lambda's event source mappings for the three handlers: about concurrency
+// fetches in flight, in batches of up to 10.
+func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurrency int, visibility time.Duration, log *slog.Logger) *localrun.Runner {
+	pollers := (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
+	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
+		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: queue.MaxBatch, Visibility: visibility}
+	}
+	return &localrun.Runner{Queues: q, Log: log, Sources: []localrun.Source{
+		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2)),
+		src("fetch", res.Fetch, h.Fetch.Handle, pollers),
+		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2)),
+	}}
 }
 
 // s3Notification is the S3 ObjectCreated event, wrapped as S3 sends it to SQS.

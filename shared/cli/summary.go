@@ -22,7 +22,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	sum.ElapsedSeconds = elapsed.Seconds()
 	sum.Pages = be.Where(fetcher.PagesPrefix + crawl + "/")
 	sum.Records = be.Where(parser.RecordsPrefix + crawl + "/")
-	c, err := st.Counters(ctx, crawl)
+	c, err := st.Tally(ctx, crawl)
 	if err != nil {
 		return sum, err
 	}

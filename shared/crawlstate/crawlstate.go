@@ -411,3 +411,39 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Tally counts the crawl's URL items by state and class with a scan. Unlike Counters, which are
+// updated beside each transition and may drift by one if the process dies between the two writes,
+// Tally is exact; it reads every item, so it is for summaries at the end of a run, not for progress.
+func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
+	c := Counters{Classes: map[errclass.Class]int64{}}
+	err := s.ScanURLs(ctx, crawl, func(u URL) error {
+		c.Seen++
+		switch u.State {
+		case Fetched:
+			c.Fetched++
+		case Skipped:
+			c.Skipped++
+		case Failed:
+			c.Failed++
+		}
+		if u.State.Terminal() && u.Class != "" {
+			c.Classes[u.Class]++
+		}
+		return nil
+	})
+	if err != nil {
+		return Counters{}, fmt.Errorf("tally crawl %s: %w", crawl, err)
+	}
+	counted, err := s.Counters(ctx, crawl)
+	if err != nil {
+		return Counters{}, err
+	}
+	c.ParseErrors = counted.ParseErrors
+	for _, cl := range []errclass.Class{errclass.Parse, errclass.Poison} {
+		if n := counted.Classes[cl]; n > 0 {
+			c.Classes[cl] = n
+		}
+	}
+	return c, nil
+}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nlnwa/gowarc/v3"
@@ -39,7 +40,9 @@ type Span struct {
 func Encode(pages []Page) ([]byte, []Span, error) {
 	var file bytes.Buffer
 	spans := make([]Span, len(pages))
+	optionsMu.Lock()
 	m := gowarc.NewMarshaler()
+	optionsMu.Unlock()
 	for i, p := range pages {
 		rec, err := record(p)
 		if err != nil {
@@ -59,9 +62,15 @@ func Encode(pages []Page) ([]byte, []Span, error) {
 	return file.Bytes(), spans, nil
 }
 
+// optionsMu serialises gowarc's constructors: each one builds its default options, which write a
+// package-level setting of google/uuid (uuid.EnableRandPool), a data race when called concurrently.
+var optionsMu sync.Mutex
+
 func record(p Page) (gowarc.WarcRecord, error) {
+	optionsMu.Lock()
 	b := gowarc.NewRecordBuilder(gowarc.Response, gowarc.WithFixContentLength(true), gowarc.WithFixDigest(true),
 		gowarc.WithAddMissingDigest(true))
+	optionsMu.Unlock()
 	var head strings.Builder
 	fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
 	h := p.Header.Clone()
@@ -85,13 +94,17 @@ func record(p Page) (gowarc.WarcRecord, error) {
 	b.AddWarcHeader(gowarc.WarcTargetURI, p.URL)
 	b.AddWarcHeaderTime(gowarc.WarcDate, p.FetchedAt.UTC())
 	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
-	rec, _, err := b.Build()
+	optionsMu.Lock()
+	defer optionsMu.Unlock()
+	rec, _, err := b.Build() // Build reads the same uuid setting for the record id
 	return rec, err
 }
 
 // Decode reads one record (a single gzip member, as a range request returns it).
 func Decode(data []byte) (Page, error) {
+	optionsMu.Lock()
 	u := gowarc.NewUnmarshaler()
+	optionsMu.Unlock()
 	rec, _, _, err := u.Unmarshal(bufio.NewReader(bytes.NewReader(data)))
 	if err != nil {
 		return Page{}, fmt.Errorf("read warc record: %w", err)

@@ -64,3 +64,23 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentUse runs under -race: gowarc's constructors touch a package-level setting.
+func TestConcurrentUse(t *testing.T) {
+	page := Page{URL: "http://a.test/", Status: 200, Header: http.Header{}, Body: []byte("hi")}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			file, spans, err := Encode([]Page{page})
+			if err == nil {
+				_, err = Decode(file[spans[0].Offset : spans[0].Offset+spans[0].Length])
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

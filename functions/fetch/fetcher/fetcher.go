@@ -184,7 +184,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if !rules.Allowed {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
 	}
-	wait, err := h.state.ReserveSlot(ctx, u.Host, h.interval(rules.CrawlDelay))
+	wait, err := h.reserveSlot(ctx, u.Host, h.interval(rules.CrawlDelay))
 	if err != nil {
 		return nil, h.fail(ctx, f, err)
 	}
@@ -227,6 +227,27 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	}
 	f.resp = resp
 	return f, nil
+}
+
+// MaxInlineWait is the longest politeness wait spent inside the invocation; longer waits re-queue
+// the message with a delay (SQS delays are whole seconds, so shorter ones are cheaper in place).
+const MaxInlineWait = time.Second
+
+// reserveSlot takes the host's politeness slot, waiting in place once for a slot due within
+// MaxInlineWait. It returns how long the caller must still wait (0: fetch now).
+func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
+	wait, err := h.state.ReserveSlot(ctx, host, interval)
+	if err != nil || wait == 0 || wait > MaxInlineWait {
+		return wait, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-t.C:
+	}
+	return h.state.ReserveSlot(ctx, host, interval)
 }
 
 // interval is the gap between two requests to one host.
