@@ -4,8 +4,9 @@
 // Writes are atomic: the body goes to a temporary file in the target directory, is synced, and
 // is renamed into place (Put) or hard-linked into place (PutIfAbsent, which fails if the name
 // exists), so a reader sees the old object or the new one, never a part. Keys map to paths
-// safely: '/' separates directories, awkward characters are %-escaped, and keys that are
-// absolute or contain "." or ".." segments are rejected.
+// safely and readably: '/' separates directories, awkward characters are %-escaped, and keys that
+// are absolute or contain "." or ".." segments are rejected. Unlike S3, one key cannot be both an
+// object and a prefix of other keys ("a" and "a/b"): such a write fails with a clear error.
 package fileblob
 
 import (
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
 )
@@ -88,7 +90,7 @@ func (s *Store) write(ctx context.Context, key string, body []byte, place func(t
 	}
 	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return collision(key, err)
 	}
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
@@ -109,7 +111,21 @@ func (s *Store) write(ctx context.Context, key string, body []byte, place func(t
 	if err != nil {
 		return err
 	}
-	return place(tmp, final)
+	err = place(tmp, final)
+	if st, serr := os.Stat(final); err != nil && serr == nil && st.IsDir() {
+		err = fmt.Errorf("%w: %w", syscall.EISDIR, err)
+	}
+	return collision(key, err)
+}
+
+// collision explains the one S3 key layout the file store cannot hold: an object whose key is
+// also a prefix of other keys ("a" and "a/b").
+func collision(key string, err error) error {
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) {
+		return fmt.Errorf("%w %q: it is both an object and a prefix of other keys, which the embedded store cannot hold: %v",
+			errBadKey, key, err)
+	}
+	return err
 }
 
 // Get returns the whole object, or blob.ErrNotFound.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
@@ -46,13 +47,13 @@ func TestKeyPathRoundTrip(t *testing.T) {
 	tests := []struct {
 		key, path string
 	}{
-		{"seeds/a.txt", "seeds%/a.txt"},
+		{"seeds/a.txt", "seeds/a.txt"},
 		{"a", "a"},
-		{"a/", "a%/%%"},
-		{"a//b", "a%/%/b"},
-		{"with space/x y", "with%20space%/x%20y"},
-		{"100%/x", "100%25%/x"},
-		{"é/ü", "é%/ü"},
+		{"a/", "a/%%"},
+		{"a//b", "a/%%/b"},
+		{"with space/x y", "with%20space/x%20y"},
+		{"100%/x", "100%25/x"},
+		{"é/ü", "é/ü"},
 		{"%tmp-x", "%25tmp-x"},
 	}
 	for _, tt := range tests {
@@ -72,36 +73,30 @@ func TestKeyPathRoundTrip(t *testing.T) {
 	}
 }
 
-func TestKeyAndPrefixBothExist(t *testing.T) {
-	s, err := New(t.TempDir())
-	if err != nil {
-		t.Fatalf("New: %v", err)
+func TestKeyAndPrefixCollideClearly(t *testing.T) {
+	tests := []struct{ first, second string }{
+		{"a", "a/b"},   // an object, then a key below it
+		{"x/y", "x"},   // a prefix, then an object of the same name
+		{"p/", "p//q"}, // empty segments collide the same way
 	}
-	ctx := context.Background()
-	for _, k := range []string{"a", "a/", "a/b", "a//c"} {
-		if err := s.Put(ctx, k, []byte(k), ""); err != nil {
-			t.Fatalf("Put %q: %v", k, err)
-		}
-	}
-	for _, k := range []string{"a", "a/", "a/b", "a//c"} {
-		got, err := s.Get(ctx, k)
-		if err != nil || string(got) != k {
-			t.Errorf("Get %q = %q, %v", k, got, err)
-		}
-	}
-	keys, err := s.List(ctx, "a")
-	if err != nil {
-		t.Fatalf("List: %v", err)
-	}
-	want := []string{"a", "a/", "a//c", "a/b"}
-	if len(keys) != len(want) {
-		t.Fatalf("List = %q, want %q", keys, want)
-	}
-	for i := range want {
-		if keys[i] != want[i] {
-			t.Errorf("List = %q, want %q", keys, want)
-			break
-		}
+	for _, tt := range tests {
+		t.Run(tt.first+" then "+tt.second, func(t *testing.T) {
+			s, err := New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := s.Put(ctx, tt.first, []byte("1"), ""); err != nil {
+				t.Fatalf("Put %q: %v", tt.first, err)
+			}
+			err = s.Put(ctx, tt.second, []byte("2"), "")
+			if err == nil || !strings.Contains(err.Error(), "both an object and a prefix") {
+				t.Fatalf("Put %q after %q = %v, want a clear collision error", tt.second, tt.first, err)
+			}
+			if got, err := s.Get(ctx, tt.first); err != nil || string(got) != "1" {
+				t.Errorf("the first object was harmed: %q, %v", got, err)
+			}
+		})
 	}
 }
 
@@ -124,7 +119,7 @@ func TestNoTemporaryFilesLeft(t *testing.T) {
 	if err := s.PutIfAbsent(ctx, "d/new", []byte("4"), ""); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(filepath.Join(root, "d%"))
+	entries, err := os.ReadDir(filepath.Join(root, "d"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// dirMark ends every directory name, so that the key "a" (the file "a") and the keys under
-// "a/" (the directory "a%") never collide, as S3 allows both. Escaping never leaves a bare '%'
-// at the end of a name.
-const dirMark = "%"
-
-// emptyName is the file name of an empty last segment (the key "a/"), which escaping never
-// produces.
+// emptyName is the name of an empty segment (the key "a/", or the middle of "a//b"), which
+// escaping never produces.
 const emptyName = "%%"
 
 // tmpPrefix starts the name of a file being written; escaping never produces it either.
@@ -28,25 +23,25 @@ const maxKeyBytes = 1024
 var errBadKey = errors.New("invalid blob key")
 
 // keyPath maps key to a path relative to the root: one directory per '/'-separated segment but
-// the last, characters other than [A-Za-z0-9._-] and non-ASCII letters %-escaped.
+// the last, characters other than [A-Za-z0-9._-] and non-ASCII letters %-escaped. Paths read like
+// the keys ("records/c1/2026/11/29/x.jsonl"); the price is that one key cannot be both an object
+// and a prefix of other keys ("a" and "a/b"), which S3 allows and the crawler never does.
 func keyPath(key string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}
 	segs := strings.Split(key, "/")
-	parts := make([]string, len(segs))
 	for i, s := range segs {
-		if i == len(segs)-1 {
-			if s == "" {
-				parts[i] = emptyName
-			} else {
-				parts[i] = escape(s)
-			}
-			continue
-		}
-		parts[i] = escape(s) + dirMark
+		segs[i] = segName(s)
 	}
-	return filepath.Join(parts...), nil
+	return filepath.Join(segs...), nil
+}
+
+func segName(s string) string {
+	if s == "" {
+		return emptyName
+	}
+	return escape(s)
 }
 
 // dirPath maps the complete segments of a key prefix (everything up to its last '/') to the
@@ -58,7 +53,7 @@ func dirPath(prefix string) string {
 	}
 	segs := strings.Split(prefix[:i], "/")
 	for j, s := range segs {
-		segs[j] = escape(s) + dirMark
+		segs[j] = segName(s)
 	}
 	return filepath.Join(segs...)
 }
@@ -87,30 +82,21 @@ func checkKey(key string) error {
 // keyFromPath is the inverse of keyPath; ok is false for files that are not objects.
 func keyFromPath(rel string) (key string, ok bool) {
 	parts := strings.Split(filepath.ToSlash(rel), "/")
-	var b strings.Builder
+	if strings.HasPrefix(parts[len(parts)-1], tmpPrefix) {
+		return "", false
+	}
 	for i, p := range parts {
-		if i == len(parts)-1 {
-			if p == emptyName {
-				return b.String(), true
-			}
-			if strings.HasPrefix(p, tmpPrefix) || strings.HasSuffix(p, dirMark) {
-				return "", false
-			}
-			s, err := url.PathUnescape(p)
-			if err != nil {
-				return "", false
-			}
-			b.WriteString(s)
-			return b.String(), true
+		if p == emptyName {
+			parts[i] = ""
+			continue
 		}
-		s, err := url.PathUnescape(strings.TrimSuffix(p, dirMark))
-		if err != nil || !strings.HasSuffix(p, dirMark) {
+		s, err := url.PathUnescape(p)
+		if err != nil {
 			return "", false
 		}
-		b.WriteString(s)
-		b.WriteByte('/')
+		parts[i] = s
 	}
-	return "", false
+	return strings.Join(parts, "/"), true
 }
 
 // escape %-escapes every byte of s outside [A-Za-z0-9._-] and outside non-ASCII UTF-8, so names
