@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/demosite"
+)
+
+// TestMain lets a test re-run this binary as the crawl command, to kill it mid-crawl.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("CRAWL_CLI_CHILD_ARGS"); args != "" {
+		var a []string
+		if err := json.Unmarshal([]byte(args), &a); err != nil {
+			panic(err)
+		}
+		os.Exit(Main(context.Background(), a, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lastJSON decodes the last line of stdout, where --json puts the summary.
+func lastJSON(t *testing.T, stdout string) Summary {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var s Summary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil {
+		t.Fatalf("the last line of stdout is not the JSON summary: %v\n%s", err, stdout)
+	}
+	return s
+}
+
+func TestUsageErrors(t *testing.T) {
+	seed := writeFile(t, "seeds.txt", "http://127.0.0.1:1/\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"no command", nil, ExitUsage, "usage"},
+		{"unknown command", []string{"crawl-all"}, ExitUsage, "unknown command"},
+		{"help", []string{"help"}, ExitOK, ""},
+		{"no seed file", []string{"run"}, ExitUsage, "want exactly one SEEDFILE"},
+		{"missing seed file", []string{"run", "--state", t.TempDir(), filepath.Join(t.TempDir(), "nope.txt")}, ExitUsage, "cannot read the seed file"},
+		{"bad concurrency", []string{"run", "--concurrency", "0", seed}, ExitUsage, "--concurrency"},
+		{"bad backend", []string{"run", "--backend", "gcp", seed}, ExitUsage, "--backend"},
+		{"bad scope", []string{"run", "--state", t.TempDir(), "--scope", "planet", seed}, ExitUsage, "planet"},
+		{"bad allow-net", []string{"run", "--state", t.TempDir(), "--allow-net", "10.0.0.0/99", seed}, ExitUsage, "allow-net"},
+		{"bad include", []string{"run", "--state", t.TempDir(), "--include", "a(b", seed}, ExitUsage, "include"},
+		{"unknown flag", []string{"run", "--turbo", seed}, ExitUsage, "turbo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runMain(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstderr: %s", code, tt.code, stderr)
+			}
+			if !strings.Contains(stdout+stderr, tt.says) {
+				t.Errorf("output does not say %q:\n%s%s", tt.says, stdout, stderr)
+			}
+		})
+	}
+}
+
+func TestBadSeedLinesAreReportedAndTheRestCrawled(t *testing.T) {
+	site := demosite.New(5, 2, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	seeds := writeFile(t, "seeds.txt", "# demo\n"+srv.URL+"/\nnot a url\nftp://example.test/\n\n"+srv.URL+"/p/2\n")
+	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"line 3", "line 4"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not report %s:\n%s", want, stderr)
+		}
+	}
+	s := lastJSON(t, stdout)
+	if !s.Finished || s.Fetched != 5 || s.Pending != 0 || s.BadSeedLines != 2 {
+		t.Errorf("summary = %+v, want 5 fetched, finished, 2 bad seed lines", s)
+	}
+
+	allBad := writeFile(t, "bad.txt", "nope\n\n# only junk\nmailto:x@example.test\n")
+	code, _, stderr = runMain(t, "run", "--state", t.TempDir(), allBad)
+	if code != ExitUsage || !strings.Contains(stderr, "no valid seed URL") {
+		t.Errorf("a seed file with no valid URL: exit %d, stderr %s", code, stderr)
+	}
+}
+
+func TestNonPublicAddressesAreRefusedByDefault(t *testing.T) {
+	site := demosite.New(3, 2, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--json", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	s := lastJSON(t, stdout)
+	if s.Fetched != 0 || s.Classes["ssrf"] != 1 {
+		t.Errorf("summary = %+v, want the loopback seed skipped as ssrf", s)
+	}
+	if n := site.Fetched(); n != 0 {
+		t.Errorf("the loopback site served %d pages without --allow-net", n)
+	}
+}
+
+func TestKillDashNineThenResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	site := demosite.New(200, 6, 4000)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	state := t.TempDir()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	args := []string{"run", "--state", state, "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--concurrency", "8",
+		"--visibility", "1s", "--quiet", "--json", seeds}
+	b, _ := json.Marshal(args)
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "CRAWL_CLI_CHILD_ARGS="+string(b))
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for site.Fetched() < 40 {
+		select {
+		case <-deadline:
+			child.Process.Kill()
+			t.Fatalf("the child fetched only %d pages in 60s", site.Fetched())
+		case <-tick.C:
+		}
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	killedAt := site.Fetched()
+	if killedAt >= 200 {
+		t.Fatalf("the child finished before it was killed (%d pages)", killedAt)
+	}
+
+	code, stdout, stderr := runMain(t, args...)
+	if code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	s := lastJSON(t, stdout)
+	if s.Fetched != 200 || s.Pending != 0 || s.Failed != 0 || len(s.DeadLetters) != 0 {
+		t.Errorf("after the resume: %+v, want all 200 fetched, nothing pending, failed or dead", s)
+	}
+	if site.Fetched() != 200 {
+		t.Errorf("the site served %d distinct pages, want 200", site.Fetched())
+	}
+	// Only pages whose GET was under way at the kill may be fetched again.
+	if r := site.Repeats(); len(r) > 8 {
+		t.Errorf("%d pages fetched twice after a kill with 8 in flight: %v", len(r), r)
+	}
+	t.Logf("killed after %d pages; %d fetched twice", killedAt, len(site.Repeats()))
+}
