@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +54,9 @@ type RunOptions struct {
 	MaxPagesPerHost int
 	UserAgent       string
 	AllowNet        []string
+	AllowPorts      []int
+	MaxBodyBytes    int64
+	FetchTimeout    time.Duration
 	Include         []string
 	Exclude         []string
 	Fingerprint     string
@@ -85,6 +89,16 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", d.MaxPagesPerHost, "most pages admitted per host, a spider-trap guard (0: no limit)")
 	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "User-Agent header; its product token selects the robots.txt group")
 	fs.Var((*listFlag)(&o.AllowNet), "allow-net", "CIDR (or IP) of a non-public range that may be crawled; repeatable")
+	fs.Func("allow-port", "port that public addresses may be fetched on, besides 80 and 443; repeatable", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %q: want 1 to 65535", v)
+		}
+		o.AllowPorts = append(o.AllowPorts, n)
+		return nil
+	})
+	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 10<<20, "most body bytes read from the wire per page (over it: too_large)")
+	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", d.FetchTimeout, "most time for one fetch, redirects and body included")
 	fs.Var((*listFlag)(&o.Include), "include", "regexp a URL must match (repeatable; any one suffices)")
 	fs.Var((*listFlag)(&o.Exclude), "exclude", "regexp a URL must not match (repeatable)")
 	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", `TLS ClientHello: "" (Go's own) or "chrome" (opt-in, through utls)`)
@@ -126,6 +140,10 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	c.MaxDepth, c.MaxPages, c.MaxPagesPerHost = o.MaxDepth, o.MaxPages, o.MaxPagesPerHost
 	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
 	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
+	if len(o.AllowPorts) > 0 {
+		c.Ports = append([]int{80, 443}, o.AllowPorts...)
+	}
+	c.MaxBodyBytes, c.FetchTimeout = o.MaxBodyBytes, o.FetchTimeout
 	pollers := (o.Concurrency + queue.MaxBatch - 1) / queue.MaxBatch
 	c.BatchConcurrency = (o.Concurrency + pollers - 1) / pollers
 	return c

@@ -82,6 +82,9 @@ func (c Config) Validate() error {
 	if _, err := netguard.ParseCIDRs(c.AllowNets); err != nil {
 		errs = append(errs, fmt.Errorf("allow-net: %w", err))
 	}
+	if c.MaxBodyBytes < 0 || c.FetchTimeout < 0 {
+		errs = append(errs, errors.New("max body bytes and fetch timeout must not be negative"))
+	}
 	if c.MaxReceive < 1 {
 		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
 	}
@@ -136,6 +139,31 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	num("CRAWL_HOST_CONCURRENCY", &c.HostConcurrency)
 	list("CRAWL_ALLOW_NET", &c.AllowNets)
+	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
+		c.Ports = []int{80, 443}
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 65535 {
+				errs = append(errs, fmt.Errorf("CRAWL_ALLOW_PORTS=%q: %q is not a port", v, f))
+				continue
+			}
+			c.Ports = append(c.Ports, n)
+		}
+	}
+	if v := strings.TrimSpace(getenv("CRAWL_MAX_BODY_BYTES")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("CRAWL_MAX_BODY_BYTES=%q: not a positive whole number", v))
+		}
+		c.MaxBodyBytes = n
+	}
+	if v := strings.TrimSpace(getenv("CRAWL_FETCH_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("CRAWL_FETCH_TIMEOUT=%q: not a positive duration such as 30s", v))
+		}
+		c.FetchTimeout = d
+	}
 	str("CRAWL_TLS_FINGERPRINT", &c.Fingerprint)
 	num("CRAWL_MAX_RECEIVE", &c.MaxReceive)
 	str("CRAWL_RECRAWL_PREFIX", &c.RecrawlPrefix)

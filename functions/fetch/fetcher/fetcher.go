@@ -204,7 +204,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		}
 		resp = r
 		if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
-			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), time.Second, 6*time.Hour)
+			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
 			return after, errclass.Errorf(c, "status %d", r.Status)
 		}
 		return 0, nil
