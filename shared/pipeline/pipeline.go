@@ -19,6 +19,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/quarantine"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/robots"
+	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -51,6 +52,7 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = safelog.Wrap(log) // strings from the web are cut before they reach a log line
 	rules := scope.DefaultRules()
 	rules.Mode = cfg.Scope
 	rules.MaxDepth = cfg.MaxDepth
