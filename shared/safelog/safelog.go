@@ -31,7 +31,9 @@ func Wrap(l *slog.Logger) *slog.Logger {
 }
 
 // Enabled reports whether the wrapped handler handles level.
-func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool { return h.next.Enabled(ctx, level) }
+func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
 
 // Handle truncates the record's message and attributes and passes it on.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
