@@ -167,3 +167,26 @@ func TestBloomFalsePositiveLosesNothing(t *testing.T) {
 		t.Errorf("with a saturated filter, new URLs sent = %d, want 2", res.Sent)
 	}
 }
+
+func TestPerHostBudgetStopsATrap(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", MaxPagesPerHost: 3}, st, snd, quiet())
+	m := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://trap.test/", Depth: 1,
+		URLs: []string{"http://trap.test/a", "http://trap.test/b", "http://trap.test/c", "http://trap.test/d", "http://trap.test/e"}}
+	res, err := f.Admit(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 3 || res.Rejected != 2 {
+		t.Errorf("admit = %+v, want 3 sent and 2 rejected by the per-host budget", res)
+	}
+	c, err := st.Tally(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Classes[errclass.Trap] != 2 {
+		t.Errorf("classes = %v, want 2 trap", c.Classes)
+	}
+}
