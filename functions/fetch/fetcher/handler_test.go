@@ -1,0 +1,437 @@
+package fetcher_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	samples "github.com/crawlstack/crawlstack/events"
+	"github.com/crawlstack/crawlstack/functions/fetch/fetcher"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/fileblob"
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/robots"
+	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/warcfile"
+)
+
+const (
+	fetchQ    = "fetch"
+	parseQ    = "parse"
+	crawl     = "my-seeds-5c1f0e9a7b2d" // the crawl of the sample messages
+	userAgent = "crawlstack-test/1.0 (+https://example.test/bot)"
+	page      = "<!doctype html><html><head><title>T</title></head><body><a href=\"/about\">about</a></body></html>"
+)
+
+// site is the loopback web server the samples' example.test URLs are moved to. It counts the
+// requests for every path.
+type site struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newSite(t *testing.T) *site {
+	s := &site{hits: map[string]int{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		switch r.URL.Path {
+		case "/robots.txt":
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
+		case "/", "/about", "/private/page":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, page)
+		case "/busy":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/slow-down":
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case "/data.json":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"not":"html"}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *site) hitsOf(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+// delayedSend is a sender to the embedded queue that records the delay of each entry and sends
+// it without one, so the test can receive a re-queued message at once and see its receive count.
+type delayedSend struct {
+	q      *sqlite.Queue
+	mu     sync.Mutex
+	delays map[string]time.Duration // body -> requested delay
+}
+
+func (d *delayedSend) SendBatch(ctx context.Context, name string, entries []queue.Entry) error {
+	d.mu.Lock()
+	out := make([]queue.Entry, len(entries))
+	for i, e := range entries {
+		d.delays[e.Body] = e.Delay
+		e.Delay = 0
+		out[i] = e
+	}
+	d.mu.Unlock()
+	return d.q.SendBatch(ctx, name, out)
+}
+
+// env is the fetch handler on the embedded adapters, a real HTTP client allowed onto loopback,
+// and a real robots.txt cache.
+type env struct {
+	t     *testing.T
+	site  *site
+	q     *sqlite.Queue
+	send  *delayedSend
+	blobs *fileblob.Store
+	state *crawlstate.Store
+	h     *fetcher.Handler
+}
+
+func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	blobs, err := fileblob.New(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := db.Queue()
+	for _, name := range []string{fetchQ, parseQ} {
+		if _, err := q.CreateQueue(ctx, name, queue.Config{Visibility: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard := netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)
+	client, err := httpfetch.New(httpfetch.Options{UserAgent: userAgent, Guard: guard, TotalTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	cfg := fetcher.DefaultConfig()
+	cfg.FetchQueue, cfg.ParseQueue = fetchQ, parseQ
+	cfg.HostRPS, cfg.HostConcurrency = 0, 0
+	cfg.MaxQuickRetry = 0 // no quick retries: a retryable status is handled at once
+	if tune != nil {
+		tune(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	state := crawlstate.New(db.Table("crawl"))
+	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
+	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
+		Guard: guard, Pages: blobs, Send: send, Log: log})
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, state: state, h: h}
+}
+
+// url is the site's URL for path.
+func (e *env) url(path string) string { return e.site.srv.URL + path }
+
+// sample returns the fetch sample moved onto the site, with every URL admitted as schedule would.
+func (e *env) sample() events.SQSEvent {
+	e.t.Helper()
+	b, err := samples.Read(samples.SQSFetch)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var ev events.SQSEvent
+	if err := jsonUnmarshal(samples.Rewrite(b, e.site.srv.URL), &ev); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, r := range ev.Records {
+		m, err := message.DecodeFetch(r.Body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.admit(m.URL, m.Root, m.Depth)
+	}
+	return ev
+}
+
+// record is the sample's first record carrying a fetch message for path on its receives-th
+// receive; the URL is admitted.
+func (e *env) record(id, path string, receives int) events.SQSMessage {
+	e.t.Helper()
+	rec := e.sample().Records[0]
+	m := message.Fetch{Header: message.Header{Crawl: crawl}, URL: e.url(path), Root: e.url("/"), Depth: 1}
+	body, err := message.Encode(m)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rec.MessageId, rec.Body = id, body
+	rec.Attributes = map[string]string{"ApproximateReceiveCount": itoa(receives), "SentTimestamp": "1795982400000"}
+	e.admit(m.URL, m.Root, m.Depth)
+	return rec
+}
+
+func (e *env) admit(raw, root string, depth int) {
+	e.t.Helper()
+	ctx := context.Background()
+	key := keyOf(e.t, raw)
+	if _, err := e.state.Admit(ctx, crawl, key, raw, root, depth); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.state.MarkEnqueued(ctx, crawl, key); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func keyOf(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := urlnorm.Normalize(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return urlnorm.Key(u.String())
+}
+
+func (e *env) item(path string) crawlstate.URL {
+	e.t.Helper()
+	u, err := e.state.Get(context.Background(), crawl, keyOf(e.t, e.url(path)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return u
+}
+
+func (e *env) handle(recs ...events.SQSMessage) []string {
+	e.t.Helper()
+	resp, err := e.h.Handle(context.Background(), events.SQSEvent{Records: recs})
+	if err != nil {
+		e.t.Fatalf("Handle returned an error, which fails the whole batch: %v", err)
+	}
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// received takes every visible message of the queue.
+func (e *env) received(name string) []queue.Message {
+	e.t.Helper()
+	var out []queue.Message
+	for {
+		msgs, err := e.q.Receive(context.Background(), name, queue.MaxBatch, time.Minute, 0)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			return out
+		}
+		out = append(out, msgs...)
+	}
+}
+
+func TestFetchSampleBatch(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	ev := e.sample()
+	if got := e.handle(ev.Records...); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	for _, p := range []string{"/", "/about"} {
+		if it := e.item(p); it.State != crawlstate.Fetched || it.Class != "" {
+			t.Errorf("%s = %+v, want fetched", p, it)
+		}
+	}
+	var got []string
+	for _, m := range e.received(parseQ) {
+		pm, err := message.DecodeParse(m.Body)
+		if err != nil {
+			t.Fatalf("invalid parse message: %v", err)
+		}
+		raw, err := e.blobs.GetRange(ctx, pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
+		if err != nil {
+			t.Fatalf("parse message points at %+v: %v", pm.WARC, err)
+		}
+		p, err := warcfile.Decode(raw)
+		if err != nil {
+			t.Fatalf("WARC record of %s: %v", pm.URL, err)
+		}
+		if p.URL != pm.FinalURL || p.Status != 200 || string(p.Body) != page || pm.Crawl != crawl {
+			t.Errorf("WARC record = %s %d %q for parse message %+v", p.URL, p.Status, p.Body, pm)
+		}
+		got = append(got, pm.URL)
+	}
+	slices.Sort(got)
+	if want := []string{e.url("/"), e.url("/about")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("parse messages for %v, want %v", got, want)
+	}
+	keys, err := e.blobs.List(ctx, fetcher.PagesPrefix+crawl+"/")
+	if err != nil || len(keys) != 1 {
+		t.Errorf("WARC files = %v, %v; want one for the batch", keys, err)
+	}
+}
+
+func TestDuplicateFetchMessageIsAcknowledgedWithoutARequest(t *testing.T) {
+	e := newEnv(t, nil)
+	ev := e.sample()
+	if got := e.handle(ev.Records...); len(got) != 0 {
+		t.Fatalf("first delivery: BatchItemFailures = %v", got)
+	}
+	e.received(parseQ)
+	again := ev.Records[0] // SQS delivers the same message again
+	other := ev.Records[0] // or schedule sent the URL twice
+	other.MessageId = "another-message-id"
+	before := e.site.hitsOf("/")
+	if got := e.handle(again, other); len(got) != 0 {
+		t.Errorf("duplicates: BatchItemFailures = %v, want none", got)
+	}
+	if n := e.site.hitsOf("/") - before; n != 0 {
+		t.Errorf("the server got %d more requests for /, want 0", n)
+	}
+	if m := e.received(parseQ); len(m) != 0 {
+		t.Errorf("duplicates sent %d parse messages, want 0", len(m))
+	}
+}
+
+func TestFetchOutcomes(t *testing.T) {
+	cases := []struct {
+		name     string
+		path     string
+		receives int
+		failed   bool // the record is in BatchItemFailures
+		state    crawlstate.State
+		class    errclass.Class
+		hits     int // requests for path
+	}{
+		{"robots disallowed", "/private/page", 1, false, crawlstate.Skipped, errclass.Robots, 0},
+		{"404 is terminal", "/missing", 1, false, crawlstate.Failed, errclass.HTTP4xx, 1},
+		{"not HTML", "/data.json", 1, false, crawlstate.Skipped, errclass.Type, 1},
+		// A 5xx fails only its record: SQS delivers it again after the visibility timeout.
+		{"503 before the last receive", "/busy", 1, true, crawlstate.Queued, "", 1},
+		{"503 on receive 4 of 5", "/busy", 4, true, crawlstate.Queued, "", 1},
+		// On the last receive the URL is recorded failed, and the record still fails so that
+		// SQS moves the message to the DLQ (from where `crawl redrive` can retry it).
+		{"503 on the last receive", "/busy", 5, true, crawlstate.Failed, errclass.HTTP5xx, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			rec := e.record("msg-1", c.path, c.receives)
+			got := e.handle(rec)
+			want := []string{}
+			if c.failed {
+				want = []string{"msg-1"}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("BatchItemFailures = %v, want %v", got, want)
+			}
+			it := e.item(c.path)
+			if it.State != c.state || it.Class != c.class {
+				t.Errorf("url = %s/%s (%s), want %s/%s", it.State, it.Class, it.Detail, c.state, c.class)
+			}
+			if it.Lease.After(time.Now()) {
+				t.Errorf("the claim of %s is still held by %q until %v", c.path, it.Owner, it.Lease)
+			}
+			if it.State == crawlstate.Queued && it.Owner != "" {
+				t.Errorf("the claim of %s was not released: owner %q", c.path, it.Owner)
+			}
+			if n := e.site.hitsOf(c.path); n != c.hits {
+				t.Errorf("%d requests for %s, want %d", n, c.path, c.hits)
+			}
+			if m := e.received(parseQ); len(m) != 0 {
+				t.Errorf("sent %d parse messages, want none", len(m))
+			}
+			if m := e.received(fetchQ); len(m) != 0 {
+				t.Errorf("re-queued %d fetch messages, want none", len(m))
+			}
+		})
+	}
+}
+
+// requeued returns the one fetch message re-sent to the fetch queue and its requested delay.
+func (e *env) requeued() (*message.Fetch, time.Duration, int) {
+	e.t.Helper()
+	msgs := e.received(fetchQ)
+	if len(msgs) != 1 {
+		e.t.Fatalf("%d messages re-queued, want 1", len(msgs))
+	}
+	m, err := message.DecodeFetch(msgs[0].Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.send.mu.Lock()
+	defer e.send.mu.Unlock()
+	return m, e.send.delays[msgs[0].Body], msgs[0].ReceiveCount
+}
+
+func TestLongRetryAfterIsRequeuedWithADelay(t *testing.T) {
+	e := newEnv(t, nil)
+	if got := e.handle(e.record("msg-1", "/slow-down", 1)); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none: the wait is a delayed re-queue", got)
+	}
+	m, delay, _ := e.requeued()
+	if m.URL != e.url("/slow-down") || m.Retries != 1 || m.Waits != 0 {
+		t.Errorf("re-queued %+v, want the same URL with retries 1", m)
+	}
+	if delay != queue.MaxDelay {
+		t.Errorf("delay = %v, want %v (Retry-After: 3600, capped at SQS's longest delay)", delay, queue.MaxDelay)
+	}
+	if it := e.item("/slow-down"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
+		t.Errorf("url = %+v, want queued and unclaimed", it)
+	}
+}
+
+func TestPolitenessWaitIsRequeuedAndBurnsNoReceives(t *testing.T) {
+	interval := 1000 * time.Second
+	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
+	u, _ := url.Parse(e.url("/"))
+	// Another worker has just fetched from the host: its next slot is interval away.
+	if wait, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil || wait != 0 {
+		t.Fatalf("ReserveSlot = %v, %v", wait, err)
+	}
+	// Even on the message's last allowed receive, waiting acknowledges it.
+	if got := e.handle(e.record("msg-1", "/about", 5)); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none", got)
+	}
+	m, delay, receives := e.requeued()
+	if m.URL != e.url("/about") || m.Waits != 1 || m.Retries != 0 {
+		t.Errorf("re-queued %+v, want the same URL with waits 1", m)
+	}
+	if delay <= fetcher.MaxInlineWait || delay > queue.MaxDelay {
+		t.Errorf("delay = %v, want more than %v and at most %v", delay, fetcher.MaxInlineWait, queue.MaxDelay)
+	}
+	if receives != 1 {
+		t.Errorf("the re-queued message is on receive %d, want 1", receives)
+	}
+	if n := e.site.hitsOf("/about"); n != 0 {
+		t.Errorf("%d requests for /about while the host's slot was taken, want 0", n)
+	}
+	if it := e.item("/about"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
+		t.Errorf("url = %+v, want queued and unclaimed", it)
+	}
+}
