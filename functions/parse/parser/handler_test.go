@@ -1,0 +1,287 @@
+package parser_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	samples "github.com/crawlstack/crawlstack/events"
+	"github.com/crawlstack/crawlstack/functions/parse/parser"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/fileblob"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/quarantine"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/warcfile"
+)
+
+const (
+	scheduleQ = "schedule"
+	maxDepth  = 3
+)
+
+// env is the parse handler on the embedded adapters in a temp dir.
+type env struct {
+	t     *testing.T
+	q     *sqlite.Queue
+	blobs *fileblob.Store
+	state *crawlstate.Store
+	h     *parser.Handler
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	blobs, err := fileblob.New(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := db.Queue()
+	if _, err := q.CreateQueue(context.Background(), scheduleQ, queue.Config{Visibility: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	state := crawlstate.New(db.Table("crawl"))
+	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "parse"}, Log: log}
+	h := parser.New(parser.Config{ScheduleQueue: scheduleQ, MaxDepth: maxDepth, UserAgentToken: "crawlstack",
+		Concurrency: 4}, state, blobs, q, batch, log)
+	return &env{t: t, q: q, blobs: blobs, state: state, h: h}
+}
+
+// sample returns the parse sample's record and message; the URL is admitted and fetched.
+func (e *env) sample() (events.SQSMessage, *message.Parse) {
+	e.t.Helper()
+	ev, err := samples.SQS(samples.SQSParse)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rec := ev.Records[0]
+	m, err := message.DecodeParse(rec.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := urlnorm.Key(m.URL)
+	if _, err := e.state.Admit(ctx, m.Crawl, key, m.URL, m.Root, m.Depth); err != nil {
+		e.t.Fatal(err)
+	}
+	return rec, m
+}
+
+// store writes raw at the sample message's WARC key and points the record at it.
+func (e *env) store(rec events.SQSMessage, m *message.Parse, raw []byte, depth int) events.SQSMessage {
+	e.t.Helper()
+	if err := e.blobs.Put(context.Background(), m.WARC.Key, raw, warcfile.ContentType); err != nil {
+		e.t.Fatal(err)
+	}
+	m.WARC.Offset, m.WARC.Length, m.Depth = 0, int64(len(raw)), depth
+	body, err := message.Encode(m)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rec.Body = body
+	return rec
+}
+
+// warc is a WARC file holding one HTML response.
+func warc(t *testing.T, url string, header http.Header, html string) []byte {
+	t.Helper()
+	h := http.Header{"Content-Type": {"text/html; charset=utf-8"}}
+	for k, v := range header {
+		h[k] = v
+	}
+	b, _, err := warcfile.Encode([]warcfile.Page{{URL: url, Status: 200, Header: h, Body: []byte(html),
+		FetchedAt: time.Date(2026, 11, 29, 20, 0, 1, 0, time.UTC)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (e *env) handle(recs ...events.SQSMessage) []string {
+	e.t.Helper()
+	resp, err := e.h.Handle(context.Background(), events.SQSEvent{Records: recs})
+	if err != nil {
+		e.t.Fatalf("Handle returned an error, which fails the whole batch: %v", err)
+	}
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+// sent returns the URLs of the links messages on the schedule queue, checking their header.
+func (e *env) sent(m *message.Parse) []string {
+	e.t.Helper()
+	var urls []string
+	for {
+		msgs, err := e.q.Receive(context.Background(), scheduleQ, queue.MaxBatch, time.Minute, 0)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			slices.Sort(urls)
+			return urls
+		}
+		for _, qm := range msgs {
+			l, err := message.DecodeLinks(qm.Body)
+			if err != nil {
+				e.t.Fatalf("invalid links message: %v", err)
+			}
+			if l.Crawl != m.Crawl || l.Root != m.Root || l.Parent != m.URL || l.Depth != m.Depth+1 {
+				e.t.Errorf("links message %+v: want crawl %s, root %s, parent %s, depth %d", l, m.Crawl, m.Root, m.URL, m.Depth+1)
+			}
+			urls = append(urls, l.URLs...)
+		}
+	}
+}
+
+// records reads every record line of the crawl.
+func (e *env) records(crawl string) []parser.Record {
+	e.t.Helper()
+	ctx := context.Background()
+	keys, err := e.blobs.List(ctx, parser.RecordsPrefix+crawl+"/")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []parser.Record
+	for _, k := range keys {
+		b, err := e.blobs.Get(ctx, k)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			var r parser.Record
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				e.t.Fatalf("record line %q: %v", sc.Text(), err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+const links = `<a href="/about">About</a> <a href="/blog/">Blog</a>`
+
+func TestParsePage(t *testing.T) {
+	all := []string{"http://example.test/about", "http://example.test/blog/"}
+	cases := []struct {
+		name     string
+		header   http.Header
+		html     string
+		depth    int
+		sent     []string
+		nofollow bool
+		outLinks []string
+	}{
+		{"links are followed", nil, "<title>Home</title>" + links, 0, all, false, all},
+		{"meta nofollow sends none", nil, `<title>Home</title><meta name="robots" content="nofollow">` + links,
+			0, nil, true, all},
+		{"meta nofollow for our token", nil, `<title>Home</title><meta name="crawlstack" content="nofollow">` + links,
+			0, nil, true, all},
+		{"rel=nofollow links are dropped", nil,
+			`<title>Home</title><a href="/about">About</a> <a rel="nofollow" href="/blog/">Blog</a>`,
+			0, []string{"http://example.test/about"}, false, all},
+		{"X-Robots-Tag nofollow sends none", http.Header{"X-Robots-Tag": {"nofollow"}}, "<title>Home</title>" + links,
+			0, nil, true, all},
+		{"links below MaxDepth are sent", nil, "<title>Home</title>" + links, maxDepth - 1, all, false, all},
+		{"links at MaxDepth are not sent", nil, "<title>Home</title>" + links, maxDepth, nil, false, all},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			rec, m := e.sample()
+			rec = e.store(rec, m, warc(t, m.FinalURL, c.header, c.html), c.depth)
+			if got := e.handle(rec); len(got) != 0 {
+				t.Errorf("BatchItemFailures = %v, want none", got)
+			}
+			if got := e.sent(m); !reflect.DeepEqual(got, c.sent) {
+				t.Errorf("links sent = %v, want %v", got, c.sent)
+			}
+			recs := e.records(m.Crawl)
+			if len(recs) != 1 {
+				t.Fatalf("%d records, want 1", len(recs))
+			}
+			r := recs[0]
+			if r.URL != m.URL || r.Title != "Home" || r.NoFollow != c.nofollow || r.Depth != c.depth ||
+				!reflect.DeepEqual(r.OutLinks, c.outLinks) || r.Class != "" || r.WARC != m.WARC {
+				t.Errorf("record = %+v, want url %s, title Home, nofollow %v, depth %d, outLinks %v", r, m.URL,
+					c.nofollow, c.depth, c.outLinks)
+			}
+			u, err := e.state.Get(context.Background(), m.Crawl, urlnorm.Key(m.URL))
+			if err != nil || !u.Parsed {
+				t.Errorf("url = %+v, %v; want parsed", u, err)
+			}
+		})
+	}
+}
+
+func TestDuplicateParseMessageWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	rec, m := e.sample()
+	rec = e.store(rec, m, warc(t, m.FinalURL, nil, "<title>Home</title>"+links), 0)
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("first delivery: BatchItemFailures = %v", got)
+	}
+	e.sent(m)
+	again := rec
+	again.MessageId = "a-second-copy"
+	if got := e.handle(rec, again); len(got) != 0 {
+		t.Errorf("duplicates: BatchItemFailures = %v, want none", got)
+	}
+	if got := e.sent(m); len(got) != 0 {
+		t.Errorf("duplicates sent links %v, want none", got)
+	}
+	if n := len(e.records(m.Crawl)); n != 1 {
+		t.Errorf("%d records after duplicates, want 1", n)
+	}
+}
+
+func TestGarbageWARCRange(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rec, m := e.sample()
+	rec = e.store(rec, m, []byte("this is not a gzipped WARC record at all"), 0)
+	if got := e.handle(rec); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none: a page that cannot be parsed is recorded, not retried", got)
+	}
+	recs := e.records(m.Crawl)
+	if len(recs) != 1 || recs[0].Class != errclass.Parse || recs[0].Error == "" || recs[0].URL != m.URL {
+		t.Fatalf("records = %+v, want one with class parse and its error", recs)
+	}
+	c, err := e.state.Counters(ctx, m.Crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ParseErrors != 1 || c.Classes[errclass.Parse] != 1 {
+		t.Errorf("counters = %+v, want 1 parse error of class parse", c)
+	}
+	if got := e.sent(m); len(got) != 0 {
+		t.Errorf("links sent = %v, want none", got)
+	}
+	if q, _ := e.blobs.List(ctx, quarantine.Prefix); len(q) != 0 {
+		t.Errorf("quarantined %v: a bad page is not a bad message", q)
+	}
+}
