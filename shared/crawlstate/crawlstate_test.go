@@ -1,0 +1,130 @@
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/sqlite"
+)
+
+// clock is a settable time source.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newStore(t *testing.T) (*Store, *clock) {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := New(db.Table("t"))
+	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	s.Now = c.now
+	return s, c
+}
+
+func TestClaimLeaseAndFinish(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	if res, err := s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0); err != nil || res != Admitted {
+		t.Fatalf("Admit = %v, %v", res, err)
+	}
+	if _, err := s.Claim(ctx, "c", "k", "A", time.Minute); err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if _, err := s.Claim(ctx, "c", "k", "B", time.Minute); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("B claimed a live lease: %v", err)
+	}
+	if _, err := s.Claim(ctx, "c", "k", "A", time.Minute); err != nil {
+		t.Fatalf("A could not reclaim its own lease (its redelivery after a crash): %v", err)
+	}
+	c.t = c.t.Add(2 * time.Minute) // the lease ran out on its own
+	u, err := s.Claim(ctx, "c", "k", "B", time.Minute)
+	if err != nil {
+		t.Fatalf("B could not take over an expired lease: %v", err)
+	}
+	if ok, err := s.Finish(ctx, "c", "k", "A", u.State, Fetched, nil); ok || err != nil {
+		t.Fatalf("A finished a URL it no longer holds: %v, %v", ok, err)
+	}
+	if ok, err := s.Finish(ctx, "c", "k", "B", u.State, Fetched, nil); !ok || err != nil {
+		t.Fatalf("B could not finish: %v, %v", ok, err)
+	}
+	if _, err := s.Claim(ctx, "c", "k", "B", time.Minute); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("a fetched URL was claimed again: %v", err)
+	}
+	if res, _ := s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0); res != Known {
+		t.Errorf("Admit of a fetched URL = %v, want Known", res)
+	}
+	cnt, err := s.Counters(ctx, "c")
+	if err != nil || cnt.Seen != 1 || cnt.Fetched != 1 || cnt.Pending() != 0 {
+		t.Errorf("counters = %+v, %v", cnt, err)
+	}
+}
+
+func TestFailedURLCanBeClaimedAfterRedrive(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0)
+	u, _ := s.Claim(ctx, "c", "k", "A", time.Minute)
+	if ok, err := s.Finish(ctx, "c", "k", "A", u.State, Failed, errclass.Errorf(errclass.HTTP5xx, "503")); !ok || err != nil {
+		t.Fatalf("finish failed: %v %v", ok, err)
+	}
+	u, err := s.Claim(ctx, "c", "k", "A", time.Minute)
+	if err != nil || u.State != Failed {
+		t.Fatalf("a redriven failed URL could not be claimed: %+v %v", u, err)
+	}
+	if ok, _ := s.Finish(ctx, "c", "k", "A", u.State, Fetched, nil); !ok {
+		t.Fatal("could not finish the redriven URL")
+	}
+	cnt, _ := s.Counters(ctx, "c")
+	if cnt.Failed != 0 || cnt.Fetched != 1 {
+		t.Errorf("counters after a redrive = %+v, want the failure moved to fetched", cnt)
+	}
+}
+
+func TestReserveSlotSpacesRequests(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	if w, err := s.ReserveSlot(ctx, "a.test", time.Second); w != 0 || err != nil {
+		t.Fatalf("first slot: wait %v, %v", w, err)
+	}
+	c.t = c.t.Add(300 * time.Millisecond)
+	if w, _ := s.ReserveSlot(ctx, "a.test", time.Second); w != 700*time.Millisecond {
+		t.Errorf("second slot 300ms later: wait %v, want 700ms", w)
+	}
+	if w, _ := s.ReserveSlot(ctx, "b.test", time.Second); w != 0 {
+		t.Errorf("another host waited %v", w)
+	}
+	c.t = c.t.Add(700 * time.Millisecond)
+	if w, _ := s.ReserveSlot(ctx, "a.test", time.Second); w != 0 {
+		t.Errorf("slot at the due time: wait %v, want 0", w)
+	}
+	if w, _ := s.ReserveSlot(ctx, "a.test", 0); w != 0 {
+		t.Errorf("no interval must never wait, waited %v", w)
+	}
+}
+
+func TestReserveBudget(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	for i := range 2 {
+		if err := s.ReserveBudget(ctx, "c", "a.test", 2, 0); err != nil {
+			t.Fatalf("page %d: %v", i, err)
+		}
+	}
+	if err := s.ReserveBudget(ctx, "c", "a.test", 2, 0); !errors.Is(err, ErrBudget) || errclass.Of(err) != errclass.Scope {
+		t.Errorf("third page = %v, want ErrBudget (scope)", err)
+	}
+	if err := s.ReserveBudget(ctx, "d", "b.test", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReserveBudget(ctx, "d", "b.test", 0, 1); errclass.Of(err) != errclass.Trap {
+		t.Errorf("host over budget = %v, want a trap error", err)
+	}
+}
