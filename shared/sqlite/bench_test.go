@@ -74,3 +74,27 @@ func BenchmarkTableUpdate(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
 }
+
+func BenchmarkTableGet(b *testing.B) {
+	tb := openDB(b).Table("bench")
+	ctx := context.Background()
+	const keys = 1000
+	for i := range keys {
+		err := tb.Put(ctx, fmt.Sprintf("url#%d", i), table.Item{"state": "fetched", "depth": int64(2), "enqueued": true,
+			"url": "https://example.com/p/" + fmt.Sprint(i), "root": "https://example.com/", "updatedAt": time.Now().UnixMilli()}, table.Cond{})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := tb.Get(ctx, fmt.Sprintf("url#%d", n.Add(1)%keys)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+}

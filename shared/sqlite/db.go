@@ -114,7 +114,7 @@ func Open(path string) (*DB, error) {
 		return nil, err
 	}
 	db.queue = q
-	if err := db.items.prepare(w); err != nil {
+	if err := db.items.prepare(w, r); err != nil {
 		db.Close()
 		return nil, err
 	}

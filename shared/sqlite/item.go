@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/crawlstack/crawlstack/shared/table"
 )
@@ -36,7 +38,16 @@ func encodeItem(it table.Item) (string, error) {
 }
 
 // decodeItem reads an item stored by encodeItem; numbers come back as int64.
+//
+// It runs on every read of the table, so the flat objects encodeItem writes (strings without
+// escapes, integers, bools) are read by a direct scan once encoding/json has validated the
+// document; anything else takes encoding/json's generic path.
 func decodeItem(doc string) (table.Item, error) {
+	if json.Valid([]byte(doc)) {
+		if it, ok := scanFlatItem(doc); ok {
+			return it, nil
+		}
+	}
 	dec := json.NewDecoder(strings.NewReader(doc))
 	dec.UseNumber()
 	var raw map[string]any
@@ -56,6 +67,90 @@ func decodeItem(doc string) (table.Item, error) {
 		it[name] = v
 	}
 	return it, nil
+}
+
+// scanFlatItem reads a valid JSON object whose values are all strings without escapes,
+// integers or bools. ok is false for anything else, and the caller decodes it generically.
+func scanFlatItem(doc string) (it table.Item, ok bool) {
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return nil, false
+	}
+	it = make(table.Item, 8)
+	i = skipSpace(doc, i+1)
+	if i < len(doc) && doc[i] == '}' {
+		return it, true
+	}
+	for i < len(doc) {
+		name, next, ok := plainString(doc, i)
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(doc, next)
+		if i >= len(doc) || doc[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(doc, i+1)
+		if i >= len(doc) {
+			return nil, false
+		}
+		switch c := doc[i]; {
+		case c == '"':
+			v, next, ok := plainString(doc, i)
+			if !ok {
+				return nil, false
+			}
+			it[name], i = v, next
+		case strings.HasPrefix(doc[i:], "true"):
+			it[name], i = true, i+4
+		case strings.HasPrefix(doc[i:], "false"):
+			it[name], i = false, i+5
+		case c == '-' || c >= '0' && c <= '9':
+			end := i + 1
+			for end < len(doc) && doc[end] >= '0' && doc[end] <= '9' {
+				end++
+			}
+			n, err := strconv.ParseInt(doc[i:end], 10, 64)
+			if err != nil {
+				return nil, false // a fraction, an exponent or out of range
+			}
+			it[name], i = n, end
+		default:
+			return nil, false
+		}
+		i = skipSpace(doc, i)
+		if i >= len(doc) {
+			return nil, false
+		}
+		switch doc[i] {
+		case '}':
+			return it, true
+		case ',':
+			i = skipSpace(doc, i+1)
+		default:
+			return nil, false // such as the '.' of a fraction
+		}
+	}
+	return nil, false
+}
+
+// plainString reads the string that starts at doc[i] ('"'); ok is false if it has escapes.
+func plainString(doc string, i int) (s string, next int, ok bool) {
+	if i >= len(doc) || doc[i] != '"' {
+		return "", 0, false
+	}
+	end := strings.IndexAny(doc[i+1:], "\\\"")
+	if end < 0 || doc[i+1+end] != '"' || !utf8.ValidString(doc[i+1:i+1+end]) {
+		return "", 0, false
+	}
+	return doc[i+1 : i+1+end], i + 2 + end, true
+}
+
+func skipSpace(doc string, i int) int {
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // asInt64 converts any Go integer to int64.

@@ -40,7 +40,7 @@ func (t *Table) CreateTable(ctx context.Context, name string) error {
 // Get returns the item with the key, or table.ErrNotFound.
 func (t *Table) Get(ctx context.Context, key string) (table.Item, error) {
 	var doc string
-	err := t.db.r.QueryRowContext(ctx, `SELECT item FROM items WHERE tbl = ? AND pk = ?`, t.name, key).Scan(&doc)
+	err := t.db.items.read.QueryRowContext(ctx, t.name, key).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get %s: %w", key, table.ErrNotFound)
 	}
@@ -198,12 +198,18 @@ func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, ite
 	return nil
 }
 
-// itemStmts are the item statements, prepared once on the writer connection.
+// itemStmts are the item statements, prepared once: get, put and del on the writer connection,
+// read on the readers.
 type itemStmts struct {
 	get, put, del *sql.Stmt
+	read          *sql.Stmt
 }
 
-func (s *itemStmts) prepare(w *sql.DB) error {
+func (s *itemStmts) prepare(w, r *sql.DB) error {
+	var err error
+	if s.read, err = r.Prepare(`SELECT item FROM items WHERE tbl = ? AND pk = ?`); err != nil {
+		return fmt.Errorf("prepare table statement: %w", err)
+	}
 	for _, st := range []struct {
 		p   **sql.Stmt
 		sql string

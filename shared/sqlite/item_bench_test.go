@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/table"
+)
+
+const benchDoc = `{"depth":2,"enqueued":true,"root":"https://example.com/","state":"fetched","updatedAt":1796000000000,"url":"https://example.com/p/1"}`
+
+// decodeItemGeneric is decoding with encoding/json alone: decodeItem's fast path must agree.
+func decodeItemGeneric(doc string) (table.Item, error) {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	it := table.Item{}
+	for k, v := range raw {
+		if n, ok := v.(json.Number); ok {
+			i, err := n.Int64()
+			if err != nil {
+				return nil, err
+			}
+			v = i
+		}
+		it[k] = v
+	}
+	return it, nil
+}
+
+func TestDecodeItemMatchesEncodingJSON(t *testing.T) {
+	for _, doc := range []string{
+		benchDoc, `{}`, ` { "a" : "b" , "n" : -0 , "t":false } `, `{"a":"x\"y","b":"\u00e9\/"}`,
+		`{"a":1.5}`, `{"a":1e3}`, `{"a":99999999999999999999}`, `{"a":null}`, `{"a":[1]}`, `{"a":{"b":1}}`,
+		`{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":"é"}`, `{"a":1`, `[1]`, `"s"`, ``, `{"a":tru}`, `{"a":01}`,
+		`{"a":-9223372036854775808,"b":9223372036854775807}`,
+	} {
+		got, gotErr := decodeItem(doc)
+		want, wantErr := decodeItemGeneric(doc)
+		if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(got, want)) {
+			t.Errorf("decodeItem(%q) = %#v, %v; encoding/json says %#v, %v", doc, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+func BenchmarkDecodeItem(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeItem(benchDoc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
