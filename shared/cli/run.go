@@ -263,11 +263,14 @@ func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, bo
 }
 
 // NewRunner plays Lambda's event source mappings for the three handlers: about concurrency
-// fetches in flight, in batches of up to 10.
+// fetches in flight, in batches of up to 10. A fetch batch records its pages together at its end,
+// so at most about concurrency pages are fetched but not yet recorded at any moment: the most a
+// crash can make the next run fetch again.
 func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurrency int, visibility time.Duration, log *slog.Logger) *localrun.Runner {
 	pollers := (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
+	batch := (concurrency + pollers - 1) / pollers // so pollers x batch stays close to concurrency
 	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
-		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: queue.MaxBatch, Visibility: visibility}
+		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: batch, Visibility: visibility}
 	}
 	return &localrun.Runner{Queues: q, Log: log, Sources: []localrun.Source{
 		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2)),
