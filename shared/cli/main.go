@@ -21,6 +21,7 @@ usage:
   crawl run [flags] SEEDFILE   crawl the URLs of SEEDFILE (one per line)
   crawl demo [flags]           serve a generated site on loopback and crawl it
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
+  crawl invoke [flags] FN EVENTFILE  run the schedule, fetch or parse handler once on a JSON event
   crawl help                   this text
 
 Run "crawl run -h" for the flags.
@@ -46,6 +47,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return demo(ctx, args[1:], stdout, stderr)
 	case "redrive":
 		return redrive(ctx, args[1:], stdout, stderr)
+	case "invoke":
+		return invoke(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
