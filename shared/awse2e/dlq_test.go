@@ -1,0 +1,225 @@
+package awse2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/awstest"
+	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+)
+
+// countedSite is a one-page site on its own loopback port (so its own host for politeness) whose
+// robots.txt asks for a Crawl-delay, which makes the fetcher take the host's politeness slot in
+// the table before every request. It counts the requests for each path.
+type countedSite struct {
+	url  string
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newCountedSite(t *testing.T) *countedSite {
+	t.Helper()
+	s := &countedSite{hits: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		switch r.URL.Path {
+		case "/robots.txt":
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, "User-agent: *\nCrawl-delay: 1\n")
+		case "/":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<!doctype html><html><head><title>slow host</title></head><body><p>one page</p></body></html>")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL + "/"
+	return s
+}
+
+func (s *countedSite) Hits(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+// errOutage is a transient table failure, such as DynamoDB throttling one hot item.
+var errOutage = errors.New("injected outage: ProvisionedThroughputExceededException")
+
+// slotOutage fails every write to one host's politeness slot while on: the cause of the poison.
+type slotOutage struct {
+	table.Table
+	key      string
+	on       atomic.Bool
+	failures atomic.Int64
+}
+
+func (s *slotOutage) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+	if s.on.Load() && key == s.key {
+		s.failures.Add(1)
+		return nil, errOutage
+	}
+	return s.Table.Update(ctx, key, u, cond)
+}
+
+// TestIntegrationPoisonReachesTheDLQAndRedrives makes one fetch message fail on every receive
+// (the table fails its host's politeness slot), and proves the way out of SQS's dead-letter
+// queue: after maxReceiveCount receives the URL is recorded failed and its message is in the
+// fetch DLQ while the rest of the crawl finishes; once the cause is fixed, `crawl redrive
+// --backend aws fetch` moves it back, and the crawl run again fetches that URL once and no
+// other page twice.
+func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
+	const maxReceive = 2
+	h := newHarness(t, 20, 4)
+	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: maxReceive})
+	slow := newCountedSite(t)
+	su, err := url.Parse(slow.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The politeness slot's key, as crawlstate documents it: "p#<host>".
+	outage := &slotOutage{Table: h.be.Table, key: "p#" + su.Host}
+	outage.on.Store(true)
+	ports := h.ports()
+	ports.Table = outage
+	ctx := context.Background()
+	crawl, err := h.crawl(ctx, h.config(), ports, h.be.Queue, 8, h.url, slow.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	norm, err := urlnorm.Normalize(slow.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := urlnorm.Key(norm.String())
+	st := crawlstate.New(h.be.Table)
+	u, err := st.Get(ctx, crawl, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.State != crawlstate.Failed || u.Class != errclass.Internal || !strings.Contains(u.Detail, "ProvisionedThroughputExceeded") {
+		t.Errorf("the poisoned URL is %s (class %q, %q), want failed with class %q and its cause",
+			u.State, u.Class, u.Detail, errclass.Internal)
+	}
+	if n := outage.failures.Load(); n != maxReceive {
+		t.Errorf("the slot failed %d times, want once per receive (%d)", n, maxReceive)
+	}
+	h.checkDLQs(map[string]int{"fetch": 1})
+	if n := slow.Hits("/"); n != 0 {
+		t.Errorf("the poisoned page was fetched %d times while its slot failed", n)
+	}
+	h.checkSite() // the rest of the crawl went on
+	c, err := st.Tally(ctx, crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Failed != 1 || c.Fetched != int64(h.site.Pages) || c.Pending() != 0 {
+		t.Errorf("after the first run: %+v, want %d fetched and 1 failed", c, h.site.Pages)
+	}
+
+	// Fix the cause, then redrive as a user would.
+	outage.on.Store(false)
+	if awstest.Emulators() {
+		// gofakes3 answers CreateBucket of an existing bucket with 409 BucketAlreadyExists, so
+		// the command's set-up would fail: name the queues as a deployed stack's outputs do.
+		h.queueEnv()
+	}
+	h.setenv()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(rctx, []string{"redrive", "--backend", "aws", "fetch"}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("crawl redrive --backend aws fetch: exit %d\n%s%s", code, &stdout, &stderr)
+	}
+	if out := stdout.String(); !strings.Contains(out, "moved 1 messages") && !strings.Contains(out, "started moving") {
+		t.Errorf("crawl redrive said %q, want it to move 1 message", out)
+	}
+	h.checkDLQs(map[string]int{})
+
+	again, err := h.crawl(ctx, h.config(), h.ports(), h.be.Queue, 8, h.url, slow.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != crawl {
+		t.Fatalf("the same seed file started crawl %s, then %s", crawl, again)
+	}
+	if n := slow.Hits("/"); n != 1 {
+		t.Errorf("after the redrive the page was fetched %d times, want once", n)
+	}
+	if u, err := st.Get(ctx, crawl, key); err != nil || u.State != crawlstate.Fetched {
+		t.Errorf("after the redrive the URL is %s (err %v), want fetched", u.State, err)
+	}
+	if r := h.site.Repeats(); len(r) != 0 {
+		t.Errorf("pages fetched more than once: %v", r)
+	}
+	for name, c := range map[string]func(context.Context, string) (crawlstate.Counters, error){
+		"items": st.Tally, "live counters": st.Counters,
+	} {
+		got, err := c(ctx, crawl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Failed != 0 || got.Fetched != int64(h.site.Pages)+1 || got.Pending() != 0 {
+			t.Errorf("%s after the redrive: %+v, want %d fetched, none failed or pending", name, got, h.site.Pages+1)
+		}
+	}
+	if !h.records(crawl)[slow.url] {
+		t.Errorf("no record for the redriven page %s", slow.url)
+	}
+	h.checkRecords(crawl)
+	h.checkDLQs(map[string]int{})
+}
+
+// TestIntegrationPolitenessWaitsNeverReachTheDLQ crawls with a per-host rate that most fetch
+// messages must wait for, and a maxReceiveCount of 2: the waits re-send the messages with a delay
+// instead of failing them, so every page is fetched, no dead-letter queue receives anything, and
+// the requests keep the host's interval.
+func TestIntegrationPolitenessWaitsNeverReachTheDLQ(t *testing.T) {
+	const rps = 4
+	h := newHarness(t, 16, 4)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 2})
+	cfg := h.config()
+	cfg.HostRPS = rps
+	ports := h.ports()
+	sent := &countingSender{Sender: h.be.Queue, fetchQueue: h.res.Fetch}
+	ports.Queue = sent
+	crawl, err := h.crawl(context.Background(), cfg, ports, h.be.Queue, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.checkNothingLost(crawl) // also: every dead-letter queue is empty
+	if r := h.site.Repeats(); len(r) != 0 {
+		t.Errorf("pages fetched more than once: %v", r)
+	}
+	t.Logf("%d fetch messages re-sent with a delay to wait for the host", sent.delayed.Load())
+	if n := sent.delayed.Load(); n == 0 {
+		t.Errorf("no fetch message was re-sent with a delay: the test forced no politeness wait")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	const interval = time.Second / rps
+	const slack = 25 * time.Millisecond // request travel time after the slot is taken
+	for i := 1; i < len(h.times); i++ {
+		if gap := h.times[i].Sub(h.times[i-1]); gap < interval-slack {
+			t.Errorf("requests %d and %d were %v apart, want about %v or more", i-1, i, gap, interval)
+		}
+	}
+}
