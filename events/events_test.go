@@ -10,6 +10,7 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/functions/schedule/scheduler"
 	"github.com/crawlstack/crawlstack/shared/message"
 )
 
@@ -169,8 +170,13 @@ func TestMessageBatches(t *testing.T) {
 			ev := sqsEvent(t, c.file)
 			var bad []int
 			for i, r := range ev.Records {
-				if _, err := message.Decode(r.Body, c.kind); err != nil {
+				m, err := message.Decode(r.Body, c.kind)
+				if err != nil {
 					bad = append(bad, i)
+					continue
+				}
+				if got := reflect.ValueOf(m).Elem().FieldByName("Crawl").String(); got != seedCrawl(t) {
+					t.Errorf("record %d is of crawl %q, want %q (the crawl of %s)", i, got, seedCrawl(t), S3PutSeed)
 				}
 			}
 			if !reflect.DeepEqual(bad, c.poison) {
@@ -178,6 +184,18 @@ func TestMessageBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seedCrawl is the crawl that the S3 put sample starts: the message samples belong to it.
+func seedCrawl(t *testing.T) string {
+	t.Helper()
+	ev := sqsEvent(t, S3PutSeed)
+	var s3 lambdaevents.S3Event
+	if err := json.Unmarshal([]byte(ev.Records[0].Body), &s3); err != nil {
+		t.Fatal(err)
+	}
+	o := s3.Records[0].S3
+	return scheduler.CrawlID(o.Bucket.Name, o.Object.URLDecodedKey, o.Object.Sequencer)
 }
 
 func TestEventBridgeTick(t *testing.T) {

@@ -35,7 +35,7 @@ import (
 const (
 	fetchQ    = "fetch"
 	parseQ    = "parse"
-	crawl     = "my-seeds-5c1f0e9a7b2d" // the crawl of the sample messages
+	crawl     = "my-seeds-25f56f7b9ed9" // the crawl of the sample messages
 	userAgent = "crawlstack-test/1.0 (+https://example.test/bot)"
 	page      = "<!doctype html><html><head><title>T</title></head><body><a href=\"/about\">about</a></body></html>"
 )

@@ -290,7 +290,7 @@ func TestLinksBatch(t *testing.T) {
 			}
 			// other.test is out of the host scope of the seed http://example.test/.
 			u, _ := urlnorm.Normalize("http://other.test/elsewhere")
-			it, err := e.state.Get(ctx, "my-seeds-5c1f0e9a7b2d", urlnorm.Key(u.String()))
+			it, err := e.state.Get(ctx, "my-seeds-25f56f7b9ed9", urlnorm.Key(u.String()))
 			if err != nil || it.State != crawlstate.Skipped || it.Class != "scope" {
 				t.Errorf("out-of-scope link = %+v, %v; want skipped with class scope", it, err)
 			}
