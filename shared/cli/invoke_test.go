@@ -128,8 +128,8 @@ func TestInvokeErrors(t *testing.T) {
 	dir := t.TempDir()
 	notJSON := filepath.Join(dir, "bad.json")
 	unknown := filepath.Join(dir, "unknown.json")
-	os.WriteFile(notJSON, []byte(`{"Records": [`), 0o644)
-	os.WriteFile(unknown, []byte(`{"httpMethod": "GET"}`), 0o644)
+	writeEvent(t, notJSON, `{"Records": [`)
+	writeEvent(t, unknown, `{"httpMethod": "GET"}`)
 	state := filepath.Join(dir, "state")
 	emb := []string{"invoke", "--backend", "embedded", "--state", state}
 	cases := []struct {
@@ -162,11 +162,18 @@ func TestInvokeErrors(t *testing.T) {
 	}
 }
 
+func writeEvent(t *testing.T, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestInvokeAWSNeedsItsConfiguration(t *testing.T) {
 	t.Setenv("CRAWL_TABLE", "")
 	t.Setenv("CRAWL_BUCKET", "")
 	file := filepath.Join(t.TempDir(), "ev.json")
-	os.WriteFile(file, []byte(`{"Records": []}`), 0o644)
+	writeEvent(t, file, `{"Records": []}`)
 	code, _, stderr := invokeMain(t, "invoke", "fetch", file)
 	if code != ExitFailed || !strings.Contains(stderr, "CRAWL_TABLE") {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming CRAWL_TABLE", code, stderr)
