@@ -35,6 +35,14 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		}))
 	}
 
+	// Every handler sets malformed messages aside under quarantine/<fn>/, and only there.
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("s3:PutObject"),
+			Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(QuarantinePrefix + name + "/*"))),
+		}))
+	}
+
 	seedReads := []string{*bucket.ArnForObjects(jsii.String(SeedsPrefix + "*"))}
 	if cfg.RecrawlPrefix != SeedsPrefix {
 		seedReads = append(seedReads, *bucket.ArnForObjects(jsii.String(cfg.RecrawlPrefix + "*")))
@@ -50,6 +58,11 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Conditions: &map[string]any{
 			"StringLike": map[string]any{"s3:prefix": []string{cfg.RecrawlPrefix + "*"}},
 		},
+	}))
+
+	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:PutObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*"))),
 	}))
 
 	fetch := fns[FnFetch].Function

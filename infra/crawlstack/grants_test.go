@@ -33,12 +33,15 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Bucket/seeds/*", []string{"s3:GetObject"}),
 			on("Bucket/recrawl/*", []string{"s3:GetObject"}), // the test context's recrawl prefix
 			on("Bucket if s3:prefix=recrawl/*", []string{"s3:ListBucket"}),
+			on("Bucket/crawls/*", []string{"s3:PutObject"}),              // seed reports
+			on("Bucket/quarantine/schedule/*", []string{"s3:PutObject"}), // poison messages
 		}},
 		{"Fetch", [][]string{
 			on("FetchQueue", consume, send), // consumes; delayed re-queue
 			on("ParseQueue", send),
 			on("Table", table),
 			on("Bucket/pages/*", []string{"s3:AbortMultipartUpload", "s3:PutObject"}),
+			on("Bucket/quarantine/fetch/*", []string{"s3:PutObject"}),
 		}},
 		{"Parse", [][]string{
 			on("ParseQueue", consume),
@@ -46,6 +49,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Table", table),
 			on("Bucket/pages/*", []string{"s3:GetObject"}),
 			on("Bucket/records/*", []string{"s3:AbortMultipartUpload", "s3:PutObject"}),
+			on("Bucket/quarantine/parse/*", []string{"s3:PutObject"}),
 		}},
 	}
 	for _, tt := range tests {

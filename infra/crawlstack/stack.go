@@ -20,6 +20,10 @@ const (
 	SeedsPrefix   = "seeds/"
 	PagesPrefix   = "pages/"
 	RecordsPrefix = "records/"
+	// CrawlsPrefix holds each crawl's seed report (crawls/<crawl>/seeds.json), written by schedule.
+	CrawlsPrefix = "crawls/"
+	// QuarantinePrefix holds malformed messages, each handler under its own name.
+	QuarantinePrefix = "quarantine/"
 )
 
 // NewStack builds the whole crawler: storage, queues, functions, the re-crawl

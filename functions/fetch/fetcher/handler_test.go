@@ -323,25 +323,37 @@ func TestFetchOutcomes(t *testing.T) {
 		name     string
 		path     string
 		receives int
+		retries  int  // deferred retries the message has had
 		failed   bool // the record is in BatchItemFailures
 		state    crawlstate.State
 		class    errclass.Class
 		hits     int // requests for path
+		requeued int // fetch messages re-sent with a delay
 	}{
-		{"robots disallowed", "/private/page", 1, false, crawlstate.Skipped, errclass.Robots, 0},
-		{"404 is terminal", "/missing", 1, false, crawlstate.Failed, errclass.HTTP4xx, 1},
-		{"not HTML", "/data.json", 1, false, crawlstate.Skipped, errclass.Type, 1},
-		// A 5xx fails only its record: SQS delivers it again after the visibility timeout.
-		{"503 before the last receive", "/busy", 1, true, crawlstate.Queued, "", 1},
-		{"503 on receive 4 of 5", "/busy", 4, true, crawlstate.Queued, "", 1},
-		// On the last receive the URL is recorded failed, and the record still fails so that
-		// SQS moves the message to the DLQ (from where `crawl redrive` can retry it).
-		{"503 on the last receive", "/busy", 5, true, crawlstate.Failed, errclass.HTTP5xx, 1},
+		{"robots disallowed", "/private/page", 1, 0, false, crawlstate.Skipped, errclass.Robots, 0, 0},
+		{"404 is terminal", "/missing", 1, 0, false, crawlstate.Failed, errclass.HTTP4xx, 1, 0},
+		{"not HTML", "/data.json", 1, 0, false, crawlstate.Skipped, errclass.Type, 1, 0},
+		// A 5xx past the quick-retry budget is retried later by a delayed re-queue: the record is
+		// done, the claim released, and no receive count is burnt on the wait.
+		{"503 is re-queued with a backoff delay", "/busy", 1, 0, false, crawlstate.Queued, "", 1, 1},
+		{"503 on a late receive is re-queued too", "/busy", 4, 2, false, crawlstate.Queued, "", 1, 1},
+		// After MaxRetries deferred retries the URL is failed for good, with its class.
+		{"503 after the last retry fails for good", "/busy", 1, 5, false, crawlstate.Failed, errclass.HTTP5xx, 1, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			rec := e.record("msg-1", c.path, c.receives)
+			if c.retries > 0 {
+				m, err := message.DecodeFetch(rec.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Retries = c.retries
+				if rec.Body, err = message.Encode(m); err != nil {
+					t.Fatal(err)
+				}
+			}
 			got := e.handle(rec)
 			want := []string{}
 			if c.failed {
@@ -366,8 +378,19 @@ func TestFetchOutcomes(t *testing.T) {
 			if m := e.received(parseQ); len(m) != 0 {
 				t.Errorf("sent %d parse messages, want none", len(m))
 			}
-			if m := e.received(fetchQ); len(m) != 0 {
-				t.Errorf("re-queued %d fetch messages, want none", len(m))
+			msgs := e.received(fetchQ)
+			if len(msgs) != c.requeued {
+				t.Fatalf("re-queued %d fetch messages, want %d", len(msgs), c.requeued)
+			}
+			for _, q := range msgs {
+				m, err := message.DecodeFetch(q.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Retries != c.retries+1 || q.ReceiveCount != 1 {
+					t.Errorf("re-queued with %d retries on receive %d, want %d retries on a fresh message",
+						m.Retries, q.ReceiveCount, c.retries+1)
+				}
 			}
 		})
 	}
@@ -433,5 +456,45 @@ func TestPolitenessWaitIsRequeuedAndBurnsNoReceives(t *testing.T) {
 	}
 	if it := e.item("/about"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
 		t.Errorf("url = %+v, want queued and unclaimed", it)
+	}
+}
+
+// robotsFunc is a RobotsChecker made of a function.
+type robotsFunc func(context.Context, *url.URL) (robots.Decision, error)
+
+func (f robotsFunc) Check(ctx context.Context, u *url.URL) (robots.Decision, error) { return f(ctx, u) }
+
+// A failure that is not the page's (here the robots cache's backend) fails the record so SQS
+// delivers it again; on the last allowed receive the URL is recorded failed first, and the message
+// goes on to the DLQ, from where `crawl redrive fetch` can retry it.
+func TestInfrastructureFailureGoesToTheDLQOnTheLastReceive(t *testing.T) {
+	for _, tt := range []struct {
+		receives int
+		state    crawlstate.State
+	}{{1, crawlstate.Queued}, {4, crawlstate.Queued}, {5, crawlstate.Failed}} {
+		t.Run("receive_"+itoa(tt.receives), func(t *testing.T) {
+			e := newEnv(t, nil)
+			cfg := fetcher.DefaultConfig()
+			cfg.FetchQueue, cfg.ParseQueue, cfg.HostRPS = fetchQ, parseQ, 0
+			broken := robotsFunc(func(context.Context, *url.URL) (robots.Decision, error) {
+				return robots.Decision{}, errclass.Errorf(errclass.Internal, "table unavailable")
+			})
+			e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, Robots: broken,
+				Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
+				Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if got := e.handle(e.record("msg-1", "/", tt.receives)); !reflect.DeepEqual(got, []string{"msg-1"}) {
+				t.Errorf("BatchItemFailures = %v, want [msg-1]", got)
+			}
+			it := e.item("/")
+			if it.State != tt.state || it.Owner != "" && it.State == crawlstate.Queued {
+				t.Errorf("url = %s (owner %q), want %s with the claim released", it.State, it.Owner, tt.state)
+			}
+			if tt.state == crawlstate.Failed && it.Class != errclass.Internal {
+				t.Errorf("class = %q, want internal", it.Class)
+			}
+			if n := e.site.hitsOf("/"); n != 0 {
+				t.Errorf("fetched / %d times despite the failure", n)
+			}
+		})
 	}
 }
