@@ -186,8 +186,11 @@ cmd_test() {
     cd "$ROOT"
     go test -race -count=1 -v -run Integration "$@"
   ) >"$out" 2>&1 || rc=$?
+  # DynamoDB Local sends no X-Amz-Crc32 on 400 answers, and the SDK warns about each one; the
+  # warnings stay in the full log but would bury the results here.
   grep -vE '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS|PASS$)' "$out" \
-    | grep -vE '^[[:space:]]*$' || true
+    | grep -vE '^[[:space:]]*$' \
+    | grep -vF 'WARN failed to close HTTP response body' || true
   local passed failed skipped broken
   passed="$(grep -cE '^[[:space:]]*--- PASS' "$out" || true)"
   failed="$(grep -cE '^[[:space:]]*--- FAIL' "$out" || true)"
