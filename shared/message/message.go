@@ -65,8 +65,11 @@ type Fetch struct {
 	Depth int    `json:"depth"`
 	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
 	Waits int `json:"waits,omitempty"`
-	// Retries counts the deferred retries after transient failures so far.
+	// Retries counts the re-queues for a server's Retry-After so far.
 	Retries int `json:"retries,omitempty"`
+	// NotBefore, when set, is the earliest time to fetch: a wait longer than SQS's 15-minute
+	// delay is chained through it.
+	NotBefore time.Time `json:"notBefore,omitzero"`
 }
 
 // Ref addresses one record inside a WARC file in the blob store.

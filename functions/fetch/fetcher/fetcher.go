@@ -163,6 +163,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if err != nil {
 		return nil, errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
 	}
+	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
+		return nil, h.resend(ctx, m, wait) // still inside a long Retry-After: keep waiting
+	}
 	key := urlnorm.Key(u.String())
 	owner := rec.MessageId
 	claimed, err := h.state.Claim(ctx, m.Crawl, key, owner, h.cfg.Lease)
@@ -197,6 +200,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	}
 	defer release()
 	var resp *httpfetch.Response
+	serverWait := false // the server asked for a wait with Retry-After
 	err = retry.Do(ctx, h.cfg.MaxQuickRetry, func() (time.Duration, error) {
 		r, err := h.http.Get(ctx, u.String())
 		if err != nil {
@@ -204,15 +208,21 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		}
 		resp = r
 		if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
-			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
+			after, ok := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
+			serverWait = ok
 			return after, errclass.Errorf(c, "status %d", r.Status)
 		}
 		return 0, nil
 	})
 	var deferred *retry.Deferred
 	switch {
-	case errors.As(err, &deferred):
+	case errors.As(err, &deferred) && serverWait:
+		// The server said when to come back: wait for it in the queue, burning no receive.
 		return nil, h.requeue(ctx, f, deferred.After, true, deferred.Err)
+	case errors.As(err, &deferred):
+		// The quick retries ran out: SQS delivers the message again after its visibility
+		// timeout, and after maxReceiveCount receives it moves to the DLQ, recorded failed.
+		return nil, h.fail(ctx, f, deferred.Err)
 	case err != nil && errclass.Retryable(errclass.Of(err)):
 		return nil, h.fail(ctx, f, err)
 	case err != nil:
@@ -319,16 +329,25 @@ func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration, i
 				errclass.Errorf(errclass.Internal, "waited for the host %d times", h.cfg.MaxWaits))
 		}
 	}
-	body, err := message.Encode(next)
-	if err != nil {
+	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
 		return err
 	}
-	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
+	if wait > queue.MaxDelay {
+		next.NotBefore = h.Now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
+	}
+	return h.resend(ctx, &next, wait)
+}
+
+// resend sends m to the fetch queue again, delayed by wait (at least a second, at most SQS's
+// 15 minutes; a longer wait is chained through m.NotBefore).
+func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Duration) error {
+	body, err := message.Encode(m)
+	if err != nil {
 		return err
 	}
 	delay := min(max(wait, time.Second), queue.MaxDelay)
 	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, []queue.Entry{{ID: "0", Body: body, Delay: delay}}); err != nil {
-		return fmt.Errorf("re-queue %s: %w", f.msg.URL, err)
+		return fmt.Errorf("re-queue %s: %w", m.URL, err)
 	}
 	return nil
 }

@@ -333,12 +333,15 @@ func TestFetchOutcomes(t *testing.T) {
 		{"robots disallowed", "/private/page", 1, 0, false, crawlstate.Skipped, errclass.Robots, 0, 0},
 		{"404 is terminal", "/missing", 1, 0, false, crawlstate.Failed, errclass.HTTP4xx, 1, 0},
 		{"not HTML", "/data.json", 1, 0, false, crawlstate.Skipped, errclass.Type, 1, 0},
-		// A 5xx past the quick-retry budget is retried later by a delayed re-queue: the record is
-		// done, the claim released, and no receive count is burnt on the wait.
-		{"503 is re-queued with a backoff delay", "/busy", 1, 0, false, crawlstate.Queued, "", 1, 1},
-		{"503 on a late receive is re-queued too", "/busy", 4, 2, false, crawlstate.Queued, "", 1, 1},
-		// After MaxRetries deferred retries the URL is failed for good, with its class.
-		{"503 after the last retry fails for good", "/busy", 1, 5, false, crawlstate.Failed, errclass.HTTP5xx, 1, 0},
+		// A 5xx fails only its record: SQS delivers it again after the visibility timeout.
+		{"503 before the last receive", "/busy", 1, 0, true, crawlstate.Queued, "", 1, 0},
+		{"503 on receive 4 of 5", "/busy", 4, 0, true, crawlstate.Queued, "", 1, 0},
+		// On the last receive the URL is recorded failed, and the record still fails so that
+		// SQS moves the message to the DLQ (from where `crawl redrive` can retry it).
+		{"503 on the last receive", "/busy", 5, 0, true, crawlstate.Failed, errclass.HTTP5xx, 1, 0},
+		// A server's Retry-After is waited for in the queue, at most MaxRetries times.
+		{"429 with Retry-After is re-queued", "/slow-down", 1, 0, false, crawlstate.Queued, "", 1, 1},
+		{"429 after the last retry fails for good", "/slow-down", 1, 5, false, crawlstate.Failed, errclass.HTTP429, 1, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -426,6 +429,25 @@ func TestLongRetryAfterIsRequeuedWithADelay(t *testing.T) {
 	}
 	if it := e.item("/slow-down"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
 		t.Errorf("url = %+v, want queued and unclaimed", it)
+	}
+	// The rest of the hour is chained: the re-queued message carries when it may be fetched, and
+	// receiving it early sends it on again without a request.
+	if wait := time.Until(m.NotBefore); wait < 59*time.Minute || wait > time.Hour {
+		t.Fatalf("NotBefore is %v away, want the hour of the Retry-After", wait)
+	}
+	body, err := message.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := e.record("msg-2", "/slow-down", 1)
+	early.Body = body
+	hits := e.site.hitsOf("/slow-down")
+	if got := e.handle(early); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none", got)
+	}
+	again, delay, _ := e.requeued()
+	if e.site.hitsOf("/slow-down") != hits || !again.NotBefore.Equal(m.NotBefore) || delay != queue.MaxDelay {
+		t.Errorf("an early message was fetched or lost its wait: %+v, delay %v", again, delay)
 	}
 }
 
