@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -251,9 +252,13 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 	return failed
 }
 
+// truncate cuts s to at most n bytes at a rune boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }
