@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"log/slog"
 	"net/http"
 	"os"
@@ -37,10 +38,11 @@ func run(addr string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	faker := gofakes3.New(s3mem.New())
+	backend := s3mem.New()
+	faker := gofakes3.New(backend)
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           noRangeChecksum(faker.Server()),
+		Handler:           ownedBucket(backend, noRangeChecksum(faker.Server())),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	errc := make(chan error, 1)
@@ -58,6 +60,26 @@ func run(addr string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// ownedBucket answers a CreateBucket for a bucket that exists with S3's 409
+// BucketAlreadyOwnedByYou. gofakes3 1.2.0 answers BucketAlreadyExists (a bucket of another
+// account), but this emulator has one account, so every existing bucket is the caller's own.
+func ownedBucket(b gofakes3.Backend, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.Trim(r.URL.Path, "/")
+		if r.Method == http.MethodPut && name != "" && !strings.Contains(name, "/") && r.URL.RawQuery == "" {
+			if exists, err := b.BucketExists(name); err == nil && exists {
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusConflict)
+				fmt.Fprintf(w, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>BucketAlreadyOwnedByYou</Code>"+
+					"<Message>Your previous request to create the named bucket succeeded and you already own it.</Message>"+
+					"<BucketName>%s</BucketName></Error>", html.EscapeString(name))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // noRangeChecksum drops x-amz-checksum-* headers from the answer to a ranged GET. gofakes3 1.2.0

@@ -105,11 +105,12 @@ func (b *Backend) Setup(ctx context.Context, s QueueSettings) (Resources, error)
 	if err := mk("parse", &r.Parse, &r.ParseDLQ); err != nil {
 		return r, err
 	}
+	// The adapters' errors already name the table or bucket.
 	if err := b.Table.CreateTable(ctx, b.TableName); err != nil {
-		return r, fmt.Errorf("create table %s: %w", b.TableName, err)
+		return r, err
 	}
 	if err := b.Blobs.CreateBucket(ctx, b.Bucket); err != nil {
-		return r, fmt.Errorf("create bucket %s: %w", b.Bucket, err)
+		return r, err
 	}
 	return r, nil
 }

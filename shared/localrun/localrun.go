@@ -147,7 +147,9 @@ func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log
 	ev := Event(s.Name, msgs)
 	r.Stats.Batches.Add(1)
 	r.Stats.Records.Add(int64(len(msgs)))
+	stop := r.heartbeat(ctx, s, msgs, log)
 	resp, err := safeInvoke(ctx, s.Handler, ev)
+	stop()
 	if err != nil {
 		// A returned error fails the whole batch, as in Lambda.
 		if errors.Is(err, errPanic) {
@@ -174,6 +176,39 @@ func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log
 		}
 		cancel()
 	}
+}
+
+// heartbeat keeps the batch's messages invisible while the handler works on them, by extending
+// their visibility every half timeout. Lambda needs no such thing, because its function timeout is
+// at most a sixth of the visibility timeout; a laptop run has no function timeout, and a short
+// visibility keeps resuming after a crash quick. It returns a function that stops it.
+func (r *Runner) heartbeat(ctx context.Context, s Source, msgs []queue.Message, log *slog.Logger) func() {
+	if s.Visibility <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(s.Visibility / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, m := range msgs {
+				if err := r.Queues.ChangeVisibility(ctx, s.Queue, m.ReceiptHandle, s.Visibility); err != nil && ctx.Err() == nil {
+					log.Debug("extend visibility", "messageId", m.ID, "err", err.Error())
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 var errPanic = errors.New("handler panicked")
