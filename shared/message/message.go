@@ -255,3 +255,17 @@ func SplitLinks(tmpl Links, urls []string) []Links {
 	}
 	return out
 }
+
+// ByCrawl groups a batch's items by the crawl they belong to, keeping the order in which each
+// crawl first appears: a handler stores one object per crawl and batch.
+func ByCrawl[T any](items []T, crawl func(T) string) (order []string, groups map[string][]T) {
+	groups = map[string][]T{}
+	for _, it := range items {
+		c := crawl(it)
+		if _, ok := groups[c]; !ok {
+			order = append(order, c)
+		}
+		groups[c] = append(groups[c], it)
+	}
+	return order, groups
+}

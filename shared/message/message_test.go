@@ -149,3 +149,13 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestByCrawl(t *testing.T) {
+	order, groups := ByCrawl([]string{"b1", "a1", "b2", "c1", "a2"}, func(s string) string { return s[:1] })
+	if strings.Join(order, ",") != "b,a,c" {
+		t.Errorf("order = %v, want b,a,c (first appearance)", order)
+	}
+	if strings.Join(groups["a"], ",") != "a1,a2" || strings.Join(groups["b"], ",") != "b1,b2" || len(groups["c"]) != 1 {
+		t.Errorf("groups = %v", groups)
+	}
+}

@@ -20,14 +20,7 @@ const PagesPrefix = "pages/"
 // storeAll writes the batch's pages as one WARC file per crawl, sends their parse messages and
 // records them as fetched. It returns the message ids that must be delivered again.
 func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
-	byCrawl := map[string][]fetched{}
-	var order []string
-	for _, p := range pages {
-		if _, ok := byCrawl[p.msg.Crawl]; !ok {
-			order = append(order, p.msg.Crawl)
-		}
-		byCrawl[p.msg.Crawl] = append(byCrawl[p.msg.Crawl], p)
-	}
+	order, byCrawl := message.ByCrawl(pages, func(p fetched) string { return p.msg.Crawl })
 	var failed []string
 	for _, crawl := range order {
 		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)

@@ -193,14 +193,7 @@ func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*pars
 // storeAll writes each crawl's records, sends the links and marks the pages parsed. It returns the
 // message ids to deliver again.
 func (h *Handler) storeAll(ctx context.Context, pages []parsed) []string {
-	byCrawl := map[string][]parsed{}
-	var order []string
-	for _, p := range pages {
-		if _, ok := byCrawl[p.msg.Crawl]; !ok {
-			order = append(order, p.msg.Crawl)
-		}
-		byCrawl[p.msg.Crawl] = append(byCrawl[p.msg.Crawl], p)
-	}
+	order, byCrawl := message.ByCrawl(pages, func(p parsed) string { return p.msg.Crawl })
 	var failed []string
 	for _, crawl := range order {
 		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
