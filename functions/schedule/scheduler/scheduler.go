@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -266,7 +267,7 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 			if err != nil {
 				return err
 			}
-			entries = append(entries, queue.Entry{ID: fmt.Sprint(len(entries) % queue.MaxBatch), Body: b})
+			entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: b})
 			if len(entries) == queue.MaxBatch {
 				if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
 					return fmt.Errorf("send seed links: %w", err)
