@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ type sample struct {
 	CPU       float64 // user + system seconds of the child process
 	MaxRSSMiB float64 // peak resident set of the child process
 	Repeats   int     // pages the site served more than once
+	Conns     int     // TCP connections the site accepted
 }
 
 func (s sample) pagesPerSecond() float64 { return float64(s.Pages) / s.Seconds }
@@ -111,7 +113,13 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, pages, run i
 	if err != nil {
 		return sample{}, fmt.Errorf("listen on loopback: %w", err)
 	}
-	srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
+	var conns atomic.Int64
+	srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		}}
 	go srv.Serve(ln)
 	defer srv.Close()
 
@@ -141,7 +149,7 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, pages, run i
 	s := sample{Crawler: crawler, Pages: site.Fetched(), Seconds: r.Seconds,
 		CPU:       time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(),
 		MaxRSSMiB: float64(ru.Maxrss) / 1024, // Linux reports KiB
-		Repeats:   len(site.Repeats())}
+		Repeats:   len(site.Repeats()), Conns: int(conns.Load())}
 	if s.Pages != pages || r.Pages < int64(pages) {
 		return s, fmt.Errorf("the site served %d of its %d pages (the crawler counted %d)", s.Pages, pages, r.Pages)
 	}
@@ -158,10 +166,11 @@ func lastResult(out []byte) (result, error) {
 }
 
 func printHeader(w io.Writer) {
-	fmt.Fprintf(w, "%-10s %7s %8s %8s %15s %13s %8s\n", "crawler", "pages", "seconds", "pages/s", "CPU s/1k pages", "peak RSS MiB", "repeats")
+	fmt.Fprintf(w, "%-10s %7s %8s %8s %15s %13s %8s %8s\n", "crawler", "pages", "seconds", "pages/s", "CPU s/1k pages",
+		"peak RSS MiB", "repeats", "conns")
 }
 
 func printRow(w io.Writer, name string, s sample) {
-	fmt.Fprintf(w, "%-10s %7d %8.2f %8.0f %15.3f %13.1f %8d\n", name, s.Pages, s.Seconds, s.pagesPerSecond(),
-		s.cpuPer1000(), s.MaxRSSMiB, s.Repeats)
+	fmt.Fprintf(w, "%-10s %7d %8.2f %8.0f %15.3f %13.1f %8d %8d\n", name, s.Pages, s.Seconds, s.pagesPerSecond(),
+		s.cpuPer1000(), s.MaxRSSMiB, s.Repeats, s.Conns)
 }

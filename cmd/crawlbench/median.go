@@ -31,5 +31,6 @@ func medianSample(samples []sample) sample {
 	m.CPU = pick(func(s sample) float64 { return s.CPU })
 	m.MaxRSSMiB = pick(func(s sample) float64 { return s.MaxRSSMiB })
 	m.Repeats = int(pick(func(s sample) float64 { return float64(s.Repeats) }))
+	m.Conns = int(pick(func(s sample) float64 { return float64(s.Conns) }))
 	return m
 }
