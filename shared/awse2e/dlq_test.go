@@ -17,6 +17,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/awstest"
 	"github.com/crawlstack/crawlstack/shared/cli"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/e2etest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
@@ -97,10 +98,10 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 	// The politeness slot's key, as crawlstate documents it: "p#<host>".
 	outage := &slotOutage{Table: h.be.Table, key: "p#" + su.Host}
 	outage.on.Store(true)
-	ports := h.ports()
+	ports := h.Ports()
 	ports.Table = outage
 	ctx := context.Background()
-	crawl, err := h.crawl(ctx, h.config(), ports, h.be.Queue, 8, h.url, slow.url)
+	crawl, err := h.Crawl(ctx, h.Config(), ports, h.Queue, 8, h.Site.URL, slow.url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,17 +123,17 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 	if n := outage.failures.Load(); n != maxReceive {
 		t.Errorf("the slot failed %d times, want once per receive (%d)", n, maxReceive)
 	}
-	h.checkDLQs(map[string]int{"fetch": 1})
+	h.CheckDLQs(map[string]int{"fetch": 1})
 	if n := slow.Hits("/"); n != 0 {
 		t.Errorf("the poisoned page was fetched %d times while its slot failed", n)
 	}
-	h.checkSite() // the rest of the crawl went on
+	h.CheckSite() // the rest of the crawl went on
 	c, err := st.Tally(ctx, crawl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Failed != 1 || c.Fetched != int64(h.site.Pages) || c.Pending() != 0 {
-		t.Errorf("after the first run: %+v, want %d fetched and 1 failed", c, h.site.Pages)
+	if c.Failed != 1 || c.Fetched != int64(h.Site.Pages) || c.Pending() != 0 {
+		t.Errorf("after the first run: %+v, want %d fetched and 1 failed", c, h.Site.Pages)
 	}
 
 	// Fix the cause, then redrive as a user would.
@@ -152,9 +153,9 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 	if out := stdout.String(); !strings.Contains(out, "moved 1 messages") && !strings.Contains(out, "started moving") {
 		t.Errorf("crawl redrive said %q, want it to move 1 message", out)
 	}
-	h.checkDLQs(map[string]int{})
+	h.CheckDLQs(map[string]int{})
 
-	again, err := h.crawl(ctx, h.config(), h.ports(), h.be.Queue, 8, h.url, slow.url)
+	again, err := h.Crawl(ctx, h.Config(), h.Ports(), h.Queue, 8, h.Site.URL, slow.url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 	if u, err := st.Get(ctx, crawl, key); err != nil || u.State != crawlstate.Fetched {
 		t.Errorf("after the redrive the URL is %s (err %v), want fetched", u.State, err)
 	}
-	if r := h.site.Repeats(); len(r) != 0 {
+	if r := h.Site.Repeats(); len(r) != 0 {
 		t.Errorf("pages fetched more than once: %v", r)
 	}
 	for name, c := range map[string]func(context.Context, string) (crawlstate.Counters, error){
@@ -177,15 +178,15 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Failed != 0 || got.Fetched != int64(h.site.Pages)+1 || got.Pending() != 0 {
-			t.Errorf("%s after the redrive: %+v, want %d fetched, none failed or pending", name, got, h.site.Pages+1)
+		if got.Failed != 0 || got.Fetched != int64(h.Site.Pages)+1 || got.Pending() != 0 {
+			t.Errorf("%s after the redrive: %+v, want %d fetched, none failed or pending", name, got, h.Site.Pages+1)
 		}
 	}
-	if !h.records(crawl)[slow.url] {
+	if !h.Records(crawl)[slow.url] {
 		t.Errorf("no record for the redriven page %s", slow.url)
 	}
-	h.checkRecords(crawl)
-	h.checkDLQs(map[string]int{})
+	h.CheckRecords(crawl)
+	h.CheckDLQs(map[string]int{})
 }
 
 // TestIntegrationPolitenessWaitsNeverReachTheDLQ crawls with a per-host rate that most fetch
@@ -196,40 +197,27 @@ func TestIntegrationPolitenessWaitsNeverReachTheDLQ(t *testing.T) {
 	const rps = 4
 	h := newHarness(t, 16, 4)
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 2})
-	cfg := h.config()
+	cfg := h.Config()
 	cfg.HostRPS = rps
-	ports := h.ports()
-	sent := &countingSender{Sender: h.be.Queue, fetchQueue: h.res.Fetch}
+	ports := h.Ports()
+	sent := &e2etest.CountingSender{Sender: h.Queue, Queue: h.Res.Fetch}
 	ports.Queue = sent
-	crawl, err := h.crawl(context.Background(), cfg, ports, h.be.Queue, 8)
+	crawl, err := h.Crawl(context.Background(), cfg, ports, h.Queue, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.checkNothingLost(crawl) // also: every dead-letter queue is empty
-	if r := h.site.Repeats(); len(r) != 0 {
+	h.CheckNothingLost(crawl) // also: every dead-letter queue is empty
+	if r := h.Site.Repeats(); len(r) != 0 {
 		t.Errorf("pages fetched more than once: %v", r)
 	}
-	t.Logf("%d fetch messages re-sent with a delay to wait for the host", sent.delayed.Load())
-	if n := sent.delayed.Load(); n == 0 {
+	t.Logf("%d fetch messages re-sent with a delay to wait for the host", sent.Delayed.Load())
+	if n := sent.Delayed.Load(); n == 0 {
 		t.Errorf("no fetch message was re-sent with a delay: the test forced no politeness wait")
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	// The slots are taken at least interval apart; each request then arrives after its own
 	// travel time, which a loaded machine stretches by tens of milliseconds. So: no burst (no
 	// two requests within a fifth of the interval), and the whole crawl keeps the rate (n
 	// requests span at least n-2 intervals).
 	const interval = time.Second / rps
-	n := len(h.times)
-	if n < 2 {
-		t.Fatalf("the site saw %d page requests", n)
-	}
-	for i := 1; i < n; i++ {
-		if gap := h.times[i].Sub(h.times[i-1]); gap < interval/5 {
-			t.Errorf("requests %d and %d were %v apart: a burst, with a slot every %v", i-1, i, gap, interval)
-		}
-	}
-	if span, want := h.times[n-1].Sub(h.times[0]), time.Duration(n-2)*interval; span < want {
-		t.Errorf("%d requests in %v, want at least %v at %d per second", n, span, want, rps)
-	}
+	h.CheckPoliteness(interval, interval/5, interval)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/awstest"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/e2etest"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
@@ -144,7 +145,7 @@ func TestIntegrationLeaseExpiresInRealTime(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("B never claimed the URL")
 		}
-		pollPause()
+		e2etest.PollPause()
 	}
 	if refused == 0 {
 		t.Error("B was never refused: the test proved nothing about the live lease")

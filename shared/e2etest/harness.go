@@ -1,0 +1,147 @@
+package e2etest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/blob"
+	"github.com/crawlstack/crawlstack/shared/localrun"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/table"
+)
+
+// Queue is what the harness needs of a backend's queues: to send, to receive for the runner,
+// and to count the dead letters.
+type Queue interface {
+	queue.Sender
+	localrun.Queues
+}
+
+// Resources are the addresses of a crawl's queues, laid out as shared/cli's Resources so that
+// either converts to the other.
+type Resources struct {
+	Schedule, Fetch, Parse          string
+	ScheduleDLQ, FetchDLQ, ParseDLQ string
+}
+
+// StartFunc drops a seed file called name into the backend and starts its crawl, as
+// cli.StartCrawl does; it returns the crawl's id.
+type StartFunc func(ctx context.Context, res Resources, name string, body []byte) (string, error)
+
+// RunnerFunc builds the local runner of the three handlers, as cli.NewRunner does.
+type RunnerFunc func(q localrun.Queues, res Resources, hs *pipeline.Handlers, concurrency int, visibility time.Duration, log *slog.Logger) *localrun.Runner
+
+// Backend is what a crawl runs on: the adapters, the crawl's queues in them, and the two steps
+// of `crawl run` that start and drive a crawl.
+type Backend struct {
+	Queue  Queue
+	Table  table.Table
+	Blobs  blob.Store
+	Res    Resources
+	Start  StartFunc
+	Runner RunnerFunc
+}
+
+// NewBackend adapts a backend be of shared/cli to the harness: start and newRunner are
+// cli.StartCrawl and cli.NewRunner, and R is cli.Resources. The type parameters keep this
+// package free of shared/cli, whose own tests import it.
+func NewBackend[B any, R ~struct {
+	Schedule, Fetch, Parse          string
+	ScheduleDLQ, FetchDLQ, ParseDLQ string
+}](
+	be B, q Queue, tb table.Table, bl blob.Store, res R,
+	start func(context.Context, B, R, string, []byte) (string, error),
+	newRunner func(localrun.Queues, R, *pipeline.Handlers, int, time.Duration, *slog.Logger) *localrun.Runner,
+) Backend {
+	return Backend{Queue: q, Table: tb, Blobs: bl, Res: Resources(res),
+		Start: func(ctx context.Context, res Resources, name string, body []byte) (string, error) {
+			return start(ctx, be, R(res), name, body)
+		},
+		Runner: func(q localrun.Queues, res Resources, hs *pipeline.Handlers, concurrency int, visibility time.Duration, log *slog.Logger) *localrun.Runner {
+			return newRunner(q, R(res), hs, concurrency, visibility, log)
+		},
+	}
+}
+
+// Harness is a loopback demo site and a backend to crawl it on, for one test.
+type Harness struct {
+	T    testing.TB
+	Site *Site
+	Backend
+	// Visibility is the runner's visibility for the batches it receives (0: the queues' own).
+	Visibility time.Duration
+	// MaxReceive, when set, is the queues' maxReceiveCount, which Config passes on.
+	MaxReceive int
+	// Timeout, when set, bounds each crawl: a hang fails the test instead of blocking the package.
+	Timeout time.Duration
+	// DLQSettle is how long the dead-letter queues' counts may take to settle (SQS's are
+	// approximate and lag); 0 looks once, for a backend whose counts are exact.
+	DLQSettle time.Duration
+}
+
+// QuietLog is a logger that writes nothing, for handlers under test.
+func QuietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Config is the pipeline configuration of the tests: the crawl's queues, the loopback site
+// allowed, no rate limit.
+func (h *Harness) Config() pipeline.Config {
+	c := pipeline.DefaultConfig()
+	c.ScheduleQueue, c.FetchQueue, c.ParseQueue = h.Res.Schedule, h.Res.Fetch, h.Res.Parse
+	c.AllowNets = []string{"127.0.0.0/8"}
+	c.HostRPS, c.HostConcurrency = 0, 0
+	if h.MaxReceive > 0 {
+		c.MaxReceive = h.MaxReceive
+	}
+	return c
+}
+
+// Ports are the backend's adapters, unwrapped.
+func (h *Harness) Ports() pipeline.Ports {
+	return pipeline.Ports{Queue: h.Queue, Table: h.Table, Blobs: h.Blobs}
+}
+
+// Crawl starts a crawl of seeds (the site alone when empty) with fresh handlers over ports
+// (possibly wrapped) and runs the local runner on q until the pipeline is empty or ctx ends.
+// It returns the crawl id and the runner's error.
+func (h *Harness) Crawl(ctx context.Context, cfg pipeline.Config, ports pipeline.Ports, q localrun.Queues, concurrency int, seeds ...string) (string, error) {
+	h.T.Helper()
+	if h.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.Timeout)
+		defer cancel()
+	}
+	hs, err := pipeline.New(cfg, ports, QuietLog())
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	defer hs.Close()
+	if len(seeds) == 0 {
+		seeds = []string{h.Site.URL}
+	}
+	crawl, err := h.Start(ctx, h.Res, "seeds.txt", []byte(strings.Join(seeds, "\n")+"\n"))
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	err = h.Runner(q, h.Res, hs, concurrency, h.Visibility, QuietLog()).Run(ctx)
+	if h.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
+		h.T.Fatalf("the crawl did not finish within %v", h.Timeout)
+	}
+	return crawl, err
+}
+
+// CrawlSite crawls the site with the default configuration on the unwrapped backend, and
+// fails the test if the run fails.
+func (h *Harness) CrawlSite(concurrency int) string {
+	h.T.Helper()
+	crawl, err := h.Crawl(context.Background(), h.Config(), h.Ports(), h.Queue, concurrency)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return crawl
+}
