@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	samples "github.com/crawlstack/crawlstack/events"
 	"github.com/crawlstack/crawlstack/functions/fetch/fetcher"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fileblob"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
@@ -117,23 +117,8 @@ type env struct {
 
 func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	blobs, err := fileblob.New(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := db.Queue()
-	for _, name := range []string{fetchQ, parseQ} {
-		if _, err := q.CreateQueue(ctx, name, queue.Config{Visibility: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	be := embedtest.Open(t, fetchQ, parseQ)
+	q, blobs := be.Queue, be.Blobs
 	guard := netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)
 	client, err := httpfetch.New(httpfetch.Options{UserAgent: userAgent, Guard: guard, TotalTimeout: 10 * time.Second})
 	if err != nil {
@@ -148,7 +133,7 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 		tune(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	state := crawlstate.New(db.Table("crawl"))
+	state := crawlstate.New(be.Table)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Guard: guard, Pages: blobs, Send: send, Log: log})
@@ -227,16 +212,7 @@ func (e *env) item(path string) crawlstate.URL {
 
 func (e *env) handle(recs ...events.SQSMessage) []string {
 	e.t.Helper()
-	resp, err := e.h.Handle(context.Background(), events.SQSEvent{Records: recs})
-	if err != nil {
-		e.t.Fatalf("Handle returned an error, which fails the whole batch: %v", err)
-	}
-	ids := []string{}
-	for _, f := range resp.BatchItemFailures {
-		ids = append(ids, f.ItemIdentifier)
-	}
-	slices.Sort(ids)
-	return ids
+	return embedtest.Failures(e.t, e.h.Handle, recs...)
 }
 
 // received takes every visible message of the queue.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	samples "github.com/crawlstack/crawlstack/events"
 	"github.com/crawlstack/crawlstack/functions/parse/parser"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fileblob"
 	"github.com/crawlstack/crawlstack/shared/message"
@@ -46,22 +46,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	blobs, err := fileblob.New(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := db.Queue()
-	if _, err := q.CreateQueue(context.Background(), scheduleQ, queue.Config{Visibility: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
+	be := embedtest.Open(t, scheduleQ)
+	q, blobs := be.Queue, be.Blobs
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	state := crawlstate.New(db.Table("crawl"))
+	state := crawlstate.New(be.Table)
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "parse"}, Log: log}
 	h := parser.New(parser.Config{ScheduleQueue: scheduleQ, MaxDepth: maxDepth, UserAgentToken: "crawlstack",
 		Concurrency: 4}, state, blobs, q, batch, log)
@@ -120,15 +108,7 @@ func warc(t *testing.T, url string, header http.Header, html string) []byte {
 
 func (e *env) handle(recs ...events.SQSMessage) []string {
 	e.t.Helper()
-	resp, err := e.h.Handle(context.Background(), events.SQSEvent{Records: recs})
-	if err != nil {
-		e.t.Fatalf("Handle returned an error, which fails the whole batch: %v", err)
-	}
-	ids := []string{}
-	for _, f := range resp.BatchItemFailures {
-		ids = append(ids, f.ItemIdentifier)
-	}
-	return ids
+	return embedtest.Failures(e.t, e.h.Handle, recs...)
 }
 
 // sent returns the URLs of the links messages on the schedule queue, checking their header.

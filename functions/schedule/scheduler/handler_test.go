@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	samples "github.com/crawlstack/crawlstack/events"
 	"github.com/crawlstack/crawlstack/functions/schedule/scheduler"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/fileblob"
 	"github.com/crawlstack/crawlstack/shared/frontier"
 	"github.com/crawlstack/crawlstack/shared/message"
@@ -44,25 +44,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	blobs, err := fileblob.New(filepath.Join(dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := db.Queue()
-	for _, name := range []string{scheduleQ, fetchQ} {
-		if _, err := q.CreateQueue(ctx, name, queue.Config{Visibility: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	be := embedtest.Open(t, scheduleQ, fetchQ)
+	q, blobs := be.Queue, be.Blobs
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	state := crawlstate.New(db.Table("crawl"))
+	state := crawlstate.New(be.Table)
 	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, state, q, log)
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "schedule"}, Log: log}
 	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4}, front, blobs, q, batch, log)

@@ -1,0 +1,66 @@
+// Package embedtest gives handler tests the embedded backends (SQLite queue and table, file blob
+// store) on a temporary directory, and reads a handler's partial batch response.
+package embedtest
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/fileblob"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqlite"
+)
+
+// Backend is one test's embedded backend.
+type Backend struct {
+	Queue *sqlite.Queue
+	Table *sqlite.Table
+	Blobs *fileblob.Store
+}
+
+// Open opens a fresh backend in t.TempDir() with the named queues (visibility one minute), closed
+// when the test ends.
+func Open(t testing.TB, queues ...string) Backend {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	blobs, err := fileblob.New(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := db.Queue()
+	for _, name := range queues {
+		if _, err := q.CreateQueue(context.Background(), name, queue.Config{Visibility: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Backend{Queue: q, Table: db.Table("crawl"), Blobs: blobs}
+}
+
+// Handler is an SQS batch handler.
+type Handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// Failures runs h on recs and returns the sorted ids of its BatchItemFailures ([] for none). A
+// returned error fails the test: it would fail the whole batch in Lambda.
+func Failures(t testing.TB, h Handler, recs ...events.SQSMessage) []string {
+	t.Helper()
+	resp, err := h(context.Background(), events.SQSEvent{Records: recs})
+	if err != nil {
+		t.Fatalf("Handle returned an error, which fails the whole batch: %v", err)
+	}
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	slices.Sort(ids)
+	return ids
+}
