@@ -251,7 +251,8 @@ func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to S
 	return true, s.count(ctx, crawl, counts)
 }
 
-// SkipQueued moves a queued URL that was never sent (its budget ran out) to skipped.
+// SkipQueued moves a queued URL that no worker holds to skipped: its budget ran out before its
+// fetch message was sent, or its page was already fetched as another URL's redirect target.
 func (s *Store) SkipQueued(ctx context.Context, crawl, key string, cause error) error {
 	class := errclass.Of(cause)
 	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{

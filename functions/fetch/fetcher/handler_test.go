@@ -61,6 +61,8 @@ func newSite(t *testing.T) *site {
 		case "/", "/about", "/private/page":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, page)
+		case "/old":
+			http.Redirect(w, r, "/about", http.StatusMovedPermanently)
 		case "/busy":
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case "/slow-down":
@@ -494,5 +496,27 @@ func TestInfrastructureFailureGoesToTheDLQOnTheLastReceive(t *testing.T) {
 				t.Errorf("fetched / %d times despite the failure", n)
 			}
 		})
+	}
+}
+
+// A redirect target is fetched once: a later link to it is known, not fetched again.
+func TestRedirectTargetIsNotFetchedAgain(t *testing.T) {
+	e := newEnv(t, nil)
+	if got := e.handle(e.record("msg-1", "/old", 1)); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v", got)
+	}
+	if it := e.item("/old"); it.State != crawlstate.Fetched {
+		t.Fatalf("/old = %s, want fetched", it.State)
+	}
+	target := e.item("/about")
+	if target.State != crawlstate.Skipped || target.Class != errclass.Dup {
+		t.Errorf("/about = %s/%s, want skipped/duplicate (fetched through /old)", target.State, target.Class)
+	}
+	res, err := e.state.Admit(context.Background(), crawl, keyOf(t, e.url("/about")), e.url("/about"), e.url("/"), 2)
+	if err != nil || res != crawlstate.Known {
+		t.Errorf("admitting the redirect target again = %v, %v; want Known", res, err)
+	}
+	if n := e.site.hitsOf("/about"); n != 1 {
+		t.Errorf("/about was requested %d times, want once (through the redirect)", n)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
 
@@ -83,9 +85,29 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			// The page is stored and its parse message sent; the redelivery will fetch it again.
 			h.log.Error("record fetched", "url", p.msg.URL, "err", err.Error())
 			failed = append(failed, p.rec.MessageId)
+			continue
 		}
+		h.recordRedirectTarget(ctx, crawl, p)
 	}
 	return failed
+}
+
+// recordRedirectTarget marks the URL a redirect ended on as known, so that a link to it later does
+// not fetch the same page again. It is an optimisation: a failure is only logged.
+func (h *Handler) recordRedirectTarget(ctx context.Context, crawl string, p fetched) {
+	final, err := urlnorm.Normalize(p.resp.URL)
+	if err != nil || final.String() == p.msg.URL {
+		return
+	}
+	key := urlnorm.Key(final.String())
+	cause := errclass.Errorf(errclass.Dup, "fetched as the redirect target of %s", p.msg.URL)
+	added, err := h.state.Reject(ctx, crawl, key, final.String(), p.msg.Depth, cause)
+	if err == nil && !added {
+		err = h.state.SkipQueued(ctx, crawl, key, cause) // queued but not yet claimed: skip it
+	}
+	if err != nil {
+		h.log.Warn("record the redirect target", "url", final.String(), "err", err.Error())
+	}
 }
 
 // batchID names one WARC file: random, so concurrent and repeated batches never collide.
