@@ -242,12 +242,20 @@ func poison(format string, args ...any) error {
 	return errclass.Errorf(errclass.Poison, format, args...)
 }
 
-// SplitLinks packs urls into Links messages of at most MaxLinks URLs each, all sharing tmpl's
-// header, root, parent and depth.
+// MaxLinksBytes bounds the URL bytes of one Links message, so that a batch of 10 such messages
+// stays under SQS's 256 KiB limit on a whole SendMessageBatch call.
+const MaxLinksBytes = 24 * 1024
+
+// SplitLinks packs urls into Links messages of at most MaxLinks URLs and MaxLinksBytes URL bytes
+// each, all sharing tmpl's header, root, parent and depth.
 func SplitLinks(tmpl Links, urls []string) []Links {
 	var out []Links
 	for len(urls) > 0 {
-		n := min(len(urls), MaxLinks)
+		n, size := 0, 0
+		for n < len(urls) && n < MaxLinks && (n == 0 || size+len(urls[n])+3 <= MaxLinksBytes) {
+			size += len(urls[n]) + 3 // the quotes and the comma around each URL
+			n++
+		}
 		m := tmpl
 		m.URLs = urls[:n:n]
 		out = append(out, m)

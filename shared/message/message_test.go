@@ -126,6 +126,34 @@ func TestSplitLinks(t *testing.T) {
 	}
 }
 
+func TestSplitLinksBoundsBytes(t *testing.T) {
+	long := make([]string, 150)
+	for i := range long {
+		long[i] = "http://a.test/" + strings.Repeat("x", 1900) + strings.Repeat("y", i%3)
+	}
+	parts := SplitLinks(Links{Header: Header{Crawl: "c"}, Root: "r", Depth: 1}, long)
+	total, batch := 0, 0
+	for i, p := range parts {
+		body, err := Encode(p)
+		if err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+		if len(body) > MaxLinksBytes+512 {
+			t.Errorf("part %d is %d bytes, over the per-message bound", i, len(body))
+		}
+		if i < 10 {
+			batch += len(body)
+		}
+		total += len(p.URLs)
+	}
+	if total != len(long) {
+		t.Errorf("parts hold %d urls, want %d", total, len(long))
+	}
+	if batch > 256*1024 {
+		t.Errorf("ten messages take %d bytes, over SQS's 256 KiB batch limit", batch)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add(`{"v":1,"kind":"fetch","crawl":"c","url":"http://a.test/","root":"http://a.test/","depth":0}`)
 	f.Add(`{"v":1,"kind":"links","crawl":"c","depth":0,"urls":["http://a.test/"]}`)
