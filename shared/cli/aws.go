@@ -32,8 +32,9 @@ func OpenAWS(ctx context.Context, getenv func(string) string) (*Backend, error) 
 	c := awsconfig.NewClients(cfg)
 	tableName := envOr(getenv, "CRAWL_TABLE", "crawlstack-crawl")
 	bucket := envOr(getenv, "CRAWL_BUCKET", "crawlstack-crawl-local")
+	q := sqsqueue.New(c.SQS)
 	be := &Backend{
-		Name: "aws", Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName),
+		Name: "aws", Queue: q, Find: q.QueueURL, Table: dynamotable.New(c.DynamoDB, tableName),
 		Blobs: s3blob.New(c.S3, bucket), TableName: tableName, Bucket: bucket,
 		QueuePrefix: envOr(getenv, "CRAWL_QUEUE_PREFIX", "crawlstack-"),
 		Where:       func(prefix string) string { return "s3://" + bucket + "/" + prefix },

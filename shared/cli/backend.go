@@ -36,6 +36,8 @@ type Backend struct {
 	QueuePrefix string
 	// Existing, when set, are queues that already exist (a deployed stack): Setup creates none.
 	Existing *Resources
+	// Find, when set, looks a queue up by name without creating it (for redrive).
+	Find func(ctx context.Context, name string) (string, error)
 	// Where tells a person where the results are.
 	Where func(prefix string) string
 	Close func() error

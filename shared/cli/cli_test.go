@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/demosite"
+	"github.com/crawlstack/crawlstack/shared/queue"
 )
 
 // TestMain lets a test re-run this binary as the crawl command, to kill it mid-crawl.
@@ -185,4 +186,35 @@ func TestKillDashNineThenResume(t *testing.T) {
 		t.Errorf("%d pages fetched twice after a kill with 8 in flight: %v", len(r), r)
 	}
 	t.Logf("killed after %d pages; %d fetched twice", killedAt, len(site.Repeats()))
+}
+
+func TestRedriveEmbedded(t *testing.T) {
+	state := t.TempDir()
+	be, err := OpenEmbedded(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := be.Setup(context.Background(), QueueSettings{Visibility: time.Second, MaxReceiveCount: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Queue.SendBatch(context.Background(), res.FetchDLQ, []queue.Entry{{ID: "1", Body: "dead"}}); err != nil {
+		t.Fatal(err)
+	}
+	be.Close()
+	code, stdout, stderr := runMain(t, "redrive", "--state", state, "fetch")
+	if code != ExitOK || !strings.Contains(stdout, "moved 1 messages") {
+		t.Fatalf("redrive: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	be, err = OpenEmbedded(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	if v, _, err := be.Queue.Depth(context.Background(), res.Fetch); err != nil || v != 1 {
+		t.Errorf("the fetch queue holds %d visible messages (%v), want the redriven one", v, err)
+	}
+	if code, _, stderr := runMain(t, "redrive", "--state", state, "fecth"); code != ExitUsage || !strings.Contains(stderr, "unknown queue") {
+		t.Errorf("a mistyped queue: exit %d, stderr %q", code, stderr)
+	}
 }

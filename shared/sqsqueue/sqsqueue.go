@@ -185,6 +185,15 @@ func (q *Queue) CreateQueue(ctx context.Context, name string, cfg queue.Config) 
 	return aws.ToString(got.QueueUrl), nil
 }
 
+// QueueURL returns the URL of the named queue, or an error wrapping queue.ErrNotFound.
+func (q *Queue) QueueURL(ctx context.Context, name string) (string, error) {
+	out, err := q.api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("find queue %s: %w", name, mapErr(err))
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
 // Depth returns the approximate number of visible messages, and of messages in flight or delayed.
 func (q *Queue) Depth(ctx context.Context, queueURL string) (visible, notVisible int, err error) {
 	attrs, err := q.attributes(ctx, queueURL,
