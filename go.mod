@@ -45,6 +45,7 @@ require (
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/jimsmart/grobotstxt v1.0.3 // indirect
 	github.com/johannesboyne/gofakes3 v1.2.0 // indirect
 	github.com/kennygrant/sanitize v1.2.4 // indirect

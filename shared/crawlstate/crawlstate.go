@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
@@ -65,6 +66,12 @@ type Store struct {
 	Now func() time.Time
 	// Retention is how long items live before the table's TTL may delete them.
 	Retention time.Duration
+	// BufferCounters keeps counter increments in memory until Flush, one write per crawl instead
+	// of one per transition. Handlers flush at the end of every invocation.
+	BufferCounters bool
+
+	mu      sync.Mutex
+	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
 }
 
 // New returns a Store on t with a 30-day retention.
@@ -302,11 +309,47 @@ func (s *Store) CountPoison(ctx context.Context, crawl string) error {
 }
 
 func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
+	if s.BufferCounters {
+		s.buffer(crawl, add)
+		return nil
+	}
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Add: add}, table.Cond{})
 	if err != nil {
 		return fmt.Errorf("count crawl %s: %w", crawl, err)
 	}
 	return nil
+}
+
+// Flush writes the buffered counter increments, one update per crawl. Increments it could not
+// write stay buffered for the next Flush. The counters are for progress and the crawl record; a
+// process that dies with increments buffered leaves them low, and Tally stays exact.
+func (s *Store) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	var errs []error
+	for crawl, add := range pending {
+		if _, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Add: add}, table.Cond{}); err != nil {
+			errs = append(errs, fmt.Errorf("count crawl %s: %w", crawl, err))
+			s.buffer(crawl, add)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) buffer(crawl string, add map[string]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string]map[string]int64{}
+	}
+	if s.pending[crawl] == nil {
+		s.pending[crawl] = map[string]int64{}
+	}
+	for k, v := range add {
+		s.pending[crawl][k] += v
+	}
 }
 
 // ReserveBudget takes one page of the crawl's budget (maxPages, 0: unlimited) and of the host's

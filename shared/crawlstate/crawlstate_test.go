@@ -128,3 +128,29 @@ func TestReserveBudget(t *testing.T) {
 		t.Errorf("host over budget = %v, want a trap error", err)
 	}
 }
+
+func TestBufferedCountersReachTheTableOnFlush(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	s.BufferCounters = true
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, _ := s.Counters(ctx, "c"); c.Seen != 0 {
+		t.Fatalf("buffered increments reached the table before Flush: %+v", c)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Counters(ctx, "c"); c.Seen != 3 {
+		t.Errorf("after Flush seen = %d, want 3", c.Seen)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Counters(ctx, "c"); c.Seen != 3 {
+		t.Errorf("a second Flush counted again: seen = %d", c.Seen)
+	}
+}

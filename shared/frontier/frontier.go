@@ -7,7 +7,9 @@
 // message is sent and is marked enqueued only after the send succeeded. When the Links message is
 // delivered again, every URL whose item is still unsent is sent again; a URL already enqueued is not.
 // The Bloom filter only ever holds URLs the table confirmed as enqueued or done, so a false positive
-// costs one extra read, never a lost URL.
+// costs one extra read, never a lost URL. Behind it, a bounded LRU set of the most recently
+// confirmed URLs answers most repeats exactly without that read: a page's links mostly point at
+// pages the crawl met a moment ago.
 package frontier
 
 import (
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"github.com/bits-and-blooms/bloom/v3"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
@@ -43,6 +46,8 @@ type Config struct {
 	// BloomCapacity and BloomFalsePositive size the warm-memory filter.
 	BloomCapacity      uint
 	BloomFalsePositive float64
+	// RecentCapacity bounds the exact set of recently confirmed URLs (about 100 bytes each).
+	RecentCapacity int
 }
 
 // Frontier admits URLs. It is safe for concurrent use.
@@ -53,8 +58,9 @@ type Frontier struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	mu    sync.Mutex
-	known *bloom.BloomFilter
+	mu     sync.Mutex
+	known  *bloom.BloomFilter
+	recent *lru.Cache[string, struct{}]
 }
 
 // New returns a Frontier.
@@ -65,11 +71,18 @@ func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logge
 	if cfg.BloomFalsePositive == 0 {
 		cfg.BloomFalsePositive = 1e-4
 	}
+	if cfg.RecentCapacity == 0 {
+		cfg.RecentCapacity = 100_000
+	}
 	if log == nil {
 		log = slog.Default()
 	}
+	recent, err := lru.New[string, struct{}](max(cfg.RecentCapacity, 1))
+	if err != nil {
+		panic(err) // only for a size below 1, which max rules out
+	}
 	return &Frontier{cfg: cfg, state: state, send: send, log: log, now: time.Now,
-		known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive)}
+		known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive), recent: recent}
 }
 
 // Result counts what one Admit call did.
@@ -138,6 +151,9 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 	norm := u.String()
 	key := urlnorm.Key(norm)
 	if f.seen(m.Crawl, key) {
+		if f.recent.Contains(m.Crawl + "#" + key) {
+			return pending{}, outKnown, nil // confirmed by the table a moment ago
+		}
 		it, err := f.state.Get(ctx, m.Crawl, key)
 		switch {
 		case err == nil && (it.Enqueued || it.State.Terminal()):
@@ -217,6 +233,9 @@ func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (in
 	return sent, nil
 }
 
+// Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).
+func (f *Frontier) Flush(ctx context.Context) error { return f.state.Flush(ctx) }
+
 func (f *Frontier) seen(crawl, key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -224,9 +243,11 @@ func (f *Frontier) seen(crawl, key string) bool {
 }
 
 func (f *Frontier) remember(crawl, key string) {
+	k := crawl + "#" + key
+	f.recent.Add(k, struct{}{})
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.known.AddString(crawl + "#" + key)
+	f.known.AddString(k)
 }
 
 func clip(s string) string {

@@ -67,6 +67,7 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 		return nil, fmt.Errorf("http client: %w", err)
 	}
 	state := crawlstate.New(p.Table)
+	state.BufferCounters = true // one counter write per crawl and invocation; the handlers flush
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}

@@ -149,6 +149,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	for _, id := range h.storeAll(ctx, pages) {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
+	if err := h.state.Flush(ctx); err != nil {
+		h.log.Warn("flush the crawl counters", "err", err.Error())
+	}
 	return resp, nil
 }
 

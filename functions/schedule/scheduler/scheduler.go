@@ -50,9 +50,11 @@ type Blobs interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
-// Admitter admits the URLs of a Links message (the frontier).
+// Admitter admits the URLs of a Links message (the frontier), and writes the bookkeeping it
+// buffered when the invocation ends.
 type Admitter interface {
 	Admit(ctx context.Context, m *message.Links) (frontier.Result, error)
+	Flush(ctx context.Context) error
 }
 
 // Config tunes the handler.
@@ -120,7 +122,16 @@ func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) 
 
 // Handle processes one SQS batch of the schedule queue.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return h.batch.Run(ctx, ev, h.record), nil
+	resp := h.batch.Run(ctx, ev, h.record)
+	h.flush(ctx)
+	return resp, nil
+}
+
+// flush writes the counters buffered during the invocation.
+func (h *Handler) flush(ctx context.Context) {
+	if err := h.frontier.Flush(ctx); err != nil {
+		h.log.Warn("flush the crawl counters", "err", err.Error())
+	}
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
@@ -195,6 +206,7 @@ func (h *Handler) Tick(ctx context.Context, ev events.EventBridgeEvent) error {
 		}
 	}
 	h.log.Info("scheduled re-crawl", "seedFiles", len(keys), "failed", len(errs))
+	h.flush(ctx)
 	return errors.Join(errs...)
 }
 
