@@ -72,6 +72,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
+	hosts   map[string]*hostCount       // budget key -> count, when buffering
 }
 
 // New returns a Store on t with a 30-day retention.
@@ -325,10 +326,18 @@ func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) e
 // process that dies with increments buffered leaves them low, and Tally stays exact.
 func (s *Store) Flush(ctx context.Context) error {
 	s.mu.Lock()
-	pending := s.pending
-	s.pending = nil
+	pending, hosts := s.pending, s.hosts
+	s.pending, s.hosts = nil, nil
 	s.mu.Unlock()
 	var errs []error
+	for key, hc := range hosts {
+		if hc.local == 0 {
+			continue
+		}
+		if _, err := s.t.Update(ctx, key, table.Update{Add: map[string]int64{attrPages: hc.local}}, table.Cond{}); err != nil {
+			errs = append(errs, fmt.Errorf("count budget %s: %w", key, err)) // the guard is approximate
+		}
+	}
 	for crawl, add := range pending {
 		if _, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Add: add}, table.Cond{}); err != nil {
 			errs = append(errs, fmt.Errorf("count crawl %s: %w", crawl, err))
@@ -362,13 +371,52 @@ func (s *Store) ReserveBudget(ctx context.Context, crawl, host string, maxPages,
 		}
 	}
 	if maxPerHost > 0 {
-		if err := s.reserve(ctx, budgetKey(crawl, host), attrPages, maxPerHost); err != nil {
+		reserve := s.reserve
+		if s.BufferCounters {
+			reserve = s.reserveBuffered
+		}
+		if err := reserve(ctx, budgetKey(crawl, host), attrPages, maxPerHost); err != nil {
 			if errors.Is(err, ErrBudget) {
 				return errclass.Errorf(errclass.Trap, "host %s reached its budget of %d pages", host, maxPerHost)
 			}
 			return err
 		}
 	}
+	return nil
+}
+
+// hostCount is a per-host page count: what the table said, plus this process's unflushed pages.
+type hostCount struct{ base, local int64 }
+
+// reserveBuffered is reserve for the per-host trap budget when counters are buffered: the count
+// is read once per invocation and the increments are written by Flush, one write per host
+// instead of one per page. Workers running at the same time may overshoot the budget by the
+// pages each admits before its Flush: a spider-trap guard need not be exact.
+func (s *Store) reserveBuffered(ctx context.Context, key, attr string, max int) error {
+	s.mu.Lock()
+	hc := s.hosts[key]
+	s.mu.Unlock()
+	if hc == nil {
+		it, err := s.t.Get(ctx, key)
+		if err != nil && !errors.Is(err, table.ErrNotFound) {
+			return fmt.Errorf("read budget %s: %w", key, err)
+		}
+		s.mu.Lock()
+		if s.hosts == nil {
+			s.hosts = map[string]*hostCount{}
+		}
+		if s.hosts[key] == nil {
+			s.hosts[key] = &hostCount{base: it.Int(attr)}
+		}
+		hc = s.hosts[key]
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if hc.base+hc.local >= int64(max) {
+		return ErrBudget
+	}
+	hc.local++
 	return nil
 }
 

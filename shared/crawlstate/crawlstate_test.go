@@ -154,3 +154,29 @@ func TestBufferedCountersReachTheTableOnFlush(t *testing.T) {
 		t.Errorf("a second Flush counted again: seen = %d", c.Seen)
 	}
 }
+
+func TestBufferedHostBudget(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	s.BufferCounters = true
+	for i := range 3 {
+		if err := s.ReserveBudget(ctx, "c", "trap.test", 0, 3); err != nil {
+			t.Fatalf("page %d: %v", i, err)
+		}
+	}
+	if err := s.ReserveBudget(ctx, "c", "trap.test", 0, 3); errclass.Of(err) != errclass.Trap {
+		t.Fatalf("fourth page = %v, want a trap error", err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A new invocation (or another worker) reads the flushed count from the table.
+	other := New(s.t)
+	other.BufferCounters = true
+	if err := other.ReserveBudget(ctx, "c", "trap.test", 0, 3); errclass.Of(err) != errclass.Trap {
+		t.Errorf("another worker after the flush = %v, want a trap error", err)
+	}
+	if err := other.ReserveBudget(ctx, "c", "calm.test", 0, 3); err != nil {
+		t.Errorf("another host: %v", err)
+	}
+}

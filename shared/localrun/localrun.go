@@ -164,18 +164,25 @@ func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log
 		failed[f.ItemIdentifier] = true
 	}
 	r.Stats.Failures.Add(int64(len(failed)))
+	// Deleting uses a context of its own: a finished record must not be redone because the run
+	// was interrupted right after it. The deletes of a batch go out together, as Lambda's
+	// DeleteMessageBatch does, so the embedded queue commits them at once.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
 	for _, m := range msgs {
 		if failed[m.ID] {
 			continue
 		}
-		// Deleting uses a context of its own: a finished record must not be redone because the
-		// run was interrupted right after it.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle); err != nil {
-			log.Warn("delete failed: the record will be delivered again", "messageId", m.ID, "err", err.Error())
-		}
-		cancel()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle); err != nil {
+				log.Warn("delete failed: the record will be delivered again", "messageId", m.ID, "err", err.Error())
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // heartbeat keeps the batch's messages invisible while the handler works on them, by extending

@@ -62,7 +62,7 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 	guard := netguard.New(nets, cfg.Ports)
 	client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.UserAgent, Guard: guard,
 		MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
-		MaxIdleConnsPerHost: max(cfg.HostConcurrency, 2)})
+		MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency)})
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
 	}
@@ -89,4 +89,13 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 		State: state,
 		http:  client,
 	}, nil
+}
+
+// idleConnsPerHost keeps as many idle connections per host as may be in flight to it, so that
+// keep-alive works; with no per-host bound (a site of one's own), enough for a busy crawl.
+func idleConnsPerHost(hostConcurrency int) int {
+	if hostConcurrency <= 0 {
+		return 64
+	}
+	return max(hostConcurrency, 2)
 }
