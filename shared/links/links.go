@@ -113,7 +113,11 @@ func Extract(body []byte, contentType string, pageURL *url.URL, opts Options) (P
 		page: Page{Charset: name},
 		seen: make(map[string]int),
 	}
-	z := html.NewTokenizer(transform.NewReader(bytes.NewReader(body), enc.NewDecoder()))
+	var r io.Reader = bytes.NewReader(body)
+	if name != "utf-8" || !utf8.Valid(body) { // valid UTF-8 needs no decoding: skip the copy
+		r = transform.NewReader(r, enc.NewDecoder())
+	}
+	z := html.NewTokenizer(r)
 	if err := x.run(z); err != nil {
 		return Page{}, errclass.New(errclass.Parse, fmt.Errorf("extract links from %s: %w", pageURL, err))
 	}
