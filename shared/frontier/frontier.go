@@ -20,10 +20,12 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bits-and-blooms/bloom/v3"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
@@ -33,6 +35,9 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
+
+// admitConcurrency bounds the URLs of one message admitted at once.
+const admitConcurrency = 8
 
 // Config is what admission needs to know about the crawl.
 type Config struct {
@@ -107,13 +112,28 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 		}
 		root = r
 	}
+	// The URLs are independent: admit them at once, so their table writes share commits.
+	type result struct {
+		p       pending
+		outcome outcome
+	}
+	results := make([]result, len(m.URLs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(admitConcurrency)
+	for i, raw := range m.URLs {
+		g.Go(func() error {
+			p, o, err := f.admitOne(gctx, m, root, raw)
+			results[i] = result{p, o}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return res, err
+	}
 	var out []pending
 	queued := make(map[string]bool, len(m.URLs))
-	for _, raw := range m.URLs {
-		p, outcome, err := f.admitOne(ctx, m, root, raw)
-		if err != nil {
-			return res, err
-		}
+	for _, r := range results {
+		p, outcome := r.p, r.outcome
 		switch {
 		case outcome == outSend && queued[p.key]:
 			res.Known++ // the same URL twice in one message
@@ -216,21 +236,29 @@ func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (in
 	if sendErr != nil && !errors.As(sendErr, &be) {
 		return 0, fmt.Errorf("send fetch messages: %w", sendErr)
 	}
-	sent := 0
+	var sent atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(admitConcurrency)
 	for i, p := range out {
 		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
 			continue
 		}
-		if err := f.state.MarkEnqueued(ctx, crawl, p.key); err != nil {
-			return sent, err
-		}
-		f.remember(crawl, p.key)
-		sent++
+		g.Go(func() error {
+			if err := f.state.MarkEnqueued(gctx, crawl, p.key); err != nil {
+				return err
+			}
+			f.remember(crawl, p.key)
+			sent.Add(1)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return int(sent.Load()), err
 	}
 	if sendErr != nil {
-		return sent, fmt.Errorf("send fetch messages: %w", sendErr)
+		return int(sent.Load()), fmt.Errorf("send fetch messages: %w", sendErr)
 	}
-	return sent, nil
+	return int(sent.Load()), nil
 }
 
 // Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 )
 
 // Queues is what the runner needs of the queue backend.
@@ -169,20 +170,16 @@ func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log
 	// DeleteMessageBatch does, so the embedded queue commits them at once.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, m := range msgs {
+	sqsbatch.Each(len(msgs), len(msgs), func(i int) string {
+		m := msgs[i]
 		if failed[m.ID] {
-			continue
+			return ""
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle); err != nil {
-				log.Warn("delete failed: the record will be delivered again", "messageId", m.ID, "err", err.Error())
-			}
-		}()
-	}
-	wg.Wait()
+		if err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle); err != nil {
+			log.Warn("delete failed: the record will be delivered again", "messageId", m.ID, "err", err.Error())
+		}
+		return ""
+	})
 }
 
 // heartbeat keeps the batch's messages invisible while the handler works on them, by extending

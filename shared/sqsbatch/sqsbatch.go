@@ -101,3 +101,27 @@ func ReceiveCount(rec events.SQSMessage) int {
 	}
 	return n
 }
+
+// Each runs fn for i in [0, n) with at most limit at once, and returns the message ids that fn
+// reported as failed (a non-empty return), in no particular order. Handlers use it for the
+// per-record writes that end a batch, so that the writes share commits and round trips.
+func Each(n, limit int, fn func(i int) (failedID string)) []string {
+	var mu sync.Mutex
+	var failed []string
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if id := fn(i); id != "" {
+				mu.Lock()
+				failed = append(failed, id)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
+}

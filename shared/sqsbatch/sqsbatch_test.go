@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -94,5 +96,30 @@ func TestReceiveCount(t *testing.T) {
 		if got := ReceiveCount(rec); got != want {
 			t.Errorf("ReceiveCount(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+func TestEach(t *testing.T) {
+	var running, most atomic.Int32
+	failed := Each(20, 4, func(i int) string {
+		n := running.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		defer running.Add(-1)
+		if i%5 == 0 {
+			return "id" + strconv.Itoa(i)
+		}
+		return ""
+	})
+	slices.Sort(failed)
+	if want := []string{"id0", "id10", "id15", "id5"}; !slices.Equal(failed, want) {
+		t.Errorf("failed = %v, want %v", failed, want)
+	}
+	if most.Load() > 4 {
+		t.Errorf("%d ran at once, over the limit of 4", most.Load())
 	}
 }

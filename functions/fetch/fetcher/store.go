@@ -12,6 +12,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
@@ -72,24 +73,22 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	if sendErr != nil && !errors.As(sendErr, &be) {
 		return retryAll(fmt.Errorf("send parse messages: %w", sendErr))
 	}
-	var failed []string
-	for i, p := range pages {
+	return sqsbatch.Each(len(pages), len(pages), func(i int) string {
+		p := pages[i]
 		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
 			if err := h.state.Release(ctx, crawl, p.key, p.owner); err != nil {
 				h.log.Warn("release after a failed send", "url", p.msg.URL, "err", err.Error())
 			}
-			failed = append(failed, p.rec.MessageId)
-			continue
+			return p.rec.MessageId
 		}
 		if err := h.finish(ctx, &p, crawlstate.Fetched, nil); err != nil {
 			// The page is stored and its parse message sent; the redelivery will fetch it again.
 			h.log.Error("record fetched", "url", p.msg.URL, "err", err.Error())
-			failed = append(failed, p.rec.MessageId)
-			continue
+			return p.rec.MessageId
 		}
 		h.recordRedirectTarget(ctx, crawl, p)
-	}
-	return failed
+		return ""
+	})
 }
 
 // recordRedirectTarget marks the URL a redirect ended on as known, so that a link to it later does

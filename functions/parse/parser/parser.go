@@ -238,14 +238,13 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 		// Some links may be sent already; the redelivery sends them again and schedule dedups.
 		return retryAll(fmt.Errorf("send links: %w", err))
 	}
-	var failed []string
-	for _, p := range pages {
-		if _, err := h.state.MarkParsed(ctx, crawl, p.key); err != nil {
-			h.log.Error("mark parsed", "url", p.msg.URL, "err", err.Error())
-			failed = append(failed, p.rec.MessageId)
+	return sqsbatch.Each(len(pages), len(pages), func(i int) string {
+		if _, err := h.state.MarkParsed(ctx, crawl, pages[i].key); err != nil {
+			h.log.Error("mark parsed", "url", pages[i].msg.URL, "err", err.Error())
+			return pages[i].rec.MessageId
 		}
-	}
-	return failed
+		return ""
+	})
 }
 
 // truncate cuts s to at most n bytes at a rune boundary.
