@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -176,7 +177,12 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
 		return sum, ExitUsage
 	}
-	good, bad, err := seeds.Parse(strings.NewReader(string(body)))
+	// Bad flags are reported before anything is created: check them with stand-in queue names.
+	if err := o.config(Resources{Schedule: "schedule", Fetch: "fetch", Parse: "parse"}).Validate(); err != nil {
+		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
+		return sum, ExitUsage
+	}
+	good, bad, err := seeds.Parse(bytes.NewReader(body))
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
 		return sum, ExitUsage
@@ -200,14 +206,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
 		return sum, ExitFailed
 	}
-	cfg := o.config(res)
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
-		return sum, ExitUsage
-	}
-	logLevel := slog.LevelWarn
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
-	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitUsage
