@@ -190,6 +190,13 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if !rules.Allowed {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
 	}
+	// Take the process's per-host place first, then the shared politeness slot, so that the
+	// request goes out right after its slot and never later than the next one's.
+	release, err := h.hosts.acquire(ctx, u.Host)
+	if err != nil {
+		return nil, h.fail(ctx, f, err)
+	}
+	defer release()
 	wait, err := h.reserveSlot(ctx, u.Host, h.interval(rules.CrawlDelay))
 	if err != nil {
 		return nil, h.fail(ctx, f, err)
@@ -197,11 +204,6 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if wait > 0 {
 		return nil, h.requeue(ctx, f, wait, false, nil)
 	}
-	release, err := h.hosts.acquire(ctx, u.Host)
-	if err != nil {
-		return nil, h.fail(ctx, f, err)
-	}
-	defer release()
 	var resp *httpfetch.Response
 	serverWait := false // the server asked for a wait with Retry-After
 	err = retry.Do(ctx, h.cfg.MaxQuickRetry, func() (time.Duration, error) {
