@@ -77,6 +77,16 @@ func Encode(pages []Page) ([]byte, []Span, error) {
 	return file.Bytes(), spans, nil
 }
 
+// unmarshalers are reused: each keeps a gzip reader, whose set-up is costly.
+var unmarshalers = sync.Pool{New: func() any {
+	optionsMu.Lock()
+	defer optionsMu.Unlock()
+	return gowarc.NewUnmarshaler()
+}}
+
+// maxSizeHint bounds the body size taken on trust from a record's Content-Length to preallocate.
+const maxSizeHint = 64 << 20
+
 // optionsMu serialises gowarc's constructors: each one builds its default options, which write a
 // package-level setting of google/uuid (uuid.EnableRandPool), a data race when called concurrently.
 var optionsMu sync.Mutex
@@ -117,9 +127,8 @@ func record(p Page) (gowarc.WarcRecord, error) {
 
 // Decode reads one record (a single gzip member, as a range request returns it).
 func Decode(data []byte) (Page, error) {
-	optionsMu.Lock()
-	u := gowarc.NewUnmarshaler()
-	optionsMu.Unlock()
+	u := unmarshalers.Get().(gowarc.Unmarshaler)
+	defer unmarshalers.Put(u) // deferred first, so it runs after the record is closed
 	rec, _, _, err := u.Unmarshal(bufio.NewReader(bytes.NewReader(data)))
 	if err != nil {
 		return Page{}, fmt.Errorf("read warc record: %w", err)
@@ -136,10 +145,16 @@ func Decode(data []byte) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("read warc payload: %w", err)
 	}
-	body, err := io.ReadAll(payload)
-	if err != nil {
+	var buf bytes.Buffer
+	if h := blk.HttpHeader(); h != nil {
+		if n, err := strconv.Atoi(h.Get("Content-Length")); err == nil && n > 0 && n <= maxSizeHint {
+			buf.Grow(n + bytes.MinRead) // Encode wrote the decoded length: one allocation for the body
+		}
+	}
+	if _, err := buf.ReadFrom(payload); err != nil {
 		return Page{}, fmt.Errorf("read warc payload: %w", err)
 	}
+	body := buf.Bytes()
 	p := Page{URL: rec.WarcHeader().Get(gowarc.WarcTargetURI), Status: blk.HttpStatusCode(), Body: body}
 	if h := blk.HttpHeader(); h != nil {
 		p.Header = *h
