@@ -46,6 +46,7 @@ const (
 	attrOwner    = "owner"
 	attrLease    = "leaseUntil"
 	attrParsed   = "parsed"
+	attrRedrive  = "redrivable"
 	attrUpdated  = "updatedAt"
 	attrNext     = "nextAt"
 	attrBudget   = "budget"
@@ -199,7 +200,9 @@ func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.
 	now := s.Now()
 	cond := table.And(
 		table.ItemExists(),
-		table.Or(table.Eq(attrState, string(Queued)), table.Eq(attrState, string(Failed))),
+		// A failed URL is claimed again only when its message went on to the DLQ and came back
+		// through a redrive; any other delivery of a failed URL is a duplicate.
+		table.Or(table.Eq(attrState, string(Queued)), table.And(table.Eq(attrState, string(Failed)), table.Eq(attrRedrive, true))),
 		table.Or(table.NotExists(attrLease), table.Lt(attrLease, now.UnixMilli()), table.Eq(attrOwner, owner)),
 	)
 	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{
@@ -230,6 +233,16 @@ func (s *Store) Release(ctx context.Context, crawl, key, owner string) error {
 // Finish moves the claimed URL (whose state was prev when claimed) to a terminal state and
 // counts it. It returns false, and changes nothing, when owner no longer holds the claim.
 func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
+	return s.finish(ctx, crawl, key, owner, prev, to, cause, false)
+}
+
+// FailRedrivable records the claimed URL as failed, like Finish, for a message that goes on to
+// the dead-letter queue: a redrive of that message may claim the URL again.
+func (s *Store) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
+	return s.finish(ctx, crawl, key, owner, prev, Failed, cause, true)
+}
+
+func (s *Store) finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error, redrivable bool) (bool, error) {
 	if !to.Terminal() {
 		return false, fmt.Errorf("finish %s: %q is not a terminal state", key, to)
 	}
@@ -241,6 +254,11 @@ func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to S
 	}
 	class := errclass.Of(cause)
 	u := table.Update{Set: set, Remove: []string{attrLease}}
+	if redrivable {
+		set[attrRedrive] = true
+	} else {
+		u.Remove = append(u.Remove, attrRedrive)
+	}
 	if cause != nil {
 		set[attrClass] = string(class)
 		set[attrDetail] = truncate(cause.Error(), 300)
@@ -394,25 +412,27 @@ type hostCount struct{ base, local int64 }
 // pages each admits before its Flush: a spider-trap guard need not be exact.
 func (s *Store) reserveBuffered(ctx context.Context, key, attr string, max int) error {
 	s.mu.Lock()
-	hc := s.hosts[key]
+	known := s.hosts[key] != nil
 	s.mu.Unlock()
-	if hc == nil {
+	var base int64
+	if !known {
 		it, err := s.t.Get(ctx, key)
 		if err != nil && !errors.Is(err, table.ErrNotFound) {
 			return fmt.Errorf("read budget %s: %w", key, err)
 		}
-		s.mu.Lock()
-		if s.hosts == nil {
-			s.hosts = map[string]*hostCount{}
-		}
-		if s.hosts[key] == nil {
-			s.hosts[key] = &hostCount{base: it.Int(attr)}
-		}
-		hc = s.hosts[key]
-		s.mu.Unlock()
+		base = it.Int(attr)
 	}
+	// Look the count up again under the lock: a Flush may have swapped the map meanwhile.
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.hosts == nil {
+		s.hosts = map[string]*hostCount{}
+	}
+	hc := s.hosts[key]
+	if hc == nil {
+		hc = &hostCount{base: base}
+		s.hosts[key] = hc
+	}
 	if hc.base+hc.local >= int64(max) {
 		return ErrBudget
 	}

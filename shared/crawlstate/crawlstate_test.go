@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,24 +69,34 @@ func TestClaimLeaseAndFinish(t *testing.T) {
 	}
 }
 
-func TestFailedURLCanBeClaimedAfterRedrive(t *testing.T) {
+func TestOnlyARedrivenFailureIsClaimedAgain(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0)
-	u, _ := s.Claim(ctx, "c", "k", "A", time.Minute)
-	if ok, err := s.Finish(ctx, "c", "k", "A", u.State, Failed, errclass.Errorf(errclass.HTTP5xx, "503")); !ok || err != nil {
-		t.Fatalf("finish failed: %v %v", ok, err)
+	for _, k := range []string{"for-good", "to-dlq"} {
+		s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0)
 	}
-	u, err := s.Claim(ctx, "c", "k", "A", time.Minute)
+	u, _ := s.Claim(ctx, "c", "for-good", "A", time.Minute)
+	if ok, err := s.Finish(ctx, "c", "for-good", "A", u.State, Failed, errclass.Errorf(errclass.HTTP4xx, "404")); !ok || err != nil {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	if _, err := s.Claim(ctx, "c", "for-good", "A", time.Minute); !errors.Is(err, ErrClaimed) {
+		t.Errorf("a URL failed for good was claimed again by a duplicate delivery: %v", err)
+	}
+
+	u, _ = s.Claim(ctx, "c", "to-dlq", "A", time.Minute)
+	if ok, err := s.FailRedrivable(ctx, "c", "to-dlq", "A", u.State, errclass.Errorf(errclass.HTTP5xx, "503")); !ok || err != nil {
+		t.Fatalf("fail to the DLQ: %v %v", ok, err)
+	}
+	u, err := s.Claim(ctx, "c", "to-dlq", "B", time.Minute) // the redriven message
 	if err != nil || u.State != Failed {
 		t.Fatalf("a redriven failed URL could not be claimed: %+v %v", u, err)
 	}
-	if ok, _ := s.Finish(ctx, "c", "k", "A", u.State, Fetched, nil); !ok {
+	if ok, _ := s.Finish(ctx, "c", "to-dlq", "B", u.State, Fetched, nil); !ok {
 		t.Fatal("could not finish the redriven URL")
 	}
 	cnt, _ := s.Counters(ctx, "c")
-	if cnt.Failed != 0 || cnt.Fetched != 1 {
-		t.Errorf("counters after a redrive = %+v, want the failure moved to fetched", cnt)
+	if cnt.Failed != 1 || cnt.Fetched != 1 {
+		t.Errorf("counters after a redrive = %+v, want 1 failed for good and 1 fetched", cnt)
 	}
 }
 
@@ -178,5 +190,38 @@ func TestBufferedHostBudget(t *testing.T) {
 	}
 	if err := other.ReserveBudget(ctx, "c", "calm.test", 0, 3); err != nil {
 		t.Errorf("another host: %v", err)
+	}
+}
+
+func TestBufferedHostBudgetUnderConcurrentFlushes(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	s.BufferCounters = true
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 40 {
+				if s.ReserveBudget(ctx, "c", "busy.test", 0, 100) == nil {
+					granted.Add(1)
+				}
+				if err := s.Flush(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	it, err := s.t.Get(ctx, budgetKey("c", "busy.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := it.Int(attrPages); got != granted.Load() {
+		t.Errorf("the table counts %d pages but %d were granted: increments were lost", got, granted.Load())
 	}
 }

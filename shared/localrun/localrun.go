@@ -170,15 +170,16 @@ func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log
 	// DeleteMessageBatch does, so the embedded queue commits them at once.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	sqsbatch.Each(len(msgs), len(msgs), func(i int) string {
+	sqsbatch.Each(len(msgs), len(msgs), func(i int) string { return msgs[i].ID }, func(i int) error {
 		m := msgs[i]
 		if failed[m.ID] {
-			return ""
+			return nil
 		}
-		if err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle); err != nil {
+		err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle)
+		if err != nil {
 			log.Warn("delete failed: the record will be delivered again", "messageId", m.ID, "err", err.Error())
 		}
-		return ""
+		return err
 	})
 }
 

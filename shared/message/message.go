@@ -115,10 +115,13 @@ func Encode(m any) (string, error) {
 }
 
 func marshal(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // '&' in a query stays one byte: message sizes are what SplitLinks counts
+	if err := enc.Encode(v); err != nil {
 		return "", fmt.Errorf("encode message: %w", err)
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(b) > MaxBytes {
 		return "", fmt.Errorf("encode message: %d bytes, over the %d-byte limit", len(b), MaxBytes)
 	}
@@ -253,7 +256,7 @@ func SplitLinks(tmpl Links, urls []string) []Links {
 	for len(urls) > 0 {
 		n, size := 0, 0
 		for n < len(urls) && n < MaxLinks && (n == 0 || size+len(urls[n])+3 <= MaxLinksBytes) {
-			size += len(urls[n]) + 3 // the quotes and the comma around each URL
+			size += jsonLen(urls[n]) + 3 // the quotes and the comma around each URL
 			n++
 		}
 		m := tmpl
@@ -262,6 +265,20 @@ func SplitLinks(tmpl Links, urls []string) []Links {
 		urls = urls[n:]
 	}
 	return out
+}
+
+// jsonLen is the length of s as a JSON string body, as Encode writes it (no HTML escaping).
+func jsonLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			n++
+		case c < 0x20:
+			n += 5 // \u00XX
+		}
+	}
+	return n
 }
 
 // ByCrawl groups a batch's items by the crawl they belong to, keeping the order in which each

@@ -102,10 +102,10 @@ func ReceiveCount(rec events.SQSMessage) int {
 	return n
 }
 
-// Each runs fn for i in [0, n) with at most limit at once, and returns the message ids that fn
-// reported as failed (a non-empty return), in no particular order. Handlers use it for the
-// per-record writes that end a batch, so that the writes share commits and round trips.
-func Each(n, limit int, fn func(i int) (failedID string)) []string {
+// Each runs fn for i in [0, n) with at most limit at once, and returns id(i) for every item whose
+// fn failed or panicked, in no particular order. Handlers use it for the per-record writes that
+// end a batch, so that the writes share commits and round trips.
+func Each(n, limit int, id func(i int) string, fn func(i int) error) []string {
 	var mu sync.Mutex
 	var failed []string
 	sem := make(chan struct{}, max(limit, 1))
@@ -115,13 +115,23 @@ func Each(n, limit int, fn func(i int) (failedID string)) []string {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if id := fn(i); id != "" {
+			if err := safely(func() error { return fn(i) }); err != nil {
 				mu.Lock()
-				failed = append(failed, id)
+				failed = append(failed, id(i))
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
 	return failed
+}
+
+// safely runs fn, turning a panic into an error.
+func safely(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return fn()
 }

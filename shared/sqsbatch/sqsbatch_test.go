@@ -101,7 +101,7 @@ func TestReceiveCount(t *testing.T) {
 
 func TestEach(t *testing.T) {
 	var running, most atomic.Int32
-	failed := Each(20, 4, func(i int) string {
+	failed := Each(20, 4, func(i int) string { return "id" + strconv.Itoa(i) }, func(i int) error {
 		n := running.Add(1)
 		for {
 			m := most.Load()
@@ -110,14 +110,17 @@ func TestEach(t *testing.T) {
 			}
 		}
 		defer running.Add(-1)
-		if i%5 == 0 {
-			return "id" + strconv.Itoa(i)
+		switch {
+		case i == 7:
+			panic("bug")
+		case i%5 == 0:
+			return errors.New("failed")
 		}
-		return ""
+		return nil
 	})
 	slices.Sort(failed)
-	if want := []string{"id0", "id10", "id15", "id5"}; !slices.Equal(failed, want) {
-		t.Errorf("failed = %v, want %v", failed, want)
+	if want := []string{"id0", "id10", "id15", "id5", "id7"}; !slices.Equal(failed, want) {
+		t.Errorf("failed = %v, want %v (the panic counts as a failure)", failed, want)
 	}
 	if most.Load() > 4 {
 		t.Errorf("%d ran at once, over the limit of 4", most.Load())

@@ -308,7 +308,7 @@ func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, c
 // allowed receive, where the URL is recorded as failed and the message moves on to the DLQ.
 func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 	if sqsbatch.ReceiveCount(f.rec) >= h.cfg.MaxReceive {
-		if err := h.finish(ctx, f, crawlstate.Failed, cause); err != nil {
+		if _, err := h.state.FailRedrivable(ctx, f.msg.Crawl, f.key, f.owner, f.prev, cause); err != nil {
 			return err
 		}
 		return fmt.Errorf("giving up on %s after %d receives: %w", f.msg.URL, h.cfg.MaxReceive, cause)

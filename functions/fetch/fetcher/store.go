@@ -73,21 +73,21 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	if sendErr != nil && !errors.As(sendErr, &be) {
 		return retryAll(fmt.Errorf("send parse messages: %w", sendErr))
 	}
-	return sqsbatch.Each(len(pages), len(pages), func(i int) string {
+	return sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
 		p := pages[i]
 		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
 			if err := h.state.Release(ctx, crawl, p.key, p.owner); err != nil {
 				h.log.Warn("release after a failed send", "url", p.msg.URL, "err", err.Error())
 			}
-			return p.rec.MessageId
+			return be.Failed[strconv.Itoa(i)]
 		}
 		if err := h.finish(ctx, &p, crawlstate.Fetched, nil); err != nil {
 			// The page is stored and its parse message sent; the redelivery will fetch it again.
 			h.log.Error("record fetched", "url", p.msg.URL, "err", err.Error())
-			return p.rec.MessageId
+			return err
 		}
 		h.recordRedirectTarget(ctx, crawl, p)
-		return ""
+		return nil
 	})
 }
 

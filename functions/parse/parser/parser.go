@@ -238,12 +238,12 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 		// Some links may be sent already; the redelivery sends them again and schedule dedups.
 		return retryAll(fmt.Errorf("send links: %w", err))
 	}
-	return sqsbatch.Each(len(pages), len(pages), func(i int) string {
-		if _, err := h.state.MarkParsed(ctx, crawl, pages[i].key); err != nil {
+	return sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
+		_, err := h.state.MarkParsed(ctx, crawl, pages[i].key)
+		if err != nil {
 			h.log.Error("mark parsed", "url", pages[i].msg.URL, "err", err.Error())
-			return pages[i].rec.MessageId
 		}
-		return ""
+		return err
 	})
 }
 
