@@ -327,3 +327,34 @@ func TestInvokeUnrecognisedEvent(t *testing.T) {
 		})
 	}
 }
+
+// A seed file over the limit is refused from the event's size, before it is read into memory.
+func TestOversizeSeedFileIsReportedNotRead(t *testing.T) {
+	e := newEnv(t) // no seed file stored: reading it would fail the record
+	ev := sqsSample(t, samples.S3PutSeed)
+	var s3ev events.S3Event
+	if err := json.Unmarshal([]byte(ev.Records[0].Body), &s3ev); err != nil {
+		t.Fatal(err)
+	}
+	s3ev.Records[0].S3.Object.Size = scheduler.MaxSeedBytes + 1
+	body, err := json.Marshal(s3ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Records[0].Body = string(body)
+	resp, err := e.h.Handle(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v; want the record done", resp.BatchItemFailures, err)
+	}
+	keys, err := e.blobs.List(context.Background(), scheduler.ReportsPrefix)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("reports = %v, %v", keys, err)
+	}
+	report, err := e.blobs.Get(context.Background(), keys[0])
+	if err != nil || !strings.Contains(string(report), "over the") {
+		t.Errorf("the report does not say the file is too big: %s (%v)", report, err)
+	}
+	if got := e.drain(scheduleQ); len(got) != 0 {
+		t.Errorf("an oversize seed file sent %d links messages", len(got))
+	}
+}

@@ -39,8 +39,9 @@ import (
 const (
 	SeedsPrefix   = "seeds/"
 	ReportsPrefix = "crawls/"
-	// MaxSeedBytes bounds a seed file read in one invocation.
-	MaxSeedBytes = 512 << 20
+	// MaxSeedBytes bounds a seed file read in one invocation (about a million URLs): the file is
+	// read whole, and the schedule function has 256 MB of memory by default. Split bigger lists.
+	MaxSeedBytes = 64 << 20
 )
 
 // Blobs is what schedule needs of the blob store.
@@ -185,7 +186,11 @@ func (h *Handler) seedFile(ctx context.Context, r events.S3EventRecord) error {
 	if version == "" {
 		version = r.S3.Object.ETag
 	}
-	return h.StartCrawl(ctx, key, CrawlID(r.S3.Bucket.Name, key, version))
+	crawl := CrawlID(r.S3.Bucket.Name, key, version)
+	if r.S3.Object.Size > MaxSeedBytes { // refuse before reading it into memory
+		return h.writeReport(ctx, oversize(crawl, key, r.S3.Object.Size))
+	}
+	return h.StartCrawl(ctx, key, crawl)
 }
 
 // Tick handles an EventBridge scheduled event: each seed file under the re-crawl prefix starts a
@@ -264,13 +269,10 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 	if err != nil {
 		return fmt.Errorf("read seed file %s: %w", key, err)
 	}
-	report := SeedReport{Crawl: crawl, SeedFile: key, ReadAt: time.Now().UTC(), Bad: []BadLine{},
-		Limits: SeedLimits{MaxBytes: MaxSeedBytes, MaxLine: seeds.DefaultMaxLine, MaxReports: maxReportedBad}}
 	if len(body) > MaxSeedBytes {
-		report.Errors = 1
-		report.Bad = append(report.Bad, BadLine{Error: fmt.Sprintf("seed file is %d bytes, over the %d-byte limit", len(body), MaxSeedBytes)})
-		return h.writeReport(ctx, report)
+		return h.writeReport(ctx, oversize(crawl, key, int64(len(body))))
 	}
+	report := newReport(crawl, key)
 	var batch []string
 	var entries []queue.Entry
 	flush := func() error {
@@ -315,6 +317,19 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 	}
 	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors)
 	return h.writeReport(ctx, report)
+}
+
+func newReport(crawl, key string) SeedReport {
+	return SeedReport{Crawl: crawl, SeedFile: key, ReadAt: time.Now().UTC(), Bad: []BadLine{},
+		Limits: SeedLimits{MaxBytes: MaxSeedBytes, MaxLine: seeds.DefaultMaxLine, MaxReports: maxReportedBad}}
+}
+
+// oversize is the report of a seed file too big to crawl: nothing of it is read.
+func oversize(crawl, key string, size int64) SeedReport {
+	r := newReport(crawl, key)
+	r.Errors = 1
+	r.Bad = append(r.Bad, BadLine{Error: fmt.Sprintf("seed file is %d bytes, over the %d-byte limit: split it into smaller files", size, MaxSeedBytes)})
+	return r
 }
 
 func (h *Handler) writeReport(ctx context.Context, r SeedReport) error {
