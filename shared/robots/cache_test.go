@@ -73,6 +73,11 @@ func TestStatuses(t *testing.T) {
 			if d.Allowed != tt.allowed {
 				t.Errorf("allowed = %v (%s), want %v", d.Allowed, d.Reason, tt.allowed)
 			}
+			// Only a robots.txt that is down (5xx, 429) disallows for a while; rules are for good.
+			temporary := strings.HasPrefix(tt.name, "5") && !strings.HasPrefix(tt.name, "5 redirects") || strings.HasPrefix(tt.name, "429")
+			if (d.RetryAfter > 0) != temporary {
+				t.Errorf("RetryAfter = %v, want it set only for a temporary disallow", d.RetryAfter)
+			}
 		})
 	}
 }

@@ -49,6 +49,9 @@ type Decision struct {
 	Allowed    bool
 	CrawlDelay time.Duration // the host's Crawl-delay for our group, clamped to MaxCrawlDelay
 	Reason     string        // why, for logs and the recorded outcome
+	// RetryAfter is set when the disallow is temporary (robots.txt answered 5xx or 429, or was
+	// unreachable): ask again after this long rather than give the URL up.
+	RetryAfter time.Duration
 }
 
 // Getter fetches robots.txt. *httpfetch.Client is one; the body must be cut at maxBody, not refused.
@@ -78,6 +81,7 @@ type Cache struct {
 type rules struct {
 	verdict    string // "" when body decides; otherwise "allow" or "disallow" for all paths
 	reason     string
+	retryAfter time.Duration // for a temporary disallow
 	body       string
 	crawlDelay time.Duration
 }
@@ -144,7 +148,7 @@ func (r *rules) decide(token string, u *url.URL) Decision {
 	case "allow":
 		return Decision{Allowed: true, Reason: r.reason}
 	case "disallow":
-		return Decision{Allowed: false, Reason: r.reason}
+		return Decision{Allowed: false, Reason: r.reason, RetryAfter: r.retryAfter}
 	}
 	m := grobotstxt.NewRobotsMatcher()
 	allowed := m.AgentAllowed(r.body, token, u.String())
@@ -236,13 +240,15 @@ func (c *Cache) load(ctx context.Context, key string) (*rules, time.Duration) {
 		case errclass.SSRF:
 			return &rules{verdict: "disallow", reason: "robots.txt: refused by the address guard: disallow all"}, c.ttl
 		}
-		return &rules{verdict: "disallow", reason: fmt.Sprintf("robots.txt unreachable (%s): disallow all", errclass.Of(err))}, c.errorTTL()
+		return &rules{verdict: "disallow", reason: fmt.Sprintf("robots.txt unreachable (%s): disallow all", errclass.Of(err)),
+			retryAfter: c.errorTTL()}, c.errorTTL()
 	}
 	switch s := resp.Status; {
 	case s >= 200 && s < 300:
 		return parse(resp.Body, c.token), c.ttl
 	case s == 429 || s >= 500:
-		return &rules{verdict: "disallow", reason: fmt.Sprintf("robots.txt status %d: disallow all", s)}, c.errorTTL()
+		return &rules{verdict: "disallow", reason: fmt.Sprintf("robots.txt status %d: disallow all", s),
+			retryAfter: c.errorTTL()}, c.errorTTL()
 	default: // 3xx not followed, 4xx
 		return &rules{verdict: "allow", reason: fmt.Sprintf("robots.txt status %d, unavailable: allow all", s)}, c.ttl
 	}

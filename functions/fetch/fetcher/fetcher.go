@@ -187,6 +187,10 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if err != nil {
 		return nil, h.fail(ctx, f, err)
 	}
+	if !rules.Allowed && rules.RetryAfter > 0 {
+		// robots.txt is down for now (5xx, 429, unreachable): disallow, but only until it is back.
+		return nil, h.requeue(ctx, f, rules.RetryAfter, true, errclass.Errorf(errclass.Robots, "%s", rules.Reason))
+	}
 	if !rules.Allowed {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
 	}

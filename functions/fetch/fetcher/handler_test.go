@@ -520,3 +520,26 @@ func TestRedirectTargetIsNotFetchedAgain(t *testing.T) {
 		t.Errorf("/about was requested %d times, want once (through the redirect)", n)
 	}
 }
+
+// A robots.txt that is down (5xx, unreachable) keeps the URL waiting, not skipped for good.
+func TestRobotsDownIsWaitedFor(t *testing.T) {
+	e := newEnv(t, nil)
+	cfg := fetcher.DefaultConfig()
+	cfg.FetchQueue, cfg.ParseQueue, cfg.HostRPS = fetchQ, parseQ, 0
+	down := robotsFunc(func(context.Context, *url.URL) (robots.Decision, error) {
+		return robots.Decision{Allowed: false, Reason: "robots.txt status 503: disallow all", RetryAfter: 5 * time.Minute}, nil
+	})
+	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, Robots: down,
+		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if got := e.handle(e.record("msg-1", "/", 1)); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none: the wait is a delayed re-queue", got)
+	}
+	if it := e.item("/"); it.State != crawlstate.Queued {
+		t.Errorf("url = %s/%s, want still queued", it.State, it.Class)
+	}
+	m, delay, _ := e.requeued()
+	if m.Retries != 1 || delay != 5*time.Minute {
+		t.Errorf("re-queued with %d retries and a %v delay, want 1 and 5m", m.Retries, delay)
+	}
+}
