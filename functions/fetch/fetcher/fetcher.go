@@ -194,14 +194,21 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if !rules.Allowed {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
 	}
+	// The GET must end in time to store the page inside this invocation (Lambda's deadline).
+	fctx, maxQuick, ok := h.budget(ctx)
+	if !ok {
+		return nil, h.requeue(ctx, f, time.Second, false, nil) // too little time left: a fresh invocation
+	}
+	defer fctx.cancel()
+	interval := h.interval(rules.CrawlDelay)
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
-	release, err := h.hosts.acquire(ctx, u.Host)
+	release, err := h.hosts.acquire(fctx, u.Host)
 	if err != nil {
 		return nil, h.fail(ctx, f, err)
 	}
 	defer release()
-	wait, err := h.reserveSlot(ctx, u.Host, h.interval(rules.CrawlDelay))
+	wait, err := h.reserveSlot(fctx, u.Host, interval)
 	if err != nil {
 		return nil, h.fail(ctx, f, err)
 	}
@@ -209,22 +216,35 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.requeue(ctx, f, wait, false, nil)
 	}
 	var resp *httpfetch.Response
+	var lastErr error
 	serverWait := false // the server asked for a wait with Retry-After
-	err = retry.Do(ctx, h.cfg.MaxQuickRetry, func() (time.Duration, error) {
-		r, err := h.http.Get(ctx, u.String())
+	attempt := 0
+	err = retry.Do(fctx, maxQuick, func() (time.Duration, error) {
+		if attempt++; attempt > 1 && interval > 0 {
+			// A quick retry is a request like any other: it takes the host's next slot too.
+			if wait, err := h.reserveSlot(fctx, u.Host, interval); err != nil || wait > 0 {
+				return 0, errSlotBusy
+			}
+		}
+		r, err := h.http.Get(fctx, u.String())
 		if err != nil {
+			lastErr = err
 			return 0, err
 		}
 		resp = r
 		if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
 			after, ok := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
 			serverWait = ok
-			return after, errclass.Errorf(c, "status %d", r.Status)
+			lastErr = errclass.Errorf(c, "status %d", r.Status)
+			return after, lastErr
 		}
 		return 0, nil
 	})
 	var deferred *retry.Deferred
 	switch {
+	case errors.Is(err, errSlotBusy):
+		// The host's next slot belongs to another worker: retry through the queue.
+		return nil, h.fail(ctx, f, lastErr)
 	case errors.As(err, &deferred) && serverWait:
 		// The server said when to come back: wait for it in the queue, burning no receive.
 		return nil, h.requeue(ctx, f, deferred.After, true, deferred.Err)
@@ -267,6 +287,40 @@ func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Du
 	case <-t.C:
 	}
 	return h.state.ReserveSlot(ctx, host, interval)
+}
+
+// errSlotBusy stops quick retries when the host's next politeness slot is taken. It has no class
+// of its own: the record fails with the last fetch error.
+var errSlotBusy = errclass.Errorf(errclass.Scope, "the host's politeness slot is taken")
+
+// storeReserve is the time kept, inside an invocation's deadline, for storing a batch's pages
+// after their GETs: the WARC write, the parse messages and the final states.
+const storeReserve = 10 * time.Second
+
+// minFetchTime is the least time worth starting a GET with; with less, the URL is re-queued.
+const minFetchTime = 5 * time.Second
+
+// fetchContext is the context a record's GET runs in, with its cancel.
+type fetchContext struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+// budget bounds the record's GET and quick retries by what is left of the invocation: in Lambda
+// the context's deadline is the function's timeout, and a batch that overruns it is lost whole.
+// ok is false when too little time is left to start.
+func (h *Handler) budget(ctx context.Context) (fetchContext, time.Duration, bool) {
+	dl, has := ctx.Deadline()
+	if !has {
+		c, cancel := context.WithCancel(ctx)
+		return fetchContext{c, cancel}, h.cfg.MaxQuickRetry, true
+	}
+	left := time.Until(dl) - storeReserve
+	if left < minFetchTime {
+		return fetchContext{}, 0, false
+	}
+	c, cancel := context.WithTimeout(ctx, left)
+	return fetchContext{c, cancel}, min(h.cfg.MaxQuickRetry, left/2), true
 }
 
 // interval is the gap between two requests to one host.

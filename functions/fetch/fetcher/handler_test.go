@@ -543,3 +543,40 @@ func TestRobotsDownIsWaitedFor(t *testing.T) {
 		t.Errorf("re-queued with %d retries and a %v delay, want 1 and 5m", m.Retries, delay)
 	}
 }
+
+// With too little of the invocation left to fetch and store a page, the URL waits for a fresh
+// invocation instead of overrunning Lambda's timeout (which would fail the whole batch).
+func TestNoFetchStartsTooCloseToTheDeadline(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	resp, err := e.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{e.record("msg-1", "/about", 1)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v; want the record re-queued and done", resp.BatchItemFailures, err)
+	}
+	if n := e.site.hitsOf("/about"); n != 0 {
+		t.Errorf("fetched /about %d times with 8 s left", n)
+	}
+	m, _, _ := e.requeued()
+	if m.Waits != 1 || m.Retries != 0 {
+		t.Errorf("re-queued %+v, want one wait", m)
+	}
+	if it := e.item("/about"); it.State != crawlstate.Queued || it.Owner != "" {
+		t.Errorf("url = %s, owner %q; want queued and released", it.State, it.Owner)
+	}
+}
+
+// Quick retries take the host's politeness slot like any request: with Crawl-delay-like spacing
+// and a busy slot, a 503 is retried through the queue, not hammered in place.
+func TestQuickRetriesKeepThePolitenessSlot(t *testing.T) {
+	e := newEnv(t, func(c *fetcher.Config) {
+		c.HostRPS = 0.1 // one request per 10 s
+		c.MaxQuickRetry = 30 * time.Second
+	})
+	if got := e.handle(e.record("msg-1", "/busy", 1)); !reflect.DeepEqual(got, []string{"msg-1"}) {
+		t.Errorf("BatchItemFailures = %v, want [msg-1]", got)
+	}
+	if n := e.site.hitsOf("/busy"); n != 1 {
+		t.Errorf("/busy was requested %d times within one slot, want 1", n)
+	}
+}
