@@ -14,6 +14,7 @@ package crawlstate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -47,6 +48,7 @@ const (
 	attrLease    = "leaseUntil"
 	attrParsed   = "parsed"
 	attrRedrive  = "redrivable"
+	attrPage     = "page" // the stored response of a fetched URL, as JSON (see Page)
 	attrUpdated  = "updatedAt"
 	attrNext     = "nextAt"
 	attrBudget   = "budget"
@@ -90,6 +92,18 @@ func CrawlKey(crawl string) string { return "c#" + crawl }
 func budgetKey(crawl, host string) string { return "b#" + crawl + "#" + host }
 func slotKey(host string) string          { return "p#" + host }
 
+// Page is where a fetched URL's response is stored, kept on its item so that a lost parse message
+// can be sent again without fetching the page again (the fetch stage's outbox).
+type Page struct {
+	WARCKey     string    `json:"k"`
+	Offset      int64     `json:"o"`
+	Length      int64     `json:"l"`
+	FinalURL    string    `json:"u"`
+	Status      int       `json:"s"`
+	ContentType string    `json:"t,omitempty"`
+	FetchedAt   time.Time `json:"f"`
+}
+
 // URL is a URL item.
 type URL struct {
 	Key      string
@@ -103,6 +117,8 @@ type URL struct {
 	Owner    string
 	Lease    time.Time
 	Parsed   bool
+	// Page is set once the URL is fetched.
+	Page *Page
 }
 
 func urlFrom(key string, it table.Item) URL {
@@ -111,7 +127,19 @@ func urlFrom(key string, it table.Item) URL {
 		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
 		Detail: it.String(attrDetail), Enqueued: it.Bool(attrEnqueued), Owner: it.String(attrOwner),
 		Lease: time.UnixMilli(it.Int(attrLease)), Parsed: it.Bool(attrParsed),
+		Page: pageFrom(it.String(attrPage)),
 	}
+}
+
+func pageFrom(s string) *Page {
+	if s == "" {
+		return nil
+	}
+	var p Page
+	if json.Unmarshal([]byte(s), &p) != nil {
+		return nil
+	}
+	return &p
 }
 
 // Terminal reports whether s ends a URL's life.
@@ -233,21 +261,35 @@ func (s *Store) Release(ctx context.Context, crawl, key, owner string) error {
 // Finish moves the claimed URL (whose state was prev when claimed) to a terminal state and
 // counts it. It returns false, and changes nothing, when owner no longer holds the claim.
 func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
-	return s.finish(ctx, crawl, key, owner, prev, to, cause, false)
+	return s.finishWith(ctx, crawl, key, owner, prev, to, cause, false, nil)
+}
+
+// FinishFetched moves the claimed URL to fetched and keeps where its response is stored. The
+// fetch handler calls it before it sends the parse message, so that a crash in between loses
+// nothing: the redelivered fetch message finds the URL fetched and sends the parse message again.
+func (s *Store) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
+	b, err := json.Marshal(page)
+	if err != nil {
+		return false, fmt.Errorf("finish %s: %w", key, err)
+	}
+	return s.finishWith(ctx, crawl, key, owner, prev, Fetched, nil, false, map[string]any{attrPage: string(b)})
 }
 
 // FailRedrivable records the claimed URL as failed, like Finish, for a message that goes on to
 // the dead-letter queue: a redrive of that message may claim the URL again.
 func (s *Store) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
-	return s.finish(ctx, crawl, key, owner, prev, Failed, cause, true)
+	return s.finishWith(ctx, crawl, key, owner, prev, Failed, cause, true, nil)
 }
 
-func (s *Store) finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error, redrivable bool) (bool, error) {
+func (s *Store) finishWith(ctx context.Context, crawl, key, owner string, prev, to State, cause error, redrivable bool, extra map[string]any) (bool, error) {
 	if !to.Terminal() {
 		return false, fmt.Errorf("finish %s: %q is not a terminal state", key, to)
 	}
 	now := s.Now()
 	set := map[string]any{attrState: string(to), attrUpdated: now.UnixMilli()}
+	for k, v := range extra {
+		set[k] = v
+	}
 	counts := map[string]int64{string(to): 1}
 	if prev == Failed {
 		counts[string(Failed)]--

@@ -173,8 +173,10 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	owner := rec.MessageId
 	claimed, err := h.state.Claim(ctx, m.Crawl, key, owner, h.cfg.Lease)
 	if errors.Is(err, crawlstate.ErrClaimed) {
+		// Done, or held by a live worker whose own message is still in flight. A URL fetched but
+		// not parsed may have lost its parse message: send it again (parse drops duplicates).
 		h.log.Debug("duplicate fetch message", "url", u.String())
-		return nil, nil // done, or held by a live worker whose own message is still in flight
+		return nil, h.resendParse(ctx, m, key)
 	}
 	if err != nil {
 		return nil, err

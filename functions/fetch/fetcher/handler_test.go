@@ -2,6 +2,7 @@ package fetcher_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -88,12 +89,16 @@ func (s *site) hitsOf(path string) int {
 // delayedSend is a sender to the embedded queue that records the delay of each entry and sends
 // it without one, so the test can receive a re-queued message at once and see its receive count.
 type delayedSend struct {
-	q      *sqlite.Queue
-	mu     sync.Mutex
-	delays map[string]time.Duration // body -> requested delay
+	q         *sqlite.Queue
+	mu        sync.Mutex
+	delays    map[string]time.Duration // body -> requested delay
+	failParse bool                     // fail every send to the parse queue
 }
 
 func (d *delayedSend) SendBatch(ctx context.Context, name string, entries []queue.Entry) error {
+	if d.failParse && name == parseQ {
+		return errors.New("parse queue unavailable")
+	}
 	d.mu.Lock()
 	out := make([]queue.Entry, len(entries))
 	for i, e := range entries {
@@ -291,8 +296,68 @@ func TestDuplicateFetchMessageIsAcknowledgedWithoutARequest(t *testing.T) {
 	if n := e.site.hitsOf("/") - before; n != 0 {
 		t.Errorf("the server got %d more requests for /, want 0", n)
 	}
+	// The page is stored but not parsed yet: each duplicate re-sends its parse message from the
+	// stored location (the fetch stage's outbox), and parse drops the extra copies.
+	if m := e.received(parseQ); len(m) != 2 {
+		t.Errorf("duplicates of an unparsed page sent %d parse messages, want 2", len(m))
+	}
+	if _, err := e.state.MarkParsed(context.Background(), crawl, keyOf(t, again0URL(t, again))); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.handle(again); len(got) != 0 {
+		t.Errorf("duplicate after parse: BatchItemFailures = %v", got)
+	}
 	if m := e.received(parseQ); len(m) != 0 {
-		t.Errorf("duplicates sent %d parse messages, want 0", len(m))
+		t.Errorf("a duplicate of a parsed page sent %d parse messages, want 0", len(m))
+	}
+	if n := e.site.hitsOf("/") - before; n != 0 {
+		t.Errorf("the server got %d more requests for /, want 0", n)
+	}
+}
+
+func again0URL(t *testing.T, rec events.SQSMessage) string {
+	t.Helper()
+	m, err := message.DecodeFetch(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.URL
+}
+
+// A crash between storing a page and sending its parse message loses nothing: the redelivered
+// fetch message sends the parse message again, without fetching the page again.
+func TestLostParseMessageIsSentAgainWithoutAFetch(t *testing.T) {
+	e := newEnv(t, nil)
+	e.send.failParse = true // the parse message is lost, as in a crash right after the record
+	rec := e.record("msg-1", "/about", 1)
+	if got := e.handle(rec); !reflect.DeepEqual(got, []string{"msg-1"}) {
+		t.Fatalf("BatchItemFailures = %v, want [msg-1] (the send failed)", got)
+	}
+	if it := e.item("/about"); it.State != crawlstate.Fetched || it.Page == nil {
+		t.Fatalf("url = %s, page %v; want fetched with its location", it.State, it.Page)
+	}
+	e.send.failParse = false
+	rec.Attributes["ApproximateReceiveCount"] = "2"
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("redelivery: BatchItemFailures = %v", got)
+	}
+	msgs := e.received(parseQ)
+	if len(msgs) != 1 {
+		t.Fatalf("redelivery sent %d parse messages, want 1", len(msgs))
+	}
+	pm, err := message.DecodeParse(msgs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := e.blobs.GetRange(context.Background(), pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := warcfile.Decode(raw); err != nil || p.URL != e.url("/about") {
+		t.Errorf("the re-sent parse message points at %v (%v), want the stored /about", p.URL, err)
+	}
+	if n := e.site.hitsOf("/about"); n != 1 {
+		t.Errorf("/about was fetched %d times, want once", n)
 	}
 }
 

@@ -57,38 +57,87 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	if err := h.pages.Put(ctx, key, file, warcfile.ContentType); err != nil {
 		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}
-	entries := make([]queue.Entry, len(pages))
-	for i, p := range pages {
-		body, err := message.Encode(message.Parse{Header: message.Header{Crawl: crawl}, URL: p.msg.URL,
-			FinalURL: p.resp.URL, Root: p.msg.Root, Depth: p.msg.Depth, Status: p.resp.Status,
-			ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt,
-			WARC: message.Ref{Key: key, Offset: spans[i].Offset, Length: spans[i].Length}})
-		if err != nil {
-			return retryAll(err)
-		}
-		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body}
-	}
-	sendErr := h.send.SendBatch(ctx, h.cfg.ParseQueue, entries)
-	var be *queue.BatchError
-	if sendErr != nil && !errors.As(sendErr, &be) {
-		return retryAll(fmt.Errorf("send parse messages: %w", sendErr))
-	}
-	return sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
+	// The outbox: record each page fetched, with where it is stored, before its parse message goes
+	// out. A crash in between leaves a fetched, unparsed URL, and its redelivered fetch message
+	// sends the parse message again from the record (resendParse), without fetching again.
+	recorded := make([]bool, len(pages))
+	failed := sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
 		p := pages[i]
-		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
-			if err := h.state.Release(ctx, crawl, p.key, p.owner); err != nil {
-				h.log.Warn("release after a failed send", "url", p.msg.URL, "err", err.Error())
-			}
-			return be.Failed[strconv.Itoa(i)]
-		}
-		if err := h.finish(ctx, &p, crawlstate.Fetched, nil); err != nil {
-			// The page is stored and its parse message sent; the redelivery will fetch it again.
+		ref := crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
+			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
+		ok, err := h.state.FinishFetched(ctx, crawl, p.key, p.owner, p.prev, ref)
+		if err != nil {
+			// The redelivery fetches it again: the WARC record written here stays unreferenced.
 			h.log.Error("record fetched", "url", p.msg.URL, "err", err.Error())
+			if rerr := h.state.Release(ctx, crawl, p.key, p.owner); rerr != nil {
+				h.log.Warn("release after a failed record", "url", p.msg.URL, "err", rerr.Error())
+			}
 			return err
 		}
+		if !ok {
+			h.log.Warn("lost the claim before finishing", "url", p.msg.URL)
+			return nil
+		}
+		recorded[i] = true
 		h.recordRedirectTarget(ctx, crawl, p)
 		return nil
 	})
+	var entries []queue.Entry
+	ids := map[string]string{} // entry id -> message id
+	for i, p := range pages {
+		if !recorded[i] {
+			continue
+		}
+		body, err := message.Encode(parseMessage(crawl, p.msg, crawlstate.Page{WARCKey: key, Offset: spans[i].Offset,
+			Length: spans[i].Length, FinalURL: p.resp.URL, Status: p.resp.Status,
+			ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}))
+		if err != nil {
+			failed = append(failed, p.rec.MessageId)
+			continue
+		}
+		id := strconv.Itoa(i)
+		ids[id] = p.rec.MessageId
+		entries = append(entries, queue.Entry{ID: id, Body: body})
+	}
+	if err := h.send.SendBatch(ctx, h.cfg.ParseQueue, entries); err != nil {
+		// Their URLs are fetched: the redelivered fetch messages send the parse messages again.
+		h.log.Warn("send parse messages", "err", err.Error())
+		var be *queue.BatchError
+		if !errors.As(err, &be) {
+			for _, e := range entries {
+				failed = append(failed, ids[e.ID])
+			}
+			return failed
+		}
+		for id := range be.Failed {
+			failed = append(failed, ids[id])
+		}
+	}
+	return failed
+}
+
+// parseMessage asks parse to read the page stored for the fetch message m.
+func parseMessage(crawl string, m *message.Fetch, p crawlstate.Page) message.Parse {
+	return message.Parse{Header: message.Header{Crawl: crawl}, URL: m.URL, FinalURL: p.FinalURL, Root: m.Root,
+		Depth: m.Depth, Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt,
+		WARC: message.Ref{Key: p.WARCKey, Offset: p.Offset, Length: p.Length}}
+}
+
+// resendParse sends the parse message of a URL that is fetched but not yet parsed: the outbox's
+// second half, for a fetch message delivered again after its page was stored.
+func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key string) error {
+	u, err := h.state.Get(ctx, m.Crawl, key)
+	if err != nil || u.State != crawlstate.Fetched || u.Parsed || u.Page == nil {
+		return err // nothing to resend (or a read error: the record is retried)
+	}
+	body, err := message.Encode(parseMessage(m.Crawl, m, *u.Page))
+	if err != nil {
+		return err
+	}
+	if err := h.send.SendBatch(ctx, h.cfg.ParseQueue, []queue.Entry{{ID: "0", Body: body}}); err != nil {
+		return fmt.Errorf("re-send the parse message of %s: %w", m.URL, err)
+	}
+	return nil
 }
 
 // recordRedirectTarget marks the URL a redirect ended on as known, so that a link to it later does
