@@ -494,26 +494,37 @@ func (s *Store) reserve(ctx context.Context, key, attr string, max int) error {
 	return nil
 }
 
-// ReserveSlot takes the host's next politeness slot, interval after the previous one. It returns
-// 0 when the caller may fetch now, or how long to wait before trying again. Every worker of every
-// crawl shares the slot (invariant 4).
+// ReserveSlot takes the host's next politeness slot, interval after the one before it, and
+// returns how long until it starts (0: fetch now). The slot is the caller's: it fetches when the
+// wait is over, without asking again, so every waiting worker gets its own slot instead of all of
+// them racing for the next one. Every worker of every crawl shares the slots (invariant 4).
 func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
 	if interval <= 0 {
 		return 0, nil
 	}
 	now := s.Now()
-	_, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
-		attrNext: now.Add(interval).UnixMilli(), table.TTLAttr: now.Add(24 * time.Hour).Unix(),
-	}}, table.Or(table.NotExists(attrNext), table.Le(attrNext, now.UnixMilli())))
-	cf, busy := table.IsConditionFailed(err)
-	if !busy {
-		if err != nil {
-			return 0, fmt.Errorf("reserve slot for %s: %w", host, err)
+	cond := table.NotExists(attrNext) // first guess: nobody has used this host yet
+	var next int64
+	for range 100 { // compare-and-swap: only a worker that raced us makes it go round again
+		start := max(now.UnixMilli(), next)
+		_, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
+			attrNext: start + interval.Milliseconds(), table.TTLAttr: now.Add(24 * time.Hour).Unix(),
+		}}, cond)
+		cf, raced := table.IsConditionFailed(err)
+		if !raced {
+			if err != nil {
+				return 0, fmt.Errorf("reserve slot for %s: %w", host, err)
+			}
+			return max(time.UnixMilli(start).Sub(now), 0), nil // 0 when the slot starts now
 		}
-		return 0, nil
+		if cf.Item == nil || !cf.Item.Has(attrNext) {
+			cond, next = table.NotExists(attrNext), 0
+			continue
+		}
+		next = cf.Item.Int(attrNext)
+		cond = table.Eq(attrNext, next)
 	}
-	wait := time.UnixMilli(cf.Item.Int(attrNext)).Sub(now)
-	return max(wait, time.Millisecond), nil
+	return 0, errclass.Errorf(errclass.Internal, "reserve slot for %s: too many workers raced for it", host)
 }
 
 // Counters are a crawl's totals.

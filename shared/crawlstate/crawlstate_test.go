@@ -114,11 +114,46 @@ func TestReserveSlotSpacesRequests(t *testing.T) {
 		t.Errorf("another host waited %v", w)
 	}
 	c.t = c.t.Add(700 * time.Millisecond)
+	// The slot now starting is the second caller's: the next one is a second later.
+	if w, _ := s.ReserveSlot(ctx, "a.test", time.Second); w != time.Second {
+		t.Errorf("third slot at the second's start: wait %v, want 1s", w)
+	}
+	c.t = c.t.Add(5 * time.Second)
 	if w, _ := s.ReserveSlot(ctx, "a.test", time.Second); w != 0 {
-		t.Errorf("slot at the due time: wait %v, want 0", w)
+		t.Errorf("a slot long after the last: wait %v, want 0", w)
 	}
 	if w, _ := s.ReserveSlot(ctx, "a.test", 0); w != 0 {
 		t.Errorf("no interval must never wait, waited %v", w)
+	}
+}
+
+func TestConcurrentWorkersGetDistinctSlots(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t) // the clock stands still: every worker asks at the same instant
+	waits := make(chan time.Duration, 10)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := s.ReserveSlot(ctx, "a.test", time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			waits <- w
+		}()
+	}
+	wg.Wait()
+	close(waits)
+	seen := map[time.Duration]bool{}
+	for w := range waits {
+		if seen[w] || w%time.Second != 0 || w > 9*time.Second {
+			t.Errorf("slot wait %v repeated or off the one-second grid", w)
+		}
+		seen[w] = true
+	}
+	if len(seen) != 10 {
+		t.Errorf("%d distinct slots for 10 workers", len(seen))
 	}
 }
 

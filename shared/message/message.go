@@ -70,6 +70,9 @@ type Fetch struct {
 	// NotBefore, when set, is the earliest time to fetch: a wait longer than SQS's 15-minute
 	// delay is chained through it.
 	NotBefore time.Time `json:"notBefore,omitzero"`
+	// Slot, when set, is the host's politeness slot this message holds: it was reserved for it
+	// before it was re-queued to wait, and the fetch goes out then without asking again.
+	Slot time.Time `json:"slot,omitzero"`
 }
 
 // Ref addresses one record inside a WARC file in the blob store.

@@ -26,6 +26,12 @@ var ErrNotFound = errors.New("item not found")
 // Item is one item's attributes, without its key.
 type Item map[string]any
 
+// Has reports whether the attribute is present.
+func (it Item) Has(name string) bool {
+	_, ok := it[name]
+	return ok
+}
+
 // String returns the attribute as a string, or "" when it is missing or not a string.
 func (it Item) String(name string) string {
 	s, _ := it[name].(string)

@@ -169,6 +169,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
 		return nil, h.resend(ctx, m, wait) // still inside a long Retry-After: keep waiting
 	}
+	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > 0 {
+		return nil, h.resend(ctx, m, wait) // early for its politeness slot: keep waiting
+	}
 	key := urlnorm.Key(u.String())
 	owner := rec.MessageId
 	claimed, err := h.state.Claim(ctx, m.Crawl, key, owner, h.cfg.Lease)
@@ -210,12 +213,14 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.fail(ctx, f, err)
 	}
 	defer release()
-	wait, err := h.reserveSlot(fctx, u.Host, interval)
-	if err != nil {
-		return nil, h.fail(ctx, f, err)
-	}
-	if wait > 0 {
-		return nil, h.requeue(ctx, f, wait, false, nil)
+	if !h.heldSlot(m, interval) {
+		wait, err := h.reserveSlot(fctx, u.Host, interval)
+		if err != nil {
+			return nil, h.fail(ctx, f, err)
+		}
+		if wait > 0 {
+			return nil, h.requeueForSlot(ctx, f, wait)
+		}
 	}
 	var resp *httpfetch.Response
 	var lastErr error
@@ -281,14 +286,24 @@ func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Du
 	if err != nil || wait == 0 || wait > MaxInlineWait {
 		return wait, err
 	}
-	t := time.NewTimer(wait)
+	t := time.NewTimer(wait) // the slot is ours: wait for it in place
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	case <-t.C:
 	}
-	return h.state.ReserveSlot(ctx, host, interval)
+	return 0, nil
+}
+
+// heldSlot reports whether the message holds the host's current politeness slot: it was
+// re-queued to wait for a slot reserved for it, and arrived within that slot.
+func (h *Handler) heldSlot(m *message.Fetch, interval time.Duration) bool {
+	if m.Slot.IsZero() {
+		return false
+	}
+	late := h.Now().Sub(m.Slot)
+	return late >= 0 && late < max(interval, time.Second)
 }
 
 // errSlotBusy stops quick retries when the host's next politeness slot is taken. It has no class
@@ -381,7 +396,17 @@ func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 
 // requeue re-sends the fetch message with a delay and acknowledges this one.
 func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error) error {
+	return h.requeueWith(ctx, f, wait, isRetry, cause, time.Time{})
+}
+
+// requeueForSlot re-queues the message to wait for the politeness slot just reserved for it.
+func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait time.Duration) error {
+	return h.requeueWith(ctx, f, wait, false, nil, h.Now().Add(wait))
+}
+
+func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error, slot time.Time) error {
 	next := *f.msg
+	next.Slot = slot
 	if isRetry {
 		next.Retries++
 		if next.Retries > h.cfg.MaxRetries {

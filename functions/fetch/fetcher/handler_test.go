@@ -645,3 +645,38 @@ func TestQuickRetriesKeepThePolitenessSlot(t *testing.T) {
 		t.Errorf("/busy was requested %d times within one slot, want 1", n)
 	}
 }
+
+// A message re-queued for the slot reserved for it fetches when it arrives in that slot, without
+// racing for the next one; one that arrives early keeps waiting.
+func TestHeldPolitenessSlot(t *testing.T) {
+	interval := 1000 * time.Second
+	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
+	u, _ := url.Parse(e.url("/"))
+	if _, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil {
+		t.Fatal(err)
+	}
+	withSlot := func(id, path string, slot time.Time) events.SQSMessage {
+		rec := e.record(id, path, 1)
+		m, err := message.DecodeFetch(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Slot = slot
+		if rec.Body, err = message.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	if got := e.handle(withSlot("early", "/about", time.Now().Add(time.Hour))); len(got) != 0 {
+		t.Fatalf("early: BatchItemFailures = %v", got)
+	}
+	if m, _, _ := e.requeued(); m.Slot.IsZero() || e.site.hitsOf("/about") != 0 {
+		t.Errorf("an early message was fetched or lost its slot: %+v", m)
+	}
+	if got := e.handle(withSlot("due", "/about", time.Now().Add(-10*time.Millisecond))); len(got) != 0 {
+		t.Fatalf("due: BatchItemFailures = %v", got)
+	}
+	if n := e.site.hitsOf("/about"); n != 1 {
+		t.Errorf("a message in its own slot made %d requests, want 1", n)
+	}
+}
