@@ -37,6 +37,9 @@ func OpenAWS(ctx context.Context, getenv func(string) string) (*Backend, error) 
 		Name: "aws", Queue: q, Find: q.QueueURL, Table: dynamotable.New(c.DynamoDB, tableName),
 		Blobs: s3blob.New(c.S3, bucket), TableName: tableName, Bucket: bucket,
 		QueuePrefix: envOr(getenv, "CRAWL_QUEUE_PREFIX", "crawlstack-"),
+		// Not seeds/: on a deployed stack a file there starts a crawl by itself (the S3
+		// notification), and `crawl run` starts its own: the pages would be crawled twice.
+		SeedsPrefix: "runs/seeds/",
 		Where:       func(prefix string) string { return "s3://" + bucket + "/" + prefix },
 		Close:       func() error { return nil },
 	}

@@ -34,6 +34,8 @@ type Backend struct {
 	TableName, Bucket string
 	// QueuePrefix starts the name of every queue Setup creates.
 	QueuePrefix string
+	// SeedsPrefix is where `crawl run` drops the seed file ("seeds/" when empty).
+	SeedsPrefix string
 	// Existing, when set, are queues that already exist (a deployed stack): Setup creates none.
 	Existing *Resources
 	// Find, when set, looks a queue up by name without creating it (for redrive).

@@ -201,6 +201,9 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	}
 	defer be.Close()
+	if be.Existing != nil {
+		fmt.Fprintln(stderr, "crawl: using the queues of a deployed stack: its Lambda functions consume them too, so they share this crawl's work")
+	}
 	res, err := be.Setup(ctx, QueueSettings{Visibility: o.Visibility, MaxReceiveCount: o.MaxReceive})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
@@ -248,7 +251,11 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, body []byte) (string, error) {
 	digest := sha256.Sum256(body)
 	version := hex.EncodeToString(digest[:])
-	key := scheduler.SeedsPrefix + name
+	prefix := be.SeedsPrefix
+	if prefix == "" {
+		prefix = scheduler.SeedsPrefix
+	}
+	key := prefix + name
 	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
 		return "", fmt.Errorf("store the seed file: %w", err)
 	}
