@@ -169,7 +169,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
 		return nil, h.resend(ctx, m, wait) // still inside a long Retry-After: keep waiting
 	}
-	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > 0 {
+	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxInlineWait {
 		return nil, h.resend(ctx, m, wait) // early for its politeness slot: keep waiting
 	}
 	key := urlnorm.Key(u.String())
@@ -213,7 +213,11 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.fail(ctx, f, err)
 	}
 	defer release()
-	if !h.heldSlot(m, interval) {
+	if h.heldSlot(m, interval) {
+		if err := h.awaitSlot(fctx, m.Slot); err != nil {
+			return nil, h.fail(ctx, f, err)
+		}
+	} else {
 		wait, err := h.reserveSlot(fctx, u.Host, interval)
 		if err != nil {
 			return nil, h.fail(ctx, f, err)
@@ -296,14 +300,27 @@ func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Du
 	return 0, nil
 }
 
-// heldSlot reports whether the message holds the host's current politeness slot: it was
-// re-queued to wait for a slot reserved for it, and arrived within that slot.
+// heldSlot reports whether the message holds the host's politeness slot: it was re-queued to
+// wait for a slot reserved for it, and arrived before that slot or early in it. A message that
+// comes too late lost its slot to the next one's holder and reserves again.
 func (h *Handler) heldSlot(m *message.Fetch, interval time.Duration) bool {
-	if m.Slot.IsZero() {
-		return false
+	return !m.Slot.IsZero() && h.Now().Sub(m.Slot) < interval/2
+}
+
+// awaitSlot waits in place until the held slot starts.
+func (h *Handler) awaitSlot(ctx context.Context, slot time.Time) error {
+	wait := slot.Sub(h.Now())
+	if wait <= 0 {
+		return nil
 	}
-	late := h.Now().Sub(m.Slot)
-	return late >= 0 && late < max(interval, time.Second)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // errSlotBusy stops quick retries when the host's next politeness slot is taken. It has no class
@@ -435,7 +452,12 @@ func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Durati
 	if err != nil {
 		return err
 	}
-	delay := min(max(wait, time.Second), queue.MaxDelay)
+	delay := max(wait, time.Second)
+	if !m.Slot.IsZero() {
+		// SQS delays are whole seconds: come back early for the slot and wait the rest in place.
+		delay = wait.Truncate(time.Second)
+	}
+	delay = min(delay, queue.MaxDelay)
 	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, []queue.Entry{{ID: "0", Body: body, Delay: delay}}); err != nil {
 		return fmt.Errorf("re-queue %s: %w", m.URL, err)
 	}
