@@ -135,3 +135,28 @@ func safely(fn func() error) (err error) {
 	}()
 	return fn()
 }
+
+// Collect runs a batch in two stages, for handlers that store a batch's results together (one
+// object per batch instead of one per record): first each record through process, as Run does,
+// keeping the results it returns (nil: the record is done with nothing to store); then store with
+// every result, which returns the message ids whose storing failed. Both kinds of failure end up
+// in BatchItemFailures.
+func Collect[T any](ctx context.Context, r *Runner, ev events.SQSEvent,
+	process func(context.Context, events.SQSMessage) (*T, error),
+	store func(context.Context, []T) []string) events.SQSEventResponse {
+	var mu sync.Mutex
+	var results []T
+	resp := r.Run(ctx, ev, func(ctx context.Context, rec events.SQSMessage) error {
+		res, err := process(ctx, rec)
+		if err == nil && res != nil {
+			mu.Lock()
+			results = append(results, *res)
+			mu.Unlock()
+		}
+		return err
+	})
+	for _, id := range store(ctx, results) {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+	}
+	return resp
+}

@@ -135,20 +135,7 @@ type fetched struct {
 
 // Handle processes one SQS batch of fetch messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var mu sync.Mutex
-	var pages []fetched
-	resp := h.batch.Run(ctx, ev, func(ctx context.Context, rec events.SQSMessage) error {
-		f, err := h.fetchOne(ctx, rec)
-		if err == nil && f != nil {
-			mu.Lock()
-			pages = append(pages, *f)
-			mu.Unlock()
-		}
-		return err
-	})
-	for _, id := range h.storeAll(ctx, pages) {
-		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
-	}
+	resp := sqsbatch.Collect(ctx, h.batch, ev, h.fetchOne, h.storeAll)
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}

@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -112,20 +111,7 @@ type parsed struct {
 
 // Handle processes one SQS batch of parse messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var mu sync.Mutex
-	var pages []parsed
-	resp := h.batch.Run(ctx, ev, func(ctx context.Context, rec events.SQSMessage) error {
-		p, err := h.parseOne(ctx, rec)
-		if err == nil && p != nil {
-			mu.Lock()
-			pages = append(pages, *p)
-			mu.Unlock()
-		}
-		return err
-	})
-	for _, id := range h.storeAll(ctx, pages) {
-		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
-	}
+	resp := sqsbatch.Collect(ctx, h.batch, ev, h.parseOne, h.storeAll)
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
