@@ -301,7 +301,7 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 		return nil
 	}, func(le seeds.LineError) {
 		report.Errors++
-		h.log.Warn("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
+		h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
 		if len(report.Bad) < maxReportedBad {
 			report.Bad = append(report.Bad, BadLine{Line: le.Line, Text: le.Text, Error: le.Err.Error()})
 		}
