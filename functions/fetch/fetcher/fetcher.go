@@ -218,6 +218,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	serverWait := false // the server asked for a wait with Retry-After
 	attempt := 0
 	err = retry.Do(fctx, maxQuick, func() (time.Duration, error) {
+		serverWait = false // only the last answer's Retry-After counts
 		if attempt++; attempt > 1 && interval > 0 {
 			// A quick retry is a request like any other: it takes the host's next slot too.
 			if wait, err := h.reserveSlot(fctx, u.Host, interval); err != nil || wait > 0 {
