@@ -60,12 +60,15 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	// The outbox: record each page fetched, with where it is stored, before its parse message goes
 	// out. A crash in between leaves a fetched, unparsed URL, and its redelivered fetch message
 	// sends the parse message again from the record (resendParse), without fetching again.
+	refs := make([]crawlstate.Page, len(pages))
+	for i, p := range pages {
+		refs[i] = crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
+			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
+	}
 	recorded := make([]bool, len(pages))
 	failed := sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
 		p := pages[i]
-		ref := crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
-			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
-		ok, err := h.state.FinishFetched(ctx, crawl, p.key, p.owner, p.prev, ref)
+		ok, err := h.state.FinishFetched(ctx, crawl, p.key, p.owner, p.prev, refs[i])
 		if err != nil {
 			// The redelivery fetches it again: the WARC record written here stays unreferenced.
 			h.log.Error("record fetched", "url", p.msg.URL, "err", err.Error())
@@ -88,9 +91,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		if !recorded[i] {
 			continue
 		}
-		body, err := message.Encode(parseMessage(crawl, p.msg, crawlstate.Page{WARCKey: key, Offset: spans[i].Offset,
-			Length: spans[i].Length, FinalURL: p.resp.URL, Status: p.resp.Status,
-			ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}))
+		body, err := message.Encode(parseMessage(crawl, p.msg, refs[i]))
 		if err != nil {
 			failed = append(failed, p.rec.MessageId)
 			continue
