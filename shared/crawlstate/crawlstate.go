@@ -183,6 +183,20 @@ func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, dept
 	return Known, nil
 }
 
+// Unadmit deletes a URL item that Admit just wrote, as long as nothing has happened to it since
+// (still queued, unsent and unclaimed), and uncounts it.
+func (s *Store) Unadmit(ctx context.Context, crawl, key string) error {
+	err := s.t.Delete(ctx, URLKey(crawl, key), table.And(table.Eq(attrState, string(Queued)),
+		table.Ne(attrEnqueued, true), table.NotExists(attrOwner)))
+	if _, moved := table.IsConditionFailed(err); moved {
+		return nil // another delivery took it further: it is theirs now
+	}
+	if err != nil {
+		return fmt.Errorf("unadmit %s: %w", key, err)
+	}
+	return s.count(ctx, crawl, map[string]int64{"seen": -1})
+}
+
 // Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
 // false when the URL was already known.
 func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {

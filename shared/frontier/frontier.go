@@ -211,6 +211,11 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 				f.remember(m.Crawl, key)
 				return pending{}, outRejected, nil
 			}
+			// A backend failure: take the admission back, so that the redelivered message admits
+			// the URL afresh and reserves its budget then (an unsent item would skip that).
+			if uerr := f.state.Unadmit(ctx, m.Crawl, key); uerr != nil {
+				f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
+			}
 			return pending{}, 0, err
 		}
 	}

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
@@ -15,6 +17,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/table"
 )
 
 // fakeSender records sent bodies; failIDs lists entry IDs to fail once per call.
@@ -188,5 +191,46 @@ func TestPerHostBudgetStopsATrap(t *testing.T) {
 	}
 	if c.Classes[errclass.Trap] != 2 {
 		t.Errorf("classes = %v, want 2 trap", c.Classes)
+	}
+}
+
+// failBudget fails the first n updates of budget items, as a throttled table would.
+type failBudget struct {
+	table.Table
+	left atomic.Int32
+}
+
+func (f *failBudget) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+	if strings.HasPrefix(key, "c#") && u.Add["budget"] != 0 && f.left.Add(-1) >= 0 {
+		return nil, errors.New("throttled")
+	}
+	return f.Table.Update(ctx, key, u, c)
+}
+
+func TestBudgetIsReservedAgainAfterAFailure(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb := &failBudget{Table: db.Table("crawl")}
+	tb.left.Store(1)
+	st := crawlstate.New(tb)
+	snd := &fakeSender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", MaxPages: 1}, st, snd, quiet())
+	m := seeds("http://a.test/")
+	if _, err := f.Admit(ctx, m); err == nil {
+		t.Fatal("a failed budget reservation must fail the message")
+	}
+	if _, err := f.Admit(ctx, m); err != nil { // the redelivery
+		t.Fatal(err)
+	}
+	if len(snd.urls(t)) != 1 {
+		t.Fatalf("sent %v, want the URL once", snd.urls(t))
+	}
+	// The budget of 1 is used up by that URL: a second URL must be refused.
+	if res, _ := f.Admit(ctx, seeds("http://b.test/")); res.Sent != 0 || res.Rejected != 1 {
+		t.Errorf("a URL past the budget: %+v, want it rejected (the first URL's budget was reserved)", res)
 	}
 }
