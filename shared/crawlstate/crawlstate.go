@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -203,7 +204,7 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 	now := s.Now()
 	class := errclass.Of(cause)
 	item := table.Item{
-		attrState: string(Skipped), attrClass: string(class), attrDetail: truncate(cause.Error(), 300),
+		attrState: string(Skipped), attrClass: string(class), attrDetail: safelog.Truncate(cause.Error()),
 		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: s.expiry(now),
 	}
 	err := s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
@@ -317,7 +318,7 @@ func (s *Store) finishWith(ctx context.Context, crawl, key, owner string, prev, 
 	}
 	if cause != nil {
 		set[attrClass] = string(class)
-		set[attrDetail] = truncate(cause.Error(), 300)
+		set[attrDetail] = safelog.Truncate(cause.Error())
 		counts["class_"+string(class)]++
 	} else {
 		u.Remove = append(u.Remove, attrClass, attrDetail)
@@ -338,7 +339,7 @@ func (s *Store) finishWith(ctx context.Context, crawl, key, owner string, prev, 
 func (s *Store) SkipQueued(ctx context.Context, crawl, key string, cause error) error {
 	class := errclass.Of(cause)
 	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{
-		attrState: string(Skipped), attrClass: string(class), attrDetail: truncate(cause.Error(), 300),
+		attrState: string(Skipped), attrClass: string(class), attrDetail: safelog.Truncate(cause.Error()),
 		attrUpdated: s.Now().UnixMilli(),
 	}}, table.And(table.Eq(attrState, string(Queued)), table.NotExists(attrOwner)))
 	if _, done := table.IsConditionFailed(err); done {
@@ -382,13 +383,3 @@ func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) 
 }
 
 func (s *Store) expiry(now time.Time) int64 { return now.Add(s.Retention).Unix() }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 { // back up to a rune boundary
-		n--
-	}
-	return s[:n] + "…"
-}

@@ -165,7 +165,7 @@ const (
 func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL, raw string) (pending, outcome, error) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
-		f.log.Debug("dropping an invalid url", "url", clip(raw), "err", err.Error())
+		f.log.Debug("dropping an invalid url", "url", raw, "err", err.Error())
 		return pending{}, outInvalid, nil
 	}
 	norm := u.String()
@@ -281,11 +281,4 @@ func (f *Frontier) remember(crawl, key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.known.AddString(k)
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }

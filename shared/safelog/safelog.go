@@ -80,7 +80,8 @@ func clean(a slog.Attr) slog.Attr {
 	return slog.Attr{Key: a.Key, Value: v}
 }
 
-// Truncate cuts s to MaxValueBytes at a rune boundary and says how long it was.
+// Truncate cuts s to MaxValueBytes at a rune boundary and says how long it was. Besides log
+// lines, it bounds the untrusted error text kept in the table and in parse records.
 func Truncate(s string) string {
 	if len(s) <= MaxValueBytes {
 		return s

@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/links"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
@@ -172,7 +172,7 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage) (*parsed,
 
 // parseError records a page that could not be parsed; its URL stays fetched.
 func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*parsed, error) {
-	p.out.Class, p.out.Error = errclass.Parse, truncate(cause.Error(), 300)
+	p.out.Class, p.out.Error = errclass.Parse, safelog.Truncate(cause.Error())
 	if err := h.state.CountParseError(ctx, p.msg.Crawl, errclass.Parse); err != nil {
 		return nil, err
 	}
@@ -231,15 +231,4 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 		}
 		return err
 	})
-}
-
-// truncate cuts s to at most n bytes at a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
