@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +45,27 @@ type env struct {
 	q     *sqlite.Queue
 	blobs *fileblob.Store
 	state *crawlstate.Store
+	reads *countingBlobs // what the handler reads through
 	h     *parser.Handler
+}
+
+// countingBlobs counts the handler's ranged reads and fails those that fail says to.
+type countingBlobs struct {
+	*fileblob.Store
+	mu    sync.Mutex
+	calls int
+	fail  func(offset, length int64) bool
+}
+
+func (c *countingBlobs) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	c.mu.Lock()
+	c.calls++
+	fail := c.fail != nil && c.fail(offset, length)
+	c.mu.Unlock()
+	if fail {
+		return nil, errors.New("injected read failure")
+	}
+	return c.Store.GetRange(ctx, key, offset, length)
 }
 
 func newEnv(t *testing.T) *env {
@@ -51,9 +75,10 @@ func newEnv(t *testing.T) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	state := crawlstate.New(be.Table)
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "parse"}, Log: log}
+	reads := &countingBlobs{Store: blobs}
 	h := parser.New(parser.Config{ScheduleQueue: scheduleQ, MaxDepth: maxDepth, UserAgentToken: "crawlstack",
-		Concurrency: 4}, state, blobs, q, batch, log)
-	return &env{t: t, q: q, blobs: blobs, state: state, h: h}
+		Concurrency: 4}, state, reads, q, batch, log)
+	return &env{t: t, q: q, blobs: blobs, state: state, reads: reads, h: h}
 }
 
 // sample returns the parse sample's record and message; the URL is admitted and fetched.
@@ -263,5 +288,112 @@ func TestGarbageWARCRange(t *testing.T) {
 	}
 	if q, _ := e.blobs.List(ctx, quarantine.Prefix); len(q) != 0 {
 		t.Errorf("quarantined %v: a bad page is not a bad message", q)
+	}
+}
+
+// batchOfOneFile stores n pages in one WARC file, as fetch stores a batch, and returns their parse
+// messages, each URL admitted. gap puts that many bytes of other pages between the pages.
+func (e *env) batchOfOneFile(n, gap int) []events.SQSMessage {
+	e.t.Helper()
+	rec, m := e.sample()
+	var pages []warcfile.Page
+	var urls []string
+	for i := range n {
+		u := m.Root + "page-" + strconv.Itoa(i)
+		urls = append(urls, u)
+		if i > 0 && gap > 0 {
+			pages = append(pages, warcfile.Page{URL: m.Root + "other-" + strconv.Itoa(i), Status: 200,
+				Body: noise(gap), FetchedAt: m.FetchedAt})
+		}
+		pages = append(pages, warcfile.Page{URL: u, Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, FetchedAt: m.FetchedAt,
+			Body: []byte("<title>Page " + strconv.Itoa(i) + "</title>" + links)})
+	}
+	raw, spans, err := warcfile.Encode(pages)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.blobs.Put(context.Background(), m.WARC.Key, raw, warcfile.ContentType); err != nil {
+		e.t.Fatal(err)
+	}
+	var recs []events.SQSMessage
+	for i, u := range urls {
+		at := i
+		if gap > 0 {
+			at = 2 * i
+		}
+		pm := *m
+		pm.URL, pm.FinalURL = u, u
+		pm.WARC.Offset, pm.WARC.Length = spans[at].Offset, spans[at].Length
+		if _, err := e.state.Admit(context.Background(), pm.Crawl, urlnorm.Key(u), u, pm.Root, pm.Depth); err != nil {
+			e.t.Fatal(err)
+		}
+		body, err := message.Encode(pm)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r := rec
+		r.MessageId, r.Body = "msg-"+strconv.Itoa(i), body
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// noise is n bytes that gzip cannot shrink.
+func noise(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// titles returns the titles of the crawl's records, sorted, checking that none has an error.
+func (e *env) titles(crawl string) []string {
+	e.t.Helper()
+	var got []string
+	for _, r := range e.records(crawl) {
+		if r.Error != "" {
+			e.t.Errorf("record %s: error %q", r.URL, r.Error)
+		}
+		got = append(got, r.Title)
+	}
+	slices.Sort(got)
+	return got
+}
+
+func TestPagesOfOneWARCFileAreReadTogether(t *testing.T) {
+	want := []string{"Page 0", "Page 1", "Page 2", "Page 3", "Page 4"}
+	cases := []struct {
+		name      string
+		gap       int
+		fail      func(offset, length int64) bool
+		wantReads int
+	}{
+		{name: "adjacent pages: one read", wantReads: 1},
+		{name: "pages far apart: one read each", gap: 100_000, wantReads: 5},
+		// The span fails; each page is then read alone and still parsed.
+		{name: "shared read fails", fail: func(offset, length int64) bool { return length > 2000 }, wantReads: 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.reads.fail = tc.fail
+			recs := e.batchOfOneFile(len(want), tc.gap)
+			if got := e.handle(recs...); len(got) != 0 {
+				t.Fatalf("BatchItemFailures = %v, want none", got)
+			}
+			if e.reads.calls != tc.wantReads {
+				t.Errorf("%d ranged reads, want %d", e.reads.calls, tc.wantReads)
+			}
+			var m message.Parse
+			if err := json.Unmarshal([]byte(recs[0].Body), &m); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.titles(m.Crawl); !slices.Equal(got, want) {
+				t.Errorf("titles = %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -111,14 +111,16 @@ type parsed struct {
 
 // Handle processes one SQS batch of parse messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	resp := sqsbatch.Collect(ctx, h.batch, ev, h.parseOne, h.storeAll)
+	pages := newSpanReader(h.blobs, ev)
+	parse := func(ctx context.Context, rec events.SQSMessage) (*parsed, error) { return h.parseOne(ctx, rec, pages) }
+	resp := sqsbatch.Collect(ctx, h.batch, ev, parse, h.storeAll)
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
 	return resp, nil
 }
 
-func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage) (*parsed, error) {
+func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *spanReader) (*parsed, error) {
 	m, err := message.DecodeParse(rec.Body)
 	if err != nil {
 		return nil, err
@@ -137,7 +139,7 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage) (*parsed,
 	}
 	p := &parsed{rec: rec, msg: m, key: key, out: Record{Crawl: m.Crawl, URL: m.URL, FinalURL: m.FinalURL,
 		Depth: m.Depth, Status: m.Status, ContentType: m.ContentType, FetchedAt: m.FetchedAt, WARC: m.WARC, OutLinks: []string{}}}
-	raw, err := h.blobs.GetRange(ctx, m.WARC.Key, m.WARC.Offset, m.WARC.Length)
+	raw, err := pages.read(ctx, m.WARC)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", m.WARC.Key, err)
 	}
