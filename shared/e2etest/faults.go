@@ -92,6 +92,13 @@ func (q crashQueue) Delete(ctx context.Context, name, receipt string) error {
 	return q.Queues.Delete(ctx, name, receipt)
 }
 
+func (q crashQueue) DeleteBatch(ctx context.Context, name string, receipts []string) error {
+	if err := q.c.step(); err != nil {
+		return err
+	}
+	return q.Queues.DeleteBatch(ctx, name, receipts)
+}
+
 type crashTable struct {
 	c *Crasher
 	table.Table

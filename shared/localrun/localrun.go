@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/queue"
-	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 )
 
 // Queues is what the runner needs of the queue backend.
@@ -170,17 +169,18 @@ func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log
 	// DeleteMessageBatch does, so the embedded queue commits them at once.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	sqsbatch.Each(len(msgs), len(msgs), func(i int) string { return msgs[i].ID }, func(i int) error {
-		m := msgs[i]
-		if failed[m.ID] {
-			return nil
+	var done []string
+	for _, m := range msgs {
+		if !failed[m.ID] {
+			done = append(done, m.ReceiptHandle)
 		}
-		err := r.Queues.Delete(dctx, s.Queue, m.ReceiptHandle)
-		if err != nil {
-			log.Warn("delete failed: the record will be delivered again", "messageId", m.ID, "err", err.Error())
-		}
-		return err
-	})
+	}
+	if len(done) == 0 {
+		return
+	}
+	if err := r.Queues.DeleteBatch(dctx, s.Queue, done); err != nil {
+		log.Warn("delete failed: the records will be delivered again", "records", len(done), "err", err.Error())
+	}
 }
 
 // heartbeat keeps the batch's messages invisible while the handler works on them, by extending

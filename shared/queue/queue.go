@@ -66,6 +66,10 @@ type Receiver interface {
 	Receive(ctx context.Context, queue string, max int, visibility, wait time.Duration) ([]Message, error)
 	// Delete removes a received message for good.
 	Delete(ctx context.Context, queue, receiptHandle string) error
+	// DeleteBatch removes received messages for good, as SQS's DeleteMessageBatch does (in chunks
+	// of MaxBatch). It returns an error only when some message could not be deleted, and that error
+	// wraps a *BatchError whose Failed keys are the receipt handles concerned.
+	DeleteBatch(ctx context.Context, queue string, receiptHandles []string) error
 	// ChangeVisibility makes a received message visible again after timeout (0: now).
 	// It does not count as a receive.
 	ChangeVisibility(ctx context.Context, queue, receiptHandle string, timeout time.Duration) error

@@ -359,6 +359,39 @@ func (q *Queue) Delete(ctx context.Context, name, receiptHandle string) error {
 	return nil
 }
 
+// DeleteBatch removes the messages received with receiptHandles, in one transaction. Like Delete,
+// a stale handle deletes nothing and is no error; a malformed one fails alone.
+func (q *Queue) DeleteBatch(ctx context.Context, name string, receiptHandles []string) error {
+	failed := map[string]error{}
+	ids := make([]int64, len(receiptHandles))
+	for i, h := range receiptHandles {
+		id, err := parseReceipt(h)
+		if err != nil {
+			failed[h] = err
+		}
+		ids[i] = id
+	}
+	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		del := tx.StmtContext(ctx, q.del)
+		for i, h := range receiptHandles {
+			if failed[h] != nil {
+				continue
+			}
+			if _, err := del.ExecContext(ctx, ids[i], name, h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete from %s: %w", name, err)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("delete from %s: %w", name, &queue.BatchError{Failed: failed})
+	}
+	return nil
+}
+
 // ChangeVisibility makes the message visible again after timeout (0: now). It does not count
 // as a receive. A stale handle is an error.
 func (q *Queue) ChangeVisibility(ctx context.Context, name, receiptHandle string, timeout time.Duration) error {

@@ -24,6 +24,7 @@ type API interface {
 	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
 	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
@@ -126,6 +127,38 @@ func (q *Queue) Delete(ctx context.Context, queueURL, receiptHandle string) erro
 	})
 	if err != nil {
 		return fmt.Errorf("delete from %s: %w", queueURL, mapErr(err))
+	}
+	return nil
+}
+
+// DeleteBatch removes received messages with DeleteMessageBatch, MaxBatch at a time. The SDK
+// retries a failed call; an entry that still fails is named in the returned *BatchError.
+func (q *Queue) DeleteBatch(ctx context.Context, queueURL string, receiptHandles []string) error {
+	failed := map[string]error{}
+	for start := 0; start < len(receiptHandles); start += queue.MaxBatch {
+		chunk := receiptHandles[start:min(start+queue.MaxBatch, len(receiptHandles))]
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL)}
+		for i, h := range chunk {
+			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h)})
+		}
+		out, err := q.api.DeleteMessageBatch(ctx, in)
+		if err != nil {
+			for _, h := range chunk {
+				failed[h] = mapErr(err)
+			}
+			continue
+		}
+		for _, f := range out.Failed {
+			i, err := strconv.Atoi(aws.ToString(f.Id))
+			if err != nil || i < 0 || i >= len(chunk) {
+				return fmt.Errorf("delete from %s: the answer names an unknown entry %q", queueURL, aws.ToString(f.Id))
+			}
+			failed[chunk[i]] = fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("delete from %s: %w", queueURL, &queue.BatchError{Failed: failed})
 	}
 	return nil
 }
