@@ -11,6 +11,7 @@ package fileblob
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +57,7 @@ func (s *Store) path(key string) (string, error) {
 
 // Put writes (or replaces) the object. The content type is not stored.
 func (s *Store) Put(ctx context.Context, key string, body []byte, contentType string) error {
-	if err := s.write(ctx, key, body, os.Rename); err != nil {
+	if err := s.write(ctx, key, body, false); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
@@ -65,22 +66,16 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, contentType st
 // PutIfAbsent writes the object only if no object has the key; otherwise it returns
 // blob.ErrExists.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte, contentType string) error {
-	err := s.write(ctx, key, body, func(tmp, final string) error {
-		err := os.Link(tmp, final)
-		if errors.Is(err, fs.ErrExist) {
-			return blob.ErrExists
-		}
-		return err
-	})
-	if err != nil {
+	if err := s.write(ctx, key, body, true); err != nil {
 		return fmt.Errorf("put %s if absent: %w", key, err)
 	}
 	return nil
 }
 
-// write stores body in a synced temporary file next to the object and calls place to move it
-// into position.
-func (s *Store) write(ctx context.Context, key string, body []byte, place func(tmp, final string) error) error {
+// write stores body in a synced temporary file next to the object and moves it into position:
+// renamed over any old object, or, if absent, hard-linked to the new name, which
+// fails with blob.ErrExists when the name is taken.
+func (s *Store) write(ctx context.Context, key string, body []byte, absent bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -88,16 +83,11 @@ func (s *Store) write(ctx context.Context, key string, body []byte, place func(t
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	f, err := createTemp(filepath.Dir(final))
+	if err != nil {
 		return collision(key, err)
 	}
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
 	tmp := f.Name()
-	defer os.Remove(tmp) // after a rename it is gone; after a link it is the spare name
 	_, err = f.Write(body)
 	if err == nil {
 		err = f.Sync()
@@ -105,17 +95,40 @@ func (s *Store) write(ctx context.Context, key string, body []byte, place func(t
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
+	switch {
+	case err != nil:
+	case absent:
+		if err = os.Link(tmp, final); errors.Is(err, fs.ErrExist) {
+			err = blob.ErrExists
+		}
+	default:
+		if err = os.Rename(tmp, final); err == nil {
+			return nil // the temporary name is gone
+		}
 	}
+	os.Remove(tmp) // after a failure, or the spare name of a link
 	if err != nil {
-		return err
-	}
-	err = place(tmp, final)
-	if st, serr := os.Stat(final); err != nil && serr == nil && st.IsDir() {
-		err = fmt.Errorf("%w: %w", syscall.EISDIR, err)
+		if st, serr := os.Stat(final); serr == nil && st.IsDir() {
+			err = fmt.Errorf("%w: %w", syscall.EISDIR, err)
+		}
 	}
 	return collision(key, err)
+}
+
+// createTemp creates a new temporary file in dir (mode 0644 less the umask), creating dir only
+// when it is missing: most writes go to a directory that exists, and a stat each would cost.
+func createTemp(dir string) (*os.File, error) {
+	open := func() (*os.File, error) {
+		return os.OpenFile(filepath.Join(dir, tmpPrefix+strings.ToLower(rand.Text())), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	f, err := open()
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		f, err = open()
+	}
+	return f, err
 }
 
 // collision explains the one S3 key layout the file store cannot hold: an object whose key is
