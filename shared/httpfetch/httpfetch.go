@@ -166,13 +166,30 @@ func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
 	return c.GetLimited(ctx, rawURL, 0, -1)
 }
 
+// GetFollowing is Get that follows a redirect only where follow allows: each hop's target goes to
+// follow after the guard, and an error from it stops the fetch with that error (keep its class:
+// errclass.Scope for a target out of the crawl's scope, say).
+func (c *Client) GetFollowing(ctx context.Context, rawURL string, follow func(target *url.URL) error) (*Response, error) {
+	lim := c.limits()
+	lim.follow = follow
+	resp, err := c.get(ctx, rawURL, lim)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", rawURL, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) limits() limits {
+	return limits{raw: c.opts.MaxBodyBytes, decoded: c.opts.MaxDecodedBytes, redirects: c.opts.MaxRedirects}
+}
+
 // GetLimited is Get for robots.txt (RFC 9309: parse at least 500 KiB, follow 5 redirects).
 // The decoded body is cut at maxBody, and Response.Truncated set, instead of failing: a larger
 // file is read up to the limit, not rejected. The raw body keeps the client's cap.
 // maxBody <= 0 keeps the client's limits (and their errors); maxRedirects < 0 keeps the
 // client's redirect limit, and 0 follows none.
 func (c *Client) GetLimited(ctx context.Context, rawURL string, maxBody int64, maxRedirects int) (*Response, error) {
-	lim := limits{raw: c.opts.MaxBodyBytes, decoded: c.opts.MaxDecodedBytes, redirects: c.opts.MaxRedirects}
+	lim := c.limits()
 	if maxBody > 0 {
 		lim.decoded, lim.truncate = maxBody, true
 	}
@@ -190,6 +207,7 @@ type limits struct {
 	raw, decoded int64
 	truncate     bool // cut the decoded body at its cap instead of failing
 	redirects    int
+	follow       func(*url.URL) error // nil: follow every redirect the guard allows
 }
 
 func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response, error) {
@@ -215,6 +233,11 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 			}
 			if err := c.guard.CheckURL(req.URL); err != nil {
 				return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+			}
+			if lim.follow != nil {
+				if err := lim.follow(req.URL); err != nil {
+					return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+				}
 			}
 			redirects = append(redirects, via[len(via)-1].URL.String())
 			return nil

@@ -82,7 +82,7 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 		Schedule: scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
 			Concurrency: cfg.BatchConcurrency}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule")),
 		Fetch: fetcher.New(fcfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
-			Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}),
+			Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}),
 		Parse: parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
 			UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency},
 			state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse")),

@@ -33,8 +33,15 @@ import (
 )
 
 // Getter fetches a page (httpfetch.Client).
+// It follows a redirect only where follow allows (httpfetch.Client.GetFollowing).
 type Getter interface {
-	Get(ctx context.Context, rawURL string) (*httpfetch.Response, error)
+	GetFollowing(ctx context.Context, rawURL string, follow func(target *url.URL) error) (*httpfetch.Response, error)
+}
+
+// ScopeChecker tells whether the crawl may fetch u, a link from seed's scope at depth
+// (scope.Rules). The handler asks it about redirect targets, which schedule never saw.
+type ScopeChecker interface {
+	Check(seed, u *url.URL, depth int, now time.Time) error
 }
 
 // RobotsChecker answers robots.txt questions (robots.Cache).
@@ -87,6 +94,7 @@ type Handler struct {
 	state  *crawlstate.Store
 	http   Getter
 	robots RobotsChecker
+	scope  ScopeChecker
 	guard  URLGuard
 	pages  PagePutter
 	send   queue.Sender
@@ -102,11 +110,13 @@ type Deps struct {
 	State  *crawlstate.Store
 	HTTP   Getter
 	Robots RobotsChecker
-	Guard  URLGuard
-	Pages  PagePutter
-	Send   queue.Sender
-	Batch  *sqsbatch.Runner
-	Log    *slog.Logger
+	// Scope checks redirect targets; nil follows every redirect that Guard and robots.txt allow.
+	Scope ScopeChecker
+	Guard URLGuard
+	Pages PagePutter
+	Send  queue.Sender
+	Batch *sqsbatch.Runner
+	Log   *slog.Logger
 }
 
 // New returns a Handler.
@@ -119,7 +129,7 @@ func New(cfg Config, d Deps) *Handler {
 	}
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
-	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, guard: d.Guard, pages: d.Pages,
+	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
 		send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, Now: time.Now}
 }
 
@@ -225,7 +235,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 				return 0, errSlotBusy
 			}
 		}
-		r, err := h.http.Get(fctx, u.String())
+		r, err := h.http.GetFollowing(fctx, u.String(), h.follow(fctx, m, u))
 		if err != nil {
 			lastErr = err
 			return 0, err
@@ -265,6 +275,38 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	}
 	f.resp = resp
 	return f, nil
+}
+
+// follow is the redirect policy of one fetch. Following a redirect fetches its target, so the
+// target must pass what schedule checks for a link (the crawl's scope, from the same seed and at
+// the same depth) and robots.txt for its host.
+func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL) func(*url.URL) error {
+	return func(target *url.URL) error {
+		t, err := urlnorm.Normalize(target.String())
+		if err != nil {
+			return errclass.Errorf(errclass.Redirect, "redirect target: %v", err)
+		}
+		if h.scope != nil {
+			root := u
+			if r, err := urlnorm.Normalize(m.Root); m.Root != "" && err == nil {
+				root = r
+			}
+			if err := h.scope.Check(root, t, m.Depth, h.Now()); err != nil {
+				return err
+			}
+		}
+		rules, err := h.robots.Check(ctx, t)
+		switch {
+		case err != nil:
+			return err
+		case !rules.Allowed && rules.RetryAfter > 0:
+			// The target's robots.txt is down for now: try the whole fetch again later.
+			return errclass.Errorf(errclass.Connect, "robots.txt of the redirect target is unavailable: %s", rules.Reason)
+		case !rules.Allowed:
+			return errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason)
+		}
+		return nil
+	}
 }
 
 // MaxInlineWait is the longest politeness wait spent inside the invocation; longer waits re-queue

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +30,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/netguard"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/robots"
+	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
@@ -64,6 +67,11 @@ func newSite(t *testing.T) *site {
 			io.WriteString(w, page)
 		case "/old":
 			http.Redirect(w, r, "/about", http.StatusMovedPermanently)
+		case "/away": // to another host: out of a host-scoped crawl
+			_, port, _ := net.SplitHostPort(r.Host)
+			http.Redirect(w, r, "http://localhost:"+port+"/about", http.StatusFound)
+		case "/to-private":
+			http.Redirect(w, r, "/private/page", http.StatusFound)
 		case "/busy":
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case "/slow-down":
@@ -143,7 +151,7 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	state := crawlstate.New(be.Table)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
-		Guard: guard, Pages: blobs, Send: send, Log: log})
+		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Send: send, Log: log})
 	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, state: state, h: h}
 }
 
@@ -583,6 +591,36 @@ func TestRedirectTargetIsNotFetchedAgain(t *testing.T) {
 	}
 	if n := e.site.hitsOf("/about"); n != 1 {
 		t.Errorf("/about was requested %d times, want once (through the redirect)", n)
+	}
+}
+
+// A redirect is followed only to a URL the crawl may fetch: in scope and allowed by robots.txt.
+func TestRedirectsFollowOnlyWhereTheCrawlMayGo(t *testing.T) {
+	cases := []struct {
+		name, path string
+		class      errclass.Class
+		target     string // the path the redirect points at, never requested
+	}{
+		{"to another host", "/away", errclass.Scope, "/about"},
+		{"to a page robots.txt disallows", "/to-private", errclass.Robots, "/private/page"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			if got := e.handle(e.record("msg-1", c.path, 1)); len(got) != 0 {
+				t.Fatalf("BatchItemFailures = %v, want none", got)
+			}
+			it := e.item(c.path)
+			if it.State != crawlstate.Skipped || it.Class != c.class || !strings.Contains(it.Detail, "redirect to") {
+				t.Errorf("%s = %s/%s (%q), want skipped/%s naming the redirect", c.path, it.State, it.Class, it.Detail, c.class)
+			}
+			if n := e.site.hitsOf(c.target); n != 0 {
+				t.Errorf("the redirect target %s was requested %d times, want never", c.target, n)
+			}
+			if m := e.received(parseQ); len(m) != 0 {
+				t.Errorf("sent %d parse messages, want none", len(m))
+			}
+		})
 	}
 }
 
