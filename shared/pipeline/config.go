@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -124,8 +125,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if mode != "" {
 		c.Scope = scope.Mode(mode)
 	}
-	list("CRAWL_INCLUDE", &c.Include)
-	list("CRAWL_EXCLUDE", &c.Exclude)
+	patterns := func(name string, dst *[]string) {
+		ps, err := parsePatternList(getenv(name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		if ps != nil {
+			*dst = ps
+		}
+	}
+	patterns("CRAWL_INCLUDE", &c.Include)
+	patterns("CRAWL_EXCLUDE", &c.Exclude)
 	num("CRAWL_MAX_DEPTH", &c.MaxDepth)
 	num("CRAWL_MAX_PAGES", &c.MaxPages)
 	num("CRAWL_MAX_PAGES_PER_HOST", &c.MaxPagesPerHost)
@@ -171,4 +182,37 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, errors.Join(errs...)
 	}
 	return c, c.Validate()
+}
+
+// parsePatternList reads CRAWL_INCLUDE or CRAWL_EXCLUDE. A regexp may contain commas, so the list
+// is not comma-separated: a value that starts with "[" is a JSON array of strings (what the CDK
+// stack writes), anything else one pattern per line (blank lines ignored), so one regexp is
+// written as it is (one that itself starts with "[" goes in a JSON array). Each pattern must
+// compile. An empty value gives nil: the default stays.
+func parsePatternList(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	var out []string
+	if strings.HasPrefix(v, "[") {
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			return nil, fmt.Errorf("not a JSON array of strings: %w", err)
+		}
+		for i, p := range out {
+			if strings.TrimSpace(p) == "" {
+				return nil, fmt.Errorf("pattern %d is empty", i+1)
+			}
+		}
+	} else {
+		for _, line := range strings.Split(v, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+	}
+	if _, err := scope.ParsePatterns(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

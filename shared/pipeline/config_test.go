@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +56,60 @@ func TestFromEnvNamesTheBadVariable(t *testing.T) {
 				t.Errorf("the error does not name %s or %q: %v", name, value, err)
 			}
 		})
+	}
+}
+
+func TestFromEnvPatterns(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		want    []string
+		wantErr string // a substring of the error besides the variable's name; "" means success
+	}{
+		{name: "JSON array with commas inside a pattern",
+			value: `["^https://a\\.test/(x|y){1,3}/", "^https://b\\.test/"]`,
+			want:  []string{`^https://a\.test/(x|y){1,3}/`, `^https://b\.test/`}},
+		{name: "JSON array after spaces", value: "  [\"a,b\"]\n", want: []string{"a,b"}},
+		{name: "empty JSON array", value: `[]`, want: []string{}},
+		{name: "one pattern per line, blank lines ignored",
+			value: "^https://a\\.test/\n\n  ^https://b\\.test/(p|q)  \r\n",
+			want:  []string{`^https://a\.test/`, `^https://b\.test/(p|q)`}},
+		{name: "a single pattern with commas is one pattern",
+			value: `^https://a\.test/(x|y){1,3}/`, want: []string{`^https://a\.test/(x|y){1,3}/`}},
+		{name: "malformed JSON", value: `["^https://a\.test/"`, wantErr: "JSON array"},
+		{name: "JSON array of numbers", value: `[1, 2]`, wantErr: "JSON array"},
+		{name: "data after the JSON array", value: `["a"] ["b"]`, wantErr: "JSON array"},
+		{name: "empty pattern in a JSON array", value: `["a", ""]`, wantErr: "pattern 2 is empty"},
+		{name: "invalid regexp on a line", value: "^https://a\\.test/\n(x|y", wantErr: "(x|y"},
+		{name: "invalid regexp in a JSON array", value: `["^https://a\\.test/[z"]`, wantErr: "missing closing ]"},
+	}
+	for _, name := range []string{"CRAWL_INCLUDE", "CRAWL_EXCLUDE"} {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				c, err := FromEnv(env(map[string]string{name: tt.value}))
+				if tt.wantErr != "" {
+					if err == nil {
+						t.Fatalf("%s=%q was accepted: %q %q", name, tt.value, c.Include, c.Exclude)
+					}
+					if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), tt.wantErr) {
+						t.Errorf("the error does not name %s and %q: %v", name, tt.wantErr, err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("%s=%q: %v", name, tt.value, err)
+				}
+				got, other := c.Include, c.Exclude
+				if name == "CRAWL_EXCLUDE" {
+					got, other = other, got
+				}
+				if !slices.Equal(got, tt.want) || (got == nil) != (tt.want == nil) {
+					t.Errorf("%s=%q gives %q, want %q", name, tt.value, got, tt.want)
+				}
+				if other != nil {
+					t.Errorf("%s set the other list too: %q", name, other)
+				}
+			})
+		}
 	}
 }
