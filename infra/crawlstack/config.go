@@ -1,6 +1,7 @@
 package crawlstack
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -41,6 +42,12 @@ type Config struct {
 	MaxDepth int
 	// MaxPages is the page budget of one crawl.
 	MaxPages int
+	// MaxPagesPerHost is the page budget of one host in one crawl, a
+	// spider-trap guard; 0 means no limit.
+	MaxPagesPerHost int
+	// Include and Exclude are Go (RE2) regexps: a URL must match one of
+	// Include (when there are any) and none of Exclude to be followed.
+	Include, Exclude []string
 	// HostRPS is the politeness limit: requests per second to one host.
 	HostRPS float64
 	// UserAgent is sent with every request and matched against robots.txt.
@@ -81,6 +88,7 @@ func DefaultConfig() Config {
 		Scope:                     "host",
 		MaxDepth:                  3,
 		MaxPages:                  1000,
+		MaxPagesPerHost:           100_000,
 		HostRPS:                   1,
 		UserAgent:                 "crawlstack/0.1 (+https://github.com/crawlstack/crawlstack)",
 		RecrawlPrefix:             "seeds/",
@@ -156,6 +164,9 @@ func contextKeys(c *Config) []contextKey {
 		{"scope", stringInto(&c.Scope)},
 		{"maxDepth", intInto(&c.MaxDepth)},
 		{"maxPages", intInto(&c.MaxPages)},
+		{"maxPagesPerHost", intInto(&c.MaxPagesPerHost)},
+		{"include", patternsInto(&c.Include)},
+		{"exclude", patternsInto(&c.Exclude)},
 		{"hostRps", floatInto(&c.HostRPS)},
 		{"userAgent", stringInto(&c.UserAgent)},
 		{"allowNet", stringInto(&c.AllowNet)},
@@ -189,6 +200,40 @@ func stringInto(dst *string) func(any) error {
 			return fmt.Errorf("want a string, got %T %v", v, v)
 		}
 		*dst = s
+		return nil
+	}
+}
+
+// patternsInto reads a list of regexps: a JSON array of strings from
+// cdk.json, or a string holding one from `cdk -c include='["^https://a\\.test/"]'`.
+// A regexp may contain commas, so a comma-separated string would be
+// ambiguous; an empty string is an empty list.
+func patternsInto(dst *[]string) func(any) error {
+	const want = `want a JSON array of regexps such as ["^https://example\\.com/"]`
+	return func(v any) error {
+		var list []string
+		switch x := v.(type) {
+		case []any:
+			for i, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return fmt.Errorf("%s, got %T %v as item %d", want, e, e, i+1)
+				}
+				list = append(list, s)
+			}
+		case []string:
+			list = x
+		case string:
+			if strings.TrimSpace(x) == "" {
+				break
+			}
+			if err := json.Unmarshal([]byte(x), &list); err != nil {
+				return fmt.Errorf("%s, got %q: %w", want, x, err)
+			}
+		default:
+			return fmt.Errorf("%s, got %T %v", want, v, v)
+		}
+		*dst = list
 		return nil
 	}
 }
@@ -290,6 +335,21 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPages < 1 {
 		bad("maxPages", "must be 1 or more, got %d", c.MaxPages)
+	}
+	if c.MaxPagesPerHost < 0 {
+		bad("maxPagesPerHost", "must be 0 (no limit) or more, got %d", c.MaxPagesPerHost)
+	}
+	for _, p := range []struct {
+		key  string
+		list []string
+	}{{"include", c.Include}, {"exclude", c.Exclude}} {
+		for i, e := range p.list {
+			if strings.TrimSpace(e) == "" {
+				bad(p.key, "pattern %d is empty", i+1)
+			} else if _, err := regexp.Compile(e); err != nil {
+				bad(p.key, "pattern %d %q is not a Go regexp: %v", i+1, e, err)
+			}
+		}
 	}
 	if !(c.HostRPS > 0 && c.HostRPS <= 100) {
 		bad("hostRps", "must be more than 0 and at most 100, got %v", c.HostRPS)

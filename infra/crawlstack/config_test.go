@@ -1,7 +1,9 @@
 package crawlstack
 
 import (
+	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,26 @@ func TestConfigFromContext(t *testing.T) {
 			}},
 		{name: "cron expression", ctx: map[string]any{"scheduleExpression": "cron(0 3 * * ? *)"},
 			check: func(c Config) bool { return c.ScheduleExpression == "cron(0 3 * * ? *)" }},
+		{name: "patterns from cdk.json and cdk -c, commas inside",
+			ctx: map[string]any{"include": []any{`^https://a\.test/(x|y){1,3}/`}, "exclude": `["/p/[0-9]{2,}", "\\?sort="]`},
+			check: func(c Config) bool {
+				return slices.Equal(c.Include, []string{`^https://a\.test/(x|y){1,3}/`}) &&
+					slices.Equal(c.Exclude, []string{`/p/[0-9]{2,}`, `\?sort=`})
+			}},
+		{name: "no patterns by default, an empty string is none",
+			ctx:   map[string]any{"exclude": " "},
+			check: func(c Config) bool { return len(c.Include) == 0 && len(c.Exclude) == 0 }},
+		{name: "maxPagesPerHost", ctx: map[string]any{"maxPagesPerHost": "0"},
+			check: func(c Config) bool { return c.MaxPagesPerHost == 0 }},
+		{name: "maxPagesPerHost default", ctx: nil,
+			check: func(c Config) bool { return c.MaxPagesPerHost == 100_000 }},
+		{name: "negative maxPagesPerHost", ctx: map[string]any{"maxPagesPerHost": float64(-1)}, wantErr: []string{`"maxPagesPerHost"`, "0 (no limit) or more"}},
+		{name: "pattern string not a JSON array", ctx: map[string]any{"include": `^https://a\.test/`}, wantErr: []string{`"include"`, "JSON array"}},
+		{name: "malformed JSON array", ctx: map[string]any{"exclude": `["a"`}, wantErr: []string{`"exclude"`, "JSON array"}},
+		{name: "pattern not a string", ctx: map[string]any{"include": []any{"a", float64(1)}}, wantErr: []string{`"include"`, "item 2"}},
+		{name: "pattern list not a list", ctx: map[string]any{"exclude": true}, wantErr: []string{`"exclude"`, "JSON array"}},
+		{name: "invalid regexp", ctx: map[string]any{"include": `["ok", "(x|y"]`}, wantErr: []string{`"include"`, "pattern 2", "(x|y"}},
+		{name: "empty regexp", ctx: map[string]any{"exclude": []any{""}}, wantErr: []string{`"exclude"`, "pattern 1 is empty"}},
 		{name: "not a number", ctx: map[string]any{"maxDepth": "three"}, wantErr: []string{`"maxDepth"`, "whole number"}},
 		{name: "fraction for an integer", ctx: map[string]any{"maxPages": 1.5}, wantErr: []string{`"maxPages"`}},
 		{name: "not a bool", ctx: map[string]any{"scheduleEnabled": "yes please"}, wantErr: []string{`"scheduleEnabled"`}},
@@ -112,5 +134,18 @@ func TestDeployDocListsEveryContextKey(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+k+"`") {
 			t.Errorf("docs/deploy.md does not document context key `%s`", k)
 		}
+	}
+}
+
+// TestPatternsEnv: include and exclude reach the handlers as JSON arrays they
+// decode to exactly the configured regexps; none is the unset variable.
+func TestPatternsEnv(t *testing.T) {
+	if got := patternsEnv(nil); got != "" {
+		t.Errorf("no patterns: %q, want empty", got)
+	}
+	in := []string{`^https://a\.test/(x|y){1,3}/`, `[?&]q=<x>`, "\u00e9t\u00e9"}
+	var out []string
+	if err := json.Unmarshal([]byte(patternsEnv(in)), &out); err != nil || !slices.Equal(out, in) {
+		t.Errorf("%q decodes to %q (%v), want %q", patternsEnv(in), out, err, in)
 	}
 }

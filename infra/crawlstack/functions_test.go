@@ -11,19 +11,22 @@ import (
 // sets it. Every function gets all of it.
 func wantEnv(t *testing.T) map[string]any {
 	return map[string]any{
-		"CRAWL_BUCKET":         ref(logicalID(t, "AWS::S3::Bucket", "Bucket")),
-		"CRAWL_TABLE":          ref(logicalID(t, "AWS::DynamoDB::Table", "Table")),
-		"SCHEDULE_QUEUE_URL":   ref(logicalID(t, "AWS::SQS::Queue", "ScheduleQueue")),
-		"FETCH_QUEUE_URL":      ref(logicalID(t, "AWS::SQS::Queue", "FetchQueue")),
-		"PARSE_QUEUE_URL":      ref(logicalID(t, "AWS::SQS::Queue", "ParseQueue")),
-		"CRAWL_SCOPE":          "domain",
-		"CRAWL_MAX_DEPTH":      "4",
-		"CRAWL_MAX_PAGES":      "250",
-		"CRAWL_HOST_RPS":       "2.5",
-		"CRAWL_USER_AGENT":     "testbot/1.0",
-		"CRAWL_MAX_RECEIVE":    "6", // equal to the queues' maxReceiveCount
-		"CRAWL_ALLOW_NET":      "10.0.0.0/8,127.0.0.1/32",
-		"CRAWL_RECRAWL_PREFIX": "recrawl/",
+		"CRAWL_BUCKET":             ref(logicalID(t, "AWS::S3::Bucket", "Bucket")),
+		"CRAWL_TABLE":              ref(logicalID(t, "AWS::DynamoDB::Table", "Table")),
+		"SCHEDULE_QUEUE_URL":       ref(logicalID(t, "AWS::SQS::Queue", "ScheduleQueue")),
+		"FETCH_QUEUE_URL":          ref(logicalID(t, "AWS::SQS::Queue", "FetchQueue")),
+		"PARSE_QUEUE_URL":          ref(logicalID(t, "AWS::SQS::Queue", "ParseQueue")),
+		"CRAWL_SCOPE":              "domain",
+		"CRAWL_MAX_DEPTH":          "4",
+		"CRAWL_MAX_PAGES":          "250",
+		"CRAWL_MAX_PAGES_PER_HOST": "40",
+		"CRAWL_INCLUDE":            `["^https://a\\.test/v[0-9]{1,2}/","^https://b\\.test/(x|y){1,3}/"]`,
+		"CRAWL_EXCLUDE":            `["[?&]sort=","/page/[0-9]{3,}"]`, // JSON, as a regexp may hold commas; & not escaped
+		"CRAWL_HOST_RPS":           "2.5",
+		"CRAWL_USER_AGENT":         "testbot/1.0",
+		"CRAWL_MAX_RECEIVE":        "6", // equal to the queues' maxReceiveCount
+		"CRAWL_ALLOW_NET":          "10.0.0.0/8,127.0.0.1/32",
+		"CRAWL_RECRAWL_PREFIX":     "recrawl/",
 	}
 }
 

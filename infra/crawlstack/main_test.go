@@ -28,6 +28,9 @@ var testContext = map[string]any{
 	"scope":               "domain",
 	"maxDepth":            "4",
 	"maxPages":            float64(250),
+	"maxPagesPerHost":     "40",
+	"include":             []any{`^https://a\.test/v[0-9]{1,2}/`, `^https://b\.test/(x|y){1,3}/`}, // as cdk.json holds it
+	"exclude":             `["[?&]sort=", "/page/[0-9]{3,}"]`,                                     // as cdk -c passes it
 	"hostRps":             "2.5",
 	"userAgent":           "testbot/1.0",
 	"allowNet":            "10.0.0.0/8,127.0.0.1/32",
