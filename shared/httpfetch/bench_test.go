@@ -5,13 +5,21 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// BenchmarkGet measures pages per second against a loopback server, in parallel.
+// BenchmarkGet measures pages per second against a loopback server, in parallel: a 4 KB page and
+// a 20 KB one, both sent chunked (no Content-Length), as most dynamic pages are.
 func BenchmarkGet(b *testing.B) {
-	page := "<html><body>" + strings.Repeat("<a href=\"/x\">x</a>", 200) + "</body></html>"
+	for _, links := range []int{200, 1000} {
+		page := "<html><body>" + strings.Repeat("<a href=\"/x\">x</a>", links) + "</body></html>"
+		b.Run(strconv.Itoa(len(page)/1000)+"KB", func(b *testing.B) { benchmarkGet(b, page) })
+	}
+}
+
+func benchmarkGet(b *testing.B, page string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, page)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/andybalholm/brotli"
 
@@ -19,6 +20,13 @@ import (
 
 // maxEncodings bounds how many stacked Content-Encodings are undone.
 const maxEncodings = 2
+
+// bodyBuffers hold bodies of unknown length while they are read: a buffer grown by doubling
+// allocates about three times the body, and most pages come chunked or compressed. Buffers that
+// grew past maxPooledBuffer are left to the collector.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 1 << 20
 
 // readBody reads and decodes a response body, never holding more than the caps allow.
 // It reports whether the body was truncated at lim.decoded.
@@ -40,12 +48,7 @@ func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, er
 		r = dec
 	}
 	dcap := &capReader{r: r, left: lim.decoded, limit: lim.decoded, what: "decoded body", truncate: lim.truncate}
-	var buf bytes.Buffer
-	if n := resp.ContentLength; n > 0 && n <= lim.decoded && len(codings) == 0 {
-		buf.Grow(int(n) + bytes.MinRead) // room for the read that sees EOF, so no regrowth
-	}
-	_, err := buf.ReadFrom(dcap)
-	b := buf.Bytes()
+	b, err := readAll(dcap, resp.ContentLength, lim.decoded, len(codings) == 0)
 	if err != nil {
 		// A decoder that wants more after the body ended cleanly was sent a truncated stream.
 		truncatedStream := raw.eof && errors.Is(err, io.ErrUnexpectedEOF)
@@ -55,6 +58,25 @@ func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, er
 		return nil, false, err
 	}
 	return b, dcap.truncated, nil
+}
+
+// readAll reads r to its end. A body of known length (size, not encoded) is read into a buffer
+// of that size; any other into a pooled buffer, then copied out at its size.
+func readAll(r io.Reader, size, max int64, plain bool) ([]byte, error) {
+	if size > 0 && size <= max && plain {
+		buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead)) // room for the read that sees EOF
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			bodyBuffers.Put(buf)
+		}
+	}()
+	_, err := buf.ReadFrom(r)
+	return bytes.Clone(buf.Bytes()), err
 }
 
 // contentCodings lists the codings to undo, outermost last, without "identity".
