@@ -67,6 +67,15 @@ type Config struct {
 	LogRetentionDays int
 	// OldestMessageAlarmSeconds is the age of the oldest queued message that raises an alarm.
 	OldestMessageAlarmSeconds int
+	// Dashboard creates the CloudWatch dashboard. Off by default: an account
+	// pays for every dashboard beyond its first 3.
+	Dashboard bool
+	// Alarms creates the six queue alarms (an account pays for every alarm
+	// beyond its first 10).
+	Alarms bool
+	// AlarmEmail, when set, receives every alarm's state changes through an
+	// encrypted SNS topic. It needs Alarms.
+	AlarmEmail string
 	// RetainData keeps the bucket, the table and the logs when the stack is destroyed.
 	RetainData bool
 	// Schedule, Fetch and Parse size the three functions.
@@ -97,6 +106,9 @@ func DefaultConfig() Config {
 		MaxReceiveCount:           5,
 		LogRetentionDays:          30,
 		OldestMessageAlarmSeconds: 3600,
+		Dashboard:                 false,
+		Alarms:                    true,
+		AlarmEmail:                "",
 		RetainData:                true,
 		Schedule:                  FunctionConfig{TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 10, BatchWindowSeconds: 1},
 		Fetch:                     FunctionConfig{TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 10, BatchWindowSeconds: 1},
@@ -176,6 +188,9 @@ func contextKeys(c *Config) []contextKey {
 		{"maxReceiveCount", intInto(&c.MaxReceiveCount)},
 		{"logRetentionDays", intInto(&c.LogRetentionDays)},
 		{"oldestMessageAlarmSeconds", intInto(&c.OldestMessageAlarmSeconds)},
+		{"dashboard", boolInto(&c.Dashboard)},
+		{"alarms", boolInto(&c.Alarms)},
+		{"alarmEmail", stringInto(&c.AlarmEmail)},
 		{"retainData", boolInto(&c.RetainData)},
 	}
 	for _, f := range []struct {
@@ -298,6 +313,11 @@ func boolInto(dst *bool) func(any) error {
 var (
 	rateExpr = regexp.MustCompile(`^rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)$`)
 	cronExpr = regexp.MustCompile(`^cron\(\S+( \S+){5}\)$`)
+	// emailAddr is the address syntax browsers accept for <input type=email>
+	// (the WHATWG pattern), with at least one dot in the domain: one plain
+	// address, no display name, no list.
+	emailAddr = regexp.MustCompile("^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@" +
+		`[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$`)
 )
 
 // logRetentions maps the retention periods CloudWatch Logs accepts, in days,
@@ -382,6 +402,14 @@ func (c Config) Validate() error {
 	}
 	if c.OldestMessageAlarmSeconds < 60 {
 		bad("oldestMessageAlarmSeconds", "must be 60 or more, got %d", c.OldestMessageAlarmSeconds)
+	}
+	if c.AlarmEmail != "" {
+		if !emailAddr.MatchString(c.AlarmEmail) {
+			bad("alarmEmail", "must be one email address like ops@example.com, got %q", c.AlarmEmail)
+		}
+		if !c.Alarms {
+			bad("alarmEmail", "is set but context \"alarms\" is false, so there is no alarm to notify about: set alarms to true or leave alarmEmail empty")
+		}
 	}
 	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
 		f := c.Function(name)

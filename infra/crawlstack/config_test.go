@@ -26,6 +26,11 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if cfg.RecrawlPrefix != "seeds/" || cfg.AllowNet != "" || cfg.MaxReceiveCount < 5 {
 		t.Errorf("recrawlPrefix %q, allowNet %q, maxReceiveCount %d", cfg.RecrawlPrefix, cfg.AllowNet, cfg.MaxReceiveCount)
 	}
+	// Nothing billed beyond the free tiers unless asked for: no dashboard,
+	// no topic; the alarms stay, as before.
+	if cfg.Dashboard || !cfg.Alarms || cfg.AlarmEmail != "" {
+		t.Errorf("dashboard %v, alarms %v, alarmEmail %q; want false, true, empty", cfg.Dashboard, cfg.Alarms, cfg.AlarmEmail)
+	}
 }
 
 func TestConfigFromContext(t *testing.T) {
@@ -82,6 +87,20 @@ func TestConfigFromContext(t *testing.T) {
 		{name: "concurrency below the SQS minimum", ctx: map[string]any{"scheduleMaxConcurrency": "1"}, wantErr: []string{`"scheduleMaxConcurrency"`}},
 		{name: "batch above 10", ctx: map[string]any{"parseBatchSize": "11"}, wantErr: []string{`"parseBatchSize"`}},
 		{name: "zero rps", ctx: map[string]any{"hostRps": "0"}, wantErr: []string{`"hostRps"`}},
+		{name: "monitoring switches from cdk -c", ctx: map[string]any{"dashboard": "true", "alarms": "false"},
+			check: func(c Config) bool { return c.Dashboard && !c.Alarms && c.AlarmEmail == "" }},
+		{name: "monitoring switches from cdk.json", ctx: map[string]any{"dashboard": true, "alarms": true, "alarmEmail": "crawl+ops@mail.example.co.uk"},
+			check: func(c Config) bool { return c.Dashboard && c.Alarms && c.AlarmEmail == "crawl+ops@mail.example.co.uk" }},
+		{name: "dashboard not a bool", ctx: map[string]any{"dashboard": "sometimes"}, wantErr: []string{`"dashboard"`, "true or false"}},
+		{name: "alarms not a bool", ctx: map[string]any{"alarms": float64(1)}, wantErr: []string{`"alarms"`, "true or false"}},
+		{name: "alarmEmail not a string", ctx: map[string]any{"alarmEmail": true}, wantErr: []string{`"alarmEmail"`, "string"}},
+		{name: "alarmEmail without @", ctx: map[string]any{"alarmEmail": "ops.example.com"}, wantErr: []string{`"alarmEmail"`, "one email address", "ops.example.com"}},
+		{name: "alarmEmail without a dotted domain", ctx: map[string]any{"alarmEmail": "ops@localhost"}, wantErr: []string{`"alarmEmail"`, "one email address"}},
+		{name: "alarmEmail with a display name", ctx: map[string]any{"alarmEmail": "Ops <ops@example.com>"}, wantErr: []string{`"alarmEmail"`, "one email address"}},
+		{name: "alarmEmail list", ctx: map[string]any{"alarmEmail": "a@example.com,b@example.com"}, wantErr: []string{`"alarmEmail"`, "one email address"}},
+		{name: "alarmEmail with spaces", ctx: map[string]any{"alarmEmail": " ops@example.com"}, wantErr: []string{`"alarmEmail"`, "one email address"}},
+		{name: "alarmEmail without alarms", ctx: map[string]any{"alarms": "false", "alarmEmail": "ops@example.com"},
+			wantErr: []string{`"alarmEmail"`, `"alarms" is false`}},
 		{name: "every error is reported", ctx: map[string]any{"scope": "web", "maxPages": "0", "parseMemoryMB": "64"},
 			wantErr: []string{`"scope"`, `"maxPages"`, `"parseMemoryMB"`}},
 	}

@@ -19,6 +19,7 @@ var (
 	tmpl     assertions.Template
 	tmplJSON map[string]any // the same template, parsed, for cross-references
 	testCfg  Config
+	testDist string // the fake function binaries, for synthWith
 )
 
 // testContext overrides settings so the tests prove context values reach the
@@ -42,6 +43,8 @@ var testContext = map[string]any{
 	"fetchMemoryMB":       float64(1024),
 	"parseMaxConcurrency": float64(7),
 	"scheduleBatchSize":   "5",
+	"dashboard":           "true",
+	"alarmEmail":          "ops@example.com",
 }
 
 func TestMain(m *testing.M) {
@@ -60,6 +63,7 @@ func synth(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dist)
+	testDist = dist
 	for _, fn := range []string{FnSchedule, FnFetch, FnParse} {
 		if err := os.MkdirAll(filepath.Join(dist, fn), 0o755); err != nil {
 			return 0, err
@@ -71,31 +75,63 @@ func synth(m *testing.M) (int, error) {
 		}
 	}
 
-	ctx, err := cdkJSONContext("../cdk.json")
-	if err != nil {
-		return 0, err
-	}
+	ctx := map[string]any{}
 	for k, v := range testContext {
 		ctx[k] = v
 	}
-	ctx["distDir"] = dist
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
-	testCfg, err = ConfigFromContext(func(key string) any {
-		return app.Node().TryGetContext(jsii.String(key))
-	})
+	testCfg, tmpl, tmplJSON, err = synthStack(ctx)
 	if err != nil {
-		return 0, err
-	}
-	stack := NewStack(app, "Test", &Props{Config: testCfg})
-	tmpl = assertions.Template_FromStack(stack, nil)
-	raw, err := json.Marshal(tmpl.ToJSON())
-	if err != nil {
-		return 0, err
-	}
-	if err := json.Unmarshal(raw, &tmplJSON); err != nil {
 		return 0, err
 	}
 	return m.Run(), nil
+}
+
+// synthStack synthesizes a stack named Test with the feature flags of
+// cdk.json, the fake binaries and ctx (which it changes) as context.
+func synthStack(ctx map[string]any) (Config, assertions.Template, map[string]any, error) {
+	flags, err := cdkJSONContext("../cdk.json")
+	if err != nil {
+		return Config{}, nil, nil, err
+	}
+	for k, v := range flags {
+		if _, set := ctx[k]; !set {
+			ctx[k] = v
+		}
+	}
+	ctx["distDir"] = testDist
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+	cfg, err := ConfigFromContext(func(key string) any {
+		return app.Node().TryGetContext(jsii.String(key))
+	})
+	if err != nil {
+		return Config{}, nil, nil, err
+	}
+	stack := NewStack(app, "Test", &Props{Config: cfg})
+	t := assertions.Template_FromStack(stack, nil)
+	raw, err := json.Marshal(t.ToJSON())
+	if err != nil {
+		return Config{}, nil, nil, err
+	}
+	var parsed map[string]any
+	if err := json.Unmarshal(raw, &parsed); err != nil {
+		return Config{}, nil, nil, err
+	}
+	return cfg, t, parsed, nil
+}
+
+// synthWith synthesizes another stack with only ctx over the defaults (not
+// testContext), for settings that change which resources exist.
+func synthWith(t *testing.T, ctx map[string]any) (assertions.Template, map[string]any) {
+	t.Helper()
+	c := map[string]any{}
+	for k, v := range ctx {
+		c[k] = v
+	}
+	_, tm, parsed, err := synthStack(c)
+	if err != nil {
+		t.Fatalf("synth with %v: %v", ctx, err)
+	}
+	return tm, parsed
 }
 
 // cdkJSONContext returns the context of cdk.json (the feature flags), so the
@@ -149,8 +185,13 @@ func logicalID(t *testing.T, typ, name string) string {
 }
 
 func resources() map[string]map[string]any {
+	return resourcesOf(tmplJSON)
+}
+
+// resourcesOf returns the Resources of a parsed template by logical id.
+func resourcesOf(template map[string]any) map[string]map[string]any {
 	out := map[string]map[string]any{}
-	for id, r := range tmplJSON["Resources"].(map[string]any) {
+	for id, r := range template["Resources"].(map[string]any) {
 		out[id] = r.(map[string]any)
 	}
 	return out

@@ -3,18 +3,28 @@ package crawlstack
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/jsii-runtime-go"
 )
 
-// newMonitoring adds the alarms and the dashboard. Alarms have no actions:
-// wire them to an SNS topic or a chat integration in the account.
-func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQueue, fns map[string]fnResources) awscloudwatch.Dashboard {
+// monitoring is what newMonitoring made; each part is nil when its context
+// key turned it off.
+type monitoring struct {
+	Alarms    []awscloudwatch.Alarm
+	Dashboard awscloudwatch.Dashboard // only with cfg.Dashboard
+	Topic     awssns.Topic            // only with cfg.AlarmEmail
+}
+
+// newMonitoring adds the alarms (unless cfg.Alarms is false), the topic that
+// mails their state changes (only with cfg.AlarmEmail) and the dashboard (only
+// with cfg.Dashboard). Without AlarmEmail the alarms have no actions.
+func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQueue, fns map[string]fnResources) monitoring {
+	var mon monitoring
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
-	dash := awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
-		// Named after the stack so users find it; dashboard names are per account.
-		DashboardName:   jsii.String(*stack.StackName() + "-" + *stack.Region()),
-		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
-	})
 	var depth, inFlight, age, dlqDepth, invocations, errs, duration, throttles, concurrency []awscloudwatch.IMetric
 	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
 		id := title(name)
@@ -28,23 +38,27 @@ func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQue
 		dlqVisible := q.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: minute, Statistic: jsii.String("Maximum"),
 		})
-		dlqVisible.CreateAlarm(stack, jsii.String(id+"DLQNotEmpty"), &awscloudwatch.CreateAlarmOptions{
-			AlarmDescription:   jsii.String("crawlstack: messages in the " + name + " dead-letter queue"),
-			Threshold:          jsii.Number(0),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
 		oldest := q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period: minute, Statistic: jsii.String("Maximum"),
 		})
-		oldest.CreateAlarm(stack, jsii.String(id+"QueueStale"), &awscloudwatch.CreateAlarmOptions{
-			AlarmDescription:   jsii.String("crawlstack: the " + name + " queue is not being drained"),
-			Threshold:          jsii.Number(float64(cfg.OldestMessageAlarmSeconds)),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(5),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
+		if cfg.Alarms {
+			mon.Alarms = append(mon.Alarms,
+				dlqVisible.CreateAlarm(stack, jsii.String(id+"DLQNotEmpty"), &awscloudwatch.CreateAlarmOptions{
+					AlarmDescription:   jsii.String("crawlstack: messages in the " + name + " dead-letter queue"),
+					Threshold:          jsii.Number(0),
+					ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+					EvaluationPeriods:  jsii.Number(1),
+					TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+				}),
+				oldest.CreateAlarm(stack, jsii.String(id+"QueueStale"), &awscloudwatch.CreateAlarmOptions{
+					AlarmDescription:   jsii.String("crawlstack: the " + name + " queue is not being drained"),
+					Threshold:          jsii.Number(float64(cfg.OldestMessageAlarmSeconds)),
+					ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+					EvaluationPeriods:  jsii.Number(5),
+					TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+				}),
+			)
+		}
 
 		depth = append(depth, q.Queue.MetricApproximateNumberOfMessagesVisible(label("visible")))
 		inFlight = append(inFlight, q.Queue.MetricApproximateNumberOfMessagesNotVisible(label("in flight")))
@@ -60,25 +74,81 @@ func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQue
 			Label: jsii.String(name), Period: minute, Statistic: jsii.String("Maximum"),
 		}))
 	}
+	if cfg.AlarmEmail != "" && len(mon.Alarms) > 0 {
+		mon.Topic = newAlarmTopic(stack, cfg.AlarmEmail)
+		action := awscloudwatchactions.NewSnsAction(mon.Topic)
+		for _, a := range mon.Alarms {
+			a.AddAlarmAction(action)
+			a.AddOkAction(action)
+		}
+	}
+	if !cfg.Dashboard {
+		return mon
+	}
+
+	mon.Dashboard = awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		// Named after the stack so users find it; dashboard names are per account.
+		DashboardName:   jsii.String(*stack.StackName() + "-" + *stack.Region()),
+		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
+	})
 	graph := func(title string, left []awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
 			Title: jsii.String(title), Left: &left, Width: jsii.Number(8),
 		})
 	}
-	dash.AddWidgets(
+	mon.Dashboard.AddWidgets(
 		graph("Queue depth (visible)", depth),
 		graph("Messages in flight", inFlight),
 		graph("Age of oldest message (s)", age),
 	)
-	dash.AddWidgets(
+	mon.Dashboard.AddWidgets(
 		graph("Dead-letter queues", dlqDepth),
 		graph("Invocations", invocations),
 		graph("Errors", errs),
 	)
-	dash.AddWidgets(
+	mon.Dashboard.AddWidgets(
 		graph("Duration p90 (ms)", duration),
 		graph("Throttles", throttles),
 		graph("Concurrent executions", concurrency),
 	)
-	return dash
+	return mon
+}
+
+// newAlarmTopic is the SNS topic the alarms publish to, with an email
+// subscription to addr. AWS mails addr a confirmation link first; nothing is
+// delivered until it is followed.
+//
+// The topic is encrypted with a KMS key of the stack's own: CloudWatch alarms
+// cannot publish to a topic encrypted with the AWS managed key alias/aws/sns,
+// whose key policy does not let cloudwatch.amazonaws.com use it and cannot be
+// changed. The key costs $1 a month while it exists. Key rotation is off: each
+// rotation would add $1 a month, and the key only protects notifications while
+// SNS delivers them. The key is deleted with the topic (after KMS's 7-day
+// waiting period, during which it is not billed), whatever retainData says:
+// no stored data depends on it.
+//
+// The topic keeps SNS's default access policy, which lets the account's own
+// CloudWatch alarms publish. EnforceSSL is not set: it would replace that
+// policy, and the alarms would then need a statement of their own.
+func newAlarmTopic(stack awscdk.Stack, addr string) awssns.Topic {
+	key := awskms.NewKey(stack, jsii.String("AlarmTopicKey"), &awskms.KeyProps{
+		Description:       jsii.String("crawlstack: encrypts the alarm notification topic"),
+		EnableKeyRotation: jsii.Bool(false),
+		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
+		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
+	})
+	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("AllowCloudWatchAlarmsToPublish"),
+		Effect:     awsiam.Effect_ALLOW,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+		Resources:  jsii.Strings("*"),
+	}), nil)
+	topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
+		// The sender name of the notification emails.
+		DisplayName: jsii.String("crawlstack alarms"),
+		MasterKey:   key,
+	})
+	topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(addr), nil))
+	return topic
 }

@@ -2,9 +2,11 @@ package crawlstack
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -67,5 +69,120 @@ func TestDashboardShowsThePipeline(t *testing.T) {
 		if f := logicalID(t, "AWS::Lambda::Function", fn+"Function"); !strings.Contains(string(body), f) {
 			t.Errorf("dashboard does not chart %sFunction", fn)
 		}
+	}
+}
+
+// alarmIDs returns the logical ids of every alarm in a parsed template.
+func alarmIDs(template map[string]any) []string {
+	var ids []string
+	for id, r := range resourcesOf(template) {
+		if r["Type"] == "AWS::CloudWatch::Alarm" {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestMonitoringDefaults: with no context the stack has the six alarms, no
+// actions on them, no topic, no key and no dashboard, so an idle deploy adds
+// nothing billed beyond the alarms themselves.
+func TestMonitoringDefaults(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.Dashboard || !cfg.Alarms || cfg.AlarmEmail != "" {
+		t.Errorf("defaults: dashboard %v, alarms %v, alarmEmail %q; want false, true, empty", cfg.Dashboard, cfg.Alarms, cfg.AlarmEmail)
+	}
+	def, defJSON := synthWith(t, nil)
+	for _, tt := range []struct {
+		typ  string
+		want float64
+	}{
+		{"AWS::CloudWatch::Alarm", 6},
+		{"AWS::CloudWatch::Dashboard", 0},
+		{"AWS::SNS::Topic", 0},
+		{"AWS::SNS::Subscription", 0},
+		{"AWS::KMS::Key", 0},
+	} {
+		check(t, tt.typ, func() { def.ResourceCountIs(jsii.String(tt.typ), jsii.Number(tt.want)) })
+	}
+	ids := alarmIDs(defJSON)
+	if len(ids) != 6 {
+		t.Fatalf("want 6 alarms, got %v", ids)
+	}
+	for _, id := range ids {
+		p, _ := resourcesOf(defJSON)[id]["Properties"].(map[string]any)
+		for _, k := range []string{"AlarmActions", "OKActions", "InsufficientDataActions"} {
+			if v, ok := p[k]; ok {
+				t.Errorf("alarm %s has %s %v by default, want none", id, k, v)
+			}
+		}
+	}
+	if outs, ok := defJSON["Outputs"].(map[string]any); ok {
+		if _, ok := outs["AlarmTopicArn"]; ok {
+			t.Error("AlarmTopicArn output without alarmEmail")
+		}
+	}
+}
+
+// TestAlarmEmail: with alarmEmail (set in the test context) one encrypted
+// topic mails the address, and every alarm publishes to it going into and
+// out of ALARM.
+func TestAlarmEmail(t *testing.T) {
+	topic := logicalID(t, "AWS::SNS::Topic", "AlarmTopic")
+	key := logicalID(t, "AWS::KMS::Key", "AlarmTopicKey")
+	check(t, "email subscription", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::SNS::Subscription"), equals(map[string]any{
+			"Protocol": "email",
+			"Endpoint": "ops@example.com",
+			"TopicArn": ref(topic),
+		}))
+	})
+	matchProps(t, topic, like(map[string]any{
+		"KmsMasterKeyId": getAtt(key, "Arn"),
+	}))
+	check(t, "CloudWatch may use the key", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::KMS::Key"), like(map[string]any{
+			"KeyPolicy": like(map[string]any{
+				"Statement": assertions.Match_ArrayWith(&[]any{like(map[string]any{
+					"Effect":    "Allow",
+					"Principal": map[string]any{"Service": "cloudwatch.amazonaws.com"},
+					"Action":    []any{"kms:Decrypt", "kms:GenerateDataKey*"},
+					"Resource":  "*",
+				})}),
+			}),
+		}))
+	})
+	check(t, "key deleted with the stack after 7 days", func() {
+		tmpl.HasResource(jsii.String("AWS::KMS::Key"), like(map[string]any{
+			"DeletionPolicy": "Delete",
+			"Properties":     like(map[string]any{"PendingWindowInDays": float64(7)}),
+		}))
+	})
+	ids := alarmIDs(tmplJSON)
+	if len(ids) != 6 {
+		t.Fatalf("want 6 alarms, got %v", ids)
+	}
+	for _, id := range ids {
+		matchProps(t, id, like(map[string]any{
+			"AlarmActions": []any{ref(topic)},
+			"OKActions":    []any{ref(topic)},
+		}))
+	}
+}
+
+// TestNoAlarms: alarms=false removes the alarms; the dashboard is a separate
+// switch.
+func TestNoAlarms(t *testing.T) {
+	off, _ := synthWith(t, map[string]any{"alarms": "false", "dashboard": true})
+	for _, tt := range []struct {
+		typ  string
+		want float64
+	}{
+		{"AWS::CloudWatch::Alarm", 0},
+		{"AWS::SNS::Topic", 0},
+		{"AWS::KMS::Key", 0},
+		{"AWS::CloudWatch::Dashboard", 1},
+	} {
+		check(t, tt.typ, func() { off.ResourceCountIs(jsii.String(tt.typ), jsii.Number(tt.want)) })
 	}
 }

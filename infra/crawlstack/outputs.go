@@ -2,12 +2,14 @@ package crawlstack
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 )
 
 // newOutputs prints what a user needs after `cdk deploy`: where to drop seeds,
-// where to look for results and which queues to watch or redrive.
-func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map[string]pipelineQueue) {
+// where to look for results, which queues to watch or redrive and, when there
+// is one, the alarm topic (nil without alarmEmail).
+func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map[string]pipelineQueue, alarmTopic awssns.Topic) {
 	out := func(id string, value *string, desc string) {
 		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{
 			Value: value, Description: jsii.String(desc),
@@ -19,5 +21,8 @@ func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map
 		id := title(name)
 		out(id+"QueueUrl", queues[name].Queue.QueueUrl(), "queue consumed by the "+name+" function")
 		out(id+"DLQUrl", queues[name].DLQ.QueueUrl(), "dead-letter queue of the "+name+" queue")
+	}
+	if alarmTopic != nil {
+		out("AlarmTopicArn", alarmTopic.TopicArn(), "SNS topic the alarms publish to (it mails alarmEmail)")
 	}
 }

@@ -18,6 +18,7 @@ func TestOutputs(t *testing.T) {
 		{"ScheduleDLQUrl", "AWS::SQS::Queue", "ScheduleDLQ"},
 		{"FetchDLQUrl", "AWS::SQS::Queue", "FetchDLQ"},
 		{"ParseDLQUrl", "AWS::SQS::Queue", "ParseDLQ"},
+		{"AlarmTopicArn", "AWS::SNS::Topic", "AlarmTopic"}, // the test context sets alarmEmail
 	}
 	for _, tt := range tests {
 		t.Run(tt.output, func(t *testing.T) {

@@ -29,7 +29,8 @@ const (
 )
 
 // NewStack builds the whole crawler: storage, queues, functions, the re-crawl
-// rule, alarms, the dashboard and the outputs a user needs to start a crawl.
+// rule, the alarms (and their notification topic with an email address), the
+// dashboard when asked for, and the outputs a user needs to start a crawl.
 func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
 	cfg := props.Config
@@ -49,8 +50,8 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
-	newMonitoring(stack, cfg, queues, fns)
-	newOutputs(stack, bucket, table, queues)
+	mon := newMonitoring(stack, cfg, queues, fns)
+	newOutputs(stack, bucket, table, queues, mon.Topic)
 	return stack
 }
 

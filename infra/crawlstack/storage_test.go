@@ -22,7 +22,11 @@ func TestResourceCounts(t *testing.T) {
 		{"AWS::Logs::LogGroup", 3},
 		{"AWS::Events::Rule", 1},
 		{"AWS::CloudWatch::Alarm", 6},
+		// The test context asks for the dashboard and alarm emails.
 		{"AWS::CloudWatch::Dashboard", 1},
+		{"AWS::SNS::Topic", 1},
+		{"AWS::SNS::Subscription", 1},
+		{"AWS::KMS::Key", 1},
 		{"Custom::S3BucketNotifications", 1},
 	}
 	for _, tt := range tests {
