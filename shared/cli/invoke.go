@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,8 +23,9 @@ var invokeFunctions = map[string]bool{"schedule": true, "fetch": true, "parse": 
 
 // invoke runs one handler once on a JSON event file and prints its response, as `sam local invoke`
 // does. With the aws backend (the default) the handler is wired exactly as in the Lambda mains,
-// from the environment (awsports.NewHandlers): AWS_ENDPOINT_URL* pick LocalStack, the emulators or
-// a real account. With the embedded backend it runs on a state directory, as `crawl run` does.
+// from the environment (awsports.NewHandlers), with --allow-net added to CRAWL_ALLOW_NET:
+// AWS_ENDPOINT_URL* pick LocalStack, the emulators or a real account. With the embedded backend it
+// runs on a state directory, as `crawl run` does.
 func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,7 +33,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	state := fs.String("state", "crawl-state", "state directory of the embedded backend")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long the handler may run, as a function timeout")
 	var allow []string
-	fs.Var((*listFlag)(&allow), "allow-net", "embedded backend: CIDR (or IP) of a non-public range that may be fetched; repeatable")
+	fs.Var((*listFlag)(&allow), "allow-net", "CIDR (or IP) of a non-public range that may be fetched, added to CRAWL_ALLOW_NET with the aws backend; repeatable")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crawl invoke [flags] schedule|fetch|parse EVENTFILE")
 		fs.PrintDefaults()
@@ -88,7 +90,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // invokeHandlers builds the handlers on the chosen backend and returns what releases them.
 func invokeHandlers(ctx context.Context, backend, state string, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
 	if backend == "aws" {
-		h, err := awsports.NewHandlers(ctx, os.Getenv, log)
+		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log)
 		if err != nil {
 			return nil, nil, fmt.Errorf("configure the handlers from the environment (or use --backend embedded): %w", err)
 		}
@@ -112,6 +114,25 @@ func invokeHandlers(ctx context.Context, backend, state string, allow []string, 
 		return nil, nil, err
 	}
 	return h, func() { h.Close(); be.Close() }, nil
+}
+
+// allowNetEnv is getenv with the --allow-net ranges added to CRAWL_ALLOW_NET (a comma-separated
+// list, as the functions read it), so that the flag widens the aws backend's allow-list as it does
+// the embedded one's instead of being ignored.
+func allowNetEnv(getenv func(string) string, allow []string) func(string) string {
+	if len(allow) == 0 {
+		return getenv
+	}
+	return func(name string) string {
+		v := getenv(name)
+		if name != "CRAWL_ALLOW_NET" {
+			return v
+		}
+		if strings.TrimSpace(v) == "" {
+			return strings.Join(allow, ",")
+		}
+		return v + "," + strings.Join(allow, ",")
+	}
 }
 
 // invokeOnce hands the event to the function's handler as lambda.Start would.

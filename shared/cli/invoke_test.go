@@ -179,3 +179,46 @@ func TestInvokeAWSNeedsItsConfiguration(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming CRAWL_TABLE", code, stderr)
 	}
 }
+
+// TestInvokeAWSTakesAllowNet: --allow-net reaches the handlers of the aws backend (it was ignored
+// there, so a loopback site was never fetched). A malformed range fails the wiring and is named.
+func TestInvokeAWSTakesAllowNet(t *testing.T) {
+	t.Setenv("CRAWL_TABLE", "table")
+	t.Setenv("CRAWL_BUCKET", "bucket")
+	t.Setenv("CRAWL_ALLOW_NET", "")
+	file := filepath.Join(t.TempDir(), "ev.json")
+	writeEvent(t, file, `{"Records": []}`)
+	code, _, stderr := invokeMain(t, "invoke", "--backend", "aws", "--allow-net", "127.0.0.0/8",
+		"--allow-net", "no-such-range", "fetch", file)
+	if code != ExitFailed || !strings.Contains(stderr, "allow-net") || !strings.Contains(stderr, `"no-such-range"`) {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the bad --allow-net range", code, stderr)
+	}
+}
+
+func TestAllowNetEnv(t *testing.T) {
+	env := map[string]string{"CRAWL_ALLOW_NET": "10.0.0.0/8", "CRAWL_TABLE": "t"}
+	getenv := func(k string) string { return env[k] }
+	cases := []struct {
+		name  string
+		env   string
+		allow []string
+		want  string
+	}{
+		{"no flag", "10.0.0.0/8", nil, "10.0.0.0/8"},
+		{"flag only", "", []string{"127.0.0.0/8"}, "127.0.0.0/8"},
+		{"blank variable", "  ", []string{"127.0.0.0/8", "::1"}, "127.0.0.0/8,::1"},
+		{"both", "10.0.0.0/8", []string{"127.0.0.0/8", "::1"}, "10.0.0.0/8,127.0.0.0/8,::1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env["CRAWL_ALLOW_NET"] = c.env
+			get := allowNetEnv(getenv, c.allow)
+			if got := get("CRAWL_ALLOW_NET"); got != c.want {
+				t.Errorf("CRAWL_ALLOW_NET = %q, want %q", got, c.want)
+			}
+			if got := get("CRAWL_TABLE"); got != "t" {
+				t.Errorf("CRAWL_TABLE = %q, want it unchanged", got)
+			}
+		})
+	}
+}
