@@ -422,7 +422,19 @@ func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, c
 	}
 	if !ok {
 		h.log.Warn("lost the claim before finishing", "url", f.msg.URL)
+		return nil
 	}
+	// A refused address is worth seeing at the default level (a seed or link that points inside a
+	// network, or --allow-net missing); the other outcomes are routine and counted by class.
+	if cause == nil {
+		return nil
+	}
+	level := slog.LevelDebug
+	if errclass.Of(cause) == errclass.SSRF {
+		level = slog.LevelInfo
+	}
+	h.log.Log(ctx, level, "url done without a page", "url", f.msg.URL, "state", string(to),
+		"class", string(errclass.Of(cause)), "err", cause.Error())
 	return nil
 }
 

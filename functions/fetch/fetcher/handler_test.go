@@ -1,6 +1,7 @@
 package fetcher_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -621,6 +622,40 @@ func TestRedirectsFollowOnlyWhereTheCrawlMayGo(t *testing.T) {
 				t.Errorf("sent %d parse messages, want none", len(m))
 			}
 		})
+	}
+}
+
+// A URL on a non-public address is skipped without a request, and said at the default log level:
+// otherwise a missing --allow-net looks like a fetch that silently did nothing.
+func TestBlockedAddressIsSkippedAndLogged(t *testing.T) {
+	e := newEnv(t, nil)
+	var logs bytes.Buffer
+	cfg := fetcher.DefaultConfig()
+	cfg.FetchQueue, cfg.ParseQueue, cfg.HostRPS = fetchQ, parseQ, 0
+	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state,
+		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	const blocked = "http://10.1.2.3/inside" // refused by the guard before any dial
+	rec := e.record("msg-1", "/", 1)
+	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, URL: blocked, Root: blocked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Body = body
+	e.admit(blocked, blocked, 0)
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	u, err := e.state.Get(context.Background(), crawl, keyOf(t, blocked))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.State != crawlstate.Skipped || u.Class != errclass.SSRF {
+		t.Errorf("%s = %s/%s, want skipped/ssrf", blocked, u.State, u.Class)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=INFO") || !strings.Contains(out, "class=ssrf") ||
+		!strings.Contains(out, blocked) {
+		t.Errorf("log = %q, want an INFO line naming the URL and class ssrf", out)
 	}
 }
 
