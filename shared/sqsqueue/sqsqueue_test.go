@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,12 @@ type fakeAPI struct {
 	sendBatch  func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error)
 	receive    func(*sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error)
 	changeVis  func(*sqs.ChangeMessageVisibilityInput) (*sqs.ChangeMessageVisibilityOutput, error)
+	delBatch   func(*sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error)
 	batchCalls []*sqs.SendMessageBatchInput
+}
+
+func (f *fakeAPI) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	return f.delBatch(in)
 }
 
 func (f *fakeAPI) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
@@ -227,5 +233,48 @@ func TestUnsupported(t *testing.T) {
 		if got := unsupported(tt.err); got != tt.want {
 			t.Errorf("unsupported(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// DeleteBatch goes out in chunks of 10, and names the receipt handles that SQS refused, or that a
+// failed call carried, in its *BatchError.
+func TestDeleteBatchReportsFailedHandles(t *testing.T) {
+	var calls [][]string
+	f := &fakeAPI{delBatch: func(in *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
+		var hs []string
+		for _, e := range in.Entries {
+			hs = append(hs, aws.ToString(e.ReceiptHandle))
+		}
+		calls = append(calls, hs)
+		switch len(calls) {
+		case 1: // the 4th entry of the first chunk is refused
+			return &sqs.DeleteMessageBatchOutput{Failed: []types.BatchResultErrorEntry{{Id: in.Entries[3].Id,
+				Code: aws.String("ReceiptHandleIsInvalid"), Message: aws.String("bad handle"), SenderFault: true}}}, nil
+		default: // the second chunk's call fails as a whole
+			return nil, errors.New("connection reset")
+		}
+	}}
+	var handles []string
+	for i := range 12 {
+		handles = append(handles, fmt.Sprintf("h%d", i))
+	}
+	err := newTestQueue(f).DeleteBatch(context.Background(), "q", handles)
+	var be *queue.BatchError
+	if !errors.As(err, &be) {
+		t.Fatalf("DeleteBatch: err = %v, want a *queue.BatchError", err)
+	}
+	if len(calls) != 2 || len(calls[0]) != 10 || len(calls[1]) != 2 {
+		t.Errorf("calls = %v, want 10 handles then 2", calls)
+	}
+	var failed []string
+	for h := range be.Failed {
+		failed = append(failed, h)
+	}
+	slices.Sort(failed)
+	if fmt.Sprint(failed) != "[h10 h11 h3]" {
+		t.Errorf("failed handles = %v, want [h10 h11 h3]", failed)
+	}
+	if !strings.Contains(be.Failed["h3"].Error(), "ReceiptHandleIsInvalid") {
+		t.Errorf("h3: %v, want the code SQS gave", be.Failed["h3"])
 	}
 }
