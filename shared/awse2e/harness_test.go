@@ -34,15 +34,28 @@ type harness struct {
 // fresh names. It skips the test when no AWS endpoint is set.
 func newHarness(t *testing.T, pages, links int) *harness {
 	t.Helper()
+	h, _ := openHarness(t, "e2e")
+	be := h.be
+	// SQS's counts are approximate and lag on AWS: the dead-letter checks wait for them.
+	h.Harness = &e2etest.Harness{T: t, Site: e2etest.NewSite(t, pages, links), Timeout: crawlTimeout,
+		DLQSettle: 10 * time.Second,
+		Backend:   e2etest.NewBackend(be, be.Queue, be.Table, be.Blobs, cli.Resources{}, cli.StartCrawl, cli.NewRunner)}
+	return h
+}
+
+// openHarness skips the test when no AWS endpoint is set, and otherwise opens (but does not set
+// up) an AWS backend whose queues, table and bucket get fresh names starting with prefix, deleted
+// when the test ends. It returns the name the table and the bucket share.
+func openHarness(t *testing.T, prefix string) (*harness, string) {
+	t.Helper()
 	cfg := awstest.Config(t)
 	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
 		awstest.RequireService(t, s)
 	}
-	name := awstest.UniqueName(t, "e2e")
+	name := awstest.UniqueName(t, prefix)
 	h := &harness{cfg: cfg, env: map[string]string{
 		"CRAWL_TABLE": name, "CRAWL_BUCKET": name, "CRAWL_QUEUE_PREFIX": name + "-",
 	}}
-	site := e2etest.NewSite(t, pages, links)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	be, err := cli.OpenAWS(ctx, h.getenv)
@@ -50,11 +63,9 @@ func newHarness(t *testing.T, pages, links int) *harness {
 		t.Fatalf("open the aws backend: %v", err)
 	}
 	h.be = be
-	// SQS's counts are approximate and lag on AWS: the dead-letter checks wait for them.
-	h.Harness = &e2etest.Harness{T: t, Site: site, Timeout: crawlTimeout, DLQSettle: 10 * time.Second,
-		Backend: e2etest.NewBackend(be, be.Queue, be.Table, be.Blobs, cli.Resources{}, cli.StartCrawl, cli.NewRunner)}
+	h.Harness = &e2etest.Harness{T: t}
 	t.Cleanup(h.deleteResources)
-	return h
+	return h, name
 }
 
 // getenv is the environment the backend sees: only this test's names.

@@ -27,7 +27,6 @@ import (
 
 	samples "github.com/crawlstack/crawlstack/events"
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
-	"github.com/crawlstack/crawlstack/shared/awstest"
 	"github.com/crawlstack/crawlstack/shared/cli"
 	"github.com/crawlstack/crawlstack/shared/e2etest"
 	"github.com/crawlstack/crawlstack/shared/message"
@@ -174,24 +173,10 @@ func TestIntegrationInvokeBackendAWS(t *testing.T) {
 // sets the environment a deployed function gets. It skips the test when no AWS endpoint is set.
 func newInvokeHarness(t *testing.T) *harness {
 	t.Helper()
-	cfg := awstest.Config(t)
-	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
-		awstest.RequireService(t, s)
-	}
-	name := awstest.UniqueName(t, "inv")
-	h := &harness{cfg: cfg, env: map[string]string{
-		"CRAWL_TABLE": name, "CRAWL_BUCKET": name, "CRAWL_QUEUE_PREFIX": name + "-",
-	}}
+	h, name := openHarness(t, "inv")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	be, err := cli.OpenAWS(ctx, h.getenv)
-	if err != nil {
-		t.Fatalf("open the aws backend: %v", err)
-	}
-	h.be = be
-	h.Harness = &e2etest.Harness{T: t}
-	t.Cleanup(h.deleteResources)
-	res, err := be.Setup(ctx, cli.QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 5})
+	res, err := h.be.Setup(ctx, cli.QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 5})
 	if err != nil {
 		t.Fatalf("set up the aws backend: %v", err)
 	}
