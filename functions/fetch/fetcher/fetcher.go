@@ -278,7 +278,10 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 
 // follow is the redirect policy of one fetch. Following a redirect fetches its target, so the
 // target must pass what schedule checks for a link (the crawl's scope, from the same seed and at
-// the same depth) and robots.txt for its host.
+// the same depth) and robots.txt for its host. A seed's redirect is checked as a seed of its own
+// (include, exclude and the trap rules only): http://example.com/ moving to
+// https://www.example.com/ is the usual start of a site, and the target becomes the crawl's root
+// (see seedRoot).
 func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL) func(*url.URL) error {
 	return func(target *url.URL) error {
 		t, err := urlnorm.Normalize(target.String())
@@ -289,6 +292,9 @@ func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL) func
 			root := u
 			if r, err := urlnorm.Normalize(m.Root); m.Root != "" && err == nil {
 				root = r
+			}
+			if m.Depth == 0 {
+				root = t
 			}
 			if err := h.scope.Check(root, t, m.Depth, h.Now()); err != nil {
 				return err

@@ -51,6 +51,8 @@ type site struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	hits map[string]int
+	// elsewhere is where /moved-seed redirects to.
+	elsewhere string
 }
 
 func newSite(t *testing.T) *site {
@@ -73,6 +75,11 @@ func newSite(t *testing.T) *site {
 			http.Redirect(w, r, "http://localhost:"+port+"/about", http.StatusFound)
 		case "/to-private":
 			http.Redirect(w, r, "/private/page", http.StatusFound)
+		case "/moved-seed":
+			s.mu.Lock()
+			to := s.elsewhere
+			s.mu.Unlock()
+			http.Redirect(w, r, to, http.StatusMovedPermanently)
 		case "/busy":
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case "/slow-down":
@@ -622,6 +629,58 @@ func TestRedirectsFollowOnlyWhereTheCrawlMayGo(t *testing.T) {
 				t.Errorf("sent %d parse messages, want none", len(m))
 			}
 		})
+	}
+}
+
+// A seed that redirects to another host is followed, and the target becomes the root of the links
+// found there: http://example.com/ moving to https://www.example.com/ is how many sites start.
+func TestSeedRedirectToAnotherHostBecomesTheRoot(t *testing.T) {
+	e := newEnv(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.2:0") // another host, still on loopback
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/home" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, page)
+	}))
+	other.Listener.Close()
+	other.Listener = ln
+	other.Start()
+	t.Cleanup(other.Close)
+	target := other.URL + "/home"
+	e.site.mu.Lock()
+	e.site.elsewhere = target
+	e.site.mu.Unlock()
+
+	seed := e.url("/moved-seed")
+	rec := e.record("msg-1", "/", 1)
+	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, URL: seed, Root: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Body = body
+	e.admit(seed, seed, 0)
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	if it := e.item("/moved-seed"); it.State != crawlstate.Fetched {
+		t.Fatalf("the seed = %s/%s (%s), want fetched through its redirect", it.State, it.Class, it.Detail)
+	}
+	msgs := e.received(parseQ)
+	if len(msgs) != 1 {
+		t.Fatalf("%d parse messages, want 1", len(msgs))
+	}
+	m, err := message.DecodeParse(msgs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FinalURL != target || m.Root != target || m.URL != seed {
+		t.Errorf("parse message url %s, final %s, root %s; want the seed, then %s as final url and root", m.URL, m.FinalURL, m.Root, target)
 	}
 }
 

@@ -119,9 +119,22 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 
 // parseMessage asks parse to read the page stored for the fetch message m.
 func parseMessage(crawl string, m *message.Fetch, p crawlstate.Page) message.Parse {
-	return message.Parse{Header: message.Header{Crawl: crawl}, URL: m.URL, FinalURL: p.FinalURL, Root: m.Root,
+	return message.Parse{Header: message.Header{Crawl: crawl}, URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL),
 		Depth: m.Depth, Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt,
 		WARC: message.Ref{Key: p.WARCKey, Offset: p.Offset, Length: p.Length}}
+}
+
+// seedRoot is the scope root of the links found on m's page: m's own, except for a seed that
+// redirected, whose links are scoped from where it landed (as if the target were the seed).
+func seedRoot(m *message.Fetch, finalURL string) string {
+	if m.Depth != 0 || finalURL == "" || finalURL == m.URL {
+		return m.Root
+	}
+	u, err := urlnorm.Normalize(finalURL)
+	if err != nil {
+		return m.Root
+	}
+	return u.String()
 }
 
 // resendParse sends the parse message of a URL that is fetched but not yet parsed: the outbox's
