@@ -159,43 +159,57 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 	})
 }
 
-// Scan calls fn for every item whose key starts with prefix, in key order.
+// scanPage is how many items Scan reads at a time: its memory stays bounded however large the
+// table grows (the summary of a crawl scans every URL item of it).
+const scanPage = 500
+
+// Scan calls fn for every item whose key starts with prefix, in key order. It reads the items a
+// page at a time and calls fn after each page's rows are closed, so that fn may write to the
+// table; like a DynamoDB Scan it is not a snapshot: an item fn writes further on may be seen.
 func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, item table.Item) error) error {
-	rows, err := t.db.r.QueryContext(ctx, `SELECT pk, item FROM items WHERE tbl = ? AND pk >= ? ORDER BY pk`, t.name, prefix)
-	if err != nil {
-		return fmt.Errorf("scan %q: %w", prefix, err)
-	}
 	type kv struct {
 		key string
 		doc string
 	}
-	var found []kv
-	for rows.Next() {
-		var r kv
-		if err := rows.Scan(&r.key, &r.doc); err != nil {
-			rows.Close()
+	from, op := prefix, ">="
+	for {
+		rows, err := t.db.r.QueryContext(ctx, `SELECT pk, item FROM items WHERE tbl = ? AND pk `+op+` ? ORDER BY pk LIMIT ?`,
+			t.name, from, scanPage)
+		if err != nil {
 			return fmt.Errorf("scan %q: %w", prefix, err)
 		}
-		if !strings.HasPrefix(r.key, prefix) {
-			break
+		found := make([]kv, 0, scanPage)
+		done := false
+		for rows.Next() {
+			var r kv
+			if err := rows.Scan(&r.key, &r.doc); err != nil {
+				rows.Close()
+				return fmt.Errorf("scan %q: %w", prefix, err)
+			}
+			if !strings.HasPrefix(r.key, prefix) {
+				done = true
+				break
+			}
+			found = append(found, r)
 		}
-		found = append(found, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("scan %q: %w", prefix, err)
-	}
-	// The rows are read before fn runs, so that fn may write to the table.
-	for _, r := range found {
-		it, err := decodeItem(r.doc)
-		if err != nil {
-			return fmt.Errorf("scan %q: %s: %w", prefix, r.key, err)
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("scan %q: %w", prefix, err)
 		}
-		if err := fn(r.key, it); err != nil {
-			return err
+		for _, r := range found {
+			it, err := decodeItem(r.doc)
+			if err != nil {
+				return fmt.Errorf("scan %q: %s: %w", prefix, r.key, err)
+			}
+			if err := fn(r.key, it); err != nil {
+				return err
+			}
 		}
+		if done || len(found) < scanPage {
+			return nil
+		}
+		from, op = found[len(found)-1].key, ">"
 	}
-	return nil
 }
 
 // itemStmts are the item statements, prepared once: get, put and del on the writer connection,
