@@ -203,6 +203,19 @@ func (e *env) record(id, path string, receives int) events.SQSMessage {
 	return rec
 }
 
+// seedRecord is a record carrying the fetch message of seed raw (depth 0, its own root), admitted.
+func (e *env) seedRecord(id, raw string) events.SQSMessage {
+	e.t.Helper()
+	rec := e.record(id, "/", 1)
+	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, URL: raw, Root: raw})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rec.Body = body
+	e.admit(raw, raw, 0)
+	return rec
+}
+
 func (e *env) admit(raw, root string, depth int) {
 	e.t.Helper()
 	ctx := context.Background()
@@ -658,14 +671,7 @@ func TestSeedRedirectToAnotherHostBecomesTheRoot(t *testing.T) {
 	e.site.mu.Unlock()
 
 	seed := e.url("/moved-seed")
-	rec := e.record("msg-1", "/", 1)
-	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, URL: seed, Root: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Body = body
-	e.admit(seed, seed, 0)
-	if got := e.handle(rec); len(got) != 0 {
+	if got := e.handle(e.seedRecord("msg-1", seed)); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
 	}
 	if it := e.item("/moved-seed"); it.State != crawlstate.Fetched {
@@ -695,14 +701,7 @@ func TestBlockedAddressIsSkippedAndLogged(t *testing.T) {
 		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
 		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	const blocked = "http://10.1.2.3/inside" // refused by the guard before any dial
-	rec := e.record("msg-1", "/", 1)
-	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, URL: blocked, Root: blocked})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Body = body
-	e.admit(blocked, blocked, 0)
-	if got := e.handle(rec); len(got) != 0 {
+	if got := e.handle(e.seedRecord("msg-1", blocked)); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
 	}
 	u, err := e.state.Get(context.Background(), crawl, keyOf(t, blocked))
