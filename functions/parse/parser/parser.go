@@ -121,7 +121,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *spanReader) (*parsed, error) {
-	m, err := message.DecodeParse(rec.Body)
+	m, err := pages.decode(rec)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ const maxSpanBytes = 16 << 20
 type spanReader struct {
 	blobs Blobs
 	spans map[string]*span // by WARC key; only keys with two or more pages in the batch
+	// decoded holds the batch's parse messages that decode, by body, so each is decoded once.
+	decoded map[string]*message.Parse
 }
 
 // span is the covering range of one WARC file, read once by the first page that needs it.
@@ -38,11 +40,13 @@ func newSpanReader(blobs Blobs, ev events.SQSEvent) *spanReader {
 		n           int
 	}
 	byKey := map[string]*bounds{}
+	r := &spanReader{blobs: blobs, spans: map[string]*span{}, decoded: make(map[string]*message.Parse, len(ev.Records))}
 	for _, rec := range ev.Records {
 		m, err := message.DecodeParse(rec.Body)
 		if err != nil {
 			continue
 		}
+		r.decoded[rec.Body] = m
 		ref := m.WARC
 		if ref.Length > maxSpanBytes || ref.Offset > math.MaxInt64-ref.Length {
 			continue // read alone; its own GET reports what is wrong with it
@@ -56,7 +60,6 @@ func newSpanReader(blobs Blobs, ev events.SQSEvent) *spanReader {
 		b.sum += ref.Length
 		b.n++
 	}
-	r := &spanReader{blobs: blobs, spans: map[string]*span{}}
 	for key, b := range byKey {
 		// One page gains nothing; a sparse span (other batches' pages between ours) costs more
 		// bytes than the requests it saves.
@@ -66,6 +69,15 @@ func newSpanReader(blobs Blobs, ev events.SQSEvent) *spanReader {
 		r.spans[key] = &span{offset: b.lo, length: b.hi - b.lo}
 	}
 	return r
+}
+
+// decode returns the parse message of rec, decoded when the batch was planned; one that did not
+// decode is decoded again for its error.
+func (r *spanReader) decode(rec events.SQSMessage) (*message.Parse, error) {
+	if m, ok := r.decoded[rec.Body]; ok {
+		return m, nil
+	}
+	return message.DecodeParse(rec.Body)
 }
 
 // read returns the bytes of ref: a slice of its file's span when the batch shares one, or its own
