@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,33 +15,56 @@ import (
 // encodeItem stores an item as a JSON object. Only strings, integers and bools are allowed, as
 // the table port says.
 func encodeItem(it table.Item) (string, error) {
-	clean := make(map[string]any, len(it))
+	clean := maps.Clone(it)
+	if err := normalize(clean); err != nil {
+		return "", err
+	}
+	return marshalItem(clean)
+}
+
+// normalize checks the attributes of it and makes every integer an int64, in place.
+func normalize(it table.Item) error {
 	for name, v := range it {
 		if name == "" {
-			return "", fmt.Errorf("an attribute name is empty")
+			return fmt.Errorf("an attribute name is empty")
 		}
 		switch v.(type) {
-		case string, bool:
-			clean[name] = v
+		case string, bool, int64:
 		default:
 			n, ok := asInt64(v)
 			if !ok {
-				return "", fmt.Errorf("attribute %s: unsupported type %T (want string, int64 or bool)", name, v)
+				return fmt.Errorf("attribute %s: unsupported type %T (want string, int64 or bool)", name, v)
 			}
-			clean[name] = n
+			it[name] = n
 		}
 	}
-	b, err := json.Marshal(clean)
+	return nil
+}
+
+// marshalItem encodes a normalized item.
+func marshalItem(it table.Item) (string, error) {
+	b, err := json.Marshal(it)
 	if err != nil {
 		return "", fmt.Errorf("encode item: %w", err)
 	}
 	return string(b), nil
 }
 
+// storedAsIs reports whether a normalized item reads back exactly as it is: JSON replaces the
+// invalid UTF-8 of a string.
+func storedAsIs(it table.Item) bool {
+	for _, v := range it {
+		if s, ok := v.(string); ok && !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
 // decodeItem reads an item stored by encodeItem; numbers come back as int64.
 //
-// It runs on every read of the table, so the flat objects encodeItem writes (strings without
-// escapes, integers, bools) are read by a direct scan once encoding/json has validated the
+// It runs on every read of the table, so the flat objects encodeItem writes (strings, integers,
+// bools) are read by a direct scan once encoding/json has validated the
 // document; anything else takes encoding/json's generic path.
 func decodeItem(doc string) (table.Item, error) {
 	if json.Valid([]byte(doc)) {
@@ -69,8 +93,7 @@ func decodeItem(doc string) (table.Item, error) {
 	return it, nil
 }
 
-// scanFlatItem reads a valid JSON object whose values are all strings without escapes,
-// integers or bools. ok is false for anything else, and the caller decodes it generically.
+// scanFlatItem reads a valid JSON object whose values are all strings, integers or bools. ok is false for anything else, and the caller decodes it generically.
 func scanFlatItem(doc string) (it table.Item, ok bool) {
 	i := skipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
@@ -82,7 +105,7 @@ func scanFlatItem(doc string) (it table.Item, ok bool) {
 		return it, true
 	}
 	for i < len(doc) {
-		name, next, ok := plainString(doc, i)
+		name, next, ok := jsonString(doc, i)
 		if !ok {
 			return nil, false
 		}
@@ -96,7 +119,7 @@ func scanFlatItem(doc string) (it table.Item, ok bool) {
 		}
 		switch c := doc[i]; {
 		case c == '"':
-			v, next, ok := plainString(doc, i)
+			v, next, ok := jsonString(doc, i)
 			if !ok {
 				return nil, false
 			}
@@ -134,16 +157,35 @@ func scanFlatItem(doc string) (it table.Item, ok bool) {
 	return nil, false
 }
 
-// plainString reads the string that starts at doc[i] ('"'); ok is false if it has escapes.
-func plainString(doc string, i int) (s string, next int, ok bool) {
+// jsonString reads the string that starts at doc[i] ('"') of a document encoding/json has
+// validated. A string with escapes is unquoted by encoding/json; ok is false for anything that
+// is not a string.
+func jsonString(doc string, i int) (s string, next int, ok bool) {
 	if i >= len(doc) || doc[i] != '"' {
 		return "", 0, false
 	}
 	end := strings.IndexAny(doc[i+1:], "\\\"")
-	if end < 0 || doc[i+1+end] != '"' || !utf8.ValidString(doc[i+1:i+1+end]) {
+	if end < 0 {
 		return "", 0, false
 	}
-	return doc[i+1 : i+1+end], i + 2 + end, true
+	if j := i + 1 + end; doc[j] == '"' {
+		if !utf8.ValidString(doc[i+1 : j]) {
+			return "", 0, false // encoding/json replaces invalid UTF-8: let it
+		}
+		return doc[i+1 : j], j + 1, true
+	}
+	for j := i + 1 + end; j < len(doc); j++ {
+		switch doc[j] {
+		case '\\':
+			j++ // the escaped byte
+		case '"':
+			if err := json.Unmarshal([]byte(doc[i:j+1]), &s); err != nil {
+				return "", 0, false
+			}
+			return s, j + 1, true
+		}
+	}
+	return "", 0, false
 }
 
 func skipSpace(doc string, i int) int {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -71,7 +70,7 @@ func (t *Table) Put(ctx context.Context, key string, item table.Item, cond table
 func (t *Table) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
 	var out table.Item
 	err := t.modify(ctx, key, cond, func(old table.Item) (string, bool, error) {
-		it := maps.Clone(old)
+		it := old // decoded for this write alone: it is ours to change
 		if it == nil {
 			it = table.Item{}
 		}
@@ -93,12 +92,18 @@ func (t *Table) Update(ctx context.Context, key string, u table.Update, cond tab
 		for _, name := range u.Remove {
 			delete(it, name)
 		}
-		doc, err := encodeItem(it)
+		if err := normalize(it); err != nil {
+			return "", false, err
+		}
+		doc, err := marshalItem(it)
 		if err != nil {
 			return "", false, err
 		}
 		// Hand back the item as stored, with every number as int64.
-		out, err = decodeItem(doc)
+		out = it
+		if !storedAsIs(it) {
+			out, err = decodeItem(doc)
+		}
 		return doc, true, err
 	})
 	if err != nil {
@@ -118,6 +123,7 @@ func (t *Table) Delete(ctx context.Context, key string, cond table.Cond) error {
 
 // modify reads the item, checks cond and writes what next returns (keep false: delete), all in
 // one transaction. A false condition returns a *table.ConditionFailedError with the old item.
+// next gets the item as decoded for this call alone, and may change it.
 func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 	next func(old table.Item) (doc string, keep bool, err error)) error {
 	if key == "" || len(key) > table.MaxKeyBytes {
