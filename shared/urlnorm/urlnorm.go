@@ -46,6 +46,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/net/idna"
 )
 
@@ -147,7 +148,33 @@ func normalizeURL(u *url.URL, raw string) (*url.URL, error) {
 	return out, nil
 }
 
+// hostCacheSize bounds the cache of normalised hosts (a few hundred KB at most).
+const hostCacheSize = 4096
+
+// hosts caches normalizeHost's results: almost every link of a crawl names a host met a moment
+// ago, and the IDNA mapping is the costliest step of normalising a URL.
+var hosts = func() *lru.Cache[string, string] {
+	c, err := lru.New[string, string](hostCacheSize)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return c
+}()
+
 func normalizeHost(h string) (string, error) {
+	if a, ok := hosts.Get(h); ok {
+		return a, nil
+	}
+	a, err := mapHost(h)
+	if err != nil {
+		return "", err
+	}
+	hosts.Add(h, a)
+	return a, nil
+}
+
+// mapHost is normalizeHost without the cache.
+func mapHost(h string) (string, error) {
 	if strings.Contains(h, ":") {
 		a, err := netip.ParseAddr(h)
 		if err != nil || a.Zone() != "" || !a.Is6() {

@@ -216,3 +216,20 @@ func TestErrorsHideCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestHostCacheAnswersAsTheMapping checks that the cache of normalised hosts returns what the
+// mapping itself gives, on the first call and on the cached ones, and never caches a refusal.
+func TestHostCacheAnswersAsTheMapping(t *testing.T) {
+	for _, h := range []string{"Example.COM", "bücher.example", "xn--bcher-kva.example.", "a_b.example", "", "::1", "127.0.0.1"} {
+		want, wantErr := mapHost(h)
+		for round := range 3 {
+			got, err := normalizeHost(h)
+			if got != want || (err != nil) != (wantErr != nil) {
+				t.Errorf("round %d: normalizeHost(%q) = %q, %v; mapHost gives %q, %v", round, h, got, err, want, wantErr)
+			}
+		}
+		if _, cached := hosts.Peek(h); cached != (wantErr == nil) {
+			t.Errorf("host %q cached = %v, want %v", h, cached, wantErr == nil)
+		}
+	}
+}
