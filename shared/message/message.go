@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
@@ -137,20 +138,10 @@ func Decode(body string, want Kind) (any, error) {
 	if len(body) > MaxBytes {
 		return nil, poison("message is %d bytes, over the %d-byte limit", len(body), MaxBytes)
 	}
-	var h Header
-	if err := json.Unmarshal([]byte(body), &h); err != nil {
-		return nil, poison("not a JSON message: %v", err)
+	var m interface {
+		header() Header
+		validate() error
 	}
-	if h.V != Version {
-		return nil, poison("schema version %d, want %d", h.V, Version)
-	}
-	if h.Kind != want {
-		return nil, poison("kind %q, want %q", h.Kind, want)
-	}
-	if h.Crawl == "" || len(h.Crawl) > 128 {
-		return nil, poison("crawl id missing or over 128 bytes")
-	}
-	var m interface{ validate() error }
 	switch want {
 	case KindLinks:
 		m = &Links{}
@@ -161,18 +152,46 @@ func Decode(body string, want Kind) (any, error) {
 	default:
 		return nil, poison("unknown kind %q", want)
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
+	// One strict pass decodes a good message. Only a message it refuses is read again for its
+	// header, so that the error names a wrong version or kind before an unknown field.
+	dec := json.NewDecoder(strings.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(m); err != nil {
-		return nil, poison("decode %s message: %v", want, err)
+	decErr := dec.Decode(m)
+	h := m.header()
+	if decErr != nil {
+		h = Header{}
+		if err := json.Unmarshal([]byte(body), &h); err != nil {
+			return nil, poison("not a JSON message: %v", err)
+		}
+	}
+	if err := checkHeader(h, want); err != nil {
+		return nil, err
+	}
+	if decErr != nil {
+		return nil, poison("decode %s message: %v", want, decErr)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, poison("trailing data after the %s message", want)
+		return nil, poison("not a JSON message: trailing data after the %s message", want)
 	}
 	if err := m.validate(); err != nil {
 		return nil, poison("invalid %s message: %v", want, err)
 	}
 	return m, nil
+}
+
+func (h Header) header() Header { return h }
+
+func checkHeader(h Header, want Kind) error {
+	if h.V != Version {
+		return poison("schema version %d, want %d", h.V, Version)
+	}
+	if h.Kind != want {
+		return poison("kind %q, want %q", h.Kind, want)
+	}
+	if h.Crawl == "" || len(h.Crawl) > 128 {
+		return poison("crawl id missing or over 128 bytes")
+	}
+	return nil
 }
 
 // DecodeLinks is Decode for a Links message.

@@ -1,6 +1,7 @@
 package message
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,23 @@ func TestByCrawl(t *testing.T) {
 	}
 	if strings.Join(groups["a"], ",") != "a1,a2" || strings.Join(groups["b"], ",") != "b1,b2" || len(groups["c"]) != 1 {
 		t.Errorf("groups = %v", groups)
+	}
+}
+
+// BenchmarkDecodeLinks decodes the Links message of a page with 20 out-links, as parse sends it.
+func BenchmarkDecodeLinks(b *testing.B) {
+	m := Links{Header: Header{Crawl: "c"}, Root: "http://127.0.0.1:8080/", Parent: "http://127.0.0.1:8080/p/1", Depth: 3}
+	for i := range 20 {
+		m.URLs = append(m.URLs, fmt.Sprintf("http://127.0.0.1:8080/p/%d", i*37))
+	}
+	body, err := Encode(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeLinks(body); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
