@@ -371,6 +371,10 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if n := envBytes(c); n > lambdaEnvLimit {
+		bad("include", "and exclude make each function's environment up to %d bytes with the deploy-time names, over Lambda's limit of %d: "+
+			"shorten the patterns or join several into one with |", n, lambdaEnvLimit)
+	}
 	if !(c.HostRPS > 0 && c.HostRPS <= 100) {
 		bad("hostRps", "must be more than 0 and at most 100, got %v", c.HostRPS)
 	}

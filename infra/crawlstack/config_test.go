@@ -2,6 +2,7 @@ package crawlstack
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -87,6 +88,10 @@ func TestConfigFromContext(t *testing.T) {
 		{name: "concurrency below the SQS minimum", ctx: map[string]any{"scheduleMaxConcurrency": "1"}, wantErr: []string{`"scheduleMaxConcurrency"`}},
 		{name: "batch above 10", ctx: map[string]any{"parseBatchSize": "11"}, wantErr: []string{`"parseBatchSize"`}},
 		{name: "zero rps", ctx: map[string]any{"hostRps": "0"}, wantErr: []string{`"hostRps"`}},
+		{name: "patterns that fit Lambda's 4 KB environment", ctx: map[string]any{"exclude": patterns(40)},
+			check: func(c Config) bool { return len(c.Exclude) == 40 }},
+		{name: "patterns over Lambda's 4 KB environment", ctx: map[string]any{"include": patterns(40), "exclude": patterns(40)},
+			wantErr: []string{`"include"`, "over Lambda's limit of 4096", "join several"}},
 		{name: "monitoring switches from cdk -c", ctx: map[string]any{"dashboard": "true", "alarms": "false"},
 			check: func(c Config) bool { return c.Dashboard && !c.Alarms && c.AlarmEmail == "" }},
 		{name: "monitoring switches from cdk.json", ctx: map[string]any{"dashboard": true, "alarms": true, "alarmEmail": "crawl+ops@mail.example.co.uk"},
@@ -167,4 +172,13 @@ func TestPatternsEnv(t *testing.T) {
 	if err := json.Unmarshal([]byte(patternsEnv(in)), &out); err != nil || !slices.Equal(out, in) {
 		t.Errorf("%q decodes to %q (%v), want %q", patternsEnv(in), out, err, in)
 	}
+}
+
+// patterns returns n distinct include or exclude patterns of about 40 bytes each.
+func patterns(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`^https://section-%03d\.example\.com/archive/`, i)
+	}
+	return out
 }

@@ -58,24 +58,54 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 // functionEnv is the environment every function gets: the contract with the
 // handlers' config structs.
 func functionEnv(cfg Config, bucket bucketRef, table tableRef, queues map[string]pipelineQueue) map[string]*string {
-	return map[string]*string{
-		"CRAWL_BUCKET":             bucket.BucketName(),
-		"CRAWL_TABLE":              table.TableName(),
-		"SCHEDULE_QUEUE_URL":       queues[FnSchedule].Queue.QueueUrl(),
-		"FETCH_QUEUE_URL":          queues[FnFetch].Queue.QueueUrl(),
-		"PARSE_QUEUE_URL":          queues[FnParse].Queue.QueueUrl(),
-		"CRAWL_SCOPE":              jsii.String(cfg.Scope),
-		"CRAWL_MAX_DEPTH":          jsii.String(strconv.Itoa(cfg.MaxDepth)),
-		"CRAWL_MAX_PAGES":          jsii.String(strconv.Itoa(cfg.MaxPages)),
-		"CRAWL_MAX_PAGES_PER_HOST": jsii.String(strconv.Itoa(cfg.MaxPagesPerHost)),
-		"CRAWL_INCLUDE":            jsii.String(patternsEnv(cfg.Include)),
-		"CRAWL_EXCLUDE":            jsii.String(patternsEnv(cfg.Exclude)),
-		"CRAWL_HOST_RPS":           jsii.String(strconv.FormatFloat(cfg.HostRPS, 'f', -1, 64)),
-		"CRAWL_USER_AGENT":         jsii.String(cfg.UserAgent),
-		"CRAWL_MAX_RECEIVE":        jsii.String(strconv.Itoa(cfg.MaxReceiveCount)),
-		"CRAWL_ALLOW_NET":          jsii.String(cfg.AllowNet),
-		"CRAWL_RECRAWL_PREFIX":     jsii.String(cfg.RecrawlPrefix),
+	env := map[string]*string{
+		"CRAWL_BUCKET":       bucket.BucketName(),
+		"CRAWL_TABLE":        table.TableName(),
+		"SCHEDULE_QUEUE_URL": queues[FnSchedule].Queue.QueueUrl(),
+		"FETCH_QUEUE_URL":    queues[FnFetch].Queue.QueueUrl(),
+		"PARSE_QUEUE_URL":    queues[FnParse].Queue.QueueUrl(),
 	}
+	for k, v := range configEnv(cfg) {
+		env[k] = jsii.String(v)
+	}
+	return env
+}
+
+// deployTimeEnvBytes bounds the keys and values of functionEnv that are known
+// only at deploy time: the bucket name (at most 63 bytes), the table name (at
+// most 255) and three queue URLs (about 140 each).
+const deployTimeEnvBytes = len("CRAWL_BUCKET") + 63 + len("CRAWL_TABLE") + 255 +
+	len("SCHEDULE_QUEUE_URL") + len("FETCH_QUEUE_URL") + len("PARSE_QUEUE_URL") + 3*140
+
+// lambdaEnvLimit is Lambda's limit on a function's environment: all keys and
+// values together.
+const lambdaEnvLimit = 4096
+
+// configEnv is the part of functionEnv that the configuration decides.
+func configEnv(cfg Config) map[string]string {
+	return map[string]string{
+		"CRAWL_SCOPE":              cfg.Scope,
+		"CRAWL_MAX_DEPTH":          strconv.Itoa(cfg.MaxDepth),
+		"CRAWL_MAX_PAGES":          strconv.Itoa(cfg.MaxPages),
+		"CRAWL_MAX_PAGES_PER_HOST": strconv.Itoa(cfg.MaxPagesPerHost),
+		"CRAWL_INCLUDE":            patternsEnv(cfg.Include),
+		"CRAWL_EXCLUDE":            patternsEnv(cfg.Exclude),
+		"CRAWL_HOST_RPS":           strconv.FormatFloat(cfg.HostRPS, 'f', -1, 64),
+		"CRAWL_USER_AGENT":         cfg.UserAgent,
+		"CRAWL_MAX_RECEIVE":        strconv.Itoa(cfg.MaxReceiveCount),
+		"CRAWL_ALLOW_NET":          cfg.AllowNet,
+		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,
+	}
+}
+
+// envBytes is the size Lambda counts for the environment: at most
+// deployTimeEnvBytes for what the deploy fills in, plus the configured part.
+func envBytes(cfg Config) int {
+	n := deployTimeEnvBytes
+	for k, v := range configEnv(cfg) {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // patternsEnv encodes include or exclude patterns as the handlers read them
