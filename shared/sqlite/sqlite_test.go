@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/queue/queuetest"
@@ -37,4 +39,39 @@ func TestTableConformance(t *testing.T) {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	tabletest.Run(t, func(*testing.T) table.Table { return tb })
+}
+
+// TestTableConformanceOnTheOlderLayout runs the table suite on a state file made when the items
+// table was WITHOUT ROWID: Open keeps that table, and every statement must work on it.
+func TestTableConformanceOnTheOlderLayout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	itemsDDL := func() string {
+		t.Helper()
+		raw, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := raw.Exec(`CREATE TABLE IF NOT EXISTS items (tbl TEXT NOT NULL, pk TEXT NOT NULL,
+			item TEXT NOT NULL, PRIMARY KEY (tbl, pk)) WITHOUT ROWID`); err != nil {
+			t.Fatal(err)
+		}
+		var ddl string
+		if err := raw.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'items'`).Scan(&ddl); err != nil {
+			t.Fatal(err)
+		}
+		return ddl
+	}
+	itemsDDL() // the file as an older version left it
+	db, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	tabletest.Run(t, func(*testing.T) table.Table { return db.Table("state") })
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if ddl := itemsDDL(); !strings.Contains(ddl, "WITHOUT ROWID") {
+		t.Fatalf("the older items table was replaced: %s", ddl)
+	}
 }
