@@ -52,6 +52,8 @@ func childMain(ctx context.Context, name string, args []string, crawl crawlFunc)
 		}
 		defer os.RemoveAll(dir)
 		o.State = dir
+	} else if err := os.MkdirAll(o.State, 0o755); err != nil {
+		return fmt.Errorf("state dir: %w", err)
 	}
 	if o.CPUProfile != "" {
 		f, err := os.Create(o.CPUProfile)
