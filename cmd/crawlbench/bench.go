@@ -69,6 +69,11 @@ func benchMain(ctx context.Context, args []string) error {
 	if o.Runs < 1 || o.Pages < 1 {
 		return errors.New("-runs and -pages must be at least 1")
 	}
+	if o.ProfileDir != "" {
+		if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+			return fmt.Errorf("-profile: %w", err)
+		}
+	}
 	sizes := []int{o.Pages}
 	if o.SmallPages > 0 && o.SmallPages != o.Pages {
 		sizes = append(sizes, o.SmallPages)
