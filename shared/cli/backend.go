@@ -43,7 +43,14 @@ type Backend struct {
 	// Where tells a person where the results are.
 	Where func(prefix string) string
 	Close func() error
+	// IdleCheck is how often the runner looks whether the crawl is done (0: localrun's
+	// default). Looking asks every queue for its depth, so it is often only where that is free.
+	IdleCheck time.Duration
 }
+
+// embeddedIdleCheck is IdleCheck on the embedded backend, where a look is a local query: a crawl
+// ends at most about two of them after its last page.
+const embeddedIdleCheck = 20 * time.Millisecond
 
 // Resources are the names of the crawl's queues, table and bucket in a backend.
 type Resources struct {
@@ -69,8 +76,9 @@ func OpenEmbedded(dir string) (*Backend, error) {
 	return &Backend{
 		Name: "embedded", Queue: db.Queue(), Table: db.Table("crawl"), Blobs: store,
 		TableName: "crawl", Bucket: "crawl",
-		Where: func(prefix string) string { return filepath.Join(blobDir, filepath.FromSlash(prefix)) },
-		Close: db.Close,
+		Where:     func(prefix string) string { return filepath.Join(blobDir, filepath.FromSlash(prefix)) },
+		Close:     db.Close,
+		IdleCheck: embeddedIdleCheck,
 	}, nil
 }
 

@@ -224,6 +224,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	sum.Crawl = crawl
 	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
+	runner.IdleCheck = be.IdleCheck
 	start := time.Now()
 	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start)
 	runErr := runner.Run(ctx)

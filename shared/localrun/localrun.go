@@ -48,6 +48,8 @@ type Source struct {
 // Stats counts what the runner did.
 type Stats struct {
 	Batches, Records, Failures, Panics atomic.Int64
+	// IdleChecks counts the looks for the end of the run.
+	IdleChecks atomic.Int64
 }
 
 // Runner polls the sources.
@@ -55,9 +57,14 @@ type Runner struct {
 	Queues  Queues
 	Sources []Source
 	Log     *slog.Logger
-	// IdleCheck is how often the runner looks for an empty pipeline (default 100 ms).
+	// IdleCheck is how often the runner looks for an empty pipeline (default 100 ms). Each look
+	// asks every queue for its depth: cheap on the embedded queue, a billed request on SQS.
 	IdleCheck time.Duration
 	Stats     Stats
+
+	// busy counts the batches received and not yet deleted: the work a look at the queues can
+	// miss while a handler moves a message from a queue not yet counted to one already counted.
+	busy atomic.Int64
 }
 
 // Run polls every source until all queues are empty or ctx ends. It returns ctx's error when
@@ -85,7 +92,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	return err
 }
 
-// waitIdle returns nil once two checks in a row find every queue empty.
+// waitIdle returns nil once two checks in a row find every queue empty and no batch in hand.
 func (r *Runner) waitIdle(ctx context.Context) error {
 	every := r.IdleCheck
 	if every <= 0 {
@@ -100,8 +107,12 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		empty := true
+		r.Stats.IdleChecks.Add(1)
+		empty := r.busy.Load() == 0
 		for _, s := range r.Sources {
+			if !empty {
+				break
+			}
 			v, nv, err := r.Queues.Depth(ctx, s.Queue)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -109,11 +120,9 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 				}
 				return fmt.Errorf("depth of %s: %w", s.Name, err)
 			}
-			if v+nv > 0 {
-				empty = false
-				break
-			}
+			empty = v+nv == 0
 		}
+		empty = empty && r.busy.Load() == 0
 		if !empty {
 			emptyChecks = 0
 			continue
@@ -138,7 +147,11 @@ func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
 		if len(msgs) == 0 {
 			continue
 		}
+		// Counted from here until its deletes are done; until then its messages are in flight,
+		// so the queue counts them too.
+		r.busy.Add(1)
 		r.invoke(ctx, s, msgs, log)
+		r.busy.Add(-1)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +138,77 @@ watch:
 	n, _ := calls.Load("slow")
 	if got := *(n.(*int)); got != 1 {
 		t.Errorf("the handler ran %d times, want 1", got)
+	}
+}
+
+// blindQueues hands out one message and then reports every queue empty, even while that message
+// is being handled: what a look at several queues can see while a handler moves a message from a
+// queue not yet counted to one already counted.
+type blindQueues struct {
+	queue.Receiver
+	once  sync.Once
+	looks atomic.Int64
+}
+
+func (b *blindQueues) Receive(ctx context.Context, _ string, _ int, _, wait time.Duration) ([]queue.Message, error) {
+	var msgs []queue.Message
+	b.once.Do(func() { msgs = []queue.Message{{ID: "1", ReceiptHandle: "r1", Body: "x", ReceiveCount: 1}} })
+	if msgs != nil {
+		return msgs, nil
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(wait):
+	}
+	return nil, nil
+}
+
+func (b *blindQueues) DeleteBatch(context.Context, string, []string) error { return nil }
+
+func (b *blindQueues) Depth(context.Context, string) (int, int, error) {
+	b.looks.Add(1)
+	return 0, 0, nil
+}
+
+func TestRunWaitsForTheBatchInHand(t *testing.T) {
+	q := &blindQueues{}
+	started, release := make(chan struct{}), make(chan struct{})
+	var handled atomic.Bool
+	handler := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		close(started)
+		<-release
+		handled.Store(true)
+		return events.SQSEventResponse{}, nil
+	}
+	r := &Runner{Queues: q, Log: quiet(), IdleCheck: time.Millisecond,
+		Sources: []Source{{Name: "work", Queue: "work", Handler: handler, Pollers: 1, BatchSize: 1}}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	<-started
+	// Many checks go by while the handler holds its batch: none may end the run.
+	before := r.Stats.IdleChecks.Load()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Stats.IdleChecks.Load() < before+5 && len(done) == 0 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned (%v) while a handler still held its batch", err)
+	default:
+	}
+	if n := r.Stats.IdleChecks.Load() - before; n < 5 {
+		t.Fatalf("only %d idle checks in 10 s", n)
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end after the batch was done")
+	}
+	if !handled.Load() {
+		t.Error("Run ended before the handler finished")
 	}
 }
