@@ -59,10 +59,14 @@ func (r *Runner) Run(ctx context.Context, ev events.SQSEvent, fn func(context.Co
 
 // one processes a record and reports whether it may be deleted.
 func (r *Runner) one(ctx context.Context, rec events.SQSMessage, fn func(context.Context, events.SQSMessage) error) (ok bool) {
-	log := r.logger().With("messageId", rec.MessageId, "receiveCount", ReceiveCount(rec))
+	// The record's logger is made only when there is something to log: With costs more than a
+	// record's whole bookkeeping, and almost every record succeeds.
+	log := func() *slog.Logger {
+		return r.logger().With("messageId", rec.MessageId, "receiveCount", ReceiveCount(rec))
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			log.Error("record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			log().Error("record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			ok = false
 		}
 	}()
@@ -71,18 +75,18 @@ func (r *Runner) one(ctx context.Context, rec events.SQSMessage, fn func(context
 		return true
 	}
 	if errclass.Of(err) != errclass.Poison {
-		log.Warn("record failed", "class", errclass.Of(err), "err", err.Error())
+		log().Warn("record failed", "class", errclass.Of(err), "err", err.Error())
 		return false
 	}
 	if r.Quarantine == nil {
-		log.Error("poison record, no quarantine: failing it", "err", err.Error())
+		log().Error("poison record, no quarantine: failing it", "err", err.Error())
 		return false
 	}
 	if qerr := r.Quarantine.Quarantine(ctx, rec, err); qerr != nil {
-		log.Error("quarantine failed", "err", qerr.Error(), "reason", err.Error())
+		log().Error("quarantine failed", "err", qerr.Error(), "reason", err.Error())
 		return false
 	}
-	log.Warn("poison record quarantined", "reason", err.Error())
+	log().Warn("poison record quarantined", "reason", err.Error())
 	return true
 }
 
