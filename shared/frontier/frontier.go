@@ -7,9 +7,10 @@
 // message is sent and is marked enqueued only after the send succeeded. When the Links message is
 // delivered again, every URL whose item is still unsent is sent again; a URL already enqueued is not.
 // The Bloom filter only ever holds URLs the table confirmed as enqueued or done, so a false positive
-// costs one extra read, never a lost URL. Behind it, a bounded LRU set of the most recently
-// confirmed URLs answers most repeats exactly without that read: a page's links mostly point at
-// pages the crawl met a moment ago.
+// costs one extra read, never a lost URL. In front of it, a bounded LRU set of the most recently
+// confirmed URLs, in normalised form, answers most repeats exactly: a page's links mostly point at
+// pages the crawl met a moment ago, and parse sends them normalised, so such a link costs neither
+// normalising, hashing nor a table read.
 package frontier
 
 import (
@@ -121,6 +122,10 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(admitConcurrency)
 	for i, raw := range m.URLs {
+		if f.recentlyConfirmed(m.Crawl, raw) {
+			results[i] = result{outcome: outKnown} // most links of a crawl: no goroutine for them
+			continue
+		}
 		g.Go(func() error {
 			p, o, err := f.admitOne(gctx, m, root, raw)
 			results[i] = result{p, o}
@@ -171,7 +176,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 	norm := u.String()
 	key := urlnorm.Key(norm)
 	if f.seen(m.Crawl, key) {
-		if f.recent.Contains(m.Crawl + "#" + key) {
+		if f.recent.Contains(m.Crawl + "#" + norm) {
 			return pending{}, outKnown, nil // confirmed by the table a moment ago
 		}
 		it, err := f.state.Get(ctx, m.Crawl, key)
@@ -191,7 +196,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
 			return pending{}, 0, err
 		}
-		f.remember(m.Crawl, key)
+		f.remember(m.Crawl, key, norm)
 		return pending{}, outRejected, nil
 	}
 	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth)
@@ -200,7 +205,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 	}
 	switch res {
 	case crawlstate.Known:
-		f.remember(m.Crawl, key)
+		f.remember(m.Crawl, key, norm)
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), f.cfg.MaxPages, f.cfg.MaxPagesPerHost); err != nil {
@@ -208,7 +213,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 				if err := f.state.SkipQueued(ctx, m.Crawl, key, err); err != nil {
 					return pending{}, 0, err
 				}
-				f.remember(m.Crawl, key)
+				f.remember(m.Crawl, key, norm)
 				return pending{}, outRejected, nil
 			}
 			// A backend failure: take the admission back, so that the redelivered message admits
@@ -252,7 +257,7 @@ func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (in
 			if err := f.state.MarkEnqueued(gctx, crawl, p.key); err != nil {
 				return err
 			}
-			f.remember(crawl, p.key)
+			f.remember(crawl, p.key, p.msg.URL)
 			sent.Add(1)
 			return nil
 		})
@@ -275,9 +280,18 @@ func (f *Frontier) seen(crawl, key string) bool {
 	return f.known.TestString(crawl + "#" + key)
 }
 
-func (f *Frontier) remember(crawl, key string) {
+// recentlyConfirmed reports whether raw is the normalised form of a URL the table confirmed a
+// moment ago. Parse sends links normalised, so most links are known without normalising and
+// hashing them again.
+func (f *Frontier) recentlyConfirmed(crawl, raw string) bool {
+	return f.recent.Contains(crawl + "#" + raw)
+}
+
+// remember records a URL the table confirmed as known: its key in the Bloom filter, and its
+// normalised form in the exact set of recent URLs.
+func (f *Frontier) remember(crawl, key, normalized string) {
+	f.recent.Add(crawl+"#"+normalized, struct{}{})
 	k := crawl + "#" + key
-	f.recent.Add(k, struct{}{})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.known.AddString(k)

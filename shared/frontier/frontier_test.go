@@ -234,3 +234,90 @@ func TestBudgetIsReservedAgainAfterAFailure(t *testing.T) {
 		t.Errorf("a URL past the budget: %+v, want it rejected (the first URL's budget was reserved)", res)
 	}
 }
+
+// countingTable counts the table calls the frontier makes.
+type countingTable struct {
+	table.Table
+	calls atomic.Int64
+}
+
+func (c *countingTable) Get(ctx context.Context, key string) (table.Item, error) {
+	c.calls.Add(1)
+	return c.Table.Get(ctx, key)
+}
+
+func (c *countingTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
+	c.calls.Add(1)
+	return c.Table.Put(ctx, key, it, cond)
+}
+
+func (c *countingTable) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+	c.calls.Add(1)
+	return c.Table.Update(ctx, key, u, cond)
+}
+
+// TestRecentLinksCostNoTableCall: a link to a URL the table confirmed a moment ago, in its
+// normalised form (as parse sends it) or spelled another way, is known without a table call; a
+// cold frontier asks the table.
+func TestRecentLinksCostNoTableCall(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tb := &countingTable{Table: db.Table("crawl")}
+	st := crawlstate.New(tb)
+	cfg := Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}
+	f := New(cfg, st, &fakeSender{}, quiet())
+	links := func(urls ...string) *message.Links {
+		return &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Depth: 1, URLs: urls}
+	}
+	if res, err := f.Admit(ctx, links("http://a.test/x", "http://b.test/out-of-scope")); err != nil || res.Sent != 1 || res.Rejected != 1 {
+		t.Fatalf("first admit = %+v, %v; want 1 sent, 1 rejected", res, err)
+	}
+	again := links("http://a.test/x", "HTTP://A.test:80/x#top", "http://b.test/out-of-scope")
+	before := tb.calls.Load()
+	res, err := f.Admit(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Known+res.Rejected != 3 || res.Sent != 0 {
+		t.Errorf("admit again = %+v, want nothing sent", res)
+	}
+	if n := tb.calls.Load() - before; n != 0 {
+		t.Errorf("%d table calls for links confirmed a moment ago, want 0", n)
+	}
+	before = tb.calls.Load()
+	if res, err := New(cfg, st, &fakeSender{}, quiet()).Admit(ctx, again); err != nil || res.Sent != 0 {
+		t.Fatalf("cold admit = %+v, %v; want nothing sent", res, err)
+	}
+	if tb.calls.Load() == before {
+		t.Error("a cold frontier knew the links without asking the table")
+	}
+}
+
+// BenchmarkAdmitKnownLinks admits a page's 20 links that the crawl already knows, as most links
+// of a crawl are.
+func BenchmarkAdmitKnownLinks(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, crawlstate.New(db.Table("crawl")), &fakeSender{}, quiet())
+	m := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Depth: 1}
+	for i := range 20 {
+		m.URLs = append(m.URLs, "http://a.test/p/"+strings.Repeat("x", i))
+	}
+	if res, err := f.Admit(ctx, m); err != nil || res.Sent != 20 {
+		b.Fatalf("first admit = %+v, %v", res, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, err := f.Admit(ctx, m); err != nil || res.Known != 20 {
+			b.Fatalf("admit = %+v, %v", res, err)
+		}
+	}
+}
