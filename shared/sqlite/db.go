@@ -44,8 +44,8 @@ CREATE INDEX IF NOT EXISTS messages_due ON messages (queue, visible_at);
 CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY) WITHOUT ROWID;
 -- A rowid table, so rows lie in the order they were first written: the claim, result and parsed
 -- mark of a URL (keyed by a hash, in no order) land on the pages of URLs admitted around the same
--- time, and a crawl writes about a third fewer WAL pages than with rows clustered by key. A file made
--- before this layout keeps its WITHOUT ROWID table, which the same statements read and write.
+-- time, and a crawl writes about a third fewer WAL pages than with rows clustered by key. A file
+-- made before this layout keeps its WITHOUT ROWID table, which the same statements use.
 CREATE TABLE IF NOT EXISTS items (
 	tbl  TEXT NOT NULL,
 	pk   TEXT NOT NULL,
