@@ -176,7 +176,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 	norm := u.String()
 	key := urlnorm.Key(norm)
 	if f.seen(m.Crawl, key) {
-		if f.recent.Contains(m.Crawl + "#" + norm) {
+		if f.recentlyConfirmed(m.Crawl, norm) {
 			return pending{}, outKnown, nil // confirmed by the table a moment ago
 		}
 		it, err := f.state.Get(ctx, m.Crawl, key)
@@ -280,11 +280,11 @@ func (f *Frontier) seen(crawl, key string) bool {
 	return f.known.TestString(crawl + "#" + key)
 }
 
-// recentlyConfirmed reports whether raw is the normalised form of a URL the table confirmed a
-// moment ago. Parse sends links normalised, so most links are known without normalising and
-// hashing them again.
-func (f *Frontier) recentlyConfirmed(crawl, raw string) bool {
-	return f.recent.Contains(crawl + "#" + raw)
+// recentlyConfirmed reports whether u is the normalised form of a URL the table confirmed a
+// moment ago. Admit asks with each link as sent: parse sends links normalised, so most are known
+// without normalising and hashing them again.
+func (f *Frontier) recentlyConfirmed(crawl, u string) bool {
+	return f.recent.Contains(crawl + "#" + u)
 }
 
 // remember records a URL the table confirmed as known: its key in the Bloom filter, and its
