@@ -14,6 +14,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/frontier"
+	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/netguard"
 	"github.com/crawlstack/crawlstack/shared/quarantine"
@@ -30,6 +31,10 @@ type Ports struct {
 	Queue queue.Sender
 	Table table.Table
 	Blobs blob.Store
+	// Handoff, if set, passes each stored page from fetch to parse in memory, so that parse need
+	// not read it back. Set it only where both handlers run in one process (crawl run); in Lambda
+	// they never do.
+	Handoff *handoff.Pages
 }
 
 // Handlers are the three wired handlers and the state they share.
@@ -78,14 +83,19 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 	fcfg.HostRPS, fcfg.HostConcurrency = cfg.HostRPS, cfg.HostConcurrency
 	fcfg.Concurrency, fcfg.MaxReceive = cfg.BatchConcurrency, cfg.MaxReceive
 	fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
+	fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
+		Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}
+	parse := parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
+		UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency},
+		state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
+	if p.Handoff != nil {
+		fdeps.Handoff, parse.Handoff = p.Handoff, p.Handoff
+	}
 	return &Handlers{
 		Schedule: scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
 			Concurrency: cfg.BatchConcurrency}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule")),
-		Fetch: fetcher.New(fcfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
-			Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}),
-		Parse: parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
-			UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency},
-			state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse")),
+		Fetch: fetcher.New(fcfg, fdeps),
+		Parse: parse,
 		State: state,
 		http:  client,
 	}, nil

@@ -99,15 +99,7 @@ func record(p Page) (gowarc.WarcRecord, error) {
 	optionsMu.Unlock()
 	var head strings.Builder
 	fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
-	h := p.Header.Clone()
-	if h == nil {
-		h = http.Header{}
-	}
-	// The body is stored decoded, so the headers must not claim an encoding or another length.
-	h.Del("Content-Encoding")
-	h.Del("Transfer-Encoding")
-	h.Set("Content-Length", strconv.Itoa(len(p.Body)))
-	if err := h.Write(&head); err != nil {
+	if err := StoredHeader(p).Write(&head); err != nil {
 		return nil, err
 	}
 	head.WriteString("\r\n")
@@ -124,6 +116,19 @@ func record(p Page) (gowarc.WarcRecord, error) {
 	defer optionsMu.Unlock()
 	rec, _, err := b.Build() // Build reads the same uuid setting for the record id
 	return rec, err
+}
+
+// StoredHeader returns a copy of p's header as its record stores it, and as Decode returns it: the
+// body is stored decoded, so the header claims no encoding and the body's own length.
+func StoredHeader(p Page) http.Header {
+	h := p.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Del("Content-Encoding")
+	h.Del("Transfer-Encoding")
+	h.Set("Content-Length", strconv.Itoa(len(p.Body)))
+	return h
 }
 
 // Decode reads one record (a single gzip member, as a range request returns it).

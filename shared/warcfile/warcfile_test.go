@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,9 @@ func TestEncodeDecodeByRange(t *testing.T) {
 		}
 		if ct := want.Header.Get("Content-Type"); got.Header.Get("Content-Type") != ct {
 			t.Errorf("record %d content type = %q, want %q", i, got.Header.Get("Content-Type"), ct)
+		}
+		if stored := StoredHeader(want); !reflect.DeepEqual(got.Header, stored) {
+			t.Errorf("record %d header = %v, but StoredHeader says %v", i, got.Header, stored)
 		}
 	}
 	// The whole file is a valid multi-member gzip stream of WARC records.

@@ -29,6 +29,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/robots"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
 
 // Getter fetches a page (httpfetch.Client).
@@ -56,6 +57,12 @@ type URLGuard interface {
 // PagePutter stores WARC files.
 type PagePutter interface {
 	Put(ctx context.Context, key string, body []byte, contentType string) error
+}
+
+// Handoff takes stored pages for a parse handler in the same process (handoff.Pages), so that it
+// need not read them back; it may refuse any page.
+type Handoff interface {
+	Offer(ref message.Ref, p warcfile.Page) bool
 }
 
 // Config tunes the handler.
@@ -89,17 +96,18 @@ func DefaultConfig() Config {
 
 // Handler is the fetch handler.
 type Handler struct {
-	cfg    Config
-	state  *crawlstate.Store
-	http   Getter
-	robots RobotsChecker
-	scope  ScopeChecker
-	guard  URLGuard
-	pages  PagePutter
-	send   queue.Sender
-	batch  *sqsbatch.Runner
-	log    *slog.Logger
-	hosts  hostLimiter
+	cfg     Config
+	state   *crawlstate.Store
+	http    Getter
+	robots  RobotsChecker
+	scope   ScopeChecker
+	guard   URLGuard
+	pages   PagePutter
+	handoff Handoff
+	send    queue.Sender
+	batch   *sqsbatch.Runner
+	log     *slog.Logger
+	hosts   hostLimiter
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -113,9 +121,12 @@ type Deps struct {
 	Scope ScopeChecker
 	Guard URLGuard
 	Pages PagePutter
-	Send  queue.Sender
-	Batch *sqsbatch.Runner
-	Log   *slog.Logger
+	// Handoff, if set, is offered each page once it is stored and recorded, before its parse
+	// message goes out. Only for a parse handler in the same process: on Lambda, leave it nil.
+	Handoff Handoff
+	Send    queue.Sender
+	Batch   *sqsbatch.Runner
+	Log     *slog.Logger
 }
 
 // New returns a Handler.
@@ -129,7 +140,7 @@ func New(cfg Config, d Deps) *Handler {
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
-		send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, Now: time.Now}
+		handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, Now: time.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.

@@ -26,6 +26,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fileblob"
+	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/netguard"
@@ -135,6 +136,7 @@ type env struct {
 	send  *delayedSend
 	blobs *fileblob.Store
 	state *crawlstate.Store
+	hand  *handoff.Pages // what the handler offers a parse handler in the same process
 	h     *fetcher.Handler
 }
 
@@ -158,9 +160,10 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	state := crawlstate.New(be.Table)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
+	hand := handoff.New(0, 0)
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
-		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Send: send, Log: log})
-	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, state: state, h: h}
+		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log})
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, state: state, hand: hand, h: h}
 }
 
 // url is the site's URL for path.
@@ -295,6 +298,14 @@ func TestFetchSampleBatch(t *testing.T) {
 		}
 		if p.URL != pm.FinalURL || p.Status != 200 || string(p.Body) != page || pm.Crawl != crawl {
 			t.Errorf("WARC record = %s %d %q for parse message %+v", p.URL, p.Status, p.Body, pm)
+		}
+		// The page handed to a parse handler in the same process is the page as stored.
+		handed, ok := e.hand.Take(pm.WARC)
+		if !ok {
+			t.Errorf("%s was not handed over at %+v", pm.URL, pm.WARC)
+		} else if handed.URL != p.URL || handed.Status != p.Status || !bytes.Equal(handed.Body, p.Body) ||
+			!reflect.DeepEqual(handed.Header, p.Header) || !handed.FetchedAt.Equal(p.FetchedAt) {
+			t.Errorf("handed over %+v, stored %+v", handed, p)
 		}
 		got = append(got, pm.URL)
 	}

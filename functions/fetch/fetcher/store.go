@@ -91,10 +91,16 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		if !recorded[i] {
 			continue
 		}
-		body, err := message.Encode(parseMessage(crawl, p.msg, refs[i]))
+		pm := parseMessage(crawl, p.msg, refs[i])
+		body, err := message.Encode(pm)
 		if err != nil {
 			failed = append(failed, p.rec.MessageId)
 			continue
+		}
+		if h.handoff != nil {
+			stored := recs[i]
+			stored.Header, stored.FetchedAt = warcfile.StoredHeader(recs[i]), recs[i].FetchedAt.UTC()
+			h.handoff.Offer(pm.WARC, stored)
 		}
 		id := strconv.Itoa(i)
 		ids[id] = p.rec.MessageId

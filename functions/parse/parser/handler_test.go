@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"reflect"
@@ -25,6 +26,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fileblob"
+	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/quarantine"
 	"github.com/crawlstack/crawlstack/shared/queue"
@@ -395,5 +397,64 @@ func TestPagesOfOneWARCFileAreReadTogether(t *testing.T) {
 				t.Errorf("titles = %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestAHandedOverPageParsesAsTheStoredOne parses one page three ways: read from its WARC file, taken
+// from a handoff, and with a handoff that does not hold it. All three give the same record and
+// links; only the first and the last read the blob store.
+func TestAHandedOverPageParsesAsTheStoredOne(t *testing.T) {
+	header := http.Header{"X-Robots-Tag": {"noindex"}, "Content-Encoding": {"gzip"}}
+	html := `<title>Home</title><link rel="canonical" href="/home">` + links
+	type outcome struct {
+		rec   parser.Record
+		sent  []string
+		reads int
+	}
+	run := func(offer bool, hand *handoff.Pages) outcome {
+		e := newEnv(t)
+		rec, m := e.sample()
+		rec = e.store(rec, m, warc(t, m.FinalURL, header, html), 0)
+		m, err := message.DecodeParse(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if offer {
+			stored := warcfile.Page{URL: m.FinalURL, Status: 200, Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}},
+				Body: []byte(html), FetchedAt: m.FetchedAt}
+			maps.Copy(stored.Header, header)
+			stored.Header = warcfile.StoredHeader(stored)
+			if !hand.Offer(m.WARC, stored) {
+				t.Fatal("the handoff refused the page")
+			}
+		}
+		if hand != nil {
+			e.h.Handoff = hand
+		}
+		if got := e.handle(rec); len(got) != 0 {
+			t.Fatalf("BatchItemFailures = %v, want none", got)
+		}
+		recs := e.records(m.Crawl)
+		if len(recs) != 1 {
+			t.Fatalf("%d records, want 1", len(recs))
+		}
+		return outcome{rec: recs[0], sent: e.sent(m), reads: e.reads.calls}
+	}
+	read := run(false, nil)
+	if read.reads != 1 || !read.rec.NoIndex || read.rec.Canonical == "" || len(read.sent) != 3 {
+		t.Fatalf("read from the blob store: %+v; want one read, noindex, a canonical and three links", read)
+	}
+	handed := run(true, handoff.New(0, 0))
+	if handed.reads != 0 {
+		t.Errorf("a handed-over page was read %d times from the blob store, want 0", handed.reads)
+	}
+	missed := run(false, handoff.New(0, 0))
+	if missed.reads != 1 {
+		t.Errorf("a page the handoff lacks was read %d times, want 1", missed.reads)
+	}
+	for name, o := range map[string]outcome{"handed over": handed, "missed": missed} {
+		if !reflect.DeepEqual(o.rec, read.rec) || !reflect.DeepEqual(o.sent, read.sent) {
+			t.Errorf("%s: record %+v, links %v; read from the blob store: %+v, %v", name, o.rec, o.sent, read.rec, read.sent)
+		}
 	}
 }

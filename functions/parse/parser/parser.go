@@ -42,6 +42,11 @@ type Blobs interface {
 	Put(ctx context.Context, key string, body []byte, contentType string) error
 }
 
+// Handoff hands over pages a fetch handler in the same process has just stored (handoff.Pages).
+type Handoff interface {
+	Take(ref message.Ref) (warcfile.Page, bool)
+}
+
 // Config tunes the handler.
 type Config struct {
 	ScheduleQueue string
@@ -83,6 +88,10 @@ type Handler struct {
 	send  queue.Sender
 	batch *sqsbatch.Runner
 	log   *slog.Logger
+	// Handoff, if set, is asked for each page before it is read from the blob store: the page as
+	// stored, without reading and decoding its record again. Set it only when fetch runs in the
+	// same process and offers its pages to the same handoff.
+	Handoff Handoff
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -139,13 +148,15 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 	}
 	p := &parsed{rec: rec, msg: m, key: key, out: Record{Crawl: m.Crawl, URL: m.URL, FinalURL: m.FinalURL,
 		Depth: m.Depth, Status: m.Status, ContentType: m.ContentType, FetchedAt: m.FetchedAt, WARC: m.WARC, OutLinks: []string{}}}
-	raw, err := pages.read(ctx, m.WARC)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", m.WARC.Key, err)
-	}
-	page, err := warcfile.Decode(raw)
-	if err != nil {
-		return h.parseError(ctx, p, err)
+	page, ok := h.takeHandedOver(m.WARC)
+	if !ok {
+		raw, err := pages.read(ctx, m.WARC)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", m.WARC.Key, err)
+		}
+		if page, err = warcfile.Decode(raw); err != nil {
+			return h.parseError(ctx, p, err)
+		}
 	}
 	final, err := url.Parse(m.FinalURL)
 	if err != nil {
@@ -170,6 +181,13 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 		p.links = nil
 	}
 	return p, nil
+}
+
+func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {
+	if h.Handoff == nil {
+		return warcfile.Page{}, false
+	}
+	return h.Handoff.Take(ref)
 }
 
 // parseError records a page that could not be parsed; its URL stays fetched.
