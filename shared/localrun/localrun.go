@@ -133,7 +133,34 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 	}
 }
 
+// poll is one poller of s. Like Lambda's pollers, it receives the next batch while the handler
+// works on the current one, and deletes a finished batch's successes while the handler goes on
+// to the next: neither round trip to the queue waits between two invocations.
 func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
+	batches := make(chan received) // unbuffered: at most one batch waits, received ahead
+	go r.receive(ctx, s, batches, log)
+	var deletes sync.WaitGroup
+	defer deletes.Wait()
+	for b := range batches {
+		done := r.invoke(ctx, s, b, log)
+		deletes.Add(1)
+		go func() {
+			defer deletes.Done()
+			defer r.busy.Add(-1)
+			r.delete(ctx, s, done, log)
+		}()
+	}
+}
+
+// received is a batch in hand, kept invisible by its heartbeat until the handler is done with it.
+type received struct {
+	msgs          []queue.Message
+	stopHeartbeat func()
+}
+
+// receive fills batches until ctx ends, then closes it.
+func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received, log *slog.Logger) {
+	defer close(batches)
 	batch := min(max(s.BatchSize, 1), queue.MaxBatch)
 	for ctx.Err() == nil {
 		msgs, err := r.Queues.Receive(ctx, s.Queue, batch, s.Visibility, time.Second)
@@ -150,19 +177,25 @@ func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
 		// Counted from here until its deletes are done; until then its messages are in flight,
 		// so the queue counts them too.
 		r.busy.Add(1)
-		r.invoke(ctx, s, msgs, log)
-		r.busy.Add(-1)
+		b := received{msgs: msgs, stopHeartbeat: r.heartbeat(ctx, s, msgs, log)}
+		select {
+		case batches <- b:
+		case <-ctx.Done():
+			// Never handled: the messages become visible again after their timeout.
+			b.stopHeartbeat()
+			r.busy.Add(-1)
+		}
 	}
 }
 
-// invoke runs one batch and deletes its successes.
-func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log *slog.Logger) {
+// invoke runs one batch and returns the receipt handles of its successes, to delete.
+func (r *Runner) invoke(ctx context.Context, s Source, b received, log *slog.Logger) []string {
+	msgs := b.msgs
 	ev := Event(s.Name, msgs)
 	r.Stats.Batches.Add(1)
 	r.Stats.Records.Add(int64(len(msgs)))
-	stop := r.heartbeat(ctx, s, msgs, log)
 	resp, err := safeInvoke(ctx, s.Handler, ev)
-	stop()
+	b.stopHeartbeat()
 	if err != nil {
 		// A returned error fails the whole batch, as in Lambda.
 		if errors.Is(err, errPanic) {
@@ -170,27 +203,31 @@ func (r *Runner) invoke(ctx context.Context, s Source, msgs []queue.Message, log
 		}
 		r.Stats.Failures.Add(int64(len(msgs)))
 		log.Error("handler failed the whole batch", "records", len(msgs), "err", err.Error())
-		return
+		return nil
 	}
 	failed := make(map[string]bool, len(resp.BatchItemFailures))
 	for _, f := range resp.BatchItemFailures {
 		failed[f.ItemIdentifier] = true
 	}
 	r.Stats.Failures.Add(int64(len(failed)))
-	// Deleting uses a context of its own: a finished record must not be redone because the run
-	// was interrupted right after it. The deletes of a batch go out together, as Lambda's
-	// DeleteMessageBatch does, so the embedded queue commits them at once.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	var done []string
 	for _, m := range msgs {
 		if !failed[m.ID] {
 			done = append(done, m.ReceiptHandle)
 		}
 	}
+	return done
+}
+
+// delete removes a batch's successes. It uses a context of its own: a finished record must not be
+// redone because the run was interrupted right after it. The deletes of a batch go out together,
+// as Lambda's DeleteMessageBatch does, so the embedded queue commits them at once.
+func (r *Runner) delete(ctx context.Context, s Source, done []string, log *slog.Logger) {
 	if len(done) == 0 {
 		return
 	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	if err := r.Queues.DeleteBatch(dctx, s.Queue, done); err != nil {
 		log.Warn("delete failed: the records will be delivered again", "records", len(done), "err", err.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,5 +211,72 @@ func TestRunWaitsForTheBatchInHand(t *testing.T) {
 	}
 	if !handled.Load() {
 		t.Error("Run ended before the handler finished")
+	}
+}
+
+// TestTheNextBatchIsReceivedWhileTheHandlerWorks checks that a poller receives its next batch while
+// the handler still works on the current one, and keeps that batch invisible until it is handled.
+func TestTheNextBatchIsReceivedWhileTheHandlerWorks(t *testing.T) {
+	q, src, _ := newQueue(t, 5)
+	send(t, q, src, "first", "second")
+	started, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var handled []string
+	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		mu.Lock()
+		first := len(handled) == 0
+		mu.Unlock()
+		if first {
+			close(started)
+			<-release
+		}
+		mu.Lock()
+		handled = append(handled, ev.Records[0].Body)
+		mu.Unlock()
+		return events.SQSEventResponse{}, nil
+	}
+	// The visibility timeout is 1 s: the batch received ahead must outlive it, by its heartbeat.
+	r := &Runner{Queues: q, Log: quiet(), IdleCheck: 10 * time.Millisecond,
+		Sources: []Source{{Name: "work", Queue: src, Handler: handler, Pollers: 1, BatchSize: 1, Visibility: time.Second}}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	<-started
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		visible, inFlight, err := q.Depth(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if visible == 0 && inFlight == 2 {
+			break // both received: one in the handler, one waiting
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d visible, %d in flight while the first batch is handled; want the second received ahead", visible, inFlight)
+		}
+		runtime.Gosched()
+	}
+	// Past several visibility timeouts, the waiting batch must still be in flight, not visible.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for until := time.Now().Add(2500 * time.Millisecond); time.Now().Before(until); <-tick.C {
+		if visible, _, err := q.Depth(ctx, src); err != nil || visible != 0 {
+			t.Fatalf("the batch received ahead became visible again (%d visible, %v)", visible, err)
+		}
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end")
+	}
+	if !slices.Equal(handled, []string{"first", "second"}) {
+		t.Errorf("handled %v, want first then second, once each", handled)
+	}
+	if v, nv, err := q.Depth(ctx, src); err != nil || v+nv != 0 {
+		t.Errorf("%d messages left (%v), want both deleted", v+nv, err)
 	}
 }
