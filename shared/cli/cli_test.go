@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/demosite"
 	"github.com/crawlstack/crawlstack/shared/queue"
 )
@@ -112,6 +113,33 @@ func TestBadSeedLinesAreReportedAndTheRestCrawled(t *testing.T) {
 	code, _, stderr = runMain(t, "run", "--state", t.TempDir(), allBad)
 	if code != ExitUsage || !strings.Contains(stderr, "no valid seed URL") {
 		t.Errorf("a seed file with no valid URL: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestTheCrawlCountersAreWrittenByTheEnd checks the counters that crawl run's handlers buffer
+// for their process: by the end of the run the crawl's record holds them all.
+func TestTheCrawlCountersAreWrittenByTheEnd(t *testing.T) {
+	site := demosite.New(40, 4, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	state := t.TempDir()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	code, stdout, stderr := runMain(t, "run", "--state", state, "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	s := lastJSON(t, stdout)
+	be, err := OpenEmbedded(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	c, err := crawlstate.New(be.Table).Counters(context.Background(), s.Crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Fetched == 0 || c.Fetched != s.Fetched || c.Skipped != s.Skipped || c.Seen != s.Seen {
+		t.Errorf("crawl counters %+v; the summary counted %d seen, %d fetched, %d skipped", c, s.Seen, s.Fetched, s.Skipped)
 	}
 }
 

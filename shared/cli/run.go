@@ -21,12 +21,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/functions/schedule/scheduler"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/localrun"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
@@ -229,9 +231,11 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
 	runner.IdleCheck = be.IdleCheck
 	start := time.Now()
+	stopCounters := holdCounters(ctx, h.State, counterInterval, log)
 	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start)
 	runErr := runner.Run(ctx)
 	prog.stop()
+	stopCounters()
 
 	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum)
 	if err != nil {
@@ -248,6 +252,46 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	}
 	return sum, ExitOK
+}
+
+// counterInterval is how often crawl run writes the crawl counters its handlers buffer.
+const counterInterval = 100 * time.Millisecond
+
+// holdCounters has every handler of this process buffer its counter increments, and writes them
+// every interval instead of at the end of each invocation: one write where thousands of batches
+// each made their own, on the way between two invocations. The returned function writes what is
+// left, also after an interrupt.
+func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Duration, log *slog.Logger) func() {
+	st.BufferCounters, st.HoldCounters = true, true
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := st.WriteCounters(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("write the crawl counters", "err", err.Error())
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := st.WriteCounters(wctx); err != nil {
+			log.Warn("write the crawl counters", "err", err.Error())
+		}
+	}
 }
 
 // StartCrawl drops the seed file into seeds/ and tells schedule, as S3 would. The crawl is named

@@ -31,10 +31,19 @@ func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) e
 	return nil
 }
 
-// Flush writes the buffered counter increments, one update per crawl. Increments it could not
-// write stay buffered for the next Flush. The counters are for progress and the crawl record; a
-// process that dies with increments buffered leaves them low, and Tally stays exact.
+// Flush writes the buffered counter increments, one update per crawl, unless HoldCounters keeps
+// them for WriteCounters. Increments it could not write stay buffered for the next Flush. The
+// counters are for progress and the crawl record; a process that dies with increments buffered
+// leaves them low, and Tally stays exact.
 func (s *Store) Flush(ctx context.Context) error {
+	if s.HoldCounters {
+		return nil
+	}
+	return s.WriteCounters(ctx)
+}
+
+// WriteCounters writes the buffered counter increments, as Flush does, also when they are held.
+func (s *Store) WriteCounters(ctx context.Context) error {
 	s.mu.Lock()
 	pending, hosts := s.pending, s.hosts
 	s.pending, s.hosts = nil, nil

@@ -73,6 +73,11 @@ type Store struct {
 	// BufferCounters keeps counter increments in memory until Flush, one write per crawl instead
 	// of one per transition. Handlers flush at the end of every invocation.
 	BufferCounters bool
+	// HoldCounters, with BufferCounters, makes Flush keep the increments for WriteCounters, which
+	// the process that owns the store calls on its own schedule. crawl run holds them: its handlers
+	// all share one store, so it writes them every 100 ms and at the end rather than at the end of
+	// each of thousands of invocations. A Lambda function must not: a frozen container keeps them.
+	HoldCounters bool
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering

@@ -202,6 +202,29 @@ func TestBufferedCountersReachTheTableOnFlush(t *testing.T) {
 	}
 }
 
+func TestHeldCountersWaitForWriteCounters(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	s.BufferCounters, s.HoldCounters = true, true
+	for _, k := range []string{"a", "b"} {
+		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Counters(ctx, "c"); c.Seen != 0 {
+		t.Fatalf("a handler's Flush wrote held counters: %+v", c)
+	}
+	if err := s.WriteCounters(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Counters(ctx, "c"); c.Seen != 2 {
+		t.Errorf("after WriteCounters seen = %d, want 2", c.Seen)
+	}
+}
+
 func TestBufferedHostBudget(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
