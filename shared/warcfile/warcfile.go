@@ -49,33 +49,58 @@ var gzipWriters = sync.Pool{New: func() any {
 
 // Encode builds a .warc.gz file holding pages in order and returns where each record is.
 func Encode(pages []Page) ([]byte, []Span, error) {
-	var file bytes.Buffer
-	spans := make([]Span, len(pages))
+	records := make([][]byte, len(pages))
+	for i, p := range pages {
+		rec, err := EncodeRecord(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		records[i] = rec
+	}
+	file, spans := Join(records)
+	return file, spans, nil
+}
+
+// EncodeRecord builds the record of one page, compressed as a gzip member of its own. Records are
+// encoded apart (in parallel, say) and Join puts them into one file.
+func EncodeRecord(p Page) ([]byte, error) {
+	rec, err := record(p)
+	if err != nil {
+		return nil, fmt.Errorf("warc record for %s: %w", p.URL, err)
+	}
+	defer rec.Close()
 	optionsMu.Lock()
 	m := gowarc.NewMarshaler()
 	optionsMu.Unlock()
+	var out bytes.Buffer
+	out.Grow(len(p.Body)/3 + 1024) // BestSpeed shrinks HTML to about a quarter to a third
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)
-	for i, p := range pages {
-		rec, err := record(p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("warc record for %s: %w", p.URL, err)
-		}
-		start := file.Len()
-		zw.Reset(&file)
-		if _, _, err := m.Marshal(zw, rec, 0); err != nil {
-			rec.Close()
-			return nil, nil, fmt.Errorf("write warc record for %s: %w", p.URL, err)
-		}
-		if err := zw.Close(); err != nil {
-			rec.Close()
-			return nil, nil, fmt.Errorf("compress warc record for %s: %w", p.URL, err)
-		}
-		rec.Close()
-		spans[i] = Span{Offset: int64(start), Length: int64(file.Len() - start)}
+	zw.Reset(&out)
+	if _, _, err := m.Marshal(zw, rec, 0); err != nil {
+		return nil, fmt.Errorf("write warc record for %s: %w", p.URL, err)
 	}
-	zw.Reset(io.Discard) // do not keep the file alive in the pool
-	return file.Bytes(), spans, nil
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compress warc record for %s: %w", p.URL, err)
+	}
+	zw.Reset(io.Discard) // do not keep the record alive in the pool
+	return out.Bytes(), nil
+}
+
+// Join puts records (from EncodeRecord) into one .warc.gz file, in order, and returns where each
+// one is.
+func Join(records [][]byte) ([]byte, []Span) {
+	size := 0
+	for _, r := range records {
+		size += len(r)
+	}
+	file := make([]byte, 0, size)
+	spans := make([]Span, len(records))
+	for i, r := range records {
+		spans[i] = Span{Offset: int64(len(file)), Length: int64(len(r))}
+		file = append(file, r...)
+	}
+	return file, spans
 }
 
 // unmarshalers are reused: each keeps a gzip reader, whose set-up is costly.

@@ -151,6 +151,9 @@ type fetched struct {
 	prev  crawlstate.State
 	owner string
 	resp  *httpfetch.Response
+	// record is the page's WARC record, encoded as soon as the response is in, in parallel with
+	// the batch's other fetches.
+	record []byte
 }
 
 // Handle processes one SQS batch of fetch messages.
@@ -284,7 +287,15 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 			errclass.Errorf(errclass.Type, "content type %q is not parsed", resp.Header.Get("Content-Type")))
 	}
 	f.resp = resp
+	if f.record, err = warcfile.EncodeRecord(storedPage(resp)); err != nil {
+		return nil, h.fail(ctx, f, err)
+	}
 	return f, nil
+}
+
+// storedPage is what the WARC record of resp holds.
+func storedPage(resp *httpfetch.Response) warcfile.Page {
+	return warcfile.Page{URL: resp.URL, Status: resp.Status, Header: resp.Header, Body: resp.Body, FetchedAt: resp.FetchedAt}
 }
 
 // follow is the redirect policy of one fetch. Following a redirect fetches its target, so the

@@ -43,15 +43,11 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		}
 		return ids
 	}
-	recs := make([]warcfile.Page, len(pages))
+	records := make([][]byte, len(pages))
 	for i, p := range pages {
-		recs[i] = warcfile.Page{URL: p.resp.URL, Status: p.resp.Status, Header: p.resp.Header, Body: p.resp.Body,
-			FetchedAt: p.resp.FetchedAt}
+		records[i] = p.record
 	}
-	file, spans, err := warcfile.Encode(recs)
-	if err != nil {
-		return retryAll(err)
-	}
+	file, spans := warcfile.Join(records)
 	now := h.Now().UTC()
 	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
 	if err := h.pages.Put(ctx, key, file, warcfile.ContentType); err != nil {
@@ -98,8 +94,8 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			continue
 		}
 		if h.handoff != nil {
-			stored := recs[i]
-			stored.Header, stored.FetchedAt = warcfile.StoredHeader(recs[i]), recs[i].FetchedAt.UTC()
+			stored := storedPage(p.resp)
+			stored.Header, stored.FetchedAt = warcfile.StoredHeader(stored), stored.FetchedAt.UTC()
 			h.handoff.Offer(pm.WARC, stored)
 		}
 		id := strconv.Itoa(i)
