@@ -192,7 +192,9 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 // TestIntegrationPolitenessWaitsNeverReachTheDLQ crawls with a per-host rate that most fetch
 // messages must wait for, and a maxReceiveCount of 2: the waits re-send the messages with a delay
 // instead of failing them, so every page is fetched, no dead-letter queue receives anything, and
-// the requests keep the host's interval.
+// the requests keep the host's interval. Every page is a seed, so their fetch messages arrive
+// together and a batch holds more of them than one second of the host's rate: the later ones
+// must wait longer than a fetch waits in place.
 func TestIntegrationPolitenessWaitsNeverReachTheDLQ(t *testing.T) {
 	const rps = 4
 	h := newHarness(t, 16, 4)
@@ -202,7 +204,11 @@ func TestIntegrationPolitenessWaitsNeverReachTheDLQ(t *testing.T) {
 	ports := h.Ports()
 	sent := &e2etest.CountingSender{Sender: h.Queue, Queue: h.Res.Fetch}
 	ports.Queue = sent
-	crawl, err := h.Crawl(context.Background(), cfg, ports, h.Queue, 8)
+	seeds := make([]string, h.Site.Pages)
+	for i := range seeds {
+		seeds[i] = h.Site.PageURL(i)
+	}
+	crawl, err := h.Crawl(context.Background(), cfg, ports, h.Queue, 8, seeds...)
 	if err != nil {
 		t.Fatal(err)
 	}
