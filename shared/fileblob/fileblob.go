@@ -3,7 +3,10 @@
 //
 // Writes are atomic: the body goes to a temporary file in the target directory, is synced, and
 // is renamed into place (Put) or hard-linked into place (PutIfAbsent, which fails if the name
-// exists), so a reader sees the old object or the new one, never a part. Keys map to paths
+// exists), so a reader sees the old object or the new one, never a part. Writes are durable: the
+// directory is synced after the rename or link (and a new directory's parent after the mkdir), as
+// a rename is durable only once its directory is, so an object survives a power loss once Put
+// returns. Keys map to paths
 // safely and readably: '/' separates directories, awkward characters are %-escaped, and keys that
 // are absolute or contain "." or ".." segments are rejected. Unlike S3, one key cannot be both an
 // object and a prefix of other keys ("a" and "a/b"): such a write fails with a clear error.
@@ -100,10 +103,12 @@ func (s *Store) write(ctx context.Context, key string, body []byte, absent bool)
 	case absent:
 		if err = os.Link(tmp, final); errors.Is(err, fs.ErrExist) {
 			err = blob.ErrExists
+		} else if err == nil {
+			err = syncDir(filepath.Dir(final))
 		}
 	default:
 		if err = os.Rename(tmp, final); err == nil {
-			return nil // the temporary name is gone
+			return syncDir(filepath.Dir(final)) // the temporary name is gone
 		}
 	}
 	os.Remove(tmp) // after a failure, or the spare name of a link
@@ -123,12 +128,49 @@ func createTemp(dir string) (*os.File, error) {
 	}
 	f, err := open()
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := mkdirAll(dir); err != nil {
 			return nil, err
 		}
 		f, err = open()
 	}
 	return f, err
+}
+
+// mkdirAll is os.MkdirAll that also syncs the parent of every directory it creates, so that the
+// new directories survive a power loss with the objects written into them.
+func mkdirAll(dir string) error {
+	var missing []string // dir and its missing ancestors, deepest first
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || !errors.Is(err, fs.ErrNotExist) || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := syncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir makes the entries of dir durable. A variable, so that tests can watch the syncs.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 // collision explains the one S3 key layout the file store cannot hold: an object whose key is

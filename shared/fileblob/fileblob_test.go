@@ -131,3 +131,56 @@ func TestNoTemporaryFilesLeft(t *testing.T) {
 		t.Errorf("files = %q, want just the two objects", names)
 	}
 }
+
+// TestWritesSyncTheirDirectories checks the order that makes a write durable: the directory of the
+// object is synced after its rename or link, and the parent of each directory a write creates
+// after the mkdir.
+func TestWritesSyncTheirDirectories(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	real := syncDir
+	syncDir = func(dir string) error {
+		synced = append(synced, dir)
+		return real(dir)
+	}
+	t.Cleanup(func() { syncDir = real })
+	ctx := context.Background()
+	rel := func(dirs []string) []string {
+		var out []string
+		for _, d := range dirs {
+			r, err := filepath.Rel(root, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, filepath.ToSlash(r))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		put  func() error
+		want []string
+	}{
+		{"Put into new directories", func() error { return s.Put(ctx, "a/b/one", []byte("1"), "") }, []string{".", "a", "a/b"}},
+		{"Put into a directory that exists", func() error { return s.Put(ctx, "a/b/two", []byte("2"), "") }, []string{"a/b"}},
+		{"PutIfAbsent", func() error { return s.PutIfAbsent(ctx, "a/three", []byte("3"), "") }, []string{"a"}},
+		{"PutIfAbsent of a taken name", func() error {
+			if err := s.PutIfAbsent(ctx, "a/three", []byte("3"), ""); !errors.Is(err, blob.ErrExists) {
+				return err
+			}
+			return nil
+		}, nil},
+	} {
+		synced = nil
+		if err := c.put(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := rel(synced); strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s synced %q, want %q", c.name, got, c.want)
+		}
+	}
+}
