@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -263,29 +262,13 @@ const counterInterval = 100 * time.Millisecond
 // left, also after an interrupt.
 func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Duration, log *slog.Logger) func() {
 	st.BufferCounters, st.HoldCounters = true, true
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if err := st.WriteCounters(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("write the crawl counters", "err", err.Error())
-			}
+	stop := localrun.Every(ctx, interval, func() {
+		if err := st.WriteCounters(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("write the crawl counters", "err", err.Error())
 		}
-	}()
+	})
 	return func() {
-		close(done)
-		wg.Wait()
+		stop()
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if err := st.WriteCounters(wctx); err != nil {

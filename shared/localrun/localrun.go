@@ -241,12 +241,24 @@ func (r *Runner) heartbeat(ctx context.Context, s Source, msgs []queue.Message, 
 	if s.Visibility <= 0 {
 		return func() {}
 	}
+	return Every(ctx, s.Visibility/2, func() {
+		for _, m := range msgs {
+			if err := r.Queues.ChangeVisibility(ctx, s.Queue, m.ReceiptHandle, s.Visibility); err != nil && ctx.Err() == nil {
+				log.Debug("extend visibility", "messageId", m.ID, "err", err.Error())
+			}
+		}
+	})
+}
+
+// Every calls fn every d, in a goroutine of its own, until ctx ends or the returned stop is
+// called. stop returns once fn is no longer running.
+func Every(ctx context.Context, d time.Duration, fn func()) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(s.Visibility / 2)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
@@ -256,11 +268,7 @@ func (r *Runner) heartbeat(ctx context.Context, s Source, msgs []queue.Message, 
 				return
 			case <-t.C:
 			}
-			for _, m := range msgs {
-				if err := r.Queues.ChangeVisibility(ctx, s.Queue, m.ReceiptHandle, s.Visibility); err != nil && ctx.Err() == nil {
-					log.Debug("extend visibility", "messageId", m.ID, "err", err.Error())
-				}
-			}
+			fn()
 		}
 	}()
 	return func() { close(done); wg.Wait() }

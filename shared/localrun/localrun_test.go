@@ -171,6 +171,19 @@ func (b *blindQueues) Depth(context.Context, string) (int, int, error) {
 	return 0, 0, nil
 }
 
+// waitRun waits for Run's result on done, which must come within 10 s and be nil.
+func waitRun(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end once its work was done")
+	}
+}
+
 func TestRunWaitsForTheBatchInHand(t *testing.T) {
 	q := &blindQueues{}
 	started, release := make(chan struct{}), make(chan struct{})
@@ -201,14 +214,7 @@ func TestRunWaitsForTheBatchInHand(t *testing.T) {
 		t.Fatalf("only %d idle checks in 10 s", n)
 	}
 	close(release)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not end after the batch was done")
-	}
+	waitRun(t, done)
 	if !handled.Load() {
 		t.Error("Run ended before the handler finished")
 	}
@@ -265,14 +271,7 @@ func TestTheNextBatchIsReceivedWhileTheHandlerWorks(t *testing.T) {
 		}
 	}
 	close(release)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not end")
-	}
+	waitRun(t, done)
 	if !slices.Equal(handled, []string{"first", "second"}) {
 		t.Errorf("handled %v, want first then second, once each", handled)
 	}
