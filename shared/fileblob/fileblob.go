@@ -1,15 +1,14 @@
 // Package fileblob is the embedded adapter for the blob port: one file per object under a root
 // directory in the local state directory.
 //
-// Writes are atomic: the body goes to a temporary file in the target directory, is synced, and
-// is renamed into place (Put) or hard-linked into place (PutIfAbsent, which fails if the name
-// exists), so a reader sees the old object or the new one, never a part. Writes are durable: the
-// directory is synced after the rename or link (and a new directory's parent after the mkdir), as
-// a rename is durable only once its directory is, so an object survives a power loss once Put
-// returns. Keys map to paths
-// safely and readably: '/' separates directories, awkward characters are %-escaped, and keys that
-// are absolute or contain "." or ".." segments are rejected. Unlike S3, one key cannot be both an
-// object and a prefix of other keys ("a" and "a/b"): such a write fails with a clear error.
+// Writes are atomic: the body goes to a temporary file in the target directory, is synced, and is
+// renamed into place (Put) or hard-linked into place (PutIfAbsent, which fails if the name exists),
+// so a reader sees the old object or the new one, never a part. Writes are durable: the directory
+// is synced after the rename or link (and a new directory's parent after the mkdir), as a rename is
+// durable only once its directory is, so an object survives a power loss once Put returns. Keys map
+// to paths safely and readably: '/' separates directories, awkward characters are %-escaped, and
+// keys that are absolute or contain "." or ".." segments are rejected. Unlike S3, one key cannot be
+// both an object and a prefix of other keys ("a" and "a/b"): such a write fails with a clear error.
 package fileblob
 
 import (
