@@ -40,6 +40,9 @@ type sample struct {
 	MaxRSSMiB float64 // peak resident set of the child process
 	Repeats   int     // pages the site served more than once
 	Conns     int     // TCP connections the site accepted
+	// Busy and IOWait are the machine's share of all cores' time spent busy, and idle waiting for
+	// I/O, during the crawl (site, crawler and anything else), in percent; -1 where unknown.
+	Busy, IOWait float64
 }
 
 func (s sample) pagesPerSecond() float64 { return float64(s.Pages) / s.Seconds }
@@ -154,8 +157,13 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, pages, run i
 	cmd := exec.CommandContext(ctx, self, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	before, known := readCPUTimes()
 	if err := cmd.Run(); err != nil {
 		return sample{}, fmt.Errorf("child: %w", err)
+	}
+	busy, iowait := -1.0, -1.0
+	if after, ok := readCPUTimes(); known && ok {
+		busy, iowait = shares(before, after)
 	}
 	r, err := lastResult(out.Bytes())
 	if err != nil {
@@ -168,7 +176,7 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, pages, run i
 	s := sample{Crawler: crawler, Pages: site.Fetched(), Seconds: r.Seconds,
 		CPU:       time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(),
 		MaxRSSMiB: float64(ru.Maxrss) / 1024, // Linux reports KiB
-		Repeats:   len(site.Repeats()), Conns: int(conns.Load())}
+		Repeats:   len(site.Repeats()), Conns: int(conns.Load()), Busy: busy, IOWait: iowait}
 	if s.Pages != pages || r.Pages < int64(pages) {
 		return s, fmt.Errorf("the site served %d of its %d pages (the crawler counted %d)", s.Pages, pages, r.Pages)
 	}
@@ -185,11 +193,19 @@ func lastResult(out []byte) (result, error) {
 }
 
 func printHeader(w io.Writer) {
-	fmt.Fprintf(w, "%-10s %7s %8s %8s %15s %13s %8s %8s\n", "crawler", "pages", "seconds", "pages/s", "CPU s/1k pages",
-		"peak RSS MiB", "repeats", "conns")
+	fmt.Fprintf(w, "%-10s %7s %8s %8s %15s %13s %8s %8s %7s %7s\n", "crawler", "pages", "seconds", "pages/s", "CPU s/1k pages",
+		"peak RSS MiB", "repeats", "conns", "busy %", "I/O %")
 }
 
 func printRow(w io.Writer, name string, s sample) {
-	fmt.Fprintf(w, "%-10s %7d %8.2f %8.0f %15.3f %13.1f %8d %8d\n", name, s.Pages, s.Seconds, s.pagesPerSecond(),
-		s.cpuPer1000(), s.MaxRSSMiB, s.Repeats, s.Conns)
+	fmt.Fprintf(w, "%-10s %7d %8.2f %8.0f %15.3f %13.1f %8d %8d %7s %7s\n", name, s.Pages, s.Seconds, s.pagesPerSecond(),
+		s.cpuPer1000(), s.MaxRSSMiB, s.Repeats, s.Conns, percent(s.Busy), percent(s.IOWait))
+}
+
+// percent prints a share, or "-" where it is unknown.
+func percent(p float64) string {
+	if p < 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(p, 'f', 0, 64)
 }

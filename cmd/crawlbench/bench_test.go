@@ -44,3 +44,24 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+func TestMachineShares(t *testing.T) {
+	before, err := parseCPULine("cpu  1000 10 500 8000 100 5 5 0 0 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2,000 ticks later: 1,500 busy (user, system, irq), 400 idle, 100 waiting for I/O.
+	after, err := parseCPULine("cpu  2200 10 800 8400 200 5 5 0 0 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, iowait := shares(before, after)
+	if busy != 75 || iowait != 5 {
+		t.Errorf("shares = %v%% busy, %v%% I/O wait; want 75 and 5", busy, iowait)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5", "cpu 1 2 x 4 5", "intr 1 2 3 4 5 6"} {
+		if _, err := parseCPULine(bad); err == nil {
+			t.Errorf("parseCPULine(%q) accepted it", bad)
+		}
+	}
+}

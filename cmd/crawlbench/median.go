@@ -32,5 +32,7 @@ func medianSample(samples []sample) sample {
 	m.MaxRSSMiB = pick(func(s sample) float64 { return s.MaxRSSMiB })
 	m.Repeats = int(pick(func(s sample) float64 { return float64(s.Repeats) }))
 	m.Conns = int(pick(func(s sample) float64 { return float64(s.Conns) }))
+	m.Busy = pick(func(s sample) float64 { return s.Busy })
+	m.IOWait = pick(func(s sample) float64 { return s.IOWait })
 	return m
 }
