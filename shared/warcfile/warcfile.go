@@ -75,7 +75,10 @@ func EncodeRecord(p Page) ([]byte, error) {
 	var out bytes.Buffer
 	out.Grow(len(p.Body)/3 + 1024) // BestSpeed shrinks HTML to about a quarter to a third
 	zw := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(zw)
+	defer func() {
+		zw.Reset(io.Discard) // do not keep the record alive in the pool, also after an error
+		gzipWriters.Put(zw)
+	}()
 	zw.Reset(&out)
 	if _, _, err := m.Marshal(zw, rec, 0); err != nil {
 		return nil, fmt.Errorf("write warc record for %s: %w", p.URL, err)
@@ -83,7 +86,6 @@ func EncodeRecord(p Page) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("compress warc record for %s: %w", p.URL, err)
 	}
-	zw.Reset(io.Discard) // do not keep the record alive in the pool
 	return out.Bytes(), nil
 }
 
