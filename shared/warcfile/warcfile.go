@@ -7,6 +7,7 @@ package warcfile
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/nlnwa/gowarc/v3"
@@ -69,9 +71,6 @@ func EncodeRecord(p Page) ([]byte, error) {
 		return nil, fmt.Errorf("warc record for %s: %w", p.URL, err)
 	}
 	defer rec.Close()
-	optionsMu.Lock()
-	m := gowarc.NewMarshaler()
-	optionsMu.Unlock()
 	var out bytes.Buffer
 	out.Grow(len(p.Body)/3 + 1024) // BestSpeed shrinks HTML to about a quarter to a third
 	zw := gzipWriters.Get().(*gzip.Writer)
@@ -80,7 +79,7 @@ func EncodeRecord(p Page) ([]byte, error) {
 		gzipWriters.Put(zw)
 	}()
 	zw.Reset(&out)
-	if _, _, err := m.Marshal(zw, rec, 0); err != nil {
+	if _, _, err := marshaler.Marshal(zw, rec, 0); err != nil {
 		return nil, fmt.Errorf("write warc record for %s: %w", p.URL, err)
 	}
 	if err := zw.Close(); err != nil {
@@ -122,7 +121,10 @@ var optionsMu sync.Mutex
 func record(p Page) (gowarc.WarcRecord, error) {
 	optionsMu.Lock()
 	b := gowarc.NewRecordBuilder(gowarc.Response, gowarc.WithFixContentLength(true), gowarc.WithFixDigest(true),
-		gowarc.WithAddMissingDigest(true))
+		gowarc.WithAddMissingDigest(true), gowarc.WithRecordIdFunc(newRecordID),
+		// The header fields are all set here, from a normalised URL and a time: checking each one
+		// again (the URI with a WHATWG parser) was about a third of building the record.
+		gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore))
 	optionsMu.Unlock()
 	var head strings.Builder
 	fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
@@ -139,11 +141,22 @@ func record(p Page) (gowarc.WarcRecord, error) {
 	b.AddWarcHeader(gowarc.WarcTargetURI, p.URL)
 	b.AddWarcHeaderTime(gowarc.WarcDate, p.FetchedAt.UTC())
 	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
-	optionsMu.Lock()
-	defer optionsMu.Unlock()
-	rec, _, err := b.Build() // Build reads the same uuid setting for the record id
+	rec, _, err := b.Build() // outside optionsMu: the record id is newRecordID's, not google/uuid's pool
 	return rec, err
 }
+
+// newRecordID returns a random WARC-Record-ID (a version 4 UUID as a URN). It reads crypto/rand
+// itself, so building records never reads the setting that gowarc's constructors write.
+func newRecordID() (string, error) {
+	id, err := uuid.NewRandomFromReader(rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("warc record id: %w", err)
+	}
+	return id.URN(), nil
+}
+
+// marshaler writes records; it holds no state, so one serves every goroutine.
+var marshaler = gowarc.NewMarshaler()
 
 // StoredHeader returns a copy of p's header as its record stores it, and as Decode returns it: the
 // body is stored decoded, so the header claims no encoding and the body's own length.

@@ -88,3 +88,47 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsCarryTheirIDsAndDigests checks the fields the record builder fills in: a fresh
+// urn:uuid record id each time, and both SHA-256 digests.
+func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
+	page := Page{URL: "http://a.test/a?b=c", Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+		Body: []byte("<p>hi</p>"), FetchedAt: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)}
+	ids := map[string]bool{}
+	for range 2 {
+		rec, err := EncodeRecord(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, _, _ := strings.Cut(string(raw), "\r\n\r\n")
+		fields := map[string]string{}
+		for _, line := range strings.Split(head, "\r\n")[1:] {
+			name, value, _ := strings.Cut(line, ": ")
+			fields[name] = value
+		}
+		id := fields["WARC-Record-ID"]
+		if !strings.HasPrefix(id, "<urn:uuid:") || len(id) != len("<urn:uuid:>")+36 {
+			t.Errorf("WARC-Record-ID = %q, want <urn:uuid:...>", id)
+		}
+		ids[id] = true
+		for _, name := range []string{"WARC-Block-Digest", "WARC-Payload-Digest"} {
+			if !strings.HasPrefix(fields[name], "sha256:") {
+				t.Errorf("%s = %q, want a sha256 digest", name, fields[name])
+			}
+		}
+		if fields["WARC-Target-URI"] != page.URL {
+			t.Errorf("WARC-Target-URI = %q, want %q", fields["WARC-Target-URI"], page.URL)
+		}
+	}
+	if len(ids) != 2 {
+		t.Errorf("two records share the id %v", ids)
+	}
+}
