@@ -8,6 +8,10 @@
 // not there (never offered, refused, expired, or taken already) is read from the blob store, as it
 // always can be. Nothing in it needs to survive a crash.
 //
+// A page it holds has not been parsed yet: fetch offers it before the page's first parse message
+// goes out, only a fetch in this process offers it, and the first Take forgets it. So parse skips
+// its check for a duplicate delivery when it takes a page.
+//
 // Its memory is bounded. When it is full it refuses new pages rather than evicting old ones: parse
 // consumes pages in about the order fetch offered them, so the oldest are the next to be taken.
 // Pages no one takes (their parse message failed to go out, say) expire.

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
@@ -48,7 +50,19 @@ type env struct {
 	blobs *fileblob.Store
 	state *crawlstate.Store
 	reads *countingBlobs // what the handler reads through
+	gets  *countingTable // the table under state
 	h     *parser.Handler
+}
+
+// countingTable counts the reads of items.
+type countingTable struct {
+	table.Table
+	gets atomic.Int64
+}
+
+func (c *countingTable) Get(ctx context.Context, key string) (table.Item, error) {
+	c.gets.Add(1)
+	return c.Table.Get(ctx, key)
 }
 
 // countingBlobs counts the handler's ranged reads and fails those that fail says to.
@@ -75,12 +89,13 @@ func newEnv(t *testing.T) *env {
 	be := embedtest.Open(t, scheduleQ)
 	q, blobs := be.Queue, be.Blobs
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	state := crawlstate.New(be.Table)
+	gets := &countingTable{Table: be.Table}
+	state := crawlstate.New(gets)
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "parse"}, Log: log}
 	reads := &countingBlobs{Store: blobs}
 	h := parser.New(parser.Config{ScheduleQueue: scheduleQ, MaxDepth: maxDepth, UserAgentToken: "crawlstack",
 		Concurrency: 4}, state, reads, q, batch, log)
-	return &env{t: t, q: q, blobs: blobs, state: state, reads: reads, h: h}
+	return &env{t: t, q: q, blobs: blobs, state: state, reads: reads, gets: gets, h: h}
 }
 
 // sample returns the parse sample's record and message; the URL is admitted and fetched.
@@ -460,5 +475,51 @@ func TestAHandedOverPageParsesAsTheStoredOne(t *testing.T) {
 		if !reflect.DeepEqual(o.rec, read.rec) || !reflect.DeepEqual(o.sent, read.sent) {
 			t.Errorf("%s: record %+v, links %v; read from the blob store: %+v, %v", name, o.rec, o.sent, read.rec, read.sent)
 		}
+	}
+}
+
+// TestAHandedOverPageNeedsNoDuplicateCheck: a page still in the handoff has never been parsed, so
+// its first delivery parses it without reading the table; a second delivery of the same message
+// finds nothing in the handoff, reads the table and is dropped as a duplicate.
+func TestAHandedOverPageNeedsNoDuplicateCheck(t *testing.T) {
+	e := newEnv(t)
+	rec, m := e.sample()
+	html := "<title>Home</title>" + links
+	rec = e.store(rec, m, warc(t, m.FinalURL, nil, html), 0)
+	m, err := message.DecodeParse(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand := handoff.New(0, 0)
+	stored := warcfile.StoredHeader(warcfile.Page{Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}, Body: []byte(html)})
+	if !hand.Offer(m.WARC, warcfile.Page{URL: m.FinalURL, Status: 200, Header: stored, Body: []byte(html), FetchedAt: m.FetchedAt}) {
+		t.Fatal("the handoff refused the page")
+	}
+	e.h.Handoff = hand
+	before := e.gets.gets.Load()
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("first delivery: BatchItemFailures = %v", got)
+	}
+	if n := e.gets.gets.Load() - before; n != 0 {
+		t.Errorf("the first delivery of a handed-over page read %d items, want 0", n)
+	}
+	e.sent(m)
+	again := rec
+	again.MessageId = "a-second-copy"
+	before = e.gets.gets.Load()
+	if got := e.handle(again); len(got) != 0 {
+		t.Fatalf("second delivery: BatchItemFailures = %v", got)
+	}
+	if n := e.gets.gets.Load() - before; n == 0 {
+		t.Error("the second delivery did not check whether the page was parsed")
+	}
+	if got := e.sent(m); len(got) != 0 {
+		t.Errorf("the second delivery sent links %v, want none", got)
+	}
+	if n := len(e.records(m.Crawl)); n != 1 {
+		t.Errorf("%d records after two deliveries, want 1", n)
+	}
+	if e.reads.calls != 0 {
+		t.Errorf("the blob store was read %d times, want 0 (the duplicate is dropped before its read)", e.reads.calls)
 	}
 }

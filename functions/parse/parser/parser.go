@@ -89,8 +89,9 @@ type Handler struct {
 	batch *sqsbatch.Runner
 	log   *slog.Logger
 	// Handoff, if set, is asked for each page before it is read from the blob store: the page as
-	// stored, without reading and decoding its record again. Set it only when fetch runs in the
-	// same process and offers its pages to the same handoff.
+	// stored, without reading and decoding its record again, and without the read that checks for
+	// a duplicate delivery. Set it only when fetch runs in the same process and offers each page to
+	// the same handoff before the page's parse message goes out.
 	Handoff Handoff
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -139,17 +140,21 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 		return nil, errclass.Errorf(errclass.Poison, "parse message url: %v", err)
 	}
 	key := urlnorm.Key(u.String())
-	done, err := h.state.IsParsed(ctx, m.Crawl, key)
-	if err != nil {
-		return nil, err
-	}
-	if done {
-		return nil, nil // a duplicate delivery
+	// A page still in the handoff has not been parsed: fetch offered it before its first parse
+	// message went out, and the first take forgets it. Any other delivery may be a duplicate.
+	page, handedOver := h.takeHandedOver(m.WARC)
+	if !handedOver {
+		done, err := h.state.IsParsed(ctx, m.Crawl, key)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return nil, nil // a duplicate delivery
+		}
 	}
 	p := &parsed{rec: rec, msg: m, key: key, out: Record{Crawl: m.Crawl, URL: m.URL, FinalURL: m.FinalURL,
 		Depth: m.Depth, Status: m.Status, ContentType: m.ContentType, FetchedAt: m.FetchedAt, WARC: m.WARC, OutLinks: []string{}}}
-	page, ok := h.takeHandedOver(m.WARC)
-	if !ok {
+	if !handedOver {
 		raw, err := pages.read(ctx, m.WARC)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", m.WARC.Key, err)
