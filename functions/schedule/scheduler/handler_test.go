@@ -358,3 +358,47 @@ func TestOversizeSeedFileIsReportedNotRead(t *testing.T) {
 		t.Errorf("an oversize seed file sent %d links messages", len(got))
 	}
 }
+
+// TestRecordsThatAreNotLinksAreQuarantinedWithTheirReason: a body that is not JSON, a message of
+// another kind and an object of no known shape are each quarantined, saying why, while a Links
+// message in the same batch is admitted.
+func TestRecordsThatAreNotLinksAreQuarantinedWithTheirReason(t *testing.T) {
+	e := newEnv(t)
+	good, err := message.Encode(message.Links{Header: message.Header{Crawl: "c1"}, URLs: []string{"http://example.test/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch, err := message.Encode(message.Fetch{Header: message.Header{Crawl: "c1"}, URL: "http://example.test/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := map[string]string{"good": good, "not-json": "links, please", "fetch-kind": fetch, "unknown": `{"hello":"world"}`}
+	var ev events.SQSEvent
+	for id, body := range bodies {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: id, Body: body,
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	}
+	resp, err := e.h.Handle(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failures(resp); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none", got)
+	}
+	reasons := map[string]string{}
+	for _, q := range e.quarantined() {
+		reasons[q.MessageID] = q.Reason
+	}
+	want := map[string]string{"not-json": "not a JSON message", "fetch-kind": "fetch", "unknown": "schema version"}
+	for id, part := range want {
+		if !strings.Contains(reasons[id], part) {
+			t.Errorf("%s: quarantined with reason %q, want one that mentions %q", id, reasons[id], part)
+		}
+	}
+	if len(reasons) != len(want) {
+		t.Errorf("quarantined %v, want exactly %v", reasons, want)
+	}
+	if sent := e.drain(fetchQ); len(sent) != 1 {
+		t.Errorf("%d fetch messages, want 1 (for the good record)", len(sent))
+	}
+}

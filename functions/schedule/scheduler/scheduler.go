@@ -136,10 +136,26 @@ func (h *Handler) flush(ctx context.Context) {
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
+	m, err := message.DecodeLinks(rec.Body)
+	if err != nil {
+		return h.notification(ctx, rec, err)
+	}
+	res, err := h.frontier.Admit(ctx, m)
+	if err != nil {
+		return err
+	}
+	h.log.Debug("admitted", "crawl", m.Crawl, "depth", m.Depth, "sent", res.Sent, "known", res.Known,
+		"rejected", res.Rejected, "invalid", res.Invalid)
+	return nil
+}
+
+// notification handles a record that is not a Links message: an S3 notification of a seed file,
+// or S3's test event. Anything else is poison, for the reason the Links decoder gave (notLinks).
+// Links messages are nearly all the queue carries, so they are decoded first and only once.
+func (h *Handler) notification(ctx context.Context, rec events.SQSMessage, notLinks error) error {
 	var probe struct {
 		Records json.RawMessage `json:"Records"`
 		Event   string          `json:"Event"`
-		Kind    string          `json:"kind"`
 	}
 	if err := json.Unmarshal([]byte(rec.Body), &probe); err != nil {
 		return errclass.Errorf(errclass.Poison, "not a JSON message: %v", err)
@@ -160,17 +176,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		}
 		return nil
 	}
-	m, err := message.DecodeLinks(rec.Body)
-	if err != nil {
-		return err
-	}
-	res, err := h.frontier.Admit(ctx, m)
-	if err != nil {
-		return err
-	}
-	h.log.Debug("admitted", "crawl", m.Crawl, "depth", m.Depth, "sent", res.Sent, "known", res.Known,
-		"rejected", res.Rejected, "invalid", res.Invalid)
-	return nil
+	return notLinks
 }
 
 func (h *Handler) seedFile(ctx context.Context, r events.S3EventRecord) error {
