@@ -1,11 +1,12 @@
 // Package embedtest gives handler tests the embedded backends (SQLite queue and table, file blob
-// store) on a temporary directory, and reads a handler's partial batch response.
+// store) on a temporary directory, reads a handler's partial batch response, and counts table calls.
 package embedtest
 
 import (
 	"context"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/fileblob"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/table"
 )
 
 // Backend is one test's embedded backend.
@@ -63,4 +65,37 @@ func Failures(t testing.TB, h Handler, recs ...events.SQSMessage) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// CountingTable counts the calls made to the table it wraps: reads (Get) and writes (Put, Update
+// and Delete). Tests use it to show that a path makes no table call, or that it does.
+type CountingTable struct {
+	table.Table
+	reads, writes atomic.Int64
+}
+
+// Reads returns how many Gets were made.
+func (c *CountingTable) Reads() int64 { return c.reads.Load() }
+
+// Calls returns how many reads and writes were made.
+func (c *CountingTable) Calls() int64 { return c.reads.Load() + c.writes.Load() }
+
+func (c *CountingTable) Get(ctx context.Context, key string) (table.Item, error) {
+	c.reads.Add(1)
+	return c.Table.Get(ctx, key)
+}
+
+func (c *CountingTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
+	c.writes.Add(1)
+	return c.Table.Put(ctx, key, it, cond)
+}
+
+func (c *CountingTable) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+	c.writes.Add(1)
+	return c.Table.Update(ctx, key, u, cond)
+}
+
+func (c *CountingTable) Delete(ctx context.Context, key string, cond table.Cond) error {
+	c.writes.Add(1)
+	return c.Table.Delete(ctx, key, cond)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
@@ -235,27 +236,6 @@ func TestBudgetIsReservedAgainAfterAFailure(t *testing.T) {
 	}
 }
 
-// countingTable counts the table calls the frontier makes.
-type countingTable struct {
-	table.Table
-	calls atomic.Int64
-}
-
-func (c *countingTable) Get(ctx context.Context, key string) (table.Item, error) {
-	c.calls.Add(1)
-	return c.Table.Get(ctx, key)
-}
-
-func (c *countingTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
-	c.calls.Add(1)
-	return c.Table.Put(ctx, key, it, cond)
-}
-
-func (c *countingTable) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
-	c.calls.Add(1)
-	return c.Table.Update(ctx, key, u, cond)
-}
-
 // TestRecentLinksCostNoTableCall: a link to a URL the table confirmed a moment ago, in its
 // normalised form (as parse sends it) or spelled another way, is known without a table call; a
 // cold frontier asks the table.
@@ -266,7 +246,7 @@ func TestRecentLinksCostNoTableCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	tb := &countingTable{Table: db.Table("crawl")}
+	tb := &embedtest.CountingTable{Table: db.Table("crawl")}
 	st := crawlstate.New(tb)
 	cfg := Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}
 	f := New(cfg, st, &fakeSender{}, quiet())
@@ -277,7 +257,7 @@ func TestRecentLinksCostNoTableCall(t *testing.T) {
 		t.Fatalf("first admit = %+v, %v; want 1 sent, 1 rejected", res, err)
 	}
 	again := links("http://a.test/x", "HTTP://A.test:80/x#top", "http://b.test/out-of-scope")
-	before := tb.calls.Load()
+	before := tb.Calls()
 	res, err := f.Admit(ctx, again)
 	if err != nil {
 		t.Fatal(err)
@@ -285,14 +265,14 @@ func TestRecentLinksCostNoTableCall(t *testing.T) {
 	if res.Known+res.Rejected != 3 || res.Sent != 0 {
 		t.Errorf("admit again = %+v, want nothing sent", res)
 	}
-	if n := tb.calls.Load() - before; n != 0 {
+	if n := tb.Calls() - before; n != 0 {
 		t.Errorf("%d table calls for links confirmed a moment ago, want 0", n)
 	}
-	before = tb.calls.Load()
+	before = tb.Calls()
 	if res, err := New(cfg, st, &fakeSender{}, quiet()).Admit(ctx, again); err != nil || res.Sent != 0 {
 		t.Fatalf("cold admit = %+v, %v; want nothing sent", res, err)
 	}
-	if tb.calls.Load() == before {
+	if tb.Calls() == before {
 		t.Error("a cold frontier knew the links without asking the table")
 	}
 }

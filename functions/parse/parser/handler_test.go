@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +32,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
-	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
@@ -49,20 +47,9 @@ type env struct {
 	q     *sqlite.Queue
 	blobs *fileblob.Store
 	state *crawlstate.Store
-	reads *countingBlobs // what the handler reads through
-	gets  *countingTable // the table under state
+	reads *countingBlobs           // what the handler reads through
+	gets  *embedtest.CountingTable // the table under state
 	h     *parser.Handler
-}
-
-// countingTable counts the reads of items.
-type countingTable struct {
-	table.Table
-	gets atomic.Int64
-}
-
-func (c *countingTable) Get(ctx context.Context, key string) (table.Item, error) {
-	c.gets.Add(1)
-	return c.Table.Get(ctx, key)
 }
 
 // countingBlobs counts the handler's ranged reads and fails those that fail says to.
@@ -89,7 +76,7 @@ func newEnv(t *testing.T) *env {
 	be := embedtest.Open(t, scheduleQ)
 	q, blobs := be.Queue, be.Blobs
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gets := &countingTable{Table: be.Table}
+	gets := &embedtest.CountingTable{Table: be.Table}
 	state := crawlstate.New(gets)
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "parse"}, Log: log}
 	reads := &countingBlobs{Store: blobs}
@@ -496,21 +483,21 @@ func TestAHandedOverPageNeedsNoDuplicateCheck(t *testing.T) {
 		t.Fatal("the handoff refused the page")
 	}
 	e.h.Handoff = hand
-	before := e.gets.gets.Load()
+	before := e.gets.Reads()
 	if got := e.handle(rec); len(got) != 0 {
 		t.Fatalf("first delivery: BatchItemFailures = %v", got)
 	}
-	if n := e.gets.gets.Load() - before; n != 0 {
+	if n := e.gets.Reads() - before; n != 0 {
 		t.Errorf("the first delivery of a handed-over page read %d items, want 0", n)
 	}
 	e.sent(m)
 	again := rec
 	again.MessageId = "a-second-copy"
-	before = e.gets.gets.Load()
+	before = e.gets.Reads()
 	if got := e.handle(again); len(got) != 0 {
 		t.Fatalf("second delivery: BatchItemFailures = %v", got)
 	}
-	if n := e.gets.gets.Load() - before; n == 0 {
+	if n := e.gets.Reads() - before; n == 0 {
 		t.Error("the second delivery did not check whether the page was parsed")
 	}
 	if got := e.sent(m); len(got) != 0 {
