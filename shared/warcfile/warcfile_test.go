@@ -48,15 +48,7 @@ func TestEncodeDecodeByRange(t *testing.T) {
 		}
 	}
 	// The whole file is a valid multi-member gzip stream of WARC records.
-	zr, err := gzip.NewReader(bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(all), "WARC/1.1\r\n"); n != 3 {
+	if n := strings.Count(gunzip(t, file), "WARC/1.1\r\n"); n != 3 {
 		t.Errorf("file holds %d WARC records, want 3", n)
 	}
 }
@@ -100,15 +92,7 @@ func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(rec))
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		head, _, _ := strings.Cut(string(raw), "\r\n\r\n")
+		head, _, _ := strings.Cut(gunzip(t, rec), "\r\n\r\n")
 		fields := map[string]string{}
 		for _, line := range strings.Split(head, "\r\n")[1:] {
 			name, value, _ := strings.Cut(line, ": ")
@@ -131,4 +115,18 @@ func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
 	if len(ids) != 2 {
 		t.Errorf("two records share the id %v", ids)
 	}
+}
+
+// gunzip returns the text of every gzip member in b.
+func gunzip(t *testing.T, b []byte) string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(all)
 }
