@@ -14,6 +14,10 @@ var ErrNotFound = errors.New("object not found")
 // ErrExists is returned by PutIfAbsent when an object already has the key.
 var ErrExists = errors.New("object already exists")
 
+// ErrInvalidRange is returned by GetRange when the range starts at or beyond the object's end
+// (S3's 416 InvalidRange).
+var ErrInvalidRange = errors.New("the range starts beyond the object's end")
+
 // Store is the object store.
 type Store interface {
 	// Put writes (or replaces) the object.
@@ -23,7 +27,8 @@ type Store interface {
 	PutIfAbsent(ctx context.Context, key string, body []byte, contentType string) error
 	// Get returns the whole object, or ErrNotFound.
 	Get(ctx context.Context, key string) ([]byte, error)
-	// GetRange returns length bytes from offset, or ErrNotFound.
+	// GetRange returns length bytes from offset (fewer at the object's end), ErrNotFound, or
+	// ErrInvalidRange when offset is at or beyond the end.
 	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
 	// List returns the keys that start with prefix, in lexical order.
 	List(ctx context.Context, prefix string) ([]string, error)

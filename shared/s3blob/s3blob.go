@@ -134,7 +134,7 @@ func (s *Store) get(ctx context.Context, key string, rng *string) ([]byte, error
 			return nil, blob.ErrNotFound
 		}
 		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable {
-			return nil, fmt.Errorf("offset beyond the object's end: %w", err)
+			return nil, fmt.Errorf("%w: %w", blob.ErrInvalidRange, err)
 		}
 		return nil, err
 	}

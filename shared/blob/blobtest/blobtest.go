@@ -179,6 +179,11 @@ func testGetRange(t *testing.T, s blob.Store, prefix string) {
 			}
 		})
 	}
+	for _, offset := range []int64{16, 100} {
+		if got, err := s.GetRange(ctxFor(t), key, offset, 4); !errors.Is(err, blob.ErrInvalidRange) {
+			t.Errorf("GetRange(%d, 4) of a 16-byte object = %q, %v; want blob.ErrInvalidRange", offset, got, err)
+		}
+	}
 }
 
 func testList(t *testing.T, s blob.Store, prefix string) {
