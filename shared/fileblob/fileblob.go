@@ -5,10 +5,15 @@
 // renamed into place (Put) or hard-linked into place (PutIfAbsent, which fails if the name exists),
 // so a reader sees the old object or the new one, never a part. Writes are durable: the directory
 // is synced after the rename or link (and a new directory's parent after the mkdir), as a rename is
-// durable only once its directory is, so an object survives a power loss once Put returns. Keys map
-// to paths safely and readably: '/' separates directories, awkward characters are %-escaped, and
-// keys that are absolute or contain "." or ".." segments are rejected. Unlike S3, one key cannot be
-// both an object and a prefix of other keys ("a" and "a/b"): such a write fails with a clear error.
+// durable only once its directory is, so an object survives a power loss once Put returns.
+// PutDeferred is Put with the syncs left for later: its object is whole at once and survives a
+// killed process, and it survives a power loss once the caller asks (fetch records a batch's pages
+// while their WARC file syncs).
+//
+// Keys map to paths safely and readably: '/' separates directories, awkward characters are
+// %-escaped, and keys that are absolute or contain "." or ".." segments are rejected. Unlike S3,
+// one key cannot be both an object and a prefix of other keys ("a" and "a/b"): such a write fails
+// with a clear error.
 package fileblob
 
 import (
@@ -74,26 +79,48 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte, conten
 	return nil
 }
 
+// PutDeferred writes (or replaces) the object like Put, but returns before the object is durable.
+// Readers see the whole object at once, and it survives a killed process; until durable returns, a
+// power loss may leave it missing, short or zero-filled under its name. durable syncs the object
+// and its directory, so that it survives a power loss too. Call it once (it releases the file),
+// while doing other work: that is the point of deferring it. The content type is not stored.
+func (s *Store) PutDeferred(ctx context.Context, key string, body []byte, contentType string) (durable func() error, err error) {
+	f, final, err := s.writeTemp(ctx, key, body)
+	if err == nil {
+		if err = os.Rename(f.Name(), final); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = placeErr(key, final, err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("put %s: %w", key, err)
+	}
+	return func() error {
+		err := f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(filepath.Dir(final))
+		}
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", key, err)
+		}
+		return nil
+	}, nil
+}
+
 // write stores body in a synced temporary file next to the object and moves it into position:
 // renamed over any old object, or, if absent, hard-linked to the new name, which
 // fails with blob.ErrExists when the name is taken.
 func (s *Store) write(ctx context.Context, key string, body []byte, absent bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	final, err := s.path(key)
+	f, final, err := s.writeTemp(ctx, key, body)
 	if err != nil {
 		return err
-	}
-	f, err := createTemp(filepath.Dir(final))
-	if err != nil {
-		return collision(key, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(body)
-	if err == nil {
-		err = f.Sync()
-	}
+	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -111,6 +138,34 @@ func (s *Store) write(ctx context.Context, key string, body []byte, absent bool)
 		}
 	}
 	os.Remove(tmp) // after a failure, or the spare name of a link
+	return placeErr(key, final, err)
+}
+
+// writeTemp writes body to a new temporary file in the directory of key's object, and returns the
+// open file and the object's path. It neither syncs nor closes the file.
+func (s *Store) writeTemp(ctx context.Context, key string, body []byte) (*os.File, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	final, err := s.path(key)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := createTemp(filepath.Dir(final))
+	if err != nil {
+		return nil, "", collision(key, err)
+	}
+	if _, err := f.Write(body); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, "", err
+	}
+	return f, final, nil
+}
+
+// placeErr explains a failure to move an object into place at path final: a directory there means
+// the key is also a prefix of other keys.
+func placeErr(key, final string, err error) error {
 	if err != nil {
 		if st, serr := os.Stat(final); serr == nil && st.IsDir() {
 			err = fmt.Errorf("%w: %w", syscall.EISDIR, err)
@@ -198,8 +253,8 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return b, nil
 }
 
-// GetRange returns length bytes from offset (fewer at the end of the object), or
-// blob.ErrNotFound.
+// GetRange returns length bytes from offset (fewer at the end of the object), blob.ErrNotFound, or
+// blob.ErrInvalidRange when offset is at or beyond the end.
 func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	b, err := s.getRange(ctx, key, offset, length)
 	if err != nil {
@@ -229,7 +284,7 @@ func (s *Store) getRange(ctx context.Context, key string, offset, length int64) 
 		return nil, err
 	}
 	if offset >= st.Size() {
-		return nil, fmt.Errorf("offset beyond the object's %d bytes", st.Size())
+		return nil, fmt.Errorf("%w: the object has %d bytes", blob.ErrInvalidRange, st.Size())
 	}
 	buf := make([]byte, min(length, st.Size()-offset))
 	n, err := f.ReadAt(buf, offset)

@@ -184,3 +184,49 @@ func TestWritesSyncTheirDirectories(t *testing.T) {
 		}
 	}
 }
+
+// PutDeferred's object is whole and readable at once; only durable syncs it and its directory.
+func TestPutDeferredIsReadableAtOnceAndDurableOnRequest(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "d/first", []byte("1"), ""); err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	real := syncDir
+	syncDir = func(dir string) error {
+		synced = append(synced, dir)
+		return real(dir)
+	}
+	t.Cleanup(func() { syncDir = real })
+	durable, err := s.PutDeferred(ctx, "d/k", []byte("body"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if synced != nil {
+		t.Errorf("PutDeferred synced %q before durable was called", synced)
+	}
+	if got, err := s.Get(ctx, "d/k"); err != nil || string(got) != "body" {
+		t.Errorf("Get before durable = %q, %v; want the whole object", got, err)
+	}
+	if err := durable(); err != nil {
+		t.Fatalf("durable: %v", err)
+	}
+	if want := filepath.Join(root, "d"); len(synced) != 1 || synced[0] != want {
+		t.Errorf("durable synced %q, want the object's directory %q", synced, want)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Name() != "first" || entries[1].Name() != "k" {
+		t.Errorf("files = %v, want just the two objects", entries)
+	}
+	if _, err := s.PutDeferred(ctx, "../outside", []byte("x"), ""); !errors.Is(err, errBadKey) {
+		t.Errorf("PutDeferred of a bad key: err = %v, want an invalid key error", err)
+	}
+}
