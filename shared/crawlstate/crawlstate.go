@@ -7,6 +7,7 @@
 //
 //	(absent) --Admit--> queued --Claim/Finish--> fetched | skipped | failed
 //	(absent) --Reject-> skipped                  failed --(redrive) Claim--> ...
+//	                                             fetched, unparsed, its stored page gone --Refetch--> queued (claimed)
 //
 // Keys: "u#<crawl>#<sha256(url)>" for URLs, "c#<crawl>" for crawls, "b#<crawl>#<host>" for the
 // per-host page budget, and "p#<host>" for the politeness slot that every crawl and worker shares.
@@ -125,6 +126,7 @@ type URL struct {
 	Parsed   bool
 	// Page is set once the URL is fetched.
 	Page *Page
+	page string // Page as stored, for Refetch's condition
 }
 
 func urlFrom(key string, it table.Item) URL {
@@ -133,7 +135,7 @@ func urlFrom(key string, it table.Item) URL {
 		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
 		Detail: it.String(attrDetail), Enqueued: it.Bool(attrEnqueued), Owner: it.String(attrOwner),
 		Lease: time.UnixMilli(it.Int(attrLease)), Parsed: it.Bool(attrParsed),
-		Page: pageFrom(it.String(attrPage)),
+		Page: pageFrom(it.String(attrPage)), page: it.String(attrPage),
 	}
 }
 
@@ -263,6 +265,28 @@ func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.
 		return URL{}, fmt.Errorf("claim %s: %w", key, err)
 	}
 	return urlFrom(key, it), nil
+}
+
+// Refetch takes a fetched URL back for owner, claimed as Claim claims it, because the page stored
+// for it is gone: missing or damaged. After a power loss, the embedded file store may lose a file
+// whose record survived (fetch records a page while its file is being synced). lost is the URL as
+// read before the page was found gone. Refetch returns ErrClaimed when the URL has moved on since:
+// parsed, or fetched again by another worker. The crawl's fetched count gives the page back.
+func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease time.Duration, lost URL) (URL, error) {
+	now := s.Now()
+	cond := table.And(table.Eq(attrState, string(Fetched)), table.Ne(attrParsed, true), table.Eq(attrPage, lost.page))
+	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{
+		Set: map[string]any{attrState: string(Queued), attrOwner: owner, attrLease: now.Add(lease).UnixMilli(),
+			attrUpdated: now.UnixMilli()},
+		Remove: []string{attrPage},
+	}, cond)
+	if _, moved := table.IsConditionFailed(err); moved {
+		return URL{}, ErrClaimed
+	}
+	if err != nil {
+		return URL{}, fmt.Errorf("refetch %s: %w", key, err)
+	}
+	return urlFrom(key, it), s.count(ctx, crawl, map[string]int64{string(Fetched): -1})
 }
 
 // Release gives up owner's claim without a result (the fetch was deferred to a later message).

@@ -100,6 +100,54 @@ func TestOnlyARedrivenFailureIsClaimedAgain(t *testing.T) {
 	}
 }
 
+// A fetched, unparsed URL whose stored page is gone (lost to a power loss) is taken back, claimed,
+// and fetched again; one that moved on since it was read is not.
+func TestRefetchTakesBackAURLWhosePageIsGone(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0)
+	u, _ := s.Claim(ctx, "c", "k", "A", time.Minute)
+	page := Page{WARCKey: "pages/lost.warc.gz", Length: 100, FinalURL: "http://a.test/", Status: 200,
+		FetchedAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	if ok, err := s.FinishFetched(ctx, "c", "k", "A", u.State, page); !ok || err != nil {
+		t.Fatalf("FinishFetched = %v, %v", ok, err)
+	}
+	lost, err := s.Get(ctx, "c", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Refetch(ctx, "c", "k", "B", time.Minute, lost)
+	if err != nil || again.State != Queued || again.Owner != "B" || again.Page != nil {
+		t.Fatalf("Refetch = %+v, %v; want queued, claimed by B, no page", again, err)
+	}
+	if cnt, _ := s.Counters(ctx, "c"); cnt.Fetched != 0 || cnt.Pending() != 1 {
+		t.Errorf("counters after the refetch = %+v, want the page pending again", cnt)
+	}
+	if _, err := s.Claim(ctx, "c", "k", "C", time.Minute); !errors.Is(err, ErrClaimed) {
+		t.Errorf("another worker claimed the URL B took back: %v", err)
+	}
+	if _, err := s.Refetch(ctx, "c", "k", "C", time.Minute, lost); !errors.Is(err, ErrClaimed) {
+		t.Errorf("a second Refetch from the same read: err = %v, want ErrClaimed", err)
+	}
+	page.WARCKey = "pages/again.warc.gz"
+	if ok, err := s.FinishFetched(ctx, "c", "k", "B", again.State, page); !ok || err != nil {
+		t.Fatalf("FinishFetched after the refetch = %v, %v", ok, err)
+	}
+	if cnt, _ := s.Counters(ctx, "c"); cnt.Fetched != 1 || cnt.Pending() != 0 {
+		t.Errorf("counters after the second fetch = %+v, want 1 fetched", cnt)
+	}
+	if _, err := s.Refetch(ctx, "c", "k", "C", time.Minute, lost); !errors.Is(err, ErrClaimed) {
+		t.Errorf("Refetch of a URL fetched again since: err = %v, want ErrClaimed", err)
+	}
+	if _, err := s.MarkParsed(ctx, "c", "k"); err != nil {
+		t.Fatal(err)
+	}
+	parsed, _ := s.Get(ctx, "c", "k")
+	if _, err := s.Refetch(ctx, "c", "k", "C", time.Minute, parsed); !errors.Is(err, ErrClaimed) {
+		t.Errorf("Refetch of a parsed URL: err = %v, want ErrClaimed", err)
+	}
+}
+
 func TestReserveSlotSpacesRequests(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
