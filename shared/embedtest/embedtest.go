@@ -23,6 +23,8 @@ type Backend struct {
 	Queue *sqlite.Queue
 	Table *sqlite.Table
 	Blobs *fileblob.Store
+	// BlobDir is the blob store's root directory, for tests that damage its files.
+	BlobDir string
 }
 
 // Open opens a fresh backend in t.TempDir() with the named queues (visibility one minute), closed
@@ -35,7 +37,8 @@ func Open(t testing.TB, queues ...string) Backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	blobs, err := fileblob.New(filepath.Join(dir, "blobs"))
+	blobDir := filepath.Join(dir, "blobs")
+	blobs, err := fileblob.New(blobDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +48,7 @@ func Open(t testing.TB, queues ...string) Backend {
 			t.Fatal(err)
 		}
 	}
-	return Backend{Queue: q, Table: db.Table("crawl"), Blobs: blobs}
+	return Backend{Queue: q, Table: db.Table("crawl"), Blobs: blobs, BlobDir: blobDir}
 }
 
 // Handler is an SQS batch handler.

@@ -54,9 +54,17 @@ type URLGuard interface {
 	CheckURL(u *url.URL) error
 }
 
-// PagePutter stores WARC files.
-type PagePutter interface {
+// PageStore stores WARC files, and reads a record back to check that a page recorded as fetched
+// is still there (blob.Store).
+type PageStore interface {
 	Put(ctx context.Context, key string, body []byte, contentType string) error
+	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
+}
+
+// DeferredPutter is a PageStore that can store a file at once and make it durable later
+// (fileblob.Store): the handler records the batch's pages while their file syncs.
+type DeferredPutter interface {
+	PutDeferred(ctx context.Context, key string, body []byte, contentType string) (durable func() error, err error)
 }
 
 // Handoff takes stored pages for a parse handler in the same process (handoff.Pages), so that it
@@ -102,7 +110,7 @@ type Handler struct {
 	robots  RobotsChecker
 	scope   ScopeChecker
 	guard   URLGuard
-	pages   PagePutter
+	pages   PageStore
 	handoff Handoff
 	send    queue.Sender
 	batch   *sqsbatch.Runner
@@ -120,7 +128,7 @@ type Deps struct {
 	// Scope checks redirect targets; nil follows every redirect that Guard and robots.txt allow.
 	Scope ScopeChecker
 	Guard URLGuard
-	Pages PagePutter
+	Pages PageStore
 	// Handoff, if set, is offered each page once it is stored and recorded, before its parse
 	// message goes out. Only for a parse handler in the same process: on Lambda, leave it nil.
 	Handoff Handoff
@@ -187,11 +195,15 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	claimed, err := h.state.Claim(ctx, m.Crawl, key, owner, h.cfg.Lease)
 	if errors.Is(err, crawlstate.ErrClaimed) {
 		// Done, or held by a live worker whose own message is still in flight. A URL fetched but
-		// not parsed may have lost its parse message: send it again (parse drops duplicates).
+		// not parsed may have lost its parse message: send it again (parse drops duplicates), or
+		// fetch it again if its stored page is gone.
 		h.log.Debug("duplicate fetch message", "url", u.String())
-		return nil, h.resendParse(ctx, m, key)
-	}
-	if err != nil {
+		again, err := h.resendParse(ctx, m, key, owner)
+		if again == nil || err != nil {
+			return nil, err
+		}
+		claimed = *again
+	} else if err != nil {
 		return nil, err
 	}
 	f := &fetched{rec: rec, msg: m, key: key, prev: claimed.State, owner: owner}

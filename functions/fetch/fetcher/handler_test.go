@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -135,9 +137,11 @@ type env struct {
 	q     *sqlite.Queue
 	send  *delayedSend
 	blobs *fileblob.Store
-	state *crawlstate.Store
-	hand  *handoff.Pages // what the handler offers a parse handler in the same process
-	h     *fetcher.Handler
+	// blobDir is the blob store's root: a WARC file is filepath.Join(blobDir, key).
+	blobDir string
+	state   *crawlstate.Store
+	hand    *handoff.Pages // what the handler offers a parse handler in the same process
+	h       *fetcher.Handler
 }
 
 func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
@@ -163,7 +167,7 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	hand := handoff.New(0, 0)
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log})
-	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, state: state, hand: hand, h: h}
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, hand: hand, h: h}
 }
 
 // url is the site's URL for path.
@@ -398,6 +402,126 @@ func TestLostParseMessageIsSentAgainWithoutAFetch(t *testing.T) {
 	}
 	if n := e.site.hitsOf("/about"); n != 1 {
 		t.Errorf("/about was fetched %d times, want once", n)
+	}
+}
+
+// The embedded store syncs a WARC file while fetch records its pages, so a power loss in between
+// can lose the file, or leave it empty, short or zero-filled, while the records survive. The
+// redelivered fetch message finds the page gone and fetches it again; the crawl counts it once.
+func TestAPageLostBeforeItsFileSyncedIsFetchedAgain(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		hurt func(path string, size int64) error
+	}{
+		{"missing", func(path string, _ int64) error { return os.Remove(path) }},
+		{"empty", func(path string, _ int64) error { return os.Truncate(path, 0) }},
+		{"short", func(path string, size int64) error { return os.Truncate(path, size/2) }},
+		{"zero-filled", func(path string, size int64) error { return os.WriteFile(path, make([]byte, size), 0o644) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.send.failParse = true // the power went before the parse message went out
+			rec := e.record("msg-1", "/about", 1)
+			if got := e.handle(rec); !reflect.DeepEqual(got, []string{"msg-1"}) {
+				t.Fatalf("BatchItemFailures = %v, want [msg-1] (the send failed)", got)
+			}
+			lost := e.item("/about")
+			if lost.State != crawlstate.Fetched || lost.Page == nil {
+				t.Fatalf("url = %s, page %v; want fetched with its location", lost.State, lost.Page)
+			}
+			path := filepath.Join(e.blobDir, filepath.FromSlash(lost.Page.WARCKey))
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.hurt(path, st.Size()); err != nil {
+				t.Fatal(err)
+			}
+			e.send.failParse = false
+			rec.Attributes["ApproximateReceiveCount"] = "2"
+			if got := e.handle(rec); len(got) != 0 {
+				t.Fatalf("redelivery: BatchItemFailures = %v", got)
+			}
+			if n := e.site.hitsOf("/about"); n != 2 {
+				t.Errorf("/about was fetched %d times, want twice", n)
+			}
+			msgs := e.received(parseQ)
+			if len(msgs) != 1 {
+				t.Fatalf("redelivery sent %d parse messages, want 1", len(msgs))
+			}
+			pm, err := message.DecodeParse(msgs[0].Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := e.blobs.GetRange(context.Background(), pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, err := warcfile.Decode(raw); err != nil || p.URL != e.url("/about") {
+				t.Errorf("the parse message points at %v (%v), want the page stored again", p.URL, err)
+			}
+			if it := e.item("/about"); it.State != crawlstate.Fetched || it.Page == nil || it.Page.WARCKey != pm.WARC.Key {
+				t.Errorf("url = %s, page %v; want fetched, stored where the parse message points", it.State, it.Page)
+			}
+			if c, err := e.state.Counters(context.Background(), crawl); err != nil || c.Fetched != 1 {
+				t.Errorf("counters = %+v, %v; want the page counted fetched once", c, err)
+			}
+		})
+	}
+}
+
+// failingSync is the embedded store with a sync that fails, as on a disk error.
+type failingSync struct {
+	*fileblob.Store
+	mu   sync.Mutex
+	puts []string // the keys written again with Put
+}
+
+func (f *failingSync) PutDeferred(ctx context.Context, key string, body []byte, contentType string) (func() error, error) {
+	durable, err := f.Store.PutDeferred(ctx, key, body, contentType)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		durable()
+		return errors.New("sync: input/output error")
+	}, nil
+}
+
+func (f *failingSync) Put(ctx context.Context, key string, body []byte, contentType string) error {
+	f.mu.Lock()
+	f.puts = append(f.puts, key)
+	f.mu.Unlock()
+	return f.Store.Put(ctx, key, body, contentType)
+}
+
+// A WARC file whose deferred sync fails is written again with a durable Put before its parse
+// messages go out.
+func TestAFailedSyncWritesThePagesAgain(t *testing.T) {
+	e := newEnv(t, nil)
+	store := &failingSync{Store: e.blobs}
+	cfg := fetcher.DefaultConfig()
+	cfg.FetchQueue, cfg.ParseQueue, cfg.HostRPS, cfg.HostConcurrency = fetchQ, parseQ, 0, 0
+	client, err := httpfetch.New(httpfetch.Options{UserAgent: userAgent, Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
+		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
+		Pages: store, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if got := e.handle(e.record("msg-1", "/about", 1)); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v", got)
+	}
+	it := e.item("/about")
+	if it.State != crawlstate.Fetched || it.Page == nil {
+		t.Fatalf("url = %s; want fetched", it.State)
+	}
+	if !reflect.DeepEqual(store.puts, []string{it.Page.WARCKey}) {
+		t.Errorf("written again with Put: %q, want the batch's file %q", store.puts, it.Page.WARCKey)
+	}
+	if msgs := e.received(parseQ); len(msgs) != 1 {
+		t.Errorf("sent %d parse messages, want 1", len(msgs))
 	}
 }
 

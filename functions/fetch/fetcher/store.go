@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
@@ -50,9 +51,15 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	file, spans := warcfile.Join(records)
 	now := h.Now().UTC()
 	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
-	if err := h.pages.Put(ctx, key, file, warcfile.ContentType); err != nil {
+	durable, err := h.put(ctx, key, file)
+	if err != nil {
 		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}
+	// A deferred file syncs while the pages are recorded, and their parse messages wait for it. A
+	// power loss before the sync may lose the file but keep the records: the redelivered fetch
+	// messages then find the pages gone and fetch them again (resendParse).
+	synced := make(chan error, 1)
+	go func() { synced <- durable() }()
 	// The outbox: record each page fetched, with where it is stored, before its parse message goes
 	// out. A crash in between leaves a fetched, unparsed URL, and its redelivered fetch message
 	// sends the parse message again from the record (resendParse), without fetching again.
@@ -81,6 +88,20 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		h.recordRedirectTarget(ctx, crawl, p)
 		return nil
 	})
+	if err := <-synced; err != nil {
+		// The file is whole but may not survive a power loss: write it again, durably.
+		h.log.Warn("sync the fetched pages; writing them again", "key", key, "err", err.Error())
+		if err := h.pages.Put(ctx, key, file, warcfile.ContentType); err != nil {
+			// Their URLs are fetched: the redelivered fetch messages check the pages (resendParse).
+			h.log.Error("storing fetched pages durably failed", "key", key, "err", err.Error())
+			for i, p := range pages {
+				if recorded[i] {
+					failed = append(failed, p.rec.MessageId)
+				}
+			}
+			return failed
+		}
+	}
 	var entries []queue.Entry
 	ids := map[string]string{} // entry id -> message id
 	for i, p := range pages {
@@ -119,6 +140,15 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	return failed
 }
 
+// put stores the batch's WARC file and returns what makes it durable: a store that can defer its
+// sync (DeferredPutter) returns before the file is durable, any other only once it is.
+func (h *Handler) put(ctx context.Context, key string, file []byte) (durable func() error, err error) {
+	if d, ok := h.pages.(DeferredPutter); ok {
+		return d.PutDeferred(ctx, key, file, warcfile.ContentType)
+	}
+	return func() error { return nil }, h.pages.Put(ctx, key, file, warcfile.ContentType)
+}
+
 // parseMessage asks parse to read the page stored for the fetch message m.
 func parseMessage(crawl string, m *message.Fetch, p crawlstate.Page) message.Parse {
 	return message.Parse{Header: message.Header{Crawl: crawl}, URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL),
@@ -139,19 +169,56 @@ func seedRoot(m *message.Fetch, finalURL string) string {
 	return u.String()
 }
 
-// resendParse sends the parse message of a URL that is fetched but not yet parsed: the outbox's
-// second half, for a fetch message delivered again after its page was stored.
-func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key string) error {
+// resendParse handles a fetch message for a URL that is already claimed or done. A URL fetched but
+// not yet parsed gets its parse message again: the outbox's second half, for a fetch message
+// delivered again after its page was stored. If its stored page is gone (the embedded store can
+// lose a file to a power loss before the file's sync), the URL is taken back for owner and
+// returned, to be fetched again.
+func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key, owner string) (*crawlstate.URL, error) {
 	u, err := h.state.Get(ctx, m.Crawl, key)
 	if err != nil || u.State != crawlstate.Fetched || u.Parsed || u.Page == nil {
-		return err // nothing to resend (or a read error: the record is retried)
+		return nil, err // nothing to resend (or a read error: the record is retried)
+	}
+	if err := h.checkStored(ctx, *u.Page); errors.Is(err, errPageGone) {
+		h.log.Warn("fetching a page again: its stored copy is gone", "url", m.URL, "err", err.Error())
+		again, err := h.state.Refetch(ctx, m.Crawl, key, owner, h.cfg.Lease, u)
+		if errors.Is(err, crawlstate.ErrClaimed) {
+			return nil, nil // parsed, or fetched again, since it was read
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &again, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("check the stored page of %s: %w", m.URL, err)
 	}
 	body, err := message.Encode(parseMessage(m.Crawl, m, *u.Page))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := h.send.SendBatch(ctx, h.cfg.ParseQueue, []queue.Entry{{ID: "0", Body: body}}); err != nil {
-		return fmt.Errorf("re-send the parse message of %s: %w", m.URL, err)
+		return nil, fmt.Errorf("re-send the parse message of %s: %w", m.URL, err)
+	}
+	return nil, nil
+}
+
+// errPageGone says that a page recorded as fetched can no longer be read back.
+var errPageGone = errors.New("the stored page is gone")
+
+// checkStored reads p's WARC record back. It returns an error wrapping errPageGone when the record
+// is missing, short or does not decode, and any other read error as it is (to be retried).
+func (h *Handler) checkStored(ctx context.Context, p crawlstate.Page) error {
+	raw, err := h.pages.GetRange(ctx, p.WARCKey, p.Offset, p.Length)
+	switch {
+	case errors.Is(err, blob.ErrNotFound), errors.Is(err, blob.ErrInvalidRange):
+		return fmt.Errorf("%w: %w", errPageGone, err)
+	case err != nil:
+		return err
+	case int64(len(raw)) != p.Length:
+		return fmt.Errorf("%w: %s holds %d of its %d bytes", errPageGone, p.WARCKey, len(raw), p.Length)
+	}
+	if _, err := warcfile.Decode(raw); err != nil {
+		return fmt.Errorf("%w: %s: %w", errPageGone, p.WARCKey, err)
 	}
 	return nil
 }
