@@ -45,7 +45,7 @@ func newLeaseStore(t *testing.T) (*crawlstate.Store, string, string) {
 	key := urlnorm.Key(u.String())
 	st := crawlstate.New(tb)
 	const crawl = "lease-test"
-	if r, err := st.Admit(ctx, crawl, key, u.String(), u.String(), 0); err != nil || r != crawlstate.Admitted {
+	if r, err := st.Admit(ctx, crawl, key, u.String(), u.String(), 0, "L"); err != nil || r != crawlstate.Admitted {
 		t.Fatalf("admit: %v, %v", r, err)
 	}
 	return st, crawl, key

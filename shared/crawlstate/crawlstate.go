@@ -45,7 +45,8 @@ const (
 	attrURL      = "url"
 	attrRoot     = "root"
 	attrDepth    = "depth"
-	attrEnqueued = "enqueued"
+	attrBy       = "by"       // the Links message that admitted the URL (see Admit)
+	attrEnqueued = "enqueued" // only on items admitted before attrBy: true once the fetch message was sent
 	attrOwner    = "owner"
 	attrLease    = "leaseUntil"
 	attrParsed   = "parsed"
@@ -113,29 +114,47 @@ type Page struct {
 
 // URL is a URL item.
 type URL struct {
-	Key      string
-	URL      string
-	Root     string
-	Depth    int
-	State    State
-	Class    errclass.Class
-	Detail   string
-	Enqueued bool
-	Owner    string
-	Lease    time.Time
-	Parsed   bool
+	Key    string
+	URL    string
+	Root   string
+	Depth  int
+	State  State
+	Class  errclass.Class
+	Detail string
+	Owner  string
+	Lease  time.Time
+	Parsed bool
 	// Page is set once the URL is fetched.
 	Page *Page
 	page string // Page as stored, for Refetch's condition
+	by   string // the Links message that admitted the URL
+	// marked and enqueued: an item admitted before attrBy carries an enqueued mark instead.
+	marked, enqueued bool
+}
+
+// Unsent reports whether the Links message by must send this URL's fetch message (again): the URL
+// is queued, no worker holds it, and by admitted it, so an earlier delivery of by may have stopped
+// between the admission and the send (DESIGN invariant 3). A URL another message admitted is that
+// message's to send. An item admitted before items named their message is unsent until marked
+// enqueued, whoever asks.
+func (u URL) Unsent(by string) bool {
+	if u.State != Queued || u.Owner != "" {
+		return false
+	}
+	if u.marked {
+		return !u.enqueued
+	}
+	return u.by == by
 }
 
 func urlFrom(key string, it table.Item) URL {
 	return URL{
 		Key: key, URL: it.String(attrURL), Root: it.String(attrRoot), Depth: int(it.Int(attrDepth)),
 		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
-		Detail: it.String(attrDetail), Enqueued: it.Bool(attrEnqueued), Owner: it.String(attrOwner),
+		Detail: it.String(attrDetail), Owner: it.String(attrOwner),
 		Lease: time.UnixMilli(it.Int(attrLease)), Parsed: it.Bool(attrParsed),
 		Page: pageFrom(it.String(attrPage)), page: it.String(attrPage),
+		by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
 	}
 }
 
@@ -160,19 +179,22 @@ type AdmitResult int
 const (
 	// Admitted: the URL is new; its item is queued and its fetch message must be sent.
 	Admitted AdmitResult = iota
-	// Unsent: the URL was admitted before but its fetch message was never confirmed sent
-	// (a crash between the write and the send): send it again (the outbox rule, invariant 3).
+	// Unsent: the same Links message admitted the URL before, and no worker holds it yet: an
+	// earlier delivery may have stopped between the write and the send, so send it again (the
+	// outbox rule, invariant 3). If it was sent, the copy is a duplicate that the claim drops.
 	Unsent
-	// Known: the URL is already queued and sent, or done.
+	// Known: the URL is done, held by a worker, or another message's to send.
 	Known
 )
 
-// Admit writes a queued item for the URL unless one exists.
-func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int) (AdmitResult, error) {
+// Admit writes a queued item for the URL unless one exists. by names the Links message that admits
+// it, the same for every delivery of that message (frontier.Source): the admission needs no second
+// write to mark the fetch message sent, and a URL that two messages admit at once is sent once.
+func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
 	now := s.Now()
 	item := table.Item{
 		attrState: string(Queued), attrURL: rawURL, attrRoot: root, attrDepth: int64(depth),
-		attrEnqueued: false, attrUpdated: now.UnixMilli(), table.TTLAttr: s.expiry(now),
+		attrBy: by, attrUpdated: now.UnixMilli(), table.TTLAttr: s.expiry(now),
 	}
 	err := s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	if err == nil {
@@ -185,14 +207,14 @@ func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, dept
 	if !ok {
 		return Known, fmt.Errorf("admit %s: %w", rawURL, err)
 	}
-	if State(cf.Item.String(attrState)) == Queued && !cf.Item.Bool(attrEnqueued) {
+	if urlFrom(key, cf.Item).Unsent(by) {
 		return Unsent, nil
 	}
 	return Known, nil
 }
 
 // Unadmit deletes a URL item that Admit just wrote, as long as nothing has happened to it since
-// (still queued, unsent and unclaimed), and uncounts it.
+// (still queued and unclaimed), and uncounts it.
 func (s *Store) Unadmit(ctx context.Context, crawl, key string) error {
 	err := s.t.Delete(ctx, URLKey(crawl, key), table.And(table.Eq(attrState, string(Queued)),
 		table.Ne(attrEnqueued, true), table.NotExists(attrOwner)))
@@ -222,16 +244,6 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 		return false, fmt.Errorf("reject %s: %w", rawURL, err)
 	}
 	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
-}
-
-// MarkEnqueued records that the URL's fetch message was sent.
-func (s *Store) MarkEnqueued(ctx context.Context, crawl, key string) error {
-	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{attrEnqueued: true}},
-		table.ItemExists())
-	if err != nil {
-		return fmt.Errorf("mark %s enqueued: %w", key, err)
-	}
-	return nil
 }
 
 // Get returns the URL item, or table.ErrNotFound.

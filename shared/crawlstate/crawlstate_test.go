@@ -11,6 +11,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/table"
 )
 
 // clock is a settable time source.
@@ -34,7 +35,7 @@ func newStore(t *testing.T) (*Store, *clock) {
 func TestClaimLeaseAndFinish(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
-	if res, err := s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0); err != nil || res != Admitted {
+	if res, err := s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0, "L"); err != nil || res != Admitted {
 		t.Fatalf("Admit = %v, %v", res, err)
 	}
 	if _, err := s.Claim(ctx, "c", "k", "A", time.Minute); err != nil {
@@ -60,7 +61,7 @@ func TestClaimLeaseAndFinish(t *testing.T) {
 	if _, err := s.Claim(ctx, "c", "k", "B", time.Minute); !errors.Is(err, ErrClaimed) {
 		t.Fatalf("a fetched URL was claimed again: %v", err)
 	}
-	if res, _ := s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0); res != Known {
+	if res, _ := s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0, "L"); res != Known {
 		t.Errorf("Admit of a fetched URL = %v, want Known", res)
 	}
 	cnt, err := s.Counters(ctx, "c")
@@ -69,11 +70,54 @@ func TestClaimLeaseAndFinish(t *testing.T) {
 	}
 }
 
+// A URL is unsent for the message that admitted it until a worker claims it, and never for
+// another message. Items admitted before items named their message carry an enqueued mark
+// instead, and are unsent for any message until marked.
+func TestAdmitTellsWhoMustSend(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	admit := func(key, by string) AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, "c", key, "http://a.test/"+key, "http://a.test/", 1, by)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if got := admit("k", "L"); got != Admitted {
+		t.Fatalf("first Admit = %v, want Admitted", got)
+	}
+	if got := admit("k", "L"); got != Unsent {
+		t.Errorf("Admit by the same message = %v, want Unsent", got)
+	}
+	if got := admit("k", "M"); got != Known {
+		t.Errorf("Admit by another message = %v, want Known", got)
+	}
+	if _, err := s.Claim(ctx, "c", "k", "fetch-1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := admit("k", "L"); got != Known {
+		t.Errorf("Admit by the same message after the claim = %v, want Known", got)
+	}
+	for key, sent := range map[string]bool{"legacy-unsent": false, "legacy-sent": true} {
+		it := table.Item{attrState: string(Queued), attrURL: "http://a.test/" + key, attrEnqueued: sent}
+		if err := s.t.Put(ctx, URLKey("c", key), it, table.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := admit("legacy-unsent", "M"); got != Unsent {
+		t.Errorf("Admit of an old unsent item = %v, want Unsent", got)
+	}
+	if got := admit("legacy-sent", "M"); got != Known {
+		t.Errorf("Admit of an old item marked enqueued = %v, want Known", got)
+	}
+}
+
 func TestOnlyARedrivenFailureIsClaimedAgain(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	for _, k := range []string{"for-good", "to-dlq"} {
-		s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0)
+		s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0, "L")
 	}
 	u, _ := s.Claim(ctx, "c", "for-good", "A", time.Minute)
 	if ok, err := s.Finish(ctx, "c", "for-good", "A", u.State, Failed, errclass.Errorf(errclass.HTTP4xx, "404")); !ok || err != nil {
@@ -105,7 +149,7 @@ func TestOnlyARedrivenFailureIsClaimedAgain(t *testing.T) {
 func TestRefetchTakesBackAURLWhosePageIsGone(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0)
+	s.Admit(ctx, "c", "k", "http://a.test/", "http://a.test/", 0, "L")
 	u, _ := s.Claim(ctx, "c", "k", "A", time.Minute)
 	page := Page{WARCKey: "pages/lost.warc.gz", Length: 100, FinalURL: "http://a.test/", Status: 200,
 		FetchedAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
@@ -229,7 +273,7 @@ func TestBufferedCountersReachTheTableOnFlush(t *testing.T) {
 	s, _ := newStore(t)
 	s.BufferCounters = true
 	for _, k := range []string{"a", "b", "c"} {
-		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0); err != nil {
+		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0, "L"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,7 +299,7 @@ func TestHeldCountersWaitForWriteCounters(t *testing.T) {
 	s, _ := newStore(t)
 	s.BufferCounters, s.HoldCounters = true, true
 	for _, k := range []string{"a", "b"} {
-		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0); err != nil {
+		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0, "L"); err != nil {
 			t.Fatal(err)
 		}
 	}

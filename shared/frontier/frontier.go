@@ -4,10 +4,12 @@
 // in batches of 10.
 //
 // Admission is safe across crashes (DESIGN invariant 3): the URL's item is written before its fetch
-// message is sent and is marked enqueued only after the send succeeded. When the Links message is
-// delivered again, every URL whose item is still unsent is sent again; a URL already enqueued is not.
-// The Bloom filter only ever holds URLs the table confirmed as enqueued or done, so a false positive
-// costs one extra read, never a lost URL. In front of it, a bounded LRU set of the most recently
+// message is sent, and names the Links message that admitted it (Source, a digest of the message,
+// the same for every delivery of it). When the message is delivered again, every URL it admitted
+// that no worker holds yet is sent again: the send may not have happened, and if it did, the claim
+// drops the copy. A URL that another message admitted is that message's to send, so two messages
+// that admit one URL at once send it once. The Bloom filter only ever holds URLs the table
+// confirmed as sent or done, so a false positive costs one extra read, never a lost URL. In front of it, a bounded LRU set of the most recently
 // confirmed URLs, in normalised form, answers most repeats exactly: a page's links mostly point at
 // pages the crawl met a moment ago, and parse sends them normalised, so such a link costs neither
 // normalising, hashing nor a table read.
@@ -15,13 +17,14 @@ package frontier
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -105,6 +108,7 @@ type pending struct {
 // message) only when the table or the queue failed; per-URL refusals are recorded, not errors.
 func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) {
 	var res Result
+	by := Source(m)
 	var root *url.URL
 	if m.Root != "" {
 		r, err := urlnorm.Normalize(m.Root)
@@ -127,7 +131,7 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 			continue
 		}
 		g.Go(func() error {
-			p, o, err := f.admitOne(gctx, m, root, raw)
+			p, o, err := f.admitOne(gctx, m, by, root, raw)
 			results[i] = result{p, o}
 			return err
 		})
@@ -167,7 +171,7 @@ const (
 	outInvalid
 )
 
-func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL, raw string) (pending, outcome, error) {
+func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, root *url.URL, raw string) (pending, outcome, error) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
 		f.log.Debug("dropping an invalid url", "url", raw, "err", err.Error())
@@ -181,12 +185,12 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 		}
 		it, err := f.state.Get(ctx, m.Crawl, key)
 		switch {
-		case err == nil && (it.Enqueued || it.State.Terminal()):
+		case err == nil && !it.Unsent(by):
 			return pending{}, outKnown, nil
 		case err != nil && !errors.Is(err, table.ErrNotFound):
 			return pending{}, 0, err
 		}
-		// a Bloom false positive, or an item still unsent: go on and let the table decide
+		// a Bloom false positive, or an item this message may not have sent: let the table decide
 	}
 	r := root
 	if r == nil {
@@ -199,7 +203,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 		f.remember(m.Crawl, key, norm)
 		return pending{}, outRejected, nil
 	}
-	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth)
+	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth, by)
 	if err != nil {
 		return pending{}, 0, err
 	}
@@ -228,7 +232,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, root *url.URL
 		Root: r.String(), Depth: m.Depth}}, outSend, nil
 }
 
-// sendAll sends the fetch messages and marks each sent URL enqueued. It returns how many were sent.
+// sendAll sends the fetch messages and remembers each URL sent. It returns how many were sent.
 func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (int, error) {
 	if len(out) == 0 {
 		return 0, nil
@@ -246,29 +250,35 @@ func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (in
 	if sendErr != nil && !errors.As(sendErr, &be) {
 		return 0, fmt.Errorf("send fetch messages: %w", sendErr)
 	}
-	var sent atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(admitConcurrency)
+	sent := 0
 	for i, p := range out {
 		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
-			continue
+			continue // unsent: the redelivered message sends it
 		}
-		g.Go(func() error {
-			if err := f.state.MarkEnqueued(gctx, crawl, p.key); err != nil {
-				return err
-			}
-			f.remember(crawl, p.key, p.msg.URL)
-			sent.Add(1)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return int(sent.Load()), err
+		f.remember(crawl, p.key, p.msg.URL)
+		sent++
 	}
 	if sendErr != nil {
-		return int(sent.Load()), fmt.Errorf("send fetch messages: %w", sendErr)
+		return sent, fmt.Errorf("send fetch messages: %w", sendErr)
 	}
-	return int(sent.Load()), nil
+	return sent, nil
+}
+
+// Source names the Links message m in the items it admits: a digest of its content, so the same
+// for every delivery of it (SQS may deliver a message twice, and a redrive may give it a new
+// id) and different for different messages. Two messages with the same content share a name,
+// which costs at most a duplicate fetch message that the claim drops.
+func Source(m *message.Links) string {
+	h := sha256.New()
+	for _, s := range []string{m.Crawl, m.Root, m.Parent, strconv.Itoa(m.Depth)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, u := range m.URLs {
+		h.Write([]byte(u))
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
 // Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/embedtest"
@@ -19,6 +20,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
 	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
 // fakeSender records sent bodies; failIDs lists entry IDs to fail once per call.
@@ -78,7 +80,8 @@ func TestAdmitDedupAndRedelivery(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
+	cfg := Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}
+	f := New(cfg, st, snd, quiet())
 	m := seeds("http://a.test/", "HTTP://A.TEST:80/#frag", "http://b.test/x", "not a url")
 	res, err := f.Admit(ctx, m)
 	if err != nil {
@@ -87,19 +90,69 @@ func TestAdmitDedupAndRedelivery(t *testing.T) {
 	if res.Sent != 2 || res.Known != 1 || res.Invalid != 1 {
 		t.Errorf("first admit = %+v, want 2 sent, 1 known (same URL spelled twice), 1 invalid", res)
 	}
-	// The same message again (a duplicate delivery), and through a cold frontier (a new container).
-	for _, fr := range []*Frontier{f, New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())} {
-		res, err := fr.Admit(ctx, m)
-		if err != nil {
+	// The same message again (a duplicate delivery): the frontier that sent it remembers.
+	if res, err := f.Admit(ctx, m); err != nil || res.Sent != 0 {
+		t.Errorf("redelivery to the same frontier = %+v, %v; want nothing sent", res, err)
+	}
+	// Through a cold frontier (a new container after a crash), the message sends again each URL
+	// it admitted that no worker holds yet: it cannot know whether the send happened.
+	if res, err := New(cfg, st, snd, quiet()).Admit(ctx, m); err != nil || res.Sent != 2 {
+		t.Errorf("redelivery to a cold frontier = %+v, %v; want the 2 unclaimed URLs sent again", res, err)
+	}
+	// Once a worker holds a URL (or it is done), no delivery sends it again.
+	for _, u := range []string{"http://a.test/", "http://b.test/x"} {
+		if _, err := st.Claim(ctx, "c1", urlKey(t, u), "fetch-1", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if res.Sent != 0 {
-			t.Errorf("redelivery sent %d fetch messages, want 0", res.Sent)
+	}
+	if res, err := New(cfg, st, snd, quiet()).Admit(ctx, m); err != nil || res.Sent != 0 {
+		t.Errorf("redelivery after the claims = %+v, %v; want nothing sent", res, err)
+	}
+	if got := snd.urls(t); len(got) != 4 {
+		t.Errorf("sent %v, want each URL twice (once, and once again by the cold redelivery)", got)
+	}
+}
+
+// A URL that two messages admit is sent by the one whose admission won, even while that one has
+// not sent it yet: the other finds it admitted by someone else, whatever its frontier remembers.
+func TestAURLTwoMessagesAdmitIsSentOnce(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{failIDs: map[string]bool{"0": true}}
+	cfg := Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}
+	page := func(parent string) *message.Links {
+		return &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Parent: parent, Depth: 1,
+			URLs: []string{"http://a.test/shared"}}
+	}
+	first, second := page("http://a.test/1"), page("http://a.test/2")
+	if Source(first) == Source(second) {
+		t.Fatal("two pages' messages share a source")
+	}
+	if _, err := New(cfg, st, snd, quiet()).Admit(ctx, first); err == nil {
+		t.Fatal("the first message's send failed, but its Admit did not")
+	}
+	for i := range 2 { // two cold frontiers, as two containers would be
+		if res, err := New(cfg, st, snd, quiet()).Admit(ctx, second); err != nil || res.Sent != 0 || res.Known != 1 {
+			t.Errorf("second message, try %d = %+v, %v; want the URL known, not sent", i+1, res, err)
 		}
 	}
-	if got := snd.urls(t); len(got) != 2 {
-		t.Errorf("sent %v, want each URL once", got)
+	snd.failIDs = nil
+	if res, err := New(cfg, st, snd, quiet()).Admit(ctx, first); err != nil || res.Sent != 1 {
+		t.Errorf("the first message delivered again = %+v, %v; want the URL sent", res, err)
 	}
+	if got := snd.urls(t); len(got) != 1 {
+		t.Errorf("sent %v, want the shared URL once", got)
+	}
+}
+
+// urlKey is the table key of u.
+func urlKey(t *testing.T, u string) string {
+	t.Helper()
+	n, err := urlnorm.Normalize(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return urlnorm.Key(n.String())
 }
 
 func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {

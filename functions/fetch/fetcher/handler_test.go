@@ -227,10 +227,7 @@ func (e *env) admit(raw, root string, depth int) {
 	e.t.Helper()
 	ctx := context.Background()
 	key := keyOf(e.t, raw)
-	if _, err := e.state.Admit(ctx, crawl, key, raw, root, depth); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.state.MarkEnqueued(ctx, crawl, key); err != nil {
+	if _, err := e.state.Admit(ctx, crawl, key, raw, root, depth, "links"); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -741,7 +738,7 @@ func TestRedirectTargetIsNotFetchedAgain(t *testing.T) {
 	if target.State != crawlstate.Skipped || target.Class != errclass.Dup {
 		t.Errorf("/about = %s/%s, want skipped/duplicate (fetched through /old)", target.State, target.Class)
 	}
-	res, err := e.state.Admit(context.Background(), crawl, keyOf(t, e.url("/about")), e.url("/about"), e.url("/"), 2)
+	res, err := e.state.Admit(context.Background(), crawl, keyOf(t, e.url("/about")), e.url("/about"), e.url("/"), 2, "links")
 	if err != nil || res != crawlstate.Known {
 		t.Errorf("admitting the redirect target again = %v, %v; want Known", res, err)
 	}

@@ -99,7 +99,7 @@ func (e *env) sample() (events.SQSMessage, *message.Parse) {
 	}
 	ctx := context.Background()
 	key := urlnorm.Key(m.URL)
-	if _, err := e.state.Admit(ctx, m.Crawl, key, m.URL, m.Root, m.Depth); err != nil {
+	if _, err := e.state.Admit(ctx, m.Crawl, key, m.URL, m.Root, m.Depth, "links"); err != nil {
 		e.t.Fatal(err)
 	}
 	return rec, m
@@ -329,7 +329,7 @@ func (e *env) batchOfOneFile(n, gap int) []events.SQSMessage {
 		pm := *m
 		pm.URL, pm.FinalURL = u, u
 		pm.WARC.Offset, pm.WARC.Length = spans[at].Offset, spans[at].Length
-		if _, err := e.state.Admit(context.Background(), pm.Crawl, urlnorm.Key(u), u, pm.Root, pm.Depth); err != nil {
+		if _, err := e.state.Admit(context.Background(), pm.Crawl, urlnorm.Key(u), u, pm.Root, pm.Depth, "links"); err != nil {
 			e.t.Fatal(err)
 		}
 		body, err := message.Encode(pm)
