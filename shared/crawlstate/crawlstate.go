@@ -183,8 +183,11 @@ const (
 	// earlier delivery may have stopped between the write and the send, so send it again (the
 	// outbox rule, invariant 3). If it was sent, the copy is a duplicate that the claim drops.
 	Unsent
-	// Known: the URL is done, held by a worker, or another message's to send.
+	// Known: the URL is done, or held by a worker: its fetch message went out.
 	Known
+	// Theirs: another Links message admitted the URL and no worker holds it yet. That message
+	// sends it, and may not have yet: the URL must not be remembered as sent.
+	Theirs
 )
 
 // Admit writes a queued item for the URL unless one exists. by names the Links message that admits
@@ -207,8 +210,12 @@ func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, dept
 	if !ok {
 		return Known, fmt.Errorf("admit %s: %w", rawURL, err)
 	}
-	if urlFrom(key, cf.Item).Unsent(by) {
+	u := urlFrom(key, cf.Item)
+	switch {
+	case u.Unsent(by):
 		return Unsent, nil
+	case u.State == Queued && u.Owner == "":
+		return Theirs, nil
 	}
 	return Known, nil
 }

@@ -70,8 +70,8 @@ func TestClaimLeaseAndFinish(t *testing.T) {
 	}
 }
 
-// A URL is unsent for the message that admitted it until a worker claims it, and never for
-// another message. Items admitted before items named their message carry an enqueued mark
+// A URL is unsent for the message that admitted it until a worker claims it, and another
+// message's (Theirs) for any other message until then. Items admitted before items named their message carry an enqueued mark
 // instead, and are unsent for any message until marked.
 func TestAdmitTellsWhoMustSend(t *testing.T) {
 	ctx := context.Background()
@@ -90,8 +90,8 @@ func TestAdmitTellsWhoMustSend(t *testing.T) {
 	if got := admit("k", "L"); got != Unsent {
 		t.Errorf("Admit by the same message = %v, want Unsent", got)
 	}
-	if got := admit("k", "M"); got != Known {
-		t.Errorf("Admit by another message = %v, want Known", got)
+	if got := admit("k", "M"); got != Theirs {
+		t.Errorf("Admit by another message = %v, want Theirs", got)
 	}
 	if _, err := s.Claim(ctx, "c", "k", "fetch-1", time.Minute); err != nil {
 		t.Fatal(err)
@@ -108,8 +108,8 @@ func TestAdmitTellsWhoMustSend(t *testing.T) {
 	if got := admit("legacy-unsent", "M"); got != Unsent {
 		t.Errorf("Admit of an old unsent item = %v, want Unsent", got)
 	}
-	if got := admit("legacy-sent", "M"); got != Known {
-		t.Errorf("Admit of an old item marked enqueued = %v, want Known", got)
+	if got := admit("legacy-sent", "M"); got != Theirs {
+		t.Errorf("Admit of an old item marked enqueued = %v, want Theirs", got)
 	}
 }
 

@@ -211,6 +211,10 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 	case crawlstate.Known:
 		f.remember(m.Crawl, key, norm)
 		return pending{}, outKnown, nil
+	case crawlstate.Theirs:
+		// Not remembered: if that message stopped before its send, its redelivery must find
+		// the URL unsent here too, not in the memory of confirmed URLs.
+		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), f.cfg.MaxPages, f.cfg.MaxPagesPerHost); err != nil {
 			if c := errclass.Of(err); c == errclass.Scope || c == errclass.Trap {
