@@ -8,11 +8,14 @@
 // the same for every delivery of it). When the message is delivered again, every URL it admitted
 // that no worker holds yet is sent again: the send may not have happened, and if it did, the claim
 // drops the copy. A URL that another message admitted is that message's to send, so two messages
-// that admit one URL at once send it once. The Bloom filter only ever holds URLs the table
-// confirmed as sent or done, so a false positive costs one extra read, never a lost URL. In front of it, a bounded LRU set of the most recently
-// confirmed URLs, in normalised form, answers most repeats exactly: a page's links mostly point at
-// pages the crawl met a moment ago, and parse sends them normalised, so such a link costs neither
-// normalising, hashing nor a table read.
+// that admit one URL at once send it once.
+//
+// The Bloom filter only ever holds URLs confirmed as sent (by this process), held by a worker or
+// done, so a false positive costs one extra read, never a lost URL; a URL another message admitted
+// and may not have sent yet is never put in it. In front of it, a bounded LRU set of the most
+// recently confirmed URLs, in normalised form, answers most repeats exactly: a page's links mostly
+// point at pages the crawl met a moment ago, and parse sends them normalised, so such a link costs
+// neither normalising, hashing nor a table read.
 package frontier
 
 import (
