@@ -141,13 +141,7 @@ func TestWritesSyncTheirDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var synced []string
-	real := syncDir
-	syncDir = func(dir string) error {
-		synced = append(synced, dir)
-		return real(dir)
-	}
-	t.Cleanup(func() { syncDir = real })
+	synced := watchDirSyncs(t)
 	ctx := context.Background()
 	rel := func(dirs []string) []string {
 		var out []string
@@ -175,11 +169,11 @@ func TestWritesSyncTheirDirectories(t *testing.T) {
 			return nil
 		}, nil},
 	} {
-		synced = nil
+		*synced = nil
 		if err := c.put(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if got := rel(synced); strings.Join(got, " ") != strings.Join(c.want, " ") {
+		if got := rel(*synced); strings.Join(got, " ") != strings.Join(c.want, " ") {
 			t.Errorf("%s synced %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -196,19 +190,13 @@ func TestPutDeferredIsReadableAtOnceAndDurableOnRequest(t *testing.T) {
 	if err := s.Put(ctx, "d/first", []byte("1"), ""); err != nil {
 		t.Fatal(err)
 	}
-	var synced []string
-	real := syncDir
-	syncDir = func(dir string) error {
-		synced = append(synced, dir)
-		return real(dir)
-	}
-	t.Cleanup(func() { syncDir = real })
+	synced := watchDirSyncs(t)
 	durable, err := s.PutDeferred(ctx, "d/k", []byte("body"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if synced != nil {
-		t.Errorf("PutDeferred synced %q before durable was called", synced)
+	if *synced != nil {
+		t.Errorf("PutDeferred synced %q before durable was called", *synced)
 	}
 	if got, err := s.Get(ctx, "d/k"); err != nil || string(got) != "body" {
 		t.Errorf("Get before durable = %q, %v; want the whole object", got, err)
@@ -216,8 +204,8 @@ func TestPutDeferredIsReadableAtOnceAndDurableOnRequest(t *testing.T) {
 	if err := durable(); err != nil {
 		t.Fatalf("durable: %v", err)
 	}
-	if want := filepath.Join(root, "d"); len(synced) != 1 || synced[0] != want {
-		t.Errorf("durable synced %q, want the object's directory %q", synced, want)
+	if want := filepath.Join(root, "d"); len(*synced) != 1 || (*synced)[0] != want {
+		t.Errorf("durable synced %q, want the object's directory %q", *synced, want)
 	}
 	entries, err := os.ReadDir(filepath.Join(root, "d"))
 	if err != nil {
@@ -229,4 +217,16 @@ func TestPutDeferredIsReadableAtOnceAndDurableOnRequest(t *testing.T) {
 	if _, err := s.PutDeferred(ctx, "../outside", []byte("x"), ""); !errors.Is(err, errBadKey) {
 		t.Errorf("PutDeferred of a bad key: err = %v, want an invalid key error", err)
 	}
+}
+
+// watchDirSyncs records the directories synced until the test ends.
+func watchDirSyncs(t *testing.T) *[]string {
+	var synced []string
+	real := syncDir
+	syncDir = func(dir string) error {
+		synced = append(synced, dir)
+		return real(dir)
+	}
+	t.Cleanup(func() { syncDir = real })
+	return &synced
 }

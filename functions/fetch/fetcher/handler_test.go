@@ -250,6 +250,28 @@ func (e *env) item(path string) crawlstate.URL {
 	return u
 }
 
+// onlyParseMessage takes the one parse message on its queue and reads back the page it points at.
+func (e *env) onlyParseMessage() (*message.Parse, warcfile.Page) {
+	e.t.Helper()
+	msgs := e.received(parseQ)
+	if len(msgs) != 1 {
+		e.t.Fatalf("%d parse messages sent, want 1", len(msgs))
+	}
+	pm, err := message.DecodeParse(msgs[0].Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	raw, err := e.blobs.GetRange(context.Background(), pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
+	if err != nil {
+		e.t.Fatalf("read the page of the parse message back: %v", err)
+	}
+	p, err := warcfile.Decode(raw)
+	if err != nil {
+		e.t.Fatalf("decode the page of the parse message: %v", err)
+	}
+	return pm, p
+}
+
 func (e *env) handle(recs ...events.SQSMessage) []string {
 	e.t.Helper()
 	return embedtest.Failures(e.t, e.h.Handle, recs...)
@@ -382,20 +404,8 @@ func TestLostParseMessageIsSentAgainWithoutAFetch(t *testing.T) {
 	if got := e.handle(rec); len(got) != 0 {
 		t.Fatalf("redelivery: BatchItemFailures = %v", got)
 	}
-	msgs := e.received(parseQ)
-	if len(msgs) != 1 {
-		t.Fatalf("redelivery sent %d parse messages, want 1", len(msgs))
-	}
-	pm, err := message.DecodeParse(msgs[0].Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := e.blobs.GetRange(context.Background(), pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err := warcfile.Decode(raw); err != nil || p.URL != e.url("/about") {
-		t.Errorf("the re-sent parse message points at %v (%v), want the stored /about", p.URL, err)
+	if _, p := e.onlyParseMessage(); p.URL != e.url("/about") {
+		t.Errorf("the re-sent parse message points at %v, want the stored /about", p.URL)
 	}
 	if n := e.site.hitsOf("/about"); n != 1 {
 		t.Errorf("/about was fetched %d times, want once", n)
@@ -442,20 +452,9 @@ func TestAPageLostBeforeItsFileSyncedIsFetchedAgain(t *testing.T) {
 			if n := e.site.hitsOf("/about"); n != 2 {
 				t.Errorf("/about was fetched %d times, want twice", n)
 			}
-			msgs := e.received(parseQ)
-			if len(msgs) != 1 {
-				t.Fatalf("redelivery sent %d parse messages, want 1", len(msgs))
-			}
-			pm, err := message.DecodeParse(msgs[0].Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := e.blobs.GetRange(context.Background(), pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p, err := warcfile.Decode(raw); err != nil || p.URL != e.url("/about") {
-				t.Errorf("the parse message points at %v (%v), want the page stored again", p.URL, err)
+			pm, p := e.onlyParseMessage()
+			if p.URL != e.url("/about") {
+				t.Errorf("the parse message points at %v, want the page stored again", p.URL)
 			}
 			if it := e.item("/about"); it.State != crawlstate.Fetched || it.Page == nil || it.Page.WARCKey != pm.WARC.Key {
 				t.Errorf("url = %s, page %v; want fetched, stored where the parse message points", it.State, it.Page)
