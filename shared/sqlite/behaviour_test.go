@@ -295,39 +295,55 @@ func killHelper(path string) {
 	os.Exit(1)
 }
 
-// Scan reads a large prefix page by page: every key once and in order, none from outside the
-// prefix, and a callback that writes to the table while the scan runs is fine.
+// Scan reads a prefix page by page: every key once, none from outside the prefix, and a callback
+// that writes to the table while the scan runs is fine. A prefix holding most of the file (b#, three
+// quarters) is read in row order and a smaller one (u#, a fifth) through the key index; the rows lie
+// in neither key order nor apart from each other's, and both prefixes span several pages.
 func TestScanReadsLargePrefixesInPages(t *testing.T) {
 	tb := openDB(t).Table("t")
 	ctx := context.Background()
-	const n = 1234 // more than two pages
-	for _, k := range []string{"a#before", "u#~after"} {
-		if err := tb.Put(ctx, k, table.Item{"v": int64(0)}, table.Cond{}); err != nil {
+	const nu, nb = 1234, 4000
+	for _, k := range []string{"a#before", "u#~after", "b#~after"} {
+		if err := tb.Put(ctx, k, table.Item{"v": int64(-1)}, table.Cond{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var want []string
-	for i := range n {
-		k := fmt.Sprintf("u#%05d", i)
-		want = append(want, k)
-		if err := tb.Put(ctx, k, table.Item{"v": int64(i)}, table.Cond{}); err != nil {
-			t.Fatal(err)
+	for i := nb - 1; i >= 0; i-- {
+		keys := []string{fmt.Sprintf("b#%05d", i)}
+		if i < nu {
+			keys = append(keys, fmt.Sprintf("u#%05d", i))
+		}
+		for _, k := range keys {
+			if err := tb.Put(ctx, k, table.Item{"v": int64(i)}, table.Cond{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	var got []string
-	err := tb.Scan(ctx, "u#0", func(key string, it table.Item) error {
-		got = append(got, key)
-		if it.Int("v") != int64(len(got)-1) {
-			t.Fatalf("%s holds v=%d, want %d", key, it.Int("v"), len(got)-1)
+	for _, c := range []struct {
+		prefix string
+		n      int
+	}{{"b#0", nb}, {"u#0", nu}} {
+		var got []string
+		err := tb.Scan(ctx, c.prefix, func(key string, it table.Item) error {
+			got = append(got, key)
+			if want := fmt.Sprintf("%s%05d", c.prefix[:2], it.Int("v")); key != want {
+				t.Fatalf("%s holds v=%d", key, it.Int("v"))
+			}
+			// A write while scanning, outside the prefix.
+			return tb.Put(ctx, "w#"+key, table.Item{"seen": true}, table.Cond{})
+		})
+		if err != nil {
+			t.Fatalf("Scan(%q): %v", c.prefix, err)
 		}
-		// A write while scanning, outside the prefix.
-		return tb.Put(ctx, "w#"+key, table.Item{"seen": true}, table.Cond{})
-	})
-	if err != nil {
-		t.Fatalf("Scan: %v", err)
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("scanned %d keys (first %q), want the %d keys u#00000..u#%05d in order", len(got), got[:min(len(got), 3)], n, n-1)
+		slices.Sort(got)
+		var want []string
+		for i := range c.n {
+			want = append(want, fmt.Sprintf("%s%05d", c.prefix[:2], i))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Scan(%q) read %d keys (first %q), want the %d keys %s00000..%s%05d once each",
+				c.prefix, len(got), got[:min(len(got), 3)], c.n, c.prefix[:2], c.prefix[:2], c.n-1)
+		}
 	}
 	if _, err := tb.Get(ctx, "w#u#01233"); err != nil {
 		t.Errorf("the callback's last write: %v", err)
