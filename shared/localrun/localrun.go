@@ -59,14 +59,25 @@ type Runner struct {
 	Queues  Queues
 	Sources []Source
 	Log     *slog.Logger
-	// IdleCheck is how often the runner looks for an empty pipeline (default 100 ms). Each look
-	// asks every queue for its depth: cheap on the embedded queue, a billed request on SQS.
+	// IdleCheck is how often the runner looks for an empty pipeline (default 100 ms); it also looks
+	// whenever the last batch in hand is done. Each look asks every queue for its depth: one local
+	// query on the embedded queue, a billed request per queue on SQS.
 	IdleCheck time.Duration
 	Stats     Stats
 
 	// busy counts the batches received and not yet deleted: the work a look at the queues can
 	// miss while a handler moves a message from a queue not yet counted to one already counted.
 	busy atomic.Int64
+	// settled is signalled when busy falls to zero, so that the end of the work is seen at once.
+	settled chan struct{}
+}
+
+// snapshotter is a queue backend that counts several queues' messages (visible, in flight or
+// delayed) in one consistent look, as the embedded queue does. One look that finds none then ends
+// the run: a message on its way between two queues is always in one of them, since a handler
+// sends before its message is deleted. Without such a look (SQS), two looks in a row must agree.
+type snapshotter interface {
+	Pending(ctx context.Context, queues ...string) (int, error)
 }
 
 // Run polls every source until all queues are empty or ctx ends. It returns ctx's error when
@@ -78,6 +89,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	r.settled = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for _, s := range r.Sources {
 		for i := 0; i < max(s.Pollers, 1); i++ {
@@ -94,7 +106,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	return err
 }
 
-// waitIdle returns nil once two checks in a row find every queue empty and no batch in hand.
+// waitIdle returns nil once the queues are empty and no batch is in hand: found by one look that
+// counts every queue at once (snapshotter), or else by two looks in a row. It looks every
+// IdleCheck, and at once whenever the last batch in hand is done.
 func (r *Runner) waitIdle(ctx context.Context) error {
 	every := r.IdleCheck
 	if every <= 0 {
@@ -102,37 +116,59 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	looks := 2
+	if _, ok := r.Queues.(snapshotter); ok {
+		looks = 1
+	}
 	emptyChecks := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-r.settled:
 		}
 		r.Stats.IdleChecks.Add(1)
-		empty := r.busy.Load() == 0
-		for _, s := range r.Sources {
-			if !empty {
-				break
+		empty, err := r.empty(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			v, nv, err := r.Queues.Depth(ctx, s.Queue)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return fmt.Errorf("depth of %s: %w", s.Name, err)
-			}
-			empty = v+nv == 0
+			return err
 		}
-		empty = empty && r.busy.Load() == 0
 		if !empty {
 			emptyChecks = 0
 			continue
 		}
-		if emptyChecks++; emptyChecks >= 2 {
+		if emptyChecks++; emptyChecks >= looks {
 			return nil
 		}
 	}
+}
+
+// empty looks once whether every source's queue is empty and no batch is in hand.
+func (r *Runner) empty(ctx context.Context) (bool, error) {
+	if r.busy.Load() != 0 {
+		return false, nil
+	}
+	if sn, ok := r.Queues.(snapshotter); ok {
+		names := make([]string, len(r.Sources))
+		for i, s := range r.Sources {
+			names[i] = s.Queue
+		}
+		n, err := sn.Pending(ctx, names...)
+		return err == nil && n == 0 && r.busy.Load() == 0, err
+	}
+	for _, s := range r.Sources {
+		v, nv, err := r.Queues.Depth(ctx, s.Queue)
+		if err != nil {
+			return false, fmt.Errorf("depth of %s: %w", s.Name, err)
+		}
+		if v+nv != 0 {
+			return false, nil
+		}
+	}
+	return r.busy.Load() == 0, nil
 }
 
 // poll is one poller of s. Like Lambda's pollers, it receives the next batch while the handler
@@ -148,8 +184,13 @@ func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
 		deletes.Add(1)
 		go func() {
 			defer deletes.Done()
-			defer r.busy.Add(-1)
 			r.delete(ctx, s, done, log)
+			if r.busy.Add(-1) == 0 {
+				select {
+				case r.settled <- struct{}{}:
+				default: // a look is due already
+				}
+			}
 		}()
 	}
 }

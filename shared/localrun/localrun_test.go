@@ -323,3 +323,26 @@ func TestBatchesAboveTenGatherSeveralReceives(t *testing.T) {
 		}
 	}
 }
+
+// On the embedded queue, which counts every queue in one look, the run ends as soon as the last
+// batch is done: no idle tick is due (IdleCheck is an hour), and one empty look suffices.
+func TestRunEndsAsSoonAsTheLastBatchIsDone(t *testing.T) {
+	q, src, _ := newQueue(t, 5)
+	send(t, q, src, "a", "b", "c")
+	var handled atomic.Int64
+	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		handled.Add(int64(len(ev.Records)))
+		return events.SQSEventResponse{}, nil
+	}
+	r := &Runner{Queues: q, Log: quiet(), IdleCheck: time.Hour,
+		Sources: []Source{{Name: "work", Queue: src, Handler: handler, Pollers: 2, BatchSize: 1, Visibility: time.Second}}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	waitRun(t, done)
+	if n := handled.Load(); n != 3 {
+		t.Errorf("%d messages handled, want 3", n)
+	}
+	if v, nv, err := q.Depth(context.Background(), src); err != nil || v+nv != 0 {
+		t.Errorf("the queue holds %d messages (%v) after the run, want none", v+nv, err)
+	}
+}

@@ -440,6 +440,31 @@ func (q *Queue) Depth(ctx context.Context, name string) (visible, notVisible int
 	return visible, notVisible, nil
 }
 
+// Pending counts the messages of the named queues, visible, in flight or delayed, in one look: a
+// single statement reads one snapshot of the file, so a message moved from one of the queues to
+// another while it counts is counted once, never missed. It fails if a name is not a queue.
+func (q *Queue) Pending(ctx context.Context, names ...string) (int, error) {
+	distinct := map[string]bool{}
+	args := make([]any, len(names))
+	for i, n := range names {
+		distinct[n], args[i] = true, n
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	in := "(?" + strings.Repeat(", ?", len(names)-1) + ")"
+	var found, n int
+	err := q.db.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM queues WHERE name IN `+in+`),
+		(SELECT COUNT(*) FROM messages WHERE queue IN `+in+`)`, append(args, args...)...).Scan(&found, &n)
+	if err == nil && found != len(distinct) {
+		err = fmt.Errorf("%w: not every one is a queue", queue.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pending messages of %s: %w", strings.Join(names, ", "), err)
+	}
+	return n, nil
+}
+
 // Redrive moves every visible message of dlq back to source, with its receive count reset.
 // Messages in flight in dlq stay there.
 func (q *Queue) Redrive(ctx context.Context, dlq, source string) (int, error) {

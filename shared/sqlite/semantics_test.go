@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -56,5 +57,36 @@ func TestCloseTwice(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// Pending counts the messages of several queues in one look, whether visible, in flight or
+// delayed, and refuses a name that is not a queue.
+func TestPendingCountsEveryStateOfSeveralQueues(t *testing.T) {
+	ctx := context.Background()
+	q := openDB(t).Queue()
+	a := mustQueue(t, q, "a", queue.Config{Visibility: time.Minute})
+	b := mustQueue(t, q, "b", queue.Config{Visibility: time.Minute})
+	c := mustQueue(t, q, "c", queue.Config{Visibility: time.Minute})
+	if err := q.SendBatch(ctx, a, []queue.Entry{{ID: "1", Body: "x"}, {ID: "2", Body: "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	receive1(t, q, a) // one of a's two in flight
+	if err := q.SendBatch(ctx, b, []queue.Entry{{ID: "1", Body: "z", Delay: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SendBatch(ctx, c, []queue.Entry{{ID: "1", Body: "w"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		names []string
+		want  int
+	}{{[]string{a, b}, 3}, {[]string{a}, 2}, {[]string{b}, 1}, {[]string{a, b, c}, 4}, {[]string{a, a}, 2}, {nil, 0}} {
+		if n, err := q.Pending(ctx, tc.names...); err != nil || n != tc.want {
+			t.Errorf("Pending(%q) = %d, %v; want %d", tc.names, n, err, tc.want)
+		}
+	}
+	if _, err := q.Pending(ctx, a, "nope"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("Pending of an unknown queue: err = %v, want queue.ErrNotFound", err)
 	}
 }
