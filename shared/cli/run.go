@@ -303,26 +303,19 @@ func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, bo
 // NewRunner plays Lambda's event source mappings for the three handlers: about concurrency
 // fetches in flight, in batches of up to 10. A fetch batch records its pages together at its end,
 // so at most about concurrency pages are fetched but not yet recorded at any moment: the most a
-// crash can make the next run fetch again. schedule and parse take batches of up to stageBatch.
+// crash can make the next run fetch again.
 func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurrency int, visibility time.Duration, log *slog.Logger) *localrun.Runner {
 	pollers := (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
 	batch := (concurrency + pollers - 1) / pollers // so pollers x batch stays close to concurrency
-	src := func(name, q string, inv localrun.Invoke, n, batch int) localrun.Source {
+	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
 		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: batch, Visibility: visibility}
 	}
 	return &localrun.Runner{Queues: q, Log: log, Sources: []localrun.Source{
-		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2), max(batch, stageBatch)),
-		src("fetch", res.Fetch, h.Fetch.Handle, pollers, batch),
-		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2), max(batch, stageBatch)),
+		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2)),
+		src("fetch", res.Fetch, h.Fetch.Handle, pollers),
+		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2)),
 	}}
 }
-
-// stageBatch is the most records of a schedule or parse batch. Their work is local (no network
-// fetch holds a batch up), and each batch has fixed costs that a bigger batch shares: a parse
-// batch writes one records file (a file sync and a directory sync) and sends its links at once,
-// and every batch is one receive, one delete and one send. Measured on a 10,000-page crawl
-// (docs/bench.md, round eight), parse batches of 32 wrote a quarter of the files of batches of 8.
-const stageBatch = 32
 
 // s3Notification is the S3 ObjectCreated event, wrapped as S3 sends it to SQS.
 func s3Notification(bucket, key, sequencer string, size int64) (string, error) {

@@ -39,9 +39,7 @@ type Source struct {
 	Handler Invoke
 	// Pollers is how many batches are in flight at once (Lambda's MaximumConcurrency).
 	Pollers int
-	// BatchSize is the most records per batch. Above 10, the most SQS returns per receive, the
-	// runner receives again at once while each receive comes back full, as Lambda's batching window
-	// gathers a batch of up to 10,000 records; unlike the window, it never waits for more.
+	// BatchSize is the most records per batch (1 to 10).
 	BatchSize int
 	// Visibility is the visibility timeout of received messages.
 	Visibility time.Duration
@@ -204,8 +202,9 @@ type received struct {
 // receive fills batches until ctx ends, then closes it.
 func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received, log *slog.Logger) {
 	defer close(batches)
+	batch := min(max(s.BatchSize, 1), queue.MaxBatch)
 	for ctx.Err() == nil {
-		msgs, err := r.gather(ctx, s)
+		msgs, err := r.Queues.Receive(ctx, s.Queue, batch, s.Visibility, time.Second)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("receive failed", "err", err.Error())
@@ -228,22 +227,6 @@ func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received,
 			r.busy.Add(-1)
 		}
 	}
-}
-
-// gather receives one batch of up to s.BatchSize records: one long poll, then, while each receive
-// comes back full and the batch is not, further receives that do not wait. A failed further receive
-// ends the batch with what it has; its messages stay invisible until the handler is done.
-func (r *Runner) gather(ctx context.Context, s Source) ([]queue.Message, error) {
-	batch := max(s.BatchSize, 1)
-	msgs, err := r.Queues.Receive(ctx, s.Queue, min(batch, queue.MaxBatch), s.Visibility, time.Second)
-	for last := len(msgs); err == nil && last == queue.MaxBatch && len(msgs) < batch; {
-		more, merr := r.Queues.Receive(ctx, s.Queue, min(batch-len(msgs), queue.MaxBatch), s.Visibility, 0)
-		if merr != nil {
-			break
-		}
-		msgs, last = append(msgs, more...), len(more)
-	}
-	return msgs, err
 }
 
 // invoke runs one batch and returns the receipt handles of its successes, to delete.

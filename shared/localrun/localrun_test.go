@@ -279,51 +279,6 @@ func TestTheNextBatchIsReceivedWhileTheHandlerWorks(t *testing.T) {
 		t.Errorf("%d messages left (%v), want both deleted", v+nv, err)
 	}
 }
-
-// A batch size above SQS's 10 per receive gathers the batch from several receives, and takes what
-// the queue has without waiting for a full batch.
-func TestBatchesAboveTenGatherSeveralReceives(t *testing.T) {
-	q, src, _ := newQueue(t, 5)
-	for i := range 3 { // 30 messages, 10 per SendBatch
-		bodies := make([]string, 10)
-		for j := range bodies {
-			bodies[j] = string(rune('A'+i)) + string(rune('a'+j))
-		}
-		send(t, q, src, bodies...)
-	}
-	var mu sync.Mutex
-	var sizes []int
-	seen := map[string]int{}
-	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		sizes = append(sizes, len(ev.Records))
-		for _, r := range ev.Records {
-			seen[r.Body]++
-		}
-		return events.SQSEventResponse{}, nil
-	}
-	r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: handler, Pollers: 1, BatchSize: 25, Visibility: 5 * time.Second}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.Run(ctx); err != nil {
-		t.Fatalf("Run = %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(sizes, []int{25, 5}) {
-		t.Errorf("batch sizes %v, want [25 5]: 25 gathered from three receives, then the 5 left", sizes)
-	}
-	if len(seen) != 30 {
-		t.Errorf("%d distinct messages handled, want 30", len(seen))
-	}
-	for body, n := range seen {
-		if n != 1 {
-			t.Errorf("%s handled %d times, want once", body, n)
-		}
-	}
-}
-
 // On the embedded queue, which counts every queue in one look, the run ends as soon as the last
 // batch is done: no idle tick is due (IdleCheck is an hour), and one empty look suffices.
 func TestRunEndsAsSoonAsTheLastBatchIsDone(t *testing.T) {
