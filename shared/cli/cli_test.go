@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -245,4 +247,32 @@ func TestRedriveEmbedded(t *testing.T) {
 	if code, _, stderr := runMain(t, "redrive", "--state", state, "fecth"); code != ExitUsage || !strings.Contains(stderr, "unknown queue") {
 		t.Errorf("a mistyped queue: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// crawl run on the embedded backend gives the scheduler a spare processor for the threads its file
+// syncs block, unless GOMAXPROCS says otherwise, and gives it back when done.
+func TestSpareProcUnlessGOMAXPROCSIsSet(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	restore := spareProc()
+	second := spareProc() // a second run in the same process shares the spare P
+	if n := runtime.GOMAXPROCS(0); n != before+1 {
+		t.Errorf("GOMAXPROCS during two runs = %d, want %d", n, before+1)
+	}
+	restore()
+	restore()
+	if n := runtime.GOMAXPROCS(0); n != before+1 {
+		t.Errorf("GOMAXPROCS while the second run goes on = %d, want %d", n, before+1)
+	}
+	second()
+	if n := runtime.GOMAXPROCS(0); n != before {
+		t.Errorf("GOMAXPROCS after the run = %d, want %d again", n, before)
+	}
+	t.Setenv("GOMAXPROCS", strconv.Itoa(before))
+	restore = spareProc()
+	if n := runtime.GOMAXPROCS(0); n != before {
+		t.Errorf("GOMAXPROCS with the variable set = %d, want it left at %d", n, before)
+	}
+	restore()
 }

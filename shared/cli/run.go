@@ -203,6 +203,9 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	}
 	defer be.Close()
+	if be.SyncsFiles {
+		defer spareProc()()
+	}
 	if be.Existing != nil {
 		fmt.Fprintln(stderr, "crawl: using the queues of a deployed stack: its Lambda functions consume them too, so they share this crawl's work")
 	}
