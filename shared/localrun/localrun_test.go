@@ -279,6 +279,7 @@ func TestTheNextBatchIsReceivedWhileTheHandlerWorks(t *testing.T) {
 		t.Errorf("%d messages left (%v), want both deleted", v+nv, err)
 	}
 }
+
 // On the embedded queue, which counts every queue in one look, the run ends as soon as the last
 // batch is done: no idle tick is due (IdleCheck is an hour), and one empty look suffices.
 func TestRunEndsAsSoonAsTheLastBatchIsDone(t *testing.T) {
