@@ -115,8 +115,13 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	looks := 2
-	if _, ok := r.Queues.(snapshotter); ok {
+	sn, _ := r.Queues.(snapshotter)
+	var names []string
+	if sn != nil {
 		looks = 1
+		for _, s := range r.Sources {
+			names = append(names, s.Queue)
+		}
 	}
 	emptyChecks := 0
 	for {
@@ -127,7 +132,7 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 		case <-r.settled:
 		}
 		r.Stats.IdleChecks.Add(1)
-		empty, err := r.empty(ctx)
+		empty, err := r.empty(ctx, sn, names)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -144,16 +149,13 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 	}
 }
 
-// empty looks once whether every source's queue is empty and no batch is in hand.
-func (r *Runner) empty(ctx context.Context) (bool, error) {
+// empty looks once whether every source's queue is empty and no batch is in hand: through sn, at
+// the queues called names, when the backend counts them at once (sn is not nil).
+func (r *Runner) empty(ctx context.Context, sn snapshotter, names []string) (bool, error) {
 	if r.busy.Load() != 0 {
 		return false, nil
 	}
-	if sn, ok := r.Queues.(snapshotter); ok {
-		names := make([]string, len(r.Sources))
-		for i, s := range r.Sources {
-			names[i] = s.Queue
-		}
+	if sn != nil {
 		n, err := sn.Pending(ctx, names...)
 		return err == nil && n == 0 && r.busy.Load() == 0, err
 	}

@@ -242,6 +242,7 @@ type pager func(ctx context.Context) (found []scanned, more bool, err error)
 func (t *Table) keyPages(prefix string) pager {
 	from, op := prefix, ">="
 	return func(ctx context.Context) ([]scanned, bool, error) {
+		// 0 stands in for the rowid, which key order does not need, so both orders share readPage.
 		rows, err := t.db.r.QueryContext(ctx, `SELECT 0, pk, item FROM items WHERE tbl = ? AND pk `+op+` ? ORDER BY pk LIMIT ?`,
 			t.name, from, scanPage)
 		if err != nil {
