@@ -61,8 +61,13 @@ type DB struct {
 	wake  *notifier
 	queue *Queue
 
-	// The savepoint statements that wrap each write of a group, prepared once.
-	savepoint, release, rollbackTo *sql.Stmt
+	// conn is w's one connection, held by the writer goroutine for the DB's lifetime. Every
+	// writer statement is prepared on it and runs on it directly: no database/sql transaction
+	// (with its set-up and its watcher of the context) per group, and no statement bound to a
+	// transaction per use.
+	conn *sql.Conn
+	// The statements that open and close each group's transaction and wrap each of its writes.
+	begin, commit, rollback, savepoint, release, rollbackTo *sql.Stmt
 
 	writes chan writeReq
 	quit   chan struct{}
@@ -82,7 +87,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %q: the path must be non-empty and contain no '?'", path)
 	}
 	const pragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_txlock=immediate")
+	w, err := sql.Open("sqlite", path+"?"+pragmas)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -100,17 +105,21 @@ func Open(path string) (*DB, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	db := &DB{w: w, r: r, wake: newNotifier(), tables: map[string]*Table{},
+	conn, err := w.Conn(context.Background())
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite %s for writing: %w", path, err)
+	}
+	db := &DB{w: w, r: r, conn: conn, wake: newNotifier(), tables: map[string]*Table{},
 		writes: make(chan writeReq), quit: make(chan struct{}), done: make(chan struct{})}
-	for _, st := range []struct {
-		p   **sql.Stmt
-		sql string
-	}{{&db.savepoint, "SAVEPOINT op"}, {&db.release, "RELEASE op"}, {&db.rollbackTo, "ROLLBACK TO op"}} {
-		if *st.p, err = w.Prepare(st.sql); err != nil {
-			w.Close()
-			r.Close()
-			return nil, fmt.Errorf("prepare savepoint statement: %w", err)
-		}
+	err = db.prepareAll([]prepared{{&db.begin, "BEGIN IMMEDIATE"}, {&db.commit, "COMMIT"}, {&db.rollback, "ROLLBACK"},
+		{&db.savepoint, "SAVEPOINT op"}, {&db.release, "RELEASE op"}, {&db.rollbackTo, "ROLLBACK TO op"}})
+	if err != nil {
+		conn.Close()
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("prepare transaction statement: %w", err)
 	}
 	go db.writer()
 	q, err := newQueue(db)
@@ -119,7 +128,7 @@ func Open(path string) (*DB, error) {
 		return nil, err
 	}
 	db.queue = q
-	if err := db.items.prepare(w, r); err != nil {
+	if err := db.items.prepare(db, r); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -131,7 +140,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		close(db.quit)
 		<-db.done
-		db.closeErr = errors.Join(db.w.Close(), db.r.Close())
+		db.closeErr = errors.Join(db.conn.Close(), db.w.Close(), db.r.Close())
 	})
 	return db.closeErr
 }
@@ -160,18 +169,36 @@ const maxGroup = 64
 
 type writeReq struct {
 	ctx  context.Context
-	fn   func(ctx context.Context, tx *sql.Tx) error
+	fn   func(ctx context.Context, c *sql.Conn) error
 	done chan error
 }
 
-// write runs fn in a BEGIN IMMEDIATE transaction and returns once that transaction has
-// committed (or fn's error, in which case none of fn's writes are kept).
+// prepared is a statement to prepare on the writer connection, and where to keep it.
+type prepared struct {
+	p   **sql.Stmt
+	sql string
+}
+
+// prepareAll prepares each statement on the writer connection.
+func (db *DB) prepareAll(stmts []prepared) error {
+	for _, st := range stmts {
+		var err error
+		if *st.p, err = db.conn.PrepareContext(context.Background(), st.sql); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection c and returns once
+// that transaction has committed (or fn's error, in which case none of fn's writes are kept). fn
+// runs its statements on c: the writer statements prepared on it, or c's own Exec and Query.
 //
 // Writes waiting at the same time are committed together (group commit): each runs in its own
 // savepoint, so a failing fn rolls back only its own writes, and the one commit makes them all
 // durable before any caller returns. This is what lets 32 workers share one SQLite file.
 // fn runs on the writer goroutine and must not call write.
-func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
 	req := writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case db.writes <- req:
@@ -224,9 +251,13 @@ func (db *DB) commitGroup(group []writeReq) {
 // runGroup runs every request in one transaction, recording each one's own error in errs; it
 // returns an error that fails the whole group (begin or commit).
 func (db *DB) runGroup(group []writeReq, errs []error) error {
-	tx, err := db.w.BeginTx(context.Background(), nil)
-	if err != nil {
+	bg := context.Background()
+	if _, err := db.begin.ExecContext(bg); err != nil {
 		return fmt.Errorf("begin: %w", err)
+	}
+	abort := func(step string, err error) error {
+		db.rollback.ExecContext(bg) // err is what failed: a rollback that fails found no transaction open
+		return fmt.Errorf("%s: %w", step, err)
 	}
 	for i, req := range group {
 		if err := req.ctx.Err(); err != nil {
@@ -235,24 +266,21 @@ func (db *DB) runGroup(group []writeReq, errs []error) error {
 		}
 		// The request's own deadline must not interrupt the shared transaction.
 		ctx := context.WithoutCancel(req.ctx)
-		if _, err := tx.StmtContext(ctx, db.savepoint).ExecContext(ctx); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("savepoint: %w", err)
+		if _, err := db.savepoint.ExecContext(ctx); err != nil {
+			return abort("savepoint", err)
 		}
-		errs[i] = req.fn(ctx, tx)
+		errs[i] = req.fn(ctx, db.conn)
 		if errs[i] != nil {
-			if _, err := tx.StmtContext(ctx, db.rollbackTo).ExecContext(ctx); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("roll back to savepoint: %w", err)
+			if _, err := db.rollbackTo.ExecContext(ctx); err != nil {
+				return abort("roll back to savepoint", err)
 			}
 		}
-		if _, err := tx.StmtContext(ctx, db.release).ExecContext(ctx); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("release savepoint: %w", err)
+		if _, err := db.release.ExecContext(ctx); err != nil {
+			return abort("release savepoint", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if _, err := db.commit.ExecContext(bg); err != nil {
+		return abort("commit", err)
 	}
 	return nil
 }

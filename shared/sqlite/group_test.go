@@ -6,6 +6,8 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/table"
 )
 
 // TestGroupCommitIsolatesFailures runs a group of writes in one transaction, as the writer does
@@ -19,9 +21,9 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	boom := errors.New("boom")
-	put := func(key string, fail error) func(context.Context, *sql.Tx) error {
-		return func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := tx.StmtContext(ctx, db.items.put).ExecContext(ctx, "t", key, `{"n":1}`); err != nil {
+	put := func(key string, fail error) func(context.Context, *sql.Conn) error {
+		return func(ctx context.Context, _ *sql.Conn) error {
+			if _, err := db.items.put.ExecContext(ctx, "t", key, `{"n":1}`); err != nil {
 				return err
 			}
 			return fail
@@ -57,5 +59,44 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 				t.Errorf("item %s stored = %v (%v), want %v", tt.key, stored, err, tt.stored)
 			}
 		})
+	}
+}
+
+// TestGroupThatCannotCommitLeavesTheWriterUsable releases a write's savepoint from inside the
+// write, so that the writer's own release fails and with it the whole group: every write of it
+// gets the error, none is kept, and the writer rolls the transaction back and goes on with the
+// next writes.
+func TestGroupThatCannotCommitLeavesTheWriterUsable(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	group := []writeReq{
+		{ctx: ctx, fn: func(ctx context.Context, _ *sql.Conn) error {
+			_, err := db.items.put.ExecContext(ctx, "t", "a", `{"n":1}`)
+			return err
+		}, done: make(chan error, 1)},
+		{ctx: ctx, fn: func(ctx context.Context, c *sql.Conn) error {
+			_, err := c.ExecContext(ctx, "RELEASE op") // the writer's release of it then fails
+			return err
+		}, done: make(chan error, 1)},
+	}
+	db.commitGroup(group)
+	for i, req := range group {
+		if err := <-req.done; err == nil {
+			t.Errorf("write %d of the failed group: err = nil, want the group's error", i)
+		}
+	}
+	tb := db.Table("t")
+	if _, err := tb.Get(ctx, "a"); !errors.Is(err, table.ErrNotFound) {
+		t.Errorf("Get(a) after the failed group: err = %v, want ErrNotFound", err)
+	}
+	if err := tb.Put(ctx, "b", table.Item{"n": int64(2)}, table.Cond{}); err != nil {
+		t.Fatalf("Put after the failed group: %v", err)
+	}
+	if _, err := tb.Get(ctx, "b"); err != nil {
+		t.Errorf("Get(b): %v", err)
 	}
 }

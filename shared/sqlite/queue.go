@@ -48,10 +48,7 @@ type Queue struct {
 
 func newQueue(db *DB) (*Queue, error) {
 	q := &Queue{db: db}
-	for _, s := range []struct {
-		p   **sql.Stmt
-		sql string
-	}{
+	err := db.prepareAll([]prepared{
 		{&q.insert, `INSERT INTO messages (queue, body, sent_at, visible_at) VALUES (?, ?, ?, ?)`},
 		{&q.selectDue, `SELECT id, body, sent_at, receives FROM messages
 			WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`},
@@ -61,14 +58,10 @@ func newQueue(db *DB) (*Queue, error) {
 		{&q.toDLQ, `UPDATE messages SET queue = ?, receives = 0, visible_at = ?, receipt = '' WHERE id = ?`},
 		{&q.del, `DELETE FROM messages WHERE id = ? AND queue = ? AND receipt = ?`},
 		{&q.changeVis, `UPDATE messages SET visible_at = ? WHERE id = ? AND queue = ? AND receipt = ? AND visible_at > ?`},
-	} {
-		st, err := db.w.Prepare(s.sql)
-		if err != nil {
-			return nil, fmt.Errorf("prepare queue statement: %w", err)
-		}
-		*s.p = st
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prepare queue statement: %w", err)
 	}
-	var err error
 	q.peek, err = db.r.Prepare(`SELECT
 		EXISTS (SELECT 1 FROM queues WHERE name = ?1),
 		EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND visible_at <= ?2),
@@ -94,13 +87,13 @@ func (q *Queue) CreateQueue(ctx context.Context, name string, cfg queue.Config) 
 	if cfg.DeadLetter != "" && cfg.MaxReceiveCount < 1 {
 		return "", fmt.Errorf("create queue %s: a dead-letter queue needs MaxReceiveCount >= 1", name)
 	}
-	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		if cfg.DeadLetter != "" {
-			if _, err := q.loadConfig(ctx, tx, cfg.DeadLetter); err != nil {
+			if _, err := q.loadConfig(ctx, cfg.DeadLetter); err != nil {
 				return fmt.Errorf("dead-letter queue: %w", err)
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, visibility, dlq, max_receive) VALUES (?, ?, ?, ?)
+		_, err := c.ExecContext(ctx, `INSERT INTO queues (name, visibility, dlq, max_receive) VALUES (?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET visibility = excluded.visibility, dlq = excluded.dlq,
 			max_receive = excluded.max_receive`,
 			name, cfg.Visibility.Milliseconds(), cfg.DeadLetter, cfg.MaxReceiveCount)
@@ -112,10 +105,10 @@ func (q *Queue) CreateQueue(ctx context.Context, name string, cfg queue.Config) 
 	return name, nil
 }
 
-func (q *Queue) loadConfig(ctx context.Context, tx *sql.Tx, name string) (queueConfig, error) {
+func (q *Queue) loadConfig(ctx context.Context, name string) (queueConfig, error) {
 	var c queueConfig
 	var visMS int64
-	err := tx.StmtContext(ctx, q.config).QueryRowContext(ctx, name).Scan(&visMS, &c.dlq, &c.maxReceive)
+	err := q.config.QueryRowContext(ctx, name).Scan(&visMS, &c.dlq, &c.maxReceive)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("%s: %w", name, queue.ErrNotFound)
 	}
@@ -168,11 +161,11 @@ func (q *Queue) SendBatch(ctx context.Context, name string, entries []queue.Entr
 	}
 	if len(valid) > 0 {
 		now := time.Now()
-		err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := q.loadConfig(ctx, tx, name); err != nil {
+		err := q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			if _, err := q.loadConfig(ctx, name); err != nil {
 				return err
 			}
-			ins := tx.StmtContext(ctx, q.insert)
+			ins := q.insert
 			for _, e := range valid {
 				if _, err := ins.ExecContext(ctx, name, e.Body, now.UnixMilli(), now.Add(e.Delay).UnixMilli()); err != nil {
 					return fmt.Errorf("insert %s: %w", e.ID, err)
@@ -243,9 +236,9 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 		return nil, next, nil
 	}
 	var movedTo string
-	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		msgs, next, movedTo = nil, time.Time{}, ""
-		cfg, err := q.loadConfig(ctx, tx, name)
+		cfg, err := q.loadConfig(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -260,7 +253,7 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 			receives int
 		}
 		for len(msgs) < max {
-			rows, err := tx.StmtContext(ctx, q.selectDue).QueryContext(ctx, name, now.UnixMilli(), max-len(msgs))
+			rows, err := q.selectDue.QueryContext(ctx, name, now.UnixMilli(), max-len(msgs))
 			if err != nil {
 				return fmt.Errorf("select due messages: %w", err)
 			}
@@ -282,7 +275,7 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 			}
 			for _, r := range due {
 				if cfg.dlq != "" && cfg.maxReceive > 0 && r.receives >= cfg.maxReceive {
-					if _, err := tx.StmtContext(ctx, q.toDLQ).ExecContext(ctx, cfg.dlq, now.UnixMilli(), r.id); err != nil {
+					if _, err := q.toDLQ.ExecContext(ctx, cfg.dlq, now.UnixMilli(), r.id); err != nil {
 						return fmt.Errorf("move message %d to %s: %w", r.id, cfg.dlq, err)
 					}
 					movedTo = cfg.dlq
@@ -292,7 +285,7 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 				if err != nil {
 					return err
 				}
-				if _, err := tx.StmtContext(ctx, q.markReceived).ExecContext(ctx, now.Add(visibility).UnixMilli(), receipt, r.id); err != nil {
+				if _, err := q.markReceived.ExecContext(ctx, now.Add(visibility).UnixMilli(), receipt, r.id); err != nil {
 					return fmt.Errorf("mark message %d received: %w", r.id, err)
 				}
 				msgs = append(msgs, queue.Message{
@@ -306,7 +299,7 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 		}
 		if len(msgs) == 0 {
 			var nextMS sql.NullInt64
-			if err := tx.StmtContext(ctx, q.nextDue).QueryRowContext(ctx, name, now.UnixMilli()).Scan(&nextMS); err != nil {
+			if err := q.nextDue.QueryRowContext(ctx, name, now.UnixMilli()).Scan(&nextMS); err != nil {
 				return fmt.Errorf("next due message: %w", err)
 			}
 			if nextMS.Valid {
@@ -349,8 +342,8 @@ func (q *Queue) Delete(ctx context.Context, name, receiptHandle string) error {
 	if err != nil {
 		return fmt.Errorf("delete from %s: %w", name, err)
 	}
-	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, q.del).ExecContext(ctx, id, name, receiptHandle)
+	err = q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := q.del.ExecContext(ctx, id, name, receiptHandle)
 		return err
 	})
 	if err != nil {
@@ -371,8 +364,8 @@ func (q *Queue) DeleteBatch(ctx context.Context, name string, receiptHandles []s
 		}
 		ids[i] = id
 	}
-	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		del := tx.StmtContext(ctx, q.del)
+	err := q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		del := q.del
 		for i, h := range receiptHandles {
 			if failed[h] != nil {
 				continue
@@ -402,9 +395,9 @@ func (q *Queue) ChangeVisibility(ctx context.Context, name, receiptHandle string
 	if timeout < 0 {
 		timeout = 0
 	}
-	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		now := time.Now()
-		res, err := tx.StmtContext(ctx, q.changeVis).ExecContext(ctx, now.Add(timeout).UnixMilli(), id, name, receiptHandle, now.UnixMilli())
+		res, err := q.changeVis.ExecContext(ctx, now.Add(timeout).UnixMilli(), id, name, receiptHandle, now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -469,14 +462,14 @@ func (q *Queue) Pending(ctx context.Context, names ...string) (int, error) {
 // Messages in flight in dlq stay there.
 func (q *Queue) Redrive(ctx context.Context, dlq, source string) (int, error) {
 	var n int64
-	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		for _, name := range []string{dlq, source} {
-			if _, err := q.loadConfig(ctx, tx, name); err != nil {
+			if _, err := q.loadConfig(ctx, name); err != nil {
 				return err
 			}
 		}
 		now := time.Now().UnixMilli()
-		res, err := tx.ExecContext(ctx, `UPDATE messages SET queue = ?, receives = 0, visible_at = ?, receipt = ''
+		res, err := c.ExecContext(ctx, `UPDATE messages SET queue = ?, receives = 0, visible_at = ?, receipt = ''
 			WHERE queue = ? AND visible_at <= ?`, source, now, dlq, now)
 		if err != nil {
 			return err

@@ -28,8 +28,8 @@ type Table struct {
 // CreateTable registers the table under name (the Table's own name is unaffected). It is
 // idempotent.
 func (t *Table) CreateTable(ctx context.Context, name string) error {
-	err := t.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tables (name) VALUES (?) ON CONFLICT DO NOTHING`, name)
+	err := t.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO tables (name) VALUES (?) ON CONFLICT DO NOTHING`, name)
 		return err
 	})
 	if err != nil {
@@ -131,10 +131,10 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 	if key == "" || len(key) > table.MaxKeyBytes {
 		return fmt.Errorf("key of %d bytes: must be 1 to %d", len(key), table.MaxKeyBytes)
 	}
-	return t.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return t.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 		var old table.Item
 		var doc string
-		err := tx.StmtContext(ctx, t.db.items.get).QueryRowContext(ctx, t.name, key).Scan(&doc)
+		err := t.db.items.get.QueryRowContext(ctx, t.name, key).Scan(&doc)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -156,9 +156,9 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 			return err
 		}
 		if !keep {
-			_, err = tx.StmtContext(ctx, t.db.items.del).ExecContext(ctx, t.name, key)
+			_, err = t.db.items.del.ExecContext(ctx, t.name, key)
 		} else {
-			_, err = tx.StmtContext(ctx, t.db.items.put).ExecContext(ctx, t.name, key, newDoc)
+			_, err = t.db.items.put.ExecContext(ctx, t.name, key, newDoc)
 		}
 		if err != nil {
 			return fmt.Errorf("write: %w", err)
@@ -311,7 +311,7 @@ type itemStmts struct {
 	rowids bool
 }
 
-func (s *itemStmts) prepare(w, r *sql.DB) error {
+func (s *itemStmts) prepare(db *DB, r *sql.DB) error {
 	var ddl string
 	if err := r.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'items'`).Scan(&ddl); err != nil {
 		return fmt.Errorf("read the items table's layout: %w", err)
@@ -328,19 +328,13 @@ func (s *itemStmts) prepare(w, r *sql.DB) error {
 			return fmt.Errorf("prepare table statement: %w", err)
 		}
 	}
-	for _, st := range []struct {
-		p   **sql.Stmt
-		sql string
-	}{
+	err = db.prepareAll([]prepared{
 		{&s.get, `SELECT item FROM items WHERE tbl = ? AND pk = ?`},
 		{&s.put, `INSERT INTO items (tbl, pk, item) VALUES (?, ?, ?) ON CONFLICT (tbl, pk) DO UPDATE SET item = excluded.item`},
 		{&s.del, `DELETE FROM items WHERE tbl = ? AND pk = ?`},
-	} {
-		prepared, err := w.Prepare(st.sql)
-		if err != nil {
-			return fmt.Errorf("prepare table statement: %w", err)
-		}
-		*st.p = prepared
+	})
+	if err != nil {
+		return fmt.Errorf("prepare table statement: %w", err)
 	}
 	return nil
 }
