@@ -168,9 +168,12 @@ var errClosed = errors.New("sqlite state file is closed")
 const maxGroup = 64
 
 type writeReq struct {
-	ctx  context.Context
-	fn   func(ctx context.Context, c *sql.Conn) error
-	done chan error
+	ctx context.Context
+	fn  func(ctx context.Context, c *sql.Conn) error
+	// oneChange is a write that changes the file with one statement at most, the last thing it
+	// does: it runs without a savepoint (see writeOne).
+	oneChange bool
+	done      chan error
 }
 
 // prepared is a statement to prepare on the writer connection, and where to keep it.
@@ -199,7 +202,19 @@ func (db *DB) prepareAll(stmts []prepared) error {
 // durable before any caller returns. This is what lets 32 workers share one SQLite file.
 // fn runs on the writer goroutine and must not call write.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
-	req := writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	return db.send(writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// writeOne is write for an fn that changes the file with one statement at most, and returns that
+// statement's error (or an error from before it) without doing anything after it. SQLite undoes a
+// failed statement's own changes, so such an fn needs no savepoint of its own: two statements
+// fewer for each of the table's conditional writes, which are most of a crawl's writes.
+func (db *DB) writeOne(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+	return db.send(writeReq{ctx: ctx, fn: fn, oneChange: true, done: make(chan error, 1)})
+}
+
+func (db *DB) send(req writeReq) error {
+	ctx := req.ctx
 	select {
 	case db.writes <- req:
 	case <-ctx.Done():
@@ -266,6 +281,10 @@ func (db *DB) runGroup(group []writeReq, errs []error) error {
 		}
 		// The request's own deadline must not interrupt the shared transaction.
 		ctx := context.WithoutCancel(req.ctx)
+		if req.oneChange {
+			errs[i] = req.fn(ctx, db.conn)
+			continue
+		}
 		if _, err := db.savepoint.ExecContext(ctx); err != nil {
 			return abort("savepoint", err)
 		}

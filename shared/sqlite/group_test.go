@@ -29,29 +29,45 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			return fail
 		}
 	}
+	// A write with one statement runs without a savepoint: when that statement fails, SQLite
+	// undoes what it changed (here the row it had inserted first) and keeps the rest.
+	failingStatement := func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO items (tbl, pk, item) VALUES ('t', 'e', '{}'), ('t', NULL, '{}')`)
+		return err
+	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	group := []writeReq{
 		{ctx: ctx, fn: put("a", nil), done: make(chan error, 1)},
 		{ctx: ctx, fn: put("b", boom), done: make(chan error, 1)},
 		{ctx: cancelled, fn: put("c", nil), done: make(chan error, 1)},
-		{ctx: ctx, fn: put("d", nil), done: make(chan error, 1)},
+		{ctx: ctx, fn: put("d", nil), oneChange: true, done: make(chan error, 1)},
+		{ctx: ctx, fn: failingStatement, oneChange: true, done: make(chan error, 1)},
+		{ctx: ctx, fn: put("f", nil), done: make(chan error, 1)},
 	}
 	db.commitGroup(group)
+	if err := <-group[4].done; err == nil {
+		t.Error("the failing statement: err = nil")
+	}
+	if _, err := db.Table("t").Get(ctx, "e"); !errors.Is(err, table.ErrNotFound) {
+		t.Errorf("item e of the failed statement: err = %v, want ErrNotFound", err)
+	}
 
 	tests := []struct {
 		key     string
+		req     int // the write in group
 		wantErr error
 		stored  bool
 	}{
-		{"a", nil, true},
-		{"b", boom, false},
-		{"c", context.Canceled, false},
-		{"d", nil, true},
+		{"a", 0, nil, true},
+		{"b", 1, boom, false},
+		{"c", 2, context.Canceled, false},
+		{"d", 3, nil, true},
+		{"f", 5, nil, true},
 	}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			if err := <-group[i].done; !errors.Is(err, tt.wantErr) && err != tt.wantErr {
+			if err := <-group[tt.req].done; !errors.Is(err, tt.wantErr) && err != tt.wantErr {
 				t.Errorf("write %s: err = %v, want %v", tt.key, err, tt.wantErr)
 			}
 			_, err := db.Table("t").Get(ctx, tt.key)
