@@ -55,6 +55,12 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl invoke: --backend %q: want aws or embedded\n", *backend)
 		return ExitUsage
 	}
+	if *backend == "aws" && flagSet(fs, "state") {
+		// The aws backend keeps its state in the stack's table, queues and bucket: a state
+		// directory given with it would be silently ignored.
+		fmt.Fprintln(stderr, "crawl invoke: --state is for the embedded backend; the aws backend uses the table, queues and bucket its environment names (add --backend embedded)")
+		return ExitUsage
+	}
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl invoke: cannot read the event file: %v\n", err)
@@ -175,4 +181,11 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// flagSet reports whether the command line set the flag called name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

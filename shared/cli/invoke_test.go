@@ -143,6 +143,7 @@ func TestInvokeErrors(t *testing.T) {
 		{"unparseable event file", append(emb, "parse", notJSON), ExitUsage, "is not a JSON document"},
 		{"no event file", append(emb, "fetch"), ExitUsage, "want a function and an event file"},
 		{"bad backend", []string{"invoke", "--backend", "gcp", "fetch", unknown}, ExitUsage, `--backend "gcp"`},
+		{"state with the aws backend", []string{"invoke", "--state", state, "fetch", unknown}, ExitUsage, "--state is for the embedded backend"},
 		{"schedule rejects the event", append(emb, "schedule", unknown), ExitFailed, "unrecognised event"},
 		{"fetch wants SQS records", append(emb, "fetch", unknown), ExitFailed, "not an SQS event"},
 	}
