@@ -74,6 +74,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing seed file", []string{"run", "--state", t.TempDir(), filepath.Join(t.TempDir(), "nope.txt")}, ExitUsage, "cannot read the seed file"},
 		{"bad concurrency", []string{"run", "--concurrency", "0", seed}, ExitUsage, "--concurrency"},
 		{"bad backend", []string{"run", "--backend", "gcp", seed}, ExitUsage, "--backend"},
+		{"state with the aws backend", []string{"run", "--backend", "aws", "--state", "x", seed}, ExitUsage, "--state is for the embedded backend"},
 		{"bad scope", []string{"run", "--state", t.TempDir(), "--scope", "planet", seed}, ExitUsage, "planet"},
 		{"bad allow-net", []string{"run", "--state", t.TempDir(), "--allow-net", "10.0.0.0/99", seed}, ExitUsage, "allow-net"},
 		{"bad include", []string{"run", "--state", t.TempDir(), "--include", "a(b", seed}, ExitUsage, "include"},
