@@ -161,13 +161,12 @@ func (q *Queue) SendBatch(ctx context.Context, name string, entries []queue.Entr
 	}
 	if len(valid) > 0 {
 		now := time.Now()
-		err := q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		err := q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 			if _, err := q.loadConfig(ctx, name); err != nil {
 				return err
 			}
-			ins := q.insert
 			for _, e := range valid {
-				if _, err := ins.ExecContext(ctx, name, e.Body, now.UnixMilli(), now.Add(e.Delay).UnixMilli()); err != nil {
+				if _, err := q.insert.ExecContext(ctx, name, e.Body, now.UnixMilli(), now.Add(e.Delay).UnixMilli()); err != nil {
 					return fmt.Errorf("insert %s: %w", e.ID, err)
 				}
 			}
@@ -236,7 +235,7 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 		return nil, next, nil
 	}
 	var movedTo string
-	err = q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+	err = q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		msgs, next, movedTo = nil, time.Time{}, ""
 		cfg, err := q.loadConfig(ctx, name)
 		if err != nil {
@@ -342,7 +341,7 @@ func (q *Queue) Delete(ctx context.Context, name, receiptHandle string) error {
 	if err != nil {
 		return fmt.Errorf("delete from %s: %w", name, err)
 	}
-	err = q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+	err = q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		_, err := q.del.ExecContext(ctx, id, name, receiptHandle)
 		return err
 	})
@@ -364,13 +363,12 @@ func (q *Queue) DeleteBatch(ctx context.Context, name string, receiptHandles []s
 		}
 		ids[i] = id
 	}
-	err := q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		del := q.del
+	err := q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		for i, h := range receiptHandles {
 			if failed[h] != nil {
 				continue
 			}
-			if _, err := del.ExecContext(ctx, ids[i], name, h); err != nil {
+			if _, err := q.del.ExecContext(ctx, ids[i], name, h); err != nil {
 				return err
 			}
 		}
@@ -395,7 +393,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, name, receiptHandle string
 	if timeout < 0 {
 		timeout = 0
 	}
-	err = q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+	err = q.db.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		now := time.Now()
 		res, err := q.changeVis.ExecContext(ctx, now.Add(timeout).UnixMilli(), id, name, receiptHandle, now.UnixMilli())
 		if err != nil {

@@ -132,7 +132,7 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 		return fmt.Errorf("key of %d bytes: must be 1 to %d", len(key), table.MaxKeyBytes)
 	}
 	// One statement changes the file, the last thing the write does: it needs no savepoint.
-	return t.db.writeOne(ctx, func(ctx context.Context, c *sql.Conn) error {
+	return t.db.writeOne(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		var old table.Item
 		var doc string
 		err := t.db.items.get.QueryRowContext(ctx, t.name, key).Scan(&doc)
