@@ -47,17 +47,47 @@ type env struct {
 	q     *sqlite.Queue
 	blobs *fileblob.Store
 	state *crawlstate.Store
-	reads *countingBlobs           // what the handler reads through
+	reads *countingBlobs           // what the handler reads and stores through
+	send  *failingSender           // where the handler sends links
 	gets  *embedtest.CountingTable // the table under state
 	h     *parser.Handler
 }
 
-// countingBlobs counts the handler's ranged reads and fails those that fail says to.
+// countingBlobs counts the handler's ranged reads and fails those that fail says to; while
+// failPut is set, it fails every Put.
 type countingBlobs struct {
 	*fileblob.Store
-	mu    sync.Mutex
-	calls int
-	fail  func(offset, length int64) bool
+	mu      sync.Mutex
+	calls   int
+	fail    func(offset, length int64) bool
+	failPut bool
+}
+
+func (c *countingBlobs) Put(ctx context.Context, key string, body []byte, contentType string) error {
+	c.mu.Lock()
+	fail := c.failPut
+	c.mu.Unlock()
+	if fail {
+		return errors.New("injected put failure")
+	}
+	return c.Store.Put(ctx, key, body, contentType)
+}
+
+// failingSender is the queue the handler sends links to; while fail is set, every send fails.
+type failingSender struct {
+	queue.Sender
+	mu   sync.Mutex
+	fail bool
+}
+
+func (f *failingSender) SendBatch(ctx context.Context, name string, entries []queue.Entry) error {
+	f.mu.Lock()
+	fail := f.fail
+	f.mu.Unlock()
+	if fail {
+		return errors.New("injected send failure")
+	}
+	return f.Sender.SendBatch(ctx, name, entries)
 }
 
 func (c *countingBlobs) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
@@ -80,9 +110,10 @@ func newEnv(t *testing.T) *env {
 	state := crawlstate.New(gets)
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "parse"}, Log: log}
 	reads := &countingBlobs{Store: blobs}
+	send := &failingSender{Sender: q}
 	h := parser.New(parser.Config{ScheduleQueue: scheduleQ, MaxDepth: maxDepth, UserAgentToken: "crawlstack",
-		Concurrency: 4}, state, reads, q, batch, log)
-	return &env{t: t, q: q, blobs: blobs, state: state, reads: reads, gets: gets, h: h}
+		Concurrency: 4}, state, reads, send, batch, log)
+	return &env{t: t, q: q, blobs: blobs, state: state, reads: reads, send: send, gets: gets, h: h}
 }
 
 // sample returns the parse sample's record and message; the URL is admitted and fetched.
@@ -242,6 +273,48 @@ func TestParsePage(t *testing.T) {
 			u, err := e.state.Get(context.Background(), m.Crawl, urlnorm.Key(m.URL))
 			if err != nil || !u.Parsed {
 				t.Errorf("url = %+v, %v; want parsed", u, err)
+			}
+		})
+	}
+}
+
+// TestAFailedStoreOrSendIsRetriedWhole: a failure to store the records or to send the links fails
+// the message without marking its page parsed, and the redelivery stores the record and sends the
+// links. (After a failed send, the records stored before it stay: the page's record is then there
+// twice, once from each delivery.)
+func TestAFailedStoreOrSendIsRetriedWhole(t *testing.T) {
+	all := []string{"http://example.test/about", "http://example.test/blog/"}
+	for _, c := range []struct {
+		name   string
+		inject func(e *env, on bool)
+	}{
+		{"records put fails", func(e *env, on bool) { e.reads.mu.Lock(); e.reads.failPut = on; e.reads.mu.Unlock() }},
+		{"links send fails", func(e *env, on bool) { e.send.mu.Lock(); e.send.fail = on; e.send.mu.Unlock() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			rec, m := e.sample()
+			rec = e.store(rec, m, warc(t, m.FinalURL, nil, "<title>Home</title>"+links), 0)
+			c.inject(e, true)
+			if got := e.handle(rec); !reflect.DeepEqual(got, []string{rec.MessageId}) {
+				t.Fatalf("with the failure: BatchItemFailures = %v, want [%s]", got, rec.MessageId)
+			}
+			if u, err := e.state.Get(context.Background(), m.Crawl, urlnorm.Key(m.URL)); err != nil || u.Parsed {
+				t.Errorf("with the failure: url = %+v, %v; want it not parsed", u, err)
+			}
+			e.sent(m) // whatever went out before the failure
+			c.inject(e, false)
+			if got := e.handle(rec); len(got) != 0 {
+				t.Fatalf("redelivery: BatchItemFailures = %v, want none", got)
+			}
+			if got := e.sent(m); !reflect.DeepEqual(got, all) {
+				t.Errorf("redelivery sent %v, want %v", got, all)
+			}
+			if u, err := e.state.Get(context.Background(), m.Crawl, urlnorm.Key(m.URL)); err != nil || !u.Parsed {
+				t.Errorf("redelivery: url = %+v, %v; want parsed", u, err)
+			}
+			if n := len(e.records(m.Crawl)); c.name == "records put fails" && n != 1 {
+				t.Errorf("%d records after the redelivery, want 1", n)
 			}
 		})
 	}
