@@ -14,11 +14,7 @@ import (
 // when writes arrive together: a write that fails after writing keeps none of its writes, and
 // the others commit.
 func TestGroupCommitIsolatesFailures(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer db.Close()
+	db := openForTest(t)
 	ctx := context.Background()
 	boom := errors.New("boom")
 	put := func(key string, fail error) func(context.Context, *sql.Conn) error {
@@ -83,11 +79,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 // gets the error, none is kept, and the writer rolls the transaction back and goes on with the
 // next writes.
 func TestGroupThatCannotCommitLeavesTheWriterUsable(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer db.Close()
+	db := openForTest(t)
 	ctx := context.Background()
 	group := []writeReq{
 		{ctx: ctx, fn: func(ctx context.Context, _ *sql.Conn) error {
@@ -115,4 +107,15 @@ func TestGroupThatCannotCommitLeavesTheWriterUsable(t *testing.T) {
 	if _, err := tb.Get(ctx, "b"); err != nil {
 		t.Errorf("Get(b): %v", err)
 	}
+}
+
+// openForTest opens a state file in a temporary directory, closed at the end of the test.
+func openForTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
