@@ -241,13 +241,15 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 			entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: body})
 		}
 	}
-	key := fmt.Sprintf("%s%s/%s/%s.jsonl", RecordsPrefix, crawl, h.Now().UTC().Format("2006/01/02"), strings.ToLower(rand.Text()))
-	if err := h.blobs.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
-		return retryAll(fmt.Errorf("put %s: %w", key, err))
-	}
+	// The links go out before the records are stored: a failed send then leaves no records behind
+	// for the redelivery to store a second time, while links sent twice are deduplicated by schedule.
 	if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
 		// Some links may be sent already; the redelivery sends them again and schedule dedups.
 		return retryAll(fmt.Errorf("send links: %w", err))
+	}
+	key := fmt.Sprintf("%s%s/%s/%s.jsonl", RecordsPrefix, crawl, h.Now().UTC().Format("2006/01/02"), strings.ToLower(rand.Text()))
+	if err := h.blobs.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
+		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}
 	return sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
 		_, err := h.state.MarkParsed(ctx, crawl, pages[i].key)
