@@ -213,6 +213,7 @@ func (db *DB) writeOne(ctx context.Context, fn func(ctx context.Context, c *sql.
 	return db.send(writeReq{ctx: ctx, fn: fn, oneChange: true, done: make(chan error, 1)})
 }
 
+// send hands req to the writer goroutine and waits for its group to commit.
 func (db *DB) send(req writeReq) error {
 	ctx := req.ctx
 	select {
