@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -55,10 +56,8 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl invoke: --backend %q: want aws or embedded\n", *backend)
 		return ExitUsage
 	}
-	if *backend == "aws" && flagSet(fs, "state") {
-		// The aws backend keeps its state in the stack's table, queues and bucket: a state
-		// directory given with it would be silently ignored.
-		fmt.Fprintln(stderr, "crawl invoke: --state is for the embedded backend; the aws backend uses the table, queues and bucket its environment names (add --backend embedded)")
+	if err := stateOnlyEmbedded(fs, *backend); err != nil {
+		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)
 		return ExitUsage
 	}
 	raw, err := os.ReadFile(file)
@@ -183,9 +182,13 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// flagSet reports whether the command line set the flag called name.
-func flagSet(fs *flag.FlagSet, name string) bool {
+// stateOnlyEmbedded refuses a --state given with the aws backend, which keeps its state in the
+// table, queues and bucket its environment names: the directory would be silently ignored.
+func stateOnlyEmbedded(fs *flag.FlagSet, backend string) error {
 	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "state" })
+	if set && backend == "aws" {
+		return errors.New("--state is for the embedded backend; the aws backend uses the table, queues and bucket its environment names")
+	}
+	return nil
 }

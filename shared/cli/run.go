@@ -131,10 +131,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	if o.Backend != "embedded" && o.Backend != "aws" {
 		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
 	}
-	if o.Backend == "aws" && flagSet(fs, "state") {
-		return o, errors.New("--state is for the embedded backend; the aws backend uses the table, queues and bucket its environment names")
-	}
-	return o, nil
+	return o, stateOnlyEmbedded(fs, o.Backend)
 }
 
 // config turns the flags into the pipeline's configuration.
