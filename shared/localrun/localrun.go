@@ -68,6 +68,8 @@ type Runner struct {
 	busy atomic.Int64
 	// settled is signalled when busy falls to zero, so that the end of the work is seen at once.
 	settled chan struct{}
+	// inHand holds the queue and id of every message received and not yet done with (see take).
+	inHand sync.Map
 }
 
 // snapshotter is a queue backend that counts several queues' messages (visible, in flight or
@@ -98,7 +100,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			}()
 		}
 	}
-	err := r.waitIdle(ctx)
+	err := r.waitIdle(ctx, log)
 	stop()
 	wg.Wait()
 	return err
@@ -107,7 +109,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // waitIdle returns nil once the queues are empty and no batch is in hand: found by one look that
 // counts every queue at once (snapshotter), or else by two looks in a row. It looks every
 // IdleCheck, and at once whenever the last batch in hand is done.
-func (r *Runner) waitIdle(ctx context.Context) error {
+func (r *Runner) waitIdle(ctx context.Context, log *slog.Logger) error {
 	every := r.IdleCheck
 	if every <= 0 {
 		every = 100 * time.Millisecond
@@ -123,7 +125,7 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 			names = append(names, s.Queue)
 		}
 	}
-	emptyChecks := 0
+	emptyChecks, failedLooks := 0, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -137,8 +139,16 @@ func (r *Runner) waitIdle(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return err
+			// A look that fails says nothing about the work: the pollers go on, and only a queue
+			// that keeps failing every look ends the run.
+			if failedLooks++; failedLooks >= MaxFailedLooks {
+				return fmt.Errorf("%d looks at the queues failed in a row: %w", failedLooks, err)
+			}
+			log.Warn("look at the queues failed; looking again", "err", err.Error())
+			emptyChecks = 0
+			continue
 		}
+		failedLooks = 0
 		if !empty {
 			emptyChecks = 0
 			continue
@@ -185,6 +195,7 @@ func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
 		go func() {
 			defer deletes.Done()
 			r.delete(ctx, s, done, log)
+			r.putDown(s.Queue, b.msgs)
 			if r.busy.Add(-1) == 0 {
 				select {
 				case r.settled <- struct{}{}:
@@ -214,7 +225,7 @@ func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received,
 			}
 			continue
 		}
-		if len(msgs) == 0 {
+		if msgs = r.take(s.Queue, msgs); len(msgs) == 0 {
 			continue
 		}
 		// Counted from here until its deletes are done; until then its messages are in flight,
@@ -226,8 +237,32 @@ func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received,
 		case <-ctx.Done():
 			// Never handled: the messages become visible again after their timeout.
 			b.stopHeartbeat()
+			r.putDown(s.Queue, b.msgs)
 			r.busy.Add(-1)
 		}
+	}
+}
+
+// take records msgs as in hand and returns them, less those already in hand: a message whose
+// visibility ran out while its batch waited or worked (a heartbeat that came late, or failed) is
+// delivered again, and two copies of one message must never be worked on at once. Lambda never
+// has that case, since its visibility timeout is six times the function's timeout; here the
+// copy is left alone, and is delivered again after its visibility timeout if the batch in hand
+// does not delete it (its receipt handle is the copy's now, so that delete does nothing).
+func (r *Runner) take(queueName string, msgs []queue.Message) []queue.Message {
+	kept := msgs[:0]
+	for _, m := range msgs {
+		if _, held := r.inHand.LoadOrStore(queueName+"\x00"+m.ID, struct{}{}); !held {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// putDown forgets msgs, whose batch is done (deleted, or left to be delivered again).
+func (r *Runner) putDown(queueName string, msgs []queue.Message) {
+	for _, m := range msgs {
+		r.inHand.Delete(queueName + "\x00" + m.ID)
 	}
 }
 
@@ -316,6 +351,10 @@ func Every(ctx context.Context, d time.Duration, fn func()) (stop func()) {
 	}()
 	return func() { close(done); wg.Wait() }
 }
+
+// MaxFailedLooks is how many looks for the end of the run may fail in a row (a throttled or
+// briefly unreachable queue service) before Run gives up with the last look's error.
+const MaxFailedLooks = 5
 
 var errPanic = errors.New("handler panicked")
 

@@ -2,11 +2,14 @@ package localrun
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -300,5 +303,115 @@ func TestRunEndsAsSoonAsTheLastBatchIsDone(t *testing.T) {
 	}
 	if v, nv, err := q.Depth(context.Background(), src); err != nil || v+nv != 0 {
 		t.Errorf("the queue holds %d messages (%v) after the run, want none", v+nv, err)
+	}
+}
+
+// failingLooks is an empty queue backend whose looks at the depth fail: the first failures
+// looks, or every look when failures is negative.
+type failingLooks struct {
+	queue.Receiver
+	failures int64
+	looks    atomic.Int64
+}
+
+func (f *failingLooks) Receive(ctx context.Context, _ string, _ int, _, wait time.Duration) ([]queue.Message, error) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(wait):
+	}
+	return nil, nil
+}
+
+func (f *failingLooks) Depth(context.Context, string) (int, int, error) {
+	if n := f.looks.Add(1); f.failures < 0 || n <= f.failures {
+		return 0, 0, errors.New("throttled")
+	}
+	return 0, 0, nil
+}
+
+func TestAFailedLookAtTheQueuesIsTriedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failures int64
+		wantErr  bool
+	}{
+		{"a few failures, then empty: the run ends well", MaxFailedLooks - 1, false},
+		{"every look fails: the run ends with the error", -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &failingLooks{failures: tc.failures}
+			r := &Runner{Queues: q, Log: quiet(), IdleCheck: time.Millisecond, Sources: []Source{{Name: "work", Queue: "work",
+				Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+					return events.SQSEventResponse{}, nil
+				}}}}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := r.Run(ctx)
+			if ctx.Err() != nil {
+				t.Fatal("Run did not end within 10 s")
+			}
+			if got := err != nil; got != tc.wantErr {
+				t.Fatalf("Run = %v, want an error %v", err, tc.wantErr)
+			}
+			if tc.wantErr && !strings.Contains(err.Error(), "throttled") {
+				t.Errorf("Run = %v, want the look's error in it", err)
+			}
+			if n := q.looks.Load(); tc.wantErr && n != MaxFailedLooks {
+				t.Errorf("looked %d times, want %d", n, MaxFailedLooks)
+			}
+		})
+	}
+}
+
+// lapsingQueue hands out message "1" on every receive, with a fresh receipt handle, as a queue
+// does when the message's visibility runs out while its batch is still in hand.
+type lapsingQueue struct {
+	queue.Receiver
+	receives atomic.Int64
+}
+
+func (l *lapsingQueue) Receive(ctx context.Context, _ string, _ int, _, _ time.Duration) ([]queue.Message, error) {
+	n := l.receives.Add(1)
+	return []queue.Message{{ID: "1", ReceiptHandle: "r" + strconv.FormatInt(n, 10), Body: "x", ReceiveCount: int(n)}}, nil
+}
+
+func (l *lapsingQueue) DeleteBatch(context.Context, string, []string) error { return nil }
+
+func (l *lapsingQueue) Depth(context.Context, string) (int, int, error) { return 1, 0, nil }
+
+// TestACopyOfAMessageInHandIsNotWorkedOn: while a handler works on a message, the queue delivers
+// it again (its visibility ran out) to the other pollers: the copies are left alone, so no two
+// invocations ever work on one message at once.
+func TestACopyOfAMessageInHandIsNotWorkedOn(t *testing.T) {
+	q := &lapsingQueue{}
+	var inFlight, most, calls atomic.Int64
+	handler := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		calls.Add(1)
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		// Hold the message until the other pollers have received it again several times.
+		deadline := time.Now().Add(5 * time.Second)
+		for q.receives.Load() < 20 && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+		return events.SQSEventResponse{}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: "work", Handler: handler, Pollers: 4}}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for calls.Load() < 3 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	cancel()
+	<-done
+	if calls.Load() < 3 {
+		t.Fatalf("the handler ran %d times in 10 s, want at least 3", calls.Load())
+	}
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d invocations worked on message 1 at once, want 1", m)
 	}
 }
