@@ -105,6 +105,9 @@ type Result struct {
 type pending struct {
 	key string
 	msg message.Fetch
+	// resent: the URL was admitted by an earlier delivery of the same message, which may still be
+	// at work (and may take its admission back): the URL is sent but not remembered.
+	resent bool
 }
 
 // Admit admits the URLs of one Links message. It returns an error (and the caller retries the whole
@@ -120,13 +123,16 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 		}
 		root = r
 	}
-	// The URLs are independent: admit them at once, so their table writes share commits.
+	// The URLs are independent: admit them at once, so their table writes share commits. A URL
+	// that fails stops no other: those admitted are sent, and the redelivery of m redoes only the
+	// rest (the sent ones are known to this frontier by then), so a message of many links gets
+	// through a table that fails now and then.
 	type result struct {
 		p       pending
 		outcome outcome
 	}
 	results := make([]result, len(m.URLs))
-	g, gctx := errgroup.WithContext(ctx)
+	var g errgroup.Group
 	g.SetLimit(admitConcurrency)
 	for i, raw := range m.URLs {
 		if f.recentlyConfirmed(m.Crawl, raw) {
@@ -134,24 +140,26 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 			continue
 		}
 		g.Go(func() error {
-			p, o, err := f.admitOne(gctx, m, by, root, raw)
+			p, o, err := f.admitOne(ctx, m, by, root, raw)
+			if err != nil {
+				o = outFailed
+			}
 			results[i] = result{p, o}
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return res, err
-	}
+	admitErr := g.Wait()
 	var out []pending
-	queued := make(map[string]bool, len(m.URLs))
+	queued := make(map[string]int, len(m.URLs)) // key -> index in out
 	for _, r := range results {
 		p, outcome := r.p, r.outcome
 		switch {
-		case outcome == outSend && queued[p.key]:
-			res.Known++ // the same URL twice in one message
+		case outcome == outSend && queued[p.key] > 0:
+			res.Known++ // the same URL twice in one message: this delivery admitted it if either did
+			out[queued[p.key]-1].resent = out[queued[p.key]-1].resent && p.resent
 		case outcome == outSend:
-			queued[p.key] = true
 			out = append(out, p)
+			queued[p.key] = len(out)
 		case outcome == outKnown:
 			res.Known++
 		case outcome == outRejected:
@@ -162,6 +170,9 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 	}
 	sent, err := f.sendAll(ctx, m.Crawl, out)
 	res.Sent = sent
+	if admitErr != nil {
+		return res, errors.Join(admitErr, err)
+	}
 	return res, err
 }
 
@@ -172,6 +183,7 @@ const (
 	outKnown
 	outRejected
 	outInvalid
+	outFailed // the admission failed: the redelivery tries again
 )
 
 func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, root *url.URL, raw string) (pending, outcome, error) {
@@ -228,7 +240,10 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 				return pending{}, outRejected, nil
 			}
 			// A backend failure: take the admission back, so that the redelivered message admits
-			// the URL afresh and reserves its budget then (an unsent item would skip that).
+			// the URL afresh and reserves its budget then (an unsent item would skip that). A
+			// concurrent delivery of the same message may have sent the URL meanwhile: its fetch
+			// message finds no item and is dropped (the fetcher), and the URL is not remembered
+			// there (resent), so the redelivery admits it here again.
 			if uerr := f.state.Unadmit(ctx, m.Crawl, key); uerr != nil {
 				f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
 			}
@@ -236,7 +251,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 		}
 	}
 	return pending{key: key, msg: message.Fetch{Header: message.Header{Crawl: m.Crawl}, URL: norm,
-		Root: r.String(), Depth: m.Depth}}, outSend, nil
+		Root: r.String(), Depth: m.Depth}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 
 // sendAll sends the fetch messages and remembers each URL sent. It returns how many were sent.
@@ -262,7 +277,9 @@ func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (in
 		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
 			continue // unsent: the redelivered message sends it
 		}
-		f.remember(crawl, p.key, p.msg.URL)
+		if !p.resent {
+			f.remember(crawl, p.key, p.msg.URL)
+		}
 		sent++
 	}
 	if sendErr != nil {

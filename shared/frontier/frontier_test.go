@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -356,5 +357,103 @@ func BenchmarkAdmitKnownLinks(b *testing.B) {
 		if res, err := f.Admit(ctx, m); err != nil || res.Known != 20 {
 			b.Fatalf("admit = %+v, %v", res, err)
 		}
+	}
+}
+
+// failKey fails the first write of one item, as a throttled table would.
+type failKey struct {
+	table.Table
+	key  string
+	left atomic.Int32
+}
+
+func (f *failKey) fail(key string) error {
+	if key == f.key && f.left.Add(-1) >= 0 {
+		return errors.New("throttled")
+	}
+	return nil
+}
+
+func (f *failKey) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+	if err := f.fail(key); err != nil {
+		return err
+	}
+	return f.Table.Put(ctx, key, it, c)
+}
+
+func (f *failKey) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+	if err := f.fail(key); err != nil {
+		return nil, err
+	}
+	return f.Table.Update(ctx, key, u, c)
+}
+
+// TestAFailedAdmissionStopsNoOtherURL: when the table fails one URL of a message, the others are
+// admitted and sent all the same and the message fails; its redelivery sends only that URL, and
+// asks the table nothing about the others. So a message of many links gets through a table that
+// fails now and then, instead of failing whole at every delivery.
+func TestAFailedAdmissionStopsNoOtherURL(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const crawl = "c1"
+	tb := &failKey{Table: db.Table("crawl"), key: crawlstate.URLKey(crawl, urlKey(t, "http://b.test/"))}
+	tb.left.Store(1)
+	snd := &fakeSender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, crawlstate.New(tb), snd, quiet())
+	m := &message.Links{Header: message.Header{Crawl: crawl}, URLs: []string{"http://a.test/", "http://b.test/", "http://c.test/"}}
+	res, err := f.Admit(ctx, m)
+	if err == nil || !strings.Contains(err.Error(), "throttled") {
+		t.Fatalf("Admit = %v, want the table's error: the message must be delivered again", err)
+	}
+	if got := snd.urls(t); res.Sent != 2 || len(got) != 2 || slices.Contains(got, "http://b.test/") {
+		t.Fatalf("first delivery sent %v (%+v), want a and c", got, res)
+	}
+	res, err = f.Admit(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snd.urls(t); res.Sent != 1 || res.Known != 2 || len(got) != 3 || got[2] != "http://b.test/" {
+		t.Errorf("redelivery: %+v, all sent %v; want b sent and a and c known", res, got)
+	}
+}
+
+// TestAURLResentForAnotherDeliveryIsNotRemembered: two deliveries of one links message at once.
+// The first admits a URL; the second finds it unsent and sends it too; then the first fails to
+// reserve the URL's budget and takes the admission back. The redelivery of the first must admit
+// the URL afresh: had the second remembered it as sent, the frontier would call it known, and the
+// URL would be lost (its only fetch message finds no item).
+func TestAURLResentForAnotherDeliveryIsNotRemembered(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
+	m := seeds("http://a.test/")
+	key := urlKey(t, "http://a.test/")
+	// The first delivery's admission, as Admit writes it.
+	if res, err := st.Admit(ctx, "c1", key, "http://a.test/", "http://a.test/", 0, Source(m)); err != nil || res != crawlstate.Admitted {
+		t.Fatalf("admit = %v, %v", res, err)
+	}
+	// The second delivery finds it unsent and sends it.
+	if res, err := f.Admit(ctx, m); err != nil || res.Sent != 1 {
+		t.Fatalf("second delivery: %+v, %v; want the URL sent", res, err)
+	}
+	// The first delivery's budget reservation fails: it takes the admission back.
+	if err := st.Unadmit(ctx, "c1", key); err != nil {
+		t.Fatal(err)
+	}
+	// Its redelivery, on the same frontier, must admit and send the URL again.
+	res, err := f.Admit(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 1 {
+		t.Errorf("redelivery: %+v, want the URL admitted afresh and sent", res)
+	}
+	if _, err := st.Get(ctx, "c1", key); err != nil {
+		t.Errorf("the URL has no item after the redelivery: %v", err)
 	}
 }

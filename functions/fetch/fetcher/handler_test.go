@@ -942,3 +942,24 @@ func TestHeldPolitenessSlot(t *testing.T) {
 		t.Errorf("a message in its own slot made %d requests, want 1", n)
 	}
 }
+
+// TestAFetchMessageWithoutItsItemIsDropped: a fetch message whose URL has no item (its admission
+// was taken back after a concurrent delivery of its links message sent it) is acknowledged
+// without a request, where retrying it could only land it in the DLQ: the links message's
+// redelivery admits the URL afresh and sends a fetch message of its own.
+func TestAFetchMessageWithoutItsItemIsDropped(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.record("m1", "/", 1)
+	if err := e.state.Unadmit(context.Background(), crawl, keyOf(t, e.url("/"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.handle(rec); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none: the message is stale", got)
+	}
+	if n := e.site.hitsOf("/"); n != 0 {
+		t.Errorf("the server got %d requests for /, want 0", n)
+	}
+	if m := e.received(parseQ); len(m) != 0 {
+		t.Errorf("%d parse messages sent, want 0", len(m))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
@@ -176,6 +177,13 @@ func seedRoot(m *message.Fetch, finalURL string) string {
 // returned, to be fetched again.
 func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key, owner string) (*crawlstate.URL, error) {
 	u, err := h.state.Get(ctx, m.Crawl, key)
+	if errors.Is(err, table.ErrNotFound) {
+		// No item: the admission that sent this message was taken back (frontier: its budget could
+		// not be reserved), and the links message that carried the URL is delivered again to admit
+		// it afresh, with a fetch message of its own. This one is stale.
+		h.log.Info("dropping a fetch message whose URL is not admitted", "url", m.URL)
+		return nil, nil
+	}
 	if err != nil || u.State != crawlstate.Fetched || u.Parsed || u.Page == nil {
 		return nil, err // nothing to resend (or a read error: the record is retried)
 	}
