@@ -19,17 +19,23 @@ type harness struct {
 
 func newHarness(t *testing.T, pages, links int, visibility time.Duration) *harness {
 	t.Helper()
+	return newHarnessWith(t, pages, links, QueueSettings{Visibility: visibility, MaxReceiveCount: 5})
+}
+
+// newHarnessWith is newHarness with the queues' settings qs, which the handlers follow too.
+func newHarnessWith(t *testing.T, pages, links int, qs QueueSettings) *harness {
+	t.Helper()
 	site := e2etest.NewSite(t, pages, links)
 	be, err := OpenEmbedded(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { be.Close() })
-	res, err := be.Setup(context.Background(), QueueSettings{Visibility: visibility, MaxReceiveCount: 5})
+	res, err := be.Setup(context.Background(), qs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{be: be, Harness: &e2etest.Harness{T: t, Site: site,
+	return &harness{be: be, Harness: &e2etest.Harness{T: t, Site: site, MaxReceive: qs.MaxReceiveCount,
 		Backend: e2etest.NewBackend(be, be.Queue, be.Table, be.Blobs, res, StartCrawl, NewRunner)}}
 }
 
@@ -56,6 +62,33 @@ func TestCrashBetweenAnyStepsLosesNothing(t *testing.T) {
 			h.Resume(concurrency)
 		})
 	}
+}
+
+// TestCrashAtEveryNamedStepLosesNothing kills the crawl at each named step between two writes of
+// the pipeline (the third time a worker reaches it, so that the crash is mid-crawl), then resumes
+// it: nothing is lost, and at most the one page whose GET was in flight is fetched again.
+func TestCrashAtEveryNamedStepLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash points: several crawls")
+	}
+	for _, step := range e2etest.Steps() {
+		t.Run(step.Name, func(t *testing.T) {
+			const concurrency = 1
+			h := newHarness(t, 40, 5, time.Second)
+			h.CrashAt(step, 3, concurrency)
+			h.Resume(concurrency)
+		})
+	}
+}
+
+// TestTransientFaultsDuringARunThatFinishes crawls while the queue, the table and the blob store
+// each fail every 17th call, every message comes twice, some pages answer 503 or answer slowly,
+// and the host's rate makes messages wait: the crawl finishes by itself and loses nothing. A
+// record fails at most a few times in a row here, so maxReceiveCount 10 keeps the dead-letter
+// queues for what they are for.
+func TestTransientFaultsDuringARunThatFinishes(t *testing.T) {
+	h := newHarnessWith(t, 40, 5, QueueSettings{Visibility: time.Second, MaxReceiveCount: 10})
+	h.CheckTransientFaults(17, 8, 32)
 }
 
 func TestPolitenessIsSharedByAllWorkers(t *testing.T) {

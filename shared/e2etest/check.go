@@ -39,6 +39,9 @@ func (h *Harness) CheckInvariants(crawl string, exactCounters bool) {
 		if !u.State.Terminal() {
 			t.Errorf("url %s is still %s", u.URL, u.State)
 		}
+		if u.State == crawlstate.Fetched && !u.Parsed {
+			t.Errorf("url %s was fetched but never parsed", u.URL)
+		}
 		states[u.State]++
 		return nil
 	}); err != nil {

@@ -52,11 +52,24 @@ func (h *Harness) CheckDuplicatesFetchOnce(concurrency int) {
 // flight, and fails the test unless the run ended in that crash.
 func (h *Harness) Crash(limit int64, concurrency int) {
 	h.T.Helper()
+	h.crash(&Crasher{Limit: limit}, concurrency)
+}
+
+// CrashAt runs a crawl of the site that "dies" the nth time the pipeline reaches step, with
+// concurrency fetches in flight, and fails the test unless the run ended in that crash.
+func (h *Harness) CrashAt(step Step, n int64, concurrency int) {
+	h.T.Helper()
+	h.crash(&Crasher{At: step, N: n}, concurrency)
+}
+
+func (h *Harness) crash(c *Crasher, concurrency int) {
+	h.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ports, q := (&Crasher{Limit: limit, Cancel: cancel}).Wrap(h.Queue, h.Table, h.Blobs)
-	if _, err := h.Crawl(ctx, h.Config(), ports, q, concurrency); !errors.Is(err, context.Canceled) {
-		h.T.Fatalf("the crashing run ended with %v, want a crash", err)
+	c.Cancel, c.Res = cancel, h.Res
+	ports, q := c.Wrap(h.Queue, h.Table, h.Blobs)
+	if _, err := h.Crawl(ctx, h.Config(), ports, q, concurrency); !errors.Is(err, context.Canceled) || !c.Crashed() {
+		h.T.Fatalf("the run meant to crash %s ended with %v (crashed: %v)", c, err, c.Crashed())
 	}
 }
 
@@ -94,5 +107,49 @@ func (h *Harness) CheckPoliteness(interval, minGap, slack time.Duration) {
 	}
 	if span, want := times[n-1].Sub(times[0]), time.Duration(n-1)*interval-slack; span < want {
 		t.Errorf("%d requests in %v, want at least %v at one per %v", n, span, want, interval)
+	}
+}
+
+// CheckTransientFaults crawls the site while everything goes wrong at once and the run goes on:
+// the queue, the table and the blob store each fail every every-th call, every message is
+// delivered twice, one page in seven answers 503 twice before it answers, one in nine answers
+// slowly, and every page is a seed, so that a host rate of rps makes fetch messages wait in the
+// queue. The crawl must finish by itself with nothing lost (the live counters may drift: a failed
+// counter flush is only logged). A page may be fetched again where a fault struck between its GET
+// and its record (its WARC file or its record failed): that is the price of at-least-once, and
+// the count is logged; CheckDuplicatesFetchOnce proves that duplicates alone fetch nothing twice.
+func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int) {
+	t := h.T
+	t.Helper()
+	seeds := make([]string, h.Site.Pages)
+	for i := range seeds {
+		seeds[i] = h.Site.PageURL(i)
+	}
+	for i := 1; i < h.Site.Pages; i += 7 {
+		h.Site.Unavailable(i, 2)
+	}
+	for i := 3; i < h.Site.Pages; i += 9 {
+		h.Site.Slow(i, 300*time.Millisecond)
+	}
+	f := &Flaky{Every: every}
+	ports, q := f.Wrap(h.Queue, h.Table, h.Blobs)
+	sent := &CountingSender{Sender: ports.Queue, Queue: h.Res.Fetch}
+	ports.Queue = Doubler{sent}
+	cfg := h.Config()
+	cfg.HostRPS = rps
+	crawl, err := h.Crawl(context.Background(), cfg, ports, q, concurrency, seeds...)
+	if err != nil {
+		t.Fatalf("the crawl with transient faults ended with %v, want it to finish", err)
+	}
+	h.CheckInvariants(crawl, false)
+	qf, tf, bf := f.Faults()
+	t.Logf("faults injected: %d queue, %d table, %d blob; %d answers 503; %d fetch messages delayed; %d pages fetched twice",
+		qf, tf, bf, h.Site.Refused(), sent.Delayed.Load(), len(h.Site.Repeats()))
+	if qf == 0 || tf == 0 || bf == 0 {
+		t.Errorf("faults injected: %d queue, %d table, %d blob: want some of each", qf, tf, bf)
+	}
+	if h.Site.Refused() == 0 || sent.Delayed.Load() == 0 {
+		t.Errorf("%d answers 503 and %d delayed fetch messages: the site's faults or the host's rate never struck",
+			h.Site.Refused(), sent.Delayed.Load())
 	}
 }

@@ -11,31 +11,79 @@ import (
 )
 
 // Site is a generated demo site served on 127.0.0.1 for one test. It records when each page
-// request (robots.txt aside) arrived, for the politeness checks.
+// request (robots.txt aside) arrived, for the politeness checks. Pages can be made to answer 503
+// a number of times before they answer, and to answer slowly; the 503 answers do not count as
+// fetches (Repeats counts the pages served whole more than once).
 type Site struct {
 	*demosite.Site
 	// URL is the site's root, with its trailing slash: the crawl's default seed.
 	URL string
 
-	mu    sync.Mutex
-	times []time.Time
+	mu          sync.Mutex
+	times       []time.Time
+	unavailable map[string]int           // path -> 503 answers still to give
+	delays      map[string]time.Duration // path -> the wait before the answer
+	refused     int                      // 503 answers given
 }
 
 // NewSite serves a site of pages pages with links links each until the test ends.
 func NewSite(t testing.TB, pages, links int) *Site {
 	t.Helper()
-	s := &Site{Site: demosite.New(pages, links, 2000)}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/robots.txt" {
-			s.mu.Lock()
-			s.times = append(s.times, time.Now())
-			s.mu.Unlock()
-		}
-		s.Site.ServeHTTP(w, r)
-	}))
+	s := &Site{Site: demosite.New(pages, links, 2000), unavailable: map[string]int{}, delays: map[string]time.Duration{}}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/"
 	return s
+}
+
+func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	s.mu.Lock()
+	if p != "/robots.txt" {
+		s.times = append(s.times, time.Now())
+	}
+	delay := s.delays[p]
+	busy := s.unavailable[p] > 0
+	if busy {
+		s.unavailable[p]--
+		s.refused++
+	}
+	s.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay) // the site's own latency, not the test's timing
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if busy {
+		http.Error(w, "try again", http.StatusServiceUnavailable)
+		return
+	}
+	s.Site.ServeHTTP(w, r)
+}
+
+// Unavailable makes page i answer 503 the next n times it is asked for.
+func (s *Site) Unavailable(i, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unavailable[demosite.Path(i)] = n
+}
+
+// Slow makes page i answer after d.
+func (s *Site) Slow(i int, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delays[demosite.Path(i)] = d
+}
+
+// Refused returns how many 503 answers the site gave.
+func (s *Site) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // Times returns when each page request arrived, in order.
