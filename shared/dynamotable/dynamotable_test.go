@@ -14,14 +14,29 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// fakeAPI is an API whose write methods are function fields; the others panic if called.
+// fakeAPI is an API whose write and scan methods are function fields; the others panic if called.
 type fakeAPI struct {
 	API
-	putItem func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
+	putItem    func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
+	updateItem func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
+	deleteItem func(*dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error)
+	scan       func(*dynamodb.ScanInput) (*dynamodb.ScanOutput, error)
 }
 
 func (f *fakeAPI) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return f.putItem(in)
+}
+
+func (f *fakeAPI) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return f.updateItem(in)
+}
+
+func (f *fakeAPI) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return f.deleteItem(in)
+}
+
+func (f *fakeAPI) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return f.scan(in)
 }
 
 func TestEveryNameAliased(t *testing.T) {
@@ -50,25 +65,94 @@ func TestEveryNameAliased(t *testing.T) {
 	}
 }
 
-func TestBadConditions(t *testing.T) {
+// TestCallsCarryTheExpression checks that Put, Update, Delete and Scan send the expression they
+// build, with its names and values, and send none when there is nothing to check or change.
+func TestCallsCarryTheExpression(t *testing.T) {
+	type request struct {
+		cond, update, filter *string
+		names                map[string]string
+		values               map[string]types.AttributeValue
+	}
+	claim := table.Or(table.NotExists("leaseUntil"), table.Lt("leaseUntil", int64(100)))
 	tests := []struct {
-		name string
-		cond table.Cond
+		name                             string
+		call                             func(context.Context, *Table) error
+		wantCond, wantUpdate, wantFilter string
 	}{
-		{"EmptyAnd", table.And()},
-		{"UnknownOp", table.Cond{Op: "like"}},
-		{"FloatValue", table.Eq("x", 1.5)},
-		{"NotOfTwo", table.Cond{Op: table.OpNot, Sub: []table.Cond{table.Exists("a"), table.Exists("b")}}},
+		{"Put/itemNotExists", func(ctx context.Context, tb *Table) error {
+			return tb.Put(ctx, "k", table.Item{"status": "queued"}, table.ItemNotExists())
+		}, "attribute_not_exists (#pk)", "", ""},
+		{"Put/noCondition", func(ctx context.Context, tb *Table) error {
+			return tb.Put(ctx, "k", table.Item{"status": "queued"}, table.Cond{})
+		}, "", "", ""},
+		{"Update/conditionAndUpdate", func(ctx context.Context, tb *Table) error {
+			_, err := tb.Update(ctx, "k", table.Update{Set: map[string]any{"owner": "w1"}, Add: map[string]int64{"attempts": 1}}, claim)
+			return err
+		}, "(attribute_not_exists (#leaseUntil)) OR (#leaseUntil < :100)", "ADD #attempts :1\nSET #owner = :\"w1\"\n", ""},
+		{"Update/updateOnly", func(ctx context.Context, tb *Table) error {
+			_, err := tb.Update(ctx, "k", table.Update{Remove: []string{"owner"}}, table.Cond{})
+			return err
+		}, "", "REMOVE #owner\n", ""},
+		{"Update/conditionOnly", func(ctx context.Context, tb *Table) error {
+			_, err := tb.Update(ctx, "k", table.Update{}, table.ItemExists())
+			return err
+		}, "attribute_exists (#pk)", "", ""},
+		{"Update/nothing", func(ctx context.Context, tb *Table) error {
+			_, err := tb.Update(ctx, "k", table.Update{}, table.Cond{})
+			return err
+		}, "", "", ""},
+		{"Delete/lt", func(ctx context.Context, tb *Table) error {
+			return tb.Delete(ctx, "k", table.Lt("leaseUntil", int64(100)))
+		}, "#leaseUntil < :100", "", ""},
+		{"Delete/noCondition", func(ctx context.Context, tb *Table) error {
+			return tb.Delete(ctx, "k", table.Cond{})
+		}, "", "", ""},
+		{"Scan/prefix", func(ctx context.Context, tb *Table) error {
+			return tb.Scan(ctx, "host#", func(string, table.Item) error { return nil })
+		}, "", "", `begins_with (#pk, :"host#")`},
+		{"Scan/all", func(ctx context.Context, tb *Table) error {
+			return tb.Scan(ctx, "", func(string, table.Item) error { return nil })
+		}, "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := buildExpression(tt.cond, nil); err == nil {
-				t.Errorf("buildExpression(%+v) succeeded, want an error", tt.cond)
+			var sent []request
+			f := &fakeAPI{
+				putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+					sent = append(sent, request{cond: in.ConditionExpression,
+						names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+					return &dynamodb.PutItemOutput{}, nil
+				},
+				updateItem: func(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+					sent = append(sent, request{cond: in.ConditionExpression, update: in.UpdateExpression,
+						names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+					return &dynamodb.UpdateItemOutput{}, nil
+				},
+				deleteItem: func(in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error) {
+					sent = append(sent, request{cond: in.ConditionExpression,
+						names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+					return &dynamodb.DeleteItemOutput{}, nil
+				},
+				scan: func(in *dynamodb.ScanInput) (*dynamodb.ScanOutput, error) {
+					sent = append(sent, request{filter: in.FilterExpression,
+						names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+					return &dynamodb.ScanOutput{}, nil
+				},
+			}
+			if err := tt.call(context.Background(), New(f, "t")); err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			if len(sent) != 1 {
+				t.Fatalf("%d requests sent, want 1", len(sent))
+			}
+			// resolve also fails on names or values that no expression uses.
+			got := resolve(t, sent[0].names, sent[0].values, sent[0].cond, sent[0].update, sent[0].filter)
+			for i, want := range []string{tt.wantCond, tt.wantUpdate, tt.wantFilter} {
+				if got[i] != want {
+					t.Errorf("%s expression = %q, want %q", [...]string{"condition", "update", "filter"}[i], got[i], want)
+				}
 			}
 		})
-	}
-	if _, err := buildExpression(table.Cond{}, &table.Update{Set: map[string]any{"pk": "x"}}); err == nil {
-		t.Error("an update of the key succeeded, want an error")
 	}
 }
 

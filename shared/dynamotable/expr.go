@@ -64,11 +64,18 @@ func condition(c table.Cond) (expression.ConditionBuilder, error) {
 		return expression.AttributeExists(name(table.KeyAttr)), nil
 	case table.OpItemNotExists:
 		return expression.AttributeNotExists(name(table.KeyAttr)), nil
-	case table.OpAttrExists:
-		return expression.AttributeExists(name(c.Name)), nil
-	case table.OpAttrNotExists:
+	case table.OpAttrExists, table.OpAttrNotExists:
+		if c.Name == "" {
+			return none, fmt.Errorf("condition %s: %w", c.Op, errEmptyName)
+		}
+		if c.Op == table.OpAttrExists {
+			return expression.AttributeExists(name(c.Name)), nil
+		}
 		return expression.AttributeNotExists(name(c.Name)), nil
 	case table.OpEq, table.OpNe, table.OpLt, table.OpLe, table.OpGt, table.OpGe:
+		if c.Name == "" {
+			return none, fmt.Errorf("condition %s: %w", c.Op, errEmptyName)
+		}
 		v, err := value(c.Value)
 		if err != nil {
 			return none, fmt.Errorf("condition %s %s: %w", c.Op, c.Name, err)
@@ -126,11 +133,15 @@ func updateIsEmpty(u table.Update) bool {
 	return len(u.Set) == 0 && len(u.Add) == 0 && len(u.Remove) == 0
 }
 
-// update builds SET, ADD and REMOVE clauses, in sorted name order so that equal updates give
-// equal expressions. The key attribute cannot be updated.
+// update builds SET, ADD and REMOVE clauses: SET and ADD in sorted name order so that equal
+// updates give equal expressions, REMOVE in the order given. The key attribute cannot be updated,
+// and an empty name is an error here rather than a bare "invalid parameter" from the SDK.
 func update(u table.Update) (expression.UpdateBuilder, error) {
 	var ub expression.UpdateBuilder
 	for _, n := range sortedKeys(u.Set) {
+		if n == "" {
+			return ub, fmt.Errorf("update set: %w", errEmptyName)
+		}
 		if n == table.KeyAttr {
 			return ub, errKeyUpdate
 		}
@@ -141,12 +152,18 @@ func update(u table.Update) (expression.UpdateBuilder, error) {
 		ub = ub.Set(name(n), v)
 	}
 	for _, n := range sortedKeys(u.Add) {
+		if n == "" {
+			return ub, fmt.Errorf("update add: %w", errEmptyName)
+		}
 		if n == table.KeyAttr {
 			return ub, errKeyUpdate
 		}
 		ub = ub.Add(name(n), expression.Value(u.Add[n]))
 	}
 	for _, n := range u.Remove {
+		if n == "" {
+			return ub, fmt.Errorf("update remove: %w", errEmptyName)
+		}
 		if n == table.KeyAttr {
 			return ub, errKeyUpdate
 		}
@@ -155,7 +172,11 @@ func update(u table.Update) (expression.UpdateBuilder, error) {
 	return ub, nil
 }
 
-var errKeyUpdate = errors.New("update: the key attribute " + table.KeyAttr + " cannot be changed")
+var (
+	errKeyUpdate = errors.New("update: the key attribute " + table.KeyAttr + " cannot be changed")
+	// errEmptyName names the mistake; the SDK's own error for it says only "invalid parameter: NameBuilder".
+	errEmptyName = errors.New("empty attribute name")
+)
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
