@@ -1,13 +1,16 @@
 // Package awstest holds helpers for the integration tests of the AWS adapters. The tests run
 // against whatever endpoint the environment names: LocalStack (AWS_ENDPOINT_URL) or the local
 // emulators (AWS_ENDPOINT_URL_SQS, _DYNAMODB and _S3, written by localstack/emulators.sh). With no
-// endpoint set they skip, so `go test ./...` never calls AWS itself.
+// endpoint set they skip, so `go test ./...` never calls AWS itself; under
+// CRAWL_TEST_REQUIRE_EMULATORS=1 (set by `localstack/emulators.sh test`, which `make test` runs) a
+// missing endpoint fails the test instead, so a run whose emulators did not start cannot pass.
 package awstest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -26,6 +29,9 @@ const (
 	// EnvEmulators set to 1 says the endpoints are the local emulators (set by the env file that
 	// localstack/emulators.sh writes).
 	EnvEmulators = "CRAWL_TEST_EMULATORS"
+	// EnvRequireEmulators set to 1 says the endpoints must be there: a test that would skip for a
+	// missing endpoint fails instead. `localstack/emulators.sh test` sets it for its go test run.
+	EnvRequireEmulators = "CRAWL_TEST_REQUIRE_EMULATORS"
 )
 
 var endpointVars = []string{
@@ -42,13 +48,15 @@ func HasEndpoint() bool {
 	return false
 }
 
-// Config returns the SDK configuration for an integration test, or skips the test when no
-// endpoint is overridden: the tests never call real AWS by accident.
+// Config returns the SDK configuration for an integration test. When no endpoint is overridden
+// it skips the test (the tests never call real AWS by accident), or fails it under
+// CRAWL_TEST_REQUIRE_EMULATORS=1.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
 	if !HasEndpoint() {
-		t.Skip("no AWS endpoint: run `make test` or `make test-integration` " +
-			"(set AWS_ENDPOINT_URL, or AWS_ENDPOINT_URL_SQS/_DYNAMODB/_S3)")
+		missing(t, "no AWS endpoint: none of "+strings.Join(endpointVars, ", ")+" is set",
+			"run `make test` or `make test-integration` "+
+				"(set AWS_ENDPOINT_URL, or AWS_ENDPOINT_URL_SQS/_DYNAMODB/_S3)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -60,12 +68,27 @@ func Config(t testing.TB) aws.Config {
 }
 
 // RequireService skips the test unless the environment gives an endpoint for the service (the
-// general AWS_ENDPOINT_URL, or AWS_ENDPOINT_URL_<SERVICE>, e.g. "SQS", "DYNAMODB", "S3").
+// general AWS_ENDPOINT_URL, or AWS_ENDPOINT_URL_<SERVICE>, e.g. "SQS", "DYNAMODB", "S3"); under
+// CRAWL_TEST_REQUIRE_EMULATORS=1 it fails the test instead.
 func RequireService(t testing.TB, service string) {
 	t.Helper()
 	if os.Getenv(awsconfig.EnvEndpoint) == "" && os.Getenv("AWS_ENDPOINT_URL_"+service) == "" {
-		t.Skipf("no %s endpoint: set AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_%s", service, service)
+		missing(t, fmt.Sprintf("no %s endpoint: neither %s nor AWS_ENDPOINT_URL_%s is set",
+			service, awsconfig.EnvEndpoint, service),
+			fmt.Sprintf("set AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_%s", service))
 	}
+}
+
+// missing ends a test whose endpoint is missing: a failure under CRAWL_TEST_REQUIRE_EMULATORS=1,
+// where the emulators should be running, and a skip (with the hint) everywhere else.
+func missing(t testing.TB, what, hint string) {
+	t.Helper()
+	if os.Getenv(EnvRequireEmulators) == "1" {
+		t.Fatalf("%s, but %s=1: the emulators should be running and their env file "+
+			"(.cache/emulators/env) sourced; `make test` and `localstack/emulators.sh test` "+
+			"start them, so look at their output for why they did not", what, EnvRequireEmulators)
+	}
+	t.Skipf("%s: %s", what, hint)
 }
 
 // UniqueName returns a fresh resource name: prefix, the test's name and a random suffix, made
@@ -96,7 +119,9 @@ func UniqueName(t testing.TB, prefix string) string {
 
 // RequireS3Notifications skips the test unless the endpoint sends S3 event notifications. Only
 // LocalStack (and AWS) do; no local emulator does, so tests that need one drive the handler with
-// a sample event from events/ instead.
+// a sample event from events/ instead. It skips even under CRAWL_TEST_REQUIRE_EMULATORS=1: a test
+// that calls it must be named in localstack/allowed-skips.txt, or `localstack/emulators.sh test`
+// fails on its skip.
 func RequireS3Notifications(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnvLocalStack) != "1" {
