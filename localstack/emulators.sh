@@ -9,6 +9,10 @@
 #   localstack/emulators.sh test PKG...  # install, start, run the integration tests, summarise, stop
 #
 # After start, `source .cache/emulators/env` points the AWS SDK at the emulators.
+#
+# `test` is strict: it runs the tests with CRAWL_TEST_REQUIRE_EMULATORS=1, so a test whose endpoint
+# is missing fails instead of skipping, and it fails when a test skipped that
+# localstack/allowed-skips.txt does not name, or when no test passed.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -165,12 +169,16 @@ cmd_status() {
   done
 }
 
-# cmd_test runs `go test -race -run Integration` over the packages with the env file sourced,
-# prints the non-passing lines and a summary "integration: N passed, N failed, N skipped" (every
-# test and subtest counts), and stops the emulators afterwards if it started them, even on failure.
+# cmd_test runs `go test -race -run Integration` over the packages with the env file sourced and
+# CRAWL_TEST_REQUIRE_EMULATORS=1 (a missing endpoint fails a test rather than skipping it), prints
+# the non-passing lines and a summary "integration: N passed, N failed, N skipped" (every test and
+# subtest counts), and stops the emulators afterwards if it started them, even on failure. It
+# fails when go test fails, when a test skipped that localstack/allowed-skips.txt does not name
+# (localstack/testsummary judges the log), and when no test passed.
 cmd_test() {
   (($# > 0)) || die "test: no packages given"
   cmd_install
+  (cd "$ROOT" && go build -o "$DIR/bin/testsummary" ./localstack/testsummary)
   local started=0
   if ! { alive dynamodb && alive fauxqs && alive fakes3 && [[ -f "$ENV_FILE" ]]; }; then
     started=1
@@ -183,6 +191,8 @@ cmd_test() {
     # shellcheck source=/dev/null
     . "$ENV_FILE"
     set +a
+    # Set here, not in the env file: a test run whose env file went missing must fail, not skip.
+    export CRAWL_TEST_REQUIRE_EMULATORS=1
     cd "$ROOT"
     go test -race -count=1 -v -run Integration "$@"
   ) >"$out" 2>&1 || rc=$?
@@ -191,15 +201,11 @@ cmd_test() {
   grep -vE '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS|PASS$)' "$out" \
     | grep -vE '^[[:space:]]*$' \
     | grep -vF 'WARN failed to close HTTP response body' || true
-  local passed failed skipped broken
-  passed="$(grep -cE '^[[:space:]]*--- PASS' "$out" || true)"
-  failed="$(grep -cE '^[[:space:]]*--- FAIL' "$out" || true)"
-  skipped="$(grep -cE '^[[:space:]]*--- SKIP' "$out" || true)"
-  broken="$(grep -cE '^FAIL[[:space:]].*\[(build|setup) failed\]' "$out" || true)"
-  failed=$((failed + broken))
-  if ((rc != 0 && failed == 0)); then failed=1; fi # a panic or a timeout: count it
-  echo "integration: $passed passed, $failed failed, $skipped skipped"
+  # The summary line, and a non-zero exit for a skip not allowed or a run in which nothing passed.
+  local judged=0
+  (cd "$ROOT" && "$DIR/bin/testsummary" -allowed localstack/allowed-skips.txt -exit "$rc" "$out") || judged=$?
   echo "(full log: .cache/emulators/test.log)"
+  if ((rc == 0)); then rc=$judged; fi
   return "$rc"
 }
 
