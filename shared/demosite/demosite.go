@@ -1,7 +1,8 @@
 // Package demosite serves a generated website for `make run`, the benchmark and the end-to-end
 // tests: Pages HTML pages of about PageBytes bytes, each with Links links to other pages, every page
-// reachable from "/", plus a robots.txt that disallows /private/. It counts the requests for each
-// path, so tests can prove that no page was fetched twice.
+// reachable from "/", plus a robots.txt that disallows /private/ (and asks for a Crawl-delay when
+// one is set). It counts the requests for each path, so tests can prove that no page was fetched
+// twice.
 package demosite
 
 import (
@@ -10,11 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Site is a generated website. It is safe for concurrent use.
 type Site struct {
 	Pages, Links, PageBytes int
+	// CrawlDelay, when set, is the Crawl-delay robots.txt asks of every crawler, in seconds with
+	// a fraction if need be ("Crawl-delay: 0.25"). Zero leaves robots.txt without one. Set it
+	// before the site serves.
+	CrawlDelay time.Duration
 
 	mu   sync.Mutex
 	hits map[string]int
@@ -40,7 +46,7 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if r.URL.Path == "/robots.txt" {
 		w.Header().Set("Content-Type", "text/plain")
-		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+		fmt.Fprint(w, s.robots())
 		return
 	}
 	i, ok := s.page(r.URL.Path)
@@ -50,6 +56,15 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(s.render(i))
+}
+
+// robots is the site's robots.txt.
+func (s *Site) robots() string {
+	const rules = "User-agent: *\nDisallow: /private/\n"
+	if s.CrawlDelay <= 0 {
+		return rules
+	}
+	return rules + "Crawl-delay: " + strconv.FormatFloat(s.CrawlDelay.Seconds(), 'f', -1, 64) + "\n"
 }
 
 func (s *Site) page(p string) (int, bool) {

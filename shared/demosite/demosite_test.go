@@ -5,6 +5,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/temoto/robotstxt"
 )
 
 func TestEveryPageReachableAndSized(t *testing.T) {
@@ -39,5 +42,37 @@ func TestEveryPageReachableAndSized(t *testing.T) {
 	}
 	if s.Hits("/p/7") != 1 || s.Fetched() != 1 || len(s.Repeats()) != 0 {
 		t.Errorf("hits = %d, fetched = %d, repeats = %v", s.Hits("/p/7"), s.Fetched(), s.Repeats())
+	}
+}
+
+func TestRobotsTxtAsksForTheCrawlDelay(t *testing.T) {
+	tests := []struct {
+		name  string
+		delay time.Duration
+		want  string
+	}{
+		// The default is the file the site has always served, byte for byte.
+		{"none", 0, "User-agent: *\nDisallow: /private/\n"},
+		{"fraction", 250 * time.Millisecond, "User-agent: *\nDisallow: /private/\nCrawl-delay: 0.25\n"},
+		{"whole seconds", 2 * time.Second, "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(3, 1, 100)
+			s.CrawlDelay = tt.delay
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest("GET", "/robots.txt", nil))
+			if got := rec.Body.String(); rec.Code != 200 || got != tt.want {
+				t.Fatalf("robots.txt: status %d, %q; want 200, %q", rec.Code, got, tt.want)
+			}
+			// A robots.txt parser reads back the delay asked for.
+			r, err := robotstxt.FromString(rec.Body.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.FindGroup("crawlstack").CrawlDelay; got != tt.delay {
+				t.Errorf("a parser reads Crawl-delay %v, want %v", got, tt.delay)
+			}
+		})
 	}
 }
