@@ -17,7 +17,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/awstest"
 	"github.com/crawlstack/crawlstack/shared/cli"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
-	"github.com/crawlstack/crawlstack/shared/e2etest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
@@ -187,43 +186,4 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 	}
 	h.CheckRecords(crawl)
 	h.CheckDLQs(map[string]int{})
-}
-
-// TestIntegrationPolitenessWaitsNeverReachTheDLQ crawls with a per-host rate that most fetch
-// messages must wait for, and a maxReceiveCount of 2: the waits re-send the messages with a delay
-// instead of failing them, so every page is fetched, no dead-letter queue receives anything, and
-// the requests keep the host's interval. Every page is a seed, so their fetch messages arrive
-// together and a batch holds more of them than one second of the host's rate: the later ones
-// must wait longer than a fetch waits in place.
-func TestIntegrationPolitenessWaitsNeverReachTheDLQ(t *testing.T) {
-	const rps = 4
-	h := newHarness(t, 16, 4)
-	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 2})
-	cfg := h.Config()
-	cfg.HostRPS = rps
-	ports := h.Ports()
-	sent := &e2etest.CountingSender{Sender: h.Queue, Queue: h.Res.Fetch}
-	ports.Queue = sent
-	seeds := make([]string, h.Site.Pages)
-	for i := range seeds {
-		seeds[i] = h.Site.PageURL(i)
-	}
-	crawl, err := h.Crawl(context.Background(), cfg, ports, h.Queue, 8, seeds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.CheckNothingLost(crawl) // also: every dead-letter queue is empty
-	if r := h.Site.Repeats(); len(r) != 0 {
-		t.Errorf("pages fetched more than once: %v", r)
-	}
-	t.Logf("%d fetch messages re-sent with a delay to wait for the host", sent.Delayed.Load())
-	if n := sent.Delayed.Load(); n == 0 {
-		t.Errorf("no fetch message was re-sent with a delay: the test forced no politeness wait")
-	}
-	// The slots are taken at least interval apart; each request then arrives after its own
-	// travel time, which a loaded machine stretches by tens of milliseconds. So: no burst (no
-	// two requests within a fifth of the interval), and the whole crawl keeps the rate (n
-	// requests span at least n-2 intervals).
-	const interval = time.Second / rps
-	h.CheckPoliteness(interval, interval/5, interval)
 }

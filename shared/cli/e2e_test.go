@@ -91,21 +91,6 @@ func TestTransientFaultsDuringARunThatFinishes(t *testing.T) {
 	h.CheckTransientFaults(17, 8, 32)
 }
 
-func TestPolitenessIsSharedByAllWorkers(t *testing.T) {
-	h := newHarness(t, 12, 4, 30*time.Second)
-	cfg := h.Config()
-	cfg.HostRPS = 10 // one request per 100 ms, whatever the concurrency
-	cfg.MaxReceive = 2
-	crawl, err := h.Crawl(context.Background(), cfg, h.Ports(), h.Queue, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.CheckNothingLost(crawl) // also: waiting put nothing in the DLQ, though maxReceiveCount is 2
-	// No burst (no two requests within half the interval), and the whole crawl keeps the rate.
-	const interval = 100 * time.Millisecond
-	h.CheckPoliteness(interval, interval/2, interval/2)
-}
-
 func TestPoisonIsQuarantinedAndTheCrawlGoesOn(t *testing.T) {
 	h := newHarness(t, 30, 4, 30*time.Second)
 	ctx := context.Background()

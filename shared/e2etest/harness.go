@@ -3,6 +3,7 @@ package e2etest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/localrun"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
@@ -78,7 +80,8 @@ type Harness struct {
 	Visibility time.Duration
 	// MaxReceive, when set, is the queues' maxReceiveCount, which Config passes on.
 	MaxReceive int
-	// Timeout, when set, bounds each crawl: a hang fails the test instead of blocking the package.
+	// Timeout bounds each run (DefaultTimeout when unset): a hang fails the test, saying what was
+	// pending, instead of blocking the package.
 	Timeout time.Duration
 	// DLQSettle is how long the dead-letter queues' counts may take to settle (SQS's are
 	// approximate and lag); 0 looks once, for a backend whose counts are exact.
@@ -106,21 +109,16 @@ func (h *Harness) Ports() pipeline.Ports {
 	return pipeline.Ports{Queue: h.Queue, Table: h.Table, Blobs: h.Blobs}
 }
 
+// DefaultTimeout bounds each run of a harness whose Timeout is unset: a crawl that hangs (a
+// livelock in a queue, a message that never comes back) fails its test with what was pending,
+// well before the go test timeout.
+const DefaultTimeout = 2 * time.Minute
+
 // Crawl starts a crawl of seeds (the site alone when empty) with fresh handlers over ports
 // (possibly wrapped) and runs the local runner on q until the pipeline is empty or ctx ends.
 // It returns the crawl id and the runner's error.
 func (h *Harness) Crawl(ctx context.Context, cfg pipeline.Config, ports pipeline.Ports, q localrun.Queues, concurrency int, seeds ...string) (string, error) {
 	h.T.Helper()
-	if h.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.Timeout)
-		defer cancel()
-	}
-	hs, err := pipeline.New(cfg, ports, QuietLog())
-	if err != nil {
-		h.T.Fatal(err)
-	}
-	defer hs.Close()
 	if len(seeds) == 0 {
 		seeds = []string{h.Site.URL}
 	}
@@ -128,11 +126,69 @@ func (h *Harness) Crawl(ctx context.Context, cfg pipeline.Config, ports pipeline
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	err = h.Runner(q, h.Res, hs, concurrency, h.Visibility, QuietLog()).Run(ctx)
-	if h.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
-		h.T.Fatalf("the crawl did not finish within %v", h.Timeout)
+	return crawl, h.Run(ctx, crawl, cfg, ports, q, concurrency)
+}
+
+// Run runs fresh handlers of cfg over ports on the local runner, receiving from q, until the
+// pipeline is empty or ctx ends, and returns the runner's error. It fails the test, saying what
+// was pending (in the queues, and crawl's URLs not done), if the run outlasts the harness's
+// Timeout (DefaultTimeout when unset).
+func (h *Harness) Run(ctx context.Context, crawl string, cfg pipeline.Config, ports pipeline.Ports, q localrun.Queues, concurrency int) error {
+	h.T.Helper()
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
 	}
-	return crawl, err
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hs, err := pipeline.New(cfg, ports, QuietLog())
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	defer hs.Close()
+	err = h.Runner(q, h.Res, hs, concurrency, h.Visibility, QuietLog()).Run(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		h.T.Fatalf("the run did not finish within %v; pending:\n%s", timeout, h.Pending(crawl))
+	}
+	return err
+}
+
+// Pending says what a crawl still has to do: the messages in each queue (visible, and in flight
+// or delayed) and up to 10 of crawl's URLs without a terminal state (none when crawl is empty).
+func (h *Harness) Pending(crawl string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for _, q := range []struct{ name, addr string }{
+		{"schedule", h.Res.Schedule}, {"fetch", h.Res.Fetch}, {"parse", h.Res.Parse},
+		{"schedule DLQ", h.Res.ScheduleDLQ}, {"fetch DLQ", h.Res.FetchDLQ}, {"parse DLQ", h.Res.ParseDLQ},
+	} {
+		v, nv, err := h.Queue.Depth(ctx, q.addr)
+		if err != nil {
+			fmt.Fprintf(&b, "  %s queue: %v\n", q.name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "  %s queue: %d visible, %d in flight or delayed\n", q.name, v, nv)
+	}
+	if crawl == "" {
+		return b.String()
+	}
+	const most = 10
+	open := 0
+	err := crawlstate.New(h.Table).ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+		if u.State.Terminal() {
+			return nil
+		}
+		if open++; open <= most {
+			fmt.Fprintf(&b, "  url %s: %s, owner %q, lease until %s\n", u.URL, u.State, u.Owner, u.Lease.Format(time.RFC3339Nano))
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(&b, "  the crawl's URLs: %v\n", err)
+	}
+	fmt.Fprintf(&b, "  %d URLs of crawl %s not done\n", open, crawl)
+	return b.String()
 }
 
 // CrawlSite crawls the site with the default configuration on the unwrapped backend, and
