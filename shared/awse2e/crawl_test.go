@@ -13,6 +13,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/awstest"
 	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/e2etest"
 )
 
 // TestIntegrationCrawlFetchesEveryPageOnce crawls the site with the three handlers on the AWS
@@ -121,4 +122,28 @@ func TestIntegrationCrashMidBatchLosesNothing(t *testing.T) {
 				limit, atCrash, h.Site.Pages, len(r))
 		})
 	}
+}
+
+// TestIntegrationCrashAtEveryNamedStepLosesNothing kills the crawl on the AWS adapters at each
+// named step between two writes of the pipeline (the third time a worker reaches it), then
+// resumes: nothing is lost, and at most the one page in flight is fetched again.
+func TestIntegrationCrashAtEveryNamedStepLosesNothing(t *testing.T) {
+	for _, step := range e2etest.Steps() {
+		t.Run(step.Name, func(t *testing.T) {
+			const concurrency = 1
+			h := newHarness(t, 20, 4)
+			h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
+			h.CrashAt(step, 3, concurrency)
+			h.Resume(concurrency)
+		})
+	}
+}
+
+// TestIntegrationTransientFaultsDuringARunThatFinishes: SQS, DynamoDB and S3 each fail every 17th
+// call, every message comes twice, some pages answer 503 or answer slowly, and the host's rate
+// makes messages wait: the crawl finishes by itself and loses nothing.
+func TestIntegrationTransientFaultsDuringARunThatFinishes(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 10})
+	h.CheckTransientFaults(17, 4, 16)
 }
