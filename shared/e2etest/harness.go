@@ -160,15 +160,15 @@ func (h *Harness) Pending(crawl string) string {
 	defer cancel()
 	var b strings.Builder
 	for _, q := range []struct{ name, addr string }{
-		{"schedule", h.Res.Schedule}, {"fetch", h.Res.Fetch}, {"parse", h.Res.Parse},
+		{"schedule queue", h.Res.Schedule}, {"fetch queue", h.Res.Fetch}, {"parse queue", h.Res.Parse},
 		{"schedule DLQ", h.Res.ScheduleDLQ}, {"fetch DLQ", h.Res.FetchDLQ}, {"parse DLQ", h.Res.ParseDLQ},
 	} {
 		v, nv, err := h.Queue.Depth(ctx, q.addr)
 		if err != nil {
-			fmt.Fprintf(&b, "  %s queue: %v\n", q.name, err)
+			fmt.Fprintf(&b, "  %s: %v\n", q.name, err)
 			continue
 		}
-		fmt.Fprintf(&b, "  %s queue: %d visible, %d in flight or delayed\n", q.name, v, nv)
+		fmt.Fprintf(&b, "  %s: %d visible, %d in flight or delayed\n", q.name, v, nv)
 	}
 	if crawl == "" {
 		return b.String()
