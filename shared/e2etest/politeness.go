@@ -112,7 +112,7 @@ func (h *Harness) CheckHeldSlotWaits() {
 	}
 
 	arrivals := &firstReceive{Queues: h.Queue, queue: h.Res.Fetch}
-	if err := h.Run(ctx, "", cfg, h.Ports(), arrivals, 4); err != nil {
+	if err := h.Run(ctx, crawl, cfg, h.Ports(), arrivals, 4); err != nil {
 		t.Fatal(err)
 	}
 	// The test proves something only if the message came early enough that a fetch without the

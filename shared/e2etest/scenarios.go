@@ -121,10 +121,6 @@ func (h *Harness) CheckPoliteness(interval, minGap, slack time.Duration) {
 func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int) {
 	t := h.T
 	t.Helper()
-	seeds := make([]string, h.Site.Pages)
-	for i := range seeds {
-		seeds[i] = h.Site.PageURL(i)
-	}
 	for i := 1; i < h.Site.Pages; i += 7 {
 		h.Site.Unavailable(i, 2)
 	}
@@ -137,7 +133,7 @@ func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int
 	ports.Queue = Doubler{sent}
 	cfg := h.Config()
 	cfg.HostRPS = rps
-	crawl, err := h.Crawl(context.Background(), cfg, ports, q, concurrency, seeds...)
+	crawl, err := h.Crawl(context.Background(), cfg, ports, q, concurrency, h.Site.PageURLs()...)
 	if err != nil {
 		t.Fatalf("the crawl with transient faults ended with %v, want it to finish", err)
 	}
