@@ -212,6 +212,12 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 		r = u // a seed is its own scope root
 	}
 	if err := f.cfg.Rules.Check(r, u, m.Depth, f.now()); err != nil {
+		if f.cfg.Rules.Check(u, u, 0, f.now()) == nil {
+			// Out of scope from this root, or too deep on this path: another seed's page, or a
+			// shorter path, may still bring the URL in. Nothing is recorded or remembered.
+			return pending{}, outRejected, nil
+		}
+		// Refused whoever links it (an exclude pattern, a trap): recorded skipped, once.
 		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
 			return pending{}, 0, err
 		}

@@ -203,12 +203,57 @@ func TestAdmitRecordsRefusals(t *testing.T) {
 	if res, _ := f.Admit(ctx, deep); res.Rejected != 1 {
 		t.Errorf("a URL past the max depth was not rejected: %+v", res)
 	}
+	excluded := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Depth: 1,
+		URLs: []string{"http://a.test/private/x"}}
+	f.cfg.Rules.Exclude, _ = scope.ParsePatterns([]string{"/private/"})
+	if res, _ := f.Admit(ctx, excluded); res.Rejected != 1 {
+		t.Errorf("an excluded URL was not rejected: %+v", res)
+	}
+	// Recorded skipped: the one over the budget and the excluded one, refused whoever links them.
+	// The off-host and the too deep ones are not recorded: another root or a shorter path may
+	// still bring them in (TestScopeDependsOnTheLinkNotTheURL).
 	c, err := st.Counters(ctx, "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Seen != 5 || c.Skipped != 3 || c.Pending() != 2 || c.Classes[errclass.Scope] != 3 {
-		t.Errorf("counters = %+v, want 5 seen, 3 skipped (scope), 2 pending", c)
+	if c.Seen != 4 || c.Skipped != 2 || c.Pending() != 2 || c.Classes[errclass.Scope] != 2 {
+		t.Errorf("counters = %+v, want 4 seen, 2 skipped (scope), 2 pending", c)
+	}
+}
+
+// TestScopeDependsOnTheLinkNotTheURL: a URL off the host of one seed is admitted when another
+// seed's page links it, and a URL too deep on one path is admitted when a shorter path finds it,
+// even through the same frontier that refused it first.
+func TestScopeDependsOnTheLinkNotTheURL(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{}
+	rules := scope.DefaultRules()
+	rules.MaxDepth = 2
+	f := New(Config{Rules: rules, FetchQueue: "fetch"}, st, snd, quiet())
+	links := func(root string, depth int, urls ...string) *message.Links {
+		return &message.Links{Header: message.Header{Crawl: "c1"}, Root: root, Parent: root, Depth: depth, URLs: urls}
+	}
+	for _, step := range []struct {
+		m          *message.Links
+		sent, refd int
+	}{
+		{links("http://a.test/", 1, "http://b.test/x"), 0, 1},    // off a.test's host
+		{links("http://a.test/", 3, "http://a.test/deep"), 0, 1}, // too deep on this path
+		{links("http://b.test/", 1, "http://b.test/x"), 1, 0},    // on b.test's own host
+		{links("http://a.test/", 1, "http://a.test/deep"), 1, 0}, // a shorter path
+	} {
+		res, err := f.Admit(ctx, step.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Sent != step.sent || res.Rejected != step.refd {
+			t.Errorf("links %v from %s at depth %d: %+v, want %d sent and %d rejected",
+				step.m.URLs, step.m.Root, step.m.Depth, res, step.sent, step.refd)
+		}
+	}
+	if got := snd.urls(t); len(got) != 2 {
+		t.Errorf("sent %v, want b.test/x and a.test/deep", got)
 	}
 }
 
