@@ -3,7 +3,10 @@ package e2etest
 import (
 	"context"
 	"errors"
+	"net/url"
 	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 )
 
 // CheckCrawlsOnce crawls the site with concurrency fetches in flight: nothing is lost, no page
@@ -113,8 +116,9 @@ func (h *Harness) CheckPoliteness(interval, minGap, slack time.Duration) {
 // CheckTransientFaults crawls the site while everything goes wrong at once and the run goes on:
 // the queue, the table and the blob store each fail every every-th call, every message is
 // delivered twice, one page in seven answers 503 twice before it answers, one in nine answers
-// slowly, and every page is a seed, so that a host rate of rps makes fetch messages wait in the
-// queue. The crawl must finish by itself with nothing lost (the live counters may drift: a failed
+// slowly, and every page is a seed at a host rate of rps, whose slots another crawler holds for
+// the first two seconds, so that fetch messages must wait in the queue however slowly the
+// machine runs. The crawl must finish by itself with nothing lost (the live counters may drift: a failed
 // counter flush is only logged). A page may be fetched again where a fault struck between its GET
 // and its record (its WARC file or its record failed): that is the price of at-least-once, and
 // the count is logged; CheckDuplicatesFetchOnce proves that duplicates alone fetch nothing twice.
@@ -127,6 +131,7 @@ func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int
 	for i := 3; i < h.Site.Pages; i += 9 {
 		h.Site.Slow(i, 300*time.Millisecond)
 	}
+	h.occupyHost(time.Duration(float64(time.Second)/rps), 2*time.Second)
 	f := &Flaky{Every: every}
 	ports, q := f.Wrap(h.Queue, h.Table, h.Blobs)
 	sent := &CountingSender{Sender: ports.Queue, Queue: h.Res.Fetch}
@@ -147,5 +152,22 @@ func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int
 	if h.Site.Refused() == 0 || sent.Delayed.Load() == 0 {
 		t.Errorf("%d answers 503 and %d delayed fetch messages: the site's faults or the host's rate never struck",
 			h.Site.Refused(), sent.Delayed.Load())
+	}
+}
+
+// occupyHost reserves the site's politeness slots at interval, as another crawler of the same
+// host would, until the next free one is at least ahead away: the crawl's first fetches must then
+// wait longer than a fetch waits in place, and re-queue their messages.
+func (h *Harness) occupyHost(interval, ahead time.Duration) {
+	h.T.Helper()
+	u, err := url.Parse(h.Site.URL)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	st := crawlstate.New(h.Table)
+	for wait := time.Duration(0); wait < ahead; {
+		if wait, err = st.ReserveSlot(context.Background(), u.Host, interval); err != nil {
+			h.T.Fatalf("reserve the host's slots: %v", err)
+		}
 	}
 }
