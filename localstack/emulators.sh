@@ -7,6 +7,7 @@
 #   localstack/emulators.sh stop      # stop what start started
 #   localstack/emulators.sh status    # print which emulators run
 #   localstack/emulators.sh test PKG...  # install, start, run the integration tests, summarise, stop
+#   localstack/emulators.sh run CMD...   # install, start, run CMD with the env file sourced, stop
 #
 # After start, `source .cache/emulators/env` points the AWS SDK at the emulators.
 #
@@ -209,11 +210,33 @@ cmd_test() {
   return "$rc"
 }
 
+# cmd_run installs and starts the emulators (unless they run already), runs CMD with the env file
+# sourced, and stops them afterwards if it started them, even on failure. It exits with CMD's code.
+cmd_run() {
+  (($# > 0)) || die "run: no command given"
+  cmd_install
+  local started=0
+  if ! { alive dynamodb && alive fauxqs && alive fakes3 && [[ -f "$ENV_FILE" ]]; }; then
+    started=1
+  fi
+  if ((started)); then trap 'cmd_stop >/dev/null 2>&1 || true' EXIT; fi
+  cmd_start
+  (
+    set -a
+    # shellcheck source=/dev/null
+    . "$ENV_FILE"
+    set +a
+    cd "$ROOT"
+    "$@"
+  )
+}
+
 case "${1:-}" in
   install) cmd_install ;;
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   test) shift; cmd_test "$@" ;;
-  *) echo "usage: $0 install|start|stop|status|test PKG..." >&2; exit 2 ;;
+  run) shift; cmd_run "$@" ;;
+  *) echo "usage: $0 install|start|stop|status|test PKG...|run CMD..." >&2; exit 2 ;;
 esac

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
@@ -29,6 +31,12 @@ func OpenAWS(ctx context.Context, getenv func(string) string) (*Backend, error) 
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
+	return OpenAWSWith(cfg, getenv), nil
+}
+
+// OpenAWSWith is OpenAWS with an SDK configuration of the caller's (one that meters its calls,
+// for example).
+func OpenAWSWith(cfg aws.Config, getenv func(string) string) *Backend {
 	c := awsconfig.NewClients(cfg)
 	tableName := envOr(getenv, "CRAWL_TABLE", "crawlstack-crawl")
 	bucket := envOr(getenv, "CRAWL_BUCKET", "crawlstack-crawl-local")
@@ -48,7 +56,7 @@ func OpenAWS(ctx context.Context, getenv func(string) string) (*Backend, error) 
 		be.Existing = &Resources{Schedule: s, Fetch: f, Parse: p, ScheduleDLQ: getenv("SCHEDULE_DLQ_URL"),
 			FetchDLQ: getenv("FETCH_DLQ_URL"), ParseDLQ: getenv("PARSE_DLQ_URL")}
 	}
-	return be, nil
+	return be
 }
 
 func envOr(getenv func(string) string, name, def string) string {

@@ -1,0 +1,19 @@
+// Command crawlcost meters what crawls cost on AWS: a wide crawl of a generated web of many
+// hosts, and a crawl of one host, through the AWS adapters on the endpoints the environment names
+// (`make cost` starts the local emulators for it). It prints the units per page and the dollars
+// per million pages of each, by item. It refuses to run against AWS itself.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/crawlstack/crawlstack/shared/costrun"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(costrun.Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}

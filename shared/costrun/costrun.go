@@ -1,0 +1,262 @@
+// Package costrun measures what a crawl costs on AWS: it crawls a generated web of many hosts
+// (shared/multisite) through the AWS adapters, on whatever endpoints the SDK configuration names
+// (the local emulators for `make cost`), with the three handlers driven as the stack's event
+// source mappings drive them, and meters every billed unit on the way (shared/meter): the SDK's
+// calls, each invocation's duration at the function's memory, and the log bytes. It also counts
+// the writes each table item receives, to find hot keys.
+package costrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/localrun"
+	"github.com/crawlstack/crawlstack/shared/meter"
+	"github.com/crawlstack/crawlstack/shared/multisite"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/table"
+)
+
+// Function is what the stack gives one function: its memory, how many batches it works on at
+// once (the event source mapping's maximum concurrency) and its batch size.
+type Function struct {
+	MemoryMB, Concurrency, BatchSize int
+}
+
+// StackFunctions are the stack's default function settings (infra/crawlstack/config.go, which
+// sits in a module of its own: keep the two in step).
+func StackFunctions() map[string]Function {
+	return map[string]Function{
+		"schedule": {MemoryMB: 256, Concurrency: 2, BatchSize: 10},
+		"fetch":    {MemoryMB: 512, Concurrency: 10, BatchSize: 10},
+		"parse":    {MemoryMB: 512, Concurrency: 5, BatchSize: 10},
+	}
+}
+
+// lambdaReportBytes is what Lambda itself logs for each invocation (the START, END and REPORT
+// lines), which CloudWatch Logs ingests like the function's own lines.
+const lambdaReportBytes = 280
+
+// Options describe one measured crawl.
+type Options struct {
+	// Name says which crawl this is in the report ("wide", "single host").
+	Name string
+	// Web is the generated web to crawl; every host's root is a seed.
+	Web multisite.Options
+	// Pipeline is the crawl's configuration (the stack's: pipeline.DefaultConfig); its queues are
+	// set by Run, and it must allow the loopback web (AllowNets 127.0.0.0/8).
+	Pipeline pipeline.Config
+	// Functions are the three functions' settings (StackFunctions when nil).
+	Functions map[string]Function
+	// Visibility is the queues' visibility timeout.
+	Visibility time.Duration
+	// Progress, when set, receives a line every ProgressEvery.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// Report is what one measured crawl used.
+type Report struct {
+	Name string
+	// Pages is how many pages were fetched, and Twice how many of them more than once.
+	Pages, Twice int
+	Hosts        int
+	Elapsed      time.Duration
+	Units        meter.Units
+	// Requeued counts the fetch messages re-sent with a delay (politeness waits and retries).
+	Requeued int64
+	// URLs are the crawl's URLs by state and class, from its items.
+	URLs crawlstate.Counters
+	// HotHost is the per-host table item (politeness slot, host budget) that took the most
+	// writes, and HotOther the hottest of the rest; each with its count.
+	HotHost, HotOther             string
+	HotHostWrites, HotOtherWrites int64
+}
+
+// Run crawls o.Web through the AWS adapters built from cfg (a copy of it is metered) in a fresh
+// table, bucket and set of queues, and reports what the crawl used.
+func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
+	fns := o.Functions
+	if fns == nil {
+		fns = StackFunctions()
+	}
+	m := meter.New()
+	unmetered := cfg
+	cfg = cfg.Copy()
+	m.Register(&cfg)
+	suffix, err := randomSuffix()
+	if err != nil {
+		return Report{}, err
+	}
+	name := "crawlcost-" + suffix
+	env := map[string]string{"CRAWL_TABLE": name, "CRAWL_BUCKET": name, "CRAWL_QUEUE_PREFIX": name + "-"}
+	be := cli.OpenAWSWith(cfg, func(k string) string { return env[k] })
+	res, err := be.Setup(ctx, cli.QueueSettings{Visibility: o.Visibility, MaxReceiveCount: 5})
+	if err != nil {
+		return Report{}, fmt.Errorf("set up the queues, table and bucket: %w", err)
+	}
+	web, err := multisite.Start(o.Web)
+	if err != nil {
+		return Report{}, err
+	}
+	defer web.Close()
+
+	pc := o.Pipeline
+	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = res.Schedule, res.Fetch, res.Parse
+	writes := &keyWrites{Table: be.Table}
+	sent := &delayedSends{Sender: be.Queue, queue: res.Fetch}
+	logs := &logBytes{m: m}
+	hs, err := pipeline.New(pc, pipeline.Ports{Queue: sent, Table: writes, Blobs: be.Blobs},
+		slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err != nil {
+		return Report{}, err
+	}
+	defer hs.Close()
+	invoke := func(fn string, h localrun.Invoke) localrun.Invoke {
+		mem := fns[fn].MemoryMB
+		return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			start := time.Now()
+			resp, err := h(ctx, ev)
+			m.AddLambda(time.Since(start), mem)
+			m.AddLogBytes(lambdaReportBytes)
+			return resp, err
+		}
+	}
+	src := func(fn, q string, h localrun.Invoke) localrun.Source {
+		f := fns[fn]
+		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, h), Pollers: f.Concurrency,
+			BatchSize: f.BatchSize, Visibility: o.Visibility}
+	}
+	runner := &localrun.Runner{Queues: be.Queue, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
+		src("schedule", res.Schedule, hs.Schedule.Handle),
+		src("fetch", res.Fetch, hs.Fetch.Handle),
+		src("parse", res.Parse, hs.Parse.Handle),
+	}}
+
+	start := time.Now()
+	crawl, err := cli.StartCrawl(ctx, be, res, "seeds.txt", []byte(strings.Join(web.Roots, "\n")+"\n"))
+	if err != nil {
+		return Report{}, err
+	}
+	stop := func() {}
+	if o.Progress != nil && o.ProgressEvery > 0 {
+		stop = localrun.Every(ctx, o.ProgressEvery, func() {
+			pages, _ := web.Fetched()
+			c := meter.DefaultPrices().Cost(m.Snapshot())
+			fmt.Fprintf(o.Progress, "%s: %d pages in %v, $%.4f so far\n", o.Name, pages, time.Since(start).Round(time.Second), c.Total)
+		})
+	}
+	err = runner.Run(ctx)
+	stop()
+	if err != nil {
+		return Report{}, fmt.Errorf("crawl: %w", err)
+	}
+	r := Report{Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
+		Requeued: sent.delayed.Load()}
+	r.Pages, r.Twice = web.Fetched()
+	// The tally reads the whole table: done with the meter's copy of the clients' config, it
+	// would count in the crawl's cost, so it uses an unmetered table.
+	if r.URLs, err = crawlstate.New(cli.OpenAWSWith(unmetered, func(k string) string { return env[k] }).Table).Tally(ctx, crawl); err != nil {
+		return Report{}, fmt.Errorf("tally the crawl: %w", err)
+	}
+	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
+	return r, nil
+}
+
+func randomSuffix() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("random name: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// keyWrites counts the writes each table item receives.
+type keyWrites struct {
+	table.Table
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (k *keyWrites) count(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n = map[string]int64{}
+	}
+	k.n[key]++
+}
+
+func (k *keyWrites) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+	k.count(key)
+	return k.Table.Put(ctx, key, it, c)
+}
+
+func (k *keyWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+	k.count(key)
+	return k.Table.Update(ctx, key, u, c)
+}
+
+func (k *keyWrites) Delete(ctx context.Context, key string, c table.Cond) error {
+	k.count(key)
+	return k.Table.Delete(ctx, key, c)
+}
+
+// perHost reports whether key is an item of one host: its politeness slot ("p#host") or its
+// budget in a crawl ("b#crawl#host"). Their writes are bounded by the host's rate.
+func perHost(key string) bool { return strings.HasPrefix(key, "p#") || strings.HasPrefix(key, "b#") }
+
+// hottest returns the per-host item and the other item that took the most writes.
+func (k *keyWrites) hottest() (host string, hostN int64, other string, otherN int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key, n := range k.n {
+		switch {
+		case perHost(key) && n > hostN:
+			host, hostN = key, n
+		case !perHost(key) && n > otherN:
+			other, otherN = key, n
+		}
+	}
+	return host, hostN, other, otherN
+}
+
+// delayedSends counts the messages sent to one queue with a delay.
+type delayedSends struct {
+	queue.Sender
+	queue   string
+	delayed atomic.Int64
+}
+
+func (d *delayedSends) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
+	if q == d.queue {
+		for _, e := range entries {
+			if e.Delay > 0 {
+				d.delayed.Add(1)
+			}
+		}
+	}
+	return d.Sender.SendBatch(ctx, q, entries)
+}
+
+// logBytes is the handlers' log destination: it meters the bytes CloudWatch Logs would ingest.
+type logBytes struct{ m *meter.Meter }
+
+func (l *logBytes) Write(p []byte) (int, error) {
+	l.m.AddLogBytes(len(p))
+	return len(p), nil
+}

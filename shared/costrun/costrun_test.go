@@ -1,0 +1,123 @@
+package costrun
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/awstest"
+	"github.com/crawlstack/crawlstack/shared/meter"
+	"github.com/crawlstack/crawlstack/shared/multisite"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
+)
+
+func TestEmulatedWantsEveryServiceOverridden(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL_SQS": "x", "AWS_ENDPOINT_URL_DYNAMODB": "y"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL_SQS": "x", "AWS_ENDPOINT_URL_DYNAMODB": "y", "AWS_ENDPOINT_URL_S3": "z"}, true},
+	} {
+		if got := emulated(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("emulated(%v) = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
+	k := &keyWrites{}
+	for key, n := range map[string]int{"p#a.test": 7, "b#c1#a.test": 9, "c#c1": 4, "u#c1#x": 2} {
+		for range n {
+			k.count(key)
+		}
+	}
+	host, hostN, other, otherN := k.hottest()
+	if host != "b#c1#a.test" || hostN != 9 || other != "c#c1" || otherN != 4 {
+		t.Errorf("hottest = %s %d, %s %d; want b#c1#a.test 9, c#c1 4", host, hostN, other, otherN)
+	}
+}
+
+// TestPrintGivesDollarsPerMillionPages checks the table against figures worked out by hand.
+func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
+	p := meter.DefaultPrices()
+	p.SQSPerMillion.USD, p.DynamoDBWritePerMillion.USD, p.DynamoDBReadPerMillion.USD = 0.40, 0.625, 0.125
+	p.S3ClassAPerThousand.USD, p.S3ClassBPerThousand.USD = 0.005, 0.0004
+	p.LambdaRequestsPerMillion.USD, p.LambdaGBSecond.USD, p.LogsPerGB.USD = 0.20, 0.0000133334, 0.50
+	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: meter.Units{
+		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
+		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
+		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50}
+	var b bytes.Buffer
+	r.Print(&b, p)
+	out := b.String()
+	// Per million pages: SQS 5 requests/page x $0.40/M = $2.00; DynamoDB 14 x 0.625 + 2 x 0.125 =
+	// $9.00; S3 0.1 x $5 + 1 x $0.40 = $0.90; Lambda 0.3 x 0.20 + 0.15 GB-s x $13.3334 = $2.06;
+	// logs 1 MiB / 1000 pages = 1048.576 bytes/page, x 1e6 / 2^30 x $0.50 = $0.49; total $14.45.
+	for _, want := range []string{"SQS  5.00 requests  2.00", "DynamoDB  14.00 WRU, 2.00 RRU  9.00",
+		"S3  0.100 PUT/LIST, 1.000 GET  0.90", "Lambda  0.300 requests, 0.1500 GB-s  2.06",
+		"Logs  1049 bytes  0.49", "total  14.45", "p#a, 200.0 writes per 1,000 pages",
+		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most"} {
+		if !strings.Contains(squeeze(out), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// squeeze turns every run of two or more spaces into two, so that the test does not pin column
+// widths.
+func squeeze(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(wide.ReplaceAllString(l, "  "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+var wide = regexp.MustCompile(`  +`)
+
+// TestIntegrationCostRunMetersAWholeCrawl crawls a small web of three hosts on the emulators:
+// every page is fetched once, and every billed item is metered.
+func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
+	cfg := awstest.Config(t)
+	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
+		awstest.RequireService(t, s)
+	}
+	pc := pipeline.DefaultConfig()
+	pc.AllowNets = []string{"127.0.0.0/8"}
+	pc.HostRPS = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Options{Name: "small", Pipeline: pc, Visibility: 30 * time.Second,
+		Web: multisite.Options{Hosts: 3, Pages: 60, Links: 5, CrossHost: 0.2, PageBytes: 2000}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pages != 60 || r.Twice != 0 {
+		t.Errorf("%d pages fetched, %d twice; want 60 and 0", r.Pages, r.Twice)
+	}
+	u := r.Units
+	if u.SQSRequests == 0 || u.DynamoDBWriteUnits == 0 || u.DynamoDBReadUnits == 0 || u.S3ClassA == 0 ||
+		u.S3ClassB == 0 || u.LambdaRequests == 0 || u.LambdaGBSeconds == 0 || u.LogBytes == 0 {
+		t.Errorf("units = %+v: want every item metered", u)
+	}
+	if u.DynamoDBUnmetered != 0 {
+		t.Errorf("%d DynamoDB answers carried no consumed capacity", u.DynamoDBUnmetered)
+	}
+	// Each admitted URL is written at least once (its item) and each page at least twice more
+	// (the claim and the result): 3 write units per page is a floor no metering can go under.
+	if per := u.DynamoDBWriteUnits / 60; per < 3 {
+		t.Errorf("%.2f write units per page, want at least 3", per)
+	}
+	if r.HotOther == "" || r.HotOtherWrites == 0 {
+		t.Errorf("no hot item found: %+v", r)
+	}
+	var b bytes.Buffer
+	r.Print(&b, meter.DefaultPrices())
+	t.Logf("\n%s", b.String())
+}

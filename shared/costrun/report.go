@@ -1,0 +1,37 @@
+package costrun
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/crawlstack/crawlstack/shared/meter"
+)
+
+// Print writes r as a table of units per page and dollars per million pages, by item, at prices
+// p, then the hottest table items per 1,000 pages.
+func (r Report) Print(w io.Writer, p meter.Prices) {
+	u, c := r.Units, p.Cost(r.Units)
+	per := func(x float64) float64 { return x / float64(max(r.Pages, 1)) }
+	perM := func(usd float64) float64 { return usd / float64(max(r.Pages, 1)) * 1e6 }
+	fmt.Fprintf(w, "%s crawl: %d pages on %d hosts in %v; %d fetched twice; %d fetch messages re-queued with a delay (%.2f per page)\n",
+		r.Name, r.Pages, r.Hosts, r.Elapsed.Round(100_000_000), r.Twice, r.Requeued, per(float64(r.Requeued)))
+	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v\n",
+		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "item\tunits per page\t$ per million pages\t")
+	fmt.Fprintf(tw, "SQS\t%.2f requests\t%.2f\t\n", per(float64(u.SQSRequests)), perM(c.SQS))
+	fmt.Fprintf(tw, "DynamoDB\t%.2f WRU, %.2f RRU\t%.2f\t\n", per(u.DynamoDBWriteUnits), per(u.DynamoDBReadUnits), perM(c.DynamoDB))
+	fmt.Fprintf(tw, "S3\t%.3f PUT/LIST, %.3f GET\t%.2f\t\n", per(float64(u.S3ClassA)), per(float64(u.S3ClassB)), perM(c.S3))
+	fmt.Fprintf(tw, "Lambda\t%.3f requests, %.4f GB-s\t%.2f\t\n", per(float64(u.LambdaRequests)), per(u.LambdaGBSeconds), perM(c.Lambda))
+	fmt.Fprintf(tw, "Logs\t%.0f bytes\t%.2f\t\n", per(float64(u.LogBytes)), perM(c.Logs))
+	fmt.Fprintf(tw, "total\t\t%.2f\t\n", perM(c.Total))
+	tw.Flush()
+	if u.DynamoDBUnmetered > 0 {
+		fmt.Fprintf(w, "warning: %d DynamoDB answers carried no consumed capacity: its units are too low\n", u.DynamoDBUnmetered)
+	}
+	k := float64(max(r.Pages, 1)) / 1000
+	fmt.Fprintf(w, "hottest per-host item: %s, %.1f writes per 1,000 pages (bounded by its host's rate)\n", r.HotHost, float64(r.HotHostWrites)/k)
+	fmt.Fprintf(w, "hottest other item: %s, %.1f writes per 1,000 pages (one partition takes 1,000 writes/s: a crawl of %.0f pages/s at most)\n",
+		r.HotOther, float64(r.HotOtherWrites)/k, 1000/max(float64(r.HotOtherWrites)/float64(max(r.Pages, 1)), 1e-9))
+}
