@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/meter"
 )
@@ -14,8 +15,12 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 	u, c := r.Units, p.Cost(r.Units)
 	per := func(x float64) float64 { return x / float64(max(r.Pages, 1)) }
 	perM := func(usd float64) float64 { return usd / float64(max(r.Pages, 1)) * 1e6 }
-	fmt.Fprintf(w, "%s crawl: %d pages on %d hosts in %v; %d fetched twice; %d fetch messages re-queued with a delay (%.2f per page)\n",
-		r.Name, r.Pages, r.Hosts, r.Elapsed.Round(100_000_000), r.Twice, r.Requeued, per(float64(r.Requeued)))
+	hosts := "hosts"
+	if r.Hosts == 1 {
+		hosts = "host"
+	}
+	fmt.Fprintf(w, "%s crawl: %d pages on %d %s in %v; %d fetched twice; %d fetch messages re-queued with a delay (%.2f per page)\n",
+		r.Name, r.Pages, r.Hosts, hosts, r.Elapsed.Round(100*time.Millisecond), r.Twice, r.Requeued, per(float64(r.Requeued)))
 	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v\n",
 		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
