@@ -26,12 +26,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/crawlstack/crawlstack/functions/schedule/scheduler"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/localrun"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/scheduler"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/seeds"
 )

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crawlstack/crawlstack/functions/fetch/fetcher"
-	"github.com/crawlstack/crawlstack/functions/parse/parser"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/fetcher"
+	"github.com/crawlstack/crawlstack/shared/parser"
 	"golang.org/x/term"
 )
 

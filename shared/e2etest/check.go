@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/crawlstack/crawlstack/functions/parse/parser"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/parser"
 )
 
 // CheckNothingLost proves invariant 1 on the site alone: every admitted URL is in exactly one

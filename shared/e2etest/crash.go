@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/crawlstack/crawlstack/functions/parse/parser"
 	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/localrun"
+	"github.com/crawlstack/crawlstack/shared/parser"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/table"

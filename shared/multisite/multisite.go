@@ -92,15 +92,23 @@ func (w *Web) perHost(h int) int {
 	return n
 }
 
-// Links returns the pages that page p of host h links to, as (host, page) pairs: the next page of
-// its host first (so every page is reachable from its host's root), then pseudo-random others,
-// a CrossHost share of them on other hosts.
+// Links returns the pages that page p of host h links to, as (host, page) pairs: first its two
+// children in a binary tree of its host's pages (2p+1 and 2p+2, so that every page is within
+// log2(pages) links of its host's root, inside any crawl depth limit), then pseudo-random
+// others, a CrossHost share of them on other hosts. A page with one link links to the next page.
 func (w *Web) Links(h, p int) [][2]int {
-	out := [][2]int{{h, (p + 1) % w.perHost(h)}}
+	n := w.perHost(h)
+	var out [][2]int
+	if w.opts.Links == 1 {
+		return [][2]int{{h, (p + 1) % n}}
+	}
+	for _, c := range []int{2*p + 1, 2*p + 2} {
+		out = append(out, [2]int{h, c % n})
+	}
 	cross := int(float64(w.opts.Links)*w.opts.CrossHost + 0.5)
-	for j := 1; j < w.opts.Links; j++ {
+	for j := 2; j < w.opts.Links; j++ {
 		th := h
-		if j <= cross && w.opts.Hosts > 1 {
+		if j-1 <= cross && w.opts.Hosts > 1 {
 			th = (h + 1 + (p*31+j*17)%(w.opts.Hosts-1)) % w.opts.Hosts
 		}
 		out = append(out, [2]int{th, (p*7919 + j*104729 + j*j*31) % w.perHost(th)})

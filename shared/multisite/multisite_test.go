@@ -9,8 +9,9 @@ import (
 )
 
 // TestEveryPageIsReachableFromTheRoots walks the web from its roots with a plain client and an
-// independent link reader (a regular expression on href): every page of every host is found,
-// some links cross hosts, and the site counts each page fetched once.
+// independent link reader (a regular expression on href): every page of every host is found
+// within 5 links of a root (log2 of the 11 pages per host, rounded up, plus a margin), some links
+// cross hosts, and the site counts each page fetched once.
 func TestEveryPageIsReachableFromTheRoots(t *testing.T) {
 	w, err := Start(Options{Hosts: 3, Pages: 31, Links: 5, CrossHost: 0.4, PageBytes: 500})
 	if err != nil {
@@ -19,8 +20,9 @@ func TestEveryPageIsReachableFromTheRoots(t *testing.T) {
 	defer w.Close()
 	href := regexp.MustCompile(`href="([^"]+)"`)
 	seen := map[string]bool{}
+	depth := map[string]int{}
 	queue := append([]string(nil), w.Roots...)
-	cross := 0
+	cross, deepest := 0, 0
 	for len(queue) > 0 {
 		u := queue[0]
 		queue = queue[1:]
@@ -28,6 +30,7 @@ func TestEveryPageIsReachableFromTheRoots(t *testing.T) {
 			continue
 		}
 		seen[u] = true
+		deepest = max(deepest, depth[u])
 		resp, err := http.Get(u)
 		if err != nil {
 			t.Fatal(err)
@@ -42,6 +45,9 @@ func TestEveryPageIsReachableFromTheRoots(t *testing.T) {
 			if !strings.HasPrefix(m[1], host+"/") {
 				cross++
 			}
+			if _, ok := depth[m[1]]; !ok {
+				depth[m[1]] = depth[u] + 1
+			}
 			queue = append(queue, m[1])
 		}
 	}
@@ -50,6 +56,9 @@ func TestEveryPageIsReachableFromTheRoots(t *testing.T) {
 	}
 	if cross == 0 {
 		t.Error("no link crosses hosts")
+	}
+	if deepest > 5 {
+		t.Errorf("a page is %d links from the roots, want at most 5", deepest)
 	}
 	if pages, twice := w.Fetched(); pages != 31 || twice != 0 {
 		t.Errorf("the web counted %d pages fetched, %d twice; want 31 and 0", pages, twice)

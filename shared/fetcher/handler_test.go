@@ -23,10 +23,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	samples "github.com/crawlstack/crawlstack/events"
-	"github.com/crawlstack/crawlstack/functions/fetch/fetcher"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/fetcher"
 	"github.com/crawlstack/crawlstack/shared/fileblob"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	samples "github.com/crawlstack/crawlstack/events"
-	"github.com/crawlstack/crawlstack/functions/schedule/scheduler"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/fileblob"
@@ -23,6 +22,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/quarantine"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/scheduler"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
