@@ -246,15 +246,18 @@ func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received,
 // take records msgs as in hand and returns them, less those already in hand: a message whose
 // visibility ran out while its batch waited or worked (a heartbeat that came late, or failed) is
 // delivered again, and two copies of one message must never be worked on at once. Lambda never
-// has that case, since its visibility timeout is six times the function's timeout; here the
-// copy is left alone, and is delivered again after its visibility timeout if the batch in hand
-// does not delete it (its receipt handle is the copy's now, so that delete does nothing).
+// has that case, since its visibility timeout is six times the function's timeout. Here the copy
+// is not worked on; its receipt handle, the message's newest, becomes the one that the batch in
+// hand extends and deletes the message with.
 func (r *Runner) take(queueName string, msgs []queue.Message) []queue.Message {
 	kept := msgs[:0]
 	for _, m := range msgs {
-		if _, held := r.inHand.LoadOrStore(queueName+"\x00"+m.ID, struct{}{}); !held {
-			kept = append(kept, m)
+		h := &holding{receipt: m.ReceiptHandle}
+		if v, held := r.inHand.LoadOrStore(queueName+"\x00"+m.ID, h); held {
+			v.(*holding).set(m.ReceiptHandle)
+			continue
 		}
+		kept = append(kept, m)
 	}
 	return kept
 }
@@ -266,8 +269,34 @@ func (r *Runner) putDown(queueName string, msgs []queue.Message) {
 	}
 }
 
-// invoke runs one batch and returns the receipt handles of its successes, to delete.
-func (r *Runner) invoke(ctx context.Context, s Source, b received, log *slog.Logger) []string {
+// receipt is the newest receipt handle of m, a message in hand.
+func (r *Runner) receipt(queueName string, m queue.Message) string {
+	if v, ok := r.inHand.Load(queueName + "\x00" + m.ID); ok {
+		return v.(*holding).get()
+	}
+	return m.ReceiptHandle
+}
+
+// holding is a message in hand: its newest receipt handle.
+type holding struct {
+	mu      sync.Mutex
+	receipt string
+}
+
+func (h *holding) set(receipt string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.receipt = receipt
+}
+
+func (h *holding) get() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.receipt
+}
+
+// invoke runs one batch and returns its successes, to delete.
+func (r *Runner) invoke(ctx context.Context, s Source, b received, log *slog.Logger) []queue.Message {
 	msgs := b.msgs
 	ev := Event(s.Name, msgs)
 	r.Stats.Batches.Add(1)
@@ -288,10 +317,10 @@ func (r *Runner) invoke(ctx context.Context, s Source, b received, log *slog.Log
 		failed[f.ItemIdentifier] = true
 	}
 	r.Stats.Failures.Add(int64(len(failed)))
-	var done []string
+	var done []queue.Message
 	for _, m := range msgs {
 		if !failed[m.ID] {
-			done = append(done, m.ReceiptHandle)
+			done = append(done, m)
 		}
 	}
 	return done
@@ -300,13 +329,17 @@ func (r *Runner) invoke(ctx context.Context, s Source, b received, log *slog.Log
 // delete removes a batch's successes. It uses a context of its own: a finished record must not be
 // redone because the run was interrupted right after it. The deletes of a batch go out together,
 // as Lambda's DeleteMessageBatch does, so the embedded queue commits them at once.
-func (r *Runner) delete(ctx context.Context, s Source, done []string, log *slog.Logger) {
+func (r *Runner) delete(ctx context.Context, s Source, done []queue.Message, log *slog.Logger) {
 	if len(done) == 0 {
 		return
 	}
+	receipts := make([]string, len(done))
+	for i, m := range done {
+		receipts[i] = r.receipt(s.Queue, m) // a copy received meanwhile holds the newest handle
+	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := r.Queues.DeleteBatch(dctx, s.Queue, done); err != nil {
+	if err := r.Queues.DeleteBatch(dctx, s.Queue, receipts); err != nil {
 		log.Warn("delete failed: the records will be delivered again", "records", len(done), "err", err.Error())
 	}
 }
@@ -321,7 +354,7 @@ func (r *Runner) heartbeat(ctx context.Context, s Source, msgs []queue.Message, 
 	}
 	return Every(ctx, s.Visibility/2, func() {
 		for _, m := range msgs {
-			if err := r.Queues.ChangeVisibility(ctx, s.Queue, m.ReceiptHandle, s.Visibility); err != nil && ctx.Err() == nil {
+			if err := r.Queues.ChangeVisibility(ctx, s.Queue, r.receipt(s.Queue, m), s.Visibility); err != nil && ctx.Err() == nil {
 				log.Debug("extend visibility", "messageId", m.ID, "err", err.Error())
 			}
 		}

@@ -368,6 +368,8 @@ func TestAFailedLookAtTheQueuesIsTriedAgain(t *testing.T) {
 type lapsingQueue struct {
 	queue.Receiver
 	receives atomic.Int64
+	mu       sync.Mutex
+	deleted  []string
 }
 
 func (l *lapsingQueue) Receive(ctx context.Context, _ string, _ int, _, _ time.Duration) ([]queue.Message, error) {
@@ -375,17 +377,25 @@ func (l *lapsingQueue) Receive(ctx context.Context, _ string, _ int, _, _ time.D
 	return []queue.Message{{ID: "1", ReceiptHandle: "r" + strconv.FormatInt(n, 10), Body: "x", ReceiveCount: int(n)}}, nil
 }
 
-func (l *lapsingQueue) DeleteBatch(context.Context, string, []string) error { return nil }
+func (l *lapsingQueue) DeleteBatch(_ context.Context, _ string, receipts []string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deleted = append(l.deleted, receipts...)
+	return nil
+}
 
 func (l *lapsingQueue) Depth(context.Context, string) (int, int, error) { return 1, 0, nil }
 
 // TestACopyOfAMessageInHandIsNotWorkedOn: while a handler works on a message, the queue delivers
 // it again (its visibility ran out) to the other pollers: the copies are left alone, so no two
-// invocations ever work on one message at once.
+// invocations ever work on one message at once, and the message is deleted with its newest
+// receipt handle (an older one would leave it in the queue, to be delivered once more).
 func TestACopyOfAMessageInHandIsNotWorkedOn(t *testing.T) {
 	q := &lapsingQueue{}
 	var inFlight, most, calls atomic.Int64
-	handler := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	var handed sync.Map // receipt handles the handler was given
+	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		handed.Store(ev.Records[0].ReceiptHandle, true)
 		calls.Add(1)
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
@@ -413,5 +423,15 @@ func TestACopyOfAMessageInHandIsNotWorkedOn(t *testing.T) {
 	}
 	if m := most.Load(); m != 1 {
 		t.Errorf("%d invocations worked on message 1 at once, want 1", m)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.deleted) == 0 {
+		t.Fatal("nothing was deleted")
+	}
+	for _, r := range q.deleted {
+		if _, ok := handed.Load(r); ok {
+			t.Errorf("deleted with %s, the handle the handler was given, not the newest copy's", r)
+		}
 	}
 }
