@@ -70,7 +70,8 @@ type Store struct {
 	t table.Table
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// Retention is how long items live before the table's TTL may delete them.
+	// Retention is how long a crawl's items live after the crawl starts before the table's TTL
+	// may delete them (see MarkStarted and AdmissionOpen).
 	Retention time.Duration
 	// BufferCounters keeps counter increments in memory until Flush, one write per crawl instead
 	// of one per transition. Handlers flush at the end of every invocation.
@@ -80,6 +81,8 @@ type Store struct {
 	// all share one store, so it writes them every 100 ms and at the end rather than at the end of
 	// each of thousands of invocations. A Lambda function must not: a frozen container keeps them.
 	HoldCounters bool
+
+	starts sync.Map // crawl -> its start (time.Time; zero when none is on record)
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
@@ -195,11 +198,15 @@ const (
 // write to mark the fetch message sent, and a URL that two messages admit at once is sent once.
 func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
 	now := s.Now()
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return Known, err
+	}
 	item := table.Item{
 		attrState: string(Queued), attrURL: rawURL, attrRoot: root, attrDepth: int64(depth),
-		attrBy: by, attrUpdated: now.UnixMilli(), table.TTLAttr: s.expiry(now),
+		attrBy: by, attrUpdated: now.UnixMilli(), table.TTLAttr: expires,
 	}
-	err := s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
+	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	if err == nil {
 		if err := s.count(ctx, crawl, map[string]int64{"seen": 1}); err != nil {
 			return Admitted, err
@@ -239,11 +246,15 @@ func (s *Store) Unadmit(ctx context.Context, crawl, key string) error {
 func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
 	now := s.Now()
 	class := errclass.Of(cause)
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return false, err
+	}
 	item := table.Item{
 		attrState: string(Skipped), attrClass: string(class), attrDetail: safelog.Truncate(cause.Error()),
-		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: s.expiry(now),
+		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires,
 	}
-	err := s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
+	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	if _, dup := table.IsConditionFailed(err); dup {
 		return false, nil
 	}
@@ -429,5 +440,3 @@ func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) 
 		return fn(urlFrom(key[len(prefix):], it))
 	})
 }
-
-func (s *Store) expiry(now time.Time) int64 { return now.Add(s.Retention).Unix() }

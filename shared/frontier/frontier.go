@@ -224,6 +224,17 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 		f.remember(m.Crawl, key, norm)
 		return pending{}, outRejected, nil
 	}
+	if err := f.state.AdmissionOpen(ctx, m.Crawl); err != nil {
+		if errclass.Of(err) != errclass.Scope {
+			return pending{}, 0, err
+		}
+		// The crawl is too old to admit more: its items would expire too soon after.
+		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
+			return pending{}, 0, err
+		}
+		f.remember(m.Crawl, key, norm)
+		return pending{}, outRejected, nil
+	}
 	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth, by)
 	if err != nil {
 		return pending{}, 0, err
@@ -313,6 +324,12 @@ func Source(m *message.Links) string {
 
 // Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).
 func (f *Frontier) Flush(ctx context.Context) error { return f.state.Flush(ctx) }
+
+// Start records that the crawl started now, unless its start is on record already: its items
+// live, and it admits URLs, for a time counted from then (crawlstate.AdmissionOpen).
+func (f *Frontier) Start(ctx context.Context, crawl string) error {
+	return f.state.MarkStarted(ctx, crawl)
+}
 
 func (f *Frontier) seen(crawl, key string) bool {
 	f.mu.Lock()

@@ -502,3 +502,35 @@ func TestAURLResentForAnotherDeliveryIsNotRemembered(t *testing.T) {
 		t.Errorf("the URL has no item after the redelivery: %v", err)
 	}
 }
+
+// TestAnOldCrawlAdmitsNothingNew: once a crawl is older than its admission window, a new URL is
+// recorded skipped (class scope) and not sent, while a URL it admitted before is still known.
+func TestAnOldCrawlAdmitsNothingNew(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	st.Now = func() time.Time { return now }
+	snd := &fakeSender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
+	if err := f.Start(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.Admit(ctx, seeds("http://a.test/")); err != nil || res.Sent != 1 {
+		t.Fatalf("a new crawl: %+v, %v; want the seed sent", res, err)
+	}
+	now = start.Add(st.Retention - crawlstate.MinItemLife + time.Hour)
+	f = New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet()) // a cold frontier
+	res, err := f.Admit(ctx, &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/",
+		Depth: 1, URLs: []string{"http://a.test/new"}})
+	if err != nil || res.Sent != 0 || res.Rejected != 1 {
+		t.Errorf("an old crawl: %+v, %v; want the new URL rejected", res, err)
+	}
+	u, err := st.Get(ctx, "c1", urlKey(t, "http://a.test/new"))
+	if err != nil || u.State != crawlstate.Skipped || u.Class != errclass.Scope {
+		t.Errorf("the refused URL = %+v, %v; want skipped with class scope", u, err)
+	}
+	if got := snd.urls(t); len(got) != 1 {
+		t.Errorf("sent %v, want the seed alone", got)
+	}
+}

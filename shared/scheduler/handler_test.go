@@ -309,6 +309,10 @@ func TestTickStartsOneCrawlPerSeedFile(t *testing.T) {
 		if _, err := e.blobs.Get(ctx, scheduler.ReportsPrefix+c+"/seeds.json"); err != nil {
 			t.Errorf("seed report of %s: %v", c, err)
 		}
+		// The crawl's start is on record: its items expire, and its admissions end, from then.
+		if start, err := e.state.Started(ctx, c); err != nil || start.IsZero() {
+			t.Errorf("start of %s = %v, %v; want it recorded", c, start, err)
+		}
 	}
 }
 

@@ -55,6 +55,8 @@ type Blobs interface {
 // buffered when the invocation ends.
 type Admitter interface {
 	Admit(ctx context.Context, m *message.Links) (frontier.Result, error)
+	// Start records the crawl's start, once (see frontier.Frontier.Start).
+	Start(ctx context.Context, crawl string) error
 	Flush(ctx context.Context) error
 }
 
@@ -277,6 +279,9 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 	}
 	if len(body) > MaxSeedBytes {
 		return h.writeReport(ctx, oversize(crawl, key, int64(len(body))))
+	}
+	if err := h.frontier.Start(ctx, crawl); err != nil {
+		return err
 	}
 	report := newReport(crawl, key)
 	var batch []string
