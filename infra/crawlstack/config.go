@@ -78,6 +78,12 @@ type Config struct {
 	AlarmEmail string
 	// RetainData keeps the bucket, the table and the logs when the stack is destroyed.
 	RetainData bool
+	// PointInTimeRecovery turns on the table's continuous backups, billed
+	// per GB-month of table size for as long as it is on.
+	PointInTimeRecovery bool
+	// Pages, Records and Quarantine are what S3 does with the objects under
+	// pages/, records/ and quarantine/ as they age. No default deletes anything.
+	Pages, Records, Quarantine PrefixLifecycle
 	// Schedule, Fetch and Parse size the three functions.
 	Schedule, Fetch, Parse FunctionConfig
 }
@@ -91,6 +97,13 @@ const (
 )
 
 // DefaultConfig returns the settings used where the context sets nothing.
+//
+// Nothing expires by default. WARC files under pages/ move to Standard-IA
+// once they are 90 days old: most are over 128 KB, they are rarely read after
+// parse, and the transition fee per object takes months to pay back, so only
+// what has already been kept a while moves (docs/deploy.md has the numbers).
+// Records files are mostly under 128 KB, which S3 does not move, and they are
+// the output people read; quarantine/ holds a few small files.
 func DefaultConfig() Config {
 	return Config{
 		DistDir:                   "../dist",
@@ -110,6 +123,10 @@ func DefaultConfig() Config {
 		Alarms:                    true,
 		AlarmEmail:                "",
 		RetainData:                true,
+		PointInTimeRecovery:       true,
+		Pages:                     PrefixLifecycle{TransitionDays: 90},
+		Records:                   PrefixLifecycle{},
+		Quarantine:                PrefixLifecycle{},
 		Schedule:                  FunctionConfig{TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 10, BatchWindowSeconds: 1},
 		Fetch:                     FunctionConfig{TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 10, BatchWindowSeconds: 1},
 		Parse:                     FunctionConfig{TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 10, BatchWindowSeconds: 1},
@@ -192,6 +209,16 @@ func contextKeys(c *Config) []contextKey {
 		{"alarms", boolInto(&c.Alarms)},
 		{"alarmEmail", stringInto(&c.AlarmEmail)},
 		{"retainData", boolInto(&c.RetainData)},
+		{"pointInTimeRecovery", boolInto(&c.PointInTimeRecovery)},
+	}
+	for _, p := range []struct {
+		name string
+		lc   *PrefixLifecycle
+	}{{"pages", &c.Pages}, {"records", &c.Records}, {"quarantine", &c.Quarantine}} {
+		keys = append(keys,
+			contextKey{p.name + "TransitionDays", intInto(&p.lc.TransitionDays)},
+			contextKey{p.name + "ExpirationDays", intInto(&p.lc.ExpirationDays)},
+		)
 	}
 	for _, f := range []struct {
 		name string
@@ -415,6 +442,7 @@ func (c Config) Validate() error {
 			bad("alarmEmail", "is set but context \"alarms\" is false, so there is no alarm to notify about: set alarms to true or leave alarmEmail empty")
 		}
 	}
+	c.validateLifecycle(bad)
 	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
 		f := c.Function(name)
 		// 6x the timeout is the visibility timeout, which SQS caps at 12 hours;

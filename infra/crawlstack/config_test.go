@@ -27,6 +27,21 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if cfg.RecrawlPrefix != "seeds/" || cfg.AllowNet != "" || cfg.MaxReceiveCount < 5 {
 		t.Errorf("recrawlPrefix %q, allowNet %q, maxReceiveCount %d", cfg.RecrawlPrefix, cfg.AllowNet, cfg.MaxReceiveCount)
 	}
+	// Idle costs storage only, and no default deletes data: point-in-time
+	// recovery is on, nothing expires, and only pages/ moves to Standard-IA,
+	// at an age S3 accepts.
+	if !cfg.PointInTimeRecovery {
+		t.Error("point-in-time recovery off by default")
+	}
+	for name, lc := range map[string]PrefixLifecycle{"pages": cfg.Pages, "records": cfg.Records, "quarantine": cfg.Quarantine} {
+		if lc.ExpirationDays != 0 {
+			t.Errorf("%s/ expires after %d days by default, want never", name, lc.ExpirationDays)
+		}
+	}
+	if cfg.Pages.TransitionDays != 90 || cfg.Records.TransitionDays != 0 || cfg.Quarantine.TransitionDays != 0 {
+		t.Errorf("transition days pages %d, records %d, quarantine %d; want 90, 0, 0",
+			cfg.Pages.TransitionDays, cfg.Records.TransitionDays, cfg.Quarantine.TransitionDays)
+	}
 	// Nothing billed beyond the free tiers unless asked for: no dashboard,
 	// no topic; the alarms stay, as before.
 	if cfg.Dashboard || !cfg.Alarms || cfg.AlarmEmail != "" {
@@ -106,6 +121,43 @@ func TestConfigFromContext(t *testing.T) {
 		{name: "alarmEmail with spaces", ctx: map[string]any{"alarmEmail": " ops@example.com"}, wantErr: []string{`"alarmEmail"`, "one email address"}},
 		{name: "alarmEmail without alarms", ctx: map[string]any{"alarms": "false", "alarmEmail": "ops@example.com"},
 			wantErr: []string{`"alarmEmail"`, `"alarms" is false`}},
+		{name: "storage settings from cdk -c",
+			ctx: map[string]any{"pointInTimeRecovery": "false", "pagesTransitionDays": "0", "pagesExpirationDays": "365",
+				"recordsTransitionDays": "30", "recordsExpirationDays": "60", "quarantineExpirationDays": "7"},
+			check: func(c Config) bool {
+				return !c.PointInTimeRecovery && c.Pages == PrefixLifecycle{ExpirationDays: 365} &&
+					c.Records == PrefixLifecycle{TransitionDays: 30, ExpirationDays: 60} &&
+					c.Quarantine == PrefixLifecycle{ExpirationDays: 7}
+			}},
+		{name: "storage settings from cdk.json",
+			ctx: map[string]any{"pointInTimeRecovery": false, "recordsTransitionDays": float64(120), "pagesExpirationDays": float64(3650)},
+			check: func(c Config) bool {
+				return !c.PointInTimeRecovery && c.Records == PrefixLifecycle{TransitionDays: 120} &&
+					c.Pages == PrefixLifecycle{TransitionDays: 90, ExpirationDays: 3650}
+			}},
+		{name: "an expiration without a transition may be short", ctx: map[string]any{"pagesTransitionDays": "0", "pagesExpirationDays": "1"},
+			check: func(c Config) bool { return c.Pages == PrefixLifecycle{ExpirationDays: 1} }},
+		{name: "pointInTimeRecovery not a bool", ctx: map[string]any{"pointInTimeRecovery": "sometimes"},
+			wantErr: []string{`"pointInTimeRecovery"`, "true or false"}},
+		{name: "days not a whole number", ctx: map[string]any{"recordsExpirationDays": "a year"},
+			wantErr: []string{`"recordsExpirationDays"`, "whole number"}},
+		{name: "negative transition", ctx: map[string]any{"pagesTransitionDays": "-1"},
+			wantErr: []string{`"pagesTransitionDays"`, "0 (never) or more, got -1"}},
+		{name: "negative expiration", ctx: map[string]any{"recordsExpirationDays": float64(-30)},
+			wantErr: []string{`"recordsExpirationDays"`, "0 (never) or more, got -30"}},
+		{name: "transition before S3 moves anything to Standard-IA", ctx: map[string]any{"quarantineTransitionDays": "7"},
+			wantErr: []string{`"quarantineTransitionDays"`, "0 (never) or at least 30", "got 7"}},
+		{name: "expiration before the default transition", ctx: map[string]any{"pagesExpirationDays": "60"},
+			wantErr: []string{`"pagesExpirationDays"`, "after 60 days", "after 90 days", "S3 rejects", `set pagesTransitionDays to 0`}},
+		{name: "expiration on the transition day", ctx: map[string]any{"recordsTransitionDays": "45", "recordsExpirationDays": "45"},
+			wantErr: []string{`"recordsExpirationDays"`, "S3 rejects"}},
+		{name: "expiration within Standard-IA's 30 billed days", ctx: map[string]any{"pagesExpirationDays": "100"},
+			wantErr: []string{`"pagesExpirationDays"`, "10 days after", "bills at least 30 days", "day 120 or later"}},
+		{name: "expiration 30 days after the transition", ctx: map[string]any{"pagesExpirationDays": "120"},
+			check: func(c Config) bool { return c.Pages == PrefixLifecycle{TransitionDays: 90, ExpirationDays: 120} }},
+		{name: "every lifecycle error is reported",
+			ctx:     map[string]any{"pagesTransitionDays": "-1", "recordsExpirationDays": "-1", "quarantineTransitionDays": "10"},
+			wantErr: []string{`"pagesTransitionDays"`, `"recordsExpirationDays"`, `"quarantineTransitionDays"`}},
 		{name: "every error is reported", ctx: map[string]any{"scope": "web", "maxPages": "0", "parseMemoryMB": "64"},
 			wantErr: []string{`"scope"`, `"maxPages"`, `"parseMemoryMB"`}},
 	}

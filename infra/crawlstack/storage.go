@@ -24,7 +24,9 @@ func removalPolicy(cfg Config) awscdk.RemovalPolicy {
 // newBucket holds seeds/, pages/ (WARC files), records/ (JSON lines) and
 // state/. It is private, TLS-only and encrypted with S3-managed keys.
 // Versioning is off: pages and records are written once under fresh keys, and
-// versions of overwritten seed files would only add storage cost.
+// versions of overwritten seed files would only add storage cost. Lifecycle
+// rules may move pages/, records/ and quarantine/ to Standard-IA or delete
+// them, as the configuration says (see [lifecycleRules]).
 func newBucket(stack awscdk.Stack, cfg Config) awss3.Bucket {
 	return awss3.NewBucket(stack, jsii.String("Bucket"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
@@ -36,10 +38,11 @@ func newBucket(stack awscdk.Stack, cfg Config) awss3.Bucket {
 		// Emptying the bucket on destroy needs a helper function; only
 		// when the data is not retained.
 		AutoDeleteObjects: jsii.Bool(!cfg.RetainData),
-		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:                                  jsii.String("abort-incomplete-uploads"),
-			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
-		}},
+		LifecycleRules:    lifecycleRules(cfg),
+		// S3's default since September 2024, written out because the
+		// defaults of DefaultConfig count on it: an object under 128 KB never
+		// moves to Standard-IA, where it would be billed as 128 KB.
+		TransitionDefaultMinimumObjectSize: awss3.TransitionDefaultMinimumObjectSize_ALL_STORAGE_CLASSES_128_K,
 	})
 }
 
@@ -54,6 +57,7 @@ func notifySeeds(bucket awss3.Bucket, scheduleQueue awssqs.Queue) {
 // newTable is the one table of the crawler: dedup marks, claims with leases,
 // host politeness slots, robots cache and budgets, all keyed by `pk`.
 // TTL cleans up expired items eventually; no handler relies on it.
+// Point-in-time recovery is on unless the configuration turns it off.
 func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 	return awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{
@@ -62,8 +66,10 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		TimeToLiveAttribute: jsii.String("expiresAt"),
+		// Written out when off too, so that turning it off on a deployed
+		// stack turns it off.
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
+			PointInTimeRecoveryEnabled: jsii.Bool(cfg.PointInTimeRecovery),
 		},
 		RemovalPolicy: removalPolicy(cfg),
 	})

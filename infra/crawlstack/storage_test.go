@@ -1,6 +1,7 @@
 package crawlstack
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -117,4 +118,120 @@ func TestTable(t *testing.T) {
 			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
 		}))
 	})
+}
+
+// bucketOf returns the Properties of the one bucket of a parsed template.
+func bucketOf(t *testing.T, template map[string]any) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, r := range resourcesOf(template) {
+		if r["Type"] == "AWS::S3::Bucket" {
+			p, _ := r["Properties"].(map[string]any)
+			found = append(found, p)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one bucket, found %d", len(found))
+	}
+	return found[0]
+}
+
+// abortRule is the rule every configuration keeps: abandoned multipart
+// uploads are billed as storage until they are aborted.
+var abortRule = map[string]any{
+	"Id":                             "abort-incomplete-uploads",
+	"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 7},
+	"Status":                         "Enabled",
+}
+
+// TestBucketLifecycleDefaults: by default nothing expires, pages/ moves to
+// Standard-IA at 90 days, and objects under 128 KB never move.
+func TestBucketLifecycleDefaults(t *testing.T) {
+	check(t, "lifecycle configuration", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::S3::Bucket"), like(map[string]any{
+			"LifecycleConfiguration": equals(map[string]any{
+				"Rules": []any{
+					abortRule,
+					map[string]any{
+						"Id": "pages", "Prefix": "pages/", "Status": "Enabled",
+						"Transitions": []any{map[string]any{"StorageClass": "STANDARD_IA", "TransitionInDays": 90}},
+					},
+				},
+				"TransitionDefaultMinimumObjectSize": "all_storage_classes_128K",
+			}),
+		}))
+	})
+	lc, _ := bucketOf(t, tmplJSON)["LifecycleConfiguration"].(map[string]any)
+	rules, _ := lc["Rules"].([]any)
+	if len(rules) == 0 {
+		t.Fatal("no lifecycle rules")
+	}
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		for _, k := range []string{"ExpirationInDays", "ExpirationDate"} {
+			if v, ok := rule[k]; ok {
+				t.Errorf("rule %v deletes objects by default (%s %v), want no expiration", rule["Id"], k, v)
+			}
+		}
+	}
+}
+
+// TestStorageSettingsFromContext: the context turns point-in-time recovery
+// off and sets each prefix's transition and expiration.
+func TestStorageSettingsFromContext(t *testing.T) {
+	tm, parsed := synthWith(t, map[string]any{
+		"pointInTimeRecovery":      "false",
+		"pagesTransitionDays":      "0",
+		"pagesExpirationDays":      "365",
+		"recordsTransitionDays":    float64(60),
+		"recordsExpirationDays":    float64(400),
+		"quarantineExpirationDays": "14",
+	})
+	check(t, "point-in-time recovery off", func() {
+		tm.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), like(map[string]any{
+			"PointInTimeRecoverySpecification": equals(map[string]any{"PointInTimeRecoveryEnabled": false}),
+		}))
+	})
+	check(t, "lifecycle rules", func() {
+		tm.HasResourceProperties(jsii.String("AWS::S3::Bucket"), like(map[string]any{
+			"LifecycleConfiguration": equals(map[string]any{
+				"Rules": []any{
+					abortRule,
+					map[string]any{"Id": "pages", "Prefix": "pages/", "Status": "Enabled", "ExpirationInDays": 365},
+					map[string]any{
+						"Id": "records", "Prefix": "records/", "Status": "Enabled", "ExpirationInDays": 400,
+						"Transitions": []any{map[string]any{"StorageClass": "STANDARD_IA", "TransitionInDays": 60}},
+					},
+					map[string]any{"Id": "quarantine", "Prefix": "quarantine/", "Status": "Enabled", "ExpirationInDays": 14},
+				},
+				"TransitionDefaultMinimumObjectSize": "all_storage_classes_128K",
+			}),
+		}))
+	})
+	// The rest of the bucket does not depend on these settings.
+	if p := bucketOf(t, parsed); p["BucketEncryption"] == nil || p["PublicAccessBlockConfiguration"] == nil {
+		t.Errorf("bucket lost its encryption or public access block: %v", p)
+	}
+}
+
+// TestBadStorageSettingsStopSynth: a bad value stops the app before any
+// stack exists, naming the key.
+func TestBadStorageSettingsStopSynth(t *testing.T) {
+	for _, tt := range []struct {
+		ctx  map[string]any
+		want string
+	}{
+		{map[string]any{"pagesTransitionDays": "-5"}, `"pagesTransitionDays"`},
+		{map[string]any{"recordsTransitionDays": "90", "recordsExpirationDays": "30"}, `"recordsExpirationDays"`},
+		{map[string]any{"pointInTimeRecovery": "off"}, `"pointInTimeRecovery"`},
+	} {
+		c := map[string]any{}
+		for k, v := range tt.ctx {
+			c[k] = v
+		}
+		_, _, _, err := synthStack(c)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("context %v: error %v, want one naming %s", tt.ctx, err, tt.want)
+		}
+	}
 }
