@@ -86,6 +86,8 @@ type Report struct {
 	// writes, and HotOther the hottest of the rest; each with its count.
 	HotHost, HotOther             string
 	HotHostWrites, HotOtherWrites int64
+	// Writes are the table writes (attempts, failed conditions included) by kind of item.
+	Writes map[string]int64
 }
 
 // Run crawls o.Web through the AWS adapters built from cfg (a copy of it is metered) in a fresh
@@ -178,6 +180,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		return Report{}, fmt.Errorf("tally the crawl: %w", err)
 	}
 	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
+	r.Writes = writes.byKind()
 	return r, nil
 }
 
@@ -223,6 +226,32 @@ func (k *keyWrites) Delete(ctx context.Context, key string, c table.Cond) error 
 // perHost reports whether key is an item of one host: its politeness slot ("p#host") or its
 // budget in a crawl ("b#crawl#host"). Their writes are bounded by the host's rate.
 func perHost(key string) bool { return strings.HasPrefix(key, "p#") || strings.HasPrefix(key, "b#") }
+
+// byKind returns the writes by kind of item, as the table's keys tell them: "url" (u#), "slot"
+// (p#, a host's politeness slot), "host budget" (b#), "crawl" (c#) and "other".
+func (k *keyWrites) byKind() map[string]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int64{}
+	for key, n := range k.n {
+		out[kindOf(key)] += n
+	}
+	return out
+}
+
+func kindOf(key string) string {
+	switch {
+	case strings.HasPrefix(key, "u#"):
+		return "url"
+	case strings.HasPrefix(key, "p#"):
+		return "slot"
+	case strings.HasPrefix(key, "b#"):
+		return "host budget"
+	case strings.HasPrefix(key, "c#"):
+		return "crawl"
+	}
+	return "other"
+}
 
 // hottest returns the per-host item and the other item that took the most writes.
 func (k *keyWrites) hottest() (host string, hostN int64, other string, otherN int64) {

@@ -3,6 +3,7 @@ package costrun
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,6 +42,10 @@ func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 	if host != "b#c1#a.test" || hostN != 9 || other != "c#c1" || otherN != 4 {
 		t.Errorf("hottest = %s %d, %s %d; want b#c1#a.test 9, c#c1 4", host, hostN, other, otherN)
 	}
+	want := map[string]int64{"slot": 7, "host budget": 9, "crawl": 4, "url": 2}
+	if got := k.byKind(); !reflect.DeepEqual(got, want) {
+		t.Errorf("byKind = %v, want %v", got, want)
+	}
 }
 
 // TestPrintGivesDollarsPerMillionPages checks the table against figures worked out by hand.
@@ -52,7 +57,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: meter.Units{
 		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
 		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
-		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50}
+		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50,
+		Writes: map[string]int64{"url": 4500, "slot": 2250, "crawl": 50}}
 	var b bytes.Buffer
 	r.Print(&b, p)
 	out := b.String()
@@ -62,7 +68,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 	for _, want := range []string{"SQS  5.00 requests  2.00", "DynamoDB  14.00 WRU, 2.00 RRU  9.00",
 		"S3  0.100 PUT/LIST, 1.000 GET  0.90", "Lambda  0.300 requests, 0.1500 GB-s  2.06",
 		"Logs  1049 bytes  0.49", "total  14.45", "p#a, 200.0 writes per 1,000 pages",
-		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most"} {
+		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
+		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05"} {
 		if !strings.Contains(squeeze(out), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}

@@ -3,6 +3,7 @@ package costrun
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,6 +33,13 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 	fmt.Fprintf(tw, "Logs\t%.0f bytes\t%.2f\t\n", per(float64(u.LogBytes)), perM(c.Logs))
 	fmt.Fprintf(tw, "total\t\t%.2f\t\n", perM(c.Total))
 	tw.Flush()
+	var kinds []string
+	for _, k := range []string{"url", "slot", "host budget", "crawl", "other"} {
+		if n := r.Writes[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %.2f", k, per(float64(n))))
+		}
+	}
+	fmt.Fprintf(w, "table writes per page by item: %s\n", strings.Join(kinds, ", "))
 	if u.DynamoDBUnmetered > 0 {
 		fmt.Fprintf(w, "warning: %d DynamoDB answers carried no consumed capacity: its units are too low\n", u.DynamoDBUnmetered)
 	}
