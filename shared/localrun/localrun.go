@@ -253,7 +253,7 @@ func (r *Runner) take(queueName string, msgs []queue.Message) []queue.Message {
 	kept := msgs[:0]
 	for _, m := range msgs {
 		h := &holding{receipt: m.ReceiptHandle}
-		if v, held := r.inHand.LoadOrStore(queueName+"\x00"+m.ID, h); held {
+		if v, held := r.inHand.LoadOrStore(inHandKey(queueName, m), h); held {
 			v.(*holding).set(m.ReceiptHandle)
 			continue
 		}
@@ -265,17 +265,20 @@ func (r *Runner) take(queueName string, msgs []queue.Message) []queue.Message {
 // putDown forgets msgs, whose batch is done (deleted, or left to be delivered again).
 func (r *Runner) putDown(queueName string, msgs []queue.Message) {
 	for _, m := range msgs {
-		r.inHand.Delete(queueName + "\x00" + m.ID)
+		r.inHand.Delete(inHandKey(queueName, m))
 	}
 }
 
 // receipt is the newest receipt handle of m, a message in hand.
 func (r *Runner) receipt(queueName string, m queue.Message) string {
-	if v, ok := r.inHand.Load(queueName + "\x00" + m.ID); ok {
+	if v, ok := r.inHand.Load(inHandKey(queueName, m)); ok {
 		return v.(*holding).get()
 	}
 	return m.ReceiptHandle
 }
+
+// inHandKey names message m of a queue in Runner.inHand.
+func inHandKey(queueName string, m queue.Message) string { return queueName + "\x00" + m.ID }
 
 // holding is a message in hand: its newest receipt handle.
 type holding struct {
