@@ -33,6 +33,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	backend := fs.String("backend", "aws", "aws (configured from the environment, as the Lambda functions are) or embedded")
 	state := fs.String("state", "crawl-state", "state directory of the embedded backend")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long the handler may run, as a function timeout")
+	hostRPS := fs.Float64("host-rps", pipeline.DefaultConfig().HostRPS, "requests per second per host, with the embedded backend (0 lifts the limit; the aws backend reads CRAWL_HOST_RPS)")
 	var allow []string
 	fs.Var((*listFlag)(&allow), "allow-net", "CIDR (or IP) of a non-public range that may be fetched, added to CRAWL_ALLOW_NET with the aws backend; repeatable")
 	fs.Usage = func() {
@@ -70,7 +71,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	h, closeFn, err := invokeHandlers(ctx, *backend, *state, allow, log)
+	h, closeFn, err := invokeHandlers(ctx, *backend, *state, *hostRPS, allow, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)
 		return ExitFailed
@@ -93,7 +94,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // invokeHandlers builds the handlers on the chosen backend and returns what releases them.
-func invokeHandlers(ctx context.Context, backend, state string, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
+func invokeHandlers(ctx context.Context, backend, state string, hostRPS float64, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
 	if backend == "aws" {
 		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log)
 		if err != nil {
@@ -112,7 +113,7 @@ func invokeHandlers(ctx context.Context, backend, state string, allow []string, 
 		return nil, nil, fmt.Errorf("set up the embedded backend: %w", err)
 	}
 	cfg.ScheduleQueue, cfg.FetchQueue, cfg.ParseQueue = res.Schedule, res.Fetch, res.Parse
-	cfg.AllowNets = allow
+	cfg.AllowNets, cfg.HostRPS = allow, hostRPS
 	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
 	if err != nil {
 		be.Close()
@@ -185,10 +186,13 @@ func writeJSON(w io.Writer, v any) error {
 // stateOnlyEmbedded refuses a --state given with the aws backend, which keeps its state in the
 // table, queues and bucket its environment names: the directory would be silently ignored.
 func stateOnlyEmbedded(fs *flag.FlagSet, backend string) error {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "state" })
-	if set && backend == "aws" {
+	var state, rps bool
+	fs.Visit(func(f *flag.Flag) { state, rps = state || f.Name == "state", rps || f.Name == "host-rps" })
+	switch {
+	case state && backend == "aws":
 		return errors.New("--state is for the embedded backend; the aws backend uses the table, queues and bucket its environment names")
+	case rps && backend == "aws":
+		return errors.New("--host-rps is for the embedded backend; the aws backend reads CRAWL_HOST_RPS, as the functions do")
 	}
 	return nil
 }

@@ -105,10 +105,12 @@ func TestInvokeScheduleThenFetch(t *testing.T) {
 	}))
 	defer srv.Close()
 	state := t.TempDir()
-	if code, _, stderr := invokeSample(t, state, "schedule", samples.SQSLinks, srv.URL); code != ExitOK {
+	// No host rate: with one, schedule books the host's politeness slots for the URLs it admits,
+	// and the sample's fetch messages, which hold none, would wait behind them.
+	if code, _, stderr := invokeSample(t, state, "schedule", samples.SQSLinks, srv.URL, "--host-rps", "0"); code != ExitOK {
 		t.Fatalf("schedule: exit %d; stderr:\n%s", code, stderr)
 	}
-	code, stdout, stderr := invokeSample(t, state, "fetch", samples.SQSFetch, srv.URL, "--allow-net", "127.0.0.0/8")
+	code, stdout, stderr := invokeSample(t, state, "fetch", samples.SQSFetch, srv.URL, "--allow-net", "127.0.0.0/8", "--host-rps", "0")
 	if code != ExitOK {
 		t.Fatalf("fetch: exit %d; stderr:\n%s", code, stderr)
 	}
@@ -144,6 +146,7 @@ func TestInvokeErrors(t *testing.T) {
 		{"no event file", append(emb, "fetch"), ExitUsage, "want a function and an event file"},
 		{"bad backend", []string{"invoke", "--backend", "gcp", "fetch", unknown}, ExitUsage, `--backend "gcp"`},
 		{"state with the aws backend", []string{"invoke", "--state", state, "fetch", unknown}, ExitUsage, "--state is for the embedded backend"},
+		{"host rate with the aws backend", []string{"invoke", "--host-rps", "2", "fetch", unknown}, ExitUsage, "--host-rps is for the embedded backend"},
 		{"schedule rejects the event", append(emb, "schedule", unknown), ExitFailed, "unrecognised event"},
 		{"fetch wants SQS records", append(emb, "fetch", unknown), ExitFailed, "not an SQS event"},
 	}

@@ -82,7 +82,8 @@ type Store struct {
 	// each of thousands of invocations. A Lambda function must not: a frozen container keeps them.
 	HoldCounters bool
 
-	starts sync.Map // crawl -> its start (time.Time; zero when none is on record)
+	starts   sync.Map // crawl -> its start (time.Time; zero when none is on record)
+	slotSeen sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering

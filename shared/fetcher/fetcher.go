@@ -158,7 +158,9 @@ type fetched struct {
 	key   string
 	prev  crawlstate.State
 	owner string
-	resp  *httpfetch.Response
+	// claimed: the URL is held for owner (see claim); prev is its state when claimed.
+	claimed bool
+	resp    *httpfetch.Response
 	// record is the page's WARC record, encoded as soon as the response is in, in parallel with
 	// the batch's other fetches.
 	record []byte
@@ -190,23 +192,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxInlineWait {
 		return nil, h.resend(ctx, m, wait) // early for its politeness slot: keep waiting
 	}
-	key := urlnorm.Key(u.String())
-	owner := rec.MessageId
-	claimed, err := h.state.Claim(ctx, m.Crawl, key, owner, h.cfg.Lease)
-	if errors.Is(err, crawlstate.ErrClaimed) {
-		// Done, or held by a live worker whose own message is still in flight. A URL fetched but
-		// not parsed may have lost its parse message: send it again (parse drops duplicates), or
-		// fetch it again if its stored page is gone.
-		h.log.Debug("duplicate fetch message", "url", u.String())
-		again, err := h.resendParse(ctx, m, key, owner)
-		if again == nil || err != nil {
-			return nil, err
-		}
-		claimed = *again
-	} else if err != nil {
-		return nil, err
-	}
-	f := &fetched{rec: rec, msg: m, key: key, prev: claimed.State, owner: owner}
+	// The URL is claimed only once its politeness slot is in hand: a message that must wait for
+	// its host goes back to the queue holding its slot, and never takes and gives back a claim.
+	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: rec.MessageId}
 	if err := h.guard.CheckURL(u); err != nil {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, err)
 	}
@@ -235,17 +223,22 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.fail(ctx, f, err)
 	}
 	defer release()
+	slot := m.Slot
 	if h.heldSlot(m, interval) {
 		if err := h.awaitSlot(fctx, m.Slot); err != nil {
 			return nil, h.fail(ctx, f, err)
 		}
-	} else {
-		wait, err := h.reserveSlot(fctx, u.Host, interval)
-		if err != nil {
-			return nil, h.fail(ctx, f, err)
-		}
-		if wait > 0 {
-			return nil, h.requeueForSlot(ctx, f, wait)
+	} else if slot, err = h.takeSlot(ctx, fctx, f, u.Host, interval); err != nil || slot.IsZero() {
+		return nil, err
+	}
+	if dup, err := h.claim(ctx, f); dup || err != nil {
+		return nil, err
+	}
+	if interval > 0 && h.Now().Sub(slot) >= interval/2 {
+		// The claim took so long that the slot went by, and the next one may be in use: take
+		// the host's next free one.
+		if slot, err = h.takeSlot(ctx, fctx, f, u.Host, interval); err != nil || slot.IsZero() {
+			return nil, err
 		}
 	}
 	var resp *httpfetch.Response
@@ -256,7 +249,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		serverWait = false // only the last answer's Retry-After counts
 		if attempt++; attempt > 1 && interval > 0 {
 			// A quick retry is a request like any other: it takes the host's next slot too.
-			if wait, err := h.reserveSlot(fctx, u.Host, interval); err != nil || wait > 0 {
+			if wait, _, err := h.reserveSlot(fctx, u.Host, interval); err != nil || wait > 0 {
 				return 0, errSlotBusy
 			}
 		}
@@ -303,6 +296,22 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.fail(ctx, f, err)
 	}
 	return f, nil
+}
+
+// takeSlot reserves the host's next politeness slot and waits for it in place when it is near. It
+// returns the slot's start, or the zero time when the record is done: re-queued to wait for a
+// slot further ahead, or failed.
+func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, host string, interval time.Duration) (time.Time, error) {
+	wait, held, err := h.reserveSlot(fctx, host, interval)
+	switch {
+	case err != nil:
+		return time.Time{}, h.fail(ctx, f, err)
+	case wait > 0 && held:
+		return time.Time{}, h.requeueForSlot(ctx, f, wait, interval)
+	case wait > 0:
+		return time.Time{}, h.requeue(ctx, f, wait, false, nil)
+	}
+	return h.Now(), nil
 }
 
 // storedPage is what the WARC record of resp holds.
@@ -396,8 +405,35 @@ func terminalFor(c errclass.Class) crawlstate.State {
 	return crawlstate.Failed
 }
 
-// finish records a terminal state for the record's URL; the record is done.
+// claim takes the record's URL for its message, once. dup is true when the message is a
+// duplicate with nothing left to do: the URL is done, or held by a live worker whose own message is
+// still in flight. A URL fetched but not parsed may have lost its parse message: it is sent again
+// (parse drops duplicates), or the URL is taken back to fetch again if its stored page is gone.
+func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
+	if f.claimed {
+		return false, nil
+	}
+	claimed, err := h.state.Claim(ctx, f.msg.Crawl, f.key, f.owner, h.cfg.Lease)
+	if errors.Is(err, crawlstate.ErrClaimed) {
+		h.log.Debug("duplicate fetch message", "url", f.msg.URL)
+		again, err := h.resendParse(ctx, f.msg, f.key, f.owner)
+		if again == nil || err != nil {
+			return true, err
+		}
+		claimed = *again
+	} else if err != nil {
+		return false, err
+	}
+	f.prev, f.claimed = claimed.State, true
+	return false, nil
+}
+
+// finish records a terminal state for the record's URL, claiming it first if need be; the
+// record is done.
 func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, cause error) error {
+	if dup, err := h.claim(ctx, f); dup || err != nil {
+		return err
+	}
 	ok, err := h.state.Finish(ctx, f.msg.Crawl, f.key, f.owner, f.prev, to, cause)
 	if err != nil {
 		return err
@@ -424,30 +460,51 @@ func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, c
 // allowed receive, where the URL is recorded as failed and the message moves on to the DLQ.
 func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 	if sqsbatch.ReceiveCount(f.rec) >= h.cfg.MaxReceive {
+		if dup, err := h.claim(ctx, f); dup || err != nil {
+			return errors.Join(cause, err) // a duplicate fails too: its message is not ours to drop
+		}
 		if _, err := h.state.FailRedrivable(ctx, f.msg.Crawl, f.key, f.owner, f.prev, cause); err != nil {
 			return err
 		}
 		return fmt.Errorf("giving up on %s after %d receives: %w", f.msg.URL, h.cfg.MaxReceive, cause)
 	}
-	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
+	if err := h.unclaim(ctx, f); err != nil {
 		return errors.Join(cause, err)
 	}
 	return fmt.Errorf("fetch %s: %w", f.msg.URL, cause)
 }
 
+// unclaim gives the URL back if this message holds it: it claimed it in this delivery, or it
+// may have in an earlier one that failed before giving it back (its Release failed, or the process
+// died). A message re-sent to wait is a new message with a new id: a claim left under the old id
+// would hold the URL until its lease ran out, with no message left to fetch it then.
+func (h *Handler) unclaim(ctx context.Context, f *fetched) error {
+	if !f.claimed && sqsbatch.ReceiveCount(f.rec) <= 1 {
+		return nil
+	}
+	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
+		return err
+	}
+	f.claimed = false
+	return nil
+}
+
 // requeue re-sends the fetch message with a delay and acknowledges this one.
 func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error) error {
-	return h.requeueWith(ctx, f, wait, isRetry, cause, time.Time{})
+	return h.requeueWith(ctx, f, wait, isRetry, cause, time.Time{}, 0)
 }
 
-// requeueForSlot re-queues the message to wait for the politeness slot just reserved for it.
-func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait time.Duration) error {
-	return h.requeueWith(ctx, f, wait, false, nil, h.Now().Add(wait))
+// requeueForSlot re-queues the message to wait for the politeness slot just reserved for it,
+// interval after the host's previous one.
+func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval time.Duration) error {
+	return h.requeueWith(ctx, f, wait, false, nil, h.Now().Add(wait), interval)
 }
 
-func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error, slot time.Time) error {
+// requeueWith re-queues the message; a held slot (not zero) was reserved gap after the host's
+// previous one.
+func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error, slot time.Time, gap time.Duration) error {
 	next := *f.msg
-	next.Slot = slot
+	next.Slot, next.Gap = slot, gap.Milliseconds()
 	if isRetry {
 		next.Retries++
 		if next.Retries > h.cfg.MaxRetries {
@@ -460,7 +517,7 @@ func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duratio
 				errclass.Errorf(errclass.Internal, "waited for the host %d times", h.cfg.MaxWaits))
 		}
 	}
-	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
+	if err := h.unclaim(ctx, f); err != nil {
 		return err
 	}
 	if wait > queue.MaxDelay {

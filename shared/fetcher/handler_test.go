@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/robots"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
@@ -140,6 +142,7 @@ type env struct {
 	// blobDir is the blob store's root: a WARC file is filepath.Join(blobDir, key).
 	blobDir string
 	state   *crawlstate.Store
+	table   *updateCounter // the state's table
 	hand    *handoff.Pages // what the handler offers a parse handler in the same process
 	h       *fetcher.Handler
 }
@@ -162,12 +165,26 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 		tune(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	state := crawlstate.New(be.Table)
+	tbl := &updateCounter{Table: be.Table}
+	state := crawlstate.New(tbl)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
 	hand := handoff.New(0, 0)
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log})
-	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, hand: hand, h: h}
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, table: tbl, hand: hand, h: h}
+}
+
+// updateCounter counts the conditional updates of the table's URL items.
+type updateCounter struct {
+	table.Table
+	urls atomic.Int64
+}
+
+func (u *updateCounter) Update(ctx context.Context, key string, up table.Update, c table.Cond) (table.Item, error) {
+	if strings.HasPrefix(key, "u#") {
+		u.urls.Add(1)
+	}
+	return u.Table.Update(ctx, key, up, c)
 }
 
 // url is the site's URL for path.
@@ -655,32 +672,96 @@ func TestLongRetryAfterIsRequeuedWithADelay(t *testing.T) {
 }
 
 func TestPolitenessWaitIsRequeuedAndBurnsNoReceives(t *testing.T) {
-	interval := 1000 * time.Second
-	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
-	u, _ := url.Parse(e.url("/"))
-	// Another worker has just fetched from the host: its next slot is interval away.
-	if wait, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil || wait != 0 {
-		t.Fatalf("ReserveSlot = %v, %v", wait, err)
-	}
 	// Even on the message's last allowed receive, waiting acknowledges it.
-	if got := e.handle(e.record("msg-1", "/about", 5)); len(got) != 0 {
+	for _, receives := range []int{1, 5} {
+		t.Run("receive_"+itoa(receives), func(t *testing.T) {
+			interval := 100 * time.Second
+			e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
+			u, _ := url.Parse(e.url("/"))
+			// Another worker has just fetched from the host: its next slot is interval away.
+			if wait, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil || wait != 0 {
+				t.Fatalf("ReserveSlot = %v, %v", wait, err)
+			}
+			if got := e.handle(e.record("msg-1", "/about", receives)); len(got) != 0 {
+				t.Errorf("BatchItemFailures = %v, want none", got)
+			}
+			m, delay, got := e.requeued()
+			if m.URL != e.url("/about") || m.Waits != 1 || m.Retries != 0 {
+				t.Errorf("re-queued %+v, want the same URL with waits 1", m)
+			}
+			if delay <= fetcher.MaxInlineWait || delay > queue.MaxDelay {
+				t.Errorf("delay = %v, want more than %v and at most %v", delay, fetcher.MaxInlineWait, queue.MaxDelay)
+			}
+			if got != 1 {
+				t.Errorf("the re-queued message is on receive %d, want 1", got)
+			}
+			if n := e.site.hitsOf("/about"); n != 0 {
+				t.Errorf("%d requests for /about while the host's slot was taken, want 0", n)
+			}
+			if !m.Slot.After(time.Now()) || m.Gap != interval.Milliseconds() {
+				t.Errorf("re-queued with slot %v, gap %dms: want its own slot ahead, %v after the last", m.Slot, m.Gap, interval)
+			}
+			if it := e.item("/about"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
+				t.Errorf("url = %+v, want queued and unclaimed", it)
+			}
+			// A first delivery has no claim to take and give back; a redelivery gives back the
+			// claim an earlier delivery may have left (one conditional update).
+			if n, want := e.table.urls.Load(), int64(min(receives-1, 1)); n != want {
+				t.Errorf("%d updates of the URL item while it waited for its host, want %d", n, want)
+			}
+		})
+	}
+}
+
+// A delivery that failed after its claim, and could not give the claim back, leaves it under the
+// message's id. If the redelivery must wait for its host, it is re-sent as a new message: the old
+// claim goes with it, or the URL would be held with no message left to fetch it.
+func TestARedeliveryThatWaitsGivesBackItsEarlierClaim(t *testing.T) {
+	interval := 100 * time.Second
+	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
+	rec := e.record("msg-1", "/about", 2)
+	m, err := message.DecodeFetch(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := urlnorm.Key(m.URL)
+	if _, err := e.state.Claim(context.Background(), m.Crawl, key, "msg-1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(e.url("/"))
+	if _, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.handle(rec); len(got) != 0 {
 		t.Errorf("BatchItemFailures = %v, want none", got)
 	}
-	m, delay, receives := e.requeued()
-	if m.URL != e.url("/about") || m.Waits != 1 || m.Retries != 0 {
-		t.Errorf("re-queued %+v, want the same URL with waits 1", m)
+	again, _, _ := e.requeued()
+	if again.Slot.IsZero() {
+		t.Fatalf("re-queued %+v, want it to hold a slot", again)
 	}
-	if delay <= fetcher.MaxInlineWait || delay > queue.MaxDelay {
-		t.Errorf("delay = %v, want more than %v and at most %v", delay, fetcher.MaxInlineWait, queue.MaxDelay)
+	if _, err := e.state.Claim(context.Background(), m.Crawl, key, "msg-2", time.Minute); err != nil {
+		t.Errorf("the re-sent message cannot claim the URL: %v (the earlier claim was kept)", err)
 	}
-	if receives != 1 {
-		t.Errorf("the re-queued message is on receive %d, want 1", receives)
+}
+
+// A host booked beyond the slot horizon gets no slot reserved far ahead: the message waits for
+// the booking to end, as long as SQS lets it, and asks again.
+func TestAHostBookedBeyondTheHorizonIsWaitedForWithoutASlot(t *testing.T) {
+	interval := 2 * fetcher.SlotHorizon
+	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
+	u, _ := url.Parse(e.url("/"))
+	if _, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil {
+		t.Fatal(err)
 	}
-	if n := e.site.hitsOf("/about"); n != 0 {
-		t.Errorf("%d requests for /about while the host's slot was taken, want 0", n)
+	if got := e.handle(e.record("msg-1", "/about", 1)); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none", got)
 	}
-	if it := e.item("/about"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
-		t.Errorf("url = %+v, want queued and unclaimed", it)
+	m, delay, _ := e.requeued()
+	if !m.Slot.IsZero() || m.Waits != 1 || delay != queue.MaxDelay {
+		t.Errorf("re-queued %+v with delay %v, want no slot, waits 1, delay %v", m, delay, queue.MaxDelay)
+	}
+	if got, _ := e.state.ReserveSlots(context.Background(), u.Host, interval, 1, 0); got.Start.Sub(time.Now()) > interval {
+		t.Errorf("the next free slot is %v away: the waiting message booked one too", time.Until(got.Start))
 	}
 }
 

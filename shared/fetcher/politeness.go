@@ -5,8 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
 )
 
 // Politeness: the host's shared request slots (DESIGN invariant 4) and this process's per-host
@@ -16,27 +18,53 @@ import (
 // the message with a delay (SQS delays are whole seconds, so shorter ones are cheaper in place).
 const MaxInlineWait = time.Second
 
+// SlotHorizon is how far ahead a fetcher books a host's politeness slot: SQS's longest delay.
+// A host booked further than that has its message wait in the queue without a slot and ask again,
+// so that no URL holds a slot far in the future (a crawl stopped meanwhile would leave the host
+// idle for as long).
+const SlotHorizon = queue.MaxDelay
+
 // reserveSlot takes the host's politeness slot, waiting in place once for a slot due within
-// MaxInlineWait. It returns how long the caller must still wait (0: fetch now).
-func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
-	wait, err := h.state.ReserveSlot(ctx, host, interval)
-	if err != nil || wait == 0 || wait > MaxInlineWait {
-		return wait, err
+// MaxInlineWait. It returns how long the caller must still wait (0: fetch now) and whether the
+// slot it waits for is its own; when it is not (the host is booked SlotHorizon ahead), the wait
+// is when the booking ends.
+func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, bool, error) {
+	got, err := h.state.ReserveSlots(ctx, host, interval, 1, SlotHorizon)
+	if err != nil {
+		return 0, false, err
+	}
+	now := h.Now()
+	if got.N == 0 {
+		// Come back when today's booking is over: the URLs booked ahead go first, and a message
+		// that asked again sooner would only find the booking moved on as far.
+		return got.Free.Sub(now), false, nil
+	}
+	wait := got.Start.Sub(now)
+	if wait <= 0 {
+		return 0, true, nil
+	}
+	if wait > MaxInlineWait {
+		return wait, true, nil
 	}
 	t := time.NewTimer(wait) // the slot is ours: wait for it in place
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, true, ctx.Err()
 	case <-t.C:
 	}
-	return 0, nil
+	return 0, true, nil
 }
 
 // heldSlot reports whether the message holds the host's politeness slot: it was re-queued to
 // wait for a slot reserved for it, and arrived before that slot or early in it. A message that
 // comes too late lost its slot to the next one's holder and reserves again.
+// A slot reserved at a shorter interval than the host now needs (robots.txt asks for a longer
+// Crawl-delay than the schedule knew of) is not held either.
 func (h *Handler) heldSlot(m *message.Fetch, interval time.Duration) bool {
+	if m.Gap > 0 && time.Duration(m.Gap)*time.Millisecond < interval {
+		return false
+	}
 	return !m.Slot.IsZero() && h.Now().Sub(m.Slot) < interval/2
 }
 
@@ -62,11 +90,7 @@ var errSlotBusy = errclass.Errorf(errclass.Scope, "the host's politeness slot is
 
 // interval is the gap between two requests to one host.
 func (h *Handler) interval(crawlDelay time.Duration) time.Duration {
-	var d time.Duration
-	if h.cfg.HostRPS > 0 {
-		d = time.Duration(float64(time.Second) / h.cfg.HostRPS)
-	}
-	return max(d, crawlDelay)
+	return max(crawlstate.IntervalOf(h.cfg.HostRPS), crawlDelay)
 }
 
 // hostLimiter bounds the fetches in flight per host in this process.

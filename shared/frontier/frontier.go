@@ -60,6 +60,9 @@ type Config struct {
 	BloomFalsePositive float64
 	// RecentCapacity bounds the exact set of recently confirmed URLs (about 100 bytes each).
 	RecentCapacity int
+	// HostInterval is the gap between two requests to one host (the fetcher's, before any
+	// robots.txt Crawl-delay); 0 books no politeness slots here and leaves them to the fetcher.
+	HostInterval time.Duration
 }
 
 // Frontier admits URLs. It is safe for concurrent use.
@@ -103,8 +106,9 @@ type Result struct {
 }
 
 type pending struct {
-	key string
-	msg message.Fetch
+	key  string
+	host string // the URL's host and port, whose politeness slots it takes
+	msg  message.Fetch
 	// resent: the URL was admitted by an earlier delivery of the same message, which may still be
 	// at work (and may take its admission back): the URL is sent but not remembered.
 	resent bool
@@ -267,7 +271,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 			return pending{}, 0, err
 		}
 	}
-	return pending{key: key, msg: message.Fetch{Header: message.Header{Crawl: m.Crawl}, URL: norm,
+	return pending{key: key, host: u.Host, msg: message.Fetch{Header: message.Header{Crawl: m.Crawl}, URL: norm,
 		Root: r.String(), Depth: m.Depth}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 
@@ -276,13 +280,14 @@ func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (in
 	if len(out) == 0 {
 		return 0, nil
 	}
+	delays := f.book(ctx, out)
 	entries := make([]queue.Entry, len(out))
 	for i, p := range out {
 		body, err := message.Encode(p.msg)
 		if err != nil {
 			return 0, err
 		}
-		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body}
+		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body, Delay: delays[i]}
 	}
 	sendErr := f.send.SendBatch(ctx, f.cfg.FetchQueue, entries)
 	var be *queue.BatchError
@@ -303,6 +308,52 @@ func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (in
 		return sent, fmt.Errorf("send fetch messages: %w", sendErr)
 	}
 	return sent, nil
+}
+
+// bookConcurrency bounds the hosts whose slots one message books at once.
+const bookConcurrency = 8
+
+// book reserves the politeness slots of the URLs about to be sent, with one write per host
+// (crawlstate.Store.ReserveSlots), and returns each message's delay: each fetch message carries its
+// slot and arrives just before it, so that a URL waits for its host in the queue once, from the
+// start, instead of being received, refused and re-sent. Slots are booked at most the fetcher's
+// SlotHorizon ahead; a URL beyond it is sent without one, to arrive when the booking ends and
+// reserve then. A failed booking leaves the reservation to the fetcher: nothing else depends on it.
+func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
+	delays := make([]time.Duration, len(out))
+	interval := f.cfg.HostInterval
+	if interval <= 0 {
+		return delays
+	}
+	byHost := map[string][]int{}
+	for i, p := range out {
+		byHost[p.host] = append(byHost[p.host], i)
+	}
+	var g errgroup.Group
+	g.SetLimit(bookConcurrency)
+	for host, idx := range byHost {
+		g.Go(func() error {
+			got, err := f.state.ReserveSlots(ctx, host, interval, len(idx), queue.MaxDelay)
+			if err != nil {
+				f.log.Debug("book politeness slots", "host", host, "err", err.Error())
+				return nil
+			}
+			now := f.now()
+			for j, i := range idx {
+				if j >= got.N {
+					delays[i] = min(max(got.Free.Sub(now), 0), queue.MaxDelay)
+					continue
+				}
+				slot := got.At(j)
+				out[i].msg.Slot, out[i].msg.Gap = slot, interval.Milliseconds()
+				// SQS delays are whole seconds: arrive early and wait the rest in place.
+				delays[i] = min(max(slot.Sub(now).Truncate(time.Second), 0), queue.MaxDelay)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every goroutine returns nil
+	return delays
 }
 
 // Source names the Links message m in the items it admits: a digest of its content, so the same

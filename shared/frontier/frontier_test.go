@@ -534,3 +534,91 @@ func TestAnOldCrawlAdmitsNothingNew(t *testing.T) {
 		t.Errorf("sent %v, want the seed alone", got)
 	}
 }
+
+// entrySender records the entries sent.
+type entrySender struct {
+	mu      sync.Mutex
+	entries []queue.Entry
+}
+
+func (s *entrySender) SendBatch(_ context.Context, _ string, entries []queue.Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entries = append(s.entries, entries...)
+	return nil
+}
+
+// slotWrites counts the writes of politeness slot items.
+type slotWrites struct {
+	table.Table
+	n atomic.Int64
+}
+
+func (w *slotWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+	if strings.HasPrefix(key, "p#") {
+		w.n.Add(1)
+	}
+	return w.Table.Update(ctx, key, u, c)
+}
+
+// Each fetch message goes out with its host's politeness slot and a delay that brings it back
+// just before it: the slots of a message's URLs of one host are booked with one write, and no
+// slot is booked beyond the horizon.
+func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	writes := &slotWrites{Table: db.Table("crawl")}
+	st := crawlstate.New(writes)
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	st.Now = func() time.Time { return t0 }
+	snd := &entrySender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond}, st, snd, quiet())
+	f.now = st.Now
+	// c.test is booked by others until 1s before the horizon: one of its two URLs gets a slot.
+	if _, err := st.ReserveSlots(ctx, "c.test", 1500*time.Millisecond, 599, 0); err != nil {
+		t.Fatal(err)
+	}
+	writes.n.Store(0)
+	m := seeds("http://a.test/1", "http://b.test/1", "http://a.test/2", "http://a.test/3", "http://c.test/1", "http://c.test/2")
+	if res, err := f.Admit(ctx, m); err != nil || res.Sent != 6 {
+		t.Fatalf("Admit = %+v, %v; want 6 sent", res, err)
+	}
+	got := map[string]queue.Entry{}
+	msgs := map[string]*message.Fetch{}
+	for _, e := range snd.entries {
+		fm, err := message.DecodeFetch(e.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[fm.URL], msgs[fm.URL] = e, fm
+	}
+	for _, w := range []struct {
+		url   string
+		slot  time.Duration // from t0; -1: no slot
+		delay time.Duration
+	}{
+		{"http://a.test/1", 0, 0}, {"http://a.test/2", 1500 * time.Millisecond, time.Second},
+		{"http://a.test/3", 3 * time.Second, 3 * time.Second}, {"http://b.test/1", 0, 0},
+		{"http://c.test/1", 898500 * time.Millisecond, 898 * time.Second}, {"http://c.test/2", -1, queue.MaxDelay},
+	} {
+		fm, e := msgs[w.url], got[w.url]
+		if fm == nil {
+			t.Errorf("%s was not sent", w.url)
+			continue
+		}
+		wantSlot := time.Time{}
+		if w.slot >= 0 {
+			wantSlot = t0.Add(w.slot)
+		}
+		if !fm.Slot.Equal(wantSlot) || e.Delay != w.delay || (w.slot >= 0) != (fm.Gap == 1500) {
+			t.Errorf("%s: slot %v, gap %dms, delay %v; want slot %v, delay %v", w.url, fm.Slot, fm.Gap, e.Delay, wantSlot, w.delay)
+		}
+	}
+	if n := writes.n.Load(); n != 3 {
+		t.Errorf("%d slot writes for 3 hosts, want 3", n)
+	}
+}

@@ -74,6 +74,10 @@ type Fetch struct {
 	// Slot, when set, is the host's politeness slot this message holds: it was reserved for it
 	// before it was re-queued to wait, and the fetch goes out then without asking again.
 	Slot time.Time `json:"slot,omitzero"`
+	// Gap is the interval, in milliseconds, between the host's slots when Slot was reserved. A
+	// fetcher that must space the host's requests further (robots.txt Crawl-delay) does not use
+	// the slot. 0: the slot was reserved at the fetcher's own interval.
+	Gap int64 `json:"gap,omitempty"`
 }
 
 // Ref addresses one record inside a WARC file in the blob store.

@@ -77,7 +77,7 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}
 	front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		FetchQueue: cfg.FetchQueue}, state, p.Queue, log.With("fn", "schedule"))
+		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS)}, state, p.Queue, log.With("fn", "schedule"))
 	fcfg := fetcher.DefaultConfig()
 	fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
 	fcfg.HostRPS, fcfg.HostConcurrency = cfg.HostRPS, cfg.HostConcurrency
