@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/cli"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/localrun"
+	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/multisite"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
@@ -78,7 +80,10 @@ type Report struct {
 	Hosts        int
 	Elapsed      time.Duration
 	Units        meter.Units
-	// Requeued counts the fetch messages re-sent with a delay (politeness waits and retries).
+	// Delayed counts the fetch messages sent with a delay: to the politeness slot booked for them
+	// at admission, or re-sent to wait again.
+	Delayed int64
+	// Requeued counts the fetch messages sent again for a URL (politeness waits and retries).
 	Requeued int64
 	// URLs are the crawl's URLs by state and class, from its items.
 	URLs crawlstate.Counters
@@ -124,7 +129,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	pc := o.Pipeline
 	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = res.Schedule, res.Fetch, res.Parse
 	writes := &keyWrites{Table: be.Table}
-	sent := &delayedSends{Sender: be.Queue, queue: res.Fetch}
+	sent := &fetchSends{Sender: be.Queue, queue: res.Fetch}
 	logs := &logBytes{m: m}
 	hs, err := pipeline.New(pc, pipeline.Ports{Queue: sent, Table: writes, Blobs: be.Blobs},
 		slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
@@ -147,7 +152,8 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, h), Pollers: f.Concurrency,
 			BatchSize: f.BatchSize, Visibility: o.Visibility}
 	}
-	runner := &localrun.Runner{Queues: be.Queue, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
+	quiet := cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
+	runner := &localrun.Runner{Queues: depthUnmetered{Queues: be.Queue, depth: quiet.Queue}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
 		src("schedule", res.Schedule, hs.Schedule.Handle),
 		src("fetch", res.Fetch, hs.Fetch.Handle),
 		src("parse", res.Parse, hs.Parse.Handle),
@@ -172,11 +178,11 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		return Report{}, fmt.Errorf("crawl: %w", err)
 	}
 	r := Report{Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
-		Requeued: sent.delayed.Load()}
+		Delayed: sent.delayed.Load(), Requeued: sent.resent()}
 	r.Pages, r.Twice = web.Fetched()
 	// The tally reads the whole table: done with the meter's copy of the clients' config, it
 	// would count in the crawl's cost, so it uses an unmetered table.
-	if r.URLs, err = crawlstate.New(cli.OpenAWSWith(unmetered, func(k string) string { return env[k] }).Table).Tally(ctx, crawl); err != nil {
+	if r.URLs, err = crawlstate.New(quiet.Table).Tally(ctx, crawl); err != nil {
 		return Report{}, fmt.Errorf("tally the crawl: %w", err)
 	}
 	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
@@ -268,22 +274,65 @@ func (k *keyWrites) hottest() (host string, hostN int64, other string, otherN in
 	return host, hostN, other, otherN
 }
 
-// delayedSends counts the messages sent to one queue with a delay.
-type delayedSends struct {
+// fetchSends counts the fetch messages: those sent with a delay (to wait for a politeness slot
+// booked at admission, or re-sent to wait again), and the re-sends, which are the sends of a URL's
+// message after its first.
+type fetchSends struct {
 	queue.Sender
 	queue   string
 	delayed atomic.Int64
+	mu      sync.Mutex
+	sends   map[string]int64 // URL -> its fetch messages sent
 }
 
-func (d *delayedSends) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
-	if q == d.queue {
-		for _, e := range entries {
-			if e.Delay > 0 {
-				d.delayed.Add(1)
-			}
+func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
+	err := d.Sender.SendBatch(ctx, q, entries)
+	if q != d.queue {
+		return err
+	}
+	var be *queue.BatchError
+	errors.As(err, &be)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sends == nil {
+		d.sends = map[string]int64{}
+	}
+	for _, e := range entries {
+		if (err != nil && be == nil) || (be != nil && be.Failed[e.ID] != nil) {
+			continue // not sent
+		}
+		if e.Delay > 0 {
+			d.delayed.Add(1)
+		}
+		if m, derr := message.DecodeFetch(e.Body); derr == nil {
+			d.sends[m.URL]++
 		}
 	}
-	return d.Sender.SendBatch(ctx, q, entries)
+	return err
+}
+
+// resent is how many fetch messages were sent for a URL that had one already.
+func (d *fetchSends) resent() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n int64
+	for _, c := range d.sends {
+		n += c - 1
+	}
+	return n
+}
+
+// depthUnmetered is the runner's queues with their depth read on an unmetered client: the runner
+// looks at the queues' depths to find the end of the crawl, which an event source mapping never
+// does, so those requests are no part of what the stack would pay. Its receives and deletes are
+// the mapping's, and are metered.
+type depthUnmetered struct {
+	localrun.Queues
+	depth localrun.Queues
+}
+
+func (d depthUnmetered) Depth(ctx context.Context, q string) (int, int, error) {
+	return d.depth.Depth(ctx, q)
 }
 
 // logBytes is the handlers' log destination: it meters the bytes CloudWatch Logs would ingest.

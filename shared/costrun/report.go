@@ -20,8 +20,8 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 	if r.Hosts == 1 {
 		hosts = "host"
 	}
-	fmt.Fprintf(w, "%s crawl: %d pages on %d %s in %v; %d fetched twice; %d fetch messages re-queued with a delay (%.2f per page)\n",
-		r.Name, r.Pages, r.Hosts, hosts, r.Elapsed.Round(100*time.Millisecond), r.Twice, r.Requeued, per(float64(r.Requeued)))
+	fmt.Fprintf(w, "%s crawl: %d pages on %d %s in %v; %d fetched twice; %d fetch messages re-sent (%.2f per page); %d sent with a delay\n",
+		r.Name, r.Pages, r.Hosts, hosts, r.Elapsed.Round(100*time.Millisecond), r.Twice, r.Requeued, per(float64(r.Requeued)), r.Delayed)
 	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v\n",
 		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -51,9 +51,9 @@ func (h *Harness) CheckPolitenessWaits(rps float64, concurrency int, minGap, sla
 	if r := h.Site.Repeats(); len(r) != 0 {
 		t.Errorf("pages fetched more than once: %v", r)
 	}
-	t.Logf("%d of %d fetch messages were re-sent with a delay to wait for the host", sent.Delayed.Load(), sent.Sent.Load())
+	t.Logf("%d of %d fetch messages were sent or re-sent with a delay to wait for the host", sent.Delayed.Load(), sent.Sent.Load())
 	if sent.Delayed.Load() == 0 {
-		t.Errorf("no fetch message was re-sent with a delay: the crawl forced no wait in the queue")
+		t.Errorf("no fetch message was sent with a delay: the crawl forced no wait in the queue")
 	}
 	h.CheckPoliteness(time.Duration(float64(time.Second)/rps), minGap, slack)
 }

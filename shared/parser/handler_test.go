@@ -582,3 +582,32 @@ func TestAHandedOverPageNeedsNoDuplicateCheck(t *testing.T) {
 		t.Errorf("the blob store was read %d times, want 0 (the duplicate is dropped before its read)", e.reads.calls)
 	}
 }
+
+// The links of a batch's pages go out packed: one Links message per scope root and depth, each
+// link once, with no parent when several pages share it.
+func TestABatchsLinksArePackedIntoOneMessage(t *testing.T) {
+	e := newEnv(t)
+	recs := e.batchOfOneFile(3, 0)
+	if got := e.handle(recs...); len(got) != 0 {
+		t.Fatalf("failures = %v", got)
+	}
+	msgs, err := e.q.Receive(context.Background(), scheduleQ, queue.MaxBatch, time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 {
+		t.Fatalf("%d links messages for a batch of 3 pages of one root and depth, want 1", len(msgs))
+	}
+	l, err := message.DecodeLinks(msgs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := message.DecodeParse(recs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://example.test/about", "http://example.test/blog/"}
+	if got := slices.Sorted(slices.Values(l.URLs)); !slices.Equal(got, want) || l.Parent != "" || l.Root != m.Root || l.Depth != m.Depth+1 {
+		t.Errorf("links message %+v: want urls %v once each, no parent, root %s, depth %d", l, want, m.Root, m.Depth+1)
+	}
+}

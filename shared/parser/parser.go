@@ -232,14 +232,13 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 		if err := enc.Encode(p.out); err != nil {
 			return retryAll(err)
 		}
-		tmpl := message.Links{Header: message.Header{Crawl: crawl}, Root: p.msg.Root, Parent: p.msg.URL, Depth: p.msg.Depth + 1}
-		for _, m := range message.SplitLinks(tmpl, p.links) {
-			body, err := message.Encode(m)
-			if err != nil {
-				return retryAll(err)
-			}
-			entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: body})
+	}
+	for _, m := range packLinks(crawl, pages) {
+		body, err := message.Encode(m)
+		if err != nil {
+			return retryAll(err)
 		}
+		entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: body})
 	}
 	// The links go out before the records are stored: a failed send then leaves no records behind
 	// for the redelivery to store a second time, while links sent twice are deduplicated by schedule.
@@ -258,4 +257,47 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 		}
 		return err
 	})
+}
+
+// packLinks puts the links of the batch's pages into as few Links messages as schedule can take:
+// one list per scope root and depth, each link once, split at message.MaxLinks. Pages of one site
+// link mostly to the same pages, so a batch's links shrink a lot, and schedule receives, admits
+// and deletes a message per batch rather than one per page. A list from one page names it as the
+// parent.
+func packLinks(crawl string, pages []parsed) []message.Links {
+	type group struct {
+		tmpl  message.Links
+		pages int
+		urls  []string
+		seen  map[string]bool
+	}
+	var order []*group
+	groups := map[string]*group{}
+	for _, p := range pages {
+		if len(p.links) == 0 {
+			continue
+		}
+		k := p.msg.Root + "\x00" + strconv.Itoa(p.msg.Depth)
+		g := groups[k]
+		if g == nil {
+			g = &group{tmpl: message.Links{Header: message.Header{Crawl: crawl}, Root: p.msg.Root, Parent: p.msg.URL,
+				Depth: p.msg.Depth + 1}, seen: map[string]bool{}}
+			groups[k] = g
+			order = append(order, g)
+		}
+		if g.pages++; g.pages > 1 {
+			g.tmpl.Parent = ""
+		}
+		for _, l := range p.links {
+			if !g.seen[l] {
+				g.seen[l] = true
+				g.urls = append(g.urls, l)
+			}
+		}
+	}
+	var out []message.Links
+	for _, g := range order {
+		out = append(out, message.SplitLinks(g.tmpl, g.urls)...)
+	}
+	return out
 }
