@@ -7,17 +7,15 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/crawlstack/crawlstack/shared/awsports"
 )
 
 func main() {
-	log := lambdacontext.NewLogger()
-	h, err := awsports.NewHandlers(context.Background(), os.Getenv, log)
+	f, err := awsports.NewFunction(context.Background(), os.Getenv)
 	if err != nil {
-		log.Error("cannot start: bad configuration", "err", err.Error())
+		f.Log.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(h.Schedule.Invoke)
+	lambda.Start(f.Ledger.WrapInvoke(f.Schedule.Invoke))
 }

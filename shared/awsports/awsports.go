@@ -12,6 +12,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
 	"github.com/crawlstack/crawlstack/shared/sqsqueue"
@@ -34,6 +35,8 @@ func Open(ctx context.Context, tableName, bucket string) (Ports, error) {
 	if err != nil {
 		return Ports{}, fmt.Errorf("aws configuration: %w", err)
 	}
+	// Every call is metered, so that a ledger (package ledger) can count each invocation's units.
+	meter.New().Register(&cfg)
 	c := awsconfig.NewClients(cfg)
 	return Ports{Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName), Blobs: s3blob.New(c.S3, bucket)}, nil
 }

@@ -206,3 +206,29 @@ func TestDynamoDBUnmetered(t *testing.T) {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
 	}
 }
+
+// Calls made with an account in their context count in it too, and only those.
+func TestAccountCountsItsOwnCalls(t *testing.T) {
+	f := newFakeAWS(t, map[string][]answer{
+		ddb + "PutItem": {
+			{status: 200, body: `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":1.0}}`},
+			{status: 200, body: `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":2.0}}`},
+		},
+	})
+	cfg, m := f.config()
+	c := dynamodb.NewFromConfig(cfg)
+	put := &dynamodb.PutItemInput{TableName: aws.String("t"), Item: map[string]types.AttributeValue{"pk": s("a")}}
+	acct := meter.New()
+	if _, err := c.PutItem(meter.WithAccount(testContext(t), acct), put); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutItem(testContext(t), put); err != nil {
+		t.Fatal(err)
+	}
+	if got := acct.Snapshot().DynamoDBWriteUnits; got != 1 {
+		t.Errorf("the account counted %v write units, want the 1 of its own call", got)
+	}
+	if got := m.Snapshot().DynamoDBWriteUnits; got != 3 {
+		t.Errorf("the meter counted %v write units, want 3", got)
+	}
+}

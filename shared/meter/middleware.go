@@ -73,6 +73,22 @@ func (d deserializeMiddleware) HandleDeserialize(ctx context.Context, in middlew
 	}
 	if u != (Units{}) {
 		d.m.add(u)
+		if a := accountOf(ctx); a != nil && a != d.m {
+			a.add(u)
+		}
 	}
 	return out, md, err
+}
+
+type accountKey struct{}
+
+// WithAccount returns a context whose metered calls are also counted in a: the units of one
+// invocation, say, while others run at the same time on the same clients.
+func WithAccount(ctx context.Context, a *Meter) context.Context {
+	return context.WithValue(ctx, accountKey{}, a)
+}
+
+func accountOf(ctx context.Context) *Meter {
+	a, _ := ctx.Value(accountKey{}).(*Meter)
+	return a
 }

@@ -1,0 +1,40 @@
+package awsports
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/crawlstack/crawlstack/shared/ledger"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
+)
+
+// Function is what a Lambda function's main needs: the handlers, and the ledger that meters
+// each invocation into the crawls' records (package ledger).
+type Function struct {
+	*pipeline.Handlers
+	Ledger *ledger.Ledger
+	Log    *slog.Logger
+}
+
+// NewFunction builds a Lambda function's handlers from its environment (NewHandlers), with a
+// logger in Lambda's own format whose bytes the ledger counts, and the function's memory
+// (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, set by Lambda) to bill its duration at.
+func NewFunction(ctx context.Context, getenv func(string) string) (*Function, error) {
+	logs := &ledger.LogCounter{}
+	log := slog.New(logs.Handler(lambdacontext.NewLogHandler()))
+	h, err := NewHandlers(ctx, getenv, log)
+	if err != nil {
+		return &Function{Log: log}, err
+	}
+	mem, err := strconv.Atoi(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
+	if err != nil {
+		return &Function{Log: log}, fmt.Errorf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%q: not a whole number of MB: %w",
+			getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), err)
+	}
+	return &Function{Handlers: h, Log: log,
+		Ledger: &ledger.Ledger{State: h.State, MemoryMB: mem, Logs: logs, Log: log}}, nil
+}
