@@ -21,6 +21,11 @@ type fakeAPI struct {
 	updateItem func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
 	deleteItem func(*dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error)
 	scan       func(*dynamodb.ScanInput) (*dynamodb.ScanOutput, error)
+	batchGet   func(*dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error)
+}
+
+func (f *fakeAPI) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return f.batchGet(in)
 }
 
 func (f *fakeAPI) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {

@@ -129,6 +129,13 @@ func (t flakyTable) Get(ctx context.Context, key string) (table.Item, error) {
 	return t.t.Get(ctx, key)
 }
 
+func (t flakyTable) GetMany(ctx context.Context, keys []string) (map[string]table.Item, error) {
+	if err := t.f.call(&t.f.table, "get many"); err != nil {
+		return nil, err
+	}
+	return t.t.GetMany(ctx, keys)
+}
+
 func (t flakyTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
 	if err := t.f.call(&t.f.table, "put"); err != nil {
 		return err

@@ -70,14 +70,14 @@ func Failures(t testing.TB, h Handler, recs ...events.SQSMessage) []string {
 	return ids
 }
 
-// CountingTable counts the calls made to the table it wraps: reads (Get) and writes (Put, Update
-// and Delete). Tests use it to show that a path makes no table call, or that it does.
+// CountingTable counts the calls made to the table it wraps: reads (Get, and GetMany as one) and
+// writes (Put, Update and Delete). Tests use it to show that a path makes no table call, or that it does.
 type CountingTable struct {
 	table.Table
 	reads, writes atomic.Int64
 }
 
-// Reads returns how many Gets were made.
+// Reads returns how many Gets and GetManys were made.
 func (c *CountingTable) Reads() int64 { return c.reads.Load() }
 
 // Calls returns how many reads and writes were made.
@@ -86,6 +86,11 @@ func (c *CountingTable) Calls() int64 { return c.reads.Load() + c.writes.Load() 
 func (c *CountingTable) Get(ctx context.Context, key string) (table.Item, error) {
 	c.reads.Add(1)
 	return c.Table.Get(ctx, key)
+}
+
+func (c *CountingTable) GetMany(ctx context.Context, keys []string) (map[string]table.Item, error) {
+	c.reads.Add(1)
+	return c.Table.GetMany(ctx, keys)
 }
 
 func (c *CountingTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {

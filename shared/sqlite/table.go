@@ -339,3 +339,46 @@ func (s *itemStmts) prepare(db *DB, r *sql.DB) error {
 	}
 	return nil
 }
+
+// getManyChunk is how many keys one GetMany query names (well under SQLite's limit of bound
+// parameters).
+const getManyChunk = 200
+
+// GetMany returns the items with the keys that exist, a query per 200 keys on the readers.
+func (t *Table) GetMany(ctx context.Context, keys []string) (map[string]table.Item, error) {
+	out := make(map[string]table.Item, len(keys))
+	for len(keys) > 0 {
+		n := min(len(keys), getManyChunk)
+		if err := t.getMany(ctx, keys[:n], out); err != nil {
+			return nil, fmt.Errorf("get %d items: %w", len(keys[:n]), err)
+		}
+		keys = keys[n:]
+	}
+	return out, nil
+}
+
+func (t *Table) getMany(ctx context.Context, keys []string, out map[string]table.Item) error {
+	args := make([]any, 0, len(keys)+1)
+	args = append(args, t.name)
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	q := `SELECT pk, item FROM items WHERE tbl = ? AND pk IN (?` + strings.Repeat(`, ?`, len(keys)-1) + `)`
+	rows, err := t.db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, doc string
+		if err := rows.Scan(&key, &doc); err != nil {
+			return err
+		}
+		it, err := decodeItem(doc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		out[key] = it
+	}
+	return rows.Err()
+}

@@ -155,6 +155,12 @@ type Update struct {
 type Table interface {
 	// Get returns the item with the key, or ErrNotFound. Reads are strongly consistent.
 	Get(ctx context.Context, key string) (Item, error)
+	// GetMany returns the items with the keys that exist, by key; a key with no item is left out
+	// of the map, and a key given twice is read once. Reads are strongly consistent, each item as
+	// of some moment during the call (not one snapshot of all of them). Any number of keys may be
+	// given: the adapter splits them into requests of its own size (DynamoDB's BatchGetItem takes
+	// 100). It is how a reader sums a few items written apart to keep each one cool.
+	GetMany(ctx context.Context, keys []string) (map[string]Item, error)
 	// Put replaces the whole item if cond holds; otherwise it returns a *ConditionFailedError.
 	Put(ctx context.Context, key string, item Item, cond Cond) error
 	// Update applies u if cond holds and returns the item as it is afterwards (ALL_NEW);

@@ -30,6 +30,7 @@ func Run(t *testing.T, newTable func(t *testing.T) table.Table) {
 		fn   func(t *testing.T, tb table.Table, prefix string)
 	}{
 		{"GetMissing", testGetMissing},
+		{"GetMany", testGetMany},
 		{"Conditions", testConditions},
 		{"PutReplaces", testPutReplaces},
 		{"Update", testUpdate},
@@ -115,6 +116,54 @@ func testGetMissing(t *testing.T, tb table.Table, prefix string) {
 	_, err := tb.Get(ctxFor(t), prefix+"missing")
 	if !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("Get missing: err = %v, want table.ErrNotFound", err)
+	}
+}
+
+// testGetMany reads more keys than one request of either adapter takes (DynamoDB's BatchGetItem
+// takes 100, the SQLite adapter names 200 a query), some missing and some twice.
+func testGetMany(t *testing.T, tb table.Table, prefix string) {
+	ctx := ctxFor(t)
+	if got, err := tb.GetMany(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("GetMany(no keys) = %v, %v; want an empty map", got, err)
+	}
+	want := map[string]table.Item{}
+	var keys []string
+	for i := range 250 {
+		key := fmt.Sprintf("%sk%03d", prefix, i)
+		keys = append(keys, key)
+		if i%5 == 0 {
+			continue // no item: left out of the answer
+		}
+		it := table.Item{"n": int64(i), "s": fmt.Sprint("item ", i), "ok": i%2 == 0}
+		put(t, tb, key, it)
+		want[key] = it
+	}
+	keys = append(keys, keys[1], keys[2], prefix+"k000") // twice, and a missing key twice
+	got, err := tb.GetMany(ctx, keys)
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("GetMany returned %d items, want %d", len(got), len(want))
+	}
+	for k, it := range want {
+		wantItem(t, "GetMany["+k+"]", got[k], it)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("GetMany returned %s, which has no item", k)
+		}
+	}
+	// It reads what the last write left, as Get does.
+	if _, err := tb.Update(ctx, keys[1], table.Update{Add: map[string]int64{"n": 1000}}, table.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = tb.GetMany(ctx, keys[1:2])
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if n := got[keys[1]].Int("n"); n != 1001 {
+		t.Errorf("GetMany after an update: n = %d, want 1001", n)
 	}
 }
 
