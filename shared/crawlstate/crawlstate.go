@@ -1,7 +1,8 @@
 // Package crawlstate keeps the crawl's durable state in the table port: one item per URL with its
-// state machine, one item per crawl with its counters and budget, and one politeness slot per host.
-// Every transition is a single conditional write, so duplicate deliveries and concurrent workers
-// cannot move a URL twice (DESIGN invariants 1 to 4).
+// state machine, one item per crawl with its start and page budget, the crawl's counters spread
+// over CounterShards items, and one politeness slot per host. Every transition is a single
+// conditional write, so duplicate deliveries and concurrent workers cannot move a URL twice
+// (DESIGN invariants 1 to 4).
 //
 // A URL's life:
 //
@@ -9,8 +10,9 @@
 //	(absent) --Reject-> skipped                  failed --(redrive) Claim--> ...
 //	                                             fetched, unparsed, its stored page gone --Refetch--> queued (claimed)
 //
-// Keys: "u#<crawl>#<sha256(url)>" for URLs, "c#<crawl>" for crawls, "b#<crawl>#<host>" for the
-// per-host page budget, and "p#<host>" for the politeness slot that every crawl and worker shares.
+// Keys: "u#<crawl>#<sha256(url)>" for URLs, "c#<crawl>" for crawls, "c#<crawl>#<n>" for the
+// crawl's counter shards, "b#<crawl>#<host>" for the per-host page budget, and "p#<host>" for the
+// politeness slot that every crawl and worker shares.
 package crawlstate
 
 import (
@@ -18,7 +20,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
@@ -85,6 +89,8 @@ type Store struct {
 	starts   sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
 
+	nextShard atomic.Uint64 // the counter shard of the last counter write (see shardKey)
+
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
 	hosts   map[string]*hostCount       // budget key -> count, when buffering
@@ -92,7 +98,9 @@ type Store struct {
 
 // New returns a Store on t with a 30-day retention.
 func New(t table.Table) *Store {
-	return &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
+	s := &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
+	s.nextShard.Store(rand.Uint64())
+	return s
 }
 
 // URLKey is the table key of a URL item; key is urlnorm.Key of the normalised URL.
