@@ -90,6 +90,7 @@ type Store struct {
 	slotSeen sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
 
 	nextShard atomic.Uint64 // the counter shard of the last counter write (see shardKey)
+	budgets   sync.Map      // crawl -> *crawlBudget, this store's block of its page budget
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering

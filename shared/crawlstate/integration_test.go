@@ -12,7 +12,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
 )
 
-// TestIntegrationCountersAndBudgetOnDynamoDB runs the counter tests on DynamoDB at the
+// TestIntegrationCountersAndBudgetOnDynamoDB runs the counter and budget tests on DynamoDB at the
 // configured endpoint, in one fresh table (each test uses a crawl of its own).
 func TestIntegrationCountersAndBudgetOnDynamoDB(t *testing.T) {
 	cfg := awstest.Config(t)

@@ -10,7 +10,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// The tests of the counters run on both adapters of the table port: here on the
+// The tests of the counters and the budget run on both adapters of the table port: here on the
 // embedded SQLite table, and in integration_test.go on DynamoDB at the emulators' endpoint.
 
 // tableTests are the tests that take their table from the caller.
@@ -20,6 +20,9 @@ var tableTests = []struct {
 }{
 	{"CountersSumShards", testCountersSumShards},
 	{"UnbufferedCountsGoToShards", testUnbufferedCountsGoToShards},
+	{"BudgetInBlocks", testBudgetInBlocks},
+	{"BudgetNeverExceededByConcurrentStores", testBudgetNeverExceeded},
+	{"BudgetLeftUnusedByGoneStoresIsBounded", testBudgetLeftUnusedIsBounded},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
