@@ -68,6 +68,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 	for _, want := range []string{"SQS  5.00 requests  2.00", "DynamoDB  14.00 WRU, 2.00 RRU  9.00",
 		"S3  0.100 PUT/LIST, 1.000 GET  0.90", "Lambda  0.300 requests, 0.1500 GB-s  2.06",
 		"Logs  1049 bytes  0.49", "total  14.45", "p#a, 200.0 writes per 1,000 pages",
+		"2.00 per page of its host", "a host of 500 pages/s",
 		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
 		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05"} {
 		if !strings.Contains(squeeze(out), want) {

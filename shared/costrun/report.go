@@ -44,7 +44,10 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		fmt.Fprintf(w, "warning: %d DynamoDB answers carried no consumed capacity: its units are too low\n", u.DynamoDBUnmetered)
 	}
 	k := float64(max(r.Pages, 1)) / 1000
-	fmt.Fprintf(w, "hottest per-host item: %s, %.1f writes per 1,000 pages (bounded by its host's rate)\n", r.HotHost, float64(r.HotHostWrites)/k)
+	// The web's pages are split evenly between its hosts (multisite): a host has Pages/Hosts.
+	perHostPage := float64(r.HotHostWrites) / max(float64(r.Pages)/float64(max(r.Hosts, 1)), 1)
+	fmt.Fprintf(w, "hottest per-host item: %s, %.1f writes per 1,000 pages (%.2f per page of its host, bounded by its host's rate: "+
+		"1,000 writes/s would take a host of %.0f pages/s)\n", r.HotHost, float64(r.HotHostWrites)/k, perHostPage, 1000/max(perHostPage, 1e-9))
 	fmt.Fprintf(w, "hottest other item: %s, %.1f writes per 1,000 pages (one partition takes 1,000 writes/s: a crawl of %.0f pages/s at most)\n",
 		r.HotOther, float64(r.HotOtherWrites)/k, 1000/max(float64(r.HotOtherWrites)/float64(max(r.Pages, 1)), 1e-9))
 }
