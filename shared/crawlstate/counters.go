@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -43,20 +45,25 @@ const CounterShards = 128
 // ShardKey is the table key of counter shard n (0 to CounterShards-1) of the crawl.
 func ShardKey(crawl string, n int) string { return CrawlKey(crawl) + "#" + strconv.Itoa(n) }
 
-// shardKey returns the shard that the store's next counter write goes to. A store goes round the
-// shards from a place picked at random when it was made, so that each of its writes lands on
+// shardKey returns the shard that the store's next counter write of the crawl goes to. A store
+// goes round a crawl's shards from a place picked at random, so that each of its writes lands on
 // another shard and stores that start together do not start on the same one: of w writes by one
 // store, no shard gets more than w/CounterShards + 1, and of all the stores' writes no shard gets
 // more than its even share plus one per store.
 func (s *Store) shardKey(crawl string) string {
-	return ShardKey(crawl, int(s.nextShard.Add(1)%CounterShards))
+	next, ok := s.shards.Load(crawl)
+	if !ok {
+		n := new(atomic.Uint64)
+		n.Store(rand.Uint64())
+		next, _ = s.shards.LoadOrStore(crawl, n)
+	}
+	return ShardKey(crawl, int(next.(*atomic.Uint64).Add(1)%CounterShards))
 }
 
 // Flush writes the buffered counter increments, one update per crawl (to one of its counter
-// shards), unless HoldCounters keeps
-// them for WriteCounters. Increments it could not write stay buffered for the next Flush. The
-// counters are for progress and the crawl record; a process that dies with increments buffered
-// leaves them low, and Tally stays exact.
+// shards), unless HoldCounters keeps them for WriteCounters. Increments it could not write stay
+// buffered for the next Flush. The counters are for progress and the crawl record; a process that
+// dies with increments buffered leaves them low, and Tally stays exact.
 func (s *Store) Flush(ctx context.Context) error {
 	if s.HoldCounters {
 		return nil

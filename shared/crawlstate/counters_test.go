@@ -120,3 +120,26 @@ type failGetMany struct {
 func (f failGetMany) GetMany(context.Context, []string) (map[string]table.Item, error) {
 	return nil, f.err
 }
+
+// TestEachCrawlGoesRoundAllItsShards: a store that counts for two crawls in turn still spreads
+// each crawl's writes over all of its shards.
+func TestEachCrawlGoesRoundAllItsShards(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	wc := &writeCount{Table: s.t}
+	s.t = wc
+	for range CounterShards {
+		for _, crawl := range []string{"a", "b"} {
+			if err := s.CountPoison(ctx, crawl); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, crawl := range []string{"a", "b"} {
+		for n := range CounterShards {
+			if got := wc.writes(ShardKey(crawl, n)); got != 1 {
+				t.Errorf("shard %d of crawl %s took %d writes, want 1", n, crawl, got)
+			}
+		}
+	}
+}

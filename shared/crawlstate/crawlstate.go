@@ -20,9 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
@@ -89,8 +87,8 @@ type Store struct {
 	starts   sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
 
-	nextShard atomic.Uint64 // the counter shard of the last counter write (see shardKey)
-	budgets   sync.Map      // crawl -> *crawlBudget, this store's block of its page budget
+	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
+	budgets sync.Map // crawl -> *crawlBudget, this store's block of its page budget
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
@@ -99,9 +97,7 @@ type Store struct {
 
 // New returns a Store on t with a 30-day retention.
 func New(t table.Table) *Store {
-	s := &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
-	s.nextShard.Store(rand.Uint64())
-	return s
+	return &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
 }
 
 // URLKey is the table key of a URL item; key is urlnorm.Key of the normalised URL.
