@@ -91,6 +91,10 @@ type Report struct {
 	// writes, and HotOther the hottest of the rest; each with its count.
 	HotHost, HotOther             string
 	HotHostWrites, HotOtherWrites int64
+	// HotCrawl is the hottest of the crawl's own items (c#: its item and its counter shards),
+	// whose writes grow with the whole crawl's rate where a URL item's end with the URL.
+	HotCrawl       string
+	HotCrawlWrites int64
 	// Writes are the table writes (attempts, failed conditions included) by kind of item.
 	Writes map[string]int64
 }
@@ -186,6 +190,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		return Report{}, fmt.Errorf("tally the crawl: %w", err)
 	}
 	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
+	r.HotCrawl, r.HotCrawlWrites = writes.hottestOf("crawl")
 	r.Writes = writes.byKind()
 	return r, nil
 }
@@ -257,6 +262,18 @@ func kindOf(key string) string {
 		return "crawl"
 	}
 	return "other"
+}
+
+// hottestOf returns the item of the kind (see kindOf) that took the most writes.
+func (k *keyWrites) hottestOf(kind string) (key string, n int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for kk, nn := range k.n {
+		if kindOf(kk) == kind && nn > n {
+			key, n = kk, nn
+		}
+	}
+	return key, n
 }
 
 // hottest returns the per-host item and the other item that took the most writes.

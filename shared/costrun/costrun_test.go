@@ -42,6 +42,12 @@ func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 	if host != "b#c1#a.test" || hostN != 9 || other != "c#c1" || otherN != 4 {
 		t.Errorf("hottest = %s %d, %s %d; want b#c1#a.test 9, c#c1 4", host, hostN, other, otherN)
 	}
+	if key, n := k.hottestOf("crawl"); key != "c#c1" || n != 4 {
+		t.Errorf("hottestOf(crawl) = %s %d, want c#c1 4", key, n)
+	}
+	if key, n := k.hottestOf("other"); key != "" || n != 0 {
+		t.Errorf("hottestOf(other) = %q %d, want none", key, n)
+	}
 	want := map[string]int64{"slot": 7, "host budget": 9, "crawl": 4, "url": 2}
 	if got := k.byKind(); !reflect.DeepEqual(got, want) {
 		t.Errorf("byKind = %v, want %v", got, want)
@@ -57,7 +63,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: meter.Units{
 		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
 		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
-		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50,
+		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
 		Writes: map[string]int64{"url": 4500, "slot": 2250, "crawl": 50}}
 	var b bytes.Buffer
 	r.Print(&b, p)
@@ -69,6 +75,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		"S3  0.100 PUT/LIST, 1.000 GET  0.90", "Lambda  0.300 requests, 0.1500 GB-s  2.06",
 		"Logs  1049 bytes  0.49", "total  14.45", "p#a, 200.0 writes per 1,000 pages",
 		"2.00 per page of its host", "a host of 500 pages/s",
+		"grow with the crawl's rate): c#c1#7, 4.0 writes per 1,000 pages (a crawl of 250000 pages/s at most)",
 		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
 		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05"} {
 		if !strings.Contains(squeeze(out), want) {

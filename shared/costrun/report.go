@@ -50,4 +50,8 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		"1,000 writes/s would take a host of %.0f pages/s)\n", r.HotHost, float64(r.HotHostWrites)/k, perHostPage, 1000/max(perHostPage, 1e-9))
 	fmt.Fprintf(w, "hottest other item: %s, %.1f writes per 1,000 pages (one partition takes 1,000 writes/s: a crawl of %.0f pages/s at most)\n",
 		r.HotOther, float64(r.HotOtherWrites)/k, 1000/max(float64(r.HotOtherWrites)/float64(max(r.Pages, 1)), 1e-9))
+	if r.HotCrawl != "" {
+		fmt.Fprintf(w, "hottest crawl item (the crawl's item or a counter shard, whose writes grow with the crawl's rate): %s, %.1f writes per 1,000 pages (a crawl of %.0f pages/s at most)\n",
+			r.HotCrawl, float64(r.HotCrawlWrites)/k, 1000/max(float64(r.HotCrawlWrites)/float64(max(r.Pages, 1)), 1e-9))
+	}
 }
