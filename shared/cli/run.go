@@ -234,7 +234,11 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	runner.IdleCheck = be.IdleCheck
 	start := time.Now()
 	stopCounters := holdCounters(ctx, h.State, counterInterval, log)
-	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start)
+	every := progressEmbedded
+	if o.Backend == "aws" {
+		every = progressAWS
+	}
+	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start, every)
 	runErr := runner.Run(ctx)
 	prog.stop()
 	stopCounters()
