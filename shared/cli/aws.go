@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
 	"github.com/crawlstack/crawlstack/shared/sqsqueue"
 )
@@ -31,7 +32,11 @@ func OpenAWS(ctx context.Context, getenv func(string) string) (*Backend, error) 
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
-	return OpenAWSWith(cfg, getenv), nil
+	// Every call is metered, so that the run's ledger (bookCosts) can count its units.
+	meter.New().Register(&cfg)
+	be := OpenAWSWith(cfg, getenv)
+	be.Metered = true
+	return be, nil
 }
 
 // OpenAWSWith is OpenAWS with an SDK configuration of the caller's (one that meters its calls,

@@ -51,6 +51,9 @@ type Backend struct {
 	// SyncsFiles is whether the backend's stores sync files to disk (the embedded backend's
 	// SQLite file and blob files), which blocks a thread in the kernel for each sync.
 	SyncsFiles bool
+	// Metered is whether the backend's clients are metered (meter.Register), so that a run can
+	// keep its crawl's ledger and hold it to a budget.
+	Metered bool
 }
 
 // embeddedIdleCheck is IdleCheck on the embedded backend, where a look is a local query: a crawl

@@ -61,6 +61,12 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)
 		return ExitUsage
 	}
+	rps := false
+	fs.Visit(func(f *flag.Flag) { rps = rps || f.Name == "host-rps" })
+	if rps && *backend == "aws" {
+		fmt.Fprintln(stderr, "crawl invoke: --host-rps is for the embedded backend; the aws backend reads CRAWL_HOST_RPS, as the functions do")
+		return ExitUsage
+	}
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl invoke: cannot read the event file: %v\n", err)
@@ -186,13 +192,10 @@ func writeJSON(w io.Writer, v any) error {
 // stateOnlyEmbedded refuses a --state given with the aws backend, which keeps its state in the
 // table, queues and bucket its environment names: the directory would be silently ignored.
 func stateOnlyEmbedded(fs *flag.FlagSet, backend string) error {
-	var state, rps bool
-	fs.Visit(func(f *flag.Flag) { state, rps = state || f.Name == "state", rps || f.Name == "host-rps" })
-	switch {
-	case state && backend == "aws":
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "state" })
+	if set && backend == "aws" {
 		return errors.New("--state is for the embedded backend; the aws backend uses the table, queues and bucket its environment names")
-	case rps && backend == "aws":
-		return errors.New("--host-rps is for the embedded backend; the aws backend reads CRAWL_HOST_RPS, as the functions do")
 	}
 	return nil
 }

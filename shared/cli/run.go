@@ -28,7 +28,9 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/handoff"
+	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/localrun"
+	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/scheduler"
@@ -68,6 +70,8 @@ type RunOptions struct {
 	MaxReceive      int
 	Quiet           bool
 	SeedFile        string
+	BudgetUSD       float64
+	Prices          string
 }
 
 type listFlag []string
@@ -109,6 +113,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the local queues")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
+	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
+	fs.StringVar(&o.Prices, "prices", "", "prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (see docs/cost.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: crawl %s [flags]%s\n", name, map[bool]string{true: " SEEDFILE", false: ""}[wantSeed])
 		fs.PrintDefaults()
@@ -131,6 +137,9 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	if o.Backend != "embedded" && o.Backend != "aws" {
 		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
 	}
+	if o.BudgetUSD != 0 && o.Backend != "aws" {
+		return o, errors.New("--budget-usd meters what a crawl costs on AWS, and the embedded backend bills nothing: use it with --backend aws")
+	}
 	return o, stateOnlyEmbedded(fs, o.Backend)
 }
 
@@ -147,6 +156,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 		c.Ports = append([]int{80, 443}, o.AllowPorts...)
 	}
 	c.MaxBodyBytes, c.FetchTimeout = o.MaxBodyBytes, o.FetchTimeout
+	c.BudgetUSD, c.Prices = o.BudgetUSD, o.Prices
 	pollers := (o.Concurrency + queue.MaxBatch - 1) / queue.MaxBatch
 	c.BatchConcurrency = (o.Concurrency + pollers - 1) / pollers
 	return c
@@ -169,6 +179,13 @@ type Summary struct {
 	Pages          string           `json:"pages"`
 	Records        string           `json:"records"`
 	DeadLetters    map[string]int   `json:"deadLetters"`
+	// CostUSD is the crawl's ledger priced, on a metered backend (--backend aws).
+	CostUSD float64 `json:"costUsd,omitempty"`
+	// BudgetUSD is --budget-usd; Stopped says "budget" when the crawl reached it.
+	BudgetUSD float64 `json:"budgetUsd,omitempty"`
+	Stopped   string  `json:"stopped,omitempty"`
+
+	prices meter.Prices // what CostUSD is costed at
 }
 
 // crawlRun runs one crawl of o.SeedFile and returns its summary.
@@ -193,6 +210,11 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: %s: skipping bad seed %v\n", o.SeedFile, le)
 	}
 	sum.BadSeedLines = len(bad)
+	sum.BudgetUSD = o.BudgetUSD
+	if sum.prices, err = o.config(Resources{}).PriceTable(); err != nil {
+		fmt.Fprintf(stderr, "crawl: --prices: %v\n", err)
+		return sum, ExitUsage
+	}
 	if len(good) == 0 {
 		fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, len(bad))
 		return sum, ExitUsage
@@ -232,6 +254,10 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	sum.Crawl = crawl
 	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
 	runner.IdleCheck = be.IdleCheck
+	if be.Metered {
+		bookCosts(runner, h.State, log)
+		h.State.CostCheck = budgetCheck
+	}
 	start := time.Now()
 	stopCounters := holdCounters(ctx, h.State, counterInterval, log)
 	every := progressEmbedded
@@ -258,6 +284,19 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	}
 	return sum, ExitOK
+}
+
+// budgetCheck is how often crawl run reads its crawl's ledger against --budget-usd: the ledger is
+// 129 items, a read unit each, and its counters are written every counterInterval.
+const budgetCheck = time.Second
+
+// bookCosts adds what each of the runner's invocations is metered for to its crawls' ledgers (the
+// AWS backend's SDK calls; no Lambda bills a local run), so that a budget can stop the crawl.
+func bookCosts(r *localrun.Runner, st *crawlstate.Store, log *slog.Logger) {
+	l := &ledger.Ledger{State: st, Log: log}
+	for i := range r.Sources {
+		r.Sources[i].Handler = localrun.Invoke(l.Wrap(ledger.Handler(r.Sources[i].Handler)))
+	}
 }
 
 // counterInterval is how often crawl run writes the crawl counters its handlers buffer.

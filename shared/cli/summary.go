@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fetcher"
 	"github.com/crawlstack/crawlstack/shared/parser"
 	"golang.org/x/term"
@@ -28,6 +29,10 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	}
 	sum.Seen, sum.Fetched, sum.Skipped, sum.Failed = c.Seen, c.Fetched, c.Skipped, c.Failed
 	sum.Pending, sum.ParseErrors = c.Pending(), c.ParseErrors
+	sum.Stopped = c.Stopped
+	if be.Metered {
+		sum.CostUSD = sum.prices.Cost(c.Cost).Total
+	}
 	sum.Classes = map[string]int64{}
 	for cl, n := range c.Classes {
 		sum.Classes[string(cl)] = n
@@ -74,6 +79,13 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	}
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
+	}
+	if s.CostUSD > 0 {
+		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)
+	}
+	if s.Stopped == crawlstate.StopBudget {
+		fmt.Fprintf(w, "  budget: the crawl reached its budget of $%.4f and stopped admitting URLs (%d links not admitted);"+
+			" what it had admitted was crawled to the end\n", s.BudgetUSD, s.Classes[string(errclass.Budget)])
 	}
 	if s.BadSeedLines > 0 {
 		fmt.Fprintf(w, "  bad seed lines skipped: %d\n", s.BadSeedLines)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -114,6 +115,10 @@ func (s *Store) buffer(crawl string, add map[string]int64) {
 type Counters struct {
 	Seen, Fetched, Skipped, Failed, ParseErrors int64
 	Classes                                     map[errclass.Class]int64
+	// Cost is the crawl's ledger: the billed units its handlers were metered for (AddCost).
+	Cost meter.Units
+	// Stopped is why the crawl stopped admitting URLs before its end (StopBudget), if it did.
+	Stopped string
 }
 
 // Pending is how many seen URLs have no terminal state yet.
@@ -139,6 +144,9 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 		for _, a := range counterAttrs {
 			sum[a] += it.Int(a)
 		}
+		for _, a := range meter.CounterNames {
+			sum[a] += it.Int(a)
+		}
 		for _, cl := range errclass.All {
 			sum["class_"+string(cl)] += it.Int("class_" + string(cl))
 		}
@@ -146,10 +154,16 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 	c := Counters{
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
 		Failed: sum[string(Failed)], ParseErrors: sum["parse_errors"], Classes: map[errclass.Class]int64{},
+		Cost: meter.UnitsFromCounters(func(name string) int64 { return sum[name] }),
 	}
 	for _, cl := range errclass.All {
 		if n := sum["class_"+string(cl)]; n != 0 {
 			c.Classes[cl] = n
+		}
+	}
+	for _, it := range items {
+		if r := it.String(attrStopped); r != "" {
+			c.Stopped = r
 		}
 	}
 	return c, nil
@@ -182,8 +196,10 @@ func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
 	if err != nil {
 		return Counters{}, err
 	}
-	c.ParseErrors = counted.ParseErrors
-	for _, cl := range []errclass.Class{errclass.Parse, errclass.Poison} {
+	c.ParseErrors, c.Cost, c.Stopped = counted.ParseErrors, counted.Cost, counted.Stopped
+	// These are counted, not recorded on URL items: a page's parse error, a quarantined message,
+	// a link not admitted once the crawl's money ran out.
+	for _, cl := range []errclass.Class{errclass.Parse, errclass.Poison, errclass.Budget} {
 		if n := counted.Classes[cl]; n > 0 {
 			c.Classes[cl] = n
 		}

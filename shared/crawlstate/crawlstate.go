@@ -58,6 +58,9 @@ const (
 	attrNext     = "nextAt"
 	attrBudget   = "budget"
 	attrPages    = "pages"
+	// On the crawl item: why and when the crawl stopped admitting URLs (see BudgetOpen).
+	attrStopped   = "stopped"
+	attrStoppedAt = "stoppedAt"
 )
 
 // ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
@@ -72,6 +75,8 @@ type Store struct {
 	t table.Table
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+	// CostCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
+	CostCheck time.Duration
 	// Retention is how long a crawl's items live after the crawl starts before the table's TTL
 	// may delete them (see MarkStarted and AdmissionOpen).
 	Retention time.Duration
@@ -86,6 +91,7 @@ type Store struct {
 
 	starts   sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
+	spent    sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
 
 	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
 	budgets sync.Map // crawl -> *crawlBudget, this store's block of its page budget

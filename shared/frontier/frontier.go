@@ -37,6 +37,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -60,6 +61,9 @@ type Config struct {
 	BloomFalsePositive float64
 	// RecentCapacity bounds the exact set of recently confirmed URLs (about 100 bytes each).
 	RecentCapacity int
+	// BudgetUSD stops admitting URLs once the crawl's ledger, at Prices, reaches it (0: none).
+	BudgetUSD float64
+	Prices    meter.Prices
 	// HostInterval is the gap between two requests to one host (the fetcher's, before any
 	// robots.txt Crawl-delay); 0 books no politeness slots here and leaves them to the fetcher.
 	HostInterval time.Duration
@@ -237,6 +241,17 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 			return pending{}, 0, err
 		}
 		f.remember(m.Crawl, key, norm)
+		return pending{}, outRejected, nil
+	}
+	if err := f.state.BudgetOpen(ctx, m.Crawl, f.cfg.BudgetUSD, f.cfg.Prices); err != nil {
+		if errclass.Of(err) != errclass.Budget {
+			return pending{}, 0, err
+		}
+		// The crawl's money is spent: a link is no longer admitted, only counted. What was admitted
+		// before goes on to its end, and the crawl drains.
+		if err := f.state.CountBudgetRefusal(ctx, m.Crawl); err != nil {
+			return pending{}, 0, err
+		}
 		return pending{}, outRejected, nil
 	}
 	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth, by)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
 	"github.com/crawlstack/crawlstack/shared/scope"
 )
@@ -41,6 +42,16 @@ type Config struct {
 	// MaxReceive must equal the queues' maxReceiveCount.
 	MaxReceive    int
 	RecrawlPrefix string
+
+	// BudgetUSD stops a crawl from admitting URLs once its ledger costs this much (0: no budget).
+	BudgetUSD float64
+	// Prices overrides some of the prices the ledger is costed at (meter.ParsePrices: "sqs=0.40,...").
+	Prices string
+}
+
+// PriceTable is the prices a crawl's ledger is costed at: the list prices with c.Prices over them.
+func (c Config) PriceTable() (meter.Prices, error) {
+	return meter.DefaultPrices().Override(c.Prices)
 }
 
 // DefaultConfig returns the documented defaults.
@@ -85,6 +96,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 0 || c.FetchTimeout < 0 {
 		errs = append(errs, errors.New("max body bytes and fetch timeout must not be negative"))
+	}
+	if c.BudgetUSD < 0 {
+		errs = append(errs, fmt.Errorf("budget $%v: must be 0 (no budget) or more", c.BudgetUSD))
+	}
+	if _, err := c.PriceTable(); err != nil {
+		errs = append(errs, fmt.Errorf("prices: %w", err))
 	}
 	if c.MaxReceive < 1 {
 		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
@@ -149,6 +166,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.HostRPS = f
 	}
 	num("CRAWL_HOST_CONCURRENCY", &c.HostConcurrency)
+	if v := strings.TrimSpace(getenv("CRAWL_BUDGET_USD")); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CRAWL_BUDGET_USD=%q: not a number", v))
+		}
+		c.BudgetUSD = f
+	}
+	str("CRAWL_PRICES", &c.Prices)
 	list("CRAWL_ALLOW_NET", &c.AllowNets)
 	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
 		c.Ports = []int{80, 443}

@@ -76,8 +76,13 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}
+	prices, err := cfg.PriceTable()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
 	front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS)}, state, p.Queue, log.With("fn", "schedule"))
+		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), BudgetUSD: cfg.BudgetUSD, Prices: prices},
+		state, p.Queue, log.With("fn", "schedule"))
 	fcfg := fetcher.DefaultConfig()
 	fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
 	fcfg.HostRPS, fcfg.HostConcurrency = cfg.HostRPS, cfg.HostConcurrency
