@@ -125,6 +125,9 @@ type Page struct {
 	Status      int       `json:"s"`
 	ContentType string    `json:"t,omitempty"`
 	FetchedAt   time.Time `json:"f"`
+	// Msg names the parse message that carries the page (message.Parse.Name): parse marks it done
+	// under that name (MarkMessageParsed).
+	Msg string `json:"m,omitempty"`
 }
 
 // URL is a URL item.
@@ -420,29 +423,6 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, key string, cause error) 
 		return fmt.Errorf("skip %s: %w", key, err)
 	}
 	return s.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
-}
-
-// MarkParsed records that the URL's page was parsed. It returns false when it already was, so a
-// duplicate parse message does not write a second record.
-func (s *Store) MarkParsed(ctx context.Context, crawl, key string) (bool, error) {
-	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{attrParsed: true}},
-		table.And(table.ItemExists(), table.Ne(attrParsed, true)))
-	if _, done := table.IsConditionFailed(err); done {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("mark %s parsed: %w", key, err)
-	}
-	return true, nil
-}
-
-// IsParsed reports whether the URL's page was parsed already.
-func (s *Store) IsParsed(ctx context.Context, crawl, key string) (bool, error) {
-	u, err := s.Get(ctx, crawl, key)
-	if errors.Is(err, table.ErrNotFound) {
-		return false, nil
-	}
-	return u.Parsed, err
 }
 
 // ScanURLs calls fn for every URL item of the crawl (for tests and audits; not the hot path).

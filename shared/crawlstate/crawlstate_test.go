@@ -183,12 +183,17 @@ func TestRefetchTakesBackAURLWhosePageIsGone(t *testing.T) {
 	if _, err := s.Refetch(ctx, "c", "k", "C", time.Minute, lost); !errors.Is(err, ErrClaimed) {
 		t.Errorf("Refetch of a URL fetched again since: err = %v, want ErrClaimed", err)
 	}
-	if _, err := s.MarkParsed(ctx, "c", "k"); err != nil {
-		t.Fatal(err)
+	// Whether the page was parsed is its parse message's mark (PageParsed), which the fetcher
+	// checks before it takes a URL back.
+	if ok, err := s.MarkMessageParsed(ctx, "c", page.WARCKey+"#0"); !ok || err != nil {
+		t.Fatalf("MarkMessageParsed = %v, %v", ok, err)
 	}
-	parsed, _ := s.Get(ctx, "c", "k")
-	if _, err := s.Refetch(ctx, "c", "k", "C", time.Minute, parsed); !errors.Is(err, ErrClaimed) {
-		t.Errorf("Refetch of a parsed URL: err = %v, want ErrClaimed", err)
+	if ok, _ := s.MarkMessageParsed(ctx, "c", page.WARCKey+"#0"); ok {
+		t.Error("a message marked parsed twice")
+	}
+	page.Msg = page.WARCKey + "#0"
+	if parsed, err := s.PageParsed(ctx, "c", URL{Page: &page}); !parsed || err != nil {
+		t.Errorf("PageParsed = %v, %v; want the page's message marked", parsed, err)
 	}
 }
 

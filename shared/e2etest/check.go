@@ -39,8 +39,10 @@ func (h *Harness) CheckInvariants(crawl string, exactCounters bool) {
 		if !u.State.Terminal() {
 			t.Errorf("url %s is still %s", u.URL, u.State)
 		}
-		if u.State == crawlstate.Fetched && !u.Parsed {
-			t.Errorf("url %s was fetched but never parsed", u.URL)
+		if u.State == crawlstate.Fetched {
+			if parsed, err := st.PageParsed(ctx, crawl, u); err != nil || !parsed {
+				t.Errorf("url %s was fetched but its parse message was never marked done (%v)", u.URL, err)
+			}
 		}
 		states[u.State]++
 		return nil

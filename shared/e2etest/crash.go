@@ -133,6 +133,9 @@ func ordinal(n int64) string {
 	return fmt.Sprintf("%dth", n)
 }
 
+// Writes is how many writes the crasher has seen.
+func (c *Crasher) Writes() int64 { return c.writes.Load() }
+
 // Crashed reports whether the crash happened.
 func (c *Crasher) Crashed() bool { return c.crashed.Load() }
 

@@ -267,6 +267,17 @@ func (e *env) item(path string) crawlstate.URL {
 	return u
 }
 
+// onePages lists the pages of a parse message, each as a one-page message.
+func onePages(m *message.Parse) []*message.Parse {
+	file, pages := m.PageList()
+	out := make([]*message.Parse, len(pages))
+	for i, p := range pages {
+		out[i] = &message.Parse{Header: m.Header, URL: p.URL, FinalURL: p.FinalURL, Root: p.Root, Depth: p.Depth,
+			Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt, WARC: p.Ref(file)}
+	}
+	return out
+}
+
 // onlyParseMessage takes the one parse message on its queue and reads back the page it points at.
 func (e *env) onlyParseMessage() (*message.Parse, warcfile.Page) {
 	e.t.Helper()
@@ -274,10 +285,15 @@ func (e *env) onlyParseMessage() (*message.Parse, warcfile.Page) {
 	if len(msgs) != 1 {
 		e.t.Fatalf("%d parse messages sent, want 1", len(msgs))
 	}
-	pm, err := message.DecodeParse(msgs[0].Body)
+	full, err := message.DecodeParse(msgs[0].Body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	pms := onePages(full)
+	if len(pms) != 1 {
+		e.t.Fatalf("the parse message names %d pages, want 1", len(pms))
+	}
+	pm := pms[0]
 	raw, err := e.blobs.GetRange(context.Background(), pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
 	if err != nil {
 		e.t.Fatalf("read the page of the parse message back: %v", err)
@@ -323,11 +339,20 @@ func TestFetchSampleBatch(t *testing.T) {
 		}
 	}
 	var got []string
-	for _, m := range e.received(parseQ) {
-		pm, err := message.DecodeParse(m.Body)
+	var pms []*message.Parse
+	sent := e.received(parseQ)
+	for _, m := range sent {
+		full, err := message.DecodeParse(m.Body)
 		if err != nil {
 			t.Fatalf("invalid parse message: %v", err)
 		}
+		pms = append(pms, onePages(full)...)
+	}
+	// The batch's pages share one WARC file, and one parse message names them all.
+	if len(sent) != 1 || len(pms) != 2 {
+		t.Errorf("%d parse messages naming %d pages, want 1 naming the batch's 2", len(sent), len(pms))
+	}
+	for _, pm := range pms {
 		raw, err := e.blobs.GetRange(ctx, pm.WARC.Key, pm.WARC.Offset, pm.WARC.Length)
 		if err != nil {
 			t.Fatalf("parse message points at %+v: %v", pm.WARC, err)
@@ -381,7 +406,11 @@ func TestDuplicateFetchMessageIsAcknowledgedWithoutARequest(t *testing.T) {
 	if m := e.received(parseQ); len(m) != 2 {
 		t.Errorf("duplicates of an unparsed page sent %d parse messages, want 2", len(m))
 	}
-	if _, err := e.state.MarkParsed(context.Background(), crawl, keyOf(t, again0URL(t, again))); err != nil {
+	it, err := e.state.Get(context.Background(), crawl, keyOf(t, again0URL(t, again)))
+	if err != nil || it.Page == nil || it.Page.Msg == "" {
+		t.Fatalf("the fetched URL %+v (%v) names no parse message", it, err)
+	}
+	if _, err := e.state.MarkMessageParsed(context.Background(), crawl, it.Page.Msg); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.handle(again); len(got) != 0 {
@@ -893,10 +922,11 @@ func TestSeedRedirectToAnotherHostBecomesTheRoot(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("%d parse messages, want 1", len(msgs))
 	}
-	m, err := message.DecodeParse(msgs[0].Body)
+	full, err := message.DecodeParse(msgs[0].Body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := onePages(full)[0]
 	if m.FinalURL != target || m.Root != target || m.URL != seed {
 		t.Errorf("parse message url %s, final %s, root %s; want the seed, then %s as final url and root", m.URL, m.FinalURL, m.Root, target)
 	}

@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -69,6 +70,12 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		refs[i] = crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
 			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
 	}
+	// The file's pages go to parse in as few messages as fit, each named by its part of the file
+	// before any page is recorded, so that the record of a page names the message that carries it.
+	parts := partition(pages, refs)
+	for i := range refs {
+		refs[i].Msg = message.PartName(key, parts[i])
+	}
 	recorded := make([]bool, len(pages))
 	failed := sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
 		p := pages[i]
@@ -103,26 +110,36 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			return failed
 		}
 	}
-	var entries []queue.Entry
-	ids := map[string]string{} // entry id -> message id
+	msgs := map[int]*message.Parse{}
+	senders := map[int][]string{} // part -> the fetch message ids of its pages
+	var order []int
 	for i, p := range pages {
 		if !recorded[i] {
 			continue
 		}
-		pm := parseMessage(crawl, p.msg, refs[i])
-		body, err := message.Encode(pm)
-		if err != nil {
-			failed = append(failed, p.rec.MessageId)
-			continue
+		part := parts[i]
+		m := msgs[part]
+		if m == nil {
+			m = &message.Parse{Header: message.Header{Crawl: crawl}, File: key, Part: part}
+			msgs[part] = m
+			order = append(order, part)
 		}
+		m.Pages = append(m.Pages, parsePage(p.msg, refs[i]))
+		senders[part] = append(senders[part], p.rec.MessageId)
 		if h.handoff != nil {
 			stored := storedPage(p.resp)
 			stored.Header, stored.FetchedAt = warcfile.StoredHeader(stored), stored.FetchedAt.UTC()
-			h.handoff.Offer(pm.WARC, stored)
+			h.handoff.Offer(message.Ref{Key: key, Offset: refs[i].Offset, Length: refs[i].Length}, stored)
 		}
-		id := strconv.Itoa(i)
-		ids[id] = p.rec.MessageId
-		entries = append(entries, queue.Entry{ID: id, Body: body})
+	}
+	var entries []queue.Entry
+	for _, part := range order {
+		body, err := message.Encode(msgs[part])
+		if err != nil {
+			failed = append(failed, senders[part]...)
+			continue
+		}
+		entries = append(entries, queue.Entry{ID: strconv.Itoa(part), Body: body})
 	}
 	if err := h.send.SendBatch(ctx, h.cfg.ParseQueue, entries); err != nil {
 		// Their URLs are fetched: the redelivered fetch messages send the parse messages again.
@@ -130,15 +147,40 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		var be *queue.BatchError
 		if !errors.As(err, &be) {
 			for _, e := range entries {
-				failed = append(failed, ids[e.ID])
+				part, _ := strconv.Atoi(e.ID)
+				failed = append(failed, senders[part]...)
 			}
 			return failed
 		}
 		for id := range be.Failed {
-			failed = append(failed, ids[id])
+			part, _ := strconv.Atoi(id)
+			failed = append(failed, senders[part]...)
 		}
 	}
 	return failed
+}
+
+// partBytes bounds the pages' share of one parse message, below message.MaxBytes.
+const partBytes = message.MaxBytes - 16<<10
+
+// partition numbers the parse message each page goes in: consecutive pages, at most
+// message.MaxPages and about partBytes of them in each.
+func partition(pages []fetched, refs []crawlstate.Page) []int {
+	parts := make([]int, len(pages))
+	part, n, size := 0, 0, 0
+	for i, p := range pages {
+		b, err := json.Marshal(parsePage(p.msg, refs[i]))
+		l := len(b)
+		if err != nil {
+			l = partBytes // cannot happen for these types; a part of its own is safe
+		}
+		if n > 0 && (n == message.MaxPages || size+l > partBytes) {
+			part, n, size = part+1, 0, 0
+		}
+		parts[i] = part
+		n, size = n+1, size+l+1
+	}
+	return parts
 }
 
 // put stores the batch's WARC file and returns what makes it durable: a store that can defer its
@@ -150,11 +192,17 @@ func (h *Handler) put(ctx context.Context, key string, file []byte) (durable fun
 	return func() error { return nil }, h.pages.Put(ctx, key, file, warcfile.ContentType)
 }
 
-// parseMessage asks parse to read the page stored for the fetch message m.
+// parseMessage asks parse to read the one page stored for the fetch message m.
 func parseMessage(crawl string, m *message.Fetch, p crawlstate.Page) message.Parse {
 	return message.Parse{Header: message.Header{Crawl: crawl}, URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL),
 		Depth: m.Depth, Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt,
 		WARC: message.Ref{Key: p.WARCKey, Offset: p.Offset, Length: p.Length}}
+}
+
+// parsePage is the page stored for the fetch message m, as a parse message of its file lists it.
+func parsePage(m *message.Fetch, p crawlstate.Page) message.Page {
+	return message.Page{URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL), Depth: m.Depth,
+		Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt, Offset: p.Offset, Length: p.Length}
 }
 
 // seedRoot is the scope root of the links found on m's page: m's own, except for a seed that
@@ -184,8 +232,11 @@ func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key, owner 
 		h.log.Info("dropping a fetch message whose URL is not admitted", "url", m.URL)
 		return nil, nil
 	}
-	if err != nil || u.State != crawlstate.Fetched || u.Parsed || u.Page == nil {
+	if err != nil || u.State != crawlstate.Fetched || u.Page == nil {
 		return nil, err // nothing to resend (or a read error: the record is retried)
+	}
+	if parsed, err := h.state.PageParsed(ctx, m.Crawl, u); parsed || err != nil {
+		return nil, err
 	}
 	if err := h.checkStored(ctx, *u.Page); errors.Is(err, errPageGone) {
 		h.log.Warn("fetching a page again: its stored copy is gone", "url", m.URL, "err", err.Error())

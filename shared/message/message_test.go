@@ -207,3 +207,49 @@ func BenchmarkDecodeLinks(b *testing.B) {
 		}
 	}
 }
+
+func TestParseMessageOfAFile(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	page := func(u string, off int64) Page {
+		return Page{URL: u, FinalURL: u, Root: "http://a.test/", Depth: 1, Status: 200, FetchedAt: at, Offset: off, Length: 10}
+	}
+	m := Parse{Header: Header{Crawl: "c"}, File: "pages/c/f.warc.gz",
+		Pages: []Page{page("http://a.test/1", 0), page("http://a.test/2", 10)}}
+	body, err := Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeParse(body)
+	if err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	file, pages := got.PageList()
+	if file != m.File || len(pages) != 2 || pages[1] != m.Pages[1] || got.Name() != "pages/c/f.warc.gz#0" {
+		t.Errorf("decoded %+v (file %s, pages %+v, name %s), want %+v", got, file, pages, got.Name(), m)
+	}
+	one := Parse{Header: Header{Crawl: "c"}, URL: "http://a.test/2", FinalURL: "http://a.test/2", Root: "http://a.test/",
+		Depth: 1, Status: 200, FetchedAt: at, WARC: Ref{Key: "pages/c/f.warc.gz", Offset: 10, Length: 10}}
+	if file, pages := one.PageList(); file != m.File || len(pages) != 1 || pages[0] != m.Pages[1] || one.Name() != "pages/c/f.warc.gz@10" {
+		t.Errorf("a one-page message lists %s %+v named %s, want the file's second page", file, pages, one.Name())
+	}
+	bad := []struct {
+		name string
+		m    Parse
+		says string
+	}{
+		{"both forms", Parse{Header: m.Header, URL: "http://a.test/", File: m.File, Pages: m.Pages}, "both"},
+		{"a file without pages", Parse{Header: m.Header, File: m.File}, "no pages"},
+		{"a page without a location", Parse{Header: m.Header, File: m.File, Pages: []Page{{URL: "u", FinalURL: "u", Root: "r"}}}, "page 0"},
+		{"pages without a file", Parse{Header: m.Header, Pages: m.Pages}, "no warc location"},
+		{"too many pages", Parse{Header: m.Header, File: m.File, Pages: make([]Page, MaxPages+1)}, "over the limit"},
+	}
+	for _, b := range bad {
+		body, err := Encode(b.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeParse(body); err == nil || !strings.Contains(err.Error(), b.says) || errclass.Of(err) != errclass.Poison {
+			t.Errorf("%s: err = %v, want poison saying %q", b.name, err, b.says)
+		}
+	}
+}

@@ -270,9 +270,8 @@ func TestParsePage(t *testing.T) {
 				t.Errorf("record = %+v, want url %s, title Home, nofollow %v, depth %d, outLinks %v", r, m.URL,
 					c.nofollow, c.depth, c.outLinks)
 			}
-			u, err := e.state.Get(context.Background(), m.Crawl, urlnorm.Key(m.URL))
-			if err != nil || !u.Parsed {
-				t.Errorf("url = %+v, %v; want parsed", u, err)
+			if done, err := e.state.IsMessageParsed(context.Background(), m.Crawl, m.Name()); err != nil || !done {
+				t.Errorf("message %s parsed: %v, %v; want marked parsed", m.Name(), done, err)
 			}
 		})
 	}
@@ -298,8 +297,8 @@ func TestAFailedStoreOrSendIsRetriedWhole(t *testing.T) {
 			if got := e.handle(rec); !reflect.DeepEqual(got, []string{rec.MessageId}) {
 				t.Fatalf("with the failure: BatchItemFailures = %v, want [%s]", got, rec.MessageId)
 			}
-			if u, err := e.state.Get(context.Background(), m.Crawl, urlnorm.Key(m.URL)); err != nil || u.Parsed {
-				t.Errorf("with the failure: url = %+v, %v; want it not parsed", u, err)
+			if done, err := e.state.IsMessageParsed(context.Background(), m.Crawl, m.Name()); err != nil || done {
+				t.Errorf("with the failure: message parsed %v, %v; want it not marked", done, err)
 			}
 			e.sent(m) // whatever went out before the failure
 			c.inject(e, false)
@@ -309,8 +308,8 @@ func TestAFailedStoreOrSendIsRetriedWhole(t *testing.T) {
 			if got := e.sent(m); !reflect.DeepEqual(got, all) {
 				t.Errorf("redelivery sent %v, want %v", got, all)
 			}
-			if u, err := e.state.Get(context.Background(), m.Crawl, urlnorm.Key(m.URL)); err != nil || !u.Parsed {
-				t.Errorf("redelivery: url = %+v, %v; want parsed", u, err)
+			if done, err := e.state.IsMessageParsed(context.Background(), m.Crawl, m.Name()); err != nil || !done {
+				t.Errorf("redelivery: message parsed %v, %v; want marked", done, err)
 			}
 			if n := len(e.records(m.Crawl)); n != 1 {
 				t.Errorf("%d records after the redelivery, want 1", n)
@@ -609,5 +608,47 @@ func TestABatchsLinksArePackedIntoOneMessage(t *testing.T) {
 	want := []string{"http://example.test/about", "http://example.test/blog/"}
 	if got := slices.Sorted(slices.Values(l.URLs)); !slices.Equal(got, want) || l.Parent != "" || l.Root != m.Root || l.Depth != m.Depth+1 {
 		t.Errorf("links message %+v: want urls %v once each, no parent, root %s, depth %d", l, want, m.Root, m.Depth+1)
+	}
+}
+
+// A message that names a whole WARC file's pages, as fetch sends one per batch, parses them all
+// with one read and one mark, and a second delivery of it writes nothing.
+func TestAMessageOfAWholeFile(t *testing.T) {
+	e := newEnv(t)
+	recs := e.batchOfOneFile(4, 0)
+	var pages []message.Page
+	var file string
+	var m *message.Parse
+	for _, r := range recs {
+		one, err := message.DecodeParse(r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, ps := one.PageList()
+		file, m = f, one
+		pages = append(pages, ps...)
+	}
+	whole := message.Parse{Header: m.Header, File: file, Pages: pages}
+	body, err := message.Encode(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recs[0]
+	rec.MessageId, rec.Body = "file-msg", body
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	want := []string{"Page 0", "Page 1", "Page 2", "Page 3"}
+	if got := e.titles(m.Crawl); !slices.Equal(got, want) || e.reads.calls != 1 {
+		t.Errorf("titles %v with %d reads, want %v with one read", got, e.reads.calls, want)
+	}
+	if done, err := e.state.IsMessageParsed(context.Background(), m.Crawl, whole.Name()); err != nil || !done {
+		t.Errorf("message %s marked %v, %v; want marked parsed", whole.Name(), done, err)
+	}
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("second delivery: BatchItemFailures = %v", got)
+	}
+	if got := e.titles(m.Crawl); len(got) != len(want) {
+		t.Errorf("after a second delivery: %d records, want %d", len(got), len(want))
 	}
 }

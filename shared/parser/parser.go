@@ -1,11 +1,12 @@
-// Package parser is the parse handler: it reads each stored response back from its WARC file,
-// extracts the title, links and robots directives, writes one structured record per page (JSON
-// lines, one object in the blob store per batch), and sends the links it may follow back to
-// schedule in batches.
+// Package parser is the parse handler: it reads the stored responses a parse message names (the
+// pages one fetch batch stored in one WARC file, or a single page) back from their file, extracts
+// the title, links and robots directives, writes one structured record per page (JSON lines, one
+// object in the blob store per batch), and sends the links it may follow back to schedule, packed.
 //
-// A page is marked parsed only after its record is stored and its links are sent, so a crash
-// loses nothing: the redelivered message parses the page again (its links are deduplicated by
-// schedule; its record may appear twice in records/, with the same url and fetchedAt).
+// A message is marked parsed, with one table item for all its pages, only after its records are
+// stored and its links are sent, so a crash loses nothing: the redelivered message parses its pages
+// again (their links are deduplicated by schedule; their records may appear twice in records/,
+// with the same url and fetchedAt).
 package parser
 
 import (
@@ -112,17 +113,24 @@ func New(cfg Config, state *crawlstate.Store, blobs Blobs, send queue.Sender, ba
 
 // parsed is a page waiting for the batch's records file.
 type parsed struct {
-	rec   events.SQSMessage
-	msg   *message.Parse
-	key   string
+	crawl string
+	page  message.Page
 	out   Record
 	links []string
+}
+
+// work is one parse message: its pages, parsed.
+type work struct {
+	rec   events.SQSMessage
+	crawl string
+	name  string // message.Parse.Name, under which the message is marked done
+	pages []parsed
 }
 
 // Handle processes one SQS batch of parse messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	pages := newSpanReader(h.blobs, ev)
-	parse := func(ctx context.Context, rec events.SQSMessage) (*parsed, error) { return h.parseOne(ctx, rec, pages) }
+	parse := func(ctx context.Context, rec events.SQSMessage) (*work, error) { return h.parseOne(ctx, rec, pages) }
 	resp := sqsbatch.Collect(ctx, h.batch, ev, parse, h.storeAll)
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
@@ -130,21 +138,32 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
-func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *spanReader) (*parsed, error) {
+// parseOne parses the pages of one message. It returns (nil, nil) for a message already done.
+func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *spanReader) (*work, error) {
 	m, err := pages.decode(rec)
 	if err != nil {
 		return nil, err
 	}
-	u, err := urlnorm.Normalize(m.URL)
-	if err != nil {
-		return nil, errclass.Errorf(errclass.Poison, "parse message url: %v", err)
+	file, list := m.PageList()
+	for _, pg := range list {
+		if _, err := urlnorm.Normalize(pg.URL); err != nil {
+			return nil, errclass.Errorf(errclass.Poison, "parse message url: %v", err)
+		}
 	}
-	key := urlnorm.Key(u.String())
-	// A page still in the handoff has not been parsed: fetch offered it before its first parse
-	// message went out, and the first take forgets it. Any other delivery may be a duplicate.
-	page, handedOver := h.takeHandedOver(m.WARC)
-	if !handedOver {
-		done, err := h.state.IsParsed(ctx, m.Crawl, key)
+	w := &work{rec: rec, crawl: m.Crawl, name: m.Name()}
+	// Pages still in the handoff have not been parsed: fetch offered them before their first parse
+	// message went out, and the first take forgets them. Any other delivery may be a duplicate.
+	handed := make([]*warcfile.Page, len(list))
+	all := true
+	for i, pg := range list {
+		if page, ok := h.takeHandedOver(pg.Ref(file)); ok {
+			handed[i] = &page
+		} else {
+			all = false
+		}
+	}
+	if !all {
+		done, err := h.state.IsMessageParsed(ctx, m.Crawl, w.name)
 		if err != nil {
 			return nil, err
 		}
@@ -152,18 +171,35 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 			return nil, nil // a duplicate delivery
 		}
 	}
-	p := &parsed{rec: rec, msg: m, key: key, out: Record{Crawl: m.Crawl, URL: m.URL, FinalURL: m.FinalURL,
-		Depth: m.Depth, Status: m.Status, ContentType: m.ContentType, FetchedAt: m.FetchedAt, WARC: m.WARC, OutLinks: []string{}}}
-	if !handedOver {
-		raw, err := pages.read(ctx, m.WARC)
+	for i, pg := range list {
+		p, err := h.parsePage(ctx, m.Crawl, file, pg, handed[i], pages)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", m.WARC.Key, err)
+			return nil, err
+		}
+		w.pages = append(w.pages, *p)
+	}
+	return w, nil
+}
+
+// parsePage parses one page of a message: the one handed over, or read from its WARC file. A page
+// that does not decode or parse is recorded with its error; a failed read fails the message.
+func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.Page, handed *warcfile.Page, pages *spanReader) (*parsed, error) {
+	ref := pg.Ref(file)
+	p := &parsed{crawl: crawl, page: pg, out: Record{Crawl: crawl, URL: pg.URL, FinalURL: pg.FinalURL,
+		Depth: pg.Depth, Status: pg.Status, ContentType: pg.ContentType, FetchedAt: pg.FetchedAt, WARC: ref, OutLinks: []string{}}}
+	var page warcfile.Page
+	if handed != nil {
+		page = *handed
+	} else {
+		raw, err := pages.read(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref.Key, err)
 		}
 		if page, err = warcfile.Decode(raw); err != nil {
 			return h.parseError(ctx, p, err)
 		}
 	}
-	final, err := url.Parse(m.FinalURL)
+	final, err := url.Parse(pg.FinalURL)
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}
@@ -182,7 +218,7 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 			p.links = append(p.links, l.URL)
 		}
 	}
-	if h.cfg.MaxDepth >= 0 && m.Depth+1 > h.cfg.MaxDepth {
+	if h.cfg.MaxDepth >= 0 && pg.Depth+1 > h.cfg.MaxDepth {
 		p.links = nil
 	}
 	return p, nil
@@ -198,16 +234,16 @@ func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {
 // parseError records a page that could not be parsed; its URL stays fetched.
 func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*parsed, error) {
 	p.out.Class, p.out.Error = errclass.Parse, safelog.Truncate(cause.Error())
-	if err := h.state.CountParseError(ctx, p.msg.Crawl, errclass.Parse); err != nil {
+	if err := h.state.CountParseError(ctx, p.crawl, errclass.Parse); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// storeAll writes each crawl's records, sends the links and marks the pages parsed. It returns the
-// message ids to deliver again.
-func (h *Handler) storeAll(ctx context.Context, pages []parsed) []string {
-	order, byCrawl := message.ByCrawl(pages, func(p parsed) string { return p.msg.Crawl })
+// storeAll writes each crawl's records, sends the links and marks the messages parsed. It returns
+// the message ids to deliver again.
+func (h *Handler) storeAll(ctx context.Context, works []work) []string {
+	order, byCrawl := message.ByCrawl(works, func(w work) string { return w.crawl })
 	var failed []string
 	for _, crawl := range order {
 		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
@@ -215,14 +251,18 @@ func (h *Handler) storeAll(ctx context.Context, pages []parsed) []string {
 	return failed
 }
 
-func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) []string {
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []string {
 	retryAll := func(err error) []string {
-		h.log.Error("storing parse results failed", "crawl", crawl, "pages", len(pages), "err", err.Error())
-		ids := make([]string, len(pages))
-		for i, p := range pages {
-			ids[i] = p.rec.MessageId
+		h.log.Error("storing parse results failed", "crawl", crawl, "messages", len(works), "err", err.Error())
+		ids := make([]string, len(works))
+		for i, w := range works {
+			ids[i] = w.rec.MessageId
 		}
 		return ids
+	}
+	var pages []parsed
+	for _, w := range works {
+		pages = append(pages, w.pages...)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -250,10 +290,11 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []parsed) 
 	if err := h.blobs.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
 		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}
-	return sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
-		_, err := h.state.MarkParsed(ctx, crawl, pages[i].key)
+	// One mark per message, for all its pages.
+	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
+		_, err := h.state.MarkMessageParsed(ctx, crawl, works[i].name)
 		if err != nil {
-			h.log.Error("mark parsed", "url", pages[i].msg.URL, "err", err.Error())
+			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
 		}
 		return err
 	})
@@ -277,11 +318,11 @@ func packLinks(crawl string, pages []parsed) []message.Links {
 		if len(p.links) == 0 {
 			continue
 		}
-		k := p.msg.Root + "\x00" + strconv.Itoa(p.msg.Depth)
+		k := p.page.Root + "\x00" + strconv.Itoa(p.page.Depth)
 		g := groups[k]
 		if g == nil {
-			g = &group{tmpl: message.Links{Header: message.Header{Crawl: crawl}, Root: p.msg.Root, Parent: p.msg.URL,
-				Depth: p.msg.Depth + 1}, seen: map[string]bool{}}
+			g = &group{tmpl: message.Links{Header: message.Header{Crawl: crawl}, Root: p.page.Root, Parent: p.page.URL,
+				Depth: p.page.Depth + 1}, seen: map[string]bool{}}
 			groups[k] = g
 			order = append(order, g)
 		}

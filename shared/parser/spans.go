@@ -47,18 +47,21 @@ func newSpanReader(blobs Blobs, ev events.SQSEvent) *spanReader {
 			continue
 		}
 		r.decoded[rec.Body] = m
-		ref := m.WARC
-		if ref.Length > maxSpanBytes || ref.Offset > math.MaxInt64-ref.Length {
-			continue // read alone; its own GET reports what is wrong with it
+		file, pages := m.PageList()
+		for _, pg := range pages {
+			ref := pg.Ref(file)
+			if ref.Length > maxSpanBytes || ref.Offset > math.MaxInt64-ref.Length {
+				continue // read alone; its own GET reports what is wrong with it
+			}
+			b, ok := byKey[ref.Key]
+			if !ok {
+				b = &bounds{lo: ref.Offset, hi: ref.Offset + ref.Length}
+				byKey[ref.Key] = b
+			}
+			b.lo, b.hi = min(b.lo, ref.Offset), max(b.hi, ref.Offset+ref.Length)
+			b.sum += ref.Length
+			b.n++
 		}
-		b, ok := byKey[ref.Key]
-		if !ok {
-			b = &bounds{lo: ref.Offset, hi: ref.Offset + ref.Length}
-			byKey[ref.Key] = b
-		}
-		b.lo, b.hi = min(b.lo, ref.Offset), max(b.hi, ref.Offset+ref.Length)
-		b.sum += ref.Length
-		b.n++
 	}
 	for key, b := range byKey {
 		// One page gains nothing; a sparse span (other batches' pages between ours) costs more
