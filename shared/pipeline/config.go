@@ -174,6 +174,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.BudgetUSD = f
 	}
 	str("CRAWL_PRICES", &c.Prices)
+	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
+	// parses at once.
+	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)
 	list("CRAWL_ALLOW_NET", &c.AllowNets)
 	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
 		c.Ports = []int{80, 443}

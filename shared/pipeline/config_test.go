@@ -16,14 +16,14 @@ func TestFromEnv(t *testing.T) {
 		"SCHEDULE_QUEUE_URL": "https://sqs/s", "FETCH_QUEUE_URL": "https://sqs/f", "PARSE_QUEUE_URL": "https://sqs/p",
 		"CRAWL_SCOPE": "domain", "CRAWL_MAX_DEPTH": "3", "CRAWL_MAX_PAGES": "1000", "CRAWL_HOST_RPS": "0.5",
 		"CRAWL_ALLOW_NET": "10.0.0.0/8,127.0.0.1", "CRAWL_ALLOW_PORTS": "8080", "CRAWL_FETCH_TIMEOUT": "20s",
-		"CRAWL_MAX_RECEIVE": "6", "CRAWL_USER_AGENT": "mybot/1.0",
+		"CRAWL_MAX_RECEIVE": "6", "CRAWL_USER_AGENT": "mybot/1.0", "CRAWL_BATCH_CONCURRENCY": "50",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.FetchQueue != "https://sqs/f" || c.Scope != scope.Domain || c.MaxDepth != 3 || c.MaxPages != 1000 ||
 		c.HostRPS != 0.5 || len(c.AllowNets) != 2 || len(c.Ports) != 3 || c.FetchTimeout != 20*time.Second ||
-		c.MaxReceive != 6 || c.UserAgent != "mybot/1.0" {
+		c.MaxReceive != 6 || c.UserAgent != "mybot/1.0" || c.BatchConcurrency != 50 {
 		t.Errorf("FromEnv = %+v", c)
 	}
 	d, err := FromEnv(env(nil))
@@ -37,14 +37,15 @@ func TestFromEnv(t *testing.T) {
 
 func TestFromEnvNamesTheBadVariable(t *testing.T) {
 	tests := map[string]string{
-		"CRAWL_MAX_DEPTH":      "three",
-		"CRAWL_HOST_RPS":       "fast",
-		"CRAWL_ALLOW_PORTS":    "80,http",
-		"CRAWL_FETCH_TIMEOUT":  "soon",
-		"CRAWL_MAX_BODY_BYTES": "-1",
-		"CRAWL_SCOPE":          "planet",
-		"CRAWL_ALLOW_NET":      "10.0.0.0/99",
-		"CRAWL_MAX_RECEIVE":    "0",
+		"CRAWL_MAX_DEPTH":         "three",
+		"CRAWL_HOST_RPS":          "fast",
+		"CRAWL_ALLOW_PORTS":       "80,http",
+		"CRAWL_FETCH_TIMEOUT":     "soon",
+		"CRAWL_MAX_BODY_BYTES":    "-1",
+		"CRAWL_SCOPE":             "planet",
+		"CRAWL_ALLOW_NET":         "10.0.0.0/99",
+		"CRAWL_MAX_RECEIVE":       "0",
+		"CRAWL_BATCH_CONCURRENCY": "many",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
