@@ -16,7 +16,8 @@ import (
 // that feeds it.
 type FunctionConfig struct {
 	// TimeoutSeconds is the function timeout. The queue's visibility timeout
-	// is derived from it (6x), as AWS recommends for SQS event sources.
+	// is derived from it (6x, plus the batching window), as AWS recommends
+	// for SQS event sources.
 	TimeoutSeconds int
 	// MemoryMB is the function memory; CPU scales with it.
 	MemoryMB int
@@ -24,10 +25,42 @@ type FunctionConfig struct {
 	// (2 to 1000). It is the crawler's throttle: it limits load on the table
 	// and, for fetch, on the crawled sites.
 	MaxConcurrency int
-	// BatchSize is the number of SQS messages per invocation (1 to 10).
+	// BatchSize is the most SQS messages per invocation: 1 to 10,000 on a
+	// standard queue, and above 10 only with a batching window of at least
+	// 1 second (see [maxBatchSize]). The mapping also ends a batch when its
+	// records reach Lambda's 6 MB invocation payload, whatever the size.
 	BatchSize int
-	// BatchWindowSeconds is how long the mapping waits to fill a batch (0 to 300).
+	// BatchWindowSeconds is how long the mapping gathers records before it
+	// invokes the function, counted from the first record (0 to 300). The
+	// records wait in flight meanwhile, so the queue's visibility timeout
+	// covers it too (see [VisibilityTimeoutSeconds]).
 	BatchWindowSeconds int
+	// BatchConcurrency is how many records of one batch the handler works on
+	// at once (CRAWL_BATCH_CONCURRENCY). For fetch it is the GETs in flight:
+	// a batch takes about BatchSize/BatchConcurrency page loads, plus its
+	// politeness waits.
+	BatchConcurrency int
+}
+
+// Limits of an SQS event source mapping on a standard queue. The Lambda API
+// reference (CreateEventSourceMapping, BatchSize and
+// MaximumBatchingWindowInSeconds; "Lambda parameters for Amazon SQS event
+// source mappings" in the Lambda developer guide) says: BatchSize is at most
+// 10,000 for standard queues (10 for FIFO), and "when you set BatchSize to a
+// value greater than 10, you must set MaximumBatchingWindowInSeconds to at
+// least 1"; the window is 0 to 300 seconds.
+const (
+	maxBatchSize         = 10_000
+	maxUnwindowedBatch   = 10
+	maxBatchWindowSecond = 300
+)
+
+// VisibilityTimeoutSeconds is the visibility timeout of the function's queue:
+// 6 times the function timeout, as AWS recommends for SQS event sources, plus
+// the batching window, during which the first records of a batch are already
+// in flight while the mapping gathers the rest.
+func (f FunctionConfig) VisibilityTimeoutSeconds() int {
+	return visibilityFactor*f.TimeoutSeconds + f.BatchWindowSeconds
 }
 
 // Config is every setting of the stack. The zero value is not useful; start
@@ -105,6 +138,7 @@ const (
 // Records files are mostly under 128 KB, which S3 does not move, and they are
 // the output people read; quarantine/ holds a few small files.
 func DefaultConfig() Config {
+	fns := DefaultFunctions()
 	return Config{
 		DistDir:                   "../dist",
 		Scope:                     "host",
@@ -127,9 +161,34 @@ func DefaultConfig() Config {
 		Pages:                     PrefixLifecycle{TransitionDays: 90},
 		Records:                   PrefixLifecycle{},
 		Quarantine:                PrefixLifecycle{},
-		Schedule:                  FunctionConfig{TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 10, BatchWindowSeconds: 1},
-		Fetch:                     FunctionConfig{TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 10, BatchWindowSeconds: 1},
-		Parse:                     FunctionConfig{TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 10, BatchWindowSeconds: 1},
+		Schedule:                  fns[FnSchedule],
+		Fetch:                     fns[FnFetch],
+		Parse:                     fns[FnParse],
+	}
+}
+
+// DefaultFunctions returns the default sizes of the three functions. shared/costrun
+// (in the root module, which cannot import this one) meters a crawl with the
+// same settings: testdata/function-defaults.json is the copy both modules'
+// tests hold their defaults against.
+//
+// Batches are large because a batch, not a page, is what costs an invocation,
+// a WARC or records file (an S3 PUT), a SendMessageBatch of parse or link
+// messages and a DeleteMessageBatch. `make cost` measured batches of at most
+// 10 at 0.87 invocations and 0.51 S3 PUTs per page (docs/cost.md). A batch of
+// 100 small messages is far below the 6 MB invocation payload: a fetch or
+// parse message is under 1 KB, a links message at most about 25 KB.
+//
+// Fetch works on 50 records at once, so a batch of 100 pages of many hosts
+// takes about two page loads plus its politeness waits, far inside its
+// 120 s timeout; a record that starts with too little time left is re-queued
+// (fetcher's budget). 50 pages in memory at once are about 1 MB for typical
+// pages of 20 KB, and 50 x the 10 MB body cap in the worst case.
+func DefaultFunctions() map[string]FunctionConfig {
+	return map[string]FunctionConfig{
+		FnSchedule: {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
+		FnFetch:    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 100, BatchWindowSeconds: 3, BatchConcurrency: 50},
+		FnParse:    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 	}
 }
 
@@ -230,6 +289,7 @@ func contextKeys(c *Config) []contextKey {
 			contextKey{f.name + "MaxConcurrency", intInto(&f.fc.MaxConcurrency)},
 			contextKey{f.name + "BatchSize", intInto(&f.fc.BatchSize)},
 			contextKey{f.name + "BatchWindowSeconds", intInto(&f.fc.BatchWindowSeconds)},
+			contextKey{f.name + "BatchConcurrency", intInto(&f.fc.BatchConcurrency)},
 		)
 	}
 	return keys
@@ -456,11 +516,17 @@ func (c Config) Validate() error {
 		if f.MaxConcurrency < 2 || f.MaxConcurrency > 1000 {
 			bad(name+"MaxConcurrency", "must be 2 to 1000 (the SQS event source limits), got %d", f.MaxConcurrency)
 		}
-		if f.BatchSize < 1 || f.BatchSize > 10 {
-			bad(name+"BatchSize", "must be 1 to 10, got %d", f.BatchSize)
+		if f.BatchSize < 1 || f.BatchSize > maxBatchSize {
+			bad(name+"BatchSize", "must be 1 to %d (the SQS event source limit on a standard queue), got %d", maxBatchSize, f.BatchSize)
 		}
-		if f.BatchWindowSeconds < 0 || f.BatchWindowSeconds > 300 {
-			bad(name+"BatchWindowSeconds", "must be 0 to 300, got %d", f.BatchWindowSeconds)
+		if f.BatchWindowSeconds < 0 || f.BatchWindowSeconds > maxBatchWindowSecond {
+			bad(name+"BatchWindowSeconds", "must be 0 to %d, got %d", maxBatchWindowSecond, f.BatchWindowSeconds)
+		} else if f.BatchSize > maxUnwindowedBatch && f.BatchWindowSeconds < 1 {
+			bad(name+"BatchWindowSeconds", "must be at least 1 when %sBatchSize is above %d (Lambda rejects a larger batch without a batching window), got %d",
+				name, maxUnwindowedBatch, f.BatchWindowSeconds)
+		}
+		if f.BatchConcurrency < 1 || f.BatchConcurrency > 1000 {
+			bad(name+"BatchConcurrency", "must be 1 to 1000, got %d", f.BatchConcurrency)
 		}
 	}
 	return errors.Join(errs...)

@@ -101,7 +101,8 @@ func TestConfigFromContext(t *testing.T) {
 		{name: "retention CloudWatch rejects", ctx: map[string]any{"logRetentionDays": "10"}, wantErr: []string{`"logRetentionDays"`}},
 		{name: "timeout beyond Lambda's", ctx: map[string]any{"fetchTimeoutSeconds": "901"}, wantErr: []string{`"fetchTimeoutSeconds"`}},
 		{name: "concurrency below the SQS minimum", ctx: map[string]any{"scheduleMaxConcurrency": "1"}, wantErr: []string{`"scheduleMaxConcurrency"`}},
-		{name: "batch above 10", ctx: map[string]any{"parseBatchSize": "11"}, wantErr: []string{`"parseBatchSize"`}},
+		{name: "batch above 10 without a window", ctx: map[string]any{"parseBatchSize": "11", "parseBatchWindowSeconds": "0"},
+			wantErr: []string{`"parseBatchWindowSeconds"`, "parseBatchSize"}},
 		{name: "zero rps", ctx: map[string]any{"hostRps": "0"}, wantErr: []string{`"hostRps"`}},
 		{name: "patterns that fit Lambda's 4 KB environment", ctx: map[string]any{"exclude": patterns(40)},
 			check: func(c Config) bool { return len(c.Exclude) == 40 }},
@@ -233,4 +234,101 @@ func patterns(n int) []any {
 		out[i] = fmt.Sprintf(`^https://section-%03d\.example\.com/archive/`, i)
 	}
 	return out
+}
+
+// TestDefaultFunctionsMatchTheSharedCopy holds the function defaults against
+// testdata/function-defaults.json, which shared/costrun's tests hold
+// StackFunctions against: `make cost` must meter the stack's settings.
+func TestDefaultFunctionsMatchTheSharedCopy(t *testing.T) {
+	raw, err := os.ReadFile("testdata/function-defaults.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byName); err != nil {
+		t.Fatalf("testdata/function-defaults.json: %v", err)
+	}
+	delete(byName, "_comment")
+	want := map[string]FunctionConfig{}
+	for name, v := range byName {
+		dec := json.NewDecoder(strings.NewReader(string(v)))
+		dec.DisallowUnknownFields()
+		var fc FunctionConfig
+		if err := dec.Decode(&fc); err != nil {
+			t.Fatalf("testdata/function-defaults.json, %s: %v", name, err)
+		}
+		want[name] = fc
+	}
+	got := DefaultFunctions()
+	if len(got) != len(want) {
+		t.Errorf("DefaultFunctions has %d functions, the copy %d", len(got), len(want))
+	}
+	for name, g := range got {
+		if w := want[name]; g != w {
+			t.Errorf("%s: DefaultFunctions %+v, testdata/function-defaults.json %+v: change the copy and shared/costrun.StackFunctions with the defaults",
+				name, g, w)
+		}
+	}
+	cfg := DefaultConfig()
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		if cfg.Function(name) != got[name] {
+			t.Errorf("DefaultConfig's %s is %+v, not DefaultFunctions' %+v", name, cfg.Function(name), got[name])
+		}
+	}
+}
+
+// TestBatchSizeAndWindow checks the event source mapping's batch rules, with
+// errors that name the setting to change.
+func TestBatchSizeAndWindow(t *testing.T) {
+	tests := []struct {
+		name    string
+		ctx     map[string]any
+		wantErr []string
+	}{
+		{name: "10 without a window", ctx: map[string]any{"parseBatchSize": "10", "parseBatchWindowSeconds": "0"}},
+		{name: "10,000 with a window", ctx: map[string]any{"scheduleBatchSize": float64(10000), "scheduleBatchWindowSeconds": float64(1)}},
+		{name: "above 10 without a window", ctx: map[string]any{"fetchBatchSize": "11", "fetchBatchWindowSeconds": "0"},
+			wantErr: []string{`"fetchBatchWindowSeconds"`, "at least 1 when fetchBatchSize is above 10", "got 0"}},
+		{name: "above 10,000", ctx: map[string]any{"parseBatchSize": "10001"},
+			wantErr: []string{`"parseBatchSize"`, "1 to 10000", "got 10001"}},
+		{name: "zero", ctx: map[string]any{"scheduleBatchSize": "0"}, wantErr: []string{`"scheduleBatchSize"`, "got 0"}},
+		{name: "window above 300", ctx: map[string]any{"fetchBatchWindowSeconds": "301"},
+			wantErr: []string{`"fetchBatchWindowSeconds"`, "0 to 300", "got 301"}},
+		{name: "batch concurrency", ctx: map[string]any{"fetchBatchConcurrency": "200"}},
+		{name: "batch concurrency zero", ctx: map[string]any{"parseBatchConcurrency": "0"},
+			wantErr: []string{`"parseBatchConcurrency"`, "1 to 1000", "got 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ConfigFromContext(func(k string) any { return tt.ctx[k] })
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %s", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestVisibilityCoversTimeoutAndWindow: the queue hides a batch's first
+// records for 6 function timeouts plus the window they may wait in.
+func TestVisibilityCoversTimeoutAndWindow(t *testing.T) {
+	for name, f := range DefaultFunctions() {
+		if got, want := f.VisibilityTimeoutSeconds(), 6*f.TimeoutSeconds+f.BatchWindowSeconds; got != want {
+			t.Errorf("%s: visibility %d s, want %d", name, got, want)
+		}
+	}
+	// SQS caps the visibility timeout at 12 hours: the largest settings stay below it.
+	if got := (FunctionConfig{TimeoutSeconds: 900, BatchWindowSeconds: 300}).VisibilityTimeoutSeconds(); got > 43200 {
+		t.Errorf("largest visibility %d s, over SQS's 43200", got)
+	}
 }

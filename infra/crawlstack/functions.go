@@ -2,6 +2,7 @@ package crawlstack
 
 import (
 	"path/filepath"
+	"strconv"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -25,9 +26,14 @@ type fnResources struct {
 // the poller's invocations, which returns messages to the queue, burns their
 // receive counts and sends good URLs to the DLQ. Reserving also takes capacity
 // from the rest of the account (new accounts may have too little to reserve).
-func newCrawlFunction(stack awscdk.Stack, name string, cfg Config, env map[string]*string, queue awssqs.Queue) fnResources {
+func newCrawlFunction(stack awscdk.Stack, name string, cfg Config, shared map[string]*string, queue awssqs.Queue) fnResources {
 	fc := cfg.Function(name)
 	id := title(name)
+	env := make(map[string]*string, len(shared)+1)
+	for k, v := range shared {
+		env[k] = v
+	}
+	env[envBatchConcurrency] = jsii.String(strconv.Itoa(fc.BatchConcurrency))
 	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     logRetentions[cfg.LogRetentionDays],
 		RemovalPolicy: removalPolicy(cfg),

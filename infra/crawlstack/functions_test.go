@@ -8,9 +8,10 @@ import (
 )
 
 // wantEnv is the environment contract with the handlers, as the test context
-// sets it. Every function gets all of it.
-func wantEnv(t *testing.T) map[string]any {
+// sets it. Every function gets all of it, with its own batch concurrency.
+func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 	return map[string]any{
+		"CRAWL_BATCH_CONCURRENCY":  batchConcurrency,
 		"CRAWL_BUCKET":             ref(logicalID(t, "AWS::S3::Bucket", "Bucket")),
 		"CRAWL_TABLE":              ref(logicalID(t, "AWS::DynamoDB::Table", "Table")),
 		"SCHEDULE_QUEUE_URL":       ref(logicalID(t, "AWS::SQS::Queue", "ScheduleQueue")),
@@ -32,13 +33,14 @@ func wantEnv(t *testing.T) map[string]any {
 
 func TestFunctions(t *testing.T) {
 	tests := []struct {
-		fn      string
-		timeout float64
-		memory  float64
+		fn               string
+		timeout          float64
+		memory           float64
+		batchConcurrency string
 	}{
-		{"Schedule", 60, 256},
-		{"Fetch", 100, 1024}, // both from the test context
-		{"Parse", 60, 512},
+		{"Schedule", 60, 256, "10"},
+		{"Fetch", 100, 1024, "50"}, // timeout and memory from the test context
+		{"Parse", 60, 512, "20"},   // batch concurrency from the test context
 	}
 	for _, tt := range tests {
 		t.Run(tt.fn, func(t *testing.T) {
@@ -49,7 +51,7 @@ func TestFunctions(t *testing.T) {
 				"Handler":       "bootstrap",
 				"Timeout":       tt.timeout,
 				"MemorySize":    tt.memory,
-				"Environment":   map[string]any{"Variables": equals(wantEnv(t))},
+				"Environment":   map[string]any{"Variables": equals(wantEnv(t, tt.batchConcurrency))},
 				"LoggingConfig": map[string]any{
 					"LogFormat": "JSON",
 					"LogGroup":  ref(logicalID(t, "AWS::Logs::LogGroup", tt.fn+"Logs")),
@@ -86,11 +88,12 @@ func TestEventSourceMappings(t *testing.T) {
 	tests := []struct {
 		fn          string
 		batchSize   float64
+		window      float64
 		concurrency float64
 	}{
-		{"Schedule", 5, 2}, // batch size from the test context
-		{"Fetch", 10, 10},
-		{"Parse", 10, 7}, // concurrency from the test context
+		{"Schedule", 5, 2, 2}, // batch size from the test context
+		{"Fetch", 100, 5, 10}, // window from the test context
+		{"Parse", 100, 2, 7},  // concurrency from the test context
 	}
 	for _, tt := range tests {
 		t.Run(tt.fn, func(t *testing.T) {
@@ -100,11 +103,15 @@ func TestEventSourceMappings(t *testing.T) {
 					"FunctionName":                   ref(fn),
 					"EventSourceArn":                 getAtt(logicalID(t, "AWS::SQS::Queue", tt.fn+"Queue"), "Arn"),
 					"BatchSize":                      tt.batchSize,
-					"MaximumBatchingWindowInSeconds": float64(1),
+					"MaximumBatchingWindowInSeconds": tt.window,
 					"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
 					"ScalingConfig":                  map[string]any{"MaximumConcurrency": tt.concurrency},
 				}))
 			})
+			// Lambda takes a batch above 10 only with a window of 1 s or more.
+			if tt.batchSize > 10 && tt.window < 1 {
+				t.Errorf("batch size %v with a window of %v s", tt.batchSize, tt.window)
+			}
 			// Reserved concurrency below the mapping's cap would throttle
 			// it and push good messages to the DLQ.
 			if rc, ok := props(t, fn)["ReservedConcurrentExecutions"].(float64); ok && rc < tt.concurrency {

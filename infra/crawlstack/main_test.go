@@ -26,25 +26,27 @@ var (
 // template. Strings are what `cdk -c` passes; numbers and bools what cdk.json
 // holds. Defaults not overridden here are checked against DefaultConfig.
 var testContext = map[string]any{
-	"scope":               "domain",
-	"maxDepth":            "4",
-	"maxPages":            float64(250),
-	"maxPagesPerHost":     "40",
-	"include":             []any{`^https://a\.test/v[0-9]{1,2}/`, `^https://b\.test/(x|y){1,3}/`}, // as cdk.json holds it
-	"exclude":             `["[?&]sort=", "/page/[0-9]{3,}"]`,                                     // as cdk -c passes it
-	"hostRps":             "2.5",
-	"userAgent":           "testbot/1.0",
-	"allowNet":            "10.0.0.0/8,127.0.0.1/32",
-	"recrawlPrefix":       "recrawl/",
-	"scheduleExpression":  "rate(6 hours)",
-	"scheduleEnabled":     true,
-	"maxReceiveCount":     "6",
-	"fetchTimeoutSeconds": "100",
-	"fetchMemoryMB":       float64(1024),
-	"parseMaxConcurrency": float64(7),
-	"scheduleBatchSize":   "5",
-	"dashboard":           "true",
-	"alarmEmail":          "ops@example.com",
+	"scope":                   "domain",
+	"maxDepth":                "4",
+	"maxPages":                float64(250),
+	"maxPagesPerHost":         "40",
+	"include":                 []any{`^https://a\.test/v[0-9]{1,2}/`, `^https://b\.test/(x|y){1,3}/`}, // as cdk.json holds it
+	"exclude":                 `["[?&]sort=", "/page/[0-9]{3,}"]`,                                     // as cdk -c passes it
+	"hostRps":                 "2.5",
+	"userAgent":               "testbot/1.0",
+	"allowNet":                "10.0.0.0/8,127.0.0.1/32",
+	"recrawlPrefix":           "recrawl/",
+	"scheduleExpression":      "rate(6 hours)",
+	"scheduleEnabled":         true,
+	"maxReceiveCount":         "6",
+	"fetchTimeoutSeconds":     "100",
+	"fetchMemoryMB":           float64(1024),
+	"parseMaxConcurrency":     float64(7),
+	"scheduleBatchSize":       "5",
+	"fetchBatchWindowSeconds": "5",
+	"parseBatchConcurrency":   float64(20),
+	"dashboard":               "true",
+	"alarmEmail":              "ops@example.com",
 }
 
 func TestMain(m *testing.M) {

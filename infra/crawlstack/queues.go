@@ -16,8 +16,9 @@ const (
 	// maxMessageBytes is the SQS maximum (256 KiB), set explicitly so the
 	// handlers' message size bounds have a known ceiling.
 	maxMessageBytes = 256 * 1024
-	// visibilityFactor times the consumer's timeout is the visibility timeout,
-	// so retries of a throttled or slow batch do not redeliver early.
+	// visibilityFactor times the consumer's timeout, plus its batching window,
+	// is the visibility timeout, so retries of a throttled or slow batch do
+	// not redeliver early (FunctionConfig.VisibilityTimeoutSeconds).
 	visibilityFactor = 6
 )
 
@@ -38,7 +39,7 @@ func newPipelineQueue(stack awscdk.Stack, name string, cfg Config) pipelineQueue
 	})
 	q := awssqs.NewQueue(stack, jsii.String(id+"Queue"), &awssqs.QueueProps{
 		RetentionPeriod:     awscdk.Duration_Days(jsii.Number(queueRetentionDays)),
-		VisibilityTimeout:   awscdk.Duration_Seconds(jsii.Number(float64(visibilityFactor * cfg.Function(name).TimeoutSeconds))),
+		VisibilityTimeout:   awscdk.Duration_Seconds(jsii.Number(float64(cfg.Function(name).VisibilityTimeoutSeconds()))),
 		Encryption:          awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:          jsii.Bool(true),
 		MaxMessageSizeBytes: jsii.Number(maxMessageBytes),

@@ -1,6 +1,7 @@
 package crawlstack
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -10,11 +11,11 @@ import (
 func TestQueues(t *testing.T) {
 	tests := []struct {
 		fn         string
-		visibility float64 // 6x the function timeout
+		visibility float64 // 6x the function timeout, plus the batching window
 	}{
-		{"Schedule", 360}, // 60 s default
-		{"Fetch", 600},    // 100 s from the test context
-		{"Parse", 360},
+		{"Schedule", 362}, // 60 s and 2 s by default
+		{"Fetch", 605},    // 100 s and 5 s from the test context
+		{"Parse", 362},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fn, func(t *testing.T) {
@@ -42,6 +43,9 @@ func TestQueues(t *testing.T) {
 			if got := qp["VisibilityTimeout"].(float64); got < 6*fnTimeout {
 				t.Errorf("visibility timeout %v < 6 x function timeout %v", got, fnTimeout)
 			}
+			if got, window := qp["VisibilityTimeout"].(float64), mappingWindow(t, tt.fn); got < 6*fnTimeout+window {
+				t.Errorf("visibility timeout %v < 6 x function timeout %v + batching window %v", got, fnTimeout, window)
+			}
 			if q, d := qp["MessageRetentionPeriod"].(float64), dp["MessageRetentionPeriod"].(float64); d <= q {
 				t.Errorf("DLQ retention %v not longer than the queue's %v", d, q)
 			}
@@ -63,4 +67,23 @@ func TestQueues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mappingWindow is the batching window of the event source mapping of the
+// named function, from the synthesized template.
+func mappingWindow(t *testing.T, fn string) float64 {
+	t.Helper()
+	want := ref(logicalID(t, "AWS::Lambda::Function", fn+"Function"))
+	for _, r := range resources() {
+		if r["Type"] != "AWS::Lambda::EventSourceMapping" {
+			continue
+		}
+		p := r["Properties"].(map[string]any)
+		if reflect.DeepEqual(p["FunctionName"], want) {
+			w, _ := p["MaximumBatchingWindowInSeconds"].(float64)
+			return w
+		}
+	}
+	t.Fatalf("no event source mapping for %s", fn)
+	return 0
 }

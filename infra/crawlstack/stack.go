@@ -56,7 +56,8 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 }
 
 // functionEnv is the environment every function gets: the contract with the
-// handlers' config structs.
+// handlers' config structs. Each function also gets its own
+// envBatchConcurrency (newCrawlFunction).
 func functionEnv(cfg Config, bucket bucketRef, table tableRef, queues map[string]pipelineQueue) map[string]*string {
 	env := map[string]*string{
 		"CRAWL_BUCKET":       bucket.BucketName(),
@@ -73,9 +74,16 @@ func functionEnv(cfg Config, bucket bucketRef, table tableRef, queues map[string
 
 // deployTimeEnvBytes bounds the keys and values of functionEnv that are known
 // only at deploy time: the bucket name (at most 63 bytes), the table name (at
-// most 255) and three queue URLs (about 140 each).
+// most 255) and three queue URLs (about 140 each); and the one variable that
+// differs by function, its batch concurrency.
 const deployTimeEnvBytes = len("CRAWL_BUCKET") + 63 + len("CRAWL_TABLE") + 255 +
-	len("SCHEDULE_QUEUE_URL") + len("FETCH_QUEUE_URL") + len("PARSE_QUEUE_URL") + 3*140
+	len("SCHEDULE_QUEUE_URL") + len("FETCH_QUEUE_URL") + len("PARSE_QUEUE_URL") + 3*140 +
+	len(envBatchConcurrency) + 4
+
+// envBatchConcurrency is the variable that tells a function how many records
+// of a batch to work on at once (FunctionConfig.BatchConcurrency, at most 4
+// digits).
+const envBatchConcurrency = "CRAWL_BATCH_CONCURRENCY"
 
 // lambdaEnvLimit is Lambda's limit on a function's environment: all keys and
 // values together.
