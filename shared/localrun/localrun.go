@@ -2,6 +2,8 @@
 // queue, hands the handler the same events.SQSEvent batches Lambda would, deletes the records the
 // handler did not report in BatchItemFailures, and leaves the failures to become visible again
 // after the visibility timeout (and to reach the DLQ after maxReceiveCount), exactly as on AWS.
+// Like the mapping, it gathers a batch larger than one receive (10 messages) over several
+// receives, until the batch is full or its batching window has passed.
 //
 // Run returns when every queue is empty (nothing visible, in flight or delayed), or when its
 // context ends.
@@ -39,8 +41,14 @@ type Source struct {
 	Handler Invoke
 	// Pollers is how many batches are in flight at once (Lambda's MaximumConcurrency).
 	Pollers int
-	// BatchSize is the most records per batch (1 to 10).
+	// BatchSize is the most records per batch. A receive returns at most queue.MaxBatch (10)
+	// messages, so a larger batch gathers several receives within Window.
 	BatchSize int
+	// Window is how long a batch gathers records after its first one, as the mapping's
+	// MaximumBatchingWindowInSeconds: the handler gets the batch once it holds BatchSize records or
+	// Window has passed, whichever comes first. 0 hands over what one receive returns. On SQS a
+	// long poll waits whole seconds, so a batch may wait up to a second past its window there.
+	Window time.Duration
 	// Visibility is the visibility timeout of received messages.
 	Visibility time.Duration
 }
@@ -206,41 +214,101 @@ func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
 	}
 }
 
-// received is a batch in hand, kept invisible by its heartbeat until the handler is done with it.
+// received is a batch in hand, kept invisible by the heartbeats of its parts (one per receive)
+// until the handler is done with it.
 type received struct {
-	msgs          []queue.Message
-	stopHeartbeat func()
+	msgs       []queue.Message
+	heartbeats []func()
+}
+
+// stopHeartbeat stops the heartbeats of every part of the batch.
+func (b received) stopHeartbeat() {
+	for _, stop := range b.heartbeats {
+		stop()
+	}
 }
 
 // receive fills batches until ctx ends, then closes it.
 func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received, log *slog.Logger) {
 	defer close(batches)
-	batch := min(max(s.BatchSize, 1), queue.MaxBatch)
 	for ctx.Err() == nil {
-		msgs, err := r.Queues.Receive(ctx, s.Queue, batch, s.Visibility, time.Second)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("receive failed", "err", err.Error())
-				pause(ctx, time.Second)
-			}
+		b, ok := r.gather(ctx, s, log)
+		if !ok {
 			continue
 		}
-		if msgs = r.take(s.Queue, msgs); len(msgs) == 0 {
-			continue
-		}
-		// Counted from here until its deletes are done; until then its messages are in flight,
-		// so the queue counts them too.
-		r.busy.Add(1)
-		b := received{msgs: msgs, stopHeartbeat: r.heartbeat(ctx, s, msgs, log)}
 		select {
 		case batches <- b:
 		case <-ctx.Done():
-			// Never handled: the messages become visible again after their timeout.
-			b.stopHeartbeat()
-			r.putDown(s.Queue, b.msgs)
-			r.busy.Add(-1)
+			r.drop(s, b) // never handled: the messages become visible again after their timeout
 		}
 	}
+}
+
+// firstWait is how long a receive waits for the first message of a batch (a long poll).
+const firstWait = time.Second
+
+// gather receives one batch: up to s.BatchSize messages, in receives of at most queue.MaxBatch,
+// until the batch is full or s.Window has passed since its first message. It returns false when
+// nothing came (an empty poll, a failed receive, or ctx ended). A batch is counted in busy from
+// its first message until its deletes are done, and each received part is kept invisible by a
+// heartbeat from its receive on, since the records gathered first wait out the window in flight.
+func (r *Runner) gather(ctx context.Context, s Source, log *slog.Logger) (received, bool) {
+	size := max(s.BatchSize, 1)
+	var b received
+	var deadline time.Time
+	for len(b.msgs) < size && ctx.Err() == nil {
+		wait := firstWait
+		if len(b.msgs) > 0 {
+			if wait = time.Until(deadline); wait <= 0 {
+				break
+			}
+		}
+		msgs, err := r.Queues.Receive(ctx, s.Queue, min(size-len(b.msgs), queue.MaxBatch), s.Visibility, wait)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			log.Warn("receive failed", "err", err.Error())
+			if len(b.msgs) > 0 {
+				break // hand over what is in hand
+			}
+			pause(ctx, time.Second)
+			return received{}, false
+		}
+		if msgs = r.take(s.Queue, msgs); len(msgs) == 0 {
+			if len(b.msgs) == 0 {
+				return received{}, false // an empty poll: look at ctx, then poll again
+			}
+			continue
+		}
+		if len(b.msgs) == 0 {
+			// Counted from here until its deletes are done; until then its messages are in
+			// flight, so the queue counts them too.
+			r.busy.Add(1)
+			deadline = time.Now().Add(s.Window)
+		}
+		b.msgs = append(b.msgs, msgs...)
+		b.heartbeats = append(b.heartbeats, r.heartbeat(ctx, s, msgs, log))
+		if s.Window <= 0 {
+			break
+		}
+	}
+	if len(b.msgs) == 0 {
+		return received{}, false
+	}
+	if ctx.Err() != nil {
+		r.drop(s, b)
+		return received{}, false
+	}
+	return b, true
+}
+
+// drop lets go of a batch that will not be handled: its messages become visible again after
+// their visibility timeout.
+func (r *Runner) drop(s Source, b received) {
+	b.stopHeartbeat()
+	r.putDown(s.Queue, b.msgs)
+	r.busy.Add(-1)
 }
 
 // take records msgs as in hand and returns them, less those already in hand: a message whose
@@ -330,8 +398,9 @@ func (r *Runner) invoke(ctx context.Context, s Source, b received, log *slog.Log
 }
 
 // delete removes a batch's successes. It uses a context of its own: a finished record must not be
-// redone because the run was interrupted right after it. The deletes of a batch go out together,
-// as Lambda's DeleteMessageBatch does, so the embedded queue commits them at once.
+// redone because the run was interrupted right after it. The deletes of a batch go out in one
+// DeleteBatch call: the SQS adapter sends them as DeleteMessageBatch requests of 10, as Lambda
+// does, and the embedded queue commits them at once.
 func (r *Runner) delete(ctx context.Context, s Source, done []queue.Message, log *slog.Logger) {
 	if len(done) == 0 {
 		return

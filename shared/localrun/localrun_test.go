@@ -434,3 +434,196 @@ func TestACopyOfAMessageInHandIsNotWorkedOn(t *testing.T) {
 		t.Errorf("the first delete used %s, the handle the handler was given, not the newest copy's", got)
 	}
 }
+
+// countingQueue counts the receives and deletes that reach an embedded queue, and can send more
+// messages to it right after the first receive that returns any (as if they arrived then).
+type countingQueue struct {
+	*sqlite.Queue
+	mu         sync.Mutex
+	receives   []int // messages each receive returned
+	asked      []int // the most each receive asked for
+	firstAt    time.Time
+	deleted    int
+	afterFirst func()
+}
+
+func (c *countingQueue) Receive(ctx context.Context, name string, limit int, vis, wait time.Duration) ([]queue.Message, error) {
+	msgs, err := c.Queue.Receive(ctx, name, limit, vis, wait)
+	c.mu.Lock()
+	c.asked = append(c.asked, limit)
+	c.receives = append(c.receives, len(msgs))
+	first := len(msgs) > 0 && c.firstAt.IsZero()
+	if first {
+		c.firstAt = time.Now()
+	}
+	after := c.afterFirst
+	c.mu.Unlock()
+	if first && after != nil {
+		after()
+	}
+	return msgs, err
+}
+
+func (c *countingQueue) DeleteBatch(ctx context.Context, name string, receipts []string) error {
+	c.mu.Lock()
+	c.deleted += len(receipts)
+	c.mu.Unlock()
+	return c.Queue.DeleteBatch(ctx, name, receipts)
+}
+
+// batchRecorder is a handler that records the size of every batch and when it came.
+type batchRecorder struct {
+	mu    sync.Mutex
+	sizes []int
+	at    []time.Time
+}
+
+func (b *batchRecorder) handle(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sizes = append(b.sizes, len(ev.Records))
+	b.at = append(b.at, time.Now())
+	return events.SQSEventResponse{}, nil
+}
+
+func bodies(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "m" + strconv.Itoa(i)
+	}
+	return out
+}
+
+// runWithin runs r and fails the test if it does not end well within 20 s.
+func runWithin(t *testing.T, r *Runner) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestABatchGathersSeveralReceives: a batch larger than one receive is gathered from several, each
+// asking for at most 10, and handed to the handler once, as soon as it is full (the window is far
+// longer than the test); its deletes leave the queue empty.
+func TestABatchGathersSeveralReceives(t *testing.T) {
+	sq, src, _ := newQueue(t, 5)
+	// 10 + 10 + 5 from three senders, so that no single send is larger than SQS allows.
+	all := bodies(25)
+	send(t, sq, src, all[:10]...)
+	send(t, sq, src, all[10:20]...)
+	send(t, sq, src, all[20:]...)
+	q := &countingQueue{Queue: sq}
+	var rec batchRecorder
+	r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: rec.handle,
+		Pollers: 1, BatchSize: 25, Window: time.Hour, Visibility: time.Minute}}}
+	runWithin(t, r)
+	if !slices.Equal(rec.sizes, []int{25}) {
+		t.Errorf("batches of %v, want one of 25", rec.sizes)
+	}
+	for i, n := range q.asked {
+		if n > queue.MaxBatch {
+			t.Errorf("receive %d asked for %d messages, more than SQS's %d", i+1, n, queue.MaxBatch)
+		}
+	}
+	if q.deleted != 25 {
+		t.Errorf("%d deleted, want 25", q.deleted)
+	}
+	if v, nv, err := sq.Depth(context.Background(), src); err != nil || v+nv != 0 {
+		t.Errorf("%d messages left (%v), want none", v+nv, err)
+	}
+}
+
+// TestMessagesThatComeDuringTheWindowJoinTheBatch: messages sent after the batch's first receive,
+// within its window, go into the same batch.
+func TestMessagesThatComeDuringTheWindowJoinTheBatch(t *testing.T) {
+	sq, src, _ := newQueue(t, 5)
+	send(t, sq, src, "early-1", "early-2")
+	q := &countingQueue{Queue: sq}
+	q.afterFirst = func() { send(t, sq, src, "late-1", "late-2", "late-3") }
+	var rec batchRecorder
+	r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: rec.handle,
+		Pollers: 1, BatchSize: 5, Window: time.Hour, Visibility: time.Minute}}}
+	runWithin(t, r)
+	if !slices.Equal(rec.sizes, []int{5}) {
+		t.Errorf("batches of %v, want one of 5 (2 early, 3 late)", rec.sizes)
+	}
+}
+
+// TestTheWindowHandsOverABatchThatIsNotFull: a batch that cannot fill is handed over once its
+// window has passed since its first message, not before.
+func TestTheWindowHandsOverABatchThatIsNotFull(t *testing.T) {
+	sq, src, _ := newQueue(t, 5)
+	send(t, sq, src, "a", "b", "c")
+	q := &countingQueue{Queue: sq}
+	var rec batchRecorder
+	const window = 300 * time.Millisecond
+	r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: rec.handle,
+		Pollers: 1, BatchSize: 100, Window: window, Visibility: time.Minute}}}
+	runWithin(t, r)
+	if !slices.Equal(rec.sizes, []int{3}) {
+		t.Fatalf("batches of %v, want one of 3", rec.sizes)
+	}
+	if waited := rec.at[0].Sub(q.firstAt); waited < window {
+		t.Errorf("the batch was handed over %v after its first message, before its %v window", waited, window)
+	}
+}
+
+// TestNoWindowHandsOverOneReceive: with no window, a batch is what one receive returns, at most 10
+// however large BatchSize is.
+func TestNoWindowHandsOverOneReceive(t *testing.T) {
+	sq, src, _ := newQueue(t, 5)
+	all := bodies(20)
+	send(t, sq, src, all[:10]...)
+	send(t, sq, src, all[10:]...)
+	q := &countingQueue{Queue: sq}
+	var rec batchRecorder
+	r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: rec.handle,
+		Pollers: 1, BatchSize: 100, Visibility: time.Minute}}}
+	runWithin(t, r)
+	total := 0
+	for _, n := range rec.sizes {
+		if n > queue.MaxBatch {
+			t.Errorf("a batch of %d with no window, want at most %d", n, queue.MaxBatch)
+		}
+		total += n
+	}
+	if total != 20 || len(rec.sizes) < 2 {
+		t.Errorf("batches of %v, want 20 records in two or more", rec.sizes)
+	}
+}
+
+// TestTheFirstRecordsStayInvisibleThroughTheWindow: the records a batch gathered first wait out
+// its window in flight, kept invisible by their heartbeat even when the window is longer than the
+// visibility timeout.
+func TestTheFirstRecordsStayInvisibleThroughTheWindow(t *testing.T) {
+	sq, src, _ := newQueue(t, 5)
+	send(t, sq, src, "first")
+	var rec batchRecorder
+	var handled atomic.Bool
+	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		defer handled.Store(true)
+		return rec.handle(ctx, ev)
+	}
+	r := &Runner{Queues: sq, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: handler,
+		Pollers: 1, BatchSize: 100, Window: 2500 * time.Millisecond, Visibility: time.Second}}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for !handled.Load() && time.Now().Before(deadline) {
+		visible, _, err := sq.Depth(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if visible != 0 && r.busy.Load() != 0 {
+			t.Fatalf("a record in a gathering batch became visible again")
+		}
+		runtime.Gosched()
+	}
+	waitRun(t, done)
+	if !slices.Equal(rec.sizes, []int{1}) {
+		t.Errorf("batches of %v, want one of 1", rec.sizes)
+	}
+}
