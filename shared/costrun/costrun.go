@@ -34,19 +34,22 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// Function is what the stack gives one function: its memory, how many batches it works on at
-// once (the event source mapping's maximum concurrency) and its batch size.
+// Function is what the stack gives one function (infra/crawlstack.FunctionConfig, field for
+// field): its timeout and memory, how many batches it works on at once (the event source mapping's
+// maximum concurrency), its batch size and batching window, and how many records of a batch it
+// works on at once.
 type Function struct {
-	MemoryMB, Concurrency, BatchSize int
+	TimeoutSeconds, MemoryMB, MaxConcurrency, BatchSize, BatchWindowSeconds, BatchConcurrency int
 }
 
-// StackFunctions are the stack's default function settings (infra/crawlstack/config.go, which
-// sits in a module of its own: keep the two in step).
+// StackFunctions are the stack's default function settings (infra/crawlstack.DefaultFunctions,
+// which sits in a module of its own). Both modules' tests hold their defaults against one copy,
+// infra/crawlstack/testdata/function-defaults.json: change the three together.
 func StackFunctions() map[string]Function {
 	return map[string]Function{
-		"schedule": {MemoryMB: 256, Concurrency: 2, BatchSize: 10},
-		"fetch":    {MemoryMB: 512, Concurrency: 10, BatchSize: 10},
-		"parse":    {MemoryMB: 512, Concurrency: 5, BatchSize: 10},
+		"schedule": {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
+		"fetch":    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 100, BatchWindowSeconds: 3, BatchConcurrency: 50},
+		"parse":    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 	}
 }
 
@@ -135,32 +138,46 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	writes := &keyWrites{Table: be.Table}
 	sent := &fetchSends{Sender: be.Queue, queue: res.Fetch}
 	logs := &logBytes{m: m}
-	hs, err := pipeline.New(pc, pipeline.Ports{Queue: sent, Table: writes, Blobs: be.Blobs},
-		slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err != nil {
-		return Report{}, err
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Each function has handlers of its own, as each Lambda function runs in processes of its
+	// own, with its own batch concurrency (CRAWL_BATCH_CONCURRENCY on AWS).
+	handlers := map[string]*pipeline.Handlers{}
+	for _, fn := range []string{"schedule", "fetch", "parse"} {
+		fc := pc
+		fc.BatchConcurrency = max(fns[fn].BatchConcurrency, 1)
+		hs, err := pipeline.New(fc, pipeline.Ports{Queue: sent, Table: writes, Blobs: be.Blobs}, log)
+		if err != nil {
+			return Report{}, err
+		}
+		defer hs.Close()
+		handlers[fn] = hs
 	}
-	defer hs.Close()
 	invoke := func(fn string, h localrun.Invoke) localrun.Invoke {
-		mem := fns[fn].MemoryMB
+		f := fns[fn]
 		return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			// Lambda's deadline: the fetch handler leaves GETs it has no time for to a later batch.
+			if f.TimeoutSeconds > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(f.TimeoutSeconds)*time.Second)
+				defer cancel()
+			}
 			start := time.Now()
 			resp, err := h(ctx, ev)
-			m.AddLambda(time.Since(start), mem)
+			m.AddLambda(time.Since(start), f.MemoryMB)
 			m.AddLogBytes(lambdaReportBytes)
 			return resp, err
 		}
 	}
 	src := func(fn, q string, h localrun.Invoke) localrun.Source {
 		f := fns[fn]
-		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, h), Pollers: f.Concurrency,
-			BatchSize: f.BatchSize, Visibility: o.Visibility}
+		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, h), Pollers: f.MaxConcurrency,
+			BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: o.Visibility}
 	}
 	quiet := cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
 	runner := &localrun.Runner{Queues: depthUnmetered{Queues: be.Queue, depth: quiet.Queue}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
-		src("schedule", res.Schedule, hs.Schedule.Handle),
-		src("fetch", res.Fetch, hs.Fetch.Handle),
-		src("parse", res.Parse, hs.Parse.Handle),
+		src("schedule", res.Schedule, handlers["schedule"].Schedule.Handle),
+		src("fetch", res.Fetch, handlers["fetch"].Fetch.Handle),
+		src("parse", res.Parse, handlers["parse"].Parse.Handle),
 	}}
 
 	start := time.Now()

@@ -3,6 +3,8 @@ package costrun
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -135,4 +137,33 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 	var b bytes.Buffer
 	r.Print(&b, meter.DefaultPrices())
 	t.Logf("\n%s", b.String())
+}
+
+// TestStackFunctionsMatchTheStack holds StackFunctions against the copy of the stack's defaults
+// that infra/crawlstack's tests hold DefaultFunctions against (infra is a module of its own, so
+// neither can import the other): make cost must meter the stack's settings.
+func TestStackFunctionsMatchTheStack(t *testing.T) {
+	const path = "../../infra/crawlstack/testdata/function-defaults.json"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byName); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	delete(byName, "_comment")
+	want := map[string]Function{}
+	for name, v := range byName {
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		var f Function
+		if err := dec.Decode(&f); err != nil {
+			t.Fatalf("%s, %s: %v", path, name, err)
+		}
+		want[name] = f
+	}
+	if got := StackFunctions(); !reflect.DeepEqual(got, want) {
+		t.Errorf("StackFunctions = %+v\nthe stack's defaults (%s) = %+v\nchange them together", got, path, want)
+	}
 }

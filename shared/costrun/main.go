@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
@@ -76,8 +77,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		r.Print(stdout, p)
 	}
-	fmt.Fprintf(stdout, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory (schedule 256 MB, fetch and parse 512 MB), arm64\n",
-		p.SQSPerMillion.Checked)
+	fmt.Fprintf(stdout, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
+	fmt.Fprintf(stdout, "functions: %s\n", describe(StackFunctions()))
 	return 0
 }
 
@@ -93,4 +94,15 @@ func emulated(getenv func(string) string) bool {
 		}
 	}
 	return true
+}
+
+// describe says in one line what each function is given, in the stack's terms.
+func describe(fns map[string]Function) string {
+	var parts []string
+	for _, name := range []string{"schedule", "fetch", "parse"} {
+		f := fns[name]
+		parts = append(parts, fmt.Sprintf("%s %d MB, %d batches at once of up to %d records (window %d s, %d records at once)",
+			name, f.MemoryMB, f.MaxConcurrency, f.BatchSize, f.BatchWindowSeconds, f.BatchConcurrency))
+	}
+	return strings.Join(parts, "; ")
 }
