@@ -172,22 +172,26 @@ func DefaultConfig() Config {
 // same settings: testdata/function-defaults.json is the copy both modules'
 // tests hold their defaults against.
 //
-// Batches are large because a batch, not a page, is what costs an invocation,
-// a WARC or records file (an S3 PUT), a SendMessageBatch of parse or link
+// Schedule and parse take batches of 100: a batch, not a page, costs an
+// invocation, a records file (an S3 PUT), a SendMessageBatch of link or fetch
 // messages and a DeleteMessageBatch. `make cost` measured batches of at most
-// 10 at 0.87 invocations and 0.51 S3 PUTs per page (docs/cost.md). A batch of
-// 100 small messages is far below the 6 MB invocation payload: a fetch or
-// parse message is under 1 KB, a links message at most about 25 KB.
+// 10 at 0.87 invocations and 0.51 S3 PUTs per page (docs/cost.md). 100 small
+// messages are far below the 6 MB invocation payload: a parse message is
+// under 1 KB, a links message at most about 25 KB.
 //
-// Fetch works on 50 records at once, so a batch of 100 pages of many hosts
-// takes about two page loads plus its politeness waits, far inside its
-// 120 s timeout; a record that starts with too little time left is re-queued
-// (fetcher's budget). 50 pages in memory at once are about 1 MB for typical
-// pages of 20 KB, and 50 x the 10 MB body cap in the worst case.
+// Fetch keeps batches of 10 with no batching window. With 100 and a window
+// of 3 s, `make cost` re-queued each page 4.7 times for politeness (1.5 with
+// 10) and the wide crawl cost twice as much; a single host got 6 pages in
+// 45 s instead of one a second. A fetch message re-queued for its host's politeness slot
+// comes back just before the slot and must start within half an interval of
+// it, or it reserves again: a window, and the records ahead of it in a large
+// batch, hold it past that. Larger fetch batches need the fetcher to keep a
+// slot through the window first. Until then fetch works on all 10 records at
+// once, so a batch takes about one page load plus its politeness waits.
 func DefaultFunctions() map[string]FunctionConfig {
 	return map[string]FunctionConfig{
 		FnSchedule: {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
-		FnFetch:    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 100, BatchWindowSeconds: 3, BatchConcurrency: 50},
+		FnFetch:    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 10, BatchWindowSeconds: 0, BatchConcurrency: 10},
 		FnParse:    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 	}
 }

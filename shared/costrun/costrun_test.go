@@ -167,3 +167,26 @@ func TestStackFunctionsMatchTheStack(t *testing.T) {
 		t.Errorf("StackFunctions = %+v\nthe stack's defaults (%s) = %+v\nchange them together", got, path, want)
 	}
 }
+
+func TestOverrideFunctions(t *testing.T) {
+	base := StackFunctions()
+	got, err := OverrideFunctions(base, "fetch.batchSize=10, fetch.batchWindowSeconds=0,parse.memoryMB=1024")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := StackFunctions()
+	f, p := want["fetch"], want["parse"]
+	f.BatchSize, f.BatchWindowSeconds, p.MemoryMB = 10, 0, 1024
+	want["fetch"], want["parse"] = f, p
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("OverrideFunctions = %+v, want %+v", got, want)
+	}
+	if !reflect.DeepEqual(base, StackFunctions()) {
+		t.Error("OverrideFunctions changed its argument")
+	}
+	for _, bad := range []string{"fetch.batchSize", "fetch=10", "crawl.batchSize=1", "fetch.size=1", "fetch.batchSize=ten"} {
+		if _, err := OverrideFunctions(base, bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}

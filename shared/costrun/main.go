@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	singleRPS := fs.Float64("single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	every := fs.Duration("progress", 15*time.Second, "how often to print progress on stderr (0: never)")
+	fnFlag := fs.String("functions", "", "function settings over the stack's defaults, e.g. fetch.batchSize=10,fetch.batchWindowSeconds=0 "+
+		"(keys: the stack's context keys without the function name: timeoutSeconds, memoryMB, maxConcurrency, batchSize, batchWindowSeconds, batchConcurrency)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fns, err := OverrideFunctions(StackFunctions(), *fnFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawlcost: --functions: %v\n", err)
 		return 2
 	}
 	p, err := meter.DefaultPrices().Override(*prices)
@@ -62,7 +70,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Pages: *singlePages, Links: *links, PageBytes: 20_000, Latency: *latency}})
 	}
 	for i, o := range runs {
-		o.Visibility, o.Progress, o.ProgressEvery = 2*time.Minute, stderr, *every
+		o.Visibility, o.Progress, o.ProgressEvery, o.Functions = 2*time.Minute, stderr, *every, fns
 		r, err := Run(ctx, o, cfg)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
@@ -78,7 +86,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r.Print(stdout, p)
 	}
 	fmt.Fprintf(stdout, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
-	fmt.Fprintf(stdout, "functions: %s\n", describe(StackFunctions()))
+	fmt.Fprintf(stdout, "functions: %s\n", describe(fns))
 	return 0
 }
 
@@ -105,4 +113,40 @@ func describe(fns map[string]Function) string {
 			name, f.MemoryMB, f.MaxConcurrency, f.BatchSize, f.BatchWindowSeconds, f.BatchConcurrency))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// OverrideFunctions returns fns with the settings of spec, a comma-separated list of
+// function.key=value (fetch.batchSize=10), changed. The keys are the stack's per-function context
+// keys without the function's name.
+func OverrideFunctions(fns map[string]Function, spec string) (map[string]Function, error) {
+	out := make(map[string]Function, len(fns))
+	for k, v := range fns {
+		out[k] = v
+	}
+	for _, item := range strings.Split(spec, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(item, "=")
+		name, field, ok2 := strings.Cut(key, ".")
+		if !ok || !ok2 {
+			return nil, fmt.Errorf("%q: want function.key=value, such as fetch.batchSize=10", item)
+		}
+		f, known := out[name]
+		if !known {
+			return nil, fmt.Errorf("%q: no function %q (schedule, fetch or parse)", item, name)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %q is not a whole number", item, value)
+		}
+		dst := map[string]*int{"timeoutSeconds": &f.TimeoutSeconds, "memoryMB": &f.MemoryMB, "maxConcurrency": &f.MaxConcurrency,
+			"batchSize": &f.BatchSize, "batchWindowSeconds": &f.BatchWindowSeconds, "batchConcurrency": &f.BatchConcurrency}[field]
+		if dst == nil {
+			return nil, fmt.Errorf("%q: no setting %q", item, field)
+		}
+		*dst = n
+		out[name] = f
+	}
+	return out, nil
 }
