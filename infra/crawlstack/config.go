@@ -135,8 +135,8 @@ const (
 // once they are 90 days old: most are over 128 KB, they are rarely read after
 // parse, and the transition fee per object takes months to pay back, so only
 // what has already been kept a while moves (docs/deploy.md has the numbers).
-// Records files are mostly under 128 KB, which S3 does not move, and they are
-// the output people read; quarantine/ holds a few small files.
+// Records files (one per parse batch of up to 100 pages) are the output people
+// read, so they stay in Standard; quarantine/ holds a few small files.
 func DefaultConfig() Config {
 	fns := DefaultFunctions()
 	return Config{
