@@ -473,6 +473,33 @@ func TestPagesOfOneWARCFileAreReadTogether(t *testing.T) {
 	}
 }
 
+// TestABatchWritesOneRecordsFile: a batch of 100 pages of one crawl (the stack's parse batch)
+// becomes one records file of 100 lines, one S3 PUT, and its pages are read with one ranged GET.
+func TestABatchWritesOneRecordsFile(t *testing.T) {
+	e := newEnv(t)
+	recs := e.batchOfOneFile(100, 0)
+	if got := e.handle(recs...); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	var m message.Parse
+	if err := json.Unmarshal([]byte(recs[0].Body), &m); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.blobs.List(context.Background(), parser.RecordsPrefix+m.Crawl+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 {
+		t.Errorf("%d records files, want 1 for the batch", len(keys))
+	}
+	if n := len(e.titles(m.Crawl)); n != 100 {
+		t.Errorf("%d records, want 100", n)
+	}
+	if e.reads.calls != 1 {
+		t.Errorf("%d ranged reads, want 1 for the batch's one WARC file", e.reads.calls)
+	}
+}
+
 // TestAHandedOverPageParsesAsTheStoredOne parses one page three ways: read from its WARC file, taken
 // from a handoff, and with a handoff that does not hold it. All three give the same record and
 // links; only the first and the last read the blob store.
