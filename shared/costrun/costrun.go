@@ -100,7 +100,12 @@ type Report struct {
 	HotCrawlWrites int64
 	// Writes are the table writes (attempts, failed conditions included) by kind of item.
 	Writes map[string]int64
+	// Batches are the invocations of each function and the records they were given.
+	Batches map[string]Batches
 }
+
+// Batches counts one function's invocations and the records they were given.
+type Batches struct{ Invocations, Records int64 }
 
 // Run crawls o.Web through the AWS adapters built from cfg (a copy of it is metered) in a fresh
 // table, bucket and set of queues, and reports what the crawl used.
@@ -152,9 +157,17 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		defer hs.Close()
 		handlers[fn] = hs
 	}
+	var batchMu sync.Mutex
+	batches := map[string]Batches{}
 	invoke := func(fn string, h localrun.Invoke) localrun.Invoke {
 		f := fns[fn]
 		return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			batchMu.Lock()
+			b := batches[fn]
+			b.Invocations++
+			b.Records += int64(len(ev.Records))
+			batches[fn] = b
+			batchMu.Unlock()
 			// Lambda's deadline: the fetch handler leaves GETs it has no time for to a later batch.
 			if f.TimeoutSeconds > 0 {
 				var cancel context.CancelFunc
@@ -209,6 +222,9 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
 	r.HotCrawl, r.HotCrawlWrites = writes.hottestOf("crawl")
 	r.Writes = writes.byKind()
+	batchMu.Lock()
+	r.Batches = batches
+	batchMu.Unlock()
 	return r, nil
 }
 

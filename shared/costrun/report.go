@@ -40,6 +40,16 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		}
 	}
 	fmt.Fprintf(w, "table writes per page by item: %s\n", strings.Join(kinds, ", "))
+	var fns []string
+	for _, fn := range []string{"schedule", "fetch", "parse"} {
+		if b := r.Batches[fn]; b.Invocations > 0 {
+			fns = append(fns, fmt.Sprintf("%s %.3f (%.1f records each)", fn, per(float64(b.Invocations)),
+				float64(b.Records)/float64(b.Invocations)))
+		}
+	}
+	if len(fns) > 0 {
+		fmt.Fprintf(w, "invocations per page by function: %s\n", strings.Join(fns, ", "))
+	}
 	if u.DynamoDBUnmetered > 0 {
 		fmt.Fprintf(w, "warning: %d DynamoDB answers carried no consumed capacity: its units are too low\n", u.DynamoDBUnmetered)
 	}
