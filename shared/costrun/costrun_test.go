@@ -66,8 +66,6 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
 		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
 		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
-		Writes: map[string]int64{"url": 4500, "slot": 2250, "crawl": 50}}
-		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50,
 		Writes:  map[string]int64{"url": 4500, "slot": 2250, "crawl": 50},
 		Batches: map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}}}
 	var b bytes.Buffer
