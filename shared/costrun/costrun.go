@@ -53,6 +53,10 @@ func StackFunctions() map[string]Function {
 	}
 }
 
+// lambdaPoll is how long an event source mapping's poller waits in a receive (SQS long polling at
+// its longest, 20 s): the empty receives of a queue with little in it are metered as Lambda makes them.
+const lambdaPoll = 20 * time.Second
+
 // lambdaReportBytes is what Lambda itself logs for each invocation (the START, END and REPORT
 // lines), which CloudWatch Logs ingests like the function's own lines.
 const lambdaReportBytes = 280
@@ -140,6 +144,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 
 	pc := o.Pipeline
 	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = res.Schedule, res.Fetch, res.Parse
+	pc.SlotLead = time.Duration(fns["fetch"].BatchWindowSeconds) * time.Second // CRAWL_SLOT_LEAD in the stack
 	writes := &keyWrites{Table: be.Table}
 	sent := &fetchSends{Sender: be.Queue, queue: res.Fetch}
 	logs := &logBytes{m: m}
@@ -184,7 +189,8 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	src := func(fn, q string, h localrun.Invoke) localrun.Source {
 		f := fns[fn]
 		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, h), Pollers: f.MaxConcurrency,
-			BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: o.Visibility}
+			BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: o.Visibility,
+			Poll: lambdaPoll}
 	}
 	quiet := cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
 	runner := &localrun.Runner{Queues: depthUnmetered{Queues: be.Queue, depth: quiet.Queue}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{

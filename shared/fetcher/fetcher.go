@@ -93,6 +93,11 @@ type Config struct {
 	MaxRetries, MaxWaits int
 	// ParseTypes are the media types worth storing and parsing; others are skipped (class type).
 	ParseTypes []string
+	// SlotLead is how much earlier than its politeness slot a message may arrive, besides the
+	// second SQS delays round to, and wait for it in place: the event source's batching window,
+	// which holds a message that long before the batch is handed over. A message re-queued for a
+	// slot is sent back that much earlier too.
+	SlotLead time.Duration
 }
 
 // DefaultConfig returns the defaults documented in the README.
@@ -189,7 +194,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
 		return nil, h.resend(ctx, m, wait) // still inside a long Retry-After: keep waiting
 	}
-	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxInlineWait {
+	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxInlineWait+h.cfg.SlotLead {
 		return nil, h.resend(ctx, m, wait) // early for its politeness slot: keep waiting
 	}
 	// The URL is claimed only once its politeness slot is in hand: a message that must wait for
@@ -535,8 +540,9 @@ func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Durati
 	}
 	delay := max(wait, time.Second)
 	if !m.Slot.IsZero() {
-		// SQS delays are whole seconds: come back early for the slot and wait the rest in place.
-		delay = wait.Truncate(time.Second)
+		// SQS delays are whole seconds: come back early for the slot, by up to the lead and a
+		// second, and wait the rest in place.
+		delay = max(wait-h.cfg.SlotLead, 0).Truncate(time.Second)
 	}
 	delay = min(delay, queue.MaxDelay)
 	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, []queue.Entry{{ID: "0", Body: body, Delay: delay}}); err != nil {

@@ -67,6 +67,9 @@ type Config struct {
 	// HostInterval is the gap between two requests to one host (the fetcher's, before any
 	// robots.txt Crawl-delay); 0 books no politeness slots here and leaves them to the fetcher.
 	HostInterval time.Duration
+	// SlotLead brings a fetch message back this much before its slot, on top of the second SQS
+	// delays round to: the fetch event source's batching window, which may hold it that long.
+	SlotLead time.Duration
 }
 
 // Frontier admits URLs. It is safe for concurrent use.
@@ -361,8 +364,9 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 				}
 				slot := got.At(j)
 				out[i].msg.Slot, out[i].msg.Gap = slot, interval.Milliseconds()
-				// SQS delays are whole seconds: arrive early and wait the rest in place.
-				delays[i] = min(max(slot.Sub(now).Truncate(time.Second), 0), queue.MaxDelay)
+				// SQS delays are whole seconds: arrive early, by up to the lead and a second, and
+				// wait the rest in place.
+				delays[i] = min(max((slot.Sub(now)-f.cfg.SlotLead).Truncate(time.Second), 0), queue.MaxDelay)
 			}
 			return nil
 		})

@@ -51,6 +51,9 @@ type Source struct {
 	Window time.Duration
 	// Visibility is the visibility timeout of received messages.
 	Visibility time.Duration
+	// Poll is how long a receive waits for a batch's first message (a long poll; 0: a second).
+	// Lambda's pollers wait 20 s, so an idle queue costs few requests.
+	Poll time.Duration
 }
 
 // Stats counts what the runner did.
@@ -258,6 +261,9 @@ func (r *Runner) gather(ctx context.Context, s Source, log *slog.Logger) (receiv
 	var deadline time.Time
 	for len(b.msgs) < size && ctx.Err() == nil {
 		wait := firstWait
+		if s.Poll > 0 {
+			wait = s.Poll
+		}
 		if len(b.msgs) > 0 {
 			if wait = time.Until(deadline); wait <= 0 {
 				break

@@ -43,6 +43,10 @@ type Config struct {
 	MaxReceive    int
 	RecrawlPrefix string
 
+	// SlotLead is the fetch event source's batching window: fetch messages waiting for a politeness
+	// slot come back that much earlier, so that the window does not make them late for it.
+	SlotLead time.Duration
+
 	// BudgetUSD stops a crawl from admitting URLs once its ledger costs this much (0: no budget).
 	BudgetUSD float64
 	// Prices overrides some of the prices the ledger is costed at (meter.ParsePrices: "sqs=0.40,...").
@@ -174,6 +178,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.BudgetUSD = f
 	}
 	str("CRAWL_PRICES", &c.Prices)
+	if v := strings.TrimSpace(getenv("CRAWL_SLOT_LEAD")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("CRAWL_SLOT_LEAD=%q: not a duration such as 2s", v))
+		}
+		c.SlotLead = d
+	}
 	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
 	// parses at once.
 	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)

@@ -81,11 +81,11 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), BudgetUSD: cfg.BudgetUSD, Prices: prices},
+		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices},
 		state, p.Queue, log.With("fn", "schedule"))
 	fcfg := fetcher.DefaultConfig()
 	fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
-	fcfg.HostRPS, fcfg.HostConcurrency = cfg.HostRPS, cfg.HostConcurrency
+	fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
 	fcfg.Concurrency, fcfg.MaxReceive = cfg.BatchConcurrency, cfg.MaxReceive
 	fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
 	fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
