@@ -83,6 +83,9 @@ type Config struct {
 	Include, Exclude []string
 	// HostRPS is the politeness limit: requests per second to one host.
 	HostRPS float64
+	// BudgetUSD stops a crawl from admitting URLs once its metered bill (its
+	// ledger in the table) reaches this many dollars; 0 means no budget.
+	BudgetUSD float64
 	// UserAgent is sent with every request and matched against robots.txt.
 	UserAgent string
 	// AllowNet is a comma-separated list of CIDRs that fetch may reach even
@@ -261,6 +264,7 @@ func contextKeys(c *Config) []contextKey {
 		{"include", patternsInto(&c.Include)},
 		{"exclude", patternsInto(&c.Exclude)},
 		{"hostRps", floatInto(&c.HostRPS)},
+		{"budgetUsd", floatInto(&c.BudgetUSD)},
 		{"userAgent", stringInto(&c.UserAgent)},
 		{"allowNet", stringInto(&c.AllowNet)},
 		{"recrawlPrefix", stringInto(&c.RecrawlPrefix)},
@@ -469,6 +473,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.HostRPS > 0 && c.HostRPS <= 100) {
 		bad("hostRps", "must be more than 0 and at most 100, got %v", c.HostRPS)
+	}
+	if c.BudgetUSD < 0 {
+		bad("budgetUsd", "must be 0 (no budget) or more, got %v", c.BudgetUSD)
 	}
 	if strings.TrimSpace(c.UserAgent) == "" {
 		bad("userAgent", "must not be empty")

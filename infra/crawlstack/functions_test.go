@@ -28,6 +28,8 @@ func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 		"CRAWL_MAX_RECEIVE":        "6", // equal to the queues' maxReceiveCount
 		"CRAWL_ALLOW_NET":          "10.0.0.0/8,127.0.0.1/32",
 		"CRAWL_RECRAWL_PREFIX":     "recrawl/",
+		"CRAWL_BUDGET_USD":         "12.5",
+		"CRAWL_SLOT_LEAD":          "5s", // the fetch batching window of the test context
 	}
 }
 

@@ -5,8 +5,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// tableActions are the item operations every handler uses. No Scan, Query or
-// batch operations: every access is by key.
+// tableActions are the item operations every handler uses. No Scan or Query:
+// every access is by key (schedule also reads a crawl's counter shards with
+// BatchGetItem, granted apart).
 var tableActions = []string{
 	"dynamodb:GetItem",
 	"dynamodb:PutItem",
@@ -52,6 +53,11 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Actions:   jsii.Strings("s3:GetObject"),
 		Resources: jsii.Strings(seedReads...),
 	}))
+	// A crawl's ledger is its counter shards, read together (BatchGetItem) to check its budget.
+	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("dynamodb:BatchGetItem"),
+		Resources: jsii.Strings(*table.TableArn()),
+	}))
 	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:ListBucket"),
 		Resources: jsii.Strings(*bucket.BucketArn()),
@@ -66,8 +72,10 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 	}))
 
 	fetch := fns[FnFetch].Function
+	// GetObject: a fetch message delivered again for a page already stored reads the page back
+	// before it sends its parse message again (shared/fetcher checkStored).
 	fetch.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:PutObject", "s3:AbortMultipartUpload"),
+		Actions:   jsii.Strings("s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
 	}))
 

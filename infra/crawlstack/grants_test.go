@@ -30,6 +30,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("ScheduleQueue", consume, send), // consumes; splits seed files
 			on("FetchQueue", send),
 			on("Table", table),
+			on("Table", []string{"dynamodb:BatchGetItem"}), // the crawl's counter shards, for its budget
 			on("Bucket/seeds/*", []string{"s3:GetObject"}),
 			on("Bucket/recrawl/*", []string{"s3:GetObject"}), // the test context's recrawl prefix
 			on("Bucket if s3:prefix=recrawl/*", []string{"s3:ListBucket"}),
@@ -40,7 +41,8 @@ func TestLeastPrivilege(t *testing.T) {
 			on("FetchQueue", consume, send), // consumes; delayed re-queue
 			on("ParseQueue", send),
 			on("Table", table),
-			on("Bucket/pages/*", []string{"s3:AbortMultipartUpload", "s3:PutObject"}),
+			// GetObject: a redelivered fetch message reads its stored page back (checkStored).
+			on("Bucket/pages/*", []string{"s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"}),
 			on("Bucket/quarantine/fetch/*", []string{"s3:PutObject"}),
 		}},
 		{"Parse", [][]string{

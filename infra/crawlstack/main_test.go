@@ -33,6 +33,7 @@ var testContext = map[string]any{
 	"include":                 []any{`^https://a\.test/v[0-9]{1,2}/`, `^https://b\.test/(x|y){1,3}/`}, // as cdk.json holds it
 	"exclude":                 `["[?&]sort=", "/page/[0-9]{3,}"]`,                                     // as cdk -c passes it
 	"hostRps":                 "2.5",
+	"budgetUsd":               "12.5",
 	"userAgent":               "testbot/1.0",
 	"allowNet":                "10.0.0.0/8,127.0.0.1/32",
 	"recrawlPrefix":           "recrawl/",

@@ -103,6 +103,10 @@ func configEnv(cfg Config) map[string]string {
 		"CRAWL_MAX_RECEIVE":        strconv.Itoa(cfg.MaxReceiveCount),
 		"CRAWL_ALLOW_NET":          cfg.AllowNet,
 		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,
+		"CRAWL_BUDGET_USD":         strconv.FormatFloat(cfg.BudgetUSD, 'f', -1, 64),
+		// Fetch messages waiting for a politeness slot come back this much early: the fetch
+		// event source's batching window would otherwise make them late for it.
+		"CRAWL_SLOT_LEAD": strconv.Itoa(cfg.Function(FnFetch).BatchWindowSeconds) + "s",
 	}
 }
 
