@@ -116,21 +116,27 @@ func TestIntegrationInvokeBackendAWS(t *testing.T) {
 			}
 		}
 
-		// A parse message per page, pointing into that WARC file.
+		// One parse message for the batch, naming each page in that WARC file.
 		var got []string
-		for _, m := range receiveN(t, c.SQS, h.Res.Parse, len(fetchedPaths)) {
+		for _, m := range receiveN(t, c.SQS, h.Res.Parse, 1) {
 			p, err := message.DecodeParse(m)
 			if err != nil {
 				t.Errorf("parse queue: %v\n%s", err, m)
 				continue
 			}
-			if p.Crawl != sampleCrawl || p.Status != http.StatusOK || p.WARC.Key != keys[0] || p.WARC.Length <= 0 {
-				t.Errorf("parse message %+v: want crawl %s, status 200 and a record in %s", p, sampleCrawl, keys[0])
+			file, pages := p.PageList()
+			if p.Crawl != sampleCrawl || file != keys[0] {
+				t.Errorf("parse message %+v: want crawl %s and the pages of %s", p, sampleCrawl, keys[0])
 			}
-			got = append(got, p.URL)
+			for _, pg := range pages {
+				if pg.Status != http.StatusOK || pg.Length <= 0 {
+					t.Errorf("parse message page %+v: want status 200 and a record", pg)
+				}
+				got = append(got, pg.URL)
+			}
 		}
 		if want := site.urls(fetchedPaths...); !slices.Equal(sorted(got), want) {
-			t.Errorf("parse messages for %v, want one for each of %v", sorted(got), want)
+			t.Errorf("parse message pages %v, want one for each of %v", sorted(got), want)
 		}
 		// Nothing waited for its politeness slot in the queue or was sent back.
 		expectEmpty(t, c.SQS, "fetch", h.Res.Fetch)

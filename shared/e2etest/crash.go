@@ -65,8 +65,8 @@ var (
 	// AfterLinksSent: parse sent the discovered links, and is about to store the records.
 	AfterLinksSent = Step{Name: "after the links are sent, before the records are stored",
 		kind: BlobPut, keyPrefix: parser.RecordsPrefix}
-	// AfterRecordsStored: parse stored the records, and is about to mark the pages parsed.
-	AfterRecordsStored = Step{Name: "after the records are stored, before the pages are marked parsed",
+	// AfterRecordsStored: parse stored the records, and is about to mark its messages parsed.
+	AfterRecordsStored = Step{Name: "after the records are stored, before the messages are marked parsed",
 		kind: BlobPut, keyPrefix: parser.RecordsPrefix, after: true}
 )
 

@@ -1,6 +1,7 @@
 // Package fetcher is the fetch handler: it claims an admitted URL, checks the SSRF guard, robots.txt
 // and the host's politeness slot, GETs the page with class-aware retries, stores the responses of
-// the batch in one WARC file, sends a parse message per page, and records each URL's terminal state.
+// the batch in one WARC file, sends one parse message naming the file's pages, and records each
+// URL's terminal state.
 //
 // Waiting never burns receive counts (DESIGN invariant 4): a URL that must wait for its host, or for
 // a long Retry-After, is re-sent with a delay and its current message is acknowledged. A transient
