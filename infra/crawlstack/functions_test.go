@@ -41,8 +41,8 @@ func TestFunctions(t *testing.T) {
 		batchConcurrency string
 	}{
 		{"Schedule", 60, 256, "10"},
-		{"Fetch", 100, 1024, "10"}, // timeout and memory from the test context
-		{"Parse", 60, 512, "20"},   // batch concurrency from the test context
+		{"Fetch", 100, 1024, "100"}, // timeout and memory from the test context
+		{"Parse", 60, 512, "20"},    // batch concurrency from the test context
 	}
 	for _, tt := range tests {
 		t.Run(tt.fn, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestEventSourceMappings(t *testing.T) {
 		concurrency float64
 	}{
 		{"Schedule", 5, 2, 2}, // batch size from the test context
-		{"Fetch", 10, 5, 10},  // window from the test context
+		{"Fetch", 100, 5, 10}, // window from the test context
 		{"Parse", 100, 2, 7},  // concurrency from the test context
 	}
 	for _, tt := range tests {

@@ -48,7 +48,7 @@ type Function struct {
 func StackFunctions() map[string]Function {
 	return map[string]Function{
 		"schedule": {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
-		"fetch":    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 10, BatchWindowSeconds: 0, BatchConcurrency: 10},
+		"fetch":    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
 		"parse":    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 	}
 }
