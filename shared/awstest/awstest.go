@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/dynamotable"
 )
 
 // The environment variables that select a backend for the integration tests.
@@ -132,3 +134,27 @@ func RequireS3Notifications(t testing.TB) {
 
 // Emulators reports whether the endpoints are the local emulators rather than LocalStack or AWS.
 func Emulators() bool { return os.Getenv(EnvEmulators) == "1" }
+
+// DynamoTable creates a fresh crawl table, named from prefix, at the configured DynamoDB endpoint
+// and deletes it when the test ends. It returns the table with its client and name.
+func DynamoTable(t testing.TB, prefix string) (*dynamotable.Table, *dynamodb.Client, string) {
+	t.Helper()
+	cfg := Config(t)
+	RequireService(t, "DYNAMODB")
+	client := dynamodb.NewFromConfig(cfg)
+	name := UniqueName(t, prefix)
+	tb := dynamotable.New(client, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := tb.CreateTable(ctx, name); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+			t.Logf("delete table %s: %v", name, err)
+		}
+	})
+	return tb, client, name
+}

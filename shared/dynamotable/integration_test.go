@@ -18,24 +18,7 @@ import (
 // newTable creates a fresh table at the configured endpoint and returns it with its client.
 func newTable(t *testing.T) (*dynamotable.Table, *dynamodb.Client, string) {
 	t.Helper()
-	cfg := awstest.Config(t)
-	awstest.RequireService(t, "DYNAMODB")
-	client := dynamodb.NewFromConfig(cfg)
-	name := awstest.UniqueName(t, "crawl")
-	tb := dynamotable.New(client, name)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := tb.CreateTable(ctx, name); err != nil {
-		t.Fatalf("CreateTable: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
-			t.Logf("delete table %s: %v", name, err)
-		}
-	})
-	return tb, client, name
+	return awstest.DynamoTable(t, "crawl")
 }
 
 // TestIntegrationConformance runs the table port's conformance suite against DynamoDB at the
