@@ -121,3 +121,19 @@ func (l *hostLimiter) acquire(ctx context.Context, host string) (func(), error) 
 		return nil, ctx.Err()
 	}
 }
+
+// takeSlot reserves the host's next politeness slot and waits for it in place when it is near. It
+// returns the slot's start, or the zero time when the record is done: re-queued to wait for a
+// slot further ahead, or failed.
+func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, host string, interval time.Duration) (time.Time, error) {
+	wait, held, err := h.reserveSlot(fctx, host, interval)
+	switch {
+	case err != nil:
+		return time.Time{}, h.fail(ctx, f, err)
+	case wait > 0 && held:
+		return time.Time{}, h.requeueForSlot(ctx, f, wait, interval)
+	case wait > 0:
+		return time.Time{}, h.requeue(ctx, f, wait, false, nil)
+	}
+	return h.Now(), nil
+}

@@ -548,19 +548,6 @@ func (s *entrySender) SendBatch(_ context.Context, _ string, entries []queue.Ent
 	return nil
 }
 
-// slotWrites counts the writes of politeness slot items.
-type slotWrites struct {
-	table.Table
-	n atomic.Int64
-}
-
-func (w *slotWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
-	if strings.HasPrefix(key, "p#") {
-		w.n.Add(1)
-	}
-	return w.Table.Update(ctx, key, u, c)
-}
-
 // Each fetch message goes out with its host's politeness slot and a delay that brings it back
 // just before it: the slots of a message's URLs of one host are booked with one write, and no
 // slot is booked beyond the horizon.
@@ -571,7 +558,7 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	writes := &slotWrites{Table: db.Table("crawl")}
+	writes := &embedtest.CountingTable{Table: db.Table("crawl"), Only: "p#"}
 	st := crawlstate.New(writes)
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	st.Now = func() time.Time { return t0 }
@@ -582,7 +569,7 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 	if _, err := st.ReserveSlots(ctx, "c.test", 1500*time.Millisecond, 599, 0); err != nil {
 		t.Fatal(err)
 	}
-	writes.n.Store(0)
+	before := writes.Writes()
 	m := seeds("http://a.test/1", "http://b.test/1", "http://a.test/2", "http://a.test/3", "http://c.test/1", "http://c.test/2")
 	if res, err := f.Admit(ctx, m); err != nil || res.Sent != 6 {
 		t.Fatalf("Admit = %+v, %v; want 6 sent", res, err)
@@ -618,7 +605,7 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 			t.Errorf("%s: slot %v, gap %dms, delay %v; want slot %v, delay %v", w.url, fm.Slot, fm.Gap, e.Delay, wantSlot, w.delay)
 		}
 	}
-	if n := writes.n.Load(); n != 3 {
+	if n := writes.Writes() - before; n != 3 {
 		t.Errorf("%d slot writes for 3 hosts, want 3", n)
 	}
 }

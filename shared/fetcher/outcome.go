@@ -1,0 +1,159 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+)
+
+// A record's outcomes: the claim on its URL, its terminal state, a transient failure, and a
+// re-queue to wait (for the host, a server's Retry-After, or a fresh invocation).
+
+// claim takes the record's URL for its message, once. dup is true when the message is a
+// duplicate with nothing left to do: the URL is done, or held by a live worker whose own message is
+// still in flight. A URL fetched but not parsed may have lost its parse message: it is sent again
+// (parse drops duplicates), or the URL is taken back to fetch again if its stored page is gone.
+func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
+	if f.claimed {
+		return false, nil
+	}
+	claimed, err := h.state.Claim(ctx, f.msg.Crawl, f.key, f.owner, h.cfg.Lease)
+	if errors.Is(err, crawlstate.ErrClaimed) {
+		h.log.Debug("duplicate fetch message", "url", f.msg.URL)
+		again, err := h.resendParse(ctx, f.msg, f.key, f.owner)
+		if again == nil || err != nil {
+			return true, err
+		}
+		claimed = *again
+	} else if err != nil {
+		return false, err
+	}
+	f.prev, f.claimed = claimed.State, true
+	return false, nil
+}
+
+// finish records a terminal state for the record's URL, claiming it first if need be; the
+// record is done.
+func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, cause error) error {
+	if dup, err := h.claim(ctx, f); dup || err != nil {
+		return err
+	}
+	ok, err := h.state.Finish(ctx, f.msg.Crawl, f.key, f.owner, f.prev, to, cause)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		h.log.Warn("lost the claim before finishing", "url", f.msg.URL)
+		return nil
+	}
+	// A refused address is worth seeing at the default level (a seed or link that points inside a
+	// network, or --allow-net missing); the other outcomes are routine and counted by class.
+	if cause == nil {
+		return nil
+	}
+	level := slog.LevelDebug
+	if errclass.Of(cause) == errclass.SSRF {
+		level = slog.LevelInfo
+	}
+	h.log.Log(ctx, level, "url done without a page", "url", f.msg.URL, "state", string(to),
+		"class", string(errclass.Of(cause)), "err", cause.Error())
+	return nil
+}
+
+// fail handles a transient failure: the record fails and is delivered again, except on its last
+// allowed receive, where the URL is recorded as failed and the message moves on to the DLQ.
+func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
+	if sqsbatch.ReceiveCount(f.rec) >= h.cfg.MaxReceive {
+		if dup, err := h.claim(ctx, f); dup || err != nil {
+			return errors.Join(cause, err) // a duplicate fails too: its message is not ours to drop
+		}
+		if _, err := h.state.FailRedrivable(ctx, f.msg.Crawl, f.key, f.owner, f.prev, cause); err != nil {
+			return err
+		}
+		return fmt.Errorf("giving up on %s after %d receives: %w", f.msg.URL, h.cfg.MaxReceive, cause)
+	}
+	if err := h.unclaim(ctx, f); err != nil {
+		return errors.Join(cause, err)
+	}
+	return fmt.Errorf("fetch %s: %w", f.msg.URL, cause)
+}
+
+// unclaim gives the URL back if this message holds it: it claimed it in this delivery, or it
+// may have in an earlier one that failed before giving it back (its Release failed, or the process
+// died). A message re-sent to wait is a new message with a new id: a claim left under the old id
+// would hold the URL until its lease ran out, with no message left to fetch it then.
+func (h *Handler) unclaim(ctx context.Context, f *fetched) error {
+	if !f.claimed && sqsbatch.ReceiveCount(f.rec) <= 1 {
+		return nil
+	}
+	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
+		return err
+	}
+	f.claimed = false
+	return nil
+}
+
+// requeue re-sends the fetch message with a delay and acknowledges this one.
+func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error) error {
+	return h.requeueWith(ctx, f, wait, isRetry, cause, time.Time{}, 0)
+}
+
+// requeueForSlot re-queues the message to wait for the politeness slot just reserved for it,
+// interval after the host's previous one.
+func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval time.Duration) error {
+	return h.requeueWith(ctx, f, wait, false, nil, h.Now().Add(wait), interval)
+}
+
+// requeueWith re-queues the message; a held slot (not zero) was reserved gap after the host's
+// previous one.
+func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error, slot time.Time, gap time.Duration) error {
+	next := *f.msg
+	next.Slot, next.Gap = slot, gap.Milliseconds()
+	if isRetry {
+		next.Retries++
+		if next.Retries > h.cfg.MaxRetries {
+			return h.finish(ctx, f, crawlstate.Failed, cause)
+		}
+	} else {
+		next.Waits++
+		if next.Waits > h.cfg.MaxWaits {
+			return h.finish(ctx, f, crawlstate.Failed,
+				errclass.Errorf(errclass.Internal, "waited for the host %d times", h.cfg.MaxWaits))
+		}
+	}
+	if err := h.unclaim(ctx, f); err != nil {
+		return err
+	}
+	if wait > queue.MaxDelay {
+		next.NotBefore = h.Now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
+	}
+	return h.resend(ctx, &next, wait)
+}
+
+// resend sends m to the fetch queue again, delayed by wait (at least a second, at most SQS's
+// 15 minutes; a longer wait is chained through m.NotBefore).
+func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Duration) error {
+	body, err := message.Encode(m)
+	if err != nil {
+		return err
+	}
+	delay := max(wait, time.Second)
+	if !m.Slot.IsZero() {
+		// SQS delays are whole seconds: come back early for the slot, by up to the lead and a
+		// second, and wait the rest in place.
+		delay = max(wait-h.cfg.SlotLead, 0).Truncate(time.Second)
+	}
+	delay = min(delay, queue.MaxDelay)
+	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, []queue.Entry{{ID: "0", Body: body, Delay: delay}}); err != nil {
+		return fmt.Errorf("re-queue %s: %w", m.URL, err)
+	}
+	return nil
+}
