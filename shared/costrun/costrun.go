@@ -87,6 +87,8 @@ type Report struct {
 	Hosts        int
 	Elapsed      time.Duration
 	Units        meter.Units
+	// SQSCalls are the SQS requests by call and queue (meter.Meter.SQSCalls).
+	SQSCalls map[string]int64
 	// Delayed counts the fetch messages sent with a delay: to the politeness slot booked for them
 	// at admission, or re-sent to wait again.
 	Delayed int64
@@ -218,7 +220,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		return Report{}, fmt.Errorf("crawl: %w", err)
 	}
 	r := Report{Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
-		Delayed: sent.delayed.Load(), Requeued: sent.resent()}
+		Delayed: sent.delayed.Load(), Requeued: sent.resent(), SQSCalls: m.SQSCalls()}
 	r.Pages, r.Twice = web.Fetched()
 	// The tally reads the whole table: done with the meter's copy of the clients' config, it
 	// would count in the crawl's cost, so it uses an unmetered table.

@@ -1,8 +1,11 @@
 package costrun
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +52,16 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 	}
 	if len(fns) > 0 {
 		fmt.Fprintf(w, "invocations per page by function: %s\n", strings.Join(fns, ", "))
+	}
+	if len(r.SQSCalls) > 0 {
+		calls := slices.SortedFunc(maps.Keys(r.SQSCalls), func(a, b string) int {
+			return cmp.Or(cmp.Compare(r.SQSCalls[b], r.SQSCalls[a]), cmp.Compare(a, b))
+		})
+		parts := make([]string, 0, len(calls))
+		for _, c := range calls {
+			parts = append(parts, fmt.Sprintf("%s %.2f", c, per(float64(r.SQSCalls[c]))))
+		}
+		fmt.Fprintf(w, "SQS requests per page by call and queue: %s\n", strings.Join(parts, ", "))
 	}
 	if u.DynamoDBUnmetered > 0 {
 		fmt.Fprintf(w, "warning: %d DynamoDB answers carried no consumed capacity: its units are too low\n", u.DynamoDBUnmetered)

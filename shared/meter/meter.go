@@ -97,6 +97,7 @@ func (u Units) Sub(v Units) Units {
 type Meter struct {
 	mu    sync.Mutex
 	units Units
+	calls map[string]int64 // SQS requests by call and queue (see SQSCalls)
 }
 
 // New returns an empty Meter.
@@ -107,6 +108,27 @@ func (m *Meter) Snapshot() Units {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.units
+}
+
+// SQSCalls returns the SQS requests counted so far by what made them: the operation and the
+// last part of the queue's name, such as "ReceiveMessage fetch".
+func (m *Meter) SQSCalls() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.calls))
+	for k, v := range m.calls {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *Meter) addCall(call string, n int64) {
+	m.mu.Lock()
+	if m.calls == nil {
+		m.calls = map[string]int64{}
+	}
+	m.calls[call] += n
+	m.mu.Unlock()
 }
 
 // add counts u.

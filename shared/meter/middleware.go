@@ -68,6 +68,7 @@ func (d deserializeMiddleware) HandleDeserialize(ctx context.Context, in middlew
 		u = dynamoUnits(op, input, out.Result, err)
 	case serviceSQS:
 		u = Units{SQSRequests: sqsRequests(op, input, out.Result)}
+		d.m.addCall(op+" "+queueOf(input), u.SQSRequests)
 	case serviceS3:
 		u = s3Units(op, resp.StatusCode)
 	}

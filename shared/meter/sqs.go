@@ -1,6 +1,8 @@
 package meter
 
 import (
+	"strings"
+
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -71,4 +73,30 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// queueOf is the last part of the name of the queue an SQS call is about ("fetch" of
+// ".../crawlstack-fetch"), or "" for a call the crawler makes on no queue.
+func queueOf(input any) string {
+	var u *string
+	switch in := input.(type) {
+	case *sqs.SendMessageInput:
+		u = in.QueueUrl
+	case *sqs.SendMessageBatchInput:
+		u = in.QueueUrl
+	case *sqs.ReceiveMessageInput:
+		u = in.QueueUrl
+	case *sqs.DeleteMessageInput:
+		u = in.QueueUrl
+	case *sqs.DeleteMessageBatchInput:
+		u = in.QueueUrl
+	case *sqs.ChangeMessageVisibilityInput:
+		u = in.QueueUrl
+	case *sqs.ChangeMessageVisibilityBatchInput:
+		u = in.QueueUrl
+	case *sqs.GetQueueAttributesInput:
+		u = in.QueueUrl
+	}
+	name := deref(u)
+	return name[strings.LastIndexAny(name, "/-")+1:]
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 
@@ -80,6 +81,10 @@ func TestSQSRequests(t *testing.T) {
 	want := meter.Units{SQSRequests: 1 + 2 + 4 + 2 + 1 + 1 + 1}
 	if got := m.Snapshot(); got != want {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
+	}
+	wantCalls := map[string]int64{"SendMessageBatch q": 7, "ReceiveMessage q": 3, "DeleteMessageBatch q": 1, "SendMessage q": 1}
+	if got := m.SQSCalls(); !maps.Equal(got, wantCalls) {
+		t.Errorf("SQSCalls = %v, want %v", got, wantCalls)
 	}
 }
 
