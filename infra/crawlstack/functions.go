@@ -48,7 +48,11 @@ func newCrawlFunction(stack awscdk.Stack, name string, cfg Config, shared map[st
 		MemorySize:    jsii.Number(float64(fc.MemoryMB)),
 		Environment:   &env,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
-		LogGroup:      logs,
+		// No line per invocation at the defaults: the handlers log per batch, and Lambda's
+		// START and REPORT lines are INFO system logs (Config.SystemLogLevel).
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(cfg.LogLevel),
+		SystemLogLevelV2:      awslambda.SystemLogLevel(cfg.SystemLogLevel),
+		LogGroup:              logs,
 		// A crawl is an SQS -> Lambda -> SQS loop by design: parse sends
 		// links to schedule, schedule to fetch, fetch to parse (and fetch
 		// and schedule to themselves). Lambda's recursive loop detection

@@ -30,6 +30,7 @@ func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 		"CRAWL_RECRAWL_PREFIX":     "recrawl/",
 		"CRAWL_BUDGET_USD":         "12.5",
 		"CRAWL_SLOT_LEAD":          "5s", // the fetch batching window of the test context
+		"CRAWL_SYSTEM_LOG_LEVEL":   "WARN",
 	}
 }
 
@@ -57,6 +58,9 @@ func TestFunctions(t *testing.T) {
 				"LoggingConfig": map[string]any{
 					"LogFormat": "JSON",
 					"LogGroup":  ref(logicalID(t, "AWS::Logs::LogGroup", tt.fn+"Logs")),
+					// No START and REPORT lines: a line per invocation is most of a batch's logs.
+					"ApplicationLogLevel": "INFO",
+					"SystemLogLevel":      "WARN",
 				},
 				// parse -> schedule -> fetch -> parse is a loop by design.
 				"RecursiveLoop": "Allow",

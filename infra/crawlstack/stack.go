@@ -104,6 +104,8 @@ func configEnv(cfg Config) map[string]string {
 		"CRAWL_ALLOW_NET":          cfg.AllowNet,
 		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,
 		"CRAWL_BUDGET_USD":         strconv.FormatFloat(cfg.BudgetUSD, 'f', -1, 64),
+		// The ledger counts Lambda's START and REPORT lines only where they are written.
+		"CRAWL_SYSTEM_LOG_LEVEL": cfg.SystemLogLevel,
 		// Fetch messages waiting for a politeness slot come back this much early: the fetch
 		// event source's batching window would otherwise make them late for it.
 		"CRAWL_SLOT_LEAD": strconv.Itoa(cfg.Function(FnFetch).BatchWindowSeconds) + "s",

@@ -35,6 +35,10 @@ func NewFunction(ctx context.Context, getenv func(string) string) (*Function, er
 		return &Function{Log: log}, fmt.Errorf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%q: not a whole number of MB: %w",
 			getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), err)
 	}
+	report := ledger.LambdaReportBytes
+	if getenv("CRAWL_SYSTEM_LOG_LEVEL") == "WARN" {
+		report = 0 // the stack's default: Lambda writes no START or REPORT line
+	}
 	return &Function{Handlers: h, Log: log,
-		Ledger: &ledger.Ledger{State: h.State, MemoryMB: mem, Logs: logs, Log: log}}, nil
+		Ledger: &ledger.Ledger{State: h.State, MemoryMB: mem, Logs: logs, ReportBytes: report, Log: log}}, nil
 }

@@ -57,9 +57,10 @@ func StackFunctions() map[string]Function {
 // its longest, 20 s): the empty receives of a queue with little in it are metered as Lambda makes them.
 const lambdaPoll = 20 * time.Second
 
-// lambdaReportBytes is what Lambda itself logs for each invocation (the START, END and REPORT
-// lines), which CloudWatch Logs ingests like the function's own lines.
-const lambdaReportBytes = 280
+// lambdaReportBytes is what Lambda itself logs for each invocation: nothing at the stack's
+// system log level, WARN (infra's systemLogLevel), where it writes no START or REPORT line;
+// ledger.LambdaReportBytes at Lambda's default, INFO.
+const lambdaReportBytes = 0
 
 // Options describe one measured crawl.
 type Options struct {

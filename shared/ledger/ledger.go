@@ -19,8 +19,8 @@ import (
 	"github.com/crawlstack/crawlstack/shared/meter"
 )
 
-// LambdaReportBytes is what Lambda itself logs for each invocation (the START, END and REPORT
-// lines), which CloudWatch Logs ingests like the function's own lines.
+// LambdaReportBytes is what Lambda itself logs for each invocation at its default system log level
+// (the START, END and REPORT lines), which CloudWatch Logs ingests like the function's own lines.
 const LambdaReportBytes = 280
 
 // Recorder keeps the crawls' ledgers (crawlstate.Store).
@@ -35,8 +35,11 @@ type Ledger struct {
 	// MemoryMB is the function's memory, to bill its duration at; 0 bills no Lambda compute or
 	// requests (a handler run by `crawl run`, which no Lambda bills).
 	MemoryMB int
-	// Logs, when set, counts the invocation's log bytes (see CountingHandler).
+	// Logs, when set, counts the invocation's log bytes (see LogCounter.Handler).
 	Logs *LogCounter
+	// ReportBytes is what Lambda itself logs for each invocation: LambdaReportBytes at its
+	// default system log level (INFO), 0 at WARN, where it writes no START or REPORT line.
+	ReportBytes int
 	Log  *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -83,7 +86,7 @@ func (l *Ledger) now() time.Time {
 func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, logsBefore int64, crawls []weight) {
 	if l.MemoryMB > 0 {
 		acct.AddLambda(l.now().Sub(start), l.MemoryMB)
-		acct.AddLogBytes(LambdaReportBytes)
+		acct.AddLogBytes(l.ReportBytes)
 	}
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
 	if len(crawls) == 0 {

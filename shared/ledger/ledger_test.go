@@ -75,7 +75,7 @@ func TestAnInvocationIsBookedToItsCrawls(t *testing.T) {
 	logs := &LogCounter{}
 	log := slog.New(logs.Handler(slog.NewTextHandler(io.Discard, nil)))
 	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &Ledger{State: b, MemoryMB: 1024, Logs: logs, Log: log, Now: func() time.Time { return clock }}
+	l := &Ledger{State: b, MemoryMB: 1024, Logs: logs, ReportBytes: LambdaReportBytes, Log: log, Now: func() time.Time { return clock }}
 	h := l.Wrap(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		for range 3 {
 			if err := put(ctx, db); err != nil {
