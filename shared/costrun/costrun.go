@@ -90,6 +90,9 @@ type Report struct {
 	Units        meter.Units
 	// SQSCalls are the SQS requests by call and queue (meter.Meter.SQSCalls).
 	SQSCalls map[string]int64
+	// EarlyEmpty counts the empty receives the emulator answered before their wait was over,
+	// which SQS never does: left out of Units and SQSCalls (see earlyEmpty).
+	EarlyEmpty int64
 	// Delayed counts the fetch messages sent with a delay: to the politeness slot booked for them
 	// at admission, or re-sent to wait again.
 	Delayed int64
@@ -196,7 +199,8 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 			Poll: lambdaPoll}
 	}
 	quiet := cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
-	runner := &localrun.Runner{Queues: depthUnmetered{Queues: be.Queue, depth: quiet.Queue}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
+	early := &earlyEmpty{}
+	runner := &localrun.Runner{Queues: depthUnmetered{Queues: early.wrap(be.Queue), depth: quiet.Queue}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
 		src("schedule", res.Schedule, handlers["schedule"].Schedule.Handle),
 		src("fetch", res.Fetch, handlers["fetch"].Fetch.Handle),
 		src("parse", res.Parse, handlers["parse"].Parse.Handle),
@@ -222,6 +226,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	}
 	r := Report{Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
 		Delayed: sent.delayed.Load(), Requeued: sent.resent(), SQSCalls: m.SQSCalls()}
+	r.EarlyEmpty = early.takeFrom(&r.Units, r.SQSCalls)
 	r.Pages, r.Twice = web.Fetched()
 	// The tally reads the whole table: done with the meter's copy of the clients' config, it
 	// would count in the crawl's cost, so it uses an unmetered table.
@@ -378,6 +383,56 @@ func (d *fetchSends) resent() int64 {
 	for _, c := range d.sends {
 		n += c - 1
 	}
+	return n
+}
+
+// earlyEmpty counts the runner's receives that came back empty before their long poll's wait
+// was over. SQS answers a long poll with nothing only once its wait time has passed ("Amazon SQS
+// short and long polling" in the SQS developer guide); fauxqs answers every waiting receive of a
+// queue as soon as a message arrives, one with the message and the rest empty, so a poller waiting
+// on a busy queue sends a receive for nearly every message that others take. Those receives would
+// not be made against SQS, and are taken out of the bill.
+type earlyEmpty struct {
+	mu      sync.Mutex
+	byQueue map[string]int64
+}
+
+// earlySlack is how much sooner than its wait an empty answer may come and still count as a
+// wait that ran out (the wait is in whole seconds on the wire).
+const earlySlack = 250 * time.Millisecond
+
+func (e *earlyEmpty) wrap(q localrun.Queues) localrun.Queues { return earlyQueues{Queues: q, e: e} }
+
+type earlyQueues struct {
+	localrun.Queues
+	e *earlyEmpty
+}
+
+func (q earlyQueues) Receive(ctx context.Context, name string, max int, visibility, wait time.Duration) ([]queue.Message, error) {
+	start := time.Now()
+	msgs, err := q.Queues.Receive(ctx, name, max, visibility, wait)
+	if err == nil && len(msgs) == 0 && ctx.Err() == nil && wait >= time.Second && time.Since(start) < wait-earlySlack {
+		q.e.mu.Lock()
+		if q.e.byQueue == nil {
+			q.e.byQueue = map[string]int64{}
+		}
+		q.e.byQueue[name]++
+		q.e.mu.Unlock()
+	}
+	return msgs, err
+}
+
+// takeFrom takes the early empty receives out of u and calls, and returns how many there were.
+func (e *earlyEmpty) takeFrom(u *meter.Units, calls map[string]int64) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var n int64
+	for q, k := range e.byQueue {
+		n += k
+		call := "ReceiveMessage " + q[strings.LastIndexAny(q, "/-")+1:]
+		calls[call] = max(calls[call]-k, 0)
+	}
+	u.SQSRequests = max(u.SQSRequests-n, 0)
 	return n
 }
 

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/awstest"
+	"github.com/crawlstack/crawlstack/shared/localrun"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/multisite"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/queue"
 )
 
 func TestEmulatedWantsEveryServiceOverridden(t *testing.T) {
@@ -192,5 +194,39 @@ func TestOverrideFunctions(t *testing.T) {
 		if _, err := OverrideFunctions(base, bad); err == nil {
 			t.Errorf("%q was accepted", bad)
 		}
+	}
+}
+
+// instantQueues answers every receive at once: with the messages it holds for the queue, or empty.
+type instantQueues struct {
+	localrun.Queues // the rest is never called
+	msgs            map[string][]queue.Message
+}
+
+func (q instantQueues) Receive(_ context.Context, name string, _ int, _, _ time.Duration) ([]queue.Message, error) {
+	return q.msgs[name], nil
+}
+
+// An empty answer to a long poll that came before its wait was over is the emulator's, and is
+// taken out of the bill; an answer with messages, or to a short poll, is not.
+func TestEarlyEmptyReceivesAreNotBilled(t *testing.T) {
+	e := &earlyEmpty{}
+	q := e.wrap(instantQueues{msgs: map[string][]queue.Message{"http://q/crawlcost-x-parse": {{ID: "m"}}}})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := q.Receive(ctx, "http://q/crawlcost-x-fetch", 10, time.Minute, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.Receive(ctx, "http://q/crawlcost-x-fetch", 10, time.Minute, 0); err != nil { // a short poll
+		t.Fatal(err)
+	}
+	if _, err := q.Receive(ctx, "http://q/crawlcost-x-parse", 10, time.Minute, 20*time.Second); err != nil { // got a message
+		t.Fatal(err)
+	}
+	u := meter.Units{SQSRequests: 10}
+	calls := map[string]int64{"ReceiveMessage fetch": 4, "ReceiveMessage parse": 1}
+	if n := e.takeFrom(&u, calls); n != 3 || u.SQSRequests != 7 || calls["ReceiveMessage fetch"] != 1 || calls["ReceiveMessage parse"] != 1 {
+		t.Errorf("took %d: units %d, calls %v; want 3 early empty receives of fetch taken out", n, u.SQSRequests, calls)
 	}
 }

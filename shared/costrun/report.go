@@ -63,6 +63,10 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		}
 		fmt.Fprintf(w, "SQS requests per page by call and queue: %s\n", strings.Join(parts, ", "))
 	}
+	if r.EarlyEmpty > 0 {
+		fmt.Fprintf(w, "not counted: %d empty receives the emulator answered before their wait was over (%.2f per page), which SQS never does\n",
+			r.EarlyEmpty, per(float64(r.EarlyEmpty)))
+	}
 	if u.DynamoDBUnmetered > 0 {
 		fmt.Fprintf(w, "warning: %d DynamoDB answers carried no consumed capacity: its units are too low\n", u.DynamoDBUnmetered)
 	}

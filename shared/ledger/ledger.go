@@ -40,7 +40,7 @@ type Ledger struct {
 	// ReportBytes is what Lambda itself logs for each invocation: LambdaReportBytes at its
 	// default system log level (INFO), 0 at WARN, where it writes no START or REPORT line.
 	ReportBytes int
-	Log  *slog.Logger
+	Log         *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
