@@ -25,6 +25,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/cli"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/localrun"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/meter"
@@ -90,6 +91,10 @@ type Report struct {
 	Units        meter.Units
 	// SQSCalls are the SQS requests by call and queue (meter.Meter.SQSCalls).
 	SQSCalls map[string]int64
+	// Ledger is the crawl's own bill, as its record holds it (package ledger): the units its
+	// handlers' invocations booked, which leaves out the set-up (queues, table, bucket) and the
+	// pollers' receives between invocations.
+	Ledger meter.Units
 	// EarlyEmpty counts the empty receives the emulator answered before their wait was over,
 	// which SQS never does: left out of Units and SQSCalls (see earlyEmpty).
 	EarlyEmpty int64
@@ -194,7 +199,10 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	}
 	src := func(fn, q string, h localrun.Invoke) localrun.Source {
 		f := fns[fn]
-		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, h), Pollers: f.MaxConcurrency,
+		// Each invocation keeps the crawl's ledger, as the Lambda mains do (awsports.NewFunction):
+		// the ledger's own table write is part of the bill.
+		l := &ledger.Ledger{State: handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Log: log}
+		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, localrun.Invoke(l.Wrap(ledger.Handler(h)))), Pollers: f.MaxConcurrency,
 			BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: o.Visibility,
 			Poll: lambdaPoll}
 	}
@@ -233,6 +241,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	if r.URLs, err = crawlstate.New(quiet.Table).Tally(ctx, crawl); err != nil {
 		return Report{}, fmt.Errorf("tally the crawl: %w", err)
 	}
+	r.Ledger = r.URLs.Cost // what the crawl's record says it cost, booked by its invocations
 	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
 	r.HotCrawl, r.HotCrawlWrites = writes.hottestOf("crawl")
 	r.Writes = writes.byKind()

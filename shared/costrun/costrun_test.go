@@ -70,7 +70,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
 		Writes:   map[string]int64{"url": 4500, "slot": 2250, "crawl": 50},
 		Batches:  map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}},
-		SQSCalls: map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500}}
+		SQSCalls: map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
+		Ledger:   meter.Units{DynamoDBWriteUnits: 1600}}
 	var b bytes.Buffer
 	r.Print(&b, p)
 	out := b.String()
@@ -85,7 +86,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
 		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05",
 		"invocations per page by function: fetch 0.250 (8.0 records each), parse 0.020 (50.0 records each)",
-		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10"} {
+		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10",
+		"the crawl's own ledger (its record): $1.00 per million pages"} {
 		if !strings.Contains(squeeze(out), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}

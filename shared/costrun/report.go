@@ -63,6 +63,10 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		}
 		fmt.Fprintf(w, "SQS requests per page by call and queue: %s\n", strings.Join(parts, ", "))
 	}
+	if r.Ledger != (meter.Units{}) {
+		fmt.Fprintf(w, "the crawl's own ledger (its record): $%.2f per million pages of the $%.2f metered here "+
+			"(it leaves out the set-up, and the receives and deletes of the event source mappings)\n", perM(p.Cost(r.Ledger).Total), perM(c.Total))
+	}
 	if r.EarlyEmpty > 0 {
 		fmt.Fprintf(w, "not counted: %d empty receives the emulator answered before their wait was over (%.2f per page), which SQS never does\n",
 			r.EarlyEmpty, per(float64(r.EarlyEmpty)))
