@@ -68,7 +68,7 @@ func (f FunctionConfig) VisibilityTimeoutSeconds() int {
 // and sends the message back CRAWL_SLOT_LEAD (the fetch window) before its
 // slot, so the window does not make it late; the records of a batch wait for
 // their own slots side by side. `make cost` measured the wide crawl at $5.21
-// per million pages this way (WARC files of 25 pages, 0.07 re-sends a page);
+// per million pages this way (before the log level and early-receive changes) (WARC files of 25 pages, 0.07 re-sends a page);
 // with batches of 10 and no window before slots were booked, $12.28. Batches
 // of 100 with a 3 s window and no booking cost $27.03: a message that came
 // back for its slot was held past it and had to wait again.
