@@ -3,7 +3,6 @@ package crawlstack
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -38,20 +37,7 @@ func TestCheckBootstraps(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.DistDir = dist
 			err := cfg.CheckBootstraps()
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			wantErrors(t, err, tt.wantErr)
 		})
 	}
 }

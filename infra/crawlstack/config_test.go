@@ -168,22 +168,9 @@ func TestConfigFromContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := ConfigFromContext(func(k string) any { return tt.ctx[k] })
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				if !tt.check(cfg) {
-					t.Errorf("config not as set: %+v", cfg)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %s", err, w)
-				}
+			wantErrors(t, err, tt.wantErr)
+			if len(tt.wantErr) == 0 && !tt.check(cfg) {
+				t.Errorf("config not as set: %+v", cfg)
 			}
 		})
 	}
@@ -304,20 +291,7 @@ func TestBatchSizeAndWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ConfigFromContext(func(k string) any { return tt.ctx[k] })
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %s", err, w)
-				}
-			}
+			wantErrors(t, err, tt.wantErr)
 		})
 	}
 }
@@ -333,5 +307,25 @@ func TestVisibilityCoversTimeoutAndWindow(t *testing.T) {
 	// SQS caps the visibility timeout at 12 hours: the largest settings stay below it.
 	if got := (FunctionConfig{TimeoutSeconds: 900, BatchWindowSeconds: 300}).VisibilityTimeoutSeconds(); got > 43200 {
 		t.Errorf("largest visibility %d s, over SQS's 43200", got)
+	}
+}
+
+// wantErrors fails the test unless err mentions every one of want, or, when want is empty, unless
+// err is nil.
+func wantErrors(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want an error mentioning %q, got none", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
 	}
 }
