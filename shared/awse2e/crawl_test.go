@@ -105,13 +105,17 @@ func TestIntegrationDuplicateDeliveriesFetchOnce(t *testing.T) {
 // be fetched again.
 func TestIntegrationCrashMidBatchLosesNothing(t *testing.T) {
 	// Each limit kills the crawl at a different point: inside admission, in the middle of the
-	// fetch batches, and while parse batches write records and send links. A crash at write 170
-	// found 23 to 26 of the 30 pages fetched (at 220, once all 30).
-	for _, limit := range []int64{12, 90, 170} {
+	// fetch batches, and while parse batches write records and send links. The points are
+	// fractions of the writes of a whole crawl of the same site: at 72% of them, 23 to 26 of the 30
+	// pages were fetched; at 94%, all of them.
+	const concurrency = 8
+	qs := cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5}
+	whole := newHarness(t, 30, 5)
+	whole.setup(qs)
+	for _, limit := range whole.CrashPoints(concurrency, 0.05, 0.35, 0.65) {
 		t.Run("after_"+strconv.FormatInt(limit, 10)+"_writes", func(t *testing.T) {
-			const concurrency = 8
 			h := newHarness(t, 30, 5)
-			h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
+			h.setup(qs)
 			h.Crash(limit, concurrency)
 			atCrash := h.Site.Fetched()
 			if atCrash == h.Site.Pages {

@@ -53,11 +53,12 @@ func TestCrashBetweenAnyStepsLosesNothing(t *testing.T) {
 	}
 	// Each limit kills the crawl at a different write: inside admission, between a claim and its
 	// fetch, between a WARC write and its parse message, between a handler's success and the delete.
-	// A whole crawl of this site takes about 340 to 355 writes (a parse message is marked done once
-	// for a fetch batch's pages), so the last limit is still a crash.
-	for _, limit := range []int64{3, 17, 60, 140, 220, 300} {
+	// The limits are fractions of the writes of a whole crawl of the same site, so that the last
+	// one is still a crash however few writes the pipeline comes to make.
+	const concurrency = 8
+	limits := newHarness(t, 60, 5, time.Second).CrashPoints(concurrency, 0.01, 0.05, 0.17, 0.4, 0.63, 0.85)
+	for _, limit := range limits {
 		t.Run("after_"+strconv.FormatInt(limit, 10)+"_writes", func(t *testing.T) {
-			const concurrency = 8
 			h := newHarness(t, 60, 5, time.Second)
 			h.Crash(limit, concurrency)
 			h.Resume(concurrency)

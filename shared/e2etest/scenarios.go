@@ -3,6 +3,7 @@ package e2etest
 import (
 	"context"
 	"errors"
+	"math"
 	"net/url"
 	"time"
 
@@ -49,6 +50,29 @@ func (h *Harness) CheckDuplicatesFetchOnce(concurrency int) {
 	if n := sent.Sent.Load(); n < 2*int64(h.Site.Pages) {
 		t.Errorf("%d fetch messages sent, want at least %d (two per page)", n, 2*h.Site.Pages)
 	}
+}
+
+// CrashPoints crawls the site to its end with every write counted, checks that nothing was lost,
+// and returns the write counts at the given fractions of that whole crawl: the crash matrices pick
+// their points this way, since fixed counts drift to the end of the crawl (and test nothing) as
+// the pipeline comes to write less. The harness must be a fresh one, not the one to crash.
+func (h *Harness) CrashPoints(concurrency int, fractions ...float64) []int64 {
+	t := h.T
+	t.Helper()
+	c := &Crasher{Limit: math.MaxInt64, Res: h.Res, Cancel: func() {}}
+	ports, q := c.Wrap(h.Queue, h.Table, h.Blobs)
+	crawl, err := h.Crawl(context.Background(), h.Config(), ports, q, concurrency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.CheckNothingLost(crawl)
+	total := c.Writes()
+	points := make([]int64, len(fractions))
+	for i, f := range fractions {
+		points[i] = max(1, int64(f*float64(total)))
+	}
+	t.Logf("a whole crawl of the site took %d writes; crash points %v", total, points)
+	return points
 }
 
 // Crash runs a crawl of the site that "dies" at write limit, with concurrency fetches in
