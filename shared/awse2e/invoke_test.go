@@ -63,7 +63,7 @@ func TestIntegrationInvokeBackendAWS(t *testing.T) {
 			t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
 		checkNoBatchFailures(t, stdout, stderr)
-		msgs := receiveN(t, c.SQS, h.Res.Fetch, len(admittedPaths))
+		msgs := receiveFetchURLs(t, c.SQS, h.Res.Fetch, len(admittedPaths))
 		var got []string
 		for _, m := range msgs {
 			f, err := message.DecodeFetch(m)
@@ -72,9 +72,9 @@ func TestIntegrationInvokeBackendAWS(t *testing.T) {
 				continue
 			}
 			if f.Crawl != sampleCrawl {
-				t.Errorf("fetch message for %s is in crawl %q, want %q", f.URL, f.Crawl, sampleCrawl)
+				t.Errorf("fetch message for %v is in crawl %q, want %q", f.URLList(), f.Crawl, sampleCrawl)
 			}
-			got = append(got, f.URL)
+			got = append(got, f.URLList()...)
 		}
 		if want := site.urls(admittedPaths...); !slices.Equal(sorted(got), want) {
 			t.Errorf("fetch messages for %v, want one for each of %v", sorted(got), want)
@@ -253,21 +253,44 @@ func checkNoBatchFailures(t *testing.T, stdout, stderr string) {
 // deadline; then it checks that no more are waiting. It returns their bodies.
 func receiveN(t *testing.T, c *sqs.Client, queueURL string, n int) []string {
 	t.Helper()
+	return receiveCounted(t, c, queueURL, n, func(string) int { return 1 })
+}
+
+// receiveFetchURLs is receiveN for the URLs of fetch messages, which may carry several each.
+func receiveFetchURLs(t *testing.T, c *sqs.Client, queueURL string, n int) []string {
+	t.Helper()
+	return receiveCounted(t, c, queueURL, n, func(body string) int {
+		m, err := message.DecodeFetch(body)
+		if err != nil {
+			return 1 // the caller reports it
+		}
+		return len(m.URLList())
+	})
+}
+
+// receiveCounted receives the queue's messages until they count n (count says what each counts
+// for), and fails the test if they count more or more come.
+func receiveCounted(t *testing.T, c *sqs.Client, queueURL string, n int, count func(string) int) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
 	defer cancel()
 	var bodies []string
-	for len(bodies) < n {
-		got, err := receive(ctx, c, queueURL)
+	got := 0
+	for got < n {
+		more, err := receive(ctx, c, queueURL)
 		if err != nil {
-			t.Fatalf("%d of %d messages from %s: %v", len(bodies), n, queueURL, err)
+			t.Fatalf("%d of %d from %s: %v", got, n, queueURL, err)
 		}
-		bodies = append(bodies, got...)
+		for _, b := range more {
+			got += count(b)
+		}
+		bodies = append(bodies, more...)
 	}
-	if len(bodies) > n {
-		t.Errorf("%d messages on %s, want %d:\n%s", len(bodies), queueURL, n, strings.Join(bodies, "\n"))
+	if got > n {
+		t.Errorf("%d on %s, want %d:\n%s", got, queueURL, n, strings.Join(bodies, "\n"))
 	}
 	if more, err := receive(ctx, c, queueURL); err != nil || len(more) != 0 {
-		t.Errorf("%s after its %d messages: %v, %v; want nothing more", queueURL, n, more, err)
+		t.Errorf("%s after its %d: %v, %v; want nothing more", queueURL, n, more, err)
 	}
 	return bodies
 }

@@ -326,13 +326,7 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // StartCrawl drops the seed file into seeds/ and tells schedule, as S3 would. The crawl is named
 // after the file's content, so starting the same file again resumes its crawl.
 func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, body []byte) (string, error) {
-	digest := sha256.Sum256(body)
-	version := hex.EncodeToString(digest[:])
-	prefix := be.SeedsPrefix
-	if prefix == "" {
-		prefix = scheduler.SeedsPrefix
-	}
-	key := prefix + name
+	key, version := seedObject(be, name, body)
 	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
 		return "", fmt.Errorf("store the seed file: %w", err)
 	}
@@ -344,6 +338,22 @@ func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, bo
 		return "", fmt.Errorf("start the crawl: %w", err)
 	}
 	return scheduler.CrawlID(be.Bucket, key, version), nil
+}
+
+// CrawlOf is the id of the crawl that StartCrawl starts for a seed file of that name and body.
+func CrawlOf(be *Backend, name string, body []byte) string {
+	key, version := seedObject(be, name, body)
+	return scheduler.CrawlID(be.Bucket, key, version)
+}
+
+// seedObject is the key of the seed file name in be, and the version S3 would give its body.
+func seedObject(be *Backend, name string, body []byte) (key, version string) {
+	digest := sha256.Sum256(body)
+	prefix := be.SeedsPrefix
+	if prefix == "" {
+		prefix = scheduler.SeedsPrefix
+	}
+	return prefix + name, hex.EncodeToString(digest[:])
 }
 
 // NewRunner plays Lambda's event source mappings for the three handlers: about concurrency

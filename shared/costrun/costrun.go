@@ -378,7 +378,9 @@ func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.En
 			d.delayed.Add(1)
 		}
 		if m, derr := message.DecodeFetch(e.Body); derr == nil {
-			d.sends[m.URL]++
+			for _, u := range m.URLList() {
+				d.sends[u]++
+			}
 		}
 	}
 	return err

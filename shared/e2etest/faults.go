@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
 )
 
@@ -19,14 +20,15 @@ func (d Doubler) SendBatch(ctx context.Context, q string, entries []queue.Entry)
 	return d.Sender.SendBatch(ctx, q, twice)
 }
 
-// CountingSender counts the messages sent to one queue, and those of them sent with a delay.
-// It is safe for concurrent use.
+// CountingSender counts the messages sent to one queue, and those of them sent with a delay; for
+// a fetch queue, also the URLs they carry. It is safe for concurrent use.
 type CountingSender struct {
 	queue.Sender
 	// Queue is the address of the queue whose messages are counted.
 	Queue string
-	// Sent and Delayed are the counts.
-	Sent, Delayed atomic.Int64
+	// Sent and Delayed are the counts of messages; URLs counts a fetch message's URLs (one for any
+	// other message).
+	Sent, Delayed, URLs atomic.Int64
 }
 
 // SendBatch counts the entries, then sends them.
@@ -37,6 +39,11 @@ func (c *CountingSender) SendBatch(ctx context.Context, q string, entries []queu
 			if e.Delay > 0 {
 				c.Delayed.Add(1)
 			}
+			n := 1
+			if m, err := message.DecodeFetch(e.Body); err == nil {
+				n = len(m.URLList())
+			}
+			c.URLs.Add(int64(n))
 		}
 	}
 	return c.Sender.SendBatch(ctx, q, entries)

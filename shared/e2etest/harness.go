@@ -86,6 +86,10 @@ type Harness struct {
 	// DLQSettle is how long the dead-letter queues' counts may take to settle (SQS's are
 	// approximate and lag); 0 looks once, for a backend whose counts are exact.
 	DLQSettle time.Duration
+
+	// heldAtCrash are the paths of the site's URLs that a worker held (claimed, not yet done) when
+	// the last Crash or CrashAt stopped the run: the only pages the resumed run may fetch again.
+	heldAtCrash map[string]bool
 }
 
 // QuietLog is a logger that writes nothing, for handlers under test.
@@ -139,19 +143,26 @@ func (h *Harness) Run(ctx context.Context, crawl string, cfg pipeline.Config, po
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// The run is cancelled when it outlasts timeout, without a deadline on its context: the
+	// handlers would take one for the end of a Lambda invocation, and re-queue their work.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := time.AfterFunc(timeout, func() { cancel(errRunTimeout) })
+	defer stop.Stop()
 	hs, err := pipeline.New(cfg, ports, QuietLog())
 	if err != nil {
 		h.T.Fatal(err)
 	}
 	defer hs.Close()
 	err = h.Runner(q, h.Res, hs, concurrency, h.Visibility, QuietLog()).Run(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(context.Cause(ctx), errRunTimeout) {
 		h.T.Fatalf("the run did not finish within %v; pending:\n%s", timeout, h.Pending(crawl))
 	}
 	return err
 }
+
+// errRunTimeout is the cause of a run cancelled for outlasting its timeout.
+var errRunTimeout = errors.New("the run outlasted its timeout")
 
 // Pending says what a crawl still has to do: the messages in each queue (visible, and in flight
 // or delayed) and up to 10 of crawl's URLs without a terminal state (none when crawl is empty).

@@ -102,8 +102,7 @@ func (h *Harness) CheckHeldSlotWaits() {
 		t.Fatalf("the host's second slot is %v away (%v), want %v", w, err, heldSlotLead)
 	}
 	slot := now.Add(w)
-	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl},
-		URL: u.String(), Root: u.String(), Slot: slot})
+	body, err := message.Encode(message.Pack(crawl, []message.Target{{URL: u.String(), Root: u.String(), Slot: slot}}))
 	if err != nil {
 		t.Fatal(err)
 	}

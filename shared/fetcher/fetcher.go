@@ -1,7 +1,8 @@
 // Package fetcher is the fetch handler: it claims an admitted URL, checks the SSRF guard, robots.txt
 // and the host's politeness slot, GETs the page with class-aware retries, stores the responses of
 // the batch in one WARC file, sends one parse message naming the file's pages, and records each
-// URL's terminal state.
+// URL's terminal state. A fetch message may carry several URLs; each is worked on as if it came
+// alone (see split.go).
 //
 // Waiting never burns receive counts (DESIGN invariant 4): a URL that must wait for its host, or for
 // a long Retry-After, is re-sent with a delay and its current message is acknowledged. A transient
@@ -173,7 +174,9 @@ type fetched struct {
 
 // Handle processes one SQS batch of fetch messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	resp := sqsbatch.Collect(ctx, h.batch, ev, h.fetchOne, h.storeAll)
+	one, parts := split(ev)
+	resp := sqsbatch.Collect(ctx, h.batch, one, h.fetchOne, h.storeAll)
+	resp.BatchItemFailures = h.regroup(ctx, parts, resp.BatchItemFailures)
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}

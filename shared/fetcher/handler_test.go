@@ -112,11 +112,12 @@ type delayedSend struct {
 	mu        sync.Mutex
 	delays    map[string]time.Duration // body -> requested delay
 	failParse bool                     // fail every send to the parse queue
+	failFetch bool                     // fail every send to the fetch queue
 }
 
 func (d *delayedSend) SendBatch(ctx context.Context, name string, entries []queue.Entry) error {
-	if d.failParse && name == parseQ {
-		return errors.New("parse queue unavailable")
+	if d.failParse && name == parseQ || d.failFetch && name == fetchQ {
+		return errors.New(name + " queue unavailable")
 	}
 	d.mu.Lock()
 	out := make([]queue.Entry, len(entries))
@@ -201,7 +202,7 @@ func (e *env) sample() events.SQSEvent {
 func (e *env) record(id, path string, receives int) events.SQSMessage {
 	e.t.Helper()
 	rec := e.sample().Records[0]
-	m := message.Fetch{Header: message.Header{Crawl: crawl}, URL: e.url(path), Root: e.url("/"), Depth: 1}
+	m := message.Fetch{Header: message.Header{Crawl: crawl}, Target: message.Target{URL: e.url(path), Root: e.url("/"), Depth: 1}}
 	body, err := message.Encode(m)
 	if err != nil {
 		e.t.Fatal(err)
@@ -216,7 +217,7 @@ func (e *env) record(id, path string, receives int) events.SQSMessage {
 func (e *env) seedRecord(id, raw string) events.SQSMessage {
 	e.t.Helper()
 	rec := e.record(id, "/", 1)
-	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, URL: raw, Root: raw})
+	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, Target: message.Target{URL: raw, Root: raw}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -1059,5 +1060,95 @@ func TestAFetchMessageWithoutItsItemIsDropped(t *testing.T) {
 	}
 	if m := e.received(parseQ); len(m) != 0 {
 		t.Errorf("%d parse messages sent, want 0", len(m))
+	}
+}
+
+// TestAFailedURLOfAMessageOfSeveralGoesBackAlone: each URL of a message of several is fetched as
+// if it came alone. One that fails goes back to the queue in a message of its own, with a delay,
+// and the message of several is acknowledged: its other pages are stored and sent to parse once,
+// and only the failed URL is requested again.
+func TestAFailedURLOfAMessageOfSeveralGoesBackAlone(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.record("msg-1", "/", 1)
+	var targets []message.Target
+	for _, p := range []string{"/", "/about", "/busy"} {
+		targets = append(targets, message.Target{URL: e.url(p), Root: e.url("/"), Depth: 1})
+		e.admit(e.url(p), e.url("/"), 1)
+	}
+	body, err := message.Encode(message.Pack(crawl, targets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Body = body
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none: the failed URL goes back alone", got)
+	}
+	back := e.received(fetchQ)
+	if len(back) != 1 {
+		t.Fatalf("%d fetch messages sent back, want 1", len(back))
+	}
+	m, err := message.DecodeFetch(back[0].Body)
+	if err != nil || m.URLs != nil || m.URL != e.url("/busy") {
+		t.Fatalf("sent back %s (%v), want the one URL /busy", back[0].Body, err)
+	}
+	if d := e.send.delays[back[0].Body]; d <= 0 {
+		t.Errorf("/busy was sent back with delay %v, want a wait like a failed record's", d)
+	}
+	alone := e.record("msg-2", "/busy", 1)
+	alone.Body = back[0].Body
+	if got := e.handle(alone); !reflect.DeepEqual(got, []string{"msg-2"}) {
+		t.Errorf("BatchItemFailures = %v, want msg-2: alone, /busy fails as any message does", got)
+	}
+	for p, want := range map[string]int{"/": 1, "/about": 1, "/busy": 2} {
+		if n := e.site.hitsOf(p); n != want {
+			t.Errorf("%s requested %d times, want %d", p, n, want)
+		}
+	}
+	for p, want := range map[string]crawlstate.State{"/": crawlstate.Fetched, "/about": crawlstate.Fetched, "/busy": crawlstate.Queued} {
+		if it := e.item(p); it.State != want || p == "/busy" && it.Owner != "" {
+			t.Errorf("%s = %+v, want %s and not held", p, it, want)
+		}
+	}
+	var pages []string
+	for _, m := range e.received(parseQ) {
+		pm, err := message.DecodeParse(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ps := pm.PageList()
+		for _, p := range ps {
+			pages = append(pages, p.URL)
+		}
+	}
+	slices.Sort(pages)
+	if want := []string{e.url("/"), e.url("/about")}; !slices.Equal(pages, want) {
+		t.Errorf("pages sent to parse = %v, want %v", pages, want)
+	}
+}
+
+// TestAMessageOfSeveralFailsWholeIfItsFailedURLCannotGoBack: when the failed URL cannot be sent
+// back alone, the message fails by its own id, and its redelivery fetches only that URL again.
+func TestAMessageOfSeveralFailsWholeIfItsFailedURLCannotGoBack(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.record("msg-1", "/", 1)
+	var targets []message.Target
+	for _, p := range []string{"/", "/busy"} {
+		targets = append(targets, message.Target{URL: e.url(p), Root: e.url("/"), Depth: 1})
+		e.admit(e.url(p), e.url("/"), 1)
+	}
+	body, err := message.Encode(message.Pack(crawl, targets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Body = body
+	e.send.failFetch = true
+	for receive := 1; receive <= 2; receive++ {
+		rec.Attributes["ApproximateReceiveCount"] = itoa(receive)
+		if got := e.handle(rec); !reflect.DeepEqual(got, []string{"msg-1"}) {
+			t.Fatalf("receive %d: BatchItemFailures = %v, want msg-1 whole", receive, got)
+		}
+		if n, m := e.site.hitsOf("/"), e.site.hitsOf("/busy"); n != 1 || m != receive {
+			t.Errorf("receive %d: / requested %d times and /busy %d, want 1 and %d", receive, n, m, receive)
+		}
 	}
 }

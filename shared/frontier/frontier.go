@@ -1,7 +1,10 @@
 // Package frontier admits URLs to a crawl: the heart of the schedule handler. For each URL of a
 // Links message it normalises, checks scope, depth, traps and budgets, drops duplicates (a Bloom
-// filter in warm memory, confirmed by the table, then a conditional write) and sends fetch messages
-// in batches of 10.
+// filter in warm memory, confirmed by the table, then a conditional write) and sends fetch messages.
+// A schedule batch admits its Links messages one by one (Stage) and sends the fetch messages of all
+// of them at once (Send): the URLs due back at the same second share one message, whichever Links
+// message admitted them (a wide crawl's links come a host to a message, a second apart), which
+// cuts the fetch queue's sends, receives and deletes several times over.
 //
 // Admission is safe across crashes (DESIGN invariant 3): the URL's item is written before its fetch
 // message is sent, and names the Links message that admitted it (Source, a digest of the message,
@@ -113,31 +116,52 @@ type Result struct {
 }
 
 type pending struct {
-	key  string
-	host string // the URL's host and port, whose politeness slots it takes
-	msg  message.Fetch
+	crawl string
+	key   string
+	host  string // the URL's host and port, whose politeness slots it takes
+	msg   message.Target
 	// resent: the URL was admitted by an earlier delivery of the same message, which may still be
 	// at work (and may take its admission back): the URL is sent but not remembered.
 	resent bool
 }
 
-// Admit admits the URLs of one Links message. It returns an error (and the caller retries the whole
-// message) only when the table or the queue failed; per-URL refusals are recorded, not errors.
+// Admit admits the URLs of one Links message and sends their fetch messages (Stage, then Send).
+// It returns an error (and the caller retries the whole message) only when the table or the queue
+// failed; per-URL refusals are recorded, not errors.
 func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) {
-	var res Result
+	st, err := f.Stage(ctx, m)
+	sendErr := f.Send(ctx, []*Staged{st})[0]
+	return st.Result, errors.Join(err, sendErr)
+}
+
+// Staged is a Links message admitted and not yet sent: Send sends the fetch messages of many.
+type Staged struct {
+	crawl string
+	out   []pending
+	// Result counts what admission did; Send adds the URLs it sent.
+	Result Result
+}
+
+// Crawl is the crawl of the staged message.
+func (s *Staged) Crawl() string { return s.crawl }
+
+// Stage admits the URLs of one Links message, and returns the fetch messages left to send. It
+// returns an error (and the caller retries the whole message) when the table failed; the URLs
+// admitted all the same are in the Staged, to be sent: a URL that fails stops no other, and the
+// redelivery of m redoes only the rest (the sent ones are known to this frontier by then), so a
+// message of many links gets through a table that fails now and then.
+func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error) {
+	st := &Staged{crawl: m.Crawl}
 	by := Source(m)
 	var root *url.URL
 	if m.Root != "" {
 		r, err := urlnorm.Normalize(m.Root)
 		if err != nil {
-			return res, fmt.Errorf("links message root %q: %w", m.Root, err)
+			return st, fmt.Errorf("links message root %q: %w", m.Root, err)
 		}
 		root = r
 	}
-	// The URLs are independent: admit them at once, so their table writes share commits. A URL
-	// that fails stops no other: those admitted are sent, and the redelivery of m redoes only the
-	// rest (the sent ones are known to this frontier by then), so a message of many links gets
-	// through a table that fails now and then.
+	// The URLs are independent: admit them at once, so their table writes share commits.
 	type result struct {
 		p       pending
 		outcome outcome
@@ -160,31 +184,25 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 		})
 	}
 	admitErr := g.Wait()
-	var out []pending
-	queued := make(map[string]int, len(m.URLs)) // key -> index in out
+	queued := make(map[string]int, len(m.URLs)) // key -> index in st.out, plus one
 	for _, r := range results {
 		p, outcome := r.p, r.outcome
 		switch {
 		case outcome == outSend && queued[p.key] > 0:
-			res.Known++ // the same URL twice in one message: this delivery admitted it if either did
-			out[queued[p.key]-1].resent = out[queued[p.key]-1].resent && p.resent
+			st.Result.Known++ // the same URL twice in one message: this delivery admitted it if either did
+			st.out[queued[p.key]-1].resent = st.out[queued[p.key]-1].resent && p.resent
 		case outcome == outSend:
-			out = append(out, p)
-			queued[p.key] = len(out)
+			st.out = append(st.out, p)
+			queued[p.key] = len(st.out)
 		case outcome == outKnown:
-			res.Known++
+			st.Result.Known++
 		case outcome == outRejected:
-			res.Rejected++
+			st.Result.Rejected++
 		case outcome == outInvalid:
-			res.Invalid++
+			st.Result.Invalid++
 		}
 	}
-	sent, err := f.sendAll(ctx, m.Crawl, out)
-	res.Sent = sent
-	if admitErr != nil {
-		return res, errors.Join(admitErr, err)
-	}
-	return res, err
+	return st, admitErr
 }
 
 type outcome int
@@ -289,43 +307,136 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 			return pending{}, 0, err
 		}
 	}
-	return pending{key: key, host: u.Host, msg: message.Fetch{Header: message.Header{Crawl: m.Crawl}, URL: norm,
-		Root: r.String(), Depth: m.Depth}, resent: res == crawlstate.Unsent}, outSend, nil
+	return pending{crawl: m.Crawl, key: key, host: u.Host, msg: message.Target{URL: norm, Root: r.String(),
+		Depth: m.Depth}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 
-// sendAll sends the fetch messages and remembers each URL sent. It returns how many were sent.
-func (f *Frontier) sendAll(ctx context.Context, crawl string, out []pending) (int, error) {
+// Send books the politeness slots of the staged URLs and sends their fetch messages, the URLs due
+// back at the same second in one message, whichever Links message admitted them; it remembers each
+// URL sent. It returns, for each staged message, nil or the error that left some of its URLs
+// unsent: that message must be delivered again, to send them.
+func (f *Frontier) Send(ctx context.Context, staged []*Staged) []error {
+	errs := make([]error, len(staged))
+	var out []pending
+	var from []int // the staged message of each URL in out
+	for i, st := range staged {
+		out = append(out, st.out...)
+		for range st.out {
+			from = append(from, i)
+		}
+	}
 	if len(out) == 0 {
-		return 0, nil
+		return errs
 	}
 	delays := f.book(ctx, out)
-	entries := make([]queue.Entry, len(out))
-	for i, p := range out {
-		body, err := message.Encode(p.msg)
-		if err != nil {
-			return 0, err
+	groups := pack(out, delays)
+	entries := make([]queue.Entry, len(groups))
+	for g, idx := range groups {
+		targets := make([]message.Target, len(idx))
+		for j, i := range idx {
+			targets[j] = out[i].msg
 		}
-		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body, Delay: delays[i]}
+		body, err := message.Encode(message.Pack(out[idx[0]].crawl, targets))
+		if err != nil {
+			for _, i := range idx {
+				errs[from[i]] = err
+			}
+			continue
+		}
+		entries[g] = queue.Entry{ID: strconv.Itoa(g), Body: body, Delay: delays[idx[0]]}
 	}
-	sendErr := f.send.SendBatch(ctx, f.cfg.FetchQueue, entries)
+	sendErr := f.send.SendBatch(ctx, f.cfg.FetchQueue, nonEmpty(entries))
 	var be *queue.BatchError
 	if sendErr != nil && !errors.As(sendErr, &be) {
-		return 0, fmt.Errorf("send fetch messages: %w", sendErr)
+		be = &queue.BatchError{Failed: map[string]error{}}
+		for _, e := range entries {
+			be.Failed[e.ID] = sendErr
+		}
 	}
-	sent := 0
+	for g, idx := range groups {
+		if entries[g].Body == "" {
+			continue // not encoded: its error is set
+		}
+		if be != nil && be.Failed[entries[g].ID] != nil {
+			for _, i := range idx {
+				errs[from[i]] = fmt.Errorf("send fetch messages: %w", be.Failed[entries[g].ID]) // the redelivered message sends it
+			}
+			continue
+		}
+		for _, i := range idx {
+			if !out[i].resent {
+				f.remember(out[i].crawl, out[i].key, out[i].msg.URL)
+			}
+			staged[from[i]].Result.Sent++
+		}
+	}
+	return errs
+}
+
+// nonEmpty drops the entries left empty (a message that did not encode).
+func nonEmpty(entries []queue.Entry) []queue.Entry {
+	out := entries[:0:0]
+	for _, e := range entries {
+		if e.Body != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// packBytes bounds the URLs' share of one fetch message: SQS bills a request per 64 KiB of it.
+const packBytes = 48 << 10
+
+// pack groups the URLs to send into fetch messages: those of one crawl sent back after the same
+// delay go together (a wide crawl's hosts each have a URL due about every second), at most
+// message.MaxFetchURLs and about packBytes in each, and at most one URL of each host: a message's
+// URLs all go out as soon as it arrives, none waiting behind another of its host for a slot.
+// Each group lists indexes of out, in order.
+func pack(out []pending, delays []time.Duration) [][]int {
+	type group struct {
+		idx  []int
+		size int
+	}
+	type due struct {
+		crawl string
+		delay time.Duration
+	}
+	type dueGroups struct {
+		list  []*group
+		first int            // the first group of list that may take a URL
+		next  map[string]int // by host, the first group of list without it
+	}
+	var all []*group
+	open := map[due]*dueGroups{}
 	for i, p := range out {
-		if be != nil && be.Failed[strconv.Itoa(i)] != nil {
-			continue // unsent: the redelivered message sends it
+		size := len(p.msg.URL) + len(p.msg.Root) + 100
+		d := due{p.crawl, delays[i]}
+		gs := open[d]
+		if gs == nil {
+			gs = &dueGroups{next: map[string]int{}}
+			open[d] = gs
 		}
-		if !p.resent {
-			f.remember(crawl, p.key, p.msg.URL)
+		full := func(g *group) bool { return len(g.idx) == message.MaxFetchURLs || g.size+size > packBytes }
+		for gs.first < len(gs.list) && len(gs.list[gs.first].idx) == message.MaxFetchURLs {
+			gs.first++
 		}
-		sent++
+		k := max(gs.first, gs.next[p.host])
+		for k < len(gs.list) && full(gs.list[k]) {
+			k++
+		}
+		if k == len(gs.list) {
+			g := &group{}
+			all, gs.list = append(all, g), append(gs.list, g)
+		}
+		g := gs.list[k]
+		g.idx, g.size = append(g.idx, i), g.size+size
+		gs.next[p.host] = k + 1
 	}
-	if sendErr != nil {
-		return sent, fmt.Errorf("send fetch messages: %w", sendErr)
+	idx := make([][]int, len(all))
+	for i, g := range all {
+		idx[i] = g.idx
 	}
-	return sent, nil
+	return idx
 }
 
 // bookConcurrency bounds the hosts whose slots one message books at once.

@@ -3,9 +3,11 @@ package frontier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +58,7 @@ func (s *fakeSender) urls(t *testing.T) []string {
 		if err != nil {
 			t.Fatalf("sent an invalid fetch message: %v", err)
 		}
-		out = append(out, m.URL)
+		out = append(out, m.URLList()...)
 	}
 	return out
 }
@@ -164,13 +166,14 @@ func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{failIDs: map[string]bool{"1": true}}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
-	m := seeds("http://a.test/", "http://b.test/", "http://c.test/")
+	// One host's URLs come due two seconds apart, so each goes in a message of its own.
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, st, snd, quiet())
+	m := seeds("http://a.test/1", "http://a.test/2", "http://a.test/3")
 	if _, err := f.Admit(ctx, m); err == nil {
 		t.Fatal("a failed send must fail the message so it is delivered again")
 	}
-	if got := snd.urls(t); len(got) != 2 {
-		t.Fatalf("first attempt sent %v, want 2", got)
+	if got := snd.urls(t); len(got) != 2 || len(snd.bodies) != 2 {
+		t.Fatalf("first attempt sent %v in %d messages, want 2 in 2", got, len(snd.bodies))
 	}
 	snd.failIDs = nil
 	res, err := f.Admit(ctx, m)
@@ -178,8 +181,52 @@ func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := snd.urls(t)
-	if res.Sent != 1 || len(got) != 3 || got[2] != "http://b.test/" {
-		t.Errorf("redelivery sent %+v, all sent %v; want exactly the unsent http://b.test/", res, got)
+	if res.Sent != 1 || len(got) != 3 || got[2] != "http://a.test/2" {
+		t.Errorf("redelivery sent %+v, all sent %v; want exactly the unsent http://a.test/2", res, got)
+	}
+}
+
+// TestURLsDueTogetherShareAMessage: the URLs of a Links message that come due at the same second
+// go in one fetch message (one host each second), at most message.MaxFetchURLs in each, and a
+// failed send of one leaves all its URLs to the redelivery.
+func TestURLsDueTogetherShareAMessage(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	snd := &fakeSender{failIDs: map[string]bool{"0": true}}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, st, snd, quiet())
+	var urls []string
+	for h := range message.MaxFetchURLs + 5 {
+		urls = append(urls, fmt.Sprintf("http://h%d.test/1", h), fmt.Sprintf("http://h%d.test/2", h))
+	}
+	m := seeds(urls...)
+	if _, err := f.Admit(ctx, m); err == nil {
+		t.Fatal("a failed send must fail the message so it is delivered again")
+	}
+	// Each host's first URL is due now, its second two seconds later: four messages (50 and 5 of
+	// each time), the first of them failed.
+	if got := snd.urls(t); len(snd.bodies) != 3 || len(got) != len(urls)-message.MaxFetchURLs {
+		t.Fatalf("sent %d URLs in %d messages, want %d in 3", len(got), len(snd.bodies), len(urls)-message.MaxFetchURLs)
+	}
+	for _, b := range snd.bodies {
+		fm, err := message.DecodeFetch(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A host's two slots are two seconds apart: one message holds at most one of them.
+		first := fm.Split()[0].Slot
+		for _, one := range fm.Split() {
+			if d := one.Slot.Sub(first); one.Slot.IsZero() || d < -time.Second || d > time.Second {
+				t.Errorf("one message holds slots %v apart (%v and %v)", d, first, one.Slot)
+			}
+		}
+	}
+	snd.failIDs = nil
+	res, err := f.Admit(ctx, m)
+	if err != nil || res.Sent != message.MaxFetchURLs {
+		t.Fatalf("redelivery = %+v, %v; want the %d URLs of the failed message sent", res, err, message.MaxFetchURLs)
+	}
+	if got := snd.urls(t); len(got) != len(urls) || len(snd.bodies) != 4 {
+		t.Errorf("sent %d URLs in %d messages in all, want %d in 4", len(got), len(snd.bodies), len(urls))
 	}
 }
 
@@ -581,7 +628,9 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got[fm.URL], msgs[fm.URL] = e, fm
+		for _, one := range fm.Split() {
+			got[one.URL], msgs[one.URL] = e, one
+		}
 	}
 	for _, w := range []struct {
 		url   string
@@ -607,5 +656,28 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 	}
 	if n := writes.Writes() - before; n != 3 {
 		t.Errorf("%d slot writes for 3 hosts, want 3", n)
+	}
+}
+
+// TestAFetchMessageHoldsOneURLOfEachHost: URLs due together share a message only across hosts, so
+// that none of a message's URLs waits behind another of its host.
+func TestAFetchMessageHoldsOneURLOfEachHost(t *testing.T) {
+	snd := &fakeSender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, newStore(t), snd, quiet())
+	m := seeds("http://a.test/1", "http://a.test/2", "http://b.test/1", "http://a.test/3", "http://c.test/1")
+	if res, err := f.Admit(context.Background(), m); err != nil || res.Sent != 5 {
+		t.Fatalf("Admit = %+v, %v; want 5 sent", res, err)
+	}
+	var got [][]string
+	for _, b := range snd.bodies {
+		fm, err := message.DecodeFetch(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fm.URLList())
+	}
+	want := [][]string{{"http://a.test/1", "http://b.test/1", "http://c.test/1"}, {"http://a.test/2"}, {"http://a.test/3"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fetch messages = %v, want %v", got, want)
 	}
 }

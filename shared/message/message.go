@@ -59,12 +59,24 @@ type Links struct {
 	URLs  []string `json:"urls"`
 }
 
-// Fetch asks fetch to get one admitted URL.
+// Fetch asks fetch to get one admitted URL (Target), or several (URLs): the frontier packs the
+// URLs it admits together and sends back at the same second into one message, and the fetcher
+// works on each as if it came alone (Split).
 type Fetch struct {
 	Header
-	URL   string `json:"url"`
-	Root  string `json:"root"`
-	Depth int    `json:"depth"`
+	Target
+	// URLs, when set, are the message's URLs, and Target is empty.
+	URLs []Target `json:"urls,omitempty"`
+}
+
+// MaxFetchURLs bounds the URLs of one Fetch message.
+const MaxFetchURLs = 50
+
+// Target is one URL to fetch, with what the fetch needs to know of it.
+type Target struct {
+	URL   string `json:"url,omitempty"`
+	Root  string `json:"root,omitempty"`
+	Depth int    `json:"depth,omitempty"`
 	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
 	Waits int `json:"waits,omitempty"`
 	// Retries counts the re-queues for a server's Retry-After so far.
@@ -79,6 +91,39 @@ type Fetch struct {
 	// fetcher that must space the host's requests further (robots.txt Crawl-delay) does not use
 	// the slot. 0: the slot was reserved at the fetcher's own interval.
 	Gap int64 `json:"gap,omitempty"`
+}
+
+// Split returns the message's URLs as messages of one URL each: m itself when it has one.
+func (m *Fetch) Split() []*Fetch {
+	if len(m.URLs) == 0 {
+		return []*Fetch{m}
+	}
+	out := make([]*Fetch, len(m.URLs))
+	for i, t := range m.URLs {
+		out[i] = &Fetch{Header: m.Header, Target: t}
+	}
+	return out
+}
+
+// URLList returns the message's URLs, whichever form it has.
+func (m *Fetch) URLList() []string {
+	parts := m.Split()
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.URL
+	}
+	return out
+}
+
+// Pack returns one message of crawl for targets: the single-URL form for one, the list otherwise.
+func Pack(crawl string, targets []Target) *Fetch {
+	m := &Fetch{Header: Header{Crawl: crawl}}
+	if len(targets) == 1 {
+		m.Target = targets[0]
+	} else {
+		m.URLs = targets
+	}
+	return m
 }
 
 // Ref addresses one record inside a WARC file in the blob store.
@@ -293,12 +338,30 @@ func (m *Links) validate() error {
 }
 
 func (m *Fetch) validate() error {
+	if len(m.URLs) == 0 {
+		return m.Target.validate()
+	}
 	switch {
-	case m.URL == "":
+	case m.Target != (Target{}):
+		return errors.New("both one url and a list of urls")
+	case len(m.URLs) > MaxFetchURLs:
+		return fmt.Errorf("%d urls, over the limit of %d", len(m.URLs), MaxFetchURLs)
+	}
+	for i, t := range m.URLs {
+		if err := t.validate(); err != nil {
+			return fmt.Errorf("url %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (t Target) validate() error {
+	switch {
+	case t.URL == "":
 		return errors.New("no url")
-	case m.Root == "":
+	case t.Root == "":
 		return errors.New("no root")
-	case m.Depth < 0 || m.Waits < 0 || m.Retries < 0:
+	case t.Depth < 0 || t.Waits < 0 || t.Retries < 0:
 		return errors.New("negative depth, waits or retries")
 	}
 	return nil

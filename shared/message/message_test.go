@@ -19,7 +19,9 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{"links", Links{Header: hdr, Root: "http://a.test/", Parent: "http://a.test/", Depth: 1, URLs: []string{"http://a.test/x"}}, KindLinks},
 		{"seed links", &Links{Header: hdr, URLs: []string{"http://a.test/"}}, KindLinks},
-		{"fetch", Fetch{Header: hdr, URL: "http://a.test/x", Root: "http://a.test/", Depth: 2, Waits: 1}, KindFetch},
+		{"fetch", Fetch{Header: hdr, Target: Target{URL: "http://a.test/x", Root: "http://a.test/", Depth: 2, Waits: 1}}, KindFetch},
+		{"fetch of several", Pack("c1", []Target{{URL: "http://a.test/x", Root: "http://a.test/", Depth: 2},
+			{URL: "http://b.test/", Root: "http://b.test/", Slot: fetchedAt, Gap: 1000}}), KindFetch},
 		{"parse", Parse{Header: hdr, URL: "http://a.test/x", FinalURL: "http://a.test/y", Root: "http://a.test/", Status: 200,
 			FetchedAt: fetchedAt, WARC: Ref{Key: "pages/c1/a.warc.gz", Offset: 10, Length: 99}}, KindParse},
 	}
@@ -72,6 +74,46 @@ func TestDecodeRejectsPoison(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.why) {
 				t.Errorf("error %q does not say %q", err, tt.why)
+			}
+		})
+	}
+}
+
+func TestFetchOfSeveralURLs(t *testing.T) {
+	a := Target{URL: "http://a.test/", Root: "http://a.test/"}
+	b := Target{URL: "http://b.test/x", Root: "http://b.test/", Depth: 3, Retries: 1}
+	m := Pack("c1", []Target{a, b})
+	parts := m.Split()
+	if len(parts) != 2 || parts[0].Target != a || parts[1].Target != b || parts[1].Crawl != "c1" {
+		t.Errorf("Split = %+v, want a and b in crawl c1", parts)
+	}
+	if got := m.URLList(); len(got) != 2 || got[0] != a.URL || got[1] != b.URL {
+		t.Errorf("URLList = %v", got)
+	}
+	if one := Pack("c1", []Target{a}); one.URLs != nil || one.Target != a || len(one.Split()) != 1 {
+		t.Errorf("Pack of one URL = %+v, want the single-URL form", one)
+	}
+	good, err := Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]Target, MaxFetchURLs+1)
+	for i := range many {
+		many[i] = a
+	}
+	tooMany, err := Encode(Pack("c1", many))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, body, why string }{
+		{"both forms", strings.Replace(good, `"urls"`, `"url":"http://c.test/","root":"http://c.test/","urls"`, 1), "both"},
+		{"a url without root", strings.Replace(good, `"root":"http://b.test/",`, ``, 1), "url 1: no root"},
+		{"too many", tooMany, "over the limit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeFetch(tt.body)
+			if err == nil || errclass.Of(err) != errclass.Poison || !strings.Contains(err.Error(), tt.why) {
+				t.Errorf("DecodeFetch(%s) = %v, want a poison error saying %q", tt.body, err, tt.why)
 			}
 		})
 	}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,7 +271,7 @@ func TestLinksBatch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fetched = append(fetched, m.URL)
+				fetched = append(fetched, m.URLList()...)
 			}
 			slices.Sort(fetched)
 			if !reflect.DeepEqual(fetched, c.wantFetch) {
@@ -374,7 +376,7 @@ func TestRecordsThatAreNotLinksAreQuarantinedWithTheirReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetch, err := message.Encode(message.Fetch{Header: message.Header{Crawl: "c1"}, URL: "http://example.test/"})
+	fetch, err := message.Encode(message.Fetch{Header: message.Header{Crawl: "c1"}, Target: message.Target{URL: "http://example.test/"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,5 +408,70 @@ func TestRecordsThatAreNotLinksAreQuarantinedWithTheirReason(t *testing.T) {
 	}
 	if sent := e.drain(fetchQ); len(sent) != 1 {
 		t.Errorf("%d fetch messages, want 1 (for the good record)", len(sent))
+	}
+}
+
+// failingSender fails every send while fail is set.
+type failingSender struct {
+	queue.Sender
+	fail atomic.Bool
+}
+
+func (s *failingSender) SendBatch(ctx context.Context, name string, entries []queue.Entry) error {
+	if s.fail.Load() {
+		return errors.New("throttled")
+	}
+	return s.Sender.SendBatch(ctx, name, entries)
+}
+
+// TestABatchSendsItsFetchMessagesTogether: the URLs that a batch's Links messages admit (here one
+// host each, as a wide crawl's come) go out in one fetch message; when that send fails, every
+// message whose URLs it held fails, and their redelivery sends them.
+func TestABatchSendsItsFetchMessagesTogether(t *testing.T) {
+	be := embedtest.Open(t, scheduleQ, fetchQ)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	snd := &failingSender{Sender: be.Queue}
+	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, crawlstate.New(be.Table), snd, log)
+	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4}, front, be.Blobs, be.Queue, nil, log)
+	e := &env{t: t, q: be.Queue}
+	var ev events.SQSEvent
+	hosts := []string{"http://a.test/", "http://b.test/", "http://c.test/"}
+	for i, u := range hosts {
+		body, err := message.Encode(message.Links{Header: message.Header{Crawl: "c1"}, URLs: []string{u}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: "m" + strconv.Itoa(i), Body: body,
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	}
+	snd.fail.Store(true)
+	resp, err := h.Handle(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := failures(resp)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"m0", "m1", "m2"}) {
+		t.Errorf("with the send failing, failed records = %v, want all three", got)
+	}
+	if got := e.drain(fetchQ); len(got) != 0 {
+		t.Fatalf("a failed send left %d fetch messages", len(got))
+	}
+	snd.fail.Store(false)
+	if resp, err = h.Handle(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("redelivery: %v, %v; want no failure", resp.BatchItemFailures, err)
+	}
+	got = e.drain(fetchQ)
+	if len(got) != 1 {
+		t.Fatalf("%d fetch messages, want one for the batch's three URLs", len(got))
+	}
+	m, err := message.DecodeFetch(got[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := m.URLList()
+	slices.Sort(urls)
+	if !slices.Equal(urls, hosts) {
+		t.Errorf("the fetch message holds %v, want %v", urls, hosts)
 	}
 }

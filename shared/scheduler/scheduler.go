@@ -23,6 +23,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -51,10 +52,12 @@ type Blobs interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
-// Admitter admits the URLs of a Links message (the frontier), and writes the bookkeeping it
-// buffered when the invocation ends.
+// Admitter admits the URLs of Links messages (the frontier): each message's on its own, then the
+// fetch messages of a whole batch's together. It writes the bookkeeping it buffered when the
+// invocation ends.
 type Admitter interface {
-	Admit(ctx context.Context, m *message.Links) (frontier.Result, error)
+	Stage(ctx context.Context, m *message.Links) (*frontier.Staged, error)
+	Send(ctx context.Context, staged []*frontier.Staged) []error
 	// Start records the crawl's start, once (see frontier.Frontier.Start).
 	Start(ctx context.Context, crawl string) error
 	Flush(ctx context.Context) error
@@ -124,8 +127,37 @@ func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) 
 }
 
 // Handle processes one SQS batch of the schedule queue.
+//
+// Each Links message is admitted on its own; then the fetch messages of the whole batch go out
+// together, so that URLs of many messages (a wide crawl's links come a host to a message) due at
+// the same second share one. A message whose URLs could not all be sent fails, to send them when
+// it comes again.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	resp := h.batch.Run(ctx, ev, h.record)
+	var mu sync.Mutex
+	var staged []*frontier.Staged
+	var ids []string
+	resp := h.batch.Run(ctx, ev, func(ctx context.Context, rec events.SQSMessage) error {
+		st, err := h.record(ctx, rec)
+		if st != nil {
+			mu.Lock()
+			staged, ids = append(staged, st), append(ids, rec.MessageId)
+			mu.Unlock()
+		}
+		return err
+	})
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	for i, err := range h.frontier.Send(ctx, staged) {
+		if err != nil && !failed[ids[i]] {
+			h.log.Warn("send fetch messages", "messageId", ids[i], "err", err.Error())
+			failed[ids[i]] = true
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ids[i]})
+		}
+		r := staged[i].Result
+		h.log.Debug("admitted", "crawl", staged[i].Crawl(), "sent", r.Sent, "known", r.Known, "rejected", r.Rejected, "invalid", r.Invalid)
+	}
 	h.flush(ctx)
 	return resp, nil
 }
@@ -137,18 +169,14 @@ func (h *Handler) flush(ctx context.Context) {
 	}
 }
 
-func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
+// record admits the URLs of a Links message and returns its fetch messages, to be sent with the
+// batch's; it handles any other record at once.
+func (h *Handler) record(ctx context.Context, rec events.SQSMessage) (*frontier.Staged, error) {
 	m, err := message.DecodeLinks(rec.Body)
 	if err != nil {
-		return h.notification(ctx, rec, err)
+		return nil, h.notification(ctx, rec, err)
 	}
-	res, err := h.frontier.Admit(ctx, m)
-	if err != nil {
-		return err
-	}
-	h.log.Debug("admitted", "crawl", m.Crawl, "depth", m.Depth, "sent", res.Sent, "known", res.Known,
-		"rejected", res.Rejected, "invalid", res.Invalid)
-	return nil
+	return h.frontier.Stage(ctx, m)
 }
 
 // notification handles a record that is not a Links message: an S3 notification of a seed file,

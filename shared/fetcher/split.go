@@ -1,0 +1,146 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+)
+
+// A fetch message may carry several URLs (message.Fetch.URLs): the frontier packs the URLs that
+// come due at the same second. The handler splits such a message into records of one URL each, so
+// that every URL is claimed, fetched, stored and recorded as if its message came alone.
+//
+// The record of a message's ith URL is named id#i, after the message's id: every delivery of the
+// message claims the URL under that name, as a message of one URL claims it under its id. A URL
+// that fails goes back to the queue alone, in a message of its own, once any claim left under its
+// name is given back (the new message claims under its own id), and the message of several is
+// acknowledged: its other URLs are done, or waiting in messages of their own, and a redelivery
+// would only send those again. Only if that send fails does the message fail, to be delivered
+// again whole (its done URLs are then found done by their claims).
+
+// splitRetryDelay is how long a URL that failed in a message of several waits before its own
+// message is delivered: about what a failed record waits for its visibility timeout, at least.
+const splitRetryDelay = time.Second
+
+// parted is what split made of a batch: the messages of several URLs, by id, and for each of their
+// records the message and the one-URL body it came from.
+type parted struct {
+	parts map[string]part
+}
+
+type part struct {
+	msg  string // the id of the message of several URLs
+	body string // the part's own message, one URL
+}
+
+// split returns the batch with every message of several URLs replaced by records of one URL each.
+// A message that does not decode stays whole, to be quarantined as it is.
+func split(ev events.SQSEvent) (events.SQSEvent, parted) {
+	var out events.SQSEvent
+	p := parted{parts: map[string]part{}}
+	for _, rec := range ev.Records {
+		bodies := urls(rec.Body)
+		if len(bodies) < 2 {
+			out.Records = append(out.Records, rec)
+			continue
+		}
+		for i, body := range bodies {
+			one := rec
+			one.MessageId, one.Body = partName(rec.MessageId, i), body
+			p.parts[one.MessageId] = part{msg: rec.MessageId, body: body}
+			out.Records = append(out.Records, one)
+		}
+	}
+	return out, p
+}
+
+// regroup turns the failures of the split batch into the batch's: a failed record of one URL
+// out of several is sent back alone, and its message fails only if that send fails.
+func (h *Handler) regroup(ctx context.Context, p parted, failed []events.SQSBatchItemFailure) []events.SQSBatchItemFailure {
+	if len(p.parts) == 0 {
+		return failed
+	}
+	var out []events.SQSBatchItemFailure
+	again := map[string][]string{} // message id -> the names of its failed parts
+	var order []string
+	for _, f := range failed {
+		pt, ok := p.parts[f.ItemIdentifier]
+		if !ok {
+			out = append(out, f)
+			continue
+		}
+		if again[pt.msg] == nil {
+			order = append(order, pt.msg)
+		}
+		again[pt.msg] = append(again[pt.msg], f.ItemIdentifier)
+	}
+	for _, id := range order {
+		names := again[id]
+		entries := make([]queue.Entry, len(names))
+		for i, name := range names {
+			entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: p.parts[name].body, Delay: splitRetryDelay}
+		}
+		if err := h.release(ctx, p, names); err != nil {
+			h.log.Warn("give back the claims of failed URLs; the whole message is delivered again", "messageId", id,
+				"urls", len(names), "err", err.Error())
+			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: id})
+			continue
+		}
+		if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, entries); err != nil {
+			h.log.Warn("send failed URLs back alone; the whole message is delivered again", "messageId", id,
+				"urls", len(names), "err", err.Error())
+			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: id})
+		}
+	}
+	return out
+}
+
+// partName names the ith URL of the message id.
+func partName(id string, i int) string { return id + "#" + strconv.Itoa(i) }
+
+// release gives back any claim left under the names of the parts, which a part that failed may
+// hold if its own release failed.
+func (h *Handler) release(ctx context.Context, p parted, names []string) error {
+	var errs []error
+	for _, name := range names {
+		m, err := message.DecodeFetch(p.parts[name].body)
+		if err != nil {
+			continue // a poison part claimed nothing
+		}
+		u, err := urlnorm.Normalize(m.URL)
+		if err != nil {
+			continue
+		}
+		errs = append(errs, h.state.Release(ctx, m.Crawl, urlnorm.Key(u.String()), name))
+	}
+	return errors.Join(errs...)
+}
+
+// urls returns the bodies of the one-URL messages that a fetch message of several URLs stands
+// for, and nothing for any other body (one URL, or one that does not decode).
+func urls(body string) []string {
+	if !strings.Contains(body, `"urls"`) {
+		return nil // the usual message of one URL, not decoded twice
+	}
+	m, err := message.DecodeFetch(body)
+	if err != nil || len(m.URLs) == 0 {
+		return nil
+	}
+	bodies := make([]string, len(m.URLs))
+	for i, one := range m.Split() {
+		b, err := message.Encode(one)
+		if err != nil {
+			return nil // cannot happen: a part is smaller than the whole, which encoded
+		}
+		bodies[i] = b
+	}
+	return bodies
+}
