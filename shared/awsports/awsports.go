@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/callrecord"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
@@ -28,6 +30,11 @@ type Ports struct {
 // Open loads the SDK configuration (AWS_ENDPOINT_URL and the per-service variables select
 // LocalStack or the emulators) and builds the adapters for the named table and bucket.
 func Open(ctx context.Context, tableName, bucket string) (Ports, error) {
+	return open(ctx, tableName, bucket, nil)
+}
+
+// open is Open with the recorder rec (nil: none) on every client.
+func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorder) (Ports, error) {
 	if strings.TrimSpace(tableName) == "" || strings.TrimSpace(bucket) == "" {
 		return Ports{}, errors.New("the table and the bucket must be named (CRAWL_TABLE, CRAWL_BUCKET)")
 	}
@@ -37,6 +44,9 @@ func Open(ctx context.Context, tableName, bucket string) (Ports, error) {
 	}
 	// Every call is metered, so that a ledger (package ledger) can count each invocation's units.
 	meter.New().Register(&cfg)
+	if rec != nil {
+		rec.Register(&cfg)
+	}
 	c := awsconfig.NewClients(cfg)
 	return Ports{Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName), Blobs: s3blob.New(c.S3, bucket)}, nil
 }
@@ -49,9 +59,29 @@ func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	p, err := Open(ctx, getenv("CRAWL_TABLE"), getenv("CRAWL_BUCKET"))
+	rec, err := recorder(getenv)
+	if err != nil {
+		return nil, err
+	}
+	p, err := open(ctx, getenv("CRAWL_TABLE"), getenv("CRAWL_BUCKET"), rec)
 	if err != nil {
 		return nil, err
 	}
 	return pipeline.New(cfg, pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}, log)
+}
+
+// recorder returns the call recorder that CRAWL_CALL_LOG asks for (package callrecord), or nil
+// when it is unset, as it is in every deployment: the variable is for tests that hold a
+// function's calls against its IAM policies. The file is opened for appending and stays open for
+// the life of the process.
+func recorder(getenv func(string) string) (*callrecord.Recorder, error) {
+	path := getenv(callrecord.EnvLog)
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", callrecord.EnvLog, err)
+	}
+	return callrecord.New(f, getenv("AWS_LAMBDA_FUNCTION_NAME"), getenv(callrecord.EnvAccount)), nil
 }
