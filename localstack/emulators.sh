@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Local AWS emulators for the integration tests on machines without Docker (where LocalStack
 # cannot run): DynamoDB Local (AWS's own jar), fauxqs (SQS) and gofakes3 (S3).
+# fakes3 (gofakes3 in localstack/fakes3) also sends S3 event notifications to fauxqs.
 #
 #   localstack/emulators.sh install   # download into .cache/emulators (idempotent)
 #   localstack/emulators.sh start     # start on free loopback ports, write .cache/emulators/env
@@ -122,7 +123,7 @@ cmd_start() {
   (cd "$DIR/dynamodb" && launch dynamodb java -Djava.library.path=./DynamoDBLocal_lib \
     -jar DynamoDBLocal.jar -inMemory -port "$pd" -disableTelemetry)
   FAUXQS_PORT="$ps" FAUXQS_HOST=127.0.0.1 launch fauxqs node "$DIR/fauxqs/node_modules/fauxqs/dist/cli.js"
-  launch fakes3 "$DIR/bin/fakes3" -addr "127.0.0.1:$pb"
+  launch fakes3 "$DIR/bin/fakes3" -addr "127.0.0.1:$pb" -sqs "http://127.0.0.1:$ps"
 
   local ok=1
   wait_http dynamodb "http://127.0.0.1:$pd/" || ok=0

@@ -2,9 +2,14 @@
 // integration tests on machines without Docker. localstack/emulators.sh starts it; it is not
 // part of the product.
 //
+// With -sqs, it also sends S3 event notifications to SQS queues, as S3 does: a bucket's
+// notification configuration (PutBucketNotificationConfiguration, which CDK's notification
+// handler calls at deploy time) names the queues and the key filters, and every object created
+// under a filter sends S3's ObjectCreated event to its queue (see notifier).
+//
 // Usage:
 //
-//	fakes3 -addr 127.0.0.1:9000
+//	fakes3 -addr 127.0.0.1:9000 -sqs http://127.0.0.1:9324
 package main
 
 import (
@@ -21,28 +26,37 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9000", "loopback address to listen on")
+	sqsURL := flag.String("sqs", "", "the SQS endpoint that S3 event notifications go to (empty: no notifications)")
+	region := flag.String("region", "us-east-1", "the region of the SQS endpoint and of the events")
 	flag.Parse()
-	if err := run(*addr); err != nil {
+	if err := run(*addr, *sqsURL, *region); err != nil {
 		fmt.Fprintln(os.Stderr, "fakes3:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr string) error {
+func run(addr, sqsURL, region string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	backend := s3mem.New()
 	faker := gofakes3.New(backend)
+	var handler http.Handler = noRangeChecksum(faker.Server())
+	if sqsURL != "" {
+		handler = newNotifier(backend, newSQS(sqsURL, region), region, handler)
+	}
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           ownedBucket(backend, noRangeChecksum(faker.Server())),
+		Handler:           ownedBucket(backend, handler),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	errc := make(chan error, 1)
@@ -118,4 +132,10 @@ func (c *checksumStripper) Write(b []byte) (int, error) {
 		c.WriteHeader(http.StatusOK)
 	}
 	return c.ResponseWriter.Write(b)
+}
+
+// newSQS is an SQS client for the emulator at endpoint, with the emulators' static credentials.
+func newSQS(endpoint, region string) *sqs.Client {
+	return sqs.New(sqs.Options{Region: region, BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 }

@@ -119,16 +119,15 @@ func UniqueName(t testing.TB, prefix string) string {
 	return strings.ToLower(prefix) + "-" + strings.Trim(name, "-") + "-" + suffix
 }
 
-// RequireS3Notifications skips the test unless the endpoint sends S3 event notifications. Only
-// LocalStack (and AWS) do; no local emulator does, so tests that need one drive the handler with
-// a sample event from events/ instead. It skips even under CRAWL_TEST_REQUIRE_EMULATORS=1: a test
-// that calls it must be named in localstack/allowed-skips.txt, or `localstack/emulators.sh test`
-// fails on its skip.
+// RequireS3Notifications skips the test unless the endpoint sends S3 event notifications:
+// LocalStack (and AWS) do, and so do the local emulators, whose S3 (localstack/fakes3) sends them
+// to their SQS. It skips even under CRAWL_TEST_REQUIRE_EMULATORS=1, so a test that calls it must
+// be named in localstack/allowed-skips.txt, or `localstack/emulators.sh test` fails on its skip.
 func RequireS3Notifications(t testing.TB) {
 	t.Helper()
-	if os.Getenv(EnvLocalStack) != "1" {
-		t.Skipf("S3 event notifications need LocalStack: set %s=1 with AWS_ENDPOINT_URL "+
-			"(the local emulators send none)", EnvLocalStack)
+	if os.Getenv(EnvLocalStack) != "1" && !Emulators() {
+		t.Skipf("S3 event notifications need LocalStack or the local emulators: set %s=1 with "+
+			"AWS_ENDPOINT_URL, or source the emulators' env file", EnvLocalStack)
 	}
 }
 

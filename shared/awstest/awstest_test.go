@@ -111,7 +111,7 @@ func TestMissingEndpoint(t *testing.T) {
 		{"RequireService passes on its own variable", "1", map[string]string{"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:1"}, sqs, "", nil},
 		{"RequireService passes on the general variable", "1", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, sqs, "", nil},
 		{"S3 notifications skip even under require", "1", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"},
-			awstest.RequireS3Notifications, "skip", []string{"LocalStack"}},
+			awstest.RequireS3Notifications, "skip", []string{"LocalStack", "emulators"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +120,7 @@ func TestMissingEndpoint(t *testing.T) {
 			}
 			t.Setenv(awstest.EnvRequireEmulators, tt.require)
 			t.Setenv(awstest.EnvLocalStack, "")
+			t.Setenv(awstest.EnvEmulators, "")
 			r := run(tt.f)
 			if r.ended != tt.ended {
 				t.Fatalf("ended with %q (%q), want %q", r.ended, r.msg, tt.ended)
