@@ -5,14 +5,17 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// tableActions are the item operations every handler uses. No Scan or Query:
-// every access is by key (schedule also reads a crawl's counter shards with
-// BatchGetItem, granted apart).
-var tableActions = []string{
-	"dynamodb:GetItem",
-	"dynamodb:PutItem",
-	"dynamodb:UpdateItem",
-	"dynamodb:DeleteItem",
+// tableActions are the item operations of each handler. No Scan or Query:
+// every access is by key. Only schedule deletes: the frontier takes an
+// admission back (crawlstate Unadmit) when it cannot reserve its budget.
+// Fetch puts an item for a redirect's target (crawlstate Reject), parse its
+// done marks. Schedule also reads a crawl's counter shards with BatchGetItem
+// when a budget is set, granted apart. shared/stacke2e holds every call of a
+// crawl through the deployed stack against these grants.
+var tableActions = map[string][]string{
+	FnSchedule: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+	FnFetch:    {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+	FnParse:    {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 }
 
 // sendsTo lists, per function, the queues it sends to. Consuming its own
@@ -31,7 +34,7 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 			queues[t].Queue.GrantSendMessages(fns[name].Function)
 		}
 		fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings(tableActions...),
+			Actions:   jsii.Strings(tableActions[name]...),
 			Resources: jsii.Strings(*table.TableArn()),
 		}))
 	}
@@ -53,11 +56,14 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Actions:   jsii.Strings("s3:GetObject"),
 		Resources: jsii.Strings(seedReads...),
 	}))
-	// A crawl's ledger is its counter shards, read together (BatchGetItem) to check its budget.
-	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("dynamodb:BatchGetItem"),
-		Resources: jsii.Strings(*table.TableArn()),
-	}))
+	// A crawl's ledger is its counter shards, read together (BatchGetItem) to check its budget:
+	// only when there is one (budgetUsd 0 is none).
+	if cfg.BudgetUSD > 0 {
+		schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("dynamodb:BatchGetItem"),
+			Resources: jsii.Strings(*table.TableArn()),
+		}))
+	}
 	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:ListBucket"),
 		Resources: jsii.Strings(*bucket.BucketArn()),
@@ -73,9 +79,10 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 
 	fetch := fns[FnFetch].Function
 	// GetObject: a fetch message delivered again for a page already stored reads the page back
-	// before it sends its parse message again (shared/fetcher checkStored).
+	// before it sends its parse message again (shared/fetcher checkStored). No
+	// AbortMultipartUpload: the S3 adapter (shared/s3blob) writes every object with one PutObject.
 	fetch.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"),
+		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
 	}))
 
@@ -85,7 +92,7 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
 	}))
 	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:PutObject", "s3:AbortMultipartUpload"),
+		Actions:   jsii.Strings("s3:PutObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(RecordsPrefix + "*"))),
 	}))
 }
