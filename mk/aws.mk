@@ -26,8 +26,8 @@ emulators-up: ## install and start the no-Docker AWS emulators (DynamoDB Local, 
 emulators-down: ## stop the no-Docker AWS emulators
 	@localstack/emulators.sh stop
 
-test-emulators: ## start the emulators, run the integration tests against them (a skip not in localstack/allowed-skips.txt fails), stop them
-	@localstack/emulators.sh test $(INTEGRATION_PKGS)
+test-emulators: lambda-test-deps ## start the emulators, run the integration tests against them, the deployed stack's among them (a skip not in localstack/allowed-skips.txt fails), stop them
+	@$(LAMBDA_TEST_ENV) localstack/emulators.sh test $(INTEGRATION_PKGS)
 
 localstack-up: ## start LocalStack in Docker (localstack/docker-compose.yml) on :4566
 	$(LOCALSTACK_COMPOSE) up -d --wait

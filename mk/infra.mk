@@ -8,7 +8,9 @@ BOOTSTRAPS := $(foreach f,$(FUNCTIONS),dist/$(f)/bootstrap)
 CDK_ARGS   ?=
 # The root Makefile exports these too; repeated so this file stands alone.
 CDK_ENV    := CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
-GO_LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+# How a bootstrap is built; mk/lambda.mk builds the same for the host's architecture.
+LAMBDA_BUILD_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+GO_LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_BUILD_FLAGS)
 # LocalStack defaults; any value already in the environment wins.
 LOCALSTACK_ENV := AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} \
 	AWS_REGION=$${AWS_REGION:-us-east-1} AWS_DEFAULT_REGION=$${AWS_REGION:-us-east-1}
