@@ -9,10 +9,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/crawlstack/crawlstack/shared/awsports"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
 )
 
 func main() {
-	f, err := awsports.NewFunction(context.Background(), os.Getenv)
+	f, err := awsports.NewFunction(context.Background(), os.Getenv, pipeline.Parse)
 	if err != nil {
 		f.Log.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)

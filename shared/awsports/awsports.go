@@ -55,6 +55,11 @@ func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorde
 // configuration (pipeline.FromEnv), CRAWL_TABLE and CRAWL_BUCKET. Any missing or malformed value
 // is an error that names it, so the function fails at init rather than inside a handler.
 func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger) (*pipeline.Handlers, error) {
+	return newHandlers(ctx, getenv, log, pipeline.Schedule, pipeline.Fetch, pipeline.Parse)
+}
+
+// newHandlers is NewHandlers for the named handlers alone (pipeline.NewOnly).
+func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, names ...string) (*pipeline.Handlers, error) {
 	cfg, err := pipeline.FromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -67,7 +72,7 @@ func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.New(cfg, pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}, log)
+	return pipeline.NewOnly(cfg, pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}, log, names...)
 }
 
 // recorder returns the call recorder that CRAWL_CALL_LOG asks for (package callrecord), or nil

@@ -20,13 +20,14 @@ type Function struct {
 	Log    *slog.Logger
 }
 
-// NewFunction builds a Lambda function's handlers from its environment (NewHandlers), with a
-// logger in Lambda's own format whose bytes the ledger counts, and the function's memory
-// (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, set by Lambda) to bill its duration at.
-func NewFunction(ctx context.Context, getenv func(string) string) (*Function, error) {
+// NewFunction builds the named handler of a Lambda function (pipeline.Schedule, Fetch or Parse)
+// from its environment, as NewHandlers does, and no other: a function's init builds only what it
+// runs. The logger is in Lambda's own format and the ledger counts its bytes; the function's
+// memory (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, set by Lambda) is what its duration is billed at.
+func NewFunction(ctx context.Context, getenv func(string) string, handler string) (*Function, error) {
 	logs := &ledger.LogCounter{}
 	log := slog.New(logs.Handler(lambdacontext.NewLogHandler()))
-	h, err := NewHandlers(ctx, getenv, log)
+	h, err := newHandlers(ctx, getenv, log, handler)
 	if err != nil {
 		return &Function{Log: log}, err
 	}

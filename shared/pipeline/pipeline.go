@@ -47,10 +47,28 @@ type Handlers struct {
 }
 
 // Close releases the HTTP client's connections.
-func (h *Handlers) Close() { h.http.Close() }
+func (h *Handlers) Close() {
+	if h.http != nil {
+		h.http.Close()
+	}
+}
 
-// New validates cfg and builds the handlers.
+// The handlers by name, for NewOnly.
+const (
+	Schedule = "schedule"
+	Fetch    = "fetch"
+	Parse    = "parse"
+)
+
+// New validates cfg and builds the three handlers.
 func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
+	return NewOnly(cfg, p, log, Schedule, Fetch, Parse)
+}
+
+// NewOnly validates cfg and builds the named handlers alone; the others are nil. A Lambda function
+// runs one handler, and builds no other in its init: schedule no HTTP client or robots cache,
+// fetch and parse no frontier (whose Bloom filter takes about 2.4 MB).
+func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -63,47 +81,57 @@ func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
 	rules.MaxDepth = cfg.MaxDepth
 	rules.Include, _ = scope.ParsePatterns(cfg.Include)
 	rules.Exclude, _ = scope.ParsePatterns(cfg.Exclude)
-	nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
-	guard := netguard.New(nets, cfg.Ports)
-	client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.UserAgent, Guard: guard,
-		MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
-		MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency)})
-	if err != nil {
-		return nil, fmt.Errorf("http client: %w", err)
-	}
 	state := crawlstate.New(p.Table)
 	state.BufferCounters = true // one counter write per crawl and invocation; the handlers flush
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}
-	prices, err := cfg.PriceTable()
-	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+	h := &Handlers{State: state}
+	for _, name := range names {
+		switch name {
+		case Schedule:
+			prices, err := cfg.PriceTable()
+			if err != nil {
+				return nil, fmt.Errorf("configuration: %w", err)
+			}
+			front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
+				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices},
+				state, p.Queue, log.With("fn", "schedule"))
+			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
+				Concurrency: cfg.BatchConcurrency}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
+		case Fetch:
+			nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
+			guard := netguard.New(nets, cfg.Ports)
+			client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.UserAgent, Guard: guard,
+				MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
+				MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency)})
+			if err != nil {
+				return nil, fmt.Errorf("http client: %w", err)
+			}
+			h.http = client
+			fcfg := fetcher.DefaultConfig()
+			fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
+			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
+			fcfg.Concurrency, fcfg.MaxReceive = cfg.BatchConcurrency, cfg.MaxReceive
+			fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
+			fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
+				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}
+			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
+				fdeps.Handoff = p.Handoff
+			}
+			h.Fetch = fetcher.New(fcfg, fdeps)
+		case Parse:
+			h.Parse = parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
+				UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency},
+				state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
+			if p.Handoff != nil {
+				h.Parse.Handoff = p.Handoff
+			}
+		default:
+			return nil, fmt.Errorf("no handler is called %q", name)
+		}
 	}
-	front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices},
-		state, p.Queue, log.With("fn", "schedule"))
-	fcfg := fetcher.DefaultConfig()
-	fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
-	fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
-	fcfg.Concurrency, fcfg.MaxReceive = cfg.BatchConcurrency, cfg.MaxReceive
-	fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
-	fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
-		Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}
-	parse := parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
-		UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency},
-		state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
-	if p.Handoff != nil {
-		fdeps.Handoff, parse.Handoff = p.Handoff, p.Handoff
-	}
-	return &Handlers{
-		Schedule: scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
-			Concurrency: cfg.BatchConcurrency}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule")),
-		Fetch: fetcher.New(fcfg, fdeps),
-		Parse: parse,
-		State: state,
-		http:  client,
-	}, nil
+	return h, nil
 }
 
 // idleConnsPerHost keeps as many idle connections per host as may be in flight to it, so that
