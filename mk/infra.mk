@@ -45,9 +45,11 @@ deploy: build | infra/node_modules ## build the functions and deploy the stack t
 destroy: $(BOOTSTRAPS) | infra/node_modules ## delete the stack (the bucket, table and logs are retained by default)
 	cd infra && $(CDK_ENV) npx cdk destroy --no-notices $(CDK_ARGS)
 
-localstack-deploy: build | infra/node_modules ## deploy the stack to LocalStack on :4566 (bootstraps it first)
+# The LocalStack targets take the same context as deploy (cdk.json and CDK_ARGS, nothing more), so
+# that LocalStack gets the stack that AWS would; localstack/compose_test.go holds them to it.
+localstack-deploy: build | infra/node_modules ## deploy the stack to LocalStack on :4566 with deploy's context (bootstraps it first)
 	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal bootstrap --no-notices $(CDK_ARGS)
-	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal deploy --no-notices --require-approval never -c retainData=false $(CDK_ARGS)
+	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal deploy --no-notices --require-approval never $(CDK_ARGS)
 
-localstack-destroy: $(BOOTSTRAPS) | infra/node_modules ## delete the stack from LocalStack
-	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal destroy --no-notices --force -c retainData=false $(CDK_ARGS)
+localstack-destroy: $(BOOTSTRAPS) | infra/node_modules ## delete the stack from LocalStack (its data goes with `make localstack-down`)
+	cd infra && $(LOCALSTACK_ENV) $(CDK_ENV) npx cdklocal destroy --no-notices --force $(CDK_ARGS)
