@@ -30,8 +30,8 @@ import (
 // message is delivered: about what a failed record waits for its visibility timeout, at least.
 const splitRetryDelay = time.Second
 
-// parted is what split made of a batch: the messages of several URLs, by id, and for each of their
-// records the message and the one-URL body it came from.
+// parted is what split made of a batch: for each record it made of a message of several URLs, by
+// the record's name, that message's id and the record's own body.
 type parted struct {
 	parts map[string]part
 }
