@@ -69,8 +69,10 @@ type Fetch struct {
 	URLs []Target `json:"urls,omitempty"`
 }
 
-// MaxFetchURLs bounds the URLs of one Fetch message.
-const MaxFetchURLs = 50
+// MaxFetchURLs bounds the URLs of one Fetch message. A fetch batch of 100 messages then holds at
+// most 1,000 URLs, each waiting for its host's slot inside the invocation: more would leave the
+// last ones to start after their slots had gone by.
+const MaxFetchURLs = 10
 
 // Target is one URL to fetch, with what the fetch needs to know of it.
 type Target struct {
