@@ -49,6 +49,12 @@ type Config struct {
 	ScheduleEnabled bool
 	// MaxReceiveCount is the receives before a message moves to its DLQ.
 	MaxReceiveCount int
+	// MaxTries bounds the requests of a URL whose fetch keeps failing with
+	// http_5xx, http_429, timeout or connect (or whose robots.txt is down);
+	// RetryWaitSeconds is the wait after its first failure, each next one 4
+	// times longer (at most 15 times this). Retries go back to the queue with
+	// their wait and burn no receive.
+	MaxTries, RetryWaitSeconds int
 	// LogRetentionDays is how long function logs are kept.
 	LogRetentionDays int
 	// OldestMessageAlarmSeconds is the age of the oldest queued message that raises an alarm.
@@ -110,6 +116,8 @@ func DefaultConfig() Config {
 		ScheduleExpression:        "rate(1 day)",
 		ScheduleEnabled:           false,
 		MaxReceiveCount:           5,
+		MaxTries:                  4,
+		RetryWaitSeconds:          2,
 		LogRetentionDays:          30,
 		OldestMessageAlarmSeconds: 3600,
 		Dashboard:                 false,
@@ -187,6 +195,8 @@ func contextKeys(c *Config) []contextKey {
 		{"scheduleExpression", stringInto(&c.ScheduleExpression)},
 		{"scheduleEnabled", boolInto(&c.ScheduleEnabled)},
 		{"maxReceiveCount", intInto(&c.MaxReceiveCount)},
+		{"maxTries", intInto(&c.MaxTries)},
+		{"retryWaitSeconds", intInto(&c.RetryWaitSeconds)},
 		{"logRetentionDays", intInto(&c.LogRetentionDays)},
 		{"oldestMessageAlarmSeconds", intInto(&c.OldestMessageAlarmSeconds)},
 		{"dashboard", boolInto(&c.Dashboard)},
@@ -423,6 +433,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxReceiveCount < 5 || c.MaxReceiveCount > 1000 {
 		bad("maxReceiveCount", "must be 5 to 1000, got %d", c.MaxReceiveCount)
+	}
+	if c.MaxTries < 1 || c.MaxTries > 20 {
+		bad("maxTries", "must be 1 to 20 requests, got %d", c.MaxTries)
+	}
+	if c.RetryWaitSeconds < 1 || c.RetryWaitSeconds > 60 {
+		bad("retryWaitSeconds", "must be 1 to 60 seconds, got %d", c.RetryWaitSeconds)
 	}
 	if _, ok := logRetentions[c.LogRetentionDays]; !ok {
 		bad("logRetentionDays", "must be a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, 60, 90, ... 3653), got %d", c.LogRetentionDays)

@@ -40,6 +40,8 @@ var testContext = map[string]any{
 	"scheduleExpression":      "rate(6 hours)",
 	"scheduleEnabled":         true,
 	"maxReceiveCount":         "6",
+	"maxTries":                "3",
+	"retryWaitSeconds":        float64(5),
 	"fetchTimeoutSeconds":     "100",
 	"fetchMemoryMB":           float64(1024),
 	"parseMaxConcurrency":     float64(7),

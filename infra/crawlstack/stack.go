@@ -101,6 +101,8 @@ func configEnv(cfg Config) map[string]string {
 		"CRAWL_HOST_RPS":           strconv.FormatFloat(cfg.HostRPS, 'f', -1, 64),
 		"CRAWL_USER_AGENT":         cfg.UserAgent,
 		"CRAWL_MAX_RECEIVE":        strconv.Itoa(cfg.MaxReceiveCount),
+		"CRAWL_MAX_TRIES":          strconv.Itoa(cfg.MaxTries),
+		"CRAWL_RETRY_WAIT":         strconv.Itoa(cfg.RetryWaitSeconds) + "s",
 		"CRAWL_ALLOW_NET":          cfg.AllowNet,
 		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,
 		"CRAWL_BUDGET_USD":         strconv.FormatFloat(cfg.BudgetUSD, 'f', -1, 64),

@@ -151,3 +151,12 @@ func TestIntegrationTransientFaultsDuringARunThatFinishes(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 10})
 	h.CheckTransientFaults(17, 4, 16)
 }
+
+// TestIntegrationAFailingURLGivesUpAfterItsTries: a page that answers 503 to every request is
+// requested as many times as the retry policy allows, then failed with its class, and no message
+// reaches a DLQ, on the AWS adapters.
+func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
+	h.CheckFailingURLGivesUp(3, 4, 8)
+}

@@ -305,3 +305,28 @@ func TestSpareProcUnlessGOMAXPROCSIsSet(t *testing.T) {
 	}
 	restore()
 }
+
+// TestTheSummaryListsWhatWasGivenUp: `crawl run` on a site with a page that answers 503 to every
+// request requests it --max-tries times, finishes, and its summary names the page, its class and
+// why, in the text and in the JSON.
+func TestTheSummaryListsWhatWasGivenUp(t *testing.T) {
+	site := e2etest.NewSite(t, 12, 3)
+	site.Unavailable(5, 1<<30)
+	seeds := writeFile(t, "seeds.txt", strings.Join(site.PageURLs(), "\n")+"\n")
+	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--allow-net", "127.0.0.0/8", "--host-rps", "0",
+		"--max-tries", "2", "--retry-wait", "10ms", "--quiet", "--json", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if n := site.Refused(); n != 2 {
+		t.Errorf("the failing page was requested %d times, want 2 (--max-tries)", n)
+	}
+	s := lastJSON(t, stdout)
+	if !s.Finished || s.Failed != 1 || len(s.GaveUp) != 1 || s.GaveUp[0].URL != site.PageURL(5) ||
+		s.GaveUp[0].Class != "http_5xx" || !strings.Contains(s.GaveUp[0].Detail, "503") {
+		t.Errorf("summary = %+v, want finished with %s given up as http_5xx, status 503", s, site.PageURL(5))
+	}
+	if !strings.Contains(stdout, "given up:") || !strings.Contains(stdout, strconv.Quote(site.PageURL(5))) {
+		t.Errorf("the text summary does not list the page given up:\n%s", stdout)
+	}
+}

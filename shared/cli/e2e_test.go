@@ -121,3 +121,9 @@ func TestPoisonIsQuarantinedAndTheCrawlGoesOn(t *testing.T) {
 		}
 	}
 }
+
+// TestAFailingURLGivesUpAfterItsTries: a page that answers 503 to every request is requested as
+// many times as the retry policy allows, then failed with its class, and no message reaches a DLQ.
+func TestAFailingURLGivesUpAfterItsTries(t *testing.T) {
+	newHarness(t, 20, 4, time.Second).CheckFailingURLGivesUp(3, 4, 8)
+}

@@ -68,6 +68,8 @@ type RunOptions struct {
 	JSON            bool
 	Visibility      time.Duration
 	MaxReceive      int
+	MaxTries        int
+	RetryWait       time.Duration
 	Quiet           bool
 	SeedFile        string
 	BudgetUSD       float64
@@ -112,6 +114,8 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.BoolVar(&o.JSON, "json", false, "print a JSON summary as the last line of stdout")
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the local queues")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
+	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "most requests of a URL that fails with http_5xx, http_429, timeout or connect (or whose robots.txt is down); then it is failed")
+	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next wait is 4 times longer, at most 15 times this")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
 	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
 	fs.StringVar(&o.Prices, "prices", "", "prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (see docs/cost.md)")
@@ -143,6 +147,13 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	return o, stateOnlyEmbedded(fs, o.Backend)
 }
 
+// GaveUp is a URL the crawl failed, and why.
+type GaveUp struct {
+	URL    string `json:"url"`
+	Class  string `json:"class"`
+	Detail string `json:"detail,omitempty"`
+}
+
 // config turns the flags into the pipeline's configuration.
 func (o RunOptions) config(r Resources) pipeline.Config {
 	c := pipeline.DefaultConfig()
@@ -152,6 +163,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	c.MaxDepth, c.MaxPages, c.MaxPagesPerHost = o.MaxDepth, o.MaxPages, o.MaxPagesPerHost
 	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
 	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
+	c.MaxTries, c.RetryWait = o.MaxTries, o.RetryWait
 	if len(o.AllowPorts) > 0 {
 		c.Ports = append([]int{80, 443}, o.AllowPorts...)
 	}
@@ -178,7 +190,9 @@ type Summary struct {
 	BadSeedLines   int              `json:"badSeedLines"`
 	Pages          string           `json:"pages"`
 	Records        string           `json:"records"`
-	DeadLetters    map[string]int   `json:"deadLetters"`
+	// GaveUp lists some of the failed URLs (crawlstate.MaxGaveUp at most), with why.
+	GaveUp      []GaveUp       `json:"gaveUp,omitempty"`
+	DeadLetters map[string]int `json:"deadLetters"`
 	// CostUSD is the crawl's ledger priced, on a metered backend (--backend aws).
 	CostUSD float64 `json:"costUsd,omitempty"`
 	// BudgetUSD is --budget-usd; Stopped says "budget" when the crawl reached it.

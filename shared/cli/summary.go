@@ -29,6 +29,9 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	}
 	sum.Seen, sum.Fetched, sum.Skipped, sum.Failed = c.Seen, c.Fetched, c.Skipped, c.Failed
 	sum.Pending, sum.ParseErrors = c.Pending(), c.ParseErrors
+	for _, u := range c.GaveUp {
+		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
+	}
 	sum.Stopped = c.Stopped
 	if be.Metered {
 		sum.CostUSD = sum.prices.Cost(c.Cost).Total
@@ -79,6 +82,16 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	}
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
+	}
+	if len(s.GaveUp) > 0 {
+		more := ""
+		if int64(len(s.GaveUp)) < s.Failed {
+			more = fmt.Sprintf(" (the first %d of %d)", len(s.GaveUp), s.Failed)
+		}
+		fmt.Fprintf(w, "  given up%s:\n", more)
+		for _, g := range s.GaveUp {
+			fmt.Fprintf(w, "    %q  %s  %q\n", g.URL, g.Class, g.Detail) // quoted: both come from the web
+		}
 	}
 	if s.CostUSD > 0 {
 		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)

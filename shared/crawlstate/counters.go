@@ -119,7 +119,12 @@ type Counters struct {
 	Cost meter.Units
 	// Stopped is why the crawl stopped admitting URLs before its end (StopBudget), if it did.
 	Stopped string
+	// GaveUp are some of the failed URLs, at most MaxGaveUp (Tally only).
+	GaveUp []URL
 }
+
+// MaxGaveUp bounds the failed URLs that Tally lists.
+const MaxGaveUp = 20
 
 // Pending is how many seen URLs have no terminal state yet.
 func (c Counters) Pending() int64 { return c.Seen - c.Fetched - c.Skipped - c.Failed }
@@ -183,6 +188,9 @@ func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
 			c.Skipped++
 		case Failed:
 			c.Failed++
+			if len(c.GaveUp) < MaxGaveUp {
+				c.GaveUp = append(c.GaveUp, u)
+			}
 		}
 		if u.State.Terminal() && u.Class != "" {
 			c.Classes[u.Class]++

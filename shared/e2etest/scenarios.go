@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -228,4 +229,42 @@ func (h *Harness) occupyHost(interval, ahead time.Duration) {
 			h.T.Fatalf("reserve the host's slots: %v", err)
 		}
 	}
+}
+
+// CheckFailingURLGivesUp crawls the site, every page a seed, with page i answering 503 to every
+// request and the retry policy at maxTries requests and waits of a few milliseconds: the crawl
+// finishes by itself; page i was requested exactly maxTries times and its URL failed with class
+// http_5xx, with nothing in a dead-letter queue; every other page was fetched once.
+func (h *Harness) CheckFailingURLGivesUp(i, maxTries, concurrency int) {
+	t := h.T
+	t.Helper()
+	h.Site.Unavailable(i, 1<<30)
+	cfg := h.Config()
+	cfg.MaxTries, cfg.RetryWait = maxTries, 5*time.Millisecond
+	crawl, err := h.Crawl(context.Background(), cfg, h.Ports(), h.Queue, concurrency, h.Site.PageURLs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Site.Refused(); n != maxTries {
+		t.Errorf("the failing page was requested %d times, want %d", n, maxTries)
+	}
+	ctx := context.Background()
+	st := crawlstate.New(h.Table)
+	states := map[crawlstate.State]int{}
+	if err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+		states[u.State]++
+		if u.URL == h.Site.PageURL(i) && (u.State != crawlstate.Failed || u.Class != errclass.HTTP5xx) {
+			t.Errorf("the failing page's URL is %s/%s, want failed/%s", u.State, u.Class, errclass.HTTP5xx)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if states[crawlstate.Fetched] != h.Site.Pages-1 || states[crawlstate.Failed] != 1 || states[crawlstate.Queued] != 0 {
+		t.Errorf("items by state = %v, want %d fetched, 1 failed and none queued", states, h.Site.Pages-1)
+	}
+	if r := h.Site.Repeats(); len(r) != 0 {
+		t.Errorf("pages fetched twice: %v", r)
+	}
+	h.CheckDLQs(map[string]int{})
 }

@@ -22,21 +22,24 @@ const (
 	HTTP5xx  Class = "http_5xx"  // a 5xx status
 	TooLarge Class = "too_large" // a body, decompressed body, header or URL over its limit
 	Robots   Class = "robots"    // disallowed by robots.txt
-	Scope    Class = "scope"     // outside the crawl's scope, depth or budget
-	Trap     Class = "trap"      // looks like a spider trap
-	SSRF     Class = "ssrf"      // a non-public address, scheme or port that is not allowed
-	Parse    Class = "parse"     // the page or a message could not be parsed
-	Type     Class = "type"      // a content type the crawler does not parse
-	Redirect Class = "redirect"  // too many redirects, or a redirect loop
-	Dup      Class = "duplicate" // the page was fetched already under another URL (a redirect target)
-	Poison   Class = "poison"    // a malformed queue message, quarantined
-	Budget   Class = "budget"    // a link not admitted: the crawl's money budget is spent
-	Internal Class = "internal"  // a bug or a backend failure: retried
+	// RobotsUnavailable: the host's robots.txt stayed unreachable (5xx, 429, no connection)
+	// through every try the retry policy allows, so its URLs were skipped; a recrawl tries again.
+	RobotsUnavailable Class = "robots_unavailable"
+	Scope             Class = "scope"     // outside the crawl's scope, depth or budget
+	Trap              Class = "trap"      // looks like a spider trap
+	SSRF              Class = "ssrf"      // a non-public address, scheme or port that is not allowed
+	Parse             Class = "parse"     // the page or a message could not be parsed
+	Type              Class = "type"      // a content type the crawler does not parse
+	Redirect          Class = "redirect"  // too many redirects, or a redirect loop
+	Dup               Class = "duplicate" // the page was fetched already under another URL (a redirect target)
+	Poison            Class = "poison"    // a malformed queue message, quarantined
+	Budget            Class = "budget"    // a link not admitted: the crawl's money budget is spent
+	Internal          Class = "internal"  // a bug or a backend failure: retried
 )
 
 // All lists every class, in a stable order for summaries.
-var All = []Class{DNS, Connect, TLS, Timeout, HTTP4xx, HTTP429, HTTP5xx, TooLarge, Robots, Scope,
-	Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Internal}
+var All = []Class{DNS, Connect, TLS, Timeout, HTTP4xx, HTTP429, HTTP5xx, TooLarge, Robots, RobotsUnavailable,
+	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Internal}
 
 // Error is an error with a class.
 type Error struct {

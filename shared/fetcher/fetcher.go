@@ -90,8 +90,12 @@ type Config struct {
 	Lease time.Duration
 	// MaxQuickRetry is the time quick retries may wait inside one invocation.
 	MaxQuickRetry time.Duration
-	// MaxRetries bounds the deferred (re-queued) retries; MaxWaits bounds the politeness re-queues.
-	MaxRetries, MaxWaits int
+	// Policy bounds the requests of a URL whose fetch fails, and spaces them (nil: the default,
+	// retry.DefaultPolicy). A retry that does not fit in the invocation's quick budget re-queues
+	// the message with the wait and the count of requests made, and burns no receive.
+	Policy retry.Policy
+	// MaxWaits bounds the politeness re-queues.
+	MaxWaits int
 	// ParseTypes are the media types worth storing and parsing; others are skipped (class type).
 	ParseTypes []string
 	// SlotLead is how much earlier than its politeness slot a message may arrive, besides the
@@ -104,7 +108,7 @@ type Config struct {
 // DefaultConfig returns the defaults documented in the README.
 func DefaultConfig() Config {
 	return Config{HostRPS: 1, HostConcurrency: 2, Concurrency: 10, MaxReceive: 5, Lease: 5 * time.Minute,
-		MaxQuickRetry: 10 * time.Second, MaxRetries: 5, MaxWaits: 2000,
+		MaxQuickRetry: 10 * time.Second, Policy: retry.DefaultPolicy(), MaxWaits: 2000,
 		ParseTypes: []string{"text/html", "application/xhtml+xml"}}
 }
 
@@ -211,8 +215,16 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.fail(ctx, f, err)
 	}
 	if !rules.Allowed && rules.RetryAfter > 0 {
-		// robots.txt is down for now (5xx, 429, unreachable): disallow, but only until it is back.
-		return nil, h.requeue(ctx, f, rules.RetryAfter, true, errclass.Errorf(errclass.Robots, "%s", rules.Reason))
+		// robots.txt is down for now (5xx, 429, unreachable): disallow, but only until it is back,
+		// and only for as many tries as the policy allows; then the URL is skipped.
+		cause := errclass.Errorf(errclass.RobotsUnavailable, "robots.txt is unavailable: %s", rules.Reason)
+		made := m.Retries + 1
+		if made >= h.policy().Attempts(errclass.RobotsUnavailable) {
+			return nil, h.finish(ctx, f, crawlstate.Skipped, cause)
+		}
+		// Each try waits for the robots.txt cache to let go of its failure, so that it asks again.
+		wait := max(h.policy().Delay(errclass.RobotsUnavailable, made), rules.RetryAfter)
+		return nil, h.requeueRetry(ctx, f, wait, made, cause)
 	}
 	if !rules.Allowed {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
@@ -251,10 +263,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	}
 	var resp *httpfetch.Response
 	var lastErr error
-	serverWait := false // the server asked for a wait with Retry-After
 	attempt := 0
-	err = retry.Do(fctx, maxQuick, func() (time.Duration, error) {
-		serverWait = false // only the last answer's Retry-After counts
+	tries := &retry.PolicyBackOff{P: h.policy(), Made: m.Retries}
+	err = retry.DoWith(fctx, retry.Options{MaxQuick: maxQuick, BackOff: tries}, func() (time.Duration, error) {
 		if attempt++; attempt > 1 && interval > 0 {
 			// A quick retry is a request like any other: it takes the host's next slot too.
 			if wait, _, err := h.reserveSlot(fctx, u.Host, interval); err != nil || wait > 0 {
@@ -268,24 +279,30 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		}
 		resp = r
 		if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
-			after, ok := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
-			serverWait = ok
+			// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.
+			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
 			lastErr = errclass.Errorf(c, "status %d", r.Status)
 			return after, lastErr
 		}
 		return 0, nil
 	})
 	var deferred *retry.Deferred
+	var spent *retry.Exhausted
 	switch {
 	case errors.Is(err, errSlotBusy):
 		// The host's next slot belongs to another worker: retry through the queue.
 		return nil, h.fail(ctx, f, lastErr)
-	case errors.As(err, &deferred) && serverWait:
-		// The server said when to come back: wait for it in the queue, burning no receive.
-		return nil, h.requeue(ctx, f, deferred.After, true, deferred.Err)
+	case errors.As(err, &spent) && h.limits(errclass.Of(spent.Err)):
+		// Every request the policy allows is made: the URL failed for good, with its class.
+		return nil, h.finish(ctx, f, crawlstate.Failed, spent.Err)
+	case errors.As(err, &deferred) && h.limits(errclass.Of(deferred.Err)):
+		// The next try is further off than this invocation waits: the message goes back to the
+		// queue with the wait (the policy's, or the server's Retry-After) and the requests made,
+		// burning no receive.
+		return nil, h.requeueRetry(ctx, f, deferred.After, tries.Made, deferred.Err)
 	case errors.As(err, &deferred):
-		// The quick retries ran out: SQS delivers the message again after its visibility
-		// timeout, and after maxReceiveCount receives it moves to the DLQ, recorded failed.
+		// A backend failure: SQS delivers the message again after its visibility timeout, and
+		// after maxReceiveCount receives it moves to the DLQ, recorded failed.
 		return nil, h.fail(ctx, f, deferred.Err)
 	case err != nil && errclass.Retryable(errclass.Of(err)):
 		return nil, h.fail(ctx, f, err)
@@ -304,6 +321,21 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.fail(ctx, f, err)
 	}
 	return f, nil
+}
+
+// policy is the retry policy of failed fetches.
+func (h *Handler) policy() retry.Policy {
+	if h.cfg.Policy == nil {
+		return retry.DefaultPolicy()
+	}
+	return h.cfg.Policy
+}
+
+// limits reports whether the policy bounds the tries of class c; a class it leaves to the queue
+// (a backend failure) goes through SQS's redelivery and DLQ.
+func (h *Handler) limits(c errclass.Class) bool {
+	l, ok := h.policy().(interface{ Limits(errclass.Class) bool })
+	return !ok || l.Limits(c)
 }
 
 // storedPage is what the WARC record of resp holds.

@@ -143,6 +143,7 @@ type env struct {
 	state   *crawlstate.Store
 	urls    *embedtest.CountingTable // the state's table, counting the calls on URL items
 	hand    *handoff.Pages           // what the handler offers a parse handler in the same process
+	client  *httpfetch.Client        // the handler's HTTP client, for handlers a test builds
 	h       *fetcher.Handler
 }
 
@@ -170,7 +171,8 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	hand := handoff.New(0, 0)
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log})
-	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, urls: tbl, hand: hand, h: h}
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, urls: tbl, hand: hand,
+		client: client, h: h}
 }
 
 // url is the site's URL for path.
@@ -568,15 +570,16 @@ func TestFetchOutcomes(t *testing.T) {
 		{"robots disallowed", "/private/page", 1, 0, false, crawlstate.Skipped, errclass.Robots, 0, 0},
 		{"404 is terminal", "/missing", 1, 0, false, crawlstate.Failed, errclass.HTTP4xx, 1, 0},
 		{"not HTML", "/data.json", 1, 0, false, crawlstate.Skipped, errclass.Type, 1, 0},
-		// A 5xx fails only its record: SQS delivers it again after the visibility timeout.
-		{"503 before the last receive", "/busy", 1, 0, true, crawlstate.Queued, "", 1, 0},
-		{"503 on receive 4 of 5", "/busy", 4, 0, true, crawlstate.Queued, "", 1, 0},
-		// On the last receive the URL is recorded failed, and the record still fails so that
-		// SQS moves the message to the DLQ (from where `crawl redrive` can retry it).
-		{"503 on the last receive", "/busy", 5, 0, true, crawlstate.Failed, errclass.HTTP5xx, 1, 0},
-		// A server's Retry-After is waited for in the queue, at most MaxRetries times.
+		// A 5xx goes back to the queue with the policy's wait and the count of requests made,
+		// burning no receive, whatever the receive count.
+		{"503 is re-queued", "/busy", 1, 0, false, crawlstate.Queued, "", 1, 1},
+		{"503 on its third request is re-queued", "/busy", 5, 2, false, crawlstate.Queued, "", 1, 1},
+		// The policy's fourth request fails for good, with its class, and the message is done:
+		// the DLQ is for poison and backend failures.
+		{"503 on its fourth request fails for good", "/busy", 1, 3, false, crawlstate.Failed, errclass.HTTP5xx, 1, 0},
+		// A server's Retry-After is waited for in the queue, within the same bound.
 		{"429 with Retry-After is re-queued", "/slow-down", 1, 0, false, crawlstate.Queued, "", 1, 1},
-		{"429 after the last retry fails for good", "/slow-down", 1, 5, false, crawlstate.Failed, errclass.HTTP429, 1, 0},
+		{"429 on its fourth request fails for good", "/slow-down", 1, 3, false, crawlstate.Failed, errclass.HTTP429, 1, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1063,49 +1066,70 @@ func TestAFetchMessageWithoutItsItemIsDropped(t *testing.T) {
 	}
 }
 
-// TestAFailedURLOfAMessageOfSeveralGoesBackAlone: each URL of a message of several is fetched as
-// if it came alone. One that fails goes back to the queue in a message of its own, with a delay,
-// and the message of several is acknowledged: its other pages are stored and sent to parse once,
-// and only the failed URL is requested again.
-func TestAFailedURLOfAMessageOfSeveralGoesBackAlone(t *testing.T) {
-	e := newEnv(t, nil)
-	rec := e.record("msg-1", "/", 1)
+// severalURLs is a record of a message of the site's paths, each admitted.
+func (e *env) severalURLs(id string, paths ...string) events.SQSMessage {
+	e.t.Helper()
+	rec := e.record(id, paths[0], 1)
 	var targets []message.Target
-	for _, p := range []string{"/", "/about", "/busy"} {
+	for _, p := range paths {
 		targets = append(targets, message.Target{URL: e.url(p), Root: e.url("/"), Depth: 1})
 		e.admit(e.url(p), e.url("/"), 1)
 	}
 	body, err := message.Encode(message.Pack(crawl, targets))
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	rec.Body = body
-	if got := e.handle(rec); len(got) != 0 {
-		t.Fatalf("BatchItemFailures = %v, want none: the failed URL goes back alone", got)
+	return rec
+}
+
+// TestAFailedURLOfAMessageOfSeveralGoesBackAlone: each URL of a message of several is fetched as
+// if it came alone. One whose record fails (a backend failure, here its robots.txt check) goes
+// back to the queue in a message of its own, with a delay, and the message of several is
+// acknowledged: its other pages are stored and sent to parse once. A 503 is re-queued by the
+// retry policy, alone too.
+func TestAFailedURLOfAMessageOfSeveralGoesBackAlone(t *testing.T) {
+	e := newEnv(t, nil)
+	cfg := fetcher.DefaultConfig()
+	cfg.FetchQueue, cfg.ParseQueue, cfg.HostRPS, cfg.MaxQuickRetry = fetchQ, parseQ, 0, 0
+	cache := robots.New(e.client, userAgent, time.Hour)
+	broken := robotsFunc(func(ctx context.Context, u *url.URL) (robots.Decision, error) {
+		if u.Path == "/old" {
+			return robots.Decision{}, errclass.Errorf(errclass.Internal, "table unavailable")
+		}
+		return cache.Check(ctx, u)
+	})
+	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, HTTP: e.client, Robots: broken,
+		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if got := e.handle(e.severalURLs("msg-1", "/", "/about", "/busy", "/old")); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none: the failed URLs go back alone", got)
 	}
-	back := e.received(fetchQ)
-	if len(back) != 1 {
-		t.Fatalf("%d fetch messages sent back, want 1", len(back))
+	back := map[string]*message.Fetch{}
+	for _, q := range e.received(fetchQ) {
+		m, err := message.DecodeFetch(q.Body)
+		if err != nil || m.URLs != nil {
+			t.Fatalf("sent back %s (%v), want a message of one URL", q.Body, err)
+		}
+		if d := e.send.delays[q.Body]; d <= 0 {
+			t.Errorf("%s was sent back with delay %v, want a wait", m.URL, d)
+		}
+		back[m.URL] = m
 	}
-	m, err := message.DecodeFetch(back[0].Body)
-	if err != nil || m.URLs != nil || m.URL != e.url("/busy") {
-		t.Fatalf("sent back %s (%v), want the one URL /busy", back[0].Body, err)
+	if len(back) != 2 || back[e.url("/busy")] == nil || back[e.url("/old")] == nil {
+		t.Fatalf("sent back %v, want /busy and /old alone", back)
 	}
-	if d := e.send.delays[back[0].Body]; d <= 0 {
-		t.Errorf("/busy was sent back with delay %v, want a wait like a failed record's", d)
+	if m := back[e.url("/busy")]; m.Retries != 1 {
+		t.Errorf("/busy sent back after %d requests, want 1 (the retry policy's count)", m.Retries)
 	}
-	alone := e.record("msg-2", "/busy", 1)
-	alone.Body = back[0].Body
-	if got := e.handle(alone); !reflect.DeepEqual(got, []string{"msg-2"}) {
-		t.Errorf("BatchItemFailures = %v, want msg-2: alone, /busy fails as any message does", got)
-	}
-	for p, want := range map[string]int{"/": 1, "/about": 1, "/busy": 2} {
+	for p, want := range map[string]int{"/": 1, "/about": 1, "/busy": 1, "/old": 0} {
 		if n := e.site.hitsOf(p); n != want {
 			t.Errorf("%s requested %d times, want %d", p, n, want)
 		}
 	}
-	for p, want := range map[string]crawlstate.State{"/": crawlstate.Fetched, "/about": crawlstate.Fetched, "/busy": crawlstate.Queued} {
-		if it := e.item(p); it.State != want || p == "/busy" && it.Owner != "" {
+	for p, want := range map[string]crawlstate.State{"/": crawlstate.Fetched, "/about": crawlstate.Fetched,
+		"/busy": crawlstate.Queued, "/old": crawlstate.Queued} {
+		if it := e.item(p); it.State != want || it.State == crawlstate.Queued && it.Owner != "" {
 			t.Errorf("%s = %+v, want %s and not held", p, it, want)
 		}
 	}
@@ -1130,17 +1154,7 @@ func TestAFailedURLOfAMessageOfSeveralGoesBackAlone(t *testing.T) {
 // back alone, the message fails by its own id, and its redelivery fetches only that URL again.
 func TestAMessageOfSeveralFailsWholeIfItsFailedURLCannotGoBack(t *testing.T) {
 	e := newEnv(t, nil)
-	rec := e.record("msg-1", "/", 1)
-	var targets []message.Target
-	for _, p := range []string{"/", "/busy"} {
-		targets = append(targets, message.Target{URL: e.url(p), Root: e.url("/"), Depth: 1})
-		e.admit(e.url(p), e.url("/"), 1)
-	}
-	body, err := message.Encode(message.Pack(crawl, targets))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Body = body
+	rec := e.severalURLs("msg-1", "/", "/busy")
 	e.send.failFetch = true
 	for receive := 1; receive <= 2; receive++ {
 		rec.Attributes["ApproximateReceiveCount"] = itoa(receive)

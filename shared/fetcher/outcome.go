@@ -106,6 +106,15 @@ func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration, i
 	return h.requeueWith(ctx, f, wait, isRetry, cause, time.Time{}, 0)
 }
 
+// requeueRetry re-sends the fetch message of a URL whose fetch failed, to be tried again after
+// wait, with made, the requests it has taken so far.
+func (h *Handler) requeueRetry(ctx context.Context, f *fetched, wait time.Duration, made int, cause error) error {
+	m := *f.msg
+	m.Retries = made - 1 // requeueWith counts this try
+	f.msg = &m
+	return h.requeueWith(ctx, f, wait, true, cause, time.Time{}, 0)
+}
+
 // requeueForSlot re-queues the message to wait for the politeness slot just reserved for it,
 // interval after the host's previous one.
 func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval time.Duration) error {
@@ -119,9 +128,6 @@ func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duratio
 	next.Slot, next.Gap = slot, gap.Milliseconds()
 	if isRetry {
 		next.Retries++
-		if next.Retries > h.cfg.MaxRetries {
-			return h.finish(ctx, f, crawlstate.Failed, cause)
-		}
 	} else {
 		next.Waits++
 		if next.Waits > h.cfg.MaxWaits {

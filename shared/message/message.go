@@ -81,7 +81,8 @@ type Target struct {
 	Depth int    `json:"depth,omitempty"`
 	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
 	Waits int `json:"waits,omitempty"`
-	// Retries counts the re-queues for a server's Retry-After so far.
+	// Retries counts the failed requests (and robots.txt checks) of earlier deliveries: the retry
+	// policy bounds them.
 	Retries int `json:"retries,omitempty"`
 	// NotBefore, when set, is the earliest time to fetch: a wait longer than SQS's 15-minute
 	// delay is chained through it.

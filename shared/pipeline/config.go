@@ -10,6 +10,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/retry"
 	"github.com/crawlstack/crawlstack/shared/scope"
 )
 
@@ -40,7 +41,14 @@ type Config struct {
 	FetchTimeout     time.Duration
 
 	// MaxReceive must equal the queues' maxReceiveCount.
-	MaxReceive    int
+	MaxReceive int
+	// MaxTries bounds the requests of a URL whose fetch fails with a class worth trying again
+	// (http_5xx, http_429, timeout, connect, robots.txt down); RetryWait is the wait after its
+	// first failure, each next one 4 times longer, at most 15 times RetryWait. A retry goes back
+	// to the queue with its wait and burns no receive (retry.Tries).
+	MaxTries  int
+	RetryWait time.Duration
+
 	RecrawlPrefix string
 
 	// SlotLead is the fetch event source's batching window: fetch messages waiting for a politeness
@@ -51,6 +59,13 @@ type Config struct {
 	BudgetUSD float64
 	// Prices overrides some of the prices the ledger is costed at (meter.ParsePrices: "sqs=0.40,...").
 	Prices string
+}
+
+// RetryPolicy is the fetcher's retry policy of c.MaxTries and c.RetryWait.
+func (c Config) RetryPolicy() retry.Tries {
+	p := retry.DefaultPolicy()
+	p.Max, p.First, p.Last = c.MaxTries, c.RetryWait, 15*c.RetryWait
+	return p
 }
 
 // PriceTable is the prices a crawl's ledger is costed at: the list prices with c.Prices over them.
@@ -64,7 +79,7 @@ func DefaultConfig() Config {
 		ScheduleQueue: "schedule", FetchQueue: "fetch", ParseQueue: "parse",
 		Scope: scope.Host, MaxDepth: 16, MaxPagesPerHost: 100_000,
 		UserAgent: DefaultUserAgent, HostRPS: 1, HostConcurrency: 2, BatchConcurrency: 10,
-		FetchTimeout: 30 * time.Second, MaxReceive: 5, RecrawlPrefix: "seeds/",
+		FetchTimeout: 30 * time.Second, MaxReceive: 5, MaxTries: 4, RetryWait: 2 * time.Second, RecrawlPrefix: "seeds/",
 	}
 }
 
@@ -106,6 +121,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.PriceTable(); err != nil {
 		errs = append(errs, fmt.Errorf("prices: %w", err))
+	}
+	if c.MaxTries < 1 || c.MaxTries > 20 {
+		errs = append(errs, fmt.Errorf("max tries %d: want 1 to 20 requests of a failing URL", c.MaxTries))
+	}
+	if c.RetryWait <= 0 || c.RetryWait > time.Minute {
+		errs = append(errs, fmt.Errorf("retry wait %v: want more than 0 and at most a minute", c.RetryWait))
 	}
 	if c.MaxReceive < 1 {
 		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
@@ -178,6 +199,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.BudgetUSD = f
 	}
 	str("CRAWL_PRICES", &c.Prices)
+	num("CRAWL_MAX_TRIES", &c.MaxTries)
+	if v := strings.TrimSpace(getenv("CRAWL_RETRY_WAIT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("CRAWL_RETRY_WAIT=%q: not a duration such as 2s", v))
+		}
+		c.RetryWait = d
+	}
 	if v := strings.TrimSpace(getenv("CRAWL_SLOT_LEAD")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

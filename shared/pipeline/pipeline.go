@@ -112,7 +112,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			fcfg := fetcher.DefaultConfig()
 			fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
 			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
-			fcfg.Concurrency, fcfg.MaxReceive = cfg.BatchConcurrency, cfg.MaxReceive
+			fcfg.Concurrency, fcfg.MaxReceive, fcfg.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
 			fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
 			fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
 				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}

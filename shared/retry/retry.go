@@ -45,6 +45,21 @@ type Deferred struct {
 func (d *Deferred) Error() string { return fmt.Sprintf("retry after %s: %v", d.After, d.Err) }
 func (d *Deferred) Unwrap() error { return d.Err }
 
+// Exhausted is returned when the URL has taken every request its Policy allows (PolicyBackOff):
+// the caller records it failed.
+type Exhausted struct {
+	Err error // the last failure
+}
+
+func (e *Exhausted) Error() string { return fmt.Sprintf("gave up: %v", e.Err) }
+func (e *Exhausted) Unwrap() error { return e.Err }
+
+// countedBackOff is a backoff that counts the requests against a Policy (PolicyBackOff).
+type countedBackOff interface {
+	Failed(c errclass.Class)
+	Spent() bool
+}
+
 // Op is one attempt. It returns nil on success, or the failure and, when the server sent one,
 // the Retry-After wait (0 when there was none).
 type Op func() (retryAfter time.Duration, err error)
@@ -88,8 +103,14 @@ func DoWith(ctx context.Context, opts Options, op Op) error {
 		if err == nil {
 			return nil
 		}
-		if !errclass.Retryable(errclass.Of(err)) {
+		c := errclass.Of(err)
+		if !errclass.Retryable(c) {
 			return backoff.Permanent(err)
+		}
+		if counted, ok := inner.(countedBackOff); ok {
+			if counted.Failed(c); counted.Spent() {
+				return backoff.Permanent(&Exhausted{Err: err})
+			}
 		}
 		next := retryAfter
 		if next <= 0 {
