@@ -127,3 +127,14 @@ func TestPoisonIsQuarantinedAndTheCrawlGoesOn(t *testing.T) {
 func TestAFailingURLGivesUpAfterItsTries(t *testing.T) {
 	newHarness(t, 20, 4, time.Second).CheckFailingURLGivesUp(3, 4, 8)
 }
+
+// TestPauseThenResumeLosesNothing and TestStopLosesNothing run the run-state scenarios on the
+// embedded backend (shared/awse2e runs them on the AWS adapters). The queues' maxReceiveCount is
+// 2: a pause that burned receive counts would send messages to the dead-letter queue.
+func TestPauseThenResumeLosesNothing(t *testing.T) {
+	newHarnessWith(t, 120, 6, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 2}).CheckPauseResume(8)
+}
+
+func TestStopLosesNothing(t *testing.T) {
+	newHarness(t, 120, 6, 30*time.Second).CheckStop(8)
+}

@@ -114,7 +114,9 @@ func (s *Store) buffer(crawl string, add map[string]int64) {
 // Counters are a crawl's totals.
 type Counters struct {
 	Seen, Fetched, Skipped, Failed, ParseErrors int64
-	Classes                                     map[errclass.Class]int64
+	// StoppedURLs are the URLs a stopped crawl ended unfetched (state Stopped).
+	StoppedURLs int64
+	Classes     map[errclass.Class]int64
 	// Cost is the crawl's ledger: the billed units its handlers were metered for (AddCost).
 	Cost meter.Units
 	// Stopped is why the crawl stopped admitting URLs before its end (StopBudget), if it did.
@@ -127,10 +129,12 @@ type Counters struct {
 const MaxGaveUp = 20
 
 // Pending is how many seen URLs have no terminal state yet.
-func (c Counters) Pending() int64 { return c.Seen - c.Fetched - c.Skipped - c.Failed }
+func (c Counters) Pending() int64 {
+	return c.Seen - c.Fetched - c.Skipped - c.Failed - c.StoppedURLs
+}
 
 // counterAttrs are the counters' attribute names besides the classes'.
-var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), "parse_errors"}
+var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), Stopped.counter(), "parse_errors"}
 
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
 // and the crawl item, which holds the counts written before the counters were sharded.
@@ -158,8 +162,9 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 	}
 	c := Counters{
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
-		Failed: sum[string(Failed)], ParseErrors: sum["parse_errors"], Classes: map[errclass.Class]int64{},
-		Cost: meter.UnitsFromCounters(func(name string) int64 { return sum[name] }),
+		Failed: sum[string(Failed)], StoppedURLs: sum[Stopped.counter()], ParseErrors: sum["parse_errors"],
+		Classes: map[errclass.Class]int64{},
+		Cost:    meter.UnitsFromCounters(func(name string) int64 { return sum[name] }),
 	}
 	for _, cl := range errclass.All {
 		if n := sum["class_"+string(cl)]; n != 0 {
@@ -191,6 +196,8 @@ func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
 			if len(c.GaveUp) < MaxGaveUp {
 				c.GaveUp = append(c.GaveUp, u)
 			}
+		case Stopped:
+			c.StoppedURLs++
 		}
 		if u.State.Terminal() && u.Class != "" {
 			c.Classes[u.Class]++

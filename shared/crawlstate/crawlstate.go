@@ -6,7 +6,7 @@
 //
 // A URL's life:
 //
-//	(absent) --Admit--> queued --Claim/Finish--> fetched | skipped | failed
+//	(absent) --Admit--> queued --Claim/Finish--> fetched | skipped | failed | stopped
 //	(absent) --Reject-> skipped                  failed --(redrive) Claim--> ...
 //	                                             fetched, unparsed, its stored page gone --Refetch--> queued (claimed)
 //
@@ -32,11 +32,13 @@ import (
 type State string
 
 // The URL states. Queued is the only non-terminal one; Failed may be claimed again after a redrive.
+// Stopped ends the URLs a stopped crawl never fetched (see SetRun).
 const (
 	Queued  State = "queued"
 	Fetched State = "fetched"
 	Skipped State = "skipped"
 	Failed  State = "failed"
+	Stopped State = "stopped"
 )
 
 // Attribute names of the items (all aliased in expressions by the DynamoDB adapter).
@@ -77,6 +79,8 @@ type Store struct {
 	Now func() time.Time
 	// CostCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
 	CostCheck time.Duration
+	// RunCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
+	RunCheck time.Duration
 	// Retention is how long a crawl's items live after the crawl starts before the table's TTL
 	// may delete them (see MarkStarted and AdmissionOpen).
 	Retention time.Duration
@@ -92,6 +96,7 @@ type Store struct {
 	starts   sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
 	spent    sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
+	runs     sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
 
 	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
 	budgets sync.Map // crawl -> *crawlBudget, this store's block of its page budget
@@ -188,7 +193,16 @@ func pageFrom(s string) *Page {
 }
 
 // Terminal reports whether s ends a URL's life.
-func (s State) Terminal() bool { return s == Fetched || s == Skipped || s == Failed }
+func (s State) Terminal() bool { return s == Fetched || s == Skipped || s == Failed || s == Stopped }
+
+// counter is the name of the crawl counter of URLs in state s. Stopped URLs are counted apart from
+// the crawl item's "stopped" attribute, which holds why the crawl stopped admitting (Counters.Stopped).
+func (s State) counter() string {
+	if s == Stopped {
+		return "stopped_urls"
+	}
+	return string(s)
+}
 
 // AdmitResult says what Admit found.
 type AdmitResult int
@@ -379,7 +393,7 @@ func (s *Store) finishWith(ctx context.Context, crawl, key, owner string, prev, 
 	for k, v := range extra {
 		set[k] = v
 	}
-	counts := map[string]int64{string(to): 1}
+	counts := map[string]int64{to.counter(): 1}
 	if prev == Failed {
 		counts[string(Failed)]--
 	}

@@ -23,6 +23,7 @@ var tableTests = []struct {
 	{"BudgetInBlocks", testBudgetInBlocks},
 	{"BudgetNeverExceededByConcurrentStores", testBudgetNeverExceeded},
 	{"BudgetLeftUnusedByGoneStoresIsBounded", testBudgetLeftUnusedIsBounded},
+	{"RunState", testRunState},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

@@ -34,12 +34,13 @@ const (
 	Dup               Class = "duplicate" // the page was fetched already under another URL (a redirect target)
 	Poison            Class = "poison"    // a malformed queue message, quarantined
 	Budget            Class = "budget"    // a link not admitted: the crawl's money budget is spent
+	Stopped           Class = "stopped"   // a URL left unfetched, or a link not admitted: the crawl was stopped
 	Internal          Class = "internal"  // a bug or a backend failure: retried
 )
 
 // All lists every class, in a stable order for summaries.
 var All = []Class{DNS, Connect, TLS, Timeout, HTTP4xx, HTTP429, HTTP5xx, TooLarge, Robots, RobotsUnavailable,
-	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Internal}
+	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Stopped, Internal}
 
 // Error is an error with a class.
 type Error struct {

@@ -103,12 +103,15 @@ type Config struct {
 	// which holds a message that long before the batch is handed over. A message re-queued for a
 	// slot is sent back that much earlier too.
 	SlotLead time.Duration
+	// PauseWait is how long a paused crawl's message waits in the queue before it is looked at
+	// again (see runstate.go; at most SQS's 15 minutes).
+	PauseWait time.Duration
 }
 
 // DefaultConfig returns the defaults documented in the README.
 func DefaultConfig() Config {
 	return Config{HostRPS: 1, HostConcurrency: 2, Concurrency: 10, MaxReceive: 5, Lease: 5 * time.Minute,
-		MaxQuickRetry: 10 * time.Second, Policy: retry.DefaultPolicy(), MaxWaits: 2000,
+		MaxQuickRetry: 10 * time.Second, Policy: retry.DefaultPolicy(), MaxWaits: 2000, PauseWait: DefaultPauseWait,
 		ParseTypes: []string{"text/html", "application/xhtml+xml"}}
 }
 
@@ -178,9 +181,13 @@ type fetched struct {
 
 // Handle processes one SQS batch of fetch messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	ev, held := h.holdPaused(ctx, ev)
 	one, parts := split(ev)
 	resp := sqsbatch.Collect(ctx, h.batch, one, h.fetchOne, h.storeAll)
 	resp.BatchItemFailures = h.regroup(ctx, parts, resp.BatchItemFailures)
+	if len(held) > 0 {
+		resp.BatchItemFailures = append(held, resp.BatchItemFailures...)
+	}
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
@@ -207,6 +214,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	// The URL is claimed only once its politeness slot is in hand: a message that must wait for
 	// its host goes back to the queue holding its slot, and never takes and gives back a claim.
 	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: rec.MessageId}
+	if done, err := h.endIfStopped(ctx, f); done {
+		return nil, err
+	}
 	if err := h.guard.CheckURL(u); err != nil {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, err)
 	}

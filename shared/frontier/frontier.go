@@ -275,6 +275,15 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 		}
 		return pending{}, outRejected, nil
 	}
+	if run, err := f.state.RunOf(ctx, m.Crawl); err != nil {
+		return pending{}, 0, err
+	} else if run == crawlstate.StoppedBy {
+		// Stopped by its user (crawl stop): a link is counted, not admitted.
+		if err := f.state.CountStopRefusal(ctx, m.Crawl); err != nil {
+			return pending{}, 0, err
+		}
+		return pending{}, outRejected, nil
+	}
 	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth, by)
 	if err != nil {
 		return pending{}, 0, err

@@ -59,6 +59,13 @@ type Config struct {
 	BudgetUSD float64
 	// Prices overrides some of the prices the ledger is costed at (meter.ParsePrices: "sqs=0.40,...").
 	Prices string
+
+	// RunCheck is how long the handlers keep a crawl's run state (pause, resume, stop) once read
+	// (0: crawlstate.DefaultRunCheck; below 0: they read it for every batch).
+	RunCheck time.Duration
+	// PauseWait is how long a paused crawl's fetch messages wait in the queue between looks
+	// (0: fetcher.DefaultPauseWait).
+	PauseWait time.Duration
 }
 
 // RetryPolicy is the fetcher's retry policy of c.MaxTries and c.RetryWait.

@@ -83,6 +83,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	rules.Exclude, _ = scope.ParsePatterns(cfg.Exclude)
 	state := crawlstate.New(p.Table)
 	state.BufferCounters = true // one counter write per crawl and invocation; the handlers flush
+	state.RunCheck = cfg.RunCheck
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}
@@ -114,6 +115,9 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
 			fcfg.Concurrency, fcfg.MaxReceive, fcfg.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
 			fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
+			if cfg.PauseWait > 0 {
+				fcfg.PauseWait = cfg.PauseWait
+			}
 			fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
 				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}
 			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
