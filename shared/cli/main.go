@@ -20,6 +20,10 @@ const usage = `crawl: a serverless web crawler, run locally
 usage:
   crawl run [flags] SEEDFILE   crawl the URLs of SEEDFILE (one per line)
   crawl demo [flags]           serve a generated site on loopback and crawl it
+  crawl status [flags] [CRAWL] a crawl's progress, cost, queues and what it waits for; with no
+                               CRAWL, the crawls on record
+  crawl pause|resume|stop [flags] CRAWL  pause a crawl (its messages wait), resume it, or stop
+                               it for good (its queued URLs end stopped)
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
   crawl invoke [flags] FN EVENTFILE  run the schedule, fetch or parse handler once on a JSON event
   crawl help                   this text
@@ -47,6 +51,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return demo(ctx, args[1:], stdout, stderr)
 	case "redrive":
 		return redrive(ctx, args[1:], stdout, stderr)
+	case "status":
+		return status(ctx, args[1:], stdout, stderr)
+	case "pause", "resume", "stop":
+		return setRun(ctx, args[0], args[1:], stdout, stderr)
 	case "invoke":
 		return invoke(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,23 +10,16 @@ import (
 
 // redrive moves the messages of a dead-letter queue back to its source queue.
 func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("redrive", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	state := fs.String("state", "crawl-state", "state directory of the embedded backend")
-	backend := fs.String("backend", "embedded", "embedded or aws")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] schedule|fetch|parse")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	o, rest, err := adminFlags("redrive", "schedule|fetch|parse", args, stderr, nil)
+	if err != nil {
 		return usageError(stderr, err)
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if len(rest) != 1 {
+		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] schedule|fetch|parse")
 		return ExitUsage
 	}
-	name := fs.Arg(0)
-	be, err := openBackend(ctx, RunOptions{Backend: *backend, State: *state})
+	name := rest[0]
+	be, err := openBackend(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl redrive: %v\n", err)
 		return ExitFailed
@@ -52,37 +44,57 @@ func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // redrivePair finds the dead-letter queue and source queue of schedule, fetch or parse without
-// creating anything: from the stack's *_QUEUE_URL and *_DLQ_URL variables, by name on AWS, or in
-// the embedded state directory.
+// creating anything (see findQueues).
 func redrivePair(ctx context.Context, be *Backend, name string) (dlq, src string, err error) {
 	if name != "schedule" && name != "fetch" && name != "parse" {
 		return "", "", fmt.Errorf("unknown queue %q: want schedule, fetch or parse", name)
 	}
-	if be.Existing != nil {
-		pairs := map[string][2]string{
-			"schedule": {be.Existing.ScheduleDLQ, be.Existing.Schedule},
-			"fetch":    {be.Existing.FetchDLQ, be.Existing.Fetch},
-			"parse":    {be.Existing.ParseDLQ, be.Existing.Parse},
-		}
-		p := pairs[name]
-		if p[0] == "" {
-			return "", "", fmt.Errorf("set %s_DLQ_URL (a stack output) to redrive %s", strings.ToUpper(name), name)
-		}
-		return p[0], p[1], nil
-	}
-	if be.Find == nil { // the embedded backend: the queues live in the state directory
-		res, err := be.Setup(ctx, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 5})
-		if err != nil {
-			return "", "", err
-		}
-		pairs := map[string][2]string{"schedule": {res.ScheduleDLQ, res.Schedule}, "fetch": {res.FetchDLQ, res.Fetch}, "parse": {res.ParseDLQ, res.Parse}}
-		return pairs[name][0], pairs[name][1], nil
-	}
-	if dlq, err = be.Find(ctx, be.QueuePrefix+name+"-dlq"); err != nil {
-		return "", "", fmt.Errorf("%w (is CRAWL_QUEUE_PREFIX right? for a deployed stack set the *_QUEUE_URL and *_DLQ_URL variables)", err)
-	}
-	if src, err = be.Find(ctx, be.QueuePrefix+name); err != nil {
+	res, err := findQueues(ctx, be)
+	if err != nil {
 		return "", "", err
 	}
-	return dlq, src, nil
+	addr := map[string]string{}
+	for _, q := range queueNames(&res) {
+		addr[q.name] = q.addr
+	}
+	if addr[name+"-dlq"] == "" {
+		return "", "", fmt.Errorf("set %s_DLQ_URL (a stack output) to redrive %s", strings.ToUpper(name), name)
+	}
+	return addr[name+"-dlq"], addr[name], nil
+}
+
+// findQueues finds the crawl queues and their dead-letter queues without creating anything on
+// AWS: from the stack's *_QUEUE_URL and *_DLQ_URL variables, or by name; on the embedded backend
+// they live in the state directory.
+func findQueues(ctx context.Context, be *Backend) (Resources, error) {
+	if be.Existing != nil {
+		return *be.Existing, nil
+	}
+	if be.Find == nil { // the embedded backend: the queues live in the state directory
+		return be.Setup(ctx, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 5})
+	}
+	var res Resources
+	for _, q := range queueNames(&res) {
+		addr, err := be.Find(ctx, be.QueuePrefix+q.name)
+		if err != nil {
+			return res, fmt.Errorf("%w (is CRAWL_QUEUE_PREFIX right? for a deployed stack set the *_QUEUE_URL and *_DLQ_URL variables)", err)
+		}
+		*q.dst = addr
+	}
+	return res, nil
+}
+
+// namedQueue is one of a backend's six queues: its name after the prefix, its address, and where
+// Resources keeps that.
+type namedQueue struct {
+	name, addr string
+	dst        *string
+}
+
+// queueNames lists the queues of r.
+func queueNames(r *Resources) []namedQueue {
+	return []namedQueue{
+		{"schedule", r.Schedule, &r.Schedule}, {"fetch", r.Fetch, &r.Fetch}, {"parse", r.Parse, &r.Parse},
+		{"schedule-dlq", r.ScheduleDLQ, &r.ScheduleDLQ}, {"fetch-dlq", r.FetchDLQ, &r.FetchDLQ}, {"parse-dlq", r.ParseDLQ, &r.ParseDLQ},
+	}
 }

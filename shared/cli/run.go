@@ -169,6 +169,9 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	}
 	c.MaxBodyBytes, c.FetchTimeout = o.MaxBodyBytes, o.FetchTimeout
 	c.BudgetUSD, c.Prices = o.BudgetUSD, o.Prices
+	// A paused crawl's messages come back every few seconds: a resume shows at once, for a
+	// receive and a send per message each time (none billed on the embedded backend).
+	c.PauseWait = runPauseWait
 	pollers := (o.Concurrency + queue.MaxBatch - 1) / queue.MaxBatch
 	c.BatchConcurrency = (o.Concurrency + pollers - 1) / pollers
 	return c
@@ -183,6 +186,7 @@ type Summary struct {
 	Fetched        int64            `json:"fetched"`
 	Skipped        int64            `json:"skipped"`
 	Failed         int64            `json:"failed"`
+	StoppedURLs    int64            `json:"stoppedUrls"`
 	Pending        int64            `json:"pending"`
 	ParseErrors    int64            `json:"parseErrors"`
 	PagesPerSecond float64          `json:"pagesPerSecond"`
@@ -299,6 +303,9 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	return sum, ExitOK
 }
+
+// runPauseWait is how long a paused crawl's fetch messages wait between looks under crawl run.
+const runPauseWait = 5 * time.Second
 
 // budgetCheck is how often crawl run reads its crawl's ledger against --budget-usd: the ledger is
 // 129 items, a read unit each, and its counters are written every counterInterval.

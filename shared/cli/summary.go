@@ -28,6 +28,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 		return sum, err
 	}
 	sum.Seen, sum.Fetched, sum.Skipped, sum.Failed = c.Seen, c.Fetched, c.Skipped, c.Failed
+	sum.StoppedURLs = c.StoppedURLs
 	sum.Pending, sum.ParseErrors = c.Pending(), c.ParseErrors
 	for _, u := range c.GaveUp {
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
@@ -99,6 +100,10 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	if s.Stopped == crawlstate.StopBudget {
 		fmt.Fprintf(w, "  budget: the crawl reached its budget of $%.4f and stopped admitting URLs (%d links not admitted);"+
 			" what it had admitted was crawled to the end\n", s.BudgetUSD, s.Classes[string(errclass.Budget)])
+	}
+	if s.Stopped == crawlstate.StopUser {
+		fmt.Fprintf(w, "  stopped by its user (crawl stop): %d queued URLs ended stopped, and no link was admitted since\n",
+			s.StoppedURLs)
 	}
 	if s.BadSeedLines > 0 {
 		fmt.Fprintf(w, "  bad seed lines skipped: %d\n", s.BadSeedLines)

@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/demosite"
+	"github.com/crawlstack/crawlstack/shared/e2etest"
+)
+
+// TestStatusPauseResumeStopEmbedded crawls a site to its end, then drives crawl status, pause,
+// resume and stop on its state directory (shared/awse2e does the same with --backend aws).
+func TestStatusPauseResumeStopEmbedded(t *testing.T) {
+	site := demosite.New(12, 3, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	state := t.TempDir()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	code, stdout, stderr := runMain(t, "run", "--state", state, "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", "--quiet", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	s := lastJSON(t, stdout)
+	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
+	e2etest.CheckAdminCommands(t, main, s.Crawl, s.Fetched, "--state", state)
+}
