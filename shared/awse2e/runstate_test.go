@@ -1,0 +1,53 @@
+package awse2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/e2etest"
+)
+
+// TestIntegrationPauseThenResumeLosesNothing pauses a crawl on the AWS adapters while it runs: its
+// fetch messages go back to SQS delayed, again and again, with maxReceiveCount 2 and none reaching
+// the dead-letter queue, the site serves nothing meanwhile, and once resumed the crawl ends with
+// every page fetched once.
+func TestIntegrationPauseThenResumeLosesNothing(t *testing.T) {
+	h := newHarness(t, 60, 5)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 2})
+	h.CheckPauseResume(8)
+}
+
+// TestIntegrationStopLosesNothing stops a crawl on the AWS adapters while it runs: it drains with
+// every URL terminal, the pages served fetched and recorded, the rest stopped and never requested.
+func TestIntegrationStopLosesNothing(t *testing.T) {
+	h := newHarness(t, 60, 5)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckStop(8)
+}
+
+// TestIntegrationStatusPauseResumeStopBackendAWS runs `crawl run --backend aws` to the end, then
+// `crawl status`, `pause`, `resume` and `stop` with --backend aws, as a user types them.
+func TestIntegrationStatusPauseResumeStopBackendAWS(t *testing.T) {
+	h := newHarness(t, 10, 3)
+	h.setenv()
+	seedFile := filepath.Join(t.TempDir(), "seeds.txt")
+	if err := os.WriteFile(seedFile, []byte(h.Site.URL+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := runCrawl(t, []string{"run", "--backend", "aws", "--json", "--quiet", "--allow-net", "127.0.0.0/8",
+		"--host-rps", "0", "--host-concurrency", "0", "--visibility", "5s", "--concurrency", "8", seedFile})
+	h.attach() // so that the queues are deleted when the test ends
+	main := func(args ...string) (int, string, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), crawlTimeout)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		code := cli.Main(ctx, args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	e2etest.CheckAdminCommands(t, main, sum.Crawl, sum.Fetched, "--backend", "aws")
+}
