@@ -30,13 +30,14 @@ func TestIntegrationStopLosesNothing(t *testing.T) {
 	h.CheckStop(8)
 }
 
-// TestIntegrationStatusPauseResumeStopBackendAWS runs `crawl run --backend aws` to the end, then
-// `crawl status`, `pause`, `resume` and `stop` with --backend aws, as a user types them.
+// TestIntegrationStatusPauseResumeStopBackendAWS runs `crawl run --backend aws` on a site and a
+// missing page to the end, then `crawl failures`, `status`, `pause`, `resume` and `stop` with
+// --backend aws, as a user types them.
 func TestIntegrationStatusPauseResumeStopBackendAWS(t *testing.T) {
 	h := newHarness(t, 10, 3)
 	h.setenv()
 	seedFile := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := os.WriteFile(seedFile, []byte(h.Site.URL+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(seedFile, []byte(h.Site.URL+"\n"+h.Site.URL+"no-such-page\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sum := runCrawl(t, []string{"run", "--backend", "aws", "--json", "--quiet", "--allow-net", "127.0.0.0/8",
@@ -49,5 +50,7 @@ func TestIntegrationStatusPauseResumeStopBackendAWS(t *testing.T) {
 		code := cli.Main(ctx, args, &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
+	e2etest.CheckFailuresCommand(t, main, sum.Crawl, map[string]string{
+		h.Site.URL + "private/secret": "robots", h.Site.URL + "no-such-page": "http_4xx"}, "--backend", "aws")
 	e2etest.CheckAdminCommands(t, main, sum.Crawl, sum.Fetched, "--backend", "aws")
 }

@@ -24,6 +24,8 @@ usage:
                                CRAWL, the crawls on record
   crawl pause|resume|stop [flags] CRAWL  pause a crawl (its messages wait), resume it, or stop
                                it for good (its queued URLs end stopped)
+  crawl failures [flags] CRAWL the URLs that ended without a page, with class and detail
+                               (--class a,b filters; --json or --csv)
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
   crawl invoke [flags] FN EVENTFILE  run the schedule, fetch or parse handler once on a JSON event
   crawl help                   this text
@@ -53,6 +55,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return redrive(ctx, args[1:], stdout, stderr)
 	case "status":
 		return status(ctx, args[1:], stdout, stderr)
+	case "failures":
+		return failures(ctx, args[1:], stdout, stderr)
 	case "pause", "resume", "stop":
 		return setRun(ctx, args[0], args[1:], stdout, stderr)
 	case "invoke":

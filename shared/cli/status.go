@@ -63,8 +63,8 @@ type CrawlListing struct {
 }
 
 // adminFlags parses the flags that the commands about a crawl share (--state, --backend, and
-// --json when asJSON is not nil) and returns the arguments left.
-func adminFlags(name, args string, argv []string, stderr io.Writer, asJSON *bool) (RunOptions, []string, error) {
+// --json when asJSON is not nil) and the command's own (extra), and returns the arguments left.
+func adminFlags(name, args string, argv []string, stderr io.Writer, asJSON *bool, extra ...func(*flag.FlagSet)) (RunOptions, []string, error) {
 	o := RunOptions{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -72,6 +72,9 @@ func adminFlags(name, args string, argv []string, stderr io.Writer, asJSON *bool
 	fs.StringVar(&o.Backend, "backend", "embedded", "embedded or aws")
 	if asJSON != nil {
 		fs.BoolVar(asJSON, "json", false, "print JSON")
+	}
+	for _, add := range extra {
+		add(fs)
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: crawl %s [--state DIR] [--backend embedded|aws] %s\n", name, args)

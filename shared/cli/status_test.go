@@ -8,19 +8,21 @@ import (
 	"github.com/crawlstack/crawlstack/shared/e2etest"
 )
 
-// TestStatusPauseResumeStopEmbedded crawls a site to its end, then drives crawl status, pause,
-// resume and stop on its state directory (shared/awse2e does the same with --backend aws).
+// TestStatusPauseResumeStopEmbedded crawls a site and a missing page to their end, then drives
+// crawl failures, status, pause, resume and stop on its state directory (shared/awse2e does the same with --backend aws).
 func TestStatusPauseResumeStopEmbedded(t *testing.T) {
 	site := demosite.New(12, 3, 500)
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 	state := t.TempDir()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n"+srv.URL+"/no-such-page\n")
 	code, stdout, stderr := runMain(t, "run", "--state", state, "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", "--quiet", seeds)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	s := lastJSON(t, stdout)
 	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
+	e2etest.CheckFailuresCommand(t, main, s.Crawl, map[string]string{
+		srv.URL + "/private/secret": "robots", srv.URL + "/no-such-page": "http_4xx"}, "--state", state)
 	e2etest.CheckAdminCommands(t, main, s.Crawl, s.Fetched, "--state", state)
 }

@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -93,4 +94,81 @@ func CheckAdminCommands(t testing.TB, main MainFunc, crawl string, fetched int64
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// CheckFailuresCommand drives `crawl failures` on a finished crawl whose URLs without a page are
+// want (URL -> class), with flags choosing the backend: the table, JSON lines and CSV all list
+// exactly those, --class keeps only the named classes, and an unknown class is refused.
+func CheckFailuresCommand(t testing.TB, main MainFunc, crawl string, want map[string]string, flags ...string) {
+	t.Helper()
+	run := func(wantCode int, args ...string) (string, string) {
+		t.Helper()
+		code, stdout, stderr := main(append(append([]string{"failures"}, flags...), args...)...)
+		if code != wantCode {
+			t.Fatalf("crawl failures %s: exit %d, want %d\nstdout %s\nstderr %s", strings.Join(args, " "), code, wantCode, stdout, stderr)
+		}
+		return stdout, stderr
+	}
+	same := func(how string, got map[string]string, want map[string]string) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Errorf("%s lists %v, want %v", how, got, want)
+			return
+		}
+		for u, c := range want {
+			if got[u] != c {
+				t.Errorf("%s lists %v, want %v", how, got, want)
+				return
+			}
+		}
+	}
+	out, _ := run(0, "--json", crawl)
+	got := map[string]string{}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var f struct{ URL, State, Class, Detail string }
+		if err := dec.Decode(&f); err != nil {
+			t.Fatalf("failures --json: %v\n%s", err, out)
+		}
+		if f.Detail == "" || f.State == "" {
+			t.Errorf("failure %+v: want its state and detail", f)
+		}
+		got[f.URL] = f.Class
+	}
+	same("failures --json", got, want)
+
+	out, _ = run(0, "--csv", crawl)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) == 0 || strings.Join(rows[0], ",") != "url,state,class,detail,depth" {
+		t.Fatalf("failures --csv: %v\n%s", err, out)
+	}
+	got = map[string]string{}
+	for _, r := range rows[1:] {
+		got[r[0]] = r[2]
+	}
+	same("failures --csv", got, want)
+
+	out, _ = run(0, crawl)
+	for u := range want {
+		if !strings.Contains(out, u) {
+			t.Errorf("failures lists:\n%s\nwant %s", out, u)
+		}
+	}
+	// --class keeps the URLs of the class named.
+	for u, c := range want {
+		out, _ = run(0, "--json", "--class", c, crawl)
+		n := strings.Count(out, "\n")
+		wantN := 0
+		for _, c2 := range want {
+			if c2 == c {
+				wantN++
+			}
+		}
+		if n != wantN || !strings.Contains(out, u) {
+			t.Errorf("failures --class %s lists:\n%s\nwant the %d URLs of that class", c, out, wantN)
+		}
+	}
+	if _, stderr := run(2, "--class", "no_such_class", crawl); !strings.Contains(stderr, "unknown class") {
+		t.Errorf("an unknown --class says %q", stderr)
+	}
 }
