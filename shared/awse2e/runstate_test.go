@@ -43,14 +43,25 @@ func TestIntegrationStatusPauseResumeStopBackendAWS(t *testing.T) {
 	sum := runCrawl(t, []string{"run", "--backend", "aws", "--json", "--quiet", "--allow-net", "127.0.0.0/8",
 		"--host-rps", "0", "--host-concurrency", "0", "--visibility", "5s", "--concurrency", "8", seedFile})
 	h.attach() // so that the queues are deleted when the test ends
-	main := func(args ...string) (int, string, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), crawlTimeout)
-		defer cancel()
-		var stdout, stderr bytes.Buffer
-		code := cli.Main(ctx, args, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
-	e2etest.CheckFailuresCommand(t, main, sum.Crawl, map[string]string{
+	e2etest.CheckFailuresCommand(t, crawlMain, sum.Crawl, map[string]string{
 		h.Site.URL + "private/secret": "robots", h.Site.URL + "no-such-page": "http_4xx"}, "--backend", "aws")
-	e2etest.CheckAdminCommands(t, main, sum.Crawl, sum.Fetched, "--backend", "aws")
+	e2etest.CheckAdminCommands(t, crawlMain, sum.Crawl, sum.Fetched, "--backend", "aws")
+}
+
+// TestIntegrationRedriveByClass runs `crawl redrive --class http_5xx fetch --backend aws` on SQS
+// and DynamoDB: only the URLs that failed with that class go back, the rest stay in the DLQ.
+func TestIntegrationRedriveByClass(t *testing.T) {
+	h := newHarness(t, 1, 1)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.setenv()
+	e2etest.CheckRedriveByClass(t, crawlMain, h.be.Queue, h.be.Table, h.Res.Fetch, h.Res.FetchDLQ, "--backend", "aws")
+}
+
+// crawlMain runs the crawl command as a user types it, with the test's environment.
+func crawlMain(args ...string) (int, string, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), crawlTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(ctx, args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
 }

@@ -2,20 +2,35 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 )
 
 // redrive moves the messages of a dead-letter queue back to its source queue.
 func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, rest, err := adminFlags("redrive", "schedule|fetch|parse", args, stderr, nil)
+	var classes string
+	o, rest, err := adminFlags("redrive", "[--class a,b] schedule|fetch|parse", args, stderr, nil, func(fs *flag.FlagSet) {
+		fs.StringVar(&classes, "class", "", "fetch only: move back only the messages whose URLs failed with these classes (http_5xx,timeout,...); the rest stay")
+	})
 	if err != nil {
 		return usageError(stderr, err)
 	}
 	if len(rest) != 1 {
-		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] schedule|fetch|parse")
+		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] [--class a,b] schedule|fetch|parse")
+		return ExitUsage
+	}
+	only, err := parseClasses(classes)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl redrive: %v\n", err)
+		return ExitUsage
+	}
+	if only != nil && rest[0] != "fetch" {
+		fmt.Fprintf(stderr, "crawl redrive: --class is for the fetch queue, whose messages are URLs with a recorded class, not %s\n", rest[0])
 		return ExitUsage
 	}
 	name := rest[0]
@@ -29,6 +44,16 @@ func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl redrive: %v\n", err)
 		return ExitUsage
+	}
+	if only != nil {
+		moved, left, err := redriveByClass(ctx, be.Queue, crawlstate.New(be.Table), dlq, src, only)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl redrive fetch --class %s: %v (moved %d URLs before)\n", classes, err, moved)
+			return ExitFailed
+		}
+		fmt.Fprintf(stdout, "moved %d URLs of class %s from the fetch dead-letter queue back to fetch; %d URLs of other classes stay\n",
+			moved, classes, left)
+		return ExitOK
 	}
 	n, err := be.Queue.Redrive(ctx, dlq, src)
 	if err != nil {

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/demosite"
 	"github.com/crawlstack/crawlstack/shared/e2etest"
@@ -25,4 +27,21 @@ func TestStatusPauseResumeStopEmbedded(t *testing.T) {
 	e2etest.CheckFailuresCommand(t, main, s.Crawl, map[string]string{
 		srv.URL + "/private/secret": "robots", srv.URL + "/no-such-page": "http_4xx"}, "--state", state)
 	e2etest.CheckAdminCommands(t, main, s.Crawl, s.Fetched, "--state", state)
+}
+
+// TestRedriveByClassEmbedded: crawl redrive --class on the embedded backend (shared/awse2e runs
+// the same check on the emulators).
+func TestRedriveByClassEmbedded(t *testing.T) {
+	state := t.TempDir()
+	be, err := OpenEmbedded(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	res, err := be.Setup(context.Background(), QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
+	e2etest.CheckRedriveByClass(t, main, be.Queue, be.Table, res.Fetch, res.FetchDLQ, "--state", state)
 }
