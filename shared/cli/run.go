@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -177,23 +178,55 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	return c
 }
 
-// Summary is the result of a run, printed as text and, with --json, as the last line of stdout.
-type Summary struct {
-	Crawl          string           `json:"crawl"`
-	Finished       bool             `json:"finished"`
-	ElapsedSeconds float64          `json:"elapsedSeconds"`
-	Seen           int64            `json:"seen"`
-	Fetched        int64            `json:"fetched"`
-	Skipped        int64            `json:"skipped"`
-	Failed         int64            `json:"failed"`
-	StoppedURLs    int64            `json:"stoppedUrls"`
-	Pending        int64            `json:"pending"`
-	ParseErrors    int64            `json:"parseErrors"`
+// Counts are a crawl's URLs by state and class, as a run's summary and crawl status show them
+// (the same JSON fields in both).
+type Counts struct {
+	Seen        int64 `json:"seen"`
+	Fetched     int64 `json:"fetched"`
+	Skipped     int64 `json:"skipped"`
+	Failed      int64 `json:"failed"`
+	StoppedURLs int64 `json:"stoppedUrls"`
+	Pending     int64 `json:"pending"`
+	ParseErrors int64 `json:"parseErrors"`
+	// PagesPerSecond is the fetched pages per second: over the run in a summary, over the time
+	// since the crawl started in a status.
 	PagesPerSecond float64          `json:"pagesPerSecond"`
 	Classes        map[string]int64 `json:"classes"`
-	BadSeedLines   int              `json:"badSeedLines"`
-	Pages          string           `json:"pages"`
-	Records        string           `json:"records"`
+}
+
+// countsOf are the counts of c.
+func countsOf(c crawlstate.Counters) Counts {
+	n := Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed, StoppedURLs: c.StoppedURLs,
+		Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{}}
+	for cl, k := range c.Classes {
+		n.Classes[string(cl)] = k
+	}
+	return n
+}
+
+// classLine is the counts by class, in name order: "robots 1, timeout 2".
+func classLine(classes map[string]int64) string {
+	names := make([]string, 0, len(classes))
+	for c := range classes {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, c := range names {
+		parts[i] = fmt.Sprintf("%s %d", c, classes[c])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Summary is the result of a run, printed as text and, with --json, as the last line of stdout.
+type Summary struct {
+	Crawl          string  `json:"crawl"`
+	Finished       bool    `json:"finished"`
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	Counts
+	BadSeedLines int    `json:"badSeedLines"`
+	Pages        string `json:"pages"`
+	Records      string `json:"records"`
 	// GaveUp lists some of the failed URLs (crawlstate.MaxGaveUp at most), with why.
 	GaveUp      []GaveUp       `json:"gaveUp,omitempty"`
 	DeadLetters map[string]int `json:"deadLetters"`

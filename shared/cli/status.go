@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,19 +20,11 @@ import (
 type Status struct {
 	Crawl string `json:"crawl"`
 	// State is running, paused, stopped (its user stopped it), or finished (nothing pending).
-	State       string    `json:"state"`
-	Started     time.Time `json:"started,omitzero"`
-	Seen        int64     `json:"seen"`
-	Fetched     int64     `json:"fetched"`
-	Skipped     int64     `json:"skipped"`
-	Failed      int64     `json:"failed"`
-	StoppedURLs int64     `json:"stoppedUrls"`
-	Pending     int64     `json:"pending"`
-	ParseErrors int64     `json:"parseErrors"`
-	// PagesPerSecond is the fetched pages over the time since the crawl started, while it has
-	// URLs pending (0 once it has none: the rate would only fall as time goes by).
-	PagesPerSecond float64          `json:"pagesPerSecond"`
-	Classes        map[string]int64 `json:"classes"`
+	State   string    `json:"state"`
+	Started time.Time `json:"started,omitzero"`
+	// Counts' PagesPerSecond is over the time since the crawl started, while it has URLs pending
+	// (0 once it has none: the rate would only fall as time goes by).
+	Counts
 	// CostUSD is the crawl's ledger at list prices: what its handlers were metered for so far
 	// (on AWS; the embedded backend bills nothing).
 	CostUSD float64 `json:"costUsd"`
@@ -206,13 +197,8 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 	if err != nil {
 		return Status{}, err
 	}
-	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Seen: n.Seen, Fetched: n.Fetched,
-		Skipped: n.Skipped, Failed: n.Failed, StoppedURLs: n.StoppedURLs, Pending: n.Pending(),
-		ParseErrors: n.ParseErrors, Classes: map[string]int64{}, StoppedWhy: n.Stopped,
+	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
 		CostUSD: meter.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}}
-	for cl, k := range n.Classes {
-		s.Classes[string(cl)] = k
-	}
 	if !c.Started.IsZero() && now.After(c.Started) && s.Pending > 0 {
 		s.PagesPerSecond = float64(n.Fetched) / now.Sub(c.Started).Seconds()
 	}
@@ -277,16 +263,7 @@ func printStatus(w io.Writer, s Status) {
 	}
 	fmt.Fprintln(w)
 	if len(s.Classes) > 0 {
-		names := make([]string, 0, len(s.Classes))
-		for c := range s.Classes {
-			names = append(names, c)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, c := range names {
-			parts[i] = fmt.Sprintf("%s %d", c, s.Classes[c])
-		}
-		fmt.Fprintf(w, "  by class: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  by class: %s\n", classLine(s.Classes))
 	}
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,19 +25,13 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	if err != nil {
 		return sum, err
 	}
-	sum.Seen, sum.Fetched, sum.Skipped, sum.Failed = c.Seen, c.Fetched, c.Skipped, c.Failed
-	sum.StoppedURLs = c.StoppedURLs
-	sum.Pending, sum.ParseErrors = c.Pending(), c.ParseErrors
+	sum.Counts = countsOf(c)
 	for _, u := range c.GaveUp {
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
 	}
 	sum.Stopped = c.Stopped
 	if be.Metered {
 		sum.CostUSD = sum.prices.Cost(c.Cost).Total
-	}
-	sum.Classes = map[string]int64{}
-	for cl, n := range c.Classes {
-		sum.Classes[string(cl)] = n
 	}
 	if elapsed > 0 {
 		sum.PagesPerSecond = float64(c.Fetched) / elapsed.Seconds()
@@ -70,16 +62,7 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	fmt.Fprintf(w, "  seen %d  fetched %d  skipped %d  failed %d  pending %d  (%.1f pages/s)\n",
 		s.Seen, s.Fetched, s.Skipped, s.Failed, s.Pending, s.PagesPerSecond)
 	if len(s.Classes) > 0 {
-		names := make([]string, 0, len(s.Classes))
-		for c := range s.Classes {
-			names = append(names, c)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, c := range names {
-			parts[i] = fmt.Sprintf("%s %d", c, s.Classes[c])
-		}
-		fmt.Fprintf(w, "  by class: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  by class: %s\n", classLine(s.Classes))
 	}
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
