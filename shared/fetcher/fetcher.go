@@ -174,9 +174,9 @@ type fetched struct {
 	// claimed: the URL is held for owner (see claim); prev is its state when claimed.
 	claimed bool
 	resp    *httpfetch.Response
-	// record is the page's WARC record, encoded as soon as the response is in, in parallel with
+	// record is the page's WARC records, encoded as soon as the response is in, in parallel with
 	// the batch's other fetches.
-	record []byte
+	record warcfile.Record
 }
 
 // Handle processes one SQS batch of fetch messages.
@@ -350,7 +350,8 @@ func (h *Handler) limits(c errclass.Class) bool {
 
 // storedPage is what the WARC record of resp holds.
 func storedPage(resp *httpfetch.Response) warcfile.Page {
-	return warcfile.Page{URL: resp.URL, Status: resp.Status, Header: resp.Header, Body: resp.Body, FetchedAt: resp.FetchedAt}
+	return warcfile.Page{URL: resp.URL, Status: resp.Status, Header: resp.Header, Body: resp.Body, FetchedAt: resp.FetchedAt,
+		Truncated: resp.Truncated, Request: resp.Request}
 }
 
 // follow is the redirect policy of one fetch. Following a redirect fetches its target, so the

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -38,6 +39,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/sqlite"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
+	"github.com/crawlstack/crawlstack/shared/warcfile/warctest"
 )
 
 const (
@@ -367,8 +369,23 @@ func TestFetchSampleBatch(t *testing.T) {
 		t.Errorf("parse messages for %v, want %v", got, want)
 	}
 	keys, err := e.blobs.List(ctx, fetcher.PagesPrefix+crawl+"/")
-	if err != nil || len(keys) != 1 {
-		t.Errorf("WARC files = %v, %v; want one for the batch", keys, err)
+	if err != nil || len(keys) != 2 || keys[1] != keys[0]+warcfile.IndexSuffix {
+		t.Fatalf("WARC files = %v, %v; want one for the batch and its index", keys, err)
+	}
+	// An independent reader checks the file's digests, and that its index finds both pages.
+	dir := t.TempDir()
+	for _, k := range keys {
+		b, err := e.blobs.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, path.Base(k)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := warctest.Check(t, filepath.Join(dir, path.Base(keys[0])))
+	if sum.Warcinfo != 1 || sum.Responses != 2 || sum.Requests != 2 || sum.Resolved != 2 {
+		t.Errorf("warcio.js saw %+v, want a warcinfo record, 2 responses, 2 requests and 2 index lines that resolve", sum)
 	}
 }
 
@@ -547,8 +564,8 @@ func TestAFailedSyncWritesThePagesAgain(t *testing.T) {
 	if it.State != crawlstate.Fetched || it.Page == nil {
 		t.Fatalf("url = %s; want fetched", it.State)
 	}
-	if !reflect.DeepEqual(store.puts, []string{it.Page.WARCKey}) {
-		t.Errorf("written again with Put: %q, want the batch's file %q", store.puts, it.Page.WARCKey)
+	if want := []string{it.Page.WARCKey, it.Page.WARCKey + warcfile.IndexSuffix}; !reflect.DeepEqual(store.puts, want) {
+		t.Errorf("written again with Put: %q, want the batch's file and its index %q", store.puts, want)
 	}
 	if msgs := e.received(parseQ); len(msgs) != 1 {
 		t.Errorf("sent %d parse messages, want 1", len(msgs))

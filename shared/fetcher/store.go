@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
@@ -46,16 +48,16 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		}
 		return ids
 	}
-	records := make([][]byte, len(pages))
-	for i, p := range pages {
-		records[i] = p.record
-	}
-	file, spans := warcfile.Join(records)
 	now := h.Now().UTC()
 	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
-	durable, err := h.put(ctx, key, file)
+	file, err := assemble(key, now, pages)
 	if err != nil {
-		return retryAll(fmt.Errorf("put %s: %w", key, err))
+		return retryAll(err)
+	}
+	spans := file.Spans
+	durable, err := h.putFile(ctx, key, file)
+	if err != nil {
+		return retryAll(err)
 	}
 	// A deferred file syncs while the pages are recorded, and their parse messages wait for it. A
 	// power loss before the sync may lose the file but keep the records: the redelivered fetch
@@ -99,7 +101,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	if err := <-synced; err != nil {
 		// The file is whole but may not survive a power loss: write it again, durably.
 		h.log.Warn("sync the fetched pages; writing them again", "key", key, "err", err.Error())
-		if err := h.pages.Put(ctx, key, file, warcfile.ContentType); err != nil {
+		if err := h.putFileDurably(ctx, key, file); err != nil {
 			// Their URLs are fetched: the redelivered fetch messages check the pages (resendParse).
 			h.log.Error("storing fetched pages durably failed", "key", key, "err", err.Error())
 			for i, p := range pages {
@@ -183,13 +185,48 @@ func partition(pages []fetched, refs []crawlstate.Page) []int {
 	return parts
 }
 
-// put stores the batch's WARC file and returns what makes it durable: a store that can defer its
-// sync (DeferredPutter) returns before the file is durable, any other only once it is.
-func (h *Handler) put(ctx context.Context, key string, file []byte) (durable func() error, err error) {
-	if d, ok := h.pages.(DeferredPutter); ok {
-		return d.PutDeferred(ctx, key, file, warcfile.ContentType)
+// assemble builds the batch's WARC file, to be stored at key, and its CDXJ index.
+func assemble(key string, now time.Time, pages []fetched) (warcfile.File, error) {
+	records := make([]warcfile.Record, len(pages))
+	for i, p := range pages {
+		records[i] = p.record
 	}
-	return func() error { return nil }, h.pages.Put(ctx, key, file, warcfile.ContentType)
+	file, err := warcfile.Assemble(path.Base(key), now, records)
+	if err != nil {
+		return warcfile.File{}, fmt.Errorf("assemble %s: %w", key, err)
+	}
+	return file, nil
+}
+
+// putFile stores the batch's WARC file at key and its CDXJ index beside it (key plus
+// warcfile.IndexSuffix: a second PUT per batch), and returns what makes both durable.
+func (h *Handler) putFile(ctx context.Context, key string, file warcfile.File) (durable func() error, err error) {
+	data, err := h.put(ctx, key, file.Data, warcfile.ContentType)
+	if err != nil {
+		return nil, fmt.Errorf("put %s: %w", key, err)
+	}
+	index, err := h.put(ctx, key+warcfile.IndexSuffix, file.Index, warcfile.IndexContentType)
+	if err != nil {
+		return nil, fmt.Errorf("put the index of %s: %w", key, errors.Join(err, data()))
+	}
+	return func() error { return errors.Join(data(), index()) }, nil
+}
+
+// putFileDurably stores the batch's WARC file and its index again, durably: after a failed sync.
+func (h *Handler) putFileDurably(ctx context.Context, key string, file warcfile.File) error {
+	if err := h.pages.Put(ctx, key, file.Data, warcfile.ContentType); err != nil {
+		return err
+	}
+	return h.pages.Put(ctx, key+warcfile.IndexSuffix, file.Index, warcfile.IndexContentType)
+}
+
+// put stores an object and returns what makes it durable: a store that can defer its sync
+// (DeferredPutter) returns before the object is durable, any other only once it is.
+func (h *Handler) put(ctx context.Context, key string, data []byte, contentType string) (durable func() error, err error) {
+	if d, ok := h.pages.(DeferredPutter); ok {
+		return d.PutDeferred(ctx, key, data, contentType)
+	}
+	return func() error { return nil }, h.pages.Put(ctx, key, data, contentType)
 }
 
 // parseMessage asks parse to read the one page stored for the fetch message m.

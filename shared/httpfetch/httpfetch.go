@@ -86,6 +86,7 @@ type Response struct {
 	Redirects []string    // the URLs that answered with a redirect, in order, starting with the requested one
 	FetchedAt time.Time   // when the request started
 	Duration  time.Duration
+	Request   http.Header // the header sent with the final request (the WARC request record's)
 }
 
 // New returns a Client. It fails on an empty UserAgent or an unknown Fingerprint.
@@ -271,5 +272,6 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 		Redirects: redirects,
 		FetchedAt: start,
 		Duration:  time.Since(start),
+		Request:   resp.Request.Header,
 	}, nil
 }

@@ -1,7 +1,9 @@
-// Package warcfile writes fetched pages as WARC 1.1 response records (with the nlnwa/gowarc
-// library) and reads them back. Each record is its own gzip member, so one object in the blob store
-// holds a whole batch of pages and any page can be read alone with a range request for its offset
-// and length: one S3 PUT per fetch batch instead of one per page.
+// Package warcfile writes fetched pages as WARC 1.1 files (with the nlnwa/gowarc library) and reads
+// their records back. A file starts with a warcinfo record; each page has a response record,
+// followed by the request record that fetched it. Each record is its own gzip member, so one object
+// in the blob store holds a whole batch of pages and any page can be read alone with a range request
+// for its offset and length: one S3 PUT per fetch batch instead of one per page. Each file has a
+// CDXJ index (see Index), the form pywb and other replay tools read.
 package warcfile
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +35,12 @@ type Page struct {
 	Header    http.Header
 	Body      []byte // decoded body
 	FetchedAt time.Time
+	// Truncated says the body was cut at the fetch's size limit: the record says so
+	// (WARC-Truncated: length).
+	Truncated bool
+	// Request is the header of the GET that got the final response. A page with one gets a
+	// request record after its response record; Decode returns none.
+	Request http.Header
 }
 
 // Span is where a record sits in the encoded file.
@@ -49,7 +58,8 @@ var gzipWriters = sync.Pool{New: func() any {
 	return zw
 }}
 
-// Encode builds a .warc.gz file holding pages in order and returns where each record is.
+// Encode builds the records of pages, one after another with no warcinfo record, and returns
+// where each page's response record is. Tests and benchmarks use it; a whole file is Assemble's.
 func Encode(pages []Page) ([]byte, []Span, error) {
 	records := make([][]byte, len(pages))
 	for i, p := range pages {
@@ -57,22 +67,55 @@ func Encode(pages []Page) ([]byte, []Span, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		records[i] = rec
+		records[i] = rec.Response
 	}
 	file, spans := Join(records)
 	return file, spans, nil
 }
 
-// EncodeRecord builds the record of one page, compressed as a gzip member of its own. Records are
-// encoded apart (in parallel, say) and Join puts them into one file.
-func EncodeRecord(p Page) ([]byte, error) {
-	rec, err := record(p)
+// Record is one page's records, each compressed as a gzip member of its own, and the page's line of
+// the file's index.
+type Record struct {
+	Response []byte // the response record: the page's span in the file
+	Request  []byte // the request record, or nil for a page without a request header
+	entry    entry
+}
+
+// EncodeRecord builds the records of one page. Records are encoded apart (in parallel, say) and
+// Assemble puts them into one file.
+func EncodeRecord(p Page) (Record, error) {
+	urn, err := newRecordID()
 	if err != nil {
-		return nil, fmt.Errorf("warc record for %s: %w", p.URL, err)
+		return Record{}, err
 	}
+	id := "<" + urn + ">"
+	resp, err := responseRecord(p, id)
+	if err != nil {
+		return Record{}, fmt.Errorf("warc record for %s: %w", p.URL, err)
+	}
+	out := Record{entry: entry{url: p.URL, at: p.FetchedAt.UTC(), mime: p.Header.Get("Content-Type"), status: p.Status,
+		digest: resp.WarcHeader().Get(gowarc.WarcPayloadDigest)}}
+	if out.Response, err = compress(resp, len(p.Body)/3+1024); err != nil { // BestSpeed shrinks HTML to about a quarter to a third
+		return Record{}, fmt.Errorf("write warc record for %s: %w", p.URL, err)
+	}
+	if p.Request == nil {
+		return out, nil
+	}
+	req, err := requestRecord(p, id)
+	if err != nil {
+		return Record{}, fmt.Errorf("warc request record for %s: %w", p.URL, err)
+	}
+	if out.Request, err = compress(req, 1024); err != nil {
+		return Record{}, fmt.Errorf("write warc request record for %s: %w", p.URL, err)
+	}
+	return out, nil
+}
+
+// compress writes rec as one gzip member, and closes rec.
+func compress(rec gowarc.WarcRecord, sizeHint int) ([]byte, error) {
 	defer rec.Close()
 	var out bytes.Buffer
-	out.Grow(len(p.Body)/3 + 1024) // BestSpeed shrinks HTML to about a quarter to a third
+	out.Grow(sizeHint)
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer func() {
 		zw.Reset(io.Discard) // do not keep the record alive in the pool, also after an error
@@ -80,16 +123,15 @@ func EncodeRecord(p Page) ([]byte, error) {
 	}()
 	zw.Reset(&out)
 	if _, _, err := marshaler.Marshal(zw, rec, 0); err != nil {
-		return nil, fmt.Errorf("write warc record for %s: %w", p.URL, err)
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compress warc record for %s: %w", p.URL, err)
+		return nil, fmt.Errorf("compress: %w", err)
 	}
 	return out.Bytes(), nil
 }
 
-// Join puts records (from EncodeRecord) into one .warc.gz file, in order, and returns where each
-// one is.
+// Join puts records into one file, in order, and returns where each one is.
 func Join(records [][]byte) ([]byte, []Span) {
 	size := 0
 	for _, r := range records {
@@ -118,31 +160,78 @@ const maxSizeHint = 64 << 20
 // package-level setting of google/uuid (uuid.EnableRandPool), a data race when called concurrently.
 var optionsMu sync.Mutex
 
-func record(p Page) (gowarc.WarcRecord, error) {
+// newBuilder returns a record builder that fixes the Content-Length and adds both digests. gowarc
+// computes the digests while it validates the record, after reading the whole block: with the
+// spec-violation policy at ErrIgnore it skips that read and writes the digests of nothing but the
+// HTTP header, so the default policy (ErrWarn) stays.
+func newBuilder(t gowarc.RecordType, id string) gowarc.WarcRecordBuilder {
 	optionsMu.Lock()
-	b := gowarc.NewRecordBuilder(gowarc.Response, gowarc.WithFixContentLength(true), gowarc.WithFixDigest(true),
-		gowarc.WithAddMissingDigest(true), gowarc.WithRecordIdFunc(newRecordID),
-		// The header fields are all set here, from a normalised URL and a time: checking each one
-		// again (the URI with a WHATWG parser) was about a third of building the record.
-		gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore))
-	optionsMu.Unlock()
+	defer optionsMu.Unlock()
+	b := gowarc.NewRecordBuilder(t, gowarc.WithFixContentLength(true), gowarc.WithFixDigest(true),
+		gowarc.WithAddMissingDigest(true), gowarc.WithRecordIdFunc(newRecordID))
+	if id != "" {
+		b.AddWarcHeader(gowarc.WarcRecordID, id)
+	}
+	return b
+}
+
+// build finishes a record (outside optionsMu: the record id is newRecordID's, not google/uuid's
+// pool). The validation findings are not errors: the policy only collects them.
+func build(b gowarc.WarcRecordBuilder) (gowarc.WarcRecord, error) {
+	rec, _, err := b.Build()
+	return rec, err
+}
+
+// responseRecord builds p's response record, with the record id id.
+func responseRecord(p Page, id string) (gowarc.WarcRecord, error) {
+	b := newBuilder(gowarc.Response, id)
 	var head strings.Builder
 	fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
 	if err := StoredHeader(p).Write(&head); err != nil {
+		b.Close()
 		return nil, err
 	}
 	head.WriteString("\r\n")
 	if _, err := b.WriteString(head.String()); err != nil {
+		b.Close()
 		return nil, err
 	}
 	if _, err := b.Write(p.Body); err != nil {
+		b.Close()
 		return nil, err
 	}
 	b.AddWarcHeader(gowarc.WarcTargetURI, p.URL)
 	b.AddWarcHeaderTime(gowarc.WarcDate, p.FetchedAt.UTC())
 	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
-	rec, _, err := b.Build() // outside optionsMu: the record id is newRecordID's, not google/uuid's pool
-	return rec, err
+	if p.Truncated {
+		b.AddWarcHeader(gowarc.WarcTruncated, "length")
+	}
+	return build(b)
+}
+
+// requestRecord builds the request record of p, concurrent to the response record responseID.
+func requestRecord(p Page, responseID string) (gowarc.WarcRecord, error) {
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return nil, fmt.Errorf("request target: %w", err)
+	}
+	b := newBuilder(gowarc.Request, "")
+	var head strings.Builder
+	fmt.Fprintf(&head, "GET %s HTTP/1.1\r\nHost: %s\r\n", u.RequestURI(), u.Host)
+	if err := p.Request.WriteSubset(&head, map[string]bool{"Host": true}); err != nil {
+		b.Close()
+		return nil, err
+	}
+	head.WriteString("\r\n")
+	if _, err := b.WriteString(head.String()); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.AddWarcHeader(gowarc.WarcTargetURI, p.URL)
+	b.AddWarcHeaderTime(gowarc.WarcDate, p.FetchedAt.UTC())
+	b.AddWarcHeader(gowarc.WarcConcurrentTo, responseID)
+	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=request")
+	return build(b)
 }
 
 // newRecordID returns a random WARC-Record-ID (a version 4 UUID as a URN). It reads crypto/rand

@@ -3,6 +3,8 @@ package warcfile
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"reflect"
@@ -92,7 +94,8 @@ func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head, _, _ := strings.Cut(gunzip(t, rec), "\r\n\r\n")
+		text := gunzip(t, rec.Response)
+		head, block, _ := strings.Cut(text, "\r\n\r\n")
 		fields := map[string]string{}
 		for _, line := range strings.Split(head, "\r\n")[1:] {
 			name, value, _ := strings.Cut(line, ": ")
@@ -103,10 +106,15 @@ func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
 			t.Errorf("WARC-Record-ID = %q, want <urn:uuid:...>", id)
 		}
 		ids[id] = true
-		for _, name := range []string{"WARC-Block-Digest", "WARC-Payload-Digest"} {
-			if !strings.HasPrefix(fields[name], "sha256:") {
-				t.Errorf("%s = %q, want a sha256 digest", name, fields[name])
+		block = strings.TrimSuffix(block, "\r\n\r\n") // the record's end
+		_, payload, _ := strings.Cut(block, "\r\n\r\n")
+		for name, want := range map[string]string{"WARC-Block-Digest": sha256Hex(block), "WARC-Payload-Digest": sha256Hex(string(page.Body))} {
+			if fields[name] != want {
+				t.Errorf("%s = %q, want %q", name, fields[name], want)
 			}
+		}
+		if payload != string(page.Body) {
+			t.Errorf("payload = %q, want %q", payload, page.Body)
 		}
 		if fields["WARC-Target-URI"] != page.URL {
 			t.Errorf("WARC-Target-URI = %q, want %q", fields["WARC-Target-URI"], page.URL)
@@ -115,6 +123,11 @@ func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
 	if len(ids) != 2 {
 		t.Errorf("two records share the id %v", ids)
 	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // gunzip returns the text of every gzip member in b.
