@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/warcfile/warctest"
+)
+
+// TestTheDemoCrawlsArchivePassAnIndependentReader runs `make run`'s crawl (`crawl demo` with its
+// defaults, into a temp state dir) and has warcio.js read every WARC file it wrote: every digest
+// is right, and each file's CDXJ index resolves every page fetched.
+func TestTheDemoCrawlsArchivePassAnIndependentReader(t *testing.T) {
+	state := t.TempDir()
+	code, stdout, stderr := runMain(t, "demo", "--", "--state", state, "--json")
+	if code != ExitOK {
+		t.Fatalf("crawl demo exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// demo prints its closing words after run's JSON summary.
+	summary, _, _ := strings.Cut(stdout[strings.LastIndex(stdout, "\n{")+1:], "\n")
+	sum := lastJSON(t, summary)
+	var files []string
+	err := filepath.WalkDir(filepath.Join(state, "blobs", "pages"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".warc.gz") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Fetched == 0 || len(files) == 0 {
+		t.Fatalf("the demo crawl fetched %d pages into %d WARC files", sum.Fetched, len(files))
+	}
+	got := warctest.Check(t, files...)
+	t.Logf("%d pages fetched; warcio.js read %+v", sum.Fetched, got)
+	if got.Files != len(files) || got.Warcinfo != len(files) || int64(got.Responses) != sum.Fetched ||
+		got.Requests != got.Responses || got.IndexLines != got.Responses || got.Resolved != got.Responses {
+		t.Errorf("warcio.js read %+v in %d files; want a warcinfo record each, and a response, a request and an index line that resolves for each of the %d pages fetched",
+			got, len(files), sum.Fetched)
+	}
+}
