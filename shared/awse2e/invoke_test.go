@@ -30,6 +30,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/cli"
 	"github.com/crawlstack/crawlstack/shared/e2etest"
 	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
 
 // invokeTimeout bounds one `crawl invoke` and each wait for its effects.
@@ -104,11 +105,13 @@ func TestIntegrationInvokeBackendAWS(t *testing.T) {
 			t.Errorf("%d page requests, want %d (the sample's pages, once each): %v", n, len(fetchedPaths), hits)
 		}
 
-		// One WARC file for the batch (one crawl), holding both pages.
+		// One WARC file for the batch (one crawl), holding both pages, and its index.
 		keys := listKeys(t, c.S3, h.be.Bucket, "pages/")
-		if len(keys) != 1 || !strings.HasPrefix(keys[0], "pages/"+sampleCrawl+"/") || !strings.HasSuffix(keys[0], ".warc.gz") {
-			t.Fatalf("objects under pages/: %v, want one pages/%s/....warc.gz", keys, sampleCrawl)
+		if len(keys) != 2 || !strings.HasPrefix(keys[0], "pages/"+sampleCrawl+"/") || !strings.HasSuffix(keys[0], ".warc.gz") ||
+			keys[1] != keys[0]+warcfile.IndexSuffix {
+			t.Fatalf("objects under pages/: %v, want one pages/%s/....warc.gz and its index", keys, sampleCrawl)
 		}
+		checkArchive(t, c.S3, h.be.Bucket, keys[0], len(fetchedPaths))
 		warc := readGzipObject(t, c.S3, h.be.Bucket, keys[0])
 		for _, p := range fetchedPaths {
 			if !strings.Contains(warc, site.body(p)) {

@@ -121,8 +121,8 @@ func TestInvokeScheduleThenFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pages, err := store.List(context.Background(), "pages/"); err != nil || len(pages) != 1 {
-		t.Errorf("WARC files %v, %v; want the batch's one", pages, err)
+	if pages, err := store.List(context.Background(), "pages/"); err != nil || len(pages) != 2 {
+		t.Errorf("WARC files %v, %v; want the batch's one and its index", pages, err)
 	}
 }
 
