@@ -184,29 +184,12 @@ func build(b gowarc.WarcRecordBuilder) (gowarc.WarcRecord, error) {
 
 // responseRecord builds p's response record, with the record id id.
 func responseRecord(p Page, id string) (gowarc.WarcRecord, error) {
-	b := newBuilder(gowarc.Response, id)
-	var head strings.Builder
-	fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
-	if err := StoredHeader(p).Write(&head); err != nil {
-		b.Close()
-		return nil, err
-	}
-	head.WriteString("\r\n")
-	if _, err := b.WriteString(head.String()); err != nil {
-		b.Close()
-		return nil, err
-	}
-	if _, err := b.Write(p.Body); err != nil {
-		b.Close()
-		return nil, err
-	}
-	b.AddWarcHeader(gowarc.WarcTargetURI, p.URL)
-	b.AddWarcHeaderTime(gowarc.WarcDate, p.FetchedAt.UTC())
-	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
+	fields := []string{gowarc.ContentType, "application/http;msgtype=response"}
 	if p.Truncated {
-		b.AddWarcHeader(gowarc.WarcTruncated, "length")
+		fields = append(fields, gowarc.WarcTruncated, "length")
 	}
-	return build(b)
+	status := fmt.Sprintf("HTTP/1.1 %d %s", p.Status, http.StatusText(p.Status))
+	return httpRecord(gowarc.Response, id, p, status, StoredHeader(p), p.Body, fields...)
 }
 
 // requestRecord builds the request record of p, concurrent to the response record responseID.
@@ -215,10 +198,19 @@ func requestRecord(p Page, responseID string) (gowarc.WarcRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request target: %w", err)
 	}
-	b := newBuilder(gowarc.Request, "")
+	h := p.Request.Clone()
+	h.Set("Host", u.Host)
+	return httpRecord(gowarc.Request, "", p, "GET "+u.RequestURI()+" HTTP/1.1", h, nil,
+		gowarc.WarcConcurrentTo, responseID, gowarc.ContentType, "application/http;msgtype=request")
+}
+
+// httpRecord builds a record of type t about p whose block is an HTTP message (its first line,
+// header and body), with the WARC header fields given as name, value pairs.
+func httpRecord(t gowarc.RecordType, id string, p Page, first string, header http.Header, body []byte, fields ...string) (gowarc.WarcRecord, error) {
+	b := newBuilder(t, id)
 	var head strings.Builder
-	fmt.Fprintf(&head, "GET %s HTTP/1.1\r\nHost: %s\r\n", u.RequestURI(), u.Host)
-	if err := p.Request.WriteSubset(&head, map[string]bool{"Host": true}); err != nil {
+	head.WriteString(first + "\r\n")
+	if err := header.Write(&head); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -227,10 +219,15 @@ func requestRecord(p Page, responseID string) (gowarc.WarcRecord, error) {
 		b.Close()
 		return nil, err
 	}
+	if _, err := b.Write(body); err != nil {
+		b.Close()
+		return nil, err
+	}
 	b.AddWarcHeader(gowarc.WarcTargetURI, p.URL)
 	b.AddWarcHeaderTime(gowarc.WarcDate, p.FetchedAt.UTC())
-	b.AddWarcHeader(gowarc.WarcConcurrentTo, responseID)
-	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=request")
+	for i := 0; i+1 < len(fields); i += 2 {
+		b.AddWarcHeader(fields[i], fields[i+1])
+	}
 	return build(b)
 }
 
