@@ -1,5 +1,5 @@
 # warcio.js, the independent reader that the tests check every WARC file and CDXJ index with
-# (shared/warcfile/warctest). `make test` installs it first.
+# (shared/warcfile/warctest). `make test` (and its parts that read WARC files) install it first.
 
 WARCIO_DIR := .cache/warcio
 WARCIO_LOCK := shared/warcfile/warctest/package.json shared/warcfile/warctest/package-lock.json
@@ -15,4 +15,4 @@ $(WARCIO_DIR)/node_modules/warcio/package.json: $(WARCIO_LOCK)
 	npm ci --silent --no-audit --no-fund --prefix $(WARCIO_DIR)
 	touch $@
 
-test-unit: warcio-deps
+test-unit test-emulators test-integration: warcio-deps
