@@ -6,30 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fetcher"
-	"github.com/crawlstack/crawlstack/shared/message"
 )
-
-// severalRecord is a record carrying one fetch message of the paths, all admitted.
-func (e *env) severalRecord(id string, paths ...string) events.SQSMessage {
-	e.t.Helper()
-	rec := e.record(id, paths[0], 1)
-	var targets []message.Target
-	for _, p := range paths {
-		targets = append(targets, message.Target{URL: e.url(p), Root: e.url("/"), Depth: 1})
-		e.admit(e.url(p), e.url("/"), 1)
-	}
-	body, err := message.Encode(message.Pack(crawl, targets))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rec.Body = body
-	return rec
-}
 
 // setRun records the crawl and sets its run state.
 func (e *env) setRun(to crawlstate.Run) {
@@ -47,7 +27,7 @@ func (e *env) setRun(to crawlstate.Run) {
 // fetch queue as it came, delayed by PauseWait, and is acknowledged: no request, no claim.
 func TestAPausedCrawlsMessageWaitsWhole(t *testing.T) {
 	e := newEnv(t, func(c *fetcher.Config) { c.PauseWait = 7 * time.Second })
-	rec := e.severalRecord("msg-1", "/", "/a")
+	rec := e.severalURLs("msg-1", "/", "/a")
 	e.setRun(crawlstate.Paused)
 	if got := e.handle(rec); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
@@ -88,7 +68,7 @@ func TestAPausedCrawlsMessageFailsIfItCannotWait(t *testing.T) {
 // request and nothing sent, and the message is acknowledged.
 func TestAStoppedCrawlsURLsEndStopped(t *testing.T) {
 	e := newEnv(t, nil)
-	rec := e.severalRecord("msg-1", "/", "/a")
+	rec := e.severalURLs("msg-1", "/", "/a")
 	e.setRun(crawlstate.StoppedBy)
 	if got := e.handle(rec); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
