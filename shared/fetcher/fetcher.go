@@ -234,7 +234,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		}
 		// Each try waits for the robots.txt cache to let go of its failure, so that it asks again.
 		wait := max(h.policy().Delay(errclass.RobotsUnavailable, made), rules.RetryAfter)
-		return nil, h.requeueRetry(ctx, f, wait, made, cause)
+		return nil, h.requeueRetry(ctx, f, wait, made)
 	}
 	if !rules.Allowed {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
@@ -242,7 +242,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	// The GET must end in time to store the page inside this invocation (Lambda's deadline).
 	fctx, maxQuick, ok := h.budget(ctx)
 	if !ok {
-		return nil, h.requeue(ctx, f, time.Second, false, nil) // too little time left: a fresh invocation
+		return nil, h.requeue(ctx, f, time.Second) // too little time left: a fresh invocation
 	}
 	defer fctx.cancel()
 	interval := h.interval(rules.CrawlDelay)
@@ -302,14 +302,14 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	case errors.Is(err, errSlotBusy):
 		// The host's next slot belongs to another worker: retry through the queue.
 		return nil, h.fail(ctx, f, lastErr)
-	case errors.As(err, &spent) && h.limits(errclass.Of(spent.Err)):
+	case errors.As(err, &spent) && h.policy().Limits(errclass.Of(spent.Err)):
 		// Every request the policy allows is made: the URL failed for good, with its class.
 		return nil, h.finish(ctx, f, crawlstate.Failed, spent.Err)
-	case errors.As(err, &deferred) && h.limits(errclass.Of(deferred.Err)):
+	case errors.As(err, &deferred) && h.policy().Limits(errclass.Of(deferred.Err)):
 		// The next try is further off than this invocation waits: the message goes back to the
 		// queue with the wait (the policy's, or the server's Retry-After) and the requests made,
 		// burning no receive.
-		return nil, h.requeueRetry(ctx, f, deferred.After, tries.Made, deferred.Err)
+		return nil, h.requeueRetry(ctx, f, deferred.After, tries.Made)
 	case errors.As(err, &deferred):
 		// A backend failure: SQS delivers the message again after its visibility timeout, and
 		// after maxReceiveCount receives it moves to the DLQ, recorded failed.
@@ -339,13 +339,6 @@ func (h *Handler) policy() retry.Policy {
 		return retry.DefaultPolicy()
 	}
 	return h.cfg.Policy
-}
-
-// limits reports whether the policy bounds the tries of class c; a class it leaves to the queue
-// (a backend failure) goes through SQS's redelivery and DLQ.
-func (h *Handler) limits(c errclass.Class) bool {
-	l, ok := h.policy().(interface{ Limits(errclass.Class) bool })
-	return !ok || l.Limits(c)
 }
 
 // storedPage is what the WARC record of resp holds.

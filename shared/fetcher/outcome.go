@@ -101,33 +101,32 @@ func (h *Handler) unclaim(ctx context.Context, f *fetched) error {
 	return nil
 }
 
-// requeue re-sends the fetch message with a delay and acknowledges this one.
-func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error) error {
-	return h.requeueWith(ctx, f, wait, isRetry, cause, time.Time{}, 0)
+// requeue re-sends the fetch message to wait (for its host, or a fresh invocation) and
+// acknowledges this one.
+func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration) error {
+	return h.requeueWith(ctx, f, wait, time.Time{}, 0, -1)
 }
 
 // requeueRetry re-sends the fetch message of a URL whose fetch failed, to be tried again after
 // wait, with made, the requests it has taken so far.
-func (h *Handler) requeueRetry(ctx context.Context, f *fetched, wait time.Duration, made int, cause error) error {
-	m := *f.msg
-	m.Retries = made - 1 // requeueWith counts this try
-	f.msg = &m
-	return h.requeueWith(ctx, f, wait, true, cause, time.Time{}, 0)
+func (h *Handler) requeueRetry(ctx context.Context, f *fetched, wait time.Duration, made int) error {
+	return h.requeueWith(ctx, f, wait, time.Time{}, 0, made)
 }
 
 // requeueForSlot re-queues the message to wait for the politeness slot just reserved for it,
 // interval after the host's previous one.
 func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval time.Duration) error {
-	return h.requeueWith(ctx, f, wait, false, nil, h.Now().Add(wait), interval)
+	return h.requeueWith(ctx, f, wait, h.Now().Add(wait), interval, -1)
 }
 
 // requeueWith re-queues the message; a held slot (not zero) was reserved gap after the host's
-// previous one.
-func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, isRetry bool, cause error, slot time.Time, gap time.Duration) error {
+// previous one. made, when not negative, makes it a retry after made requests; otherwise it is a
+// wait, counted against MaxWaits.
+func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, slot time.Time, gap time.Duration, made int) error {
 	next := *f.msg
 	next.Slot, next.Gap = slot, gap.Milliseconds()
-	if isRetry {
-		next.Retries++
+	if made >= 0 {
+		next.Retries = made
 	} else {
 		next.Waits++
 		if next.Waits > h.cfg.MaxWaits {

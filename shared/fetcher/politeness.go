@@ -133,7 +133,7 @@ func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, h
 	case wait > 0 && held:
 		return time.Time{}, h.requeueForSlot(ctx, f, wait, interval)
 	case wait > 0:
-		return time.Time{}, h.requeue(ctx, f, wait, false, nil)
+		return time.Time{}, h.requeue(ctx, f, wait)
 	}
 	return h.Now(), nil
 }

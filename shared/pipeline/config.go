@@ -161,6 +161,26 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			*dst = n
 		}
 	}
+	float := func(name string, dst *float64) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: not a number", name, v))
+				return
+			}
+			*dst = f
+		}
+	}
+	duration := func(name string, dst *time.Duration) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: not a duration such as 2s", name, v))
+				return
+			}
+			*dst = d
+		}
+	}
 	list := func(name string, dst *[]string) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			*dst = strings.Split(v, ",")
@@ -190,37 +210,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	num("CRAWL_MAX_PAGES", &c.MaxPages)
 	num("CRAWL_MAX_PAGES_PER_HOST", &c.MaxPagesPerHost)
 	str("CRAWL_USER_AGENT", &c.UserAgent)
-	if v := strings.TrimSpace(getenv("CRAWL_HOST_RPS")); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("CRAWL_HOST_RPS=%q: not a number", v))
-		}
-		c.HostRPS = f
-	}
+	float("CRAWL_HOST_RPS", &c.HostRPS)
 	num("CRAWL_HOST_CONCURRENCY", &c.HostConcurrency)
-	if v := strings.TrimSpace(getenv("CRAWL_BUDGET_USD")); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("CRAWL_BUDGET_USD=%q: not a number", v))
-		}
-		c.BudgetUSD = f
-	}
+	float("CRAWL_BUDGET_USD", &c.BudgetUSD)
 	str("CRAWL_PRICES", &c.Prices)
 	num("CRAWL_MAX_TRIES", &c.MaxTries)
-	if v := strings.TrimSpace(getenv("CRAWL_RETRY_WAIT")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("CRAWL_RETRY_WAIT=%q: not a duration such as 2s", v))
-		}
-		c.RetryWait = d
-	}
-	if v := strings.TrimSpace(getenv("CRAWL_SLOT_LEAD")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("CRAWL_SLOT_LEAD=%q: not a duration such as 2s", v))
-		}
-		c.SlotLead = d
-	}
+	duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
+	duration("CRAWL_SLOT_LEAD", &c.SlotLead)
 	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
 	// parses at once.
 	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)

@@ -17,6 +17,9 @@ type Policy interface {
 	Attempts(c errclass.Class) int
 	// Delay is the wait after the nth failed request (n from 1) of class c.
 	Delay(c errclass.Class, n int) time.Duration
+	// Limits reports whether the policy bounds class c's tries; a class it does not (a backend
+	// failure) is left to the queue's redelivery and dead-letter queue.
+	Limits(c errclass.Class) bool
 }
 
 // Tries is the default Policy: at most Max requests for a class that may succeed when tried
@@ -60,8 +63,7 @@ func (p Tries) Delay(_ errclass.Class, n int) time.Duration {
 	return min(time.Duration(d), p.Last)
 }
 
-// Limits reports whether the policy bounds class c's tries; a class it does not (a backend
-// failure) is left to the queue's redelivery and dead-letter queue.
+// Limits implements Policy.
 func (p Tries) Limits(c errclass.Class) bool {
 	for _, u := range p.Unlimited {
 		if u == c {
