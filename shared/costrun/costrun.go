@@ -294,8 +294,9 @@ func (k *keyWrites) Delete(ctx context.Context, key string, c table.Cond) error 
 // budget in a crawl ("b#crawl#host"). Their writes are bounded by the host's rate.
 func perHost(key string) bool { return strings.HasPrefix(key, "p#") || strings.HasPrefix(key, "b#") }
 
-// byKind returns the writes by kind of item, as the table's keys tell them: "url" (u#), "slot"
-// (p#, a host's politeness slot), "host budget" (b#), "crawl" (c#) and "other".
+// byKind returns the writes by kind of item, as the table's keys tell them: "url" (u#),
+// "outcomes" (r#, a fetch message's URLs' outcomes), "slot" (p#, a host's politeness slot), "host
+// budget" (b#), "crawl" (c#) and "other".
 func (k *keyWrites) byKind() map[string]int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -310,6 +311,8 @@ func kindOf(key string) string {
 	switch {
 	case strings.HasPrefix(key, "u#"):
 		return "url"
+	case strings.HasPrefix(key, "r#"):
+		return "outcomes"
 	case strings.HasPrefix(key, "p#"):
 		return "slot"
 	case strings.HasPrefix(key, "b#"):

@@ -37,7 +37,7 @@ func TestEmulatedWantsEveryServiceOverridden(t *testing.T) {
 
 func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 	k := &keyWrites{}
-	for key, n := range map[string]int{"p#a.test": 7, "b#c1#a.test": 9, "c#c1": 4, "u#c1#x": 2} {
+	for key, n := range map[string]int{"p#a.test": 7, "b#c1#a.test": 9, "c#c1": 4, "u#c1#x": 2, "r#c1#m": 3} {
 		for range n {
 			k.count(key)
 		}
@@ -52,7 +52,7 @@ func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 	if key, n := k.hottestOf("other"); key != "" || n != 0 {
 		t.Errorf("hottestOf(other) = %q %d, want none", key, n)
 	}
-	want := map[string]int64{"slot": 7, "host budget": 9, "crawl": 4, "url": 2}
+	want := map[string]int64{"slot": 7, "host budget": 9, "crawl": 4, "url": 2, "outcomes": 3}
 	if got := k.byKind(); !reflect.DeepEqual(got, want) {
 		t.Errorf("byKind = %v, want %v", got, want)
 	}

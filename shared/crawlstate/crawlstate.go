@@ -153,6 +153,10 @@ type URL struct {
 	by   string // the Links message that admitted the URL
 	// marked and enqueued: an item admitted before attrBy carries an enqueued mark instead.
 	marked, enqueued bool
+	// redrive: a failure whose message went on to the DLQ (see Outcome.Redrivable).
+	redrive bool
+	// outcome is the outcome as its owner's group holds it (see Record), when it came from there.
+	outcome string
 }
 
 // Unsent reports whether the Links message by must send this URL's fetch message (again): the URL
@@ -178,6 +182,7 @@ func urlFrom(key string, it table.Item) URL {
 		Lease: time.UnixMilli(it.Int(attrLease)), Parsed: it.Bool(attrParsed),
 		Page: pageFrom(it.String(attrPage)), page: it.String(attrPage),
 		by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
+		redrive: it.Bool(attrRedrive),
 	}
 }
 
@@ -293,37 +298,67 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
 }
 
-// Get returns the URL item, or table.ErrNotFound.
+// Get returns the URL item, with its outcome if its owner's group recorded one (see Record), or
+// table.ErrNotFound.
 func (s *Store) Get(ctx context.Context, crawl, key string) (URL, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, key))
 	if err != nil {
 		return URL{}, fmt.Errorf("get url %s: %w", key, err)
 	}
-	return urlFrom(key, it), nil
+	return s.withOutcome(ctx, crawl, urlFrom(key, it))
 }
 
 // Claim takes the URL for owner (the fetch message's id) for lease. It succeeds when the URL is
-// queued (or failed, after a redrive) and no other owner holds a live lease; the same owner may
-// claim again (its own redelivery after a crash). Otherwise it returns ErrClaimed.
+// queued (or failed, after a redrive) and no other owner holds it: the same owner may claim again
+// (its own redelivery after a crash), unless its group recorded the URL already, and another
+// owner's claim is taken over once its lease has run out without an outcome (see takeOver).
+// Otherwise it returns ErrClaimed.
 func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.Duration) (URL, error) {
 	now := s.Now()
-	cond := table.And(
-		table.ItemExists(),
-		// A failed URL is claimed again only when its message went on to the DLQ and came back
-		// through a redrive; any other delivery of a failed URL is a duplicate.
-		table.Or(table.Eq(attrState, string(Queued)), table.And(table.Eq(attrState, string(Failed)), table.Eq(attrRedrive, true))),
-		table.Or(table.NotExists(attrLease), table.Lt(attrLease, now.UnixMilli()), table.Eq(attrOwner, owner)),
-	)
-	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{
+	claim := table.Update{Set: map[string]any{
 		attrOwner: owner, attrLease: now.Add(lease).UnixMilli(), attrUpdated: now.UnixMilli(),
-	}}, cond)
-	if _, held := table.IsConditionFailed(err); held {
+	}}
+	claimable := table.Or(table.Eq(attrState, string(Queued)), table.And(table.Eq(attrState, string(Failed)), table.Eq(attrRedrive, true)))
+	// A failed URL is claimed again only when its message went on to the DLQ and came back
+	// through a redrive; any other delivery of a failed URL is a duplicate.
+	it, err := s.t.Update(ctx, URLKey(crawl, key), claim,
+		table.And(table.ItemExists(), claimable, table.Or(table.NotExists(attrOwner), table.NotExists(attrLease))))
+	cf, held := table.IsConditionFailed(err)
+	if err != nil && !held {
+		return URL{}, fmt.Errorf("claim %s: %w", key, err)
+	}
+	if !held {
+		return urlFrom(key, it), nil
+	}
+	u := urlFrom(key, cf.Item)
+	switch {
+	case !cf.Item.Has(attrState):
+		return URL{}, ErrClaimed // no item: nothing to claim
+	case u.Owner != owner:
+		return s.takeOver(ctx, crawl, key, owner, lease, u)
+	}
+	// Its own claim, from an earlier delivery: claim it again unless that delivery recorded it.
+	done, err := s.withOutcome(ctx, crawl, u)
+	if err != nil {
+		return URL{}, err
+	}
+	prev := u.State
+	switch {
+	case done.State == Failed && done.redrive:
+		prev = Failed
+	case done.State != Queued:
+		return URL{}, ErrClaimed
+	}
+	it, err = s.t.Update(ctx, URLKey(crawl, key), claim, table.Eq(attrOwner, owner))
+	if _, moved := table.IsConditionFailed(err); moved {
 		return URL{}, ErrClaimed
 	}
 	if err != nil {
 		return URL{}, fmt.Errorf("claim %s: %w", key, err)
 	}
-	return urlFrom(key, it), nil
+	again := urlFrom(key, it)
+	again.State = prev
+	return again, nil
 }
 
 // Refetch takes a fetched URL back for owner, claimed as Claim claims it, because the page stored
@@ -333,12 +368,29 @@ func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.
 // parsed, or fetched again by another worker. The crawl's fetched count gives the page back.
 func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease time.Duration, lost URL) (URL, error) {
 	now := s.Now()
+	claim := map[string]any{attrState: string(Queued), attrOwner: owner, attrLease: now.Add(lease).UnixMilli(),
+		attrUpdated: now.UnixMilli()}
+	if lost.outcome != "" {
+		// Recorded in its owner's group: take the outcome back there, then the claim.
+		_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(lost.Owner)), table.Update{Remove: []string{outcomeAttr(key)}},
+			table.Eq(outcomeAttr(key), lost.outcome))
+		if _, moved := table.IsConditionFailed(err); moved {
+			return URL{}, ErrClaimed
+		}
+		if err != nil {
+			return URL{}, fmt.Errorf("refetch %s: %w", key, err)
+		}
+		it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: claim}, table.Eq(attrOwner, lost.Owner))
+		if _, moved := table.IsConditionFailed(err); moved {
+			return URL{}, ErrClaimed
+		}
+		if err != nil {
+			return URL{}, fmt.Errorf("refetch %s: %w", key, err)
+		}
+		return urlFrom(key, it), s.count(ctx, crawl, map[string]int64{string(Fetched): -1})
+	}
 	cond := table.And(table.Eq(attrState, string(Fetched)), table.Ne(attrParsed, true), table.Eq(attrPage, lost.page))
-	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{
-		Set: map[string]any{attrState: string(Queued), attrOwner: owner, attrLease: now.Add(lease).UnixMilli(),
-			attrUpdated: now.UnixMilli()},
-		Remove: []string{attrPage},
-	}, cond)
+	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: claim, Remove: []string{attrPage}}, cond)
 	if _, moved := table.IsConditionFailed(err); moved {
 		return URL{}, ErrClaimed
 	}
@@ -361,65 +413,31 @@ func (s *Store) Release(ctx context.Context, crawl, key, owner string) error {
 	return nil
 }
 
-// Finish moves the claimed URL (whose state was prev when claimed) to a terminal state and
-// counts it. It returns false, and changes nothing, when owner no longer holds the claim.
+// Finish records a terminal state for the URL claimed by owner (whose state was prev when
+// claimed), in owner's group (see Record), and counts it. It returns false, and records nothing,
+// when another owner took the URL over. A handler records a message's URLs with one Record.
 func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
-	return s.finishWith(ctx, crawl, key, owner, prev, to, cause, false, nil)
+	return s.finish(ctx, crawl, owner, Outcome{Key: key, State: to, Prev: prev, Cause: cause})
 }
 
-// FinishFetched moves the claimed URL to fetched and keeps where its response is stored. The
-// fetch handler calls it before it sends the parse message, so that a crash in between loses
-// nothing: the redelivered fetch message finds the URL fetched and sends the parse message again.
+// FinishFetched is Finish to fetched, with where the response is stored: a redelivered fetch
+// message finds it there and sends the parse message again, without fetching again.
 func (s *Store) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
-	b, err := json.Marshal(page)
-	if err != nil {
-		return false, fmt.Errorf("finish %s: %w", key, err)
-	}
-	return s.finishWith(ctx, crawl, key, owner, prev, Fetched, nil, false, map[string]any{attrPage: string(b)})
+	return s.finish(ctx, crawl, owner, Outcome{Key: key, State: Fetched, Prev: prev, Page: &page})
 }
 
-// FailRedrivable records the claimed URL as failed, like Finish, for a message that goes on to
-// the dead-letter queue: a redrive of that message may claim the URL again.
+// FailRedrivable is Finish to failed, for a message that goes on to the dead-letter queue: a
+// redrive of that message may claim the URL again.
 func (s *Store) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
-	return s.finishWith(ctx, crawl, key, owner, prev, Failed, cause, true, nil)
+	return s.finish(ctx, crawl, owner, Outcome{Key: key, State: Failed, Prev: prev, Cause: cause, Redrivable: true})
 }
 
-func (s *Store) finishWith(ctx context.Context, crawl, key, owner string, prev, to State, cause error, redrivable bool, extra map[string]any) (bool, error) {
-	if !to.Terminal() {
-		return false, fmt.Errorf("finish %s: %q is not a terminal state", key, to)
-	}
-	now := s.Now()
-	set := map[string]any{attrState: string(to), attrUpdated: now.UnixMilli()}
-	for k, v := range extra {
-		set[k] = v
-	}
-	counts := map[string]int64{to.counter(): 1}
-	if prev == Failed {
-		counts[string(Failed)]--
-	}
-	class := errclass.Of(cause)
-	u := table.Update{Set: set, Remove: []string{attrLease}}
-	if redrivable {
-		set[attrRedrive] = true
-	} else {
-		u.Remove = append(u.Remove, attrRedrive)
-	}
-	if cause != nil {
-		set[attrClass] = string(class)
-		set[attrDetail] = safelog.Truncate(cause.Error())
-		counts["class_"+string(class)]++
-	} else {
-		u.Remove = append(u.Remove, attrClass, attrDetail)
-	}
-	cond := table.And(table.Eq(attrOwner, owner), table.Eq(attrState, string(prev)))
-	_, err := s.t.Update(ctx, URLKey(crawl, key), u, cond)
-	if _, lost := table.IsConditionFailed(err); lost {
-		return false, nil
-	}
+func (s *Store) finish(ctx context.Context, crawl, owner string, o Outcome) (bool, error) {
+	lost, err := s.Record(ctx, crawl, GroupOf(owner), []Outcome{o})
 	if err != nil {
-		return false, fmt.Errorf("finish %s as %s: %w", key, to, err)
+		return false, err
 	}
-	return true, s.count(ctx, crawl, counts)
+	return len(lost) == 0, nil
 }
 
 // SkipQueued moves a queued URL that no worker holds to skipped: its budget ran out before its
@@ -439,10 +457,39 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, key string, cause error) 
 	return s.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
 }
 
-// ScanURLs calls fn for every URL item of the crawl (for tests and audits; not the hot path).
+// Peek returns the URL item as it is, without the outcome its owner's group may hold: enough to
+// tell whether a worker holds it (URL.Unsent).
+func (s *Store) Peek(ctx context.Context, crawl, key string) (URL, error) {
+	it, err := s.t.Get(ctx, URLKey(crawl, key))
+	if err != nil {
+		return URL{}, fmt.Errorf("get url %s: %w", key, err)
+	}
+	return urlFrom(key, it), nil
+}
+
+// ScanURLs calls fn for every URL item of the crawl, with its outcome as Get reads it (for tests,
+// audits and reports; not the hot path). It holds the crawl's recorded outcomes in memory, about
+// a hundred bytes a URL.
 func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) error {
+	groups := map[string]table.Item{}
+	gprefix := groupKey(crawl, "")
+	err := s.t.Scan(ctx, gprefix, func(key string, it table.Item) error {
+		groups[key[len(gprefix):]] = it
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan the outcomes of %s: %w", crawl, err)
+	}
 	prefix := URLKey(crawl, "")
 	return s.t.Scan(ctx, prefix, func(key string, it table.Item) error {
-		return fn(urlFrom(key[len(prefix):], it))
+		u := urlFrom(key[len(prefix):], it)
+		if g, ok := groups[GroupOf(u.Owner)]; ok && u.State == Queued && u.Owner != "" {
+			if raw := g.String(outcomeAttr(u.Key)); raw != "" && !g.Has(takenAttr(u.Key)) {
+				if err := u.apply(raw); err != nil {
+					return err
+				}
+			}
+		}
+		return fn(u)
 	})
 }

@@ -24,6 +24,8 @@ var tableTests = []struct {
 	{"BudgetNeverExceededByConcurrentStores", testBudgetNeverExceeded},
 	{"BudgetLeftUnusedByGoneStoresIsBounded", testBudgetLeftUnusedIsBounded},
 	{"RunState", testRunState},
+	{"Outcomes", testOutcomes},
+	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

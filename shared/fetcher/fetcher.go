@@ -181,6 +181,7 @@ type fetched struct {
 
 // Handle processes one SQS batch of fetch messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	ctx, _ = withBook(ctx)
 	ev, held := h.holdPaused(ctx, ev)
 	one, parts := split(ev)
 	resp := sqsbatch.Collect(ctx, h.batch, one, h.fetchOne, h.storeAll)

@@ -41,18 +41,13 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 }
 
 // finish records a terminal state for the record's URL, claiming it first if need be; the
-// record is done.
+// record is done once its outcome is recorded with its message's others (book.go).
 func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, cause error) error {
 	if dup, err := h.claim(ctx, f); dup || err != nil {
 		return err
 	}
-	ok, err := h.state.Finish(ctx, f.msg.Crawl, f.key, f.owner, f.prev, to, cause)
-	if err != nil {
+	if err := h.recordOne(ctx, f, crawlstate.Outcome{Key: f.key, URL: f.msg.URL, State: to, Prev: f.prev, Cause: cause}); err != nil {
 		return err
-	}
-	if !ok {
-		h.log.Warn("lost the claim before finishing", "url", f.msg.URL)
-		return nil
 	}
 	// A refused address is worth seeing at the default level (a seed or link that points inside a
 	// network, or --allow-net missing); the other outcomes are routine and counted by class.
@@ -75,7 +70,8 @@ func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 		if dup, err := h.claim(ctx, f); dup || err != nil {
 			return errors.Join(cause, err) // a duplicate fails too: its message is not ours to drop
 		}
-		if _, err := h.state.FailRedrivable(ctx, f.msg.Crawl, f.key, f.owner, f.prev, cause); err != nil {
+		out := crawlstate.Outcome{Key: f.key, URL: f.msg.URL, State: crawlstate.Failed, Prev: f.prev, Cause: cause, Redrivable: true}
+		if err := h.recordOne(ctx, f, out); err != nil {
 			return err
 		}
 		return fmt.Errorf("giving up on %s after %d receives: %w", f.msg.URL, h.cfg.MaxReceive, cause)

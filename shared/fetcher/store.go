@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
-	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
@@ -32,6 +32,11 @@ func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
 	var failed []string
 	for _, crawl := range order {
 		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
+	}
+	// The outcomes of the records of crawls without a page in this batch.
+	notRecorded, _ := h.record(ctx, "")
+	for id := range notRecorded {
+		failed = append(failed, id)
 	}
 	return failed
 }
@@ -78,26 +83,31 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	for i := range refs {
 		refs[i].Msg = message.PartName(key, parts[i])
 	}
+	// The pages' outcomes are recorded with their messages' others (book.go), one write a message.
+	for i, p := range pages {
+		if err := h.recordOne(ctx, &pages[i], crawlstate.Outcome{Key: p.key, URL: p.msg.URL, State: crawlstate.Fetched,
+			Prev: p.prev, Page: &refs[i]}); err != nil {
+			return retryAll(err) // no book: cannot happen inside Handle
+		}
+	}
+	notRecorded, lost := h.record(ctx, crawl)
 	recorded := make([]bool, len(pages))
-	failed := sqsbatch.Each(len(pages), len(pages), func(i int) string { return pages[i].rec.MessageId }, func(i int) error {
-		p := pages[i]
-		ok, err := h.state.FinishFetched(ctx, crawl, p.key, p.owner, p.prev, refs[i])
-		if err != nil {
+	var failed []string
+	for i, p := range pages {
+		switch {
+		case notRecorded[p.rec.MessageId]:
 			// The redelivery fetches it again: the WARC record written here stays unreferenced.
-			h.log.Error("record fetched", "url", p.msg.URL, "err", err.Error())
-			if rerr := h.state.Release(ctx, crawl, p.key, p.owner); rerr != nil {
-				h.log.Warn("release after a failed record", "url", p.msg.URL, "err", rerr.Error())
-			}
-			return err
+			failed = append(failed, p.rec.MessageId)
+		case !lost[p.rec.MessageId]:
+			recorded[i] = true
+			h.recordRedirectTarget(ctx, crawl, p)
 		}
-		if !ok {
-			h.log.Warn("lost the claim before finishing", "url", p.msg.URL)
-			return nil
+	}
+	for id := range notRecorded {
+		if !slices.ContainsFunc(pages, func(p fetched) bool { return p.rec.MessageId == id }) {
+			failed = append(failed, id) // a record without a page, booked with this crawl's
 		}
-		recorded[i] = true
-		h.recordRedirectTarget(ctx, crawl, p)
-		return nil
-	})
+	}
 	if err := <-synced; err != nil {
 		// The file is whole but may not survive a power loss: write it again, durably.
 		h.log.Warn("sync the fetched pages; writing them again", "key", key, "err", err.Error())

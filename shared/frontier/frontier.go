@@ -227,7 +227,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 		if f.recentlyConfirmed(m.Crawl, norm) {
 			return pending{}, outKnown, nil // confirmed by the table a moment ago
 		}
-		it, err := f.state.Get(ctx, m.Crawl, key)
+		it, err := f.state.Peek(ctx, m.Crawl, key)
 		switch {
 		case err == nil && !it.Unsent(by):
 			return pending{}, outKnown, nil

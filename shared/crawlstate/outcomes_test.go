@@ -1,0 +1,166 @@
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
+)
+
+// testOutcomes: a fetch message's outcomes are one write, read back by Get and ScanURLs as the
+// URLs' states; a same-owner redelivery finds them done; a redriven failure is claimed again.
+func testOutcomes(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	w := &writeCount{Table: tb}
+	s := New(w)
+	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	s.Now = c.now
+	crawl := crawlName(t)
+	urls := []string{"http://a.test/1", "http://b.test/2", "http://c.test/3"}
+	keys := make([]string, len(urls))
+	for i, u := range urls {
+		keys[i] = urlnorm.Key(u)
+		if res, err := s.Admit(ctx, crawl, keys[i], u, u, 0, "L"); err != nil || res != Admitted {
+			t.Fatalf("Admit %s = %v, %v", u, res, err)
+		}
+		if _, err := s.Claim(ctx, crawl, keys[i], "M#"+string(rune('0'+i)), time.Minute); err != nil {
+			t.Fatalf("Claim %s: %v", u, err)
+		}
+	}
+	file := "pages/" + crawl + "/a.warc.gz"
+	page := Page{WARCKey: file, Offset: 120, Length: 4567, FinalURL: urls[0], Status: 200, ContentType: "text/html",
+		FetchedAt: time.Date(2026, 11, 29, 12, 0, 1, 123456789, time.UTC), Msg: message.PartName(file, 0)}
+	redirected := page
+	redirected.FinalURL, redirected.Msg = "http://a.test/moved", message.PageName(file, 120)
+	outs := []Outcome{
+		{Key: keys[0], URL: urls[0], State: Fetched, Prev: Queued, Page: &page},
+		{Key: keys[1], URL: urls[1], State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.Robots, "disallowed")},
+		{Key: keys[2], URL: urls[2], State: Failed, Prev: Queued, Cause: errclass.Errorf(errclass.HTTP5xx, "status 503"), Redrivable: true},
+	}
+	before := make([]int, len(keys))
+	for i, k := range keys {
+		before[i] = w.writes(URLKey(crawl, k))
+	}
+	if lost, err := s.Record(ctx, crawl, "M", outs); err != nil || len(lost) != 0 {
+		t.Fatalf("Record = %v, %v", lost, err)
+	}
+	if n := w.writes(groupKey(crawl, "M")); n != 1 {
+		t.Errorf("the message's outcomes took %d writes, want 1", n)
+	}
+	for i, k := range keys {
+		if n := w.writes(URLKey(crawl, k)) - before[i]; n != 0 {
+			t.Errorf("recording %s wrote its URL item %d times, want 0", urls[i], n)
+		}
+	}
+	check := func(how string, got map[string]URL) {
+		t.Helper()
+		if u := got[keys[0]]; u.State != Fetched || u.Page == nil || !reflect.DeepEqual(*u.Page, page) {
+			t.Errorf("%s: %s = %s %+v, want fetched %+v", how, urls[0], u.State, u.Page, page)
+		}
+		if u := got[keys[1]]; u.State != Skipped || u.Class != errclass.Robots || u.Detail == "" || u.Page != nil {
+			t.Errorf("%s: %s = %s/%s %q, want skipped/robots", how, urls[1], u.State, u.Class, u.Detail)
+		}
+		if u := got[keys[2]]; u.State != Failed || u.Class != errclass.HTTP5xx {
+			t.Errorf("%s: %s = %s/%s, want failed/http_5xx", how, urls[2], u.State, u.Class)
+		}
+	}
+	byGet := map[string]URL{}
+	for _, k := range keys {
+		u, err := s.Get(ctx, crawl, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byGet[k] = u
+	}
+	check("Get", byGet)
+	byScan := map[string]URL{}
+	if err := s.ScanURLs(ctx, crawl, func(u URL) error { byScan[u.Key] = u; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	check("ScanURLs", byScan)
+	cnt, err := s.Counters(ctx, crawl)
+	if err != nil || cnt.Fetched != 1 || cnt.Skipped != 1 || cnt.Failed != 1 || cnt.Pending() != 0 {
+		t.Errorf("counters = %+v, %v; want 1 fetched, 1 skipped, 1 failed, none pending", cnt, err)
+	}
+
+	// The same message delivered again finds its URLs done.
+	if _, err := s.Claim(ctx, crawl, keys[0], "M#0", time.Minute); !errors.Is(err, ErrClaimed) {
+		t.Errorf("a redelivery claimed a URL its message recorded: %v", err)
+	}
+	// A failure that went to the DLQ is claimed again by its redriven message, whatever its id.
+	u, err := s.Claim(ctx, crawl, keys[2], "R", time.Minute)
+	if err != nil || u.State != Failed {
+		t.Fatalf("the redriven message's claim = %+v, %v; want the failed URL", u, err)
+	}
+	if lost, err := s.Record(ctx, crawl, "R", []Outcome{{Key: keys[2], URL: urls[2], State: Fetched, Prev: u.State,
+		Page: &redirected}}); err != nil || len(lost) != 0 {
+		t.Fatalf("Record after the redrive = %v, %v", lost, err)
+	}
+	got, err := s.Get(ctx, crawl, keys[2])
+	if err != nil || got.State != Fetched || !reflect.DeepEqual(*got.Page, redirected) {
+		t.Errorf("after the redrive, Get = %s %+v, %v; want fetched %+v", got.State, got.Page, err, redirected)
+	}
+	if cnt, _ := s.Counters(ctx, crawl); cnt.Fetched != 2 || cnt.Failed != 0 {
+		t.Errorf("counters after the redrive = %+v, want 2 fetched, none failed", cnt)
+	}
+}
+
+// testTakenOverURLIsNotRecordedByItsOldOwner: a claim whose lease ran out is taken over, and the
+// old owner, still at work, can no longer record the URL (nor count it); it records the others.
+func testTakenOverURLIsNotRecordedByItsOldOwner(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	s := New(tb)
+	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	s.Now = c.now
+	crawl := crawlName(t)
+	slow, other := urlnorm.Key("http://a.test/slow"), urlnorm.Key("http://a.test/other")
+	for _, k := range []string{slow, other} {
+		s.Admit(ctx, crawl, k, "http://a.test/"+k, "http://a.test/", 0, "L")
+	}
+	if _, err := s.Claim(ctx, crawl, slow, "A#0", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, crawl, other, "A#1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, crawl, slow, "B", time.Minute); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("B claimed a live lease: %v", err)
+	}
+	c.t = c.t.Add(2 * time.Minute)
+	if _, err := s.Claim(ctx, crawl, slow, "B", time.Minute); err != nil {
+		t.Fatalf("B could not take over an expired lease: %v", err)
+	}
+	lost, err := s.Record(ctx, crawl, "A", []Outcome{
+		{Key: slow, State: Fetched, Prev: Queued, Page: &Page{WARCKey: "pages/a.warc.gz", Length: 1}},
+		{Key: other, State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.Robots, "no")},
+	})
+	if err != nil || !reflect.DeepEqual(lost, []string{slow}) {
+		t.Fatalf("A's Record = %v, %v; want the slow URL lost", lost, err)
+	}
+	if u, _ := s.Get(ctx, crawl, slow); u.State != Queued || u.Owner != "B" {
+		t.Errorf("the taken-over URL = %s owned by %q, want queued, B's", u.State, u.Owner)
+	}
+	if u, _ := s.Get(ctx, crawl, other); u.State != Skipped {
+		t.Errorf("A's other URL = %s, want skipped", u.State)
+	}
+	if cnt, _ := s.Counters(ctx, crawl); cnt.Fetched != 0 || cnt.Skipped != 1 {
+		t.Errorf("counters = %+v, want only A's skip", cnt)
+	}
+	if ok, err := s.FinishFetched(ctx, crawl, slow, "B", Queued, Page{WARCKey: "pages/b.warc.gz", Length: 1}); !ok || err != nil {
+		t.Fatalf("B's finish = %v, %v", ok, err)
+	}
+	if u, _ := s.Get(ctx, crawl, slow); u.State != Fetched || u.Page.WARCKey != "pages/b.warc.gz" {
+		t.Errorf("after B's finish: %s %+v, want fetched from B's file", u.State, u.Page)
+	}
+	// A URL recorded before its lease ran out is done, not taken over.
+	c.t = c.t.Add(2 * time.Minute)
+	if _, err := s.Claim(ctx, crawl, other, "C", time.Minute); !errors.Is(err, ErrClaimed) {
+		t.Errorf("a recorded URL was taken over once its lease ran out: %v", err)
+	}
+}
