@@ -1,18 +1,23 @@
 // Package crawlstate keeps the crawl's durable state in the table port: one item per URL with its
-// state machine, one item per crawl with its start and page budget, the crawl's counters spread
-// over CounterShards items, and one politeness slot per host. Every transition is a single
-// conditional write, so duplicate deliveries and concurrent workers cannot move a URL twice
-// (DESIGN invariants 1 to 4).
+// state machine, one item per fetch message with its URLs' outcomes, one item per crawl with its
+// start and page budget, the crawl's counters spread over CounterShards items, and one politeness
+// slot per host. Every transition is a single conditional write, so duplicate deliveries and
+// concurrent workers cannot move a URL twice (DESIGN invariants 1 to 4).
 //
 // A URL's life:
 //
-//	(absent) --Admit--> queued --Claim/Finish--> fetched | skipped | failed | stopped
-//	(absent) --Reject-> skipped                  failed --(redrive) Claim--> ...
-//	                                             fetched, unparsed, its stored page gone --Refetch--> queued (claimed)
+//	(absent) --Admit--> queued --Claim--> claimed --Record--> fetched | skipped | failed | stopped
+//	(absent) --Reject-> skipped                              failed --(redrive) Claim--> ...
+//	                                   fetched, unparsed, its stored page gone --Refetch--> claimed
 //
-// Keys: "u#<crawl>#<sha256(url)>" for URLs, "c#<crawl>" for crawls, "c#<crawl>#<n>" for the
-// crawl's counter shards, "b#<crawl>#<host>" for the per-host page budget, and "p#<host>" for the
-// politeness slot that every crawl and worker shares.
+// A claimed URL's outcome is written in its claim owner's group (the fetch message: see
+// outcomes.go), one write for the message's URLs, and its item keeps the claim: its state is the
+// outcome its owner's group holds, which Get and ScanURLs read.
+//
+// Keys: "u#<crawl>#<sha256(url)>" for URLs, "r#<crawl>#<message id>" for a fetch message's
+// outcomes, "c#<crawl>" for crawls, "c#<crawl>#<n>" for the crawl's counter shards,
+// "b#<crawl>#<host>" for the per-host page budget, and "p#<host>" for the politeness slot that
+// every crawl and worker shares.
 package crawlstate
 
 import (
