@@ -55,6 +55,10 @@ type Config struct {
 	// times longer (at most 15 times this). Retries go back to the queue with
 	// their wait and burn no receive.
 	MaxTries, RetryWaitSeconds int
+	// WARCIndex is where the WARC files' CDXJ index is: "crawl" (the default: none beside the
+	// files; `crawl index --backend aws CRAWL` builds the crawl's, a GET a file and one PUT) or
+	// "file" (one beside each file, as it is stored: a second PUT per fetch batch).
+	WARCIndex string
 	// LogRetentionDays is how long function logs are kept.
 	LogRetentionDays int
 	// OldestMessageAlarmSeconds is the age of the oldest queued message that raises an alarm.
@@ -118,6 +122,7 @@ func DefaultConfig() Config {
 		MaxReceiveCount:           5,
 		MaxTries:                  4,
 		RetryWaitSeconds:          2,
+		WARCIndex:                 "crawl",
 		LogRetentionDays:          30,
 		OldestMessageAlarmSeconds: 3600,
 		Dashboard:                 false,
@@ -197,6 +202,7 @@ func contextKeys(c *Config) []contextKey {
 		{"maxReceiveCount", intInto(&c.MaxReceiveCount)},
 		{"maxTries", intInto(&c.MaxTries)},
 		{"retryWaitSeconds", intInto(&c.RetryWaitSeconds)},
+		{"warcIndex", stringInto(&c.WARCIndex)},
 		{"logRetentionDays", intInto(&c.LogRetentionDays)},
 		{"oldestMessageAlarmSeconds", intInto(&c.OldestMessageAlarmSeconds)},
 		{"dashboard", boolInto(&c.Dashboard)},
@@ -433,6 +439,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxReceiveCount < 5 || c.MaxReceiveCount > 1000 {
 		bad("maxReceiveCount", "must be 5 to 1000, got %d", c.MaxReceiveCount)
+	}
+	if c.WARCIndex != "crawl" && c.WARCIndex != "file" {
+		bad("warcIndex", "must be crawl or file, got %q", c.WARCIndex)
 	}
 	if c.MaxTries < 1 || c.MaxTries > 20 {
 		bad("maxTries", "must be 1 to 20 requests, got %d", c.MaxTries)

@@ -107,6 +107,7 @@ func TestConfigFromContext(t *testing.T) {
 		{name: "unknown log levels", ctx: map[string]any{"logLevel": "LOUD", "systemLogLevel": "ERROR"},
 			wantErr: []string{`"logLevel"`, `"systemLogLevel"`}},
 		{name: "no tries", ctx: map[string]any{"maxTries": "0"}, wantErr: []string{`"maxTries"`}},
+		{name: "an index nowhere", ctx: map[string]any{"warcIndex": "none"}, wantErr: []string{`"warcIndex"`}},
 		{name: "retry wait over a minute", ctx: map[string]any{"retryWaitSeconds": "61"}, wantErr: []string{`"retryWaitSeconds"`}},
 		{name: "negative budget", ctx: map[string]any{"budgetUsd": "-2"}, wantErr: []string{`"budgetUsd"`}},
 		{name: "patterns that fit Lambda's 4 KB environment", ctx: map[string]any{"exclude": patterns(40)},

@@ -41,6 +41,7 @@ var testContext = map[string]any{
 	"scheduleEnabled":         true,
 	"maxReceiveCount":         "6",
 	"maxTries":                "3",
+	"warcIndex":               "file",
 	"retryWaitSeconds":        float64(5),
 	"fetchTimeoutSeconds":     "100",
 	"fetchMemoryMB":           float64(1024),

@@ -102,6 +102,7 @@ func configEnv(cfg Config) map[string]string {
 		"CRAWL_USER_AGENT":         cfg.UserAgent,
 		"CRAWL_MAX_RECEIVE":        strconv.Itoa(cfg.MaxReceiveCount),
 		"CRAWL_MAX_TRIES":          strconv.Itoa(cfg.MaxTries),
+		"CRAWL_WARC_INDEX":         cfg.WARCIndex,
 		"CRAWL_RETRY_WAIT":         strconv.Itoa(cfg.RetryWaitSeconds) + "s",
 		"CRAWL_ALLOW_NET":          cfg.AllowNet,
 		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,

@@ -26,6 +26,8 @@ usage:
                                it for good (its queued URLs end stopped)
   crawl failures [flags] CRAWL the URLs that ended without a page, with class and detail
                                (--class a,b filters; --json or --csv)
+  crawl index [flags] CRAWL    build the crawl's CDXJ index from its WARC files
+                               (indexes/CRAWL.cdxj; -o FILE writes a copy)
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
   crawl invoke [flags] FN EVENTFILE  run the schedule, fetch or parse handler once on a JSON event
   crawl help                   this text
@@ -57,6 +59,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return status(ctx, args[1:], stdout, stderr)
 	case "failures":
 		return failures(ctx, args[1:], stdout, stderr)
+	case "index":
+		return index(ctx, args[1:], stdout, stderr)
 	case "pause", "resume", "stop":
 		return setRun(ctx, args[0], args[1:], stdout, stderr)
 	case "invoke":

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/crawlindex"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/localrun"
@@ -89,6 +90,9 @@ type Report struct {
 	Hosts        int
 	Elapsed      time.Duration
 	Units        meter.Units
+	// IndexFiles and IndexLines are what the crawl's CDXJ index took in: its WARC files and their
+	// response records (none when each file was stored with its own index).
+	IndexFiles, IndexLines int
 	// SQSCalls are the SQS requests by call and queue (meter.Meter.SQSCalls).
 	SQSCalls map[string]int64
 	// Ledger is the crawl's own bill, as its record holds it (package ledger): the units its
@@ -232,7 +236,15 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("crawl: %w", err)
 	}
-	r := Report{Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
+	var index crawlindex.Result
+	if o.Pipeline.WARCIndex == pipeline.IndexPerCrawl {
+		// The crawl's CDXJ index, built from its WARC files as `crawl index` builds it: its reads
+		// and its PUT are part of the bill.
+		if index, err = crawlindex.Build(ctx, be.Blobs, crawl, nil); err != nil {
+			return Report{}, fmt.Errorf("index the crawl: %w", err)
+		}
+	}
+	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
 		Delayed: sent.delayed.Load(), Requeued: sent.resent(), SQSCalls: m.SQSCalls()}
 	r.EarlyEmpty = early.takeFrom(&r.Units, r.SQSCalls)
 	r.Pages, r.Twice = web.Fetched()

@@ -116,6 +116,7 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 	pc := pipeline.DefaultConfig()
 	pc.AllowNets = []string{"127.0.0.0/8"}
 	pc.HostRPS = 0
+	pc.WARCIndex = pipeline.IndexPerCrawl // as the stack stores them: the index built from the files after
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r, err := Run(ctx, Options{Name: "small", Pipeline: pc, Visibility: 30 * time.Second,
@@ -125,6 +126,9 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 	}
 	if r.Pages != 60 || r.Twice != 0 {
 		t.Errorf("%d pages fetched, %d twice; want 60 and 0", r.Pages, r.Twice)
+	}
+	if r.IndexLines != 60 || r.IndexFiles == 0 {
+		t.Errorf("the crawl's index has %d lines from %d files, want a line for each of the 60 pages", r.IndexLines, r.IndexFiles)
 	}
 	u := r.Units
 	if u.SQSRequests == 0 || u.DynamoDBWriteUnits == 0 || u.DynamoDBReadUnits == 0 || u.S3ClassA == 0 ||

@@ -58,6 +58,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	base := pipeline.DefaultConfig()
 	base.AllowNets = []string{"127.0.0.0/8"}
+	base.WARCIndex = pipeline.IndexPerCrawl // the stack's default (infra's warcIndex): one index per crawl
 	var runs []Options
 	if *pages > 0 {
 		runs = append(runs, Options{Name: "wide", Pipeline: base, Web: multisite.Options{Hosts: *hosts, Pages: *pages,

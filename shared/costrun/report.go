@@ -27,6 +27,10 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		r.Name, r.Pages, r.Hosts, hosts, r.Elapsed.Round(100*time.Millisecond), r.Twice, r.Requeued, per(float64(r.Requeued)), r.Delayed)
 	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v\n",
 		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes)
+	if r.IndexFiles > 0 {
+		fmt.Fprintf(w, "the crawl's CDXJ index (crawl index): %d lines from %d WARC files, its GETs and PUT in the S3 figures\n",
+			r.IndexLines, r.IndexFiles)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "item\tunits per page\t$ per million pages\t")
 	fmt.Fprintf(tw, "SQS\t%.2f requests\t%.2f\t\n", per(float64(u.SQSRequests)), perM(c.SQS))

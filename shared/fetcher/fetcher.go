@@ -106,13 +106,16 @@ type Config struct {
 	// PauseWait is how long a paused crawl's message waits in the queue before it is looked at
 	// again (see runstate.go; at most SQS's 15 minutes).
 	PauseWait time.Duration
+	// IndexEachFile stores a CDXJ index beside each WARC file (a second PUT per batch); without
+	// it, `crawl index` builds the crawl's from its files (shared/crawlindex).
+	IndexEachFile bool
 }
 
 // DefaultConfig returns the defaults documented in the README.
 func DefaultConfig() Config {
 	return Config{HostRPS: 1, HostConcurrency: 2, Concurrency: 10, MaxReceive: 5, Lease: 5 * time.Minute,
 		MaxQuickRetry: 10 * time.Second, Policy: retry.DefaultPolicy(), MaxWaits: 2000, PauseWait: DefaultPauseWait,
-		ParseTypes: []string{"text/html", "application/xhtml+xml"}}
+		ParseTypes: []string{"text/html", "application/xhtml+xml"}, IndexEachFile: true}
 }
 
 // Handler is the fetch handler.

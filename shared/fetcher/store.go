@@ -208,12 +208,15 @@ func assemble(key string, now time.Time, pages []fetched) (warcfile.File, error)
 	return file, nil
 }
 
-// putFile stores the batch's WARC file at key and its CDXJ index beside it (key plus
-// warcfile.IndexSuffix: a second PUT per batch), and returns what makes both durable.
+// putFile stores the batch's WARC file at key and, with IndexEachFile, its CDXJ index beside it
+// (key plus warcfile.IndexSuffix: a second PUT per batch), and returns what makes them durable.
 func (h *Handler) putFile(ctx context.Context, key string, file warcfile.File) (durable func() error, err error) {
 	data, err := h.put(ctx, key, file.Data, warcfile.ContentType)
 	if err != nil {
 		return nil, fmt.Errorf("put %s: %w", key, err)
+	}
+	if !h.cfg.IndexEachFile {
+		return data, nil
 	}
 	index, err := h.put(ctx, key+warcfile.IndexSuffix, file.Index, warcfile.IndexContentType)
 	if err != nil {
@@ -224,7 +227,7 @@ func (h *Handler) putFile(ctx context.Context, key string, file warcfile.File) (
 
 // putFileDurably stores the batch's WARC file and its index again, durably: after a failed sync.
 func (h *Handler) putFileDurably(ctx context.Context, key string, file warcfile.File) error {
-	if err := h.pages.Put(ctx, key, file.Data, warcfile.ContentType); err != nil {
+	if err := h.pages.Put(ctx, key, file.Data, warcfile.ContentType); err != nil || !h.cfg.IndexEachFile {
 		return err
 	}
 	return h.pages.Put(ctx, key+warcfile.IndexSuffix, file.Index, warcfile.IndexContentType)

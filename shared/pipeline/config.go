@@ -66,7 +66,18 @@ type Config struct {
 	// PauseWait is how long a paused crawl's fetch messages wait in the queue between looks
 	// (0: fetcher.DefaultPauseWait).
 	PauseWait time.Duration
+
+	// WARCIndex says where the CDXJ index of the WARC files is: IndexEachFile (beside each file,
+	// as it is stored) or IndexPerCrawl (none beside the files: `crawl index` builds the crawl's
+	// from them, a PUT fewer per fetch batch).
+	WARCIndex string
 }
+
+// The places of the WARC files' CDXJ index (Config.WARCIndex).
+const (
+	IndexEachFile = "file"
+	IndexPerCrawl = "crawl"
+)
 
 // RetryPolicy is the fetcher's retry policy of c.MaxTries and c.RetryWait.
 func (c Config) RetryPolicy() retry.Tries {
@@ -87,6 +98,7 @@ func DefaultConfig() Config {
 		Scope: scope.Host, MaxDepth: 16, MaxPagesPerHost: 100_000,
 		UserAgent: DefaultUserAgent, HostRPS: 1, HostConcurrency: 2, BatchConcurrency: 10,
 		FetchTimeout: 30 * time.Second, MaxReceive: 5, MaxTries: 4, RetryWait: 2 * time.Second, RecrawlPrefix: "seeds/",
+		WARCIndex: IndexEachFile,
 	}
 }
 
@@ -134,6 +146,10 @@ func (c Config) Validate() error {
 	}
 	if c.RetryWait <= 0 || c.RetryWait > time.Minute {
 		errs = append(errs, fmt.Errorf("retry wait %v: want more than 0 and at most a minute", c.RetryWait))
+	}
+	if c.WARCIndex != IndexEachFile && c.WARCIndex != IndexPerCrawl {
+		errs = append(errs, fmt.Errorf("warc index %q: want %s (a CDXJ index beside each WARC file) or %s (crawl index builds one per crawl)",
+			c.WARCIndex, IndexEachFile, IndexPerCrawl))
 	}
 	if c.MaxReceive < 1 {
 		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
@@ -217,6 +233,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	num("CRAWL_MAX_TRIES", &c.MaxTries)
 	duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
 	duration("CRAWL_SLOT_LEAD", &c.SlotLead)
+	str("CRAWL_WARC_INDEX", &c.WARCIndex)
 	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
 	// parses at once.
 	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)

@@ -115,6 +115,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
 			fcfg.Concurrency, fcfg.MaxReceive, fcfg.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
 			fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
+			fcfg.IndexEachFile = cfg.WARCIndex != IndexPerCrawl
 			if cfg.PauseWait > 0 {
 				fcfg.PauseWait = cfg.PauseWait
 			}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,16 +18,7 @@ import (
 // and every index line.
 func TestFilesPassAnIndependentReader(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
-	req := http.Header{"User-Agent": {"crawlstack-test/1"}, "Accept-Encoding": {"gzip, deflate, br"}}
-	pages := []Page{
-		{URL: "http://www.a.test:8080/b?z=1&a=2", Status: 200, Header: http.Header{"Content-Type": {"text/html; charset=utf-8"},
-			"Content-Encoding": {"gzip"}}, Body: []byte("<title>B</title>"), FetchedAt: at, Request: req},
-		{URL: "http://a.test/", Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
-			Body: bytes.Repeat([]byte("<p>x</p>\r\n\r\n"), 20_000), FetchedAt: at.Add(time.Second), Request: req},
-		{URL: "http://a.test/empty", Status: 204, Header: http.Header{}, FetchedAt: at, Request: req},
-		{URL: "http://a.test/no-request", Status: 404, Header: http.Header{"Content-Type": {"text/plain"}},
-			Body: []byte("gone"), FetchedAt: at},
-	}
+	pages := samplePages(at)
 	records := make([]Record, len(pages))
 	for i, p := range pages {
 		var err error
@@ -86,5 +78,73 @@ func TestSURT(t *testing.T) {
 		if got := SURT(tt.in); got != tt.want {
 			t.Errorf("SURT(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// samplePages are pages of every kind a file holds: with and without a request record, a body
+// that compresses, an empty one, an error status.
+func samplePages(at time.Time) []Page {
+	req := http.Header{"User-Agent": {"crawlstack-test/1"}, "Accept-Encoding": {"gzip, deflate, br"}}
+	return []Page{
+		{URL: "http://www.a.test:8080/b?z=1&a=2", Status: 200, Header: http.Header{"Content-Type": {"text/html; charset=utf-8"},
+			"Content-Encoding": {"gzip"}}, Body: []byte("<title>B</title>"), FetchedAt: at, Request: req},
+		{URL: "http://a.test/", Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+			Body: bytes.Repeat([]byte("<p>x</p>\r\n\r\n"), 20_000), FetchedAt: at.Add(time.Second), Request: req},
+		{URL: "http://a.test/empty", Status: 204, Header: http.Header{}, FetchedAt: at, Request: req},
+		{URL: "http://a.test/no-request", Status: 404, Header: http.Header{"Content-Type": {"text/plain"}},
+			Body: []byte("gone"), FetchedAt: at},
+	}
+}
+
+// TestIndexFileAgreesWithAnIndependentReader indexes stored files (as crawl index does, for files
+// stored without their index): warcio.js checks each line against its own indexer and reads back
+// its record, and the lines are those the file's writer indexed.
+func TestIndexFileAgreesWithAnIndependentReader(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	dir := t.TempDir()
+	var paths []string
+	var indexes [][]byte
+	for _, name := range []string{"one.warc.gz", "two.warc.gz"} {
+		pages := samplePages(at)
+		records := make([]Record, len(pages))
+		for i, p := range pages {
+			var err error
+			if records[i], err = EncodeRecord(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := Assemble(name, at, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := IndexFile(name, f.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ix, f.Index) {
+			t.Errorf("IndexFile(%s) =\n%s\nthe writer's index:\n%s", name, ix, f.Index)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+IndexSuffix, ix, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths, indexes = append(paths, path), append(indexes, ix)
+	}
+	got := warctest.Check(t, paths...)
+	want := warctest.Summary{Files: 2, Records: 16, Warcinfo: 2, Responses: 8, Requests: 6, IndexLines: 8, Resolved: 8}
+	if got != want {
+		t.Errorf("warcio.js saw %+v, want %+v", got, want)
+	}
+	merged := MergeIndexes(indexes...)
+	lines := strings.SplitAfter(string(merged), "\n")
+	lines = lines[:len(lines)-1]
+	if len(lines) != 8 || !slices.IsSorted(lines) || !strings.Contains(string(merged), `"filename":"two.warc.gz"`) {
+		t.Errorf("the merged index has %d lines (sorted: %v), want both files' 8, sorted:\n%s", len(lines), slices.IsSorted(lines), merged)
+	}
+	if _, err := IndexFile("bad.warc.gz", []byte("not a warc file")); err == nil {
+		t.Error("IndexFile of garbage: no error")
 	}
 }
