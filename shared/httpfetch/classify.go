@@ -31,6 +31,10 @@ func classify(ctx context.Context, err error, idle *idleTimer) error {
 	if idle.fired.Load() {
 		return errclass.Errorf(errclass.Timeout, "no body bytes for %s: %v", idle.d, err)
 	}
+	var slow *tooSlow
+	if errors.As(err, &slow) {
+		return errclass.New(errclass.Timeout, err)
+	}
 	switch cerr := ctx.Err(); {
 	case errors.Is(cerr, context.DeadlineExceeded):
 		return errclass.Errorf(errclass.Timeout, "fetch took too long: %v", err)

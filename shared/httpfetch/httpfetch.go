@@ -22,14 +22,20 @@ import (
 
 // Defaults for the zero values of Options.
 const (
-	DefaultMaxBodyBytes        int64 = 10 << 20
-	DefaultMaxDecodedBytes     int64 = 20 << 20
-	DefaultMaxHeaderBytes      int64 = 64 << 10
-	DefaultHeaderTimeout             = 10 * time.Second
-	DefaultIdleReadTimeout           = 10 * time.Second
-	DefaultTotalTimeout              = 30 * time.Second
-	DefaultMaxRedirects              = 5
-	DefaultMaxIdleConnsPerHost       = 16
+	DefaultMaxBodyBytes    int64 = 10 << 20
+	DefaultMaxDecodedBytes int64 = 20 << 20
+	DefaultMaxHeaderBytes  int64 = 64 << 10
+	DefaultHeaderTimeout         = 10 * time.Second
+	DefaultIdleReadTimeout       = 10 * time.Second
+	DefaultTotalTimeout          = 30 * time.Second
+	// DefaultMinBodyRate and DefaultMinRateAfter cut off a body that comes in slower than 1 KiB/s
+	// on average once 10 s have passed (as curl's --speed-limit and --speed-time do): a server
+	// that trickles a byte every few seconds keeps clear of the idle timeout, and would otherwise
+	// hold each try for the whole TotalTimeout.
+	DefaultMinBodyRate         = 1024
+	DefaultMinRateAfter        = 10 * time.Second
+	DefaultMaxRedirects        = 5
+	DefaultMaxIdleConnsPerHost = 16
 )
 
 // Fingerprints that Options.Fingerprint accepts.
@@ -57,6 +63,10 @@ type Options struct {
 	IdleReadTimeout time.Duration
 	// TotalTimeout bounds the whole fetch, redirects and body included.
 	TotalTimeout time.Duration
+	// MinBodyRate (bytes a second) and MinRateAfter: a body read at a lower average rate than
+	// MinBodyRate, once MinRateAfter has passed since its first read, is cut off (class timeout).
+	MinBodyRate  int64
+	MinRateAfter time.Duration
 	// MaxRedirects is how many redirects are followed; 0 means the default, negative means none.
 	MaxRedirects int
 	// MaxIdleConnsPerHost is how many idle keep-alive connections are kept per host.
@@ -147,6 +157,12 @@ func setDefaults(o *Options) {
 	}
 	if o.TotalTimeout <= 0 {
 		o.TotalTimeout = DefaultTotalTimeout
+	}
+	if o.MinBodyRate <= 0 {
+		o.MinBodyRate = DefaultMinBodyRate
+	}
+	if o.MinRateAfter <= 0 {
+		o.MinRateAfter = DefaultMinRateAfter
 	}
 	switch {
 	case o.MaxRedirects == 0:
@@ -253,6 +269,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
 
 	idle := newIdleTimer(c.opts.IdleReadTimeout, cancel)
+	idle.minRate, idle.after = c.opts.MinBodyRate, c.opts.MinRateAfter
 	defer idle.stop()
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -355,6 +355,11 @@ func TestTimeouts(t *testing.T) {
 			Options{IdleReadTimeout: 200 * time.Millisecond}, 4 * time.Second, "no body bytes"},
 		{"fast trickle cut by total timeout", trickle(20 * time.Millisecond),
 			Options{IdleReadTimeout: 2 * time.Second, TotalTimeout: 400 * time.Millisecond}, 3 * time.Second, "took too long"},
+		// A byte every 50 ms keeps clear of the idle timeout; its rate (20 bytes/s) cuts it off
+		// once MinRateAfter has passed, long before the total timeout.
+		{"trickle cut by its rate", trickle(50 * time.Millisecond),
+			Options{IdleReadTimeout: 2 * time.Second, TotalTimeout: 20 * time.Second, MinBodyRate: 1024,
+				MinRateAfter: 300 * time.Millisecond}, 3 * time.Second, "below 1024 bytes/s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,6 +375,32 @@ func TestTimeouts(t *testing.T) {
 				t.Errorf("gave up after %v, want under %v", el, tt.within)
 			}
 		})
+	}
+}
+
+// A body slower than MinBodyRate at first but above it on average once MinRateAfter has passed
+// is read whole.
+func TestABodyAboveTheMinimumRateIsReadWhole(t *testing.T) {
+	chunk := strings.Repeat("y", 4096)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		for range 8 {
+			if _, err := w.Write([]byte(chunk)); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}))
+	defer srv.Close()
+	// 4 KiB every 50 ms is about 80 KiB/s: well above 16 KiB/s, the floor here.
+	resp, err := newClient(t, Options{MinBodyRate: 16 << 10, MinRateAfter: 100 * time.Millisecond}).Get(context.Background(), srv.URL)
+	if err != nil || len(resp.Body) != 8*len(chunk) {
+		t.Fatalf("Get = %v; want the whole body of %d bytes", err, 8*len(chunk))
 	}
 }
 

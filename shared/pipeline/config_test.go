@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/retry"
 	"github.com/crawlstack/crawlstack/shared/scope"
 )
 
@@ -18,6 +21,7 @@ func TestFromEnv(t *testing.T) {
 		"CRAWL_ALLOW_NET": "10.0.0.0/8,127.0.0.1", "CRAWL_ALLOW_PORTS": "8080", "CRAWL_FETCH_TIMEOUT": "20s",
 		"CRAWL_MAX_RECEIVE": "6", "CRAWL_USER_AGENT": "mybot/1.0", "CRAWL_BATCH_CONCURRENCY": "50",
 		"CRAWL_MAX_TRIES": "3", "CRAWL_RETRY_WAIT": "5s", "CRAWL_SLOT_LEAD": "2s", "CRAWL_BUDGET_USD": "1.5",
+		"CRAWL_WARC_INDEX": "crawl",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -25,14 +29,14 @@ func TestFromEnv(t *testing.T) {
 	if c.FetchQueue != "https://sqs/f" || c.Scope != scope.Domain || c.MaxDepth != 3 || c.MaxPages != 1000 ||
 		c.HostRPS != 0.5 || len(c.AllowNets) != 2 || len(c.Ports) != 3 || c.FetchTimeout != 20*time.Second ||
 		c.MaxReceive != 6 || c.UserAgent != "mybot/1.0" || c.BatchConcurrency != 50 || c.MaxTries != 3 ||
-		c.RetryWait != 5*time.Second || c.SlotLead != 2*time.Second || c.BudgetUSD != 1.5 {
+		c.RetryWait != 5*time.Second || c.SlotLead != 2*time.Second || c.BudgetUSD != 1.5 || c.WARCIndex != IndexPerCrawl {
 		t.Errorf("FromEnv = %+v", c)
 	}
 	d, err := FromEnv(env(nil))
 	if err != nil {
 		t.Fatalf("the defaults must be valid: %v", err)
 	}
-	if d.UserAgent != DefaultUserAgent || d.HostRPS != 1 || d.Scope != scope.Host {
+	if d.UserAgent != DefaultUserAgent || d.HostRPS != 1 || d.Scope != scope.Host || d.WARCIndex != IndexEachFile {
 		t.Errorf("defaults = %+v", d)
 	}
 }
@@ -52,6 +56,7 @@ func TestFromEnvNamesTheBadVariable(t *testing.T) {
 		"CRAWL_RETRY_WAIT":        "0s",
 		"CRAWL_SLOT_LEAD":         "-1s",
 		"CRAWL_BUDGET_USD":        "lots",
+		"CRAWL_WARC_INDEX":        "nowhere",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -117,6 +122,28 @@ func TestFromEnvPatterns(t *testing.T) {
 					t.Errorf("%s set the other list too: %q", name, other)
 				}
 			})
+		}
+	}
+}
+
+// TestTheDefaultsGiveUpOnABadURLWithinTwoMinutes: with the default retry policy and fetch limits,
+// a URL that never answers, trickles a byte every few seconds, or keeps answering 5xx or 429
+// (with a Retry-After it cannot use) is given up in under two minutes of requests and waits.
+func TestTheDefaultsGiveUpOnABadURLWithinTwoMinutes(t *testing.T) {
+	p := DefaultConfig().RetryPolicy()
+	for _, tc := range []struct {
+		name   string
+		class  errclass.Class
+		perTry time.Duration
+	}{
+		{"no answer", errclass.Timeout, httpfetch.DefaultHeaderTimeout},
+		// Cut by its rate once DefaultMinRateAfter has passed, at its next byte.
+		{"a byte every 3 s", errclass.Timeout, httpfetch.DefaultMinRateAfter + 3*time.Second},
+		{"5xx", errclass.HTTP5xx, time.Second},
+		{"429 without a usable Retry-After", errclass.HTTP429, time.Second},
+	} {
+		if got := retry.GiveUpAfter(p, tc.class, tc.perTry); got >= 2*time.Minute {
+			t.Errorf("%s: given up after %v, want under 2m", tc.name, got)
 		}
 	}
 }

@@ -99,3 +99,15 @@ func (b *PolicyBackOff) NextBackOff() time.Duration {
 
 // Reset implements backoff.BackOff; the count of requests is the URL's and is kept.
 func (b *PolicyBackOff) Reset() {}
+
+// GiveUpAfter is the longest a URL whose requests keep failing with class c takes under p, when
+// each request takes at most perTry: its requests and the waits between them (the queue's own
+// delivery delays left out).
+func GiveUpAfter(p Policy, c errclass.Class, perTry time.Duration) time.Duration {
+	n := p.Attempts(c)
+	total := time.Duration(n) * perTry
+	for i := 1; i < n; i++ {
+		total += p.Delay(c, i)
+	}
+	return total
+}

@@ -68,3 +68,15 @@ func TestPolicyBoundsRequestsAcrossDeliveries(t *testing.T) {
 		t.Errorf("DoWith = %v (made %d), want Deferred after 2s and one request made", err, b.Made)
 	}
 }
+
+func TestGiveUpAfterAddsTheTriesAndTheWaits(t *testing.T) {
+	p := DefaultPolicy()
+	// 4 tries of 10 s, and the waits after the first three: 2 s, 8 s, 30 s.
+	if got := GiveUpAfter(p, errclass.Timeout, 10*time.Second); got != 80*time.Second {
+		t.Errorf("GiveUpAfter(timeout, 10s) = %v, want 1m20s", got)
+	}
+	// A class tried once: its one request, no wait.
+	if got := GiveUpAfter(p, errclass.HTTP4xx, 10*time.Second); got != 10*time.Second {
+		t.Errorf("GiveUpAfter(http_4xx, 10s) = %v, want 10s", got)
+	}
+}
