@@ -9,9 +9,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// The crawl's page budget in blocks. The crawl item's attrBudget counts the pages that stores
-// have taken, in blocks, never more than maxPages; each store hands out the pages of its block
-// one by one. The attribute only grows.
+// Page budgets in blocks: the crawl's (the crawl item's attrBudget) and each host's (its budget
+// item's attrPages). The attribute counts the pages that stores have taken, in blocks, never more
+// than the budget; each store hands out the pages of its block one by one. The attribute only
+// grows.
 
 // maxBlock is the most pages one block takes, whatever the budget: a store that goes with its
 // block unused leaves at most this many pages of the budget unused.
@@ -23,36 +24,43 @@ const maxBlock = 1000
 // 100: about 30 for the last 800 pages, and one a page for the last 15).
 const tailShare = 8
 
-// BlockSize is how many pages of a crawl's budget of maxPages a store takes in one write: a
-// hundredth of the budget, at least 1 and at most 1,000. A budget of 10,000 pages takes 138
-// writes of the crawl item in all (92 blocks, and smaller ones at the end), where it took 10,000
-// before; a budget of under 200 pages takes one write per page, as before.
+// BlockSize is how many pages of a budget of maxPages a store takes in one write: a hundredth of
+// the budget, at least 1 and at most 1,000. A budget of 10,000 pages takes 138 writes of its item
+// in all (92 blocks, and smaller ones at the end), where it took 10,000 before; a budget of under
+// 200 pages takes one write per page, as before. A host's default budget of 100,000 pages takes
+// a block of 1,000: one write per host for each store that admits its URLs.
 func BlockSize(maxPages int) int { return min(max(maxPages/100, 1), maxBlock) }
 
-// crawlBudget is one store's block of a crawl's budget.
-type crawlBudget struct {
+// blockBudget is one store's block of a budget.
+type blockBudget struct {
+	key, attr string // the item and attribute that count the pages taken
 	mu   sync.Mutex
 	left int // pages of the block not handed out yet
-	// seen is the crawl item's count as this store last saw it: its guess of the pages taken.
+	// seen is the item's count as this store last saw it: its guess of the pages taken.
 	seen int64
 	// usedUp is the budget (maxPages) that the table showed used up: no block will come.
 	usedUp int
 }
 
-func (s *Store) crawlBudget(crawl string) *crawlBudget {
-	b, _ := s.budgets.LoadOrStore(crawl, &crawlBudget{})
-	return b.(*crawlBudget)
+// budget is this store's block of the budget counted by key's attr. A store keeps one such entry
+// (about a hundred bytes) for the crawl, and one for each host it admitted URLs of.
+func (s *Store) budget(key, attr string) *blockBudget {
+	if b, ok := s.budgets.Load(key); ok {
+		return b.(*blockBudget)
+	}
+	b, _ := s.budgets.LoadOrStore(key, &blockBudget{key: key, attr: attr})
+	return b.(*blockBudget)
 }
 
 // take hands out one page, taking a new block from the table when the store's block is empty.
-func (b *crawlBudget) take(ctx context.Context, s *Store, crawl string, maxPages int) error {
+func (b *blockBudget) take(ctx context.Context, s *Store, maxPages int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.left == 0 {
 		if b.usedUp > 0 && maxPages <= b.usedUp {
 			return ErrBudget // the table said so: the count only grows
 		}
-		n, err := b.takeBlock(ctx, s, crawl, maxPages)
+		n, err := b.takeBlock(ctx, s, maxPages)
 		if err != nil {
 			return err
 		}
@@ -63,18 +71,18 @@ func (b *crawlBudget) take(ctx context.Context, s *Store, crawl string, maxPages
 }
 
 // giveBack returns a page that take handed out and that was not used after all.
-func (b *crawlBudget) giveBack() {
+func (b *blockBudget) giveBack() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.left++
 }
 
-// takeBlock takes a block of pages from the crawl item with one conditional update that adds
+// takeBlock takes a block of pages from the budget's item with one conditional update that adds
 // the block to the pages taken if they stay within maxPages. The condition also asks for enough
 // pages left for the block's size (tailShare times it, see there), so a store whose guess of what
 // is left was stale learns the count from the failed write and asks again for a fitting block.
-func (b *crawlBudget) takeBlock(ctx context.Context, s *Store, crawl string, maxPages int) (int, error) {
-	key := CrawlKey(crawl)
+func (b *blockBudget) takeBlock(ctx context.Context, s *Store, maxPages int) (int, error) {
+	key, attr := b.key, b.attr
 	for range 100 { // only workers that raced us for the budget make it go round again
 		left := int64(maxPages) - b.seen
 		if left <= 0 {
@@ -86,17 +94,17 @@ func (b *crawlBudget) takeBlock(ctx context.Context, s *Store, crawl string, max
 		if n == 1 {
 			need = 1
 		}
-		it, err := s.t.Update(ctx, key, table.Update{Add: map[string]int64{attrBudget: n}},
-			table.Or(table.NotExists(attrBudget), table.Le(attrBudget, int64(maxPages)-need)))
+		it, err := s.t.Update(ctx, key, table.Update{Add: map[string]int64{attr: n}},
+			table.Or(table.NotExists(attr), table.Le(attr, int64(maxPages)-need)))
 		if cf, raced := table.IsConditionFailed(err); raced {
-			b.seen = cf.Item.Int(attrBudget) // 0 when there is no item
+			b.seen = cf.Item.Int(attr) // 0 when there is no item
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("reserve %d pages of the budget of crawl %s: %w", n, crawl, err)
+			return 0, fmt.Errorf("reserve %d pages of the budget %s: %w", n, key, err)
 		}
-		b.seen = it.Int(attrBudget)
+		b.seen = it.Int(attr)
 		return int(n), nil
 	}
-	return 0, errclass.Errorf(errclass.Internal, "reserve the budget of crawl %s: too many workers raced for it", crawl)
+	return 0, errclass.Errorf(errclass.Internal, "reserve the budget %s: too many workers raced for it", key)
 }

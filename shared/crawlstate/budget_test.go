@@ -67,6 +67,25 @@ func testBudgetInBlocks(t *testing.T, tb table.Table) {
 			t.Errorf("pages taken = %d, %v; want one block of 10 (the trap's pages given back)", it.Int(attrBudget), err)
 		}
 	})
+	t.Run("AHostsBudgetIsAWritePerStore", func(t *testing.T) {
+		crawl := crawlName(t)
+		wc := &writeCount{Table: tb}
+		for range 2 { // two containers, each admitting 150 pages of the host
+			s := New(wc)
+			for i := range 150 {
+				if err := s.ReserveBudget(ctx, crawl, "h.test", 0, 100_000); err != nil {
+					t.Fatalf("page %d: %v", i, err)
+				}
+			}
+		}
+		if n := wc.writes(budgetKey(crawl, "h.test")); n != 2 {
+			t.Errorf("300 pages of a host took %d writes of its budget item, want 2 (a block of 1,000 per store)", n)
+		}
+		it, err := tb.Get(ctx, budgetKey(crawl, "h.test"))
+		if err != nil || it.Int(attrPages) != 2000 {
+			t.Errorf("the host's pages taken = %d, %v; want two blocks of 1,000", it.Int(attrPages), err)
+		}
+	})
 	t.Run("WritesOverAWholeBudget", func(t *testing.T) {
 		crawl := crawlName(t)
 		wc := &writeCount{Table: tb}
@@ -89,9 +108,22 @@ func testBudgetInBlocks(t *testing.T, tb table.Table) {
 // and since each uses its block before it takes another and all go on until the budget is used
 // up, they grant all of it.
 func testBudgetNeverExceeded(t *testing.T, tb table.Table) {
+	for _, perHost := range []bool{false, true} {
+		t.Run(map[bool]string{false: "crawl", true: "host"}[perHost], func(t *testing.T) {
+			testOneBudgetNeverExceeded(t, tb, perHost)
+		})
+	}
+}
+
+// testOneBudgetNeverExceeded is testBudgetNeverExceeded for the crawl's budget, or a host's.
+func testOneBudgetNeverExceeded(t *testing.T, tb table.Table, perHost bool) {
 	ctx := context.Background()
 	crawl := crawlName(t)
-	const maxPages, stores, workers = 700, 4, 3
+	const budget, stores, workers = 700, 4, 3
+	maxPages, maxPerHost, key, attr := budget, 0, CrawlKey(crawl), attrBudget
+	if perHost {
+		maxPages, maxPerHost, key, attr = 0, budget, budgetKey(crawl, "a.test"), attrPages
+	}
 	var granted atomic.Int64
 	var wg sync.WaitGroup
 	for range stores {
@@ -99,8 +131,8 @@ func testBudgetNeverExceeded(t *testing.T, tb table.Table) {
 		for range workers {
 			wg.Go(func() {
 				for {
-					err := s.ReserveBudget(ctx, crawl, "a.test", maxPages, 0)
-					if errors.Is(err, ErrBudget) {
+					err := s.ReserveBudget(ctx, crawl, "a.test", maxPages, maxPerHost)
+					if errors.Is(err, ErrBudget) || errclass.Of(err) == errclass.Trap {
 						return
 					}
 					if err != nil {
@@ -113,12 +145,12 @@ func testBudgetNeverExceeded(t *testing.T, tb table.Table) {
 		}
 	}
 	wg.Wait()
-	if got := granted.Load(); got != maxPages {
-		t.Errorf("granted %d pages of a budget of %d", got, maxPages)
+	if got := granted.Load(); got != budget {
+		t.Errorf("granted %d pages of a budget of %d", got, budget)
 	}
-	it, err := tb.Get(ctx, CrawlKey(crawl))
-	if err != nil || it.Int(attrBudget) != maxPages {
-		t.Errorf("pages taken in the table = %d, %v; want %d", it.Int(attrBudget), err, maxPages)
+	it, err := tb.Get(ctx, key)
+	if err != nil || it.Int(attr) != budget {
+		t.Errorf("pages taken in the table = %d, %v; want %d", it.Int(attr), err, budget)
 	}
 }
 

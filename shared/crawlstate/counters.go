@@ -75,18 +75,10 @@ func (s *Store) Flush(ctx context.Context) error {
 // WriteCounters writes the buffered counter increments, as Flush does, also when they are held.
 func (s *Store) WriteCounters(ctx context.Context) error {
 	s.mu.Lock()
-	pending, hosts := s.pending, s.hosts
-	s.pending, s.hosts = nil, nil
+	pending := s.pending
+	s.pending = nil
 	s.mu.Unlock()
 	var errs []error
-	for key, hc := range hosts {
-		if hc.local == 0 {
-			continue
-		}
-		if _, err := s.t.Update(ctx, key, table.Update{Add: map[string]int64{attrPages: hc.local}}, table.Cond{}); err != nil {
-			errs = append(errs, fmt.Errorf("count budget %s: %w", key, err)) // the guard is approximate
-		}
-	}
 	for crawl, add := range pending {
 		key := s.shardKey(crawl)
 		if _, err := s.t.Update(ctx, key, table.Update{Add: add}, table.Cond{}); err != nil {

@@ -104,11 +104,10 @@ type Store struct {
 	runs     sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
 
 	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
-	budgets sync.Map // crawl -> *crawlBudget, this store's block of its page budget
+	budgets sync.Map // budget item key -> *blockBudget, this store's block of that budget
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
-	hosts   map[string]*hostCount       // budget key -> count, when buffering
 }
 
 // New returns a Store on t with a 30-day retention.
