@@ -34,8 +34,8 @@ func BlockSize(maxPages int) int { return min(max(maxPages/100, 1), maxBlock) }
 // blockBudget is one store's block of a budget.
 type blockBudget struct {
 	key, attr string // the item and attribute that count the pages taken
-	mu   sync.Mutex
-	left int // pages of the block not handed out yet
+	mu        sync.Mutex
+	left      int // pages of the block not handed out yet
 	// seen is the item's count as this store last saw it: its guess of the pages taken.
 	seen int64
 	// usedUp is the budget (maxPages) that the table showed used up: no block will come.
