@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,15 +107,15 @@ func encodeOutcome(o Outcome) (string, error) {
 
 // partOf returns n when msg is message.PartName(file, n).
 func partOf(file, msg string) (int, bool) {
-	for n := range 1000 {
-		if message.PartName(file, n) == msg {
-			return n, true
-		}
-		if !strings.HasPrefix(msg, file+"#") {
-			break
-		}
+	rest, ok := strings.CutPrefix(msg, file+"#")
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	n, err := strconv.Atoi(rest)
+	if err != nil || message.PartName(file, n) != msg {
+		return 0, false
+	}
+	return n, true
 }
 
 // apply sets u's state from its outcome as its group's item holds it.
