@@ -164,3 +164,12 @@ func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
 	h.CheckFailingURLGivesUp(3, 4, 8)
 }
+
+// TestIntegrationSpecWithExtractionRules crawls the site from a crawl spec on the AWS adapters:
+// the spec's settings reach every handler through the bucket, and every record carries the
+// extracted fields.
+func TestIntegrationSpecWithExtractionRules(t *testing.T) {
+	h := newHarness(t, 30, 5)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckSpecExtracts(8)
+}

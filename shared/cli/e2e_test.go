@@ -138,3 +138,8 @@ func TestPauseThenResumeLosesNothing(t *testing.T) {
 func TestStopLosesNothing(t *testing.T) {
 	newHarness(t, 120, 6, 30*time.Second).CheckStop(8)
 }
+
+// A spec with extraction rules crawls the demo site: every record carries the extracted fields.
+func TestSpecWithExtractionRules(t *testing.T) {
+	newHarness(t, 40, 5, 30*time.Second).CheckSpecExtracts(8)
+}

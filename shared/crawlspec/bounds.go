@@ -11,12 +11,12 @@ import (
 	"github.com/crawlstack/crawlstack/shared/scope"
 )
 
-// Bounds are the stack's ceilings on what a spec may set. The stack's settings are a spec's
+// Bounds are the stack's ceilings on what a spec may set; the zero Bounds sets none. The stack's settings are a spec's
 // defaults; these few are its limits too, so that whoever runs the stack decides how much and how
 // fast any crawl may go, and a spec decides where it goes and what it keeps.
 type Bounds struct {
-	// MaxDepth bounds max_depth (CRAWL_MAX_DEPTH, --max-depth; negative: no bound).
-	MaxDepth int
+	// MaxDepth, when set, bounds max_depth (CRAWL_MAX_DEPTH, --max-depth).
+	MaxDepth *int
 	// MaxPages bounds max_pages (CRAWL_MAX_PAGES, --max-pages; 0: no bound). With a bound, a
 	// spec that sets no max_pages gets it.
 	MaxPages int
@@ -42,8 +42,8 @@ func (d *decoder) bounds(root *yaml.Node, s *Spec, b Bounds) {
 	over := func(key, env string, got, bound any) {
 		d.fail(at(key), key, "%v is over the stack's bound of %v (%s)", got, bound, env)
 	}
-	if s.MaxDepth != nil && b.MaxDepth >= 0 && *s.MaxDepth > b.MaxDepth {
-		over("max_depth", "CRAWL_MAX_DEPTH", *s.MaxDepth, b.MaxDepth)
+	if s.MaxDepth != nil && b.MaxDepth != nil && *s.MaxDepth > *b.MaxDepth {
+		over("max_depth", "CRAWL_MAX_DEPTH", *s.MaxDepth, *b.MaxDepth)
 	}
 	if s.MaxPages != nil && b.MaxPages > 0 && *s.MaxPages > b.MaxPages {
 		over("max_pages", "CRAWL_MAX_PAGES", *s.MaxPages, b.MaxPages)

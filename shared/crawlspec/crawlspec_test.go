@@ -37,7 +37,7 @@ extract:
 `
 
 func TestParseAGoodSpec(t *testing.T) {
-	s, err := Parse([]byte(good), Bounds{MaxDepth: 16})
+	s, err := Parse([]byte(good), Bounds{MaxDepth: depth(16)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestParseAGoodSpec(t *testing.T) {
 func TestJSONIsASpecToo(t *testing.T) {
 	body := `{"version": 1, "seeds": ["http://127.0.0.1/"], "max_depth": 2,
   "extract": {"h": {"css": "h1"}}}`
-	s, err := Parse([]byte(body), Bounds{MaxDepth: -1})
+	s, err := Parse([]byte(body), Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestJSONIsASpecToo(t *testing.T) {
 		t.Errorf("spec %+v", s)
 	}
 	// And a JSON error has its line.
-	_, err = Parse([]byte("{\"version\": 1,\n \"seeds\": [\"http://127.0.0.1/\"],\n \"max_depth\": \"two\"}"), Bounds{MaxDepth: -1})
+	_, err = Parse([]byte("{\"version\": 1,\n \"seeds\": [\"http://127.0.0.1/\"],\n \"max_depth\": \"two\"}"), Bounds{})
 	if !strings.Contains(err.Error(), `line 3: max_depth: want a whole number, got the string "two"`) {
 		t.Errorf("error %v", err)
 	}
@@ -86,31 +86,31 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 		bounds Bounds
 		want   []string
 	}{
-		{"unknown key", "version: 1\nseeds: [http://127.0.0.1/]\nmax_deph: 3\n", Bounds{MaxDepth: -1},
+		{"unknown key", "version: 1\nseeds: [http://127.0.0.1/]\nmax_deph: 3\n", Bounds{},
 			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, include, max_depth, max_pages, max_pages_per_host, rate, recrawl, scope, seeds, user_agent, version)"}},
-		{"wrong types", "version: 1\nseeds: http://127.0.0.1/\nmax_pages: many\nrate: fast\nrecrawl: sometimes\n", Bounds{MaxDepth: -1},
+		{"wrong types", "version: 1\nseeds: http://127.0.0.1/\nmax_pages: many\nrate: fast\nrecrawl: sometimes\n", Bounds{},
 			[]string{"line 2: seeds: want a list of at least one URL", "line 3: max_pages: want a whole number, got the string \"many\"",
 				"line 4: rate: want requests per second per host", "line 5: recrawl: want true or false"}},
-		{"bad values", "version: 2\nseeds:\n  - ftp://127.0.0.1/\n  - http://127.0.0.1/\nscope: planet\nmax_pages: 0\nrate: -1\ninclude: ['[']\n", Bounds{MaxDepth: -1},
+		{"bad values", "version: 2\nseeds:\n  - ftp://127.0.0.1/\n  - http://127.0.0.1/\nscope: planet\nmax_pages: 0\nrate: -1\ninclude: ['[']\n", Bounds{},
 			[]string{"line 1: version: schema version 2: this crawler reads version 1", "line 3: seeds: \"ftp://127.0.0.1/\"",
 				"line 5: scope: \"planet\": want host, domain or any", "line 6: max_pages: 0: want 1 or more", "line 7: rate: -1: want more than 0",
 				"line 8: include: \"[\": error parsing regexp"}},
-		{"missing", "scope: host\n", Bounds{MaxDepth: -1},
+		{"missing", "scope: host\n", Bounds{},
 			[]string{"line 1: version: missing", "line 1: seeds: missing"}},
-		{"set twice", "version: 1\nseeds: [http://127.0.0.1/]\nrate: 1\nrate: 2\n", Bounds{MaxDepth: -1},
+		{"set twice", "version: 1\nseeds: [http://127.0.0.1/]\nrate: 1\nrate: 2\n", Bounds{},
 			[]string{"line 4: rate: set twice"}},
-		{"headers", "version: 1\nseeds: [http://127.0.0.1/]\nheaders:\n  User-Agent: x\n  Cookie: [a]\n  'bad name': x\n", Bounds{MaxDepth: -1},
+		{"headers", "version: 1\nseeds: [http://127.0.0.1/]\nheaders:\n  User-Agent: x\n  Cookie: [a]\n  'bad name': x\n", Bounds{},
 			[]string{"line 4: headers.User-Agent: a spec may not set User-Agent: set user_agent instead", "line 5: headers.Cookie: want a string, got a list",
 				"line 6: headers.bad name: not a header name"}},
-		{"user agent", "version: 1\nseeds: [http://127.0.0.1/]\nuser_agent: '(nothing)'\n", Bounds{MaxDepth: -1},
+		{"user agent", "version: 1\nseeds: [http://127.0.0.1/]\nuser_agent: '(nothing)'\n", Bounds{},
 			[]string{"line 3: user_agent: \"(nothing)\": want a product token first"}},
 		{"extraction", "version: 1\nseeds: [http://127.0.0.1/]\nextract:\n  a: {css: 'div[['}\n  b:\n    css: p\n    regexp: '(['\n  c: {css: p, meta: x}\n  d: {xpath: //p}\n  e: {extractor: nope}\n  f: {css: p, all: yes please}\n",
-			Bounds{MaxDepth: -1},
+			Bounds{},
 			[]string{"line 4: extract.a.css: selector \"div[[\"", "line 7: extract.b.regexp: \"([\"", "line 8: extract.c: field c: want exactly one of",
 				"line 9: extract.d.xpath: unknown setting", "line 10: extract.e.extractor: no extractor is registered as \"nope\"",
 				"line 11: extract.f.all: want true or false"}},
 		{"over the stack's bounds", "version: 1\nseeds: [http://127.0.0.1/]\nmax_depth: 20\nmax_pages: 2000\nmax_pages_per_host: 300\nrate: 5\ninclude: [x]\n",
-			Bounds{MaxDepth: 16, MaxPages: 1000, MaxPagesPerHost: 200, HostRPS: 2, Include: true},
+			Bounds{MaxDepth: depth(16), MaxPages: 1000, MaxPagesPerHost: 200, HostRPS: 2, Include: true},
 			[]string{"line 3: max_depth: 20 is over the stack's bound of 16 (CRAWL_MAX_DEPTH)", "line 4: max_pages: 2000 is over the stack's bound of 1000 (CRAWL_MAX_PAGES)",
 				"line 5: max_pages_per_host: 300 is over the stack's bound of 200", "line 6: rate: 5 is over the stack's bound of 2 (CRAWL_HOST_RPS)",
 				"line 7: include: the stack sets include patterns"}},
@@ -158,7 +158,7 @@ func TestIsSpec(t *testing.T) {
 
 // Settings stored as JSON and read back give the crawl the spec asked for, over the stack's.
 func TestSettingsOverTheStack(t *testing.T) {
-	s, err := Parse([]byte(good), Bounds{MaxDepth: 16})
+	s, err := Parse([]byte(good), Bounds{MaxDepth: depth(16)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,3 +201,5 @@ func TestSettingsOverTheStack(t *testing.T) {
 		t.Errorf("no spec: %+v, %v", c, err)
 	}
 }
+
+func depth(n int) *int { return &n }

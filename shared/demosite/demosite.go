@@ -91,8 +91,17 @@ func (s *Site) Targets(i int) []int {
 func (s *Site) render(i int) []byte {
 	var b strings.Builder
 	b.Grow(s.PageBytes + 512)
-	fmt.Fprintf(&b, "<!doctype html><html><head><meta charset=\"utf-8\"><title>Demo page %d</title></head><body>\n", i)
-	fmt.Fprintf(&b, "<h1>Demo page %d</h1>\n<ul>\n", i)
+	fmt.Fprintf(&b, "<!doctype html><html><head><meta charset=\"utf-8\"><title>Demo page %d</title>\n", i)
+	// Data for extraction: OpenGraph and meta tags, a schema.org Product in JSON-LD, a price and tags.
+	p := Product(i)
+	fmt.Fprintf(&b, "<meta property=\"og:title\" content=\"%s\"><meta property=\"og:type\" content=\"product\">\n", p.Name)
+	fmt.Fprintf(&b, "<meta name=\"description\" content=\"%s, %s\">\n", p.Name, p.SKU)
+	fmt.Fprintf(&b, "<script type=\"application/ld+json\">{\"@context\":\"https://schema.org\",\"@type\":\"Product\",\"name\":%q,\"sku\":%q}</script>\n", p.Name, p.SKU)
+	fmt.Fprintf(&b, "</head><body>\n<h1>Demo page %d</h1>\n<p class=\"price\">Price: $%s</p>\n<p>", i, p.Price)
+	for _, t := range p.Tags {
+		fmt.Fprintf(&b, "<span class=\"tag\">%s</span> ", t)
+	}
+	b.WriteString("</p>\n<ul>\n")
 	for _, t := range s.Targets(i) {
 		fmt.Fprintf(&b, "<li><a href=\"%s\">page %d</a></li>\n", Path(t), t)
 	}
@@ -106,6 +115,26 @@ func (s *Site) render(i int) []byte {
 	}
 	b.WriteString("</body></html>\n")
 	return []byte(b.String())
+}
+
+// ProductData is the data page i shows for extraction tests: a product with its name and SKU (in
+// the OpenGraph title, the description and a JSON-LD Product), its price and its tags.
+type ProductData struct {
+	Name, SKU, Price string
+	Tags             []string
+}
+
+// Product returns the data of page i.
+func Product(i int) ProductData {
+	tags := []string{"demo"}
+	if i%2 == 0 {
+		tags = append(tags, "even")
+	}
+	if i%3 == 0 {
+		tags = append(tags, "three")
+	}
+	return ProductData{Name: fmt.Sprintf("Demo product %d", i), SKU: fmt.Sprintf("SKU-%05d", i),
+		Price: fmt.Sprintf("%d.%02d", 10+i%90, (i*37)%100), Tags: tags}
 }
 
 // Hits returns how many times path was requested.

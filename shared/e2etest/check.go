@@ -92,12 +92,23 @@ func (h *Harness) CheckRecords(crawl string) {
 // Records returns the URLs that have a record in records/.
 func (h *Harness) Records(crawl string) map[string]bool {
 	h.T.Helper()
+	out := map[string]bool{}
+	for _, r := range h.RecordsOf(crawl) {
+		out[r.URL] = true
+	}
+	return out
+}
+
+// RecordsOf returns crawl's records in records/, each page's last (a redelivered parse message
+// may store a page's record twice).
+func (h *Harness) RecordsOf(crawl string) map[string]parser.Record {
+	h.T.Helper()
 	ctx := context.Background()
 	keys, err := h.Blobs.List(ctx, parser.RecordsPrefix+crawl+"/")
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	out := map[string]bool{}
+	out := map[string]parser.Record{}
 	for _, k := range keys {
 		b, err := h.Blobs.Get(ctx, k)
 		if err != nil {
@@ -110,7 +121,7 @@ func (h *Harness) Records(crawl string) map[string]bool {
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				h.T.Fatalf("record in %s: %v", k, err)
 			}
-			out[r.URL] = true
+			out[r.URL] = r
 		}
 		if err := sc.Err(); err != nil {
 			h.T.Fatalf("records in %s: %v", k, err)

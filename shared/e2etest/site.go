@@ -24,12 +24,13 @@ type Site struct {
 	unavailable map[string]int           // path -> 503 answers still to give
 	delays      map[string]time.Duration // path -> the wait before the answer
 	refused     int                      // 503 answers given
+	agents      map[string]int           // "User-Agent|X-Crawl-Spec" of each request -> count
 }
 
 // NewSite serves a site of pages pages with links links each until the test ends.
 func NewSite(t testing.TB, pages, links int) *Site {
 	t.Helper()
-	s := &Site{Site: demosite.New(pages, links, 2000), unavailable: map[string]int{}, delays: map[string]time.Duration{}}
+	s := &Site{Site: demosite.New(pages, links, 2000), unavailable: map[string]int{}, delays: map[string]time.Duration{}, agents: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/"
@@ -39,6 +40,7 @@ func NewSite(t testing.TB, pages, links int) *Site {
 func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	s.mu.Lock()
+	s.agents[r.UserAgent()+"|"+r.Header.Get("X-Crawl-Spec")]++
 	if p != "/robots.txt" {
 		s.times = append(s.times, time.Now())
 	}
@@ -84,6 +86,18 @@ func (s *Site) Refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refused
+}
+
+// Agents returns how many requests (robots.txt's too) came with each User-Agent and
+// X-Crawl-Spec header, as "agent|header".
+func (s *Site) Agents() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.agents))
+	for k, v := range s.agents {
+		out[k] = v
+	}
+	return out
 }
 
 // Times returns when each page request arrived, in order.

@@ -23,11 +23,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/extract"
 	"github.com/crawlstack/crawlstack/shared/links"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/robots"
 	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
@@ -59,6 +62,14 @@ type Config struct {
 	MaxLinks int
 	// Concurrency is how many records of a batch are parsed at once.
 	Concurrency int
+	// Crawls, if set, gives each crawl's depth, User-Agent and extraction fields (a spec's over
+	// the stack's); nil: MaxDepth and UserAgentToken for every crawl, and no fields.
+	Crawls CrawlSettings
+}
+
+// CrawlSettings tells the settings of one crawl (specstore.Store).
+type CrawlSettings interface {
+	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 }
 
 // Record is the structured result for one page, one JSON line in records/.
@@ -79,6 +90,12 @@ type Record struct {
 	WARC        message.Ref    `json:"warc"`
 	Class       errclass.Class `json:"class,omitempty"`
 	Error       string         `json:"error,omitempty"`
+	// Data holds the fields of the crawl's spec, by name: null where a field found nothing. It is
+	// absent for a crawl without fields and for a page that is not parsed (class set).
+	Data map[string]any `json:"data,omitempty"`
+	// DataErrors says, by field, why a field is null when it is not for finding nothing: a
+	// registered extractor that failed, or a value over the size bounds.
+	DataErrors map[string]string `json:"dataErrors,omitempty"`
 }
 
 // Handler is the parse handler.
@@ -203,12 +220,20 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}
+	maxDepth, token, fields, err := h.crawlSettings(ctx, crawl)
+	if err != nil {
+		return nil, err
+	}
 	found, err := links.Extract(page.Body, page.Header.Get("Content-Type"), final,
-		links.Options{MaxLinks: h.cfg.MaxLinks, UserAgentToken: h.cfg.UserAgentToken})
+		links.Options{MaxLinks: h.cfg.MaxLinks, UserAgentToken: token})
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}
-	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), h.cfg.UserAgentToken)
+	if fields.Len() > 0 {
+		res := fields.Extract(final, page.Body, page.Header.Get("Content-Type"))
+		p.out.Data, p.out.DataErrors = res.Data, res.Errors
+	}
+	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), token)
 	p.out.Title, p.out.Canonical, p.out.Charset = found.Title, found.Canonical, found.Charset
 	p.out.NoIndex = found.NoIndex || hdrNoIndex
 	p.out.NoFollow = found.NoFollow || hdrNoFollow
@@ -218,10 +243,22 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 			p.links = append(p.links, l.URL)
 		}
 	}
-	if h.cfg.MaxDepth >= 0 && pg.Depth+1 > h.cfg.MaxDepth {
+	if maxDepth >= 0 && pg.Depth+1 > maxDepth {
 		p.links = nil
 	}
 	return p, nil
+}
+
+// crawlSettings are the depth, product token and fields of crawl.
+func (h *Handler) crawlSettings(ctx context.Context, crawl string) (maxDepth int, token string, fields *extract.Set, err error) {
+	if h.cfg.Crawls == nil {
+		return h.cfg.MaxDepth, h.cfg.UserAgentToken, nil, nil
+	}
+	c, err := h.cfg.Crawls.For(ctx, crawl)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	return c.Rules.MaxDepth, robots.ProductToken(c.UserAgent), c.Fields, nil
 }
 
 func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {
