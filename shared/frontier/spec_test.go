@@ -13,7 +13,9 @@ import (
 // crawlsFunc gives each crawl its settings from a function.
 type crawlsFunc func(crawl string) *crawlspec.Crawl
 
-func (f crawlsFunc) For(_ context.Context, crawl string) (*crawlspec.Crawl, error) { return f(crawl), nil }
+func (f crawlsFunc) For(_ context.Context, crawl string) (*crawlspec.Crawl, error) {
+	return f(crawl), nil
+}
 
 // Each crawl is admitted with its own spec's scope, pages and rate; a crawl without a spec with
 // the frontier's own.
