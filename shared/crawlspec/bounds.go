@@ -43,19 +43,19 @@ func (d *decoder) bounds(root *yaml.Node, s *Spec, b Bounds) {
 		d.fail(at(key), key, "%v is over the stack's bound of %v (%s)", got, bound, env)
 	}
 	if s.MaxDepth != nil && b.MaxDepth != nil && *s.MaxDepth > *b.MaxDepth {
-		over("max_depth", "CRAWL_MAX_DEPTH", *s.MaxDepth, *b.MaxDepth)
+		over("max_depth", "CRAWL_MAX_DEPTH, --max-depth", *s.MaxDepth, *b.MaxDepth)
 	}
 	if s.MaxPages != nil && b.MaxPages > 0 && *s.MaxPages > b.MaxPages {
-		over("max_pages", "CRAWL_MAX_PAGES", *s.MaxPages, b.MaxPages)
+		over("max_pages", "CRAWL_MAX_PAGES, --max-pages", *s.MaxPages, b.MaxPages)
 	}
 	if s.MaxPagesPerHost != nil && b.MaxPagesPerHost > 0 && *s.MaxPagesPerHost > b.MaxPagesPerHost {
-		over("max_pages_per_host", "CRAWL_MAX_PAGES_PER_HOST", *s.MaxPagesPerHost, b.MaxPagesPerHost)
+		over("max_pages_per_host", "CRAWL_MAX_PAGES_PER_HOST, --max-pages-per-host", *s.MaxPagesPerHost, b.MaxPagesPerHost)
 	}
 	if s.Rate != nil && b.HostRPS > 0 && *s.Rate > b.HostRPS {
-		over("rate", "CRAWL_HOST_RPS", *s.Rate, b.HostRPS)
+		over("rate", "CRAWL_HOST_RPS, --host-rps", *s.Rate, b.HostRPS)
 	}
 	if len(s.Include) > 0 && b.Include {
-		d.fail(at("include"), "include", "the stack sets include patterns (CRAWL_INCLUDE) that bound every crawl: a spec may add exclude patterns only")
+		d.fail(at("include"), "include", "the stack sets include patterns (CRAWL_INCLUDE, --include) that bound every crawl: a spec may add exclude patterns only")
 	}
 }
 
