@@ -75,26 +75,14 @@ func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
 // mapping walks the keys of n, a mapping, calling the handler of each key; an unknown or repeated
 // key is an error.
 func (d *decoder) mapping(n *yaml.Node, key string, keys map[string]func(k, v *yaml.Node)) {
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, key, "want a mapping, got %s", kindOf(n))
-		return
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		full := join(key, k.Value)
-		if seen[k.Value] {
-			d.fail(k, full, "set twice")
-			continue
-		}
-		seen[k.Value] = true
+	d.mappingAny(n, key, func(k, v *yaml.Node) {
 		fn, ok := keys[k.Value]
 		if !ok {
-			d.fail(k, full, "unknown setting (known: %s)", known(keys))
-			continue
+			d.fail(k, join(key, k.Value), "unknown setting (known: %s)", known(keys))
+			return
 		}
 		fn(k, v)
-	}
+	})
 }
 
 func known(keys map[string]func(k, v *yaml.Node)) string {
@@ -159,20 +147,6 @@ func (d *decoder) boolean(n *yaml.Node, key string) (bool, bool) {
 		return false, false
 	}
 	return v, true
-}
-
-func (d *decoder) strs(n *yaml.Node, key string) []string {
-	if n.Kind != yaml.SequenceNode {
-		d.fail(n, key, "want a list of strings, got %s", kindOf(n))
-		return nil
-	}
-	var out []string
-	for _, e := range n.Content {
-		if s, ok := d.str(e, key); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // spec reads the top level of a spec.

@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -93,11 +94,7 @@ func (s *Site) Refused() int {
 func (s *Site) Agents() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.agents))
-	for k, v := range s.agents {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.agents)
 }
 
 // Times returns when each page request arrived, in order.
