@@ -173,3 +173,13 @@ func TestIntegrationSpecWithExtractionRules(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckSpecExtracts(8)
 }
+
+// TestIntegrationSitemapsFindEveryPage crawls, on the AWS adapters, a site whose orphan pages only
+// its sitemaps list (robots.txt's Sitemap: line, an index, a gzip sitemap, /sitemap.xml): a spec
+// that asks for sitemaps fetches every one of them.
+func TestIntegrationSitemapsFindEveryPage(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckSitemapsFindEveryPage(8)
+}

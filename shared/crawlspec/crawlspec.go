@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 
@@ -48,6 +49,7 @@ type Settings struct {
 	UserAgent       string          `json:"userAgent,omitempty"`
 	Headers         http.Header     `json:"headers,omitempty"`
 	Recrawl         *bool           `json:"recrawl,omitempty"`
+	Sitemaps        bool            `json:"sitemaps,omitempty"`
 	Extract         []extract.Field `json:"extract,omitempty"`
 }
 
@@ -56,6 +58,28 @@ type Spec struct {
 	Settings
 	// Seeds are the seed URLs, normalised, in file order.
 	Seeds []string
+}
+
+// SitemapURLs are the URLs a crawl that reads sitemaps starts from besides its seeds: the
+// robots.txt (for its Sitemap: lines) and the /sitemap.xml of each seed's origin, once each.
+func (s *Spec) SitemapURLs() []string {
+	if !s.Sitemaps {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, raw := range s.Seeds {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		origin := u.Scheme + "://" + u.Host
+		if !seen[origin] {
+			seen[origin] = true
+			out = append(out, origin+"/robots.txt", origin+"/sitemap.xml")
+		}
+	}
+	return out
 }
 
 // Recrawls says whether the scheduled re-crawl runs this spec again (the default).

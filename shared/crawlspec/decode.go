@@ -200,6 +200,9 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 			}
 		},
 		"extract": func(k, v *yaml.Node) { s.Extract = d.fields(v) },
+		"sitemaps": func(k, v *yaml.Node) {
+			s.Sitemaps, _ = d.boolean(v, "sitemaps")
+		},
 	})
 	if !versionSet {
 		d.fail(root, "version", "missing: a spec starts with version: %d", Version)

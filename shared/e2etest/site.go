@@ -31,7 +31,15 @@ type Site struct {
 // NewSite serves a site of pages pages with links links each until the test ends.
 func NewSite(t testing.TB, pages, links int) *Site {
 	t.Helper()
-	s := &Site{Site: demosite.New(pages, links, 2000), unavailable: map[string]int{}, delays: map[string]time.Duration{}, agents: map[string]int{}}
+	return NewSiteWithOrphans(t, pages, links, 0)
+}
+
+// NewSiteWithOrphans is NewSite with orphans pages that only its sitemaps list (demosite.Site.Orphans).
+func NewSiteWithOrphans(t testing.TB, pages, links, orphans int) *Site {
+	t.Helper()
+	ds := demosite.New(pages, links, 2000)
+	ds.Orphans = orphans
+	s := &Site{Site: ds, unavailable: map[string]int{}, delays: map[string]time.Duration{}, agents: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/"

@@ -337,7 +337,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if c := errclass.FromStatus(resp.Status); c != "" {
 		return nil, h.finish(ctx, f, crawlstate.Failed, errclass.Errorf(c, "status %d", resp.Status))
 	}
-	if !h.parseable(resp) {
+	if !m.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
 		return nil, h.finish(ctx, f, crawlstate.Skipped,
 			errclass.Errorf(errclass.Type, "content type %q is not parsed", resp.Header.Get("Content-Type")))
 	}

@@ -355,7 +355,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		}
 	}
 	return pending{crawl: m.Crawl, key: key, host: u.Host, interval: lim.interval, msg: message.Target{URL: norm, Root: r.String(),
-		Depth: m.Depth}, resent: res == crawlstate.Unsent}, outSend, nil
+		Depth: m.Depth, Sitemap: m.Sitemap}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 
 // Source names the Links message m in the items it admits: a digest of its content, so the same

@@ -96,6 +96,9 @@ type Record struct {
 	// DataErrors says, by field, why a field is null when it is not for finding nothing: a
 	// registered extractor that failed, or a value over the size bounds.
 	DataErrors map[string]string `json:"dataErrors,omitempty"`
+	// Sitemap marks the record of a sitemap (or of a robots.txt read for its Sitemap: lines):
+	// OutLinks are the URLs and sitemaps it lists.
+	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // Handler is the parse handler.
@@ -134,6 +137,8 @@ type parsed struct {
 	page  message.Page
 	out   Record
 	links []string
+	// sitemaps are the sitemaps a sitemap index or a robots.txt lists, to fetch as sitemaps.
+	sitemaps []string
 }
 
 // work is one parse message: its pages, parsed.
@@ -223,6 +228,9 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	maxDepth, token, fields, err := h.crawlSettings(ctx, crawl)
 	if err != nil {
 		return nil, err
+	}
+	if pg.Sitemap {
+		return h.parseSitemap(ctx, p, page, final, maxDepth)
 	}
 	found, err := links.Extract(page.Body, page.Header.Get("Content-Type"), final,
 		links.Options{MaxLinks: h.cfg.MaxLinks, UserAgentToken: token})
@@ -338,10 +346,10 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 }
 
 // packLinks puts the links of the batch's pages into as few Links messages as schedule can take:
-// one list per scope root and depth, each link once, split at message.MaxLinks. Pages of one site
-// link mostly to the same pages, so a batch's links shrink a lot, and schedule receives, admits
-// and deletes a message per batch rather than one per page. A list from one page names it as the
-// parent.
+// one list per scope root, depth and kind (pages, or sitemaps to read), each link once, split at
+// message.MaxLinks. Pages of one site link mostly to the same pages, so a batch's links shrink a
+// lot, and schedule receives, admits and deletes a message per batch rather than one per page. A
+// list from one page names it as the parent.
 func packLinks(crawl string, pages []parsed) []message.Links {
 	type group struct {
 		tmpl  message.Links
@@ -351,27 +359,31 @@ func packLinks(crawl string, pages []parsed) []message.Links {
 	}
 	var order []*group
 	groups := map[string]*group{}
-	for _, p := range pages {
-		if len(p.links) == 0 {
-			continue
+	add := func(p parsed, urls []string, sitemap bool) {
+		if len(urls) == 0 {
+			return
 		}
-		k := p.page.Root + "\x00" + strconv.Itoa(p.page.Depth)
+		k := p.page.Root + "\x00" + strconv.Itoa(p.page.Depth) + "\x00" + strconv.FormatBool(sitemap)
 		g := groups[k]
 		if g == nil {
 			g = &group{tmpl: message.Links{Header: message.Header{Crawl: crawl}, Root: p.page.Root, Parent: p.page.URL,
-				Depth: p.page.Depth + 1}, seen: map[string]bool{}}
+				Depth: p.page.Depth + 1, Sitemap: sitemap}, seen: map[string]bool{}}
 			groups[k] = g
 			order = append(order, g)
 		}
 		if g.pages++; g.pages > 1 {
 			g.tmpl.Parent = ""
 		}
-		for _, l := range p.links {
+		for _, l := range urls {
 			if !g.seen[l] {
 				g.seen[l] = true
 				g.urls = append(g.urls, l)
 			}
 		}
+	}
+	for _, p := range pages {
+		add(p, p.links, false)
+		add(p, p.sitemaps, true)
 	}
 	var out []message.Links
 	for _, g := range order {

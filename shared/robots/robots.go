@@ -162,6 +162,11 @@ func (r *rules) decide(token string, u *url.URL) Decision {
 	case "disallow":
 		return Decision{Allowed: false, Reason: r.reason, RetryAfter: r.retryAfter}
 	}
+	if u.Path == "/robots.txt" {
+		// RFC 9309 2.2.2: the /robots.txt URI is implicitly allowed (a crawl that reads sitemaps
+		// fetches it for its Sitemap: lines).
+		return Decision{Allowed: true, Reason: "robots.txt is implicitly allowed", CrawlDelay: r.crawlDelay}
+	}
 	m := grobotstxt.NewRobotsMatcher()
 	allowed := m.AgentAllowed(r.body, token, u.String())
 	d := Decision{Allowed: allowed, CrawlDelay: r.crawlDelay}

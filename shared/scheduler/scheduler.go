@@ -377,6 +377,9 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 				break
 			}
 		}
+		if err == nil {
+			err = h.sitemapLinks(ctx, crawl, spec, &entries)
+		}
 	} else {
 		err = h.scanSeeds(body, crawl, key, &report, add)
 	}
@@ -391,6 +394,19 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	}
 	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors)
 	return h.writeReport(ctx, report)
+}
+
+// sitemapLinks adds, for a spec that reads sitemaps, the Links message of each seed origin's
+// robots.txt and /sitemap.xml, marked as sitemaps, to entries.
+func (h *Handler) sitemapLinks(ctx context.Context, crawl string, spec *crawlspec.Spec, entries *[]queue.Entry) error {
+	for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}, Sitemap: true}, spec.SitemapURLs()) {
+		b, err := message.Encode(m)
+		if err != nil {
+			return err
+		}
+		*entries = append(*entries, queue.Entry{ID: strconv.Itoa(len(*entries)), Body: b})
+	}
+	return nil
 }
 
 // scanSeeds reads a URL list, passing each good URL to add and reporting the bad lines.
