@@ -1,7 +1,6 @@
 package e2etest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -15,31 +14,17 @@ import (
 func (h *Harness) CheckSitemapsFindEveryPage(concurrency int) {
 	t := h.T
 	t.Helper()
-	ctx := context.Background()
 	orphans := h.Site.Orphans
 	if orphans == 0 {
 		t.Fatal("the site has no orphan pages: build it with NewSiteWithOrphans")
 	}
-	links, err := h.Start(ctx, h.Res, "links.txt", []byte(h.Site.URL+"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Run(ctx, links, h.Config(), h.Ports(), h.Queue, concurrency); err != nil {
-		t.Fatal(err)
-	}
+	links := h.CrawlFile("links.txt", h.Site.URL+"\n", concurrency)
 	h.CheckNothingLost(links)
 	if n := h.Site.OrphansFetched(); n != 0 {
 		t.Fatalf("a crawl of the links alone fetched %d orphan pages: they are not sitemap-only", n)
 	}
 
-	spec := fmt.Sprintf("version: 1\nseeds: [%s]\nsitemaps: true\n", h.Site.URL)
-	crawl, err := h.Start(ctx, h.Res, "sitemaps.yaml", []byte(spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Run(ctx, crawl, h.Config(), h.Ports(), h.Queue, concurrency); err != nil {
-		t.Fatal(err)
-	}
+	crawl := h.CrawlFile("sitemaps.yaml", fmt.Sprintf("version: 1\nseeds: [%s]\nsitemaps: true\n", h.Site.URL), concurrency)
 	// Every page, every orphan, and the five files that list them: robots.txt, /sitemap.xml, the
 	// index and its two sitemaps.
 	h.checkInvariants(crawl, true, h.Site.Pages+orphans+5)

@@ -12,6 +12,21 @@ import (
 // specAgent is the User-Agent the scenario's spec sends, in place of the stack's.
 const specAgent = "specbot/2.0 (+https://example.com/specbot)"
 
+// CrawlFile starts the crawl of a seed file (a URL list or a spec) called name and runs it to its
+// end with fresh handlers of the test's configuration; it returns the crawl's id.
+func (h *Harness) CrawlFile(name, body string, concurrency int) string {
+	h.T.Helper()
+	ctx := context.Background()
+	crawl, err := h.Start(ctx, h.Res, name, []byte(body))
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	if err := h.Run(ctx, crawl, h.Config(), h.Ports(), h.Queue, concurrency); err != nil {
+		h.T.Fatal(err)
+	}
+	return crawl
+}
+
 // SpecYAML is a crawl spec of the site with one field of each kind of extraction, its own
 // User-Agent and an extra header.
 func (h *Harness) SpecYAML() string {
@@ -38,14 +53,7 @@ extract:
 func (h *Harness) CheckSpecExtracts(concurrency int) {
 	t := h.T
 	t.Helper()
-	ctx := context.Background()
-	crawl, err := h.Start(ctx, h.Res, "products.yaml", []byte(h.SpecYAML()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Run(ctx, crawl, h.Config(), h.Ports(), h.Queue, concurrency); err != nil {
-		t.Fatal(err)
-	}
+	crawl := h.CrawlFile("products.yaml", h.SpecYAML(), concurrency)
 	h.CheckNothingLost(crawl)
 	recs := h.RecordsOf(crawl)
 	for i := 0; i < h.Site.Pages; i++ {
