@@ -2,7 +2,9 @@
 //
 //   - an S3 ObjectCreated notification for a seed file (delivered through the schedule queue):
 //     the seed file is read, bad lines are reported with their line numbers, and the good URLs are
-//     fanned out as Links messages of depth 0 to the schedule queue;
+//     fanned out as Links messages of depth 0 to the schedule queue. A seed file may be a crawl
+//     spec (shared/crawlspec): its settings are stored for the other handlers (shared/specstore)
+//     before its seeds go out, and a spec with any problem starts nothing;
 //   - a Links message (seeds, or the out-links of a parsed page): its URLs are admitted by the
 //     frontier and fetch messages go out in batches of 10;
 //   - an EventBridge "Scheduled Event", invoked directly: every seed file under the re-crawl prefix
