@@ -44,8 +44,8 @@ func (e *env) sentByKind() (pages, sitemaps []string) {
 func TestSitemapPages(t *testing.T) {
 	cases := []struct {
 		name, path, contentType, body string
-		pages, sitemaps                []string
-		class                          errclass.Class
+		pages, sitemaps               []string
+		class                         errclass.Class
 	}{
 		{"robots.txt", "/robots.txt", "text/plain", "User-agent: *\nDisallow: /x\nSitemap: http://example.test/index.xml\n",
 			nil, []string{"http://example.test/index.xml"}, ""},
