@@ -47,7 +47,12 @@ type Sitemap struct {
 // Parse reads a sitemap, a sitemap index or a text sitemap (one URL per line), gzip-compressed or
 // not. A file that is none of these is an error of class Parse.
 func Parse(body []byte) (*Sitemap, error) {
-	raw, cut, err := decompress(body)
+	return parse(body, MaxBytes)
+}
+
+// parse is Parse with a limit of maxBytes uncompressed.
+func parse(body []byte, maxBytes int) (*Sitemap, error) {
+	raw, cut, err := decompress(body, maxBytes)
 	if err != nil {
 		return nil, errclass.Errorf(errclass.Parse, "sitemap: %v", err)
 	}
@@ -65,11 +70,11 @@ func Parse(body []byte) (*Sitemap, error) {
 	return s, nil
 }
 
-// decompress gunzips a gzip body, up to MaxBytes; cut reports a body over it.
-func decompress(body []byte) (out []byte, cut bool, err error) {
+// decompress gunzips a gzip body, up to max bytes; cut reports a body over it.
+func decompress(body []byte, max int) (out []byte, cut bool, err error) {
 	if len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
-		if len(body) > MaxBytes {
-			return body[:MaxBytes], true, nil
+		if len(body) > max {
+			return body[:max], true, nil
 		}
 		return body, false, nil
 	}
@@ -77,12 +82,12 @@ func decompress(body []byte) (out []byte, cut bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("gzip: %w", err)
 	}
-	out, err = io.ReadAll(io.LimitReader(zr, MaxBytes+1))
+	out, err = io.ReadAll(io.LimitReader(zr, int64(max)+1))
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, false, fmt.Errorf("gzip: %w", err)
 	}
-	if len(out) > MaxBytes {
-		return out[:MaxBytes], true, nil
+	if len(out) > max {
+		return out[:max], true, nil
 	}
 	return out, false, nil
 }

@@ -87,14 +87,18 @@ func TestTheProtocolsLimits(t *testing.T) {
 	if len(s.URLs) != MaxEntries || !s.Truncated {
 		t.Errorf("%d urls, truncated %v; want %d and truncated", len(s.URLs), s.Truncated, MaxEntries)
 	}
-	// A gzip bomb stops at MaxBytes uncompressed, keeping the entries before.
-	big := "<urlset><url><loc>http://127.0.0.1/first</loc></url><!--" + strings.Repeat("x", MaxBytes) + "--></urlset>"
-	s, err = Parse(gz(t, big))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.URLs) != 1 || !s.Truncated {
-		t.Errorf("%d urls, truncated %v; want the first and truncated", len(s.URLs), s.Truncated)
+	// A gzip bomb stops at the byte limit uncompressed (here 1 MB, MaxBytes in Parse), keeping the
+	// entries before; so does a plain file over it.
+	const limit = 1 << 20
+	big := "<urlset><url><loc>http://127.0.0.1/first</loc></url><!--" + strings.Repeat("x", limit) + "--><url><loc>http://127.0.0.1/late</loc></url></urlset>"
+	for name, body := range map[string][]byte{"gzip": gz(t, big), "plain": []byte(big)} {
+		s, err = parse(body, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.URLs) != 1 || !s.Truncated {
+			t.Errorf("%s: %d urls, truncated %v; want the first only, and truncated", name, len(s.URLs), s.Truncated)
+		}
 	}
 }
 
