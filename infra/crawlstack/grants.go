@@ -77,6 +77,16 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*"))),
 	}))
 
+	// Each handler reads a crawl's settings (crawls/<crawl>/spec.json, which schedule writes when
+	// the crawl starts) once per process: the frontier its scope, pages and rate, fetch its
+	// User-Agent, headers and rate, parse its depth and extraction fields.
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("s3:GetObject"),
+			Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*/" + SpecObject))),
+		}))
+	}
+
 	fetch := fns[FnFetch].Function
 	// GetObject: a fetch message delivered again for a page already stored reads the page back
 	// before it sends its parse message again (shared/fetcher checkStored). No

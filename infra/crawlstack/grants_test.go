@@ -35,7 +35,8 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Bucket/seeds/*", []string{"s3:GetObject"}),
 			on("Bucket/recrawl/*", []string{"s3:GetObject"}), // the test context's recrawl prefix
 			on("Bucket if s3:prefix=recrawl/*", []string{"s3:ListBucket"}),
-			on("Bucket/crawls/*", []string{"s3:PutObject"}),              // seed reports
+			on("Bucket/crawls/*", []string{"s3:PutObject"}),              // seed reports and crawl settings
+			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}),    // the crawl's settings
 			on("Bucket/quarantine/schedule/*", []string{"s3:PutObject"}), // poison messages
 		}},
 		{"Fetch", [][]string{
@@ -44,6 +45,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Table", table),
 			// GetObject: a redelivered fetch message reads its stored page back (checkStored).
 			on("Bucket/pages/*", []string{"s3:GetObject", "s3:PutObject"}),
+			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}), // the crawl's User-Agent, headers, rate, scope
 			on("Bucket/quarantine/fetch/*", []string{"s3:PutObject"}),
 		}},
 		{"Parse", [][]string{
@@ -52,6 +54,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Table", table),
 			on("Bucket/pages/*", []string{"s3:GetObject"}),
 			on("Bucket/records/*", []string{"s3:PutObject"}),
+			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}), // the crawl's depth and extraction fields
 			on("Bucket/quarantine/parse/*", []string{"s3:PutObject"}),
 		}},
 	}

@@ -22,8 +22,10 @@ const (
 	SeedsPrefix   = "seeds/"
 	PagesPrefix   = "pages/"
 	RecordsPrefix = "records/"
-	// CrawlsPrefix holds each crawl's seed report (crawls/<crawl>/seeds.json), written by schedule.
+	// CrawlsPrefix holds each crawl's seed report (crawls/<crawl>/seeds.json) and settings
+	// (crawls/<crawl>/spec.json, SpecObject), written by schedule.
 	CrawlsPrefix = "crawls/"
+	SpecObject   = "spec.json"
 	// QuarantinePrefix holds malformed messages, each handler under its own name.
 	QuarantinePrefix = "quarantine/"
 )

@@ -164,3 +164,22 @@ func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
 	h.CheckFailingURLGivesUp(3, 4, 8)
 }
+
+// TestIntegrationSpecWithExtractionRules crawls the site from a crawl spec on the AWS adapters:
+// the spec's settings reach every handler through the bucket, and every record carries the
+// extracted fields.
+func TestIntegrationSpecWithExtractionRules(t *testing.T) {
+	h := newHarness(t, 30, 5)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckSpecExtracts(8)
+}
+
+// TestIntegrationSitemapsFindEveryPage crawls, on the AWS adapters, a site whose orphan pages only
+// its sitemaps list (robots.txt's Sitemap: line, an index, a gzip sitemap, /sitemap.xml): a spec
+// that asks for sitemaps fetches every one of them.
+func TestIntegrationSitemapsFindEveryPage(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckSitemapsFindEveryPage(8)
+}

@@ -138,3 +138,16 @@ func TestPauseThenResumeLosesNothing(t *testing.T) {
 func TestStopLosesNothing(t *testing.T) {
 	newHarness(t, 120, 6, 30*time.Second).CheckStop(8)
 }
+
+// A spec with extraction rules crawls the demo site: every record carries the extracted fields.
+func TestSpecWithExtractionRules(t *testing.T) {
+	newHarness(t, 40, 5, 30*time.Second).CheckSpecExtracts(8)
+}
+
+// A site whose pages are reachable only through its sitemaps is crawled completely.
+func TestSitemapsFindEveryPage(t *testing.T) {
+	site := e2etest.NewSiteWithOrphans(t, 20, 4, 45)
+	h := newHarness(t, 20, 4, 30*time.Second)
+	h.Site = site
+	h.CheckSitemapsFindEveryPage(8)
+}

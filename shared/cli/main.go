@@ -18,7 +18,7 @@ import (
 const usage = `crawl: a serverless web crawler, run locally
 
 usage:
-  crawl run [flags] SEEDFILE   crawl the URLs of SEEDFILE (one per line)
+  crawl run [flags] SEEDFILE   crawl the URLs of SEEDFILE (one per line), or a crawl spec (.yaml, .json: docs/spec.md)
   crawl demo [flags]           serve a generated site on loopback and crawl it
   crawl status [flags] [CRAWL] a crawl's progress, cost, queues and what it waits for; with no
                                CRAWL, the crawls on record

@@ -27,6 +27,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/ledger"
@@ -252,22 +253,18 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
 		return sum, ExitUsage
 	}
-	good, bad, err := seeds.Parse(bytes.NewReader(body))
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
-		return sum, ExitUsage
+	good, bad, code := readSeeds(o, body, stderr)
+	if code != ExitOK {
+		return sum, code
 	}
-	for _, le := range bad {
-		fmt.Fprintf(stderr, "crawl: %s: skipping bad seed %v\n", o.SeedFile, le)
-	}
-	sum.BadSeedLines = len(bad)
+	sum.BadSeedLines = bad
 	sum.BudgetUSD = o.BudgetUSD
 	if sum.prices, err = o.config(Resources{}).PriceTable(); err != nil {
 		fmt.Fprintf(stderr, "crawl: --prices: %v\n", err)
 		return sum, ExitUsage
 	}
-	if len(good) == 0 {
-		fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, len(bad))
+	if good == 0 {
+		fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, bad)
 		return sum, ExitUsage
 	}
 	be, err := openBackend(ctx, o)
@@ -335,6 +332,33 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	}
 	return sum, ExitOK
+}
+
+// readSeeds checks the seed file before anything is created: a crawl spec must have no problem
+// at all (each is printed with its line, and the run stops), a URL list's bad lines are printed
+// and skipped. It returns the good and bad seed counts.
+func readSeeds(o RunOptions, body []byte, stderr io.Writer) (good, bad, code int) {
+	if crawlspec.IsSpec(o.SeedFile, body) {
+		spec, err := crawlspec.Parse(body, o.config(Resources{}).SpecBounds())
+		var es crawlspec.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				fmt.Fprintf(stderr, "crawl: %s: %v\n", o.SeedFile, e)
+			}
+			fmt.Fprintf(stderr, "crawl: %s: %d problem(s) in the crawl spec (docs/spec.md): nothing crawled\n", o.SeedFile, len(es))
+			return 0, 0, ExitUsage
+		}
+		return len(spec.Seeds), 0, ExitOK
+	}
+	seedsOK, lines, err := seeds.Parse(bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
+		return 0, 0, ExitUsage
+	}
+	for _, le := range lines {
+		fmt.Fprintf(stderr, "crawl: %s: skipping bad seed %v\n", o.SeedFile, le)
+	}
+	return len(seedsOK), len(lines), ExitOK
 }
 
 // runPauseWait is how long a paused crawl's fetch messages wait between looks under crawl run.

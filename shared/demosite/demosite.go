@@ -6,6 +6,7 @@
 package demosite
 
 import (
+	"compress/gzip"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -21,6 +22,12 @@ type Site struct {
 	// a fraction if need be ("Crawl-delay: 0.25"). Zero leaves robots.txt without one. Set it
 	// before the site serves.
 	CrawlDelay time.Duration
+	// Orphans, when set, adds that many pages (/o/0, /o/1 ...) that no page links to: only the
+	// site's sitemaps list them. robots.txt then names a sitemap index (/sitemaps/index.xml) of a
+	// gzip-compressed sitemap (/sitemaps/a.xml.gz) and a plain one (/sitemaps/b.xml), and
+	// /sitemap.xml lists the rest: a crawl finds every orphan only if it reads all three ways.
+	// Set it before the site serves.
+	Orphans int
 
 	mu   sync.Mutex
 	hits map[string]int
@@ -47,6 +54,12 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/robots.txt" {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, s.robots())
+		if s.Orphans > 0 {
+			fmt.Fprintf(w, "Sitemap: http://%s/sitemaps/index.xml\n", r.Host)
+		}
+		return
+	}
+	if s.Orphans > 0 && s.serveSitemap(w, r) {
 		return
 	}
 	i, ok := s.page(r.URL.Path)
@@ -91,8 +104,17 @@ func (s *Site) Targets(i int) []int {
 func (s *Site) render(i int) []byte {
 	var b strings.Builder
 	b.Grow(s.PageBytes + 512)
-	fmt.Fprintf(&b, "<!doctype html><html><head><meta charset=\"utf-8\"><title>Demo page %d</title></head><body>\n", i)
-	fmt.Fprintf(&b, "<h1>Demo page %d</h1>\n<ul>\n", i)
+	fmt.Fprintf(&b, "<!doctype html><html><head><meta charset=\"utf-8\"><title>Demo page %d</title>\n", i)
+	// Data for extraction: OpenGraph and meta tags, a schema.org Product in JSON-LD, a price and tags.
+	p := Product(i)
+	fmt.Fprintf(&b, "<meta property=\"og:title\" content=\"%s\"><meta property=\"og:type\" content=\"product\">\n", p.Name)
+	fmt.Fprintf(&b, "<meta name=\"description\" content=\"%s, %s\">\n", p.Name, p.SKU)
+	fmt.Fprintf(&b, "<script type=\"application/ld+json\">{\"@context\":\"https://schema.org\",\"@type\":\"Product\",\"name\":%q,\"sku\":%q}</script>\n", p.Name, p.SKU)
+	fmt.Fprintf(&b, "</head><body>\n<h1>Demo page %d</h1>\n<p class=\"price\">Price: $%s</p>\n<p>", i, p.Price)
+	for _, t := range p.Tags {
+		fmt.Fprintf(&b, "<span class=\"tag\">%s</span> ", t)
+	}
+	b.WriteString("</p>\n<ul>\n")
 	for _, t := range s.Targets(i) {
 		fmt.Fprintf(&b, "<li><a href=\"%s\">page %d</a></li>\n", Path(t), t)
 	}
@@ -106,6 +128,26 @@ func (s *Site) render(i int) []byte {
 	}
 	b.WriteString("</body></html>\n")
 	return []byte(b.String())
+}
+
+// ProductData is the data page i shows for extraction tests: a product with its name and SKU (in
+// the OpenGraph title, the description and a JSON-LD Product), its price and its tags.
+type ProductData struct {
+	Name, SKU, Price string
+	Tags             []string
+}
+
+// Product returns the data of page i.
+func Product(i int) ProductData {
+	tags := []string{"demo"}
+	if i%2 == 0 {
+		tags = append(tags, "even")
+	}
+	if i%3 == 0 {
+		tags = append(tags, "three")
+	}
+	return ProductData{Name: fmt.Sprintf("Demo product %d", i), SKU: fmt.Sprintf("SKU-%05d", i),
+		Price: fmt.Sprintf("%d.%02d", 10+i%90, (i*37)%100), Tags: tags}
 }
 
 // Hits returns how many times path was requested.
@@ -135,6 +177,70 @@ func (s *Site) Fetched() int {
 	n := 0
 	for p := range s.hits {
 		if _, ok := s.page(p); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// OrphanPath is the path of orphan page i, which only the sitemaps list.
+func OrphanPath(i int) string { return "/o/" + strconv.Itoa(i) }
+
+// orphanRanges are the orphans each sitemap lists: /sitemap.xml the first third, the gzip
+// sitemap the second, the plain one of the index the rest.
+func (s *Site) orphanRanges() map[string][2]int {
+	a, b := s.Orphans/3, 2*s.Orphans/3
+	return map[string][2]int{"/sitemap.xml": {0, a}, "/sitemaps/a.xml.gz": {a, b}, "/sitemaps/b.xml": {b, s.Orphans}}
+}
+
+// serveSitemap serves the sitemaps and the orphan pages; false for any other path.
+func (s *Site) serveSitemap(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.Path
+	base := "http://" + r.Host
+	if p == "/sitemaps/index.xml" {
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>%s/sitemaps/a.xml.gz</loc><lastmod>2026-11-30</lastmod></sitemap>
+<sitemap><loc>%s/sitemaps/b.xml</loc></sitemap>
+</sitemapindex>
+`, base, base)
+		return true
+	}
+	if rg, ok := s.orphanRanges()[p]; ok {
+		var b strings.Builder
+		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` + "\n")
+		for i := rg[0]; i < rg[1]; i++ {
+			fmt.Fprintf(&b, "<url><loc>%s%s</loc><lastmod>2026-11-%02dT10:00:00Z</lastmod></url>\n", base, OrphanPath(i), 1+i%28)
+		}
+		b.WriteString("</urlset>\n")
+		if strings.HasSuffix(p, ".gz") {
+			w.Header().Set("Content-Type", "application/gzip")
+			zw := gzip.NewWriter(w)
+			zw.Write([]byte(b.String()))
+			zw.Close()
+			return true
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, b.String())
+		return true
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(p, "/o/"))
+	if err != nil || !strings.HasPrefix(p, "/o/") || n < 0 || n >= s.Orphans || OrphanPath(n) != p {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<!doctype html><html><head><title>Orphan %d</title></head><body><h1>Orphan %d</h1><p>Only the sitemaps link here.</p></body></html>\n", n, n)
+	return true
+}
+
+// OrphansFetched returns how many distinct orphan pages were requested.
+func (s *Site) OrphansFetched() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for i := 0; i < s.Orphans; i++ {
+		if s.hits[OrphanPath(i)] > 0 {
 			n++
 		}
 	}

@@ -22,6 +22,12 @@ func (h *Harness) CheckNothingLost(crawl string) {
 // CheckInvariants is CheckNothingLost; exactCounters also holds the live counters to the items
 // (they may drift by one per crash, which is why summaries use Tally).
 func (h *Harness) CheckInvariants(crawl string, exactCounters bool) {
+	h.T.Helper()
+	h.checkInvariants(crawl, exactCounters, h.Site.Pages)
+}
+
+// checkInvariants is CheckInvariants for a crawl that fetched pages URLs.
+func (h *Harness) checkInvariants(crawl string, exactCounters bool, pages int) {
 	t := h.T
 	t.Helper()
 	ctx := context.Background()
@@ -30,7 +36,6 @@ func (h *Harness) CheckInvariants(crawl string, exactCounters bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages := h.Site.Pages
 	if c.Pending() != 0 || c.Fetched != int64(pages) || c.Failed != 0 {
 		t.Errorf("counters = %+v: want %d fetched, none pending or failed", c, pages)
 	}
@@ -92,12 +97,23 @@ func (h *Harness) CheckRecords(crawl string) {
 // Records returns the URLs that have a record in records/.
 func (h *Harness) Records(crawl string) map[string]bool {
 	h.T.Helper()
+	out := map[string]bool{}
+	for _, r := range h.RecordsOf(crawl) {
+		out[r.URL] = true
+	}
+	return out
+}
+
+// RecordsOf returns crawl's records in records/, each page's last (a redelivered parse message
+// may store a page's record twice).
+func (h *Harness) RecordsOf(crawl string) map[string]parser.Record {
+	h.T.Helper()
 	ctx := context.Background()
 	keys, err := h.Blobs.List(ctx, parser.RecordsPrefix+crawl+"/")
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	out := map[string]bool{}
+	out := map[string]parser.Record{}
 	for _, k := range keys {
 		b, err := h.Blobs.Get(ctx, k)
 		if err != nil {
@@ -110,7 +126,7 @@ func (h *Harness) Records(crawl string) map[string]bool {
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				h.T.Fatalf("record in %s: %v", k, err)
 			}
-			out[r.URL] = true
+			out[r.URL] = r
 		}
 		if err := sc.Err(); err != nil {
 			h.T.Fatalf("records in %s: %v", k, err)

@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -24,12 +25,21 @@ type Site struct {
 	unavailable map[string]int           // path -> 503 answers still to give
 	delays      map[string]time.Duration // path -> the wait before the answer
 	refused     int                      // 503 answers given
+	agents      map[string]int           // "User-Agent|X-Crawl-Spec" of each request -> count
 }
 
 // NewSite serves a site of pages pages with links links each until the test ends.
 func NewSite(t testing.TB, pages, links int) *Site {
 	t.Helper()
-	s := &Site{Site: demosite.New(pages, links, 2000), unavailable: map[string]int{}, delays: map[string]time.Duration{}}
+	return NewSiteWithOrphans(t, pages, links, 0)
+}
+
+// NewSiteWithOrphans is NewSite with orphans pages that only its sitemaps list (demosite.Site.Orphans).
+func NewSiteWithOrphans(t testing.TB, pages, links, orphans int) *Site {
+	t.Helper()
+	ds := demosite.New(pages, links, 2000)
+	ds.Orphans = orphans
+	s := &Site{Site: ds, unavailable: map[string]int{}, delays: map[string]time.Duration{}, agents: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/"
@@ -39,6 +49,7 @@ func NewSite(t testing.TB, pages, links int) *Site {
 func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	s.mu.Lock()
+	s.agents[r.UserAgent()+"|"+r.Header.Get("X-Crawl-Spec")]++
 	if p != "/robots.txt" {
 		s.times = append(s.times, time.Now())
 	}
@@ -84,6 +95,14 @@ func (s *Site) Refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refused
+}
+
+// Agents returns how many requests (robots.txt's too) came with each User-Agent and
+// X-Crawl-Spec header, as "agent|header".
+func (s *Site) Agents() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.agents)
 }
 
 // Times returns when each page request arrived, in order.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
@@ -72,6 +73,12 @@ type DeferredPutter interface {
 // need not read them back; it may refuse any page.
 type Handoff interface {
 	Offer(ref message.Ref, p warcfile.Page) bool
+}
+
+// CrawlSettings tells the settings of one crawl: the stack's, with its spec's over them
+// (specstore.Store).
+type CrawlSettings interface {
+	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 }
 
 // Config tunes the handler.
@@ -127,6 +134,7 @@ type Handler struct {
 	scope   ScopeChecker
 	guard   URLGuard
 	pages   PageStore
+	crawls  CrawlSettings
 	handoff Handoff
 	send    queue.Sender
 	batch   *sqsbatch.Runner
@@ -151,6 +159,9 @@ type Deps struct {
 	Send    queue.Sender
 	Batch   *sqsbatch.Runner
 	Log     *slog.Logger
+	// Crawls, if set, gives each crawl's User-Agent, extra headers, rate and scope (a spec's);
+	// nil: the handler's own for every crawl.
+	Crawls CrawlSettings
 }
 
 // New returns a Handler.
@@ -164,7 +175,7 @@ func New(cfg Config, d Deps) *Handler {
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
-		handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, Now: time.Now}
+		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, Now: time.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.
@@ -218,6 +229,10 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	// The URL is claimed only once its politeness slot is in hand: a message that must wait for
 	// its host goes back to the queue holding its slot, and never takes and gives back a claim.
 	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: rec.MessageId}
+	ctx, crawl, err := h.crawlContext(ctx, m.Crawl)
+	if err != nil {
+		return nil, err
+	}
 	if done, err := h.endIfStopped(ctx, f); done {
 		return nil, err
 	}
@@ -249,7 +264,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.requeue(ctx, f, time.Second) // too little time left: a fresh invocation
 	}
 	defer fctx.cancel()
-	interval := h.interval(rules.CrawlDelay)
+	interval := h.interval(crawl.rps, rules.CrawlDelay)
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
 	release, err := h.hosts.acquire(fctx, u.Host)
@@ -286,7 +301,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 				return 0, errSlotBusy
 			}
 		}
-		r, err := h.http.GetFollowing(fctx, u.String(), h.follow(fctx, m, u))
+		r, err := h.http.GetFollowing(fctx, u.String(), h.follow(fctx, m, u, crawl.scope))
 		if err != nil {
 			lastErr = err
 			return 0, err
@@ -326,7 +341,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if c := errclass.FromStatus(resp.Status); c != "" {
 		return nil, h.finish(ctx, f, crawlstate.Failed, errclass.Errorf(c, "status %d", resp.Status))
 	}
-	if !h.parseable(resp) {
+	if !m.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
 		return nil, h.finish(ctx, f, crawlstate.Skipped,
 			errclass.Errorf(errclass.Type, "content type %q is not parsed", resp.Header.Get("Content-Type")))
 	}
@@ -357,13 +372,13 @@ func storedPage(resp *httpfetch.Response) warcfile.Page {
 // (include, exclude and the trap rules only): http://example.com/ moving to
 // https://www.example.com/ is the usual start of a site, and the target becomes the crawl's root
 // (see seedRoot).
-func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL) func(*url.URL) error {
+func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc ScopeChecker) func(*url.URL) error {
 	return func(target *url.URL) error {
 		t, err := urlnorm.Normalize(target.String())
 		if err != nil {
 			return errclass.Errorf(errclass.Redirect, "redirect target: %v", err)
 		}
-		if h.scope != nil {
+		if sc != nil {
 			root := u
 			if r, err := urlnorm.Normalize(m.Root); m.Root != "" && err == nil {
 				root = r
@@ -371,7 +386,7 @@ func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL) func
 			if m.Depth == 0 {
 				root = t
 			}
-			if err := h.scope.Check(root, t, m.Depth, h.Now()); err != nil {
+			if err := sc.Check(root, t, m.Depth, h.Now()); err != nil {
 				return err
 			}
 		}
@@ -435,4 +450,26 @@ func terminalFor(c errclass.Class) crawlstate.State {
 		return crawlstate.Skipped
 	}
 	return crawlstate.Failed
+}
+
+// crawlSettings are what a fetch uses of its crawl's settings.
+type crawlSettings struct {
+	rps   float64
+	scope ScopeChecker
+}
+
+// crawlContext returns ctx with the crawl's User-Agent and headers for its requests and
+// robots.txt checks, and its rate and scope: the handler's own without CrawlSettings.
+func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Context, crawlSettings, error) {
+	if h.crawls == nil {
+		return ctx, crawlSettings{rps: h.cfg.HostRPS, scope: h.scope}, nil
+	}
+	c, err := h.crawls.For(ctx, crawl)
+	if err != nil {
+		return ctx, crawlSettings{}, err
+	}
+	if c.UserAgent != "" {
+		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
+	}
+	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules}, nil
 }

@@ -88,9 +88,9 @@ func (h *Handler) awaitSlot(ctx context.Context, slot time.Time) error {
 // of its own: the record fails with the last fetch error.
 var errSlotBusy = errclass.Errorf(errclass.Scope, "the host's politeness slot is taken")
 
-// interval is the gap between two requests to one host.
-func (h *Handler) interval(crawlDelay time.Duration) time.Duration {
-	return max(crawlstate.IntervalOf(h.cfg.HostRPS), crawlDelay)
+// interval is the gap between two requests to one host, at the crawl's rate.
+func (h *Handler) interval(rps float64, crawlDelay time.Duration) time.Duration {
+	return max(crawlstate.IntervalOf(rps), crawlDelay)
 }
 
 // hostLimiter bounds the fetches in flight per host in this process.

@@ -246,13 +246,13 @@ func (h *Handler) put(ctx context.Context, key string, data []byte, contentType 
 func parseMessage(crawl string, m *message.Fetch, p crawlstate.Page) message.Parse {
 	return message.Parse{Header: message.Header{Crawl: crawl}, URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL),
 		Depth: m.Depth, Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt,
-		WARC: message.Ref{Key: p.WARCKey, Offset: p.Offset, Length: p.Length}}
+		WARC: message.Ref{Key: p.WARCKey, Offset: p.Offset, Length: p.Length}, Sitemap: m.Sitemap}
 }
 
 // parsePage is the page stored for the fetch message m, as a parse message of its file lists it.
 func parsePage(m *message.Fetch, p crawlstate.Page) message.Page {
 	return message.Page{URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL), Depth: m.Depth,
-		Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt, Offset: p.Offset, Length: p.Length}
+		Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt, Offset: p.Offset, Length: p.Length, Sitemap: m.Sitemap}
 }
 
 // seedRoot is the scope root of the links found on m's page: m's own, except for a seed that

@@ -37,6 +37,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
@@ -73,6 +74,37 @@ type Config struct {
 	// SlotLead brings a fetch message back this much before its slot, on top of the second SQS
 	// delays round to: the fetch event source's batching window, which may hold it that long.
 	SlotLead time.Duration
+	// Crawls, if set, gives each crawl's rules, page bounds and rate (a spec's over the stack's);
+	// nil: Rules, MaxPages, MaxPagesPerHost and HostInterval for every crawl.
+	Crawls CrawlSettings
+}
+
+// CrawlSettings tells the settings of one crawl (specstore.Store).
+type CrawlSettings interface {
+	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
+}
+
+// limits are the admission settings of one crawl.
+type limits struct {
+	rules                     scope.Rules
+	maxPages, maxPagesPerHost int
+	interval                  time.Duration
+}
+
+// limitsOf returns crawl's admission settings.
+func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
+	if f.cfg.Crawls == nil {
+		return limits{f.cfg.Rules, f.cfg.MaxPages, f.cfg.MaxPagesPerHost, f.cfg.HostInterval}, nil
+	}
+	c, err := f.cfg.Crawls.For(ctx, crawl)
+	if err != nil {
+		return limits{}, err
+	}
+	interval := f.cfg.HostInterval
+	if c.Spec != nil && c.Spec.Rate != nil {
+		interval = crawlstate.IntervalOf(c.HostRPS)
+	}
+	return limits{c.Rules, c.MaxPages, c.MaxPagesPerHost, interval}, nil
 }
 
 // Frontier admits URLs. It is safe for concurrent use.
@@ -119,7 +151,9 @@ type pending struct {
 	crawl string
 	key   string
 	host  string // the URL's host and port, whose politeness slots it takes
-	msg   message.Target
+	// interval is the gap between the host's requests at the crawl's rate (0: none booked here).
+	interval time.Duration
+	msg      message.Target
 	// resent: the URL was admitted by an earlier delivery of the same message, which may still be
 	// at work (and may take its admission back): the URL is sent but not remembered.
 	resent bool
@@ -152,6 +186,10 @@ func (s *Staged) Crawl() string { return s.crawl }
 // message of many links gets through a table that fails now and then.
 func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error) {
 	st := &Staged{crawl: m.Crawl}
+	lim, err := f.limitsOf(ctx, m.Crawl)
+	if err != nil {
+		return st, err
+	}
 	by := Source(m)
 	var root *url.URL
 	if m.Root != "" {
@@ -175,7 +213,7 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 			continue
 		}
 		g.Go(func() error {
-			p, o, err := f.admitOne(ctx, m, by, root, raw)
+			p, o, err := f.admitOne(ctx, m, lim, by, root, raw)
 			if err != nil {
 				o = outFailed
 			}
@@ -215,7 +253,7 @@ const (
 	outFailed // the admission failed: the redelivery tries again
 )
 
-func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, root *url.URL, raw string) (pending, outcome, error) {
+func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string) (pending, outcome, error) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
 		f.log.Debug("dropping an invalid url", "url", raw, "err", err.Error())
@@ -240,8 +278,8 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 	if r == nil {
 		r = u // a seed is its own scope root
 	}
-	if err := f.cfg.Rules.Check(r, u, m.Depth, f.now()); err != nil {
-		if f.cfg.Rules.Check(u, u, 0, f.now()) == nil {
+	if err := lim.rules.Check(r, u, m.Depth, f.now()); err != nil {
+		if lim.rules.Check(u, u, 0, f.now()) == nil {
 			// Out of scope from this root, or too deep on this path: another seed's page, or a
 			// shorter path, may still bring the URL in. Nothing is recorded or remembered.
 			return pending{}, outRejected, nil
@@ -297,7 +335,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 		// the URL unsent here too, not in the memory of confirmed URLs.
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
-		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), f.cfg.MaxPages, f.cfg.MaxPagesPerHost); err != nil {
+		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
 			if c := errclass.Of(err); c == errclass.Scope || c == errclass.Trap {
 				if err := f.state.SkipQueued(ctx, m.Crawl, key, err); err != nil {
 					return pending{}, 0, err
@@ -316,8 +354,8 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 			return pending{}, 0, err
 		}
 	}
-	return pending{crawl: m.Crawl, key: key, host: u.Host, msg: message.Target{URL: norm, Root: r.String(),
-		Depth: m.Depth}, resent: res == crawlstate.Unsent}, outSend, nil
+	return pending{crawl: m.Crawl, key: key, host: u.Host, interval: lim.interval, msg: message.Target{URL: norm, Root: r.String(),
+		Depth: m.Depth, Sitemap: m.Sitemap}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 
 // Source names the Links message m in the items it admits: a digest of its content, so the same

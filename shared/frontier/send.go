@@ -155,17 +155,22 @@ const bookConcurrency = 8
 // reserve then. A failed booking leaves the reservation to the fetcher: nothing else depends on it.
 func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	delays := make([]time.Duration, len(out))
-	interval := f.cfg.HostInterval
-	if interval <= 0 {
-		return delays
+	// The URLs of one host at one crawl's rate book together.
+	type hostRate struct {
+		host     string
+		interval time.Duration
 	}
-	byHost := map[string][]int{}
+	byHost := map[hostRate][]int{}
 	for i, p := range out {
-		byHost[p.host] = append(byHost[p.host], i)
+		if p.interval > 0 {
+			k := hostRate{p.host, p.interval}
+			byHost[k] = append(byHost[k], i)
+		}
 	}
 	var g errgroup.Group
 	g.SetLimit(bookConcurrency)
-	for host, idx := range byHost {
+	for hr, idx := range byHost {
+		host, interval := hr.host, hr.interval
 		g.Go(func() error {
 			got, err := f.state.ReserveSlots(ctx, host, interval, len(idx), queue.MaxDelay)
 			if err != nil {

@@ -196,6 +196,24 @@ func (c *Client) GetFollowing(ctx context.Context, rawURL string, follow func(ta
 	return resp, nil
 }
 
+type requestKey struct{}
+
+type requestOptions struct {
+	userAgent string
+	header    http.Header
+}
+
+// ownHeaders are the request headers the client sets itself and WithRequest cannot replace.
+var ownHeaders = map[string]bool{"Accept-Encoding": true, "Host": true, "Connection": true, "Content-Length": true,
+	"Transfer-Encoding": true, "Te": true, "Upgrade": true, "Range": true}
+
+// WithRequest has the requests made with ctx send userAgent (when not empty) instead of the
+// client's, and the headers of header besides the client's own (those the client sets for its
+// decoding and its connections stay the client's): the settings of one crawl's spec.
+func WithRequest(ctx context.Context, userAgent string, header http.Header) context.Context {
+	return context.WithValue(ctx, requestKey{}, requestOptions{userAgent: userAgent, header: header})
+}
+
 func (c *Client) limits() limits {
 	return limits{raw: c.opts.MaxBodyBytes, decoded: c.opts.MaxDecodedBytes, redirects: c.opts.MaxRedirects}
 }
@@ -267,6 +285,16 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 	req.Header.Set("User-Agent", c.opts.UserAgent)
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	if o, ok := ctx.Value(requestKey{}).(requestOptions); ok {
+		for k, vs := range o.header {
+			if !ownHeaders[http.CanonicalHeaderKey(k)] {
+				req.Header[http.CanonicalHeaderKey(k)] = vs
+			}
+		}
+		if o.userAgent != "" {
+			req.Header.Set("User-Agent", o.userAgent)
+		}
+	}
 
 	idle := newIdleTimer(c.opts.IdleReadTimeout, cancel)
 	idle.minRate, idle.after = c.opts.MinBodyRate, c.opts.MinRateAfter

@@ -57,6 +57,9 @@ type Links struct {
 	// Depth is the depth of the URLs in this message (seeds are 0).
 	Depth int      `json:"depth"`
 	URLs  []string `json:"urls"`
+	// Sitemap marks URLs that are sitemaps (or a robots.txt read for its Sitemap: lines), to be
+	// fetched and read as such, not as pages.
+	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // Fetch asks fetch to get one admitted URL (Target), or several (URLs): the frontier packs the
@@ -79,6 +82,8 @@ type Target struct {
 	URL   string `json:"url,omitempty"`
 	Root  string `json:"root,omitempty"`
 	Depth int    `json:"depth,omitempty"`
+	// Sitemap: the URL is a sitemap (see Links.Sitemap).
+	Sitemap bool `json:"sitemap,omitempty"`
 	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
 	Waits int `json:"waits,omitempty"`
 	// Retries counts the failed requests (and robots.txt checks) of earlier deliveries: the retry
@@ -149,6 +154,7 @@ type Parse struct {
 	ContentType string    `json:"contentType,omitempty"`
 	FetchedAt   time.Time `json:"fetchedAt,omitzero"`
 	WARC        Ref       `json:"warc,omitzero"`
+	Sitemap     bool      `json:"sitemap,omitempty"`
 	// File is the WARC file's key, and Pages the pages in it; a file whose pages take more than one
 	// message is sent in parts, numbered from 0.
 	File  string `json:"file,omitempty"`
@@ -167,6 +173,8 @@ type Page struct {
 	FetchedAt   time.Time `json:"fetchedAt"`
 	Offset      int64     `json:"offset"`
 	Length      int64     `json:"length"`
+	// Sitemap: the page is a sitemap (see Links.Sitemap).
+	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // Ref is where the page is stored.
@@ -181,7 +189,7 @@ func (m *Parse) PageList() (file string, pages []Page) {
 		return m.File, m.Pages
 	}
 	return m.WARC.Key, []Page{{URL: m.URL, FinalURL: m.FinalURL, Root: m.Root, Depth: m.Depth, Status: m.Status,
-		ContentType: m.ContentType, FetchedAt: m.FetchedAt, Offset: m.WARC.Offset, Length: m.WARC.Length}}
+		ContentType: m.ContentType, FetchedAt: m.FetchedAt, Offset: m.WARC.Offset, Length: m.WARC.Length, Sitemap: m.Sitemap}}
 }
 
 // Name names the message's work, the same for every delivery of it: its file and part, or for a

@@ -1,7 +1,9 @@
 // Package parser is the parse handler: it reads the stored responses a parse message names (the
 // pages one fetch batch stored in one WARC file, or a single page) back from their file, extracts
-// the title, links and robots directives, writes one structured record per page (JSON lines, one
-// object in the blob store per batch), and sends the links it may follow back to schedule, packed.
+// the title, links, robots directives and the crawl spec's fields (shared/extract), writes one
+// structured record per page (JSON lines, one object in the blob store per batch), and sends the
+// links it may follow back to schedule, packed. A page fetched as a sitemap (or a robots.txt read
+// for its Sitemap: lines) is read with shared/sitemap instead.
 //
 // A message is marked parsed, with one table item for all its pages, only after its records are
 // stored and its links are sent, so a crash loses nothing: the redelivered message parses its pages
@@ -23,11 +25,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/extract"
 	"github.com/crawlstack/crawlstack/shared/links"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/robots"
 	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
@@ -59,6 +64,14 @@ type Config struct {
 	MaxLinks int
 	// Concurrency is how many records of a batch are parsed at once.
 	Concurrency int
+	// Crawls, if set, gives each crawl's depth, User-Agent and extraction fields (a spec's over
+	// the stack's); nil: MaxDepth and UserAgentToken for every crawl, and no fields.
+	Crawls CrawlSettings
+}
+
+// CrawlSettings tells the settings of one crawl (specstore.Store).
+type CrawlSettings interface {
+	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 }
 
 // Record is the structured result for one page, one JSON line in records/.
@@ -79,6 +92,15 @@ type Record struct {
 	WARC        message.Ref    `json:"warc"`
 	Class       errclass.Class `json:"class,omitempty"`
 	Error       string         `json:"error,omitempty"`
+	// Data holds the fields of the crawl's spec, by name: null where a field found nothing. It is
+	// absent for a crawl without fields and for a page that is not parsed (class set).
+	Data map[string]any `json:"data,omitempty"`
+	// DataErrors says, by field, why a field is null when it is not for finding nothing: a
+	// registered extractor that failed, or a value over the size bounds.
+	DataErrors map[string]string `json:"dataErrors,omitempty"`
+	// Sitemap marks the record of a sitemap (or of a robots.txt read for its Sitemap: lines):
+	// OutLinks are the URLs and sitemaps it lists.
+	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // Handler is the parse handler.
@@ -117,6 +139,8 @@ type parsed struct {
 	page  message.Page
 	out   Record
 	links []string
+	// sitemaps are the sitemaps a sitemap index or a robots.txt lists, to fetch as sitemaps.
+	sitemaps []string
 }
 
 // work is one parse message: its pages, parsed.
@@ -203,12 +227,23 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}
+	maxDepth, token, fields, err := h.crawlSettings(ctx, crawl)
+	if err != nil {
+		return nil, err
+	}
+	if pg.Sitemap {
+		return h.parseSitemap(ctx, p, page, final, maxDepth)
+	}
 	found, err := links.Extract(page.Body, page.Header.Get("Content-Type"), final,
-		links.Options{MaxLinks: h.cfg.MaxLinks, UserAgentToken: h.cfg.UserAgentToken})
+		links.Options{MaxLinks: h.cfg.MaxLinks, UserAgentToken: token})
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}
-	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), h.cfg.UserAgentToken)
+	if fields.Len() > 0 {
+		res := fields.Extract(final, page.Body, page.Header.Get("Content-Type"))
+		p.out.Data, p.out.DataErrors = res.Data, res.Errors
+	}
+	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), token)
 	p.out.Title, p.out.Canonical, p.out.Charset = found.Title, found.Canonical, found.Charset
 	p.out.NoIndex = found.NoIndex || hdrNoIndex
 	p.out.NoFollow = found.NoFollow || hdrNoFollow
@@ -218,10 +253,22 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 			p.links = append(p.links, l.URL)
 		}
 	}
-	if h.cfg.MaxDepth >= 0 && pg.Depth+1 > h.cfg.MaxDepth {
+	if maxDepth >= 0 && pg.Depth+1 > maxDepth {
 		p.links = nil
 	}
 	return p, nil
+}
+
+// crawlSettings are the depth, product token and fields of crawl.
+func (h *Handler) crawlSettings(ctx context.Context, crawl string) (maxDepth int, token string, fields *extract.Set, err error) {
+	if h.cfg.Crawls == nil {
+		return h.cfg.MaxDepth, h.cfg.UserAgentToken, nil, nil
+	}
+	c, err := h.cfg.Crawls.For(ctx, crawl)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	return c.Rules.MaxDepth, robots.ProductToken(c.UserAgent), c.Fields, nil
 }
 
 func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {
@@ -301,10 +348,10 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 }
 
 // packLinks puts the links of the batch's pages into as few Links messages as schedule can take:
-// one list per scope root and depth, each link once, split at message.MaxLinks. Pages of one site
-// link mostly to the same pages, so a batch's links shrink a lot, and schedule receives, admits
-// and deletes a message per batch rather than one per page. A list from one page names it as the
-// parent.
+// one list per scope root, depth and kind (pages, or sitemaps to read), each link once, split at
+// message.MaxLinks. Pages of one site link mostly to the same pages, so a batch's links shrink a
+// lot, and schedule receives, admits and deletes a message per batch rather than one per page. A
+// list from one page names it as the parent.
 func packLinks(crawl string, pages []parsed) []message.Links {
 	type group struct {
 		tmpl  message.Links
@@ -314,27 +361,31 @@ func packLinks(crawl string, pages []parsed) []message.Links {
 	}
 	var order []*group
 	groups := map[string]*group{}
-	for _, p := range pages {
-		if len(p.links) == 0 {
-			continue
+	add := func(p parsed, urls []string, sitemap bool) {
+		if len(urls) == 0 {
+			return
 		}
-		k := p.page.Root + "\x00" + strconv.Itoa(p.page.Depth)
+		k := p.page.Root + "\x00" + strconv.Itoa(p.page.Depth) + "\x00" + strconv.FormatBool(sitemap)
 		g := groups[k]
 		if g == nil {
 			g = &group{tmpl: message.Links{Header: message.Header{Crawl: crawl}, Root: p.page.Root, Parent: p.page.URL,
-				Depth: p.page.Depth + 1}, seen: map[string]bool{}}
+				Depth: p.page.Depth + 1, Sitemap: sitemap}, seen: map[string]bool{}}
 			groups[k] = g
 			order = append(order, g)
 		}
 		if g.pages++; g.pages > 1 {
 			g.tmpl.Parent = ""
 		}
-		for _, l := range p.links {
+		for _, l := range urls {
 			if !g.seen[l] {
 				g.seen[l] = true
 				g.urls = append(g.urls, l)
 			}
 		}
+	}
+	for _, p := range pages {
+		add(p, p.links, false)
+		add(p, p.sitemaps, true)
 	}
 	var out []message.Links
 	for _, g := range order {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
 	"github.com/crawlstack/crawlstack/shared/retry"
@@ -84,6 +85,16 @@ func (c Config) RetryPolicy() retry.Tries {
 	p := retry.DefaultPolicy()
 	p.Max, p.First, p.Last = c.MaxTries, c.RetryWait, 15*c.RetryWait
 	return p
+}
+
+// SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
+// host and rate, and its include patterns when c has its own.
+func (c Config) SpecBounds() crawlspec.Bounds {
+	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0}
+	if c.MaxDepth >= 0 {
+		b.MaxDepth = &c.MaxDepth
+	}
+	return b
 }
 
 // PriceTable is the prices a crawl's ledger is costed at: the list prices with c.Prices over them.

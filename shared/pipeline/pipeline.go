@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/fetcher"
 	"github.com/crawlstack/crawlstack/shared/frontier"
@@ -22,6 +23,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/scheduler"
 	"github.com/crawlstack/crawlstack/shared/scope"
+	"github.com/crawlstack/crawlstack/shared/specstore"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
@@ -87,6 +89,9 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}
+	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
+	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
+		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent})
 	h := &Handlers{State: state}
 	for _, name := range names {
 		switch name {
@@ -96,10 +101,10 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				return nil, fmt.Errorf("configuration: %w", err)
 			}
 			front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices},
+				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls},
 				state, p.Queue, log.With("fn", "schedule"))
 			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
-				Concurrency: cfg.BatchConcurrency}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
+				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
 		case Fetch:
 			nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
 			guard := netguard.New(nets, cfg.Ports)
@@ -120,14 +125,14 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				fcfg.PauseWait = cfg.PauseWait
 			}
 			fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
-				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch")}
+				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls}
 			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 				fdeps.Handoff = p.Handoff
 			}
 			h.Fetch = fetcher.New(fcfg, fdeps)
 		case Parse:
 			h.Parse = parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
-				UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency},
+				UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
 				state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
 			if p.Handoff != nil {
 				h.Parse.Handoff = p.Handoff

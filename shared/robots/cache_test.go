@@ -49,6 +49,8 @@ func TestStatuses(t *testing.T) {
 	}{
 		{"200 rules apply", serve(200, "user-agent: crawlstack\ndisallow: /private\n"), "/private/x", false},
 		{"200 other paths allowed", serve(200, "user-agent: crawlstack\ndisallow: /private\n"), "/public", true},
+		{"200 disallow all leaves /robots.txt allowed (RFC 9309 2.2.2)", serve(200, "user-agent: *\ndisallow: /\n"), "/robots.txt", true},
+		{"200 disallow all", serve(200, "user-agent: *\ndisallow: /\n"), "/robots.txt.bak", false},
 		{"200 over 500 KiB is cut, not refused", serve(200, big), "/early", false},
 		{"200 rules past 500 KiB ignored", serve(200, big), "/late", true},
 		{"404 allows all", serve(404, "user-agent: *\ndisallow: /\n"), "/x", true},

@@ -140,7 +140,19 @@ func (c *Cache) Check(ctx context.Context, u *url.URL) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	return r.decide(c.token, u), nil
+	token := c.token
+	if ua, ok := ctx.Value(agentKey{}).(string); ok {
+		token = ProductToken(ua)
+	}
+	return r.decide(token, u), nil
+}
+
+type agentKey struct{}
+
+// WithUserAgent has Check match the group of userAgent's product token instead of the cache's
+// own: the User-Agent of one crawl (its spec's). The cached files are the same for every agent.
+func WithUserAgent(ctx context.Context, userAgent string) context.Context {
+	return context.WithValue(ctx, agentKey{}, userAgent)
 }
 
 func (r *rules) decide(token string, u *url.URL) Decision {
@@ -149,6 +161,11 @@ func (r *rules) decide(token string, u *url.URL) Decision {
 		return Decision{Allowed: true, Reason: r.reason}
 	case "disallow":
 		return Decision{Allowed: false, Reason: r.reason, RetryAfter: r.retryAfter}
+	}
+	if u.Path == "/robots.txt" {
+		// RFC 9309 2.2.2: the /robots.txt URI is implicitly allowed (a crawl that reads sitemaps
+		// fetches it for its Sitemap: lines).
+		return Decision{Allowed: true, Reason: "robots.txt is implicitly allowed", CrawlDelay: r.crawlDelay}
 	}
 	m := grobotstxt.NewRobotsMatcher()
 	allowed := m.AgentAllowed(r.body, token, u.String())

@@ -2,7 +2,9 @@
 //
 //   - an S3 ObjectCreated notification for a seed file (delivered through the schedule queue):
 //     the seed file is read, bad lines are reported with their line numbers, and the good URLs are
-//     fanned out as Links messages of depth 0 to the schedule queue;
+//     fanned out as Links messages of depth 0 to the schedule queue. A seed file may be a crawl
+//     spec (shared/crawlspec): its settings are stored for the other handlers (shared/specstore)
+//     before its seeds go out, and a spec with any problem starts nothing;
 //   - a Links message (seeds, or the out-links of a parsed page): its URLs are admitted by the
 //     frontier and fetch messages go out in batches of 10;
 //   - an EventBridge "Scheduled Event", invoked directly: every seed file under the re-crawl prefix
@@ -28,11 +30,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/frontier"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/seeds"
+	"github.com/crawlstack/crawlstack/shared/specstore"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 )
 
@@ -70,6 +74,8 @@ type Config struct {
 	RecrawlPrefix string
 	// Concurrency is how many records of a batch run at once.
 	Concurrency int
+	// Bounds are the stack's ceilings on what a crawl spec may set.
+	Bounds crawlspec.Bounds
 }
 
 // Handler is the schedule handler.
@@ -242,7 +248,7 @@ func (h *Handler) Tick(ctx context.Context, ev events.EventBridgeEvent) error {
 			continue
 		}
 		id := CrawlID("", key, "tick@"+ev.Time.UTC().Format(time.RFC3339))
-		if err := h.StartCrawl(ctx, key, id); err != nil {
+		if err := h.startCrawl(ctx, key, id, true); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -280,6 +286,8 @@ type SeedReport struct {
 	ReadAt   time.Time  `json:"readAt"`
 	Errors   int        `json:"errors"`
 	Limits   SeedLimits `json:"limits"`
+	// Spec is set when the seed file is a crawl spec. A spec with Errors starts no crawl.
+	Spec bool `json:"spec,omitempty"`
 }
 
 // BadLine is a seed line that was not crawled, and why.
@@ -298,9 +306,17 @@ type SeedLimits struct {
 
 const maxReportedBad = 1000
 
-// StartCrawl reads one seed file and fans its URLs out to the schedule queue as Links messages.
-// A repeated call (a redelivered event) sends the same messages again; admission drops the repeats.
+// StartCrawl reads one seed file, a URL list or a crawl spec (crawlspec.IsSpec), and fans its URLs
+// out to the schedule queue as Links messages. A spec's settings are stored first, for every
+// handler to find (specstore); a spec with any problem starts nothing, and its report lists them
+// with their lines. A repeated call (a redelivered event) sends the same messages again;
+// admission drops the repeats.
 func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
+	return h.startCrawl(ctx, key, crawl, false)
+}
+
+// startCrawl is StartCrawl; a tick passes over a spec that asks for no recrawl.
+func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) error {
 	body, err := h.blobs.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read seed file %s: %w", key, err)
@@ -308,10 +324,28 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 	if len(body) > MaxSeedBytes {
 		return h.writeReport(ctx, oversize(crawl, key, int64(len(body))))
 	}
+	report := newReport(crawl, key)
+	var spec *crawlspec.Spec
+	if crawlspec.IsSpec(key, body) {
+		report.Spec = true
+		if spec, err = crawlspec.Parse(body, h.cfg.Bounds); err != nil {
+			return h.badSpec(ctx, report, err)
+		}
+		if tick && !spec.Recrawls() {
+			h.log.Info("spec asks for no recrawl", "seedFile", key)
+			return nil
+		}
+	}
+	var settings *crawlspec.Settings
+	if spec != nil {
+		settings = &spec.Settings
+	}
+	if err := specstore.Save(ctx, h.blobs, crawl, settings); err != nil {
+		return err
+	}
 	if err := h.frontier.Start(ctx, crawl); err != nil {
 		return err
 	}
-	report := newReport(crawl, key)
 	var batch []string
 	var entries []queue.Entry
 	flush := func() error {
@@ -331,20 +365,26 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 		batch = batch[:0]
 		return nil
 	}
-	err = seeds.Scan(bytes.NewReader(body), 0, func(s seeds.Seed) error {
+	add := func(u string) error {
 		report.Accepted++
-		batch = append(batch, s.URL.String())
+		batch = append(batch, u)
 		if len(batch) == message.MaxLinks {
 			return flush()
 		}
 		return nil
-	}, func(le seeds.LineError) {
-		report.Errors++
-		h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
-		if len(report.Bad) < maxReportedBad {
-			report.Bad = append(report.Bad, BadLine{Line: le.Line, Text: le.Text, Error: le.Err.Error()})
+	}
+	if spec != nil {
+		for _, u := range spec.Seeds {
+			if err = add(u); err != nil {
+				break
+			}
 		}
-	})
+		if err == nil {
+			err = h.sitemapLinks(ctx, crawl, spec, &entries)
+		}
+	} else {
+		err = h.scanSeeds(body, crawl, key, &report, add)
+	}
 	if err == nil {
 		err = flush()
 	}
@@ -355,6 +395,48 @@ func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
 		return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)
 	}
 	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors)
+	return h.writeReport(ctx, report)
+}
+
+// sitemapLinks adds, for a spec that reads sitemaps, the Links message of each seed origin's
+// robots.txt and /sitemap.xml, marked as sitemaps, to entries.
+func (h *Handler) sitemapLinks(ctx context.Context, crawl string, spec *crawlspec.Spec, entries *[]queue.Entry) error {
+	for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}, Sitemap: true}, spec.SitemapURLs()) {
+		b, err := message.Encode(m)
+		if err != nil {
+			return err
+		}
+		*entries = append(*entries, queue.Entry{ID: strconv.Itoa(len(*entries)), Body: b})
+	}
+	return nil
+}
+
+// scanSeeds reads a URL list, passing each good URL to add and reporting the bad lines.
+func (h *Handler) scanSeeds(body []byte, crawl, key string, report *SeedReport, add func(string) error) error {
+	return seeds.Scan(bytes.NewReader(body), 0, func(s seeds.Seed) error {
+		return add(s.URL.String())
+	}, func(le seeds.LineError) {
+		report.Errors++
+		h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
+		if len(report.Bad) < maxReportedBad {
+			report.Bad = append(report.Bad, BadLine{Line: le.Line, Text: le.Text, Error: le.Err.Error()})
+		}
+	})
+}
+
+// badSpec reports a spec that starts no crawl, with each of its problems at its line.
+func (h *Handler) badSpec(ctx context.Context, report SeedReport, err error) error {
+	var es crawlspec.Errors
+	if !errors.As(err, &es) {
+		es = crawlspec.Errors{{Msg: err.Error()}}
+	}
+	for _, e := range es {
+		report.Errors++
+		if len(report.Bad) < maxReportedBad {
+			report.Bad = append(report.Bad, BadLine{Line: e.Line, Error: e.Error()})
+		}
+	}
+	h.log.Warn("crawl spec refused: nothing crawled", "crawl", report.Crawl, "seedFile", report.SeedFile, "problems", len(es), "err", err.Error())
 	return h.writeReport(ctx, report)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,6 +169,9 @@ func seedReports(t *testing.T, blobs *s3blob.Store) []string {
 	}
 	var out []string
 	for _, k := range keys {
+		if !strings.HasSuffix(k, "/seeds.json") {
+			continue // a crawl's settings (spec.json) live beside its report
+		}
 		b, err := blobs.Get(ctx, k)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,316 @@
+// Package extract pulls structured fields out of an HTML page, as a crawl spec's extract section
+// declares them: a CSS selector with an attribute or the text, a regexp on the result, one match
+// or a list of all of them, the page's JSON-LD objects, a <meta> tag, the OpenGraph properties,
+// or an Extractor registered by Go code.
+//
+// A field that finds nothing is null, never a failure. A field definition that cannot work (a
+// malformed selector or regexp, an unknown extractor) is refused by Compile, before any page is
+// crawled. Every value is bounded (MaxValueBytes, MaxItems, MaxDataBytes).
+//
+// Selectors are CSS as browsers read them, through github.com/PuerkitoBio/goquery and
+// andybalholm/cascadia; the page is parsed with golang.org/x/net/html after decoding it to UTF-8
+// with golang.org/x/net/html/charset.
+package extract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
+	"golang.org/x/net/html/charset"
+)
+
+// Bounds on what one page yields.
+const (
+	// MaxFields bounds the fields of one spec.
+	MaxFields = 100
+	// MaxValueBytes bounds one string value; a longer one is cut (at a UTF-8 boundary).
+	MaxValueBytes = 16 << 10
+	// MaxItems bounds a list field's items, and the JSON-LD objects kept.
+	MaxItems = 1000
+	// MaxDataBytes bounds a record's data as JSON: fields past it are null, with an error saying so.
+	MaxDataBytes = 256 << 10
+)
+
+// Field is one declarative field. Exactly one of CSS, JSONLD, Meta, OpenGraph and Extractor says
+// where the value comes from.
+type Field struct {
+	// Name is the key of the value in the record's data.
+	Name string `json:"name"`
+	// CSS selects elements; the value is the first one's text (whitespace collapsed), or its
+	// attribute Attr when set. With All, every selected element gives one item of a list.
+	CSS  string `json:"css,omitempty"`
+	Attr string `json:"attr,omitempty"`
+	All  bool   `json:"all,omitempty"`
+	// Regexp, applied to each string a CSS or Meta field found, keeps the match (its first group
+	// when it has one); a string it does not match is dropped.
+	Regexp string `json:"regexp,omitempty"`
+	// JSONLD takes the page's <script type="application/ld+json"> objects (those of a @graph
+	// too): "*" all of them, as a list; a schema.org type such as "Product", the first object of
+	// that type (every one with All).
+	JSONLD string `json:"jsonld,omitempty"`
+	// Meta is the content of the first <meta name=...> or <meta property=...> with this name.
+	Meta string `json:"meta,omitempty"`
+	// OpenGraph takes every og:* <meta property> as an object ("og:title" -> "title"); a
+	// property given several times is a list.
+	OpenGraph bool `json:"opengraph,omitempty"`
+	// Extractor names an Extractor registered with Register.
+	Extractor string `json:"extractor,omitempty"`
+}
+
+// KeyError is a field definition that cannot work; Key names the setting at fault ("css",
+// "regexp" ...; empty for the field as a whole), so that a spec error can point at its line.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string {
+	if e.Key == "" {
+		return e.Err.Error()
+	}
+	return e.Key + ": " + e.Err.Error()
+}
+func (e *KeyError) Unwrap() error { return e.Err }
+
+var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// compiled is a Field ready to run.
+type compiled struct {
+	Field
+	sel cascadia.Selector
+	re  *regexp.Regexp
+	ext Extractor
+}
+
+// compile compiles f, or says which of its settings is wrong.
+func (f Field) compile() (compiled, error) {
+	c := compiled{Field: f}
+	if !namePattern.MatchString(f.Name) {
+		return c, &KeyError{"name", fmt.Errorf("%q: want letters, digits and _, not starting with a digit, at most 64", f.Name)}
+	}
+	sources := 0
+	for _, set := range []bool{f.CSS != "", f.JSONLD != "", f.Meta != "", f.OpenGraph, f.Extractor != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return c, &KeyError{"", fmt.Errorf("field %s: want exactly one of css, jsonld, meta, opengraph and extractor, got %d", f.Name, sources)}
+	}
+	switch {
+	case f.CSS != "":
+		sel, err := cascadia.Compile(f.CSS)
+		if err != nil {
+			return c, &KeyError{"css", fmt.Errorf("selector %q: %w", f.CSS, err)}
+		}
+		c.sel = sel
+	case f.Extractor != "":
+		e, ok := Lookup(f.Extractor)
+		if !ok {
+			return c, &KeyError{"extractor", fmt.Errorf("no extractor is registered as %q (registered: %s)", f.Extractor, strings.Join(Names(), ", "))}
+		}
+		c.ext = e
+	}
+	if f.Attr != "" && f.CSS == "" {
+		return c, &KeyError{"attr", errors.New("attr goes with css")}
+	}
+	if f.Regexp != "" {
+		if f.CSS == "" && f.Meta == "" {
+			return c, &KeyError{"regexp", errors.New("regexp goes with css or meta")}
+		}
+		re, err := regexp.Compile(f.Regexp)
+		if err != nil {
+			return c, &KeyError{"regexp", fmt.Errorf("%q: %w", f.Regexp, err)}
+		}
+		c.re = re
+	}
+	if f.All && f.CSS == "" && f.JSONLD == "" {
+		return c, &KeyError{"all", errors.New("all goes with css or jsonld")}
+	}
+	return c, nil
+}
+
+// Check says whether f can work, without keeping it compiled.
+func (f Field) Check() error {
+	_, err := f.compile()
+	return err
+}
+
+// Set is the compiled fields of one crawl. It is safe for concurrent use.
+type Set struct {
+	fields []compiled
+}
+
+// Compile checks and compiles fields. Its error names the first field that cannot work.
+func Compile(fields []Field) (*Set, error) {
+	if len(fields) > MaxFields {
+		return nil, fmt.Errorf("%d fields, over the limit of %d", len(fields), MaxFields)
+	}
+	s := &Set{}
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("field %s: %w", f.Name, &KeyError{"name", errors.New("defined twice")})
+		}
+		seen[f.Name] = true
+		c, err := f.compile()
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", f.Name, err)
+		}
+		s.fields = append(s.fields, c)
+	}
+	return s, nil
+}
+
+// Len is the number of fields.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.fields)
+}
+
+// Result is what Extract found on one page.
+type Result struct {
+	// Data has one entry per field: its value, or nil (JSON null) where the field found nothing.
+	Data map[string]any
+	// Errors, by field, are registered extractors that failed and fields cut for size: their
+	// values are nil.
+	Errors map[string]string
+}
+
+// Extract runs every field on one HTML page, body as served with contentType from pageURL. A page
+// that does not parse gives every field nil (the parse handler records the page's own error).
+func (s *Set) Extract(pageURL *url.URL, body []byte, contentType string) Result {
+	res := Result{Data: make(map[string]any, s.Len())}
+	if s.Len() == 0 {
+		return res
+	}
+	r, err := charset.NewReader(bytes.NewReader(body), contentType)
+	var doc *goquery.Document
+	if err == nil {
+		doc, err = goquery.NewDocumentFromReader(r)
+	}
+	if err != nil {
+		for _, f := range s.fields {
+			res.Data[f.Name] = nil
+		}
+		return res
+	}
+	p := &Page{URL: pageURL, Doc: doc}
+	size := 0
+	for _, f := range s.fields {
+		v, ferr := f.run(p)
+		if ferr == nil {
+			if b, jerr := json.Marshal(v); jerr != nil {
+				ferr = fmt.Errorf("value is not JSON: %w", jerr)
+			} else if size += len(b); size > MaxDataBytes {
+				ferr = fmt.Errorf("the page's data is over %d bytes", MaxDataBytes)
+			}
+		}
+		if ferr != nil {
+			v = nil
+			if res.Errors == nil {
+				res.Errors = map[string]string{}
+			}
+			res.Errors[f.Name] = cut(ferr.Error())
+		}
+		res.Data[f.Name] = v
+	}
+	return res
+}
+
+// run finds the field's value on p: nil when it finds nothing.
+func (f compiled) run(p *Page) (any, error) {
+	switch {
+	case f.CSS != "":
+		return f.css(p.Doc), nil
+	case f.Meta != "":
+		return f.one(metaContent(p.Doc, f.Meta)), nil
+	case f.OpenGraph:
+		return openGraph(p.Doc), nil
+	case f.JSONLD != "":
+		return f.jsonLD(p.Doc), nil
+	}
+	v, err := f.ext.Extract(p)
+	if err != nil {
+		return nil, fmt.Errorf("extractor %s: %w", f.Extractor, err)
+	}
+	return v, nil
+}
+
+func (f compiled) css(doc *goquery.Document) any {
+	var items []any
+	doc.FindMatcher(f.sel).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+		var v string
+		var ok bool
+		if f.Attr != "" {
+			v, ok = s.Attr(f.Attr)
+		} else {
+			v, ok = strings.Join(strings.Fields(s.Text()), " "), true
+		}
+		if ok {
+			if v, ok = f.match(v); ok {
+				items = append(items, v)
+			}
+		}
+		// One item is enough for a single value; a list stops at MaxItems.
+		return f.All && len(items) < MaxItems || !f.All && len(items) == 0
+	})
+	if f.All {
+		if items == nil {
+			return nil
+		}
+		return items
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	return items[0]
+}
+
+// one is a single string value through the field's regexp, or nil.
+func (f compiled) one(v string, ok bool) any {
+	if !ok {
+		return nil
+	}
+	if v, ok = f.match(v); !ok {
+		return nil
+	}
+	return v
+}
+
+// match applies the field's regexp to v: the match, or its first group.
+func (f compiled) match(v string) (string, bool) {
+	if f.re != nil {
+		m := f.re.FindStringSubmatch(v)
+		if m == nil {
+			return "", false
+		}
+		v = m[0]
+		if len(m) > 1 {
+			v = m[1]
+		}
+	}
+	return cut(v), true
+}
+
+// cut bounds a string value at MaxValueBytes, on a UTF-8 boundary.
+func cut(s string) string {
+	if len(s) <= MaxValueBytes {
+		return s
+	}
+	s = s[:MaxValueBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
