@@ -165,6 +165,16 @@ func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
 	h.CheckFailingURLGivesUp(3, 4, 8)
 }
 
+// TestIntegrationBadURLsGiveUpWithTheDefaults: on the AWS adapters, a crawl with a dead, a
+// trickling, an always-500 and a bad Retry-After page finishes in under two minutes with the
+// default retry policy, each bad page requested 4 times, nothing in a DLQ.
+func TestIntegrationBadURLsGiveUpWithTheDefaults(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.setup(cli.QueueSettings{Visibility: 2 * time.Minute, MaxReceiveCount: 5})
+	h.Timeout = 4 * time.Minute
+	h.CheckBadURLsGiveUpWithTheDefaults(8)
+}
+
 // TestIntegrationSpecWithExtractionRules crawls the site from a crawl spec on the AWS adapters:
 // the spec's settings reach every handler through the bucket, and every record carries the
 // extracted fields.

@@ -131,6 +131,14 @@ func TestAFailingURLGivesUpAfterItsTries(t *testing.T) {
 // TestPauseThenResumeLosesNothing and TestStopLosesNothing run the run-state scenarios on the
 // embedded backend (shared/awse2e runs them on the AWS adapters). The queues' maxReceiveCount is
 // 2: a pause that burned receive counts would send messages to the dead-letter queue.
+// TestBadURLsGiveUpWithTheDefaults: a crawl with a dead, a trickling, an always-500 and a bad
+// Retry-After page finishes in under two minutes with the default retry policy (about 90 s).
+func TestBadURLsGiveUpWithTheDefaults(t *testing.T) {
+	h := newHarness(t, 20, 4, 2*time.Minute)
+	h.Timeout = 4 * time.Minute
+	h.CheckBadURLsGiveUpWithTheDefaults(8)
+}
+
 func TestPauseThenResumeLosesNothing(t *testing.T) {
 	newHarnessWith(t, 120, 6, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 2}).CheckPauseResume(8)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -265,6 +266,75 @@ func (h *Harness) CheckFailingURLGivesUp(i, maxTries, concurrency int) {
 	}
 	if states[crawlstate.Fetched] != h.Site.Pages-1 || states[crawlstate.Failed] != 1 || states[crawlstate.Queued] != 0 {
 		t.Errorf("items by state = %v, want %d fetched, 1 failed and none queued", states, h.Site.Pages-1)
+	}
+	if r := h.Site.Repeats(); len(r) != 0 {
+		t.Errorf("pages fetched twice: %v", r)
+	}
+	h.CheckDLQs(map[string]int{})
+}
+
+// CheckBadURLsGiveUpWithTheDefaults crawls the site, every page a seed, with the default retry
+// policy and fetch limits and four bad pages: one never answers, one trickles a byte every
+// TrickleGap, one answers 500 and one 429 with a Retry-After it cannot use. The crawl finishes by
+// itself in under two minutes; each bad page was requested as often as the default policy allows
+// and ended failed with its class, and is in the crawl's list of what it gave up; every other
+// page was fetched once, and no DLQ holds anything. The harness's Timeout must leave room for the
+// crawl to run over two minutes, so that the check can fail.
+func (h *Harness) CheckBadURLsGiveUpWithTheDefaults(concurrency int) {
+	t := h.T
+	t.Helper()
+	bad := map[int]struct {
+		fault Fault
+		class errclass.Class
+	}{
+		1: {Dead, errclass.Timeout},
+		2: {Trickle, errclass.Timeout},
+		3: {Always500, errclass.HTTP5xx},
+		4: {BadRetryAfter, errclass.HTTP429},
+	}
+	for i, b := range bad {
+		h.Site.Bad(i, b.fault)
+	}
+	cfg := h.Config()
+	d := pipeline.DefaultConfig()
+	cfg.MaxTries, cfg.RetryWait, cfg.FetchTimeout = d.MaxTries, d.RetryWait, d.FetchTimeout
+	start := time.Now()
+	crawl, err := h.Crawl(context.Background(), cfg, h.Ports(), h.Queue, concurrency, h.Site.PageURLs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("the crawl with %d bad pages took %v", len(bad), took.Round(time.Second))
+	if took >= 2*time.Minute {
+		t.Errorf("the crawl took %v, want under two minutes", took)
+	}
+	for i, b := range bad {
+		if n := h.Site.BadHits(i); n != d.MaxTries {
+			t.Errorf("bad page %d (%v) was requested %d times, want %d", i, b.class, n, d.MaxTries)
+		}
+	}
+	st := crawlstate.New(h.Table)
+	states := map[crawlstate.State]int{}
+	if err := st.ScanURLs(context.Background(), crawl, func(u crawlstate.URL) error {
+		states[u.State]++
+		for i, b := range bad {
+			if u.URL == h.Site.PageURL(i) && (u.State != crawlstate.Failed || u.Class != b.class) {
+				t.Errorf("bad page %d ended %s/%s (%s), want failed/%s", i, u.State, u.Class, u.Detail, b.class)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if states[crawlstate.Fetched] != h.Site.Pages-len(bad) || states[crawlstate.Failed] != len(bad) || states[crawlstate.Queued] != 0 {
+		t.Errorf("items by state = %v, want %d fetched, %d failed and none queued", states, h.Site.Pages-len(bad), len(bad))
+	}
+	tally, err := st.Tally(context.Background(), crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tally.GaveUp) != len(bad) {
+		t.Errorf("the crawl lists %d URLs given up, want the %d bad pages", len(tally.GaveUp), len(bad))
 	}
 	if r := h.Site.Repeats(); len(r) != 0 {
 		t.Errorf("pages fetched twice: %v", r)

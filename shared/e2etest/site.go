@@ -25,6 +25,8 @@ type Site struct {
 	unavailable map[string]int           // path -> 503 answers still to give
 	delays      map[string]time.Duration // path -> the wait before the answer
 	refused     int                      // 503 answers given
+	faults      map[string]Fault         // path -> how it fails, every time
+	faultHits   map[string]int           // path -> requests of a failing page
 	agents      map[string]int           // "User-Agent|X-Crawl-Spec" of each request -> count
 }
 
@@ -39,7 +41,8 @@ func NewSiteWithOrphans(t testing.TB, pages, links, orphans int) *Site {
 	t.Helper()
 	ds := demosite.New(pages, links, 2000)
 	ds.Orphans = orphans
-	s := &Site{Site: ds, unavailable: map[string]int{}, delays: map[string]time.Duration{}, agents: map[string]int{}}
+	s := &Site{Site: ds, unavailable: map[string]int{}, delays: map[string]time.Duration{}, agents: map[string]int{},
+		faults: map[string]Fault{}, faultHits: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/"
@@ -54,6 +57,10 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 		s.times = append(s.times, time.Now())
 	}
 	delay := s.delays[p]
+	fault := s.faults[p]
+	if fault != 0 {
+		s.faultHits[p]++
+	}
 	busy := s.unavailable[p] > 0
 	if busy {
 		s.unavailable[p]--
@@ -73,7 +80,71 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "try again", http.StatusServiceUnavailable)
 		return
 	}
+	if fault != 0 {
+		fault.serve(w, r)
+		return
+	}
 	s.Site.ServeHTTP(w, r)
+}
+
+// Fault is how a bad page fails, every time it is asked for (Site.Bad).
+type Fault int
+
+// The faults of a bad page.
+const (
+	// Dead takes the request and never answers: the client gives up waiting for the headers.
+	Dead Fault = iota + 1
+	// Trickle answers 200 and sends a byte of its body every TrickleGap, never ending.
+	Trickle
+	// Always500 answers 500.
+	Always500
+	// BadRetryAfter answers 429 with a Retry-After that is neither seconds nor a date.
+	BadRetryAfter
+)
+
+// TrickleGap is how often a Trickle page sends a byte: well inside the client's idle read
+// timeout, so that only its rate cuts it off.
+const TrickleGap = 2 * time.Second
+
+func (f Fault) serve(w http.ResponseWriter, r *http.Request) {
+	switch f {
+	case Dead:
+		<-r.Context().Done()
+	case Trickle:
+		w.Header().Set("Content-Type", "text/html")
+		for {
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			t := time.NewTimer(TrickleGap) // the site's own pace, not the test's timing
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+	case Always500:
+		http.Error(w, "broken", http.StatusInternalServerError)
+	case BadRetryAfter:
+		w.Header().Set("Retry-After", "soon")
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	}
+}
+
+// Bad makes page i fail as f every time it is asked for.
+func (s *Site) Bad(i int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[demosite.Path(i)] = f
+}
+
+// BadHits returns how many times the bad page i was asked for.
+func (s *Site) BadHits(i int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faultHits[demosite.Path(i)]
 }
 
 // Unavailable makes page i answer 503 the next n times it is asked for.
