@@ -129,3 +129,34 @@ func TestEventSourceMappings(t *testing.T) {
 		})
 	}
 }
+
+// TestTheStacksRetryDefaults: a stack deployed with no settings gives every function the retry
+// policy that TestIntegrationBadURLsGiveUpWithTheDefaults crawls with (pipeline.DefaultConfig: 4
+// requests of a failing URL, waits from 2 s), the queues' maxReceiveCount, and the crawl's
+// CDXJ index built from its files rather than one beside each.
+func TestTheStacksRetryDefaults(t *testing.T) {
+	_, parsed := synthWith(t, nil)
+	want := map[string]string{"CRAWL_MAX_TRIES": "4", "CRAWL_RETRY_WAIT": "2s", "CRAWL_MAX_RECEIVE": "5", "CRAWL_WARC_INDEX": "crawl"}
+	found := 0
+	for id, r := range parsed["Resources"].(map[string]any) {
+		res := r.(map[string]any)
+		if res["Type"] != "AWS::Lambda::Function" {
+			continue
+		}
+		props, _ := res["Properties"].(map[string]any)
+		env, _ := props["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		if vars["CRAWL_TABLE"] == nil {
+			continue // not a crawl function (a custom resource's)
+		}
+		found++
+		for k, v := range want {
+			if vars[k] != v {
+				t.Errorf("%s: %s = %v, want %s", id, k, vars[k], v)
+			}
+		}
+	}
+	if found != 3 {
+		t.Errorf("%d crawl functions in the default stack, want 3", found)
+	}
+}
