@@ -37,7 +37,7 @@ func (s Slots) At(i int) time.Time { return s.Start.Add(time.Duration(i) * s.Int
 // wait is over, without asking again, so every waiting worker gets its own slot instead of all of
 // them racing for the next one. Every worker of every crawl shares the slots (invariant 4).
 func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
-	if interval <= 0 {
+	if max(interval, s.Throttled(host)) <= 0 {
 		return 0, nil
 	}
 	got, err := s.ReserveSlots(ctx, host, interval, 1, 0)
@@ -56,8 +56,12 @@ func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Dura
 // The write is a compare-and-swap on the host's next free time. Its first guess is the value this
 // store last saw for the host, or, when that has passed, that the host is idle; a worker that
 // raced it makes it go round again with the value the failed write returned.
+//
+// A host throttled for its errors (SlowDown) gets the wider of interval and its throttled gap, as
+// this store last saw it (Throttled); the returned Slots.Interval is the gap used.
 func (s *Store) ReserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon time.Duration) (Slots, error) {
 	now := s.Now()
+	interval = max(interval, s.Throttled(host))
 	if interval <= 0 || n <= 0 {
 		return Slots{Start: now, N: max(n, 0), Free: now}, nil
 	}
@@ -80,7 +84,7 @@ func (s *Store) ReserveSlots(ctx context.Context, host string, interval time.Dur
 			return Slots{Start: time.UnixMilli(start), Interval: interval, Free: time.UnixMilli(start)}, nil
 		}
 		free := start + int64(grant)*step
-		_, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
+		it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
 			attrNext: free, table.TTLAttr: time.UnixMilli(free).Add(24 * time.Hour).Unix(),
 		}}, cond)
 		cf, raced := table.IsConditionFailed(err)
@@ -89,8 +93,10 @@ func (s *Store) ReserveSlots(ctx context.Context, host string, interval time.Dur
 				return Slots{}, fmt.Errorf("reserve slots for %s: %w", host, err)
 			}
 			s.slotSeen.Store(host, free)
+			s.learn(host, it)
 			return Slots{Start: time.UnixMilli(start), Interval: interval, N: grant, Free: time.UnixMilli(free)}, nil
 		}
+		s.learn(host, cf.Item)
 		known = cf.Item != nil && cf.Item.Has(attrNext)
 		next = 0
 		if known {

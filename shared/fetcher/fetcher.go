@@ -264,7 +264,8 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.requeue(ctx, f, time.Second) // too little time left: a fresh invocation
 	}
 	defer fctx.cancel()
-	interval := h.interval(crawl.rps, rules.CrawlDelay)
+	// A host throttled for its recent 429s, 5xx or timeouts takes a wider gap (crawlstate.SlowDown).
+	interval := max(h.interval(crawl.rps, rules.CrawlDelay), h.state.Throttled(u.Host))
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
 	release, err := h.hosts.acquire(fctx, u.Host)
@@ -311,6 +312,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 			// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.
 			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
 			lastErr = errclass.Errorf(c, "status %d", r.Status)
+			interval = h.slowDown(fctx, u.Host, r.Status, interval)
 			return after, lastErr
 		}
 		return 0, nil

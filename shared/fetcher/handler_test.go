@@ -1182,3 +1182,36 @@ func TestAMessageOfSeveralFailsWholeIfItsFailedURLCannotGoBack(t *testing.T) {
 		}
 	}
 }
+
+// A 429 or a 503 throttles its host for every worker that books its slots: they are booked
+// further apart than the crawl's own rate asks; a 404 leaves the host's rate alone.
+func TestAnOverloadedHostIsThrottled(t *testing.T) {
+	for _, tc := range []struct {
+		path      string
+		throttled bool
+	}{
+		{"/missing", false},
+		{"/busy", true},      // 503
+		{"/slow-down", true}, // 429
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			e := newEnv(t, func(c *fetcher.Config) { c.MaxQuickRetry = 0 })
+			e.handle(e.record("msg-1", tc.path, 1))
+			host := strings.TrimPrefix(e.site.srv.URL, "http://")
+			// Another store, as another worker's container would see the host's slot item: its
+			// first booking learns the throttle, its next one follows it.
+			other := crawlstate.New(e.urls)
+			const rate = 100 * time.Millisecond
+			if _, err := other.ReserveSlots(context.Background(), host, rate, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			got, err := other.ReserveSlots(context.Background(), host, rate, 2, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if throttled := got.Interval > rate; throttled != tc.throttled {
+				t.Errorf("after %s, the host's slots are %v apart; throttled = %v, want %v", tc.path, got.Interval, throttled, tc.throttled)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -136,4 +137,21 @@ func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, h
 		return time.Time{}, h.requeue(ctx, f, wait)
 	}
 	return h.Now(), nil
+}
+
+// slowDown throttles the host after an answer that says it is overloaded, a 429 or a 503
+// (crawlstate.SlowDown), and returns the gap its next requests take. Other 5xx answers and
+// timeouts are one URL's trouble as often as the host's, and leave the rate alone. A failed write
+// is only logged: the crawl goes on at the gap it had.
+func (h *Handler) slowDown(ctx context.Context, host string, status int, interval time.Duration) time.Duration {
+	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		return interval
+	}
+	gap, err := h.state.SlowDown(ctx, host, interval)
+	if err != nil {
+		h.log.Warn("throttle a host", "host", host, "err", err.Error())
+		return interval
+	}
+	h.log.Debug("host throttled", "host", host, "status", status, "gap", gap.String())
+	return max(interval, gap)
 }

@@ -184,7 +184,7 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 					continue
 				}
 				slot := got.At(j)
-				out[i].msg.Slot, out[i].msg.Gap = slot, interval.Milliseconds()
+				out[i].msg.Slot, out[i].msg.Gap = slot, got.Interval.Milliseconds()
 				// SQS delays are whole seconds: arrive early, by up to the lead and a second, and
 				// wait the rest in place.
 				delays[i] = min(max((slot.Sub(now)-f.cfg.SlotLead).Truncate(time.Second), 0), queue.MaxDelay)
