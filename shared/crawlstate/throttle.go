@@ -10,8 +10,8 @@ import (
 )
 
 // Adaptive per-host throttling, shared by every worker through the host's politeness slot item: a
-// 429 or a 503 from a host doubles the gap between its requests (SlowDown; the fetcher decides
-// which answers ask for it), up to MaxThrottleGap, the floor rate; the extra gap then halves every
+// 429 from a host doubles the gap between its requests (SlowDown; the fetcher decides which
+// answers ask for it), up to MaxThrottleGap, the floor rate; the extra gap then halves every
 // ThrottleHalfLife by itself, without a write, so a host that answers well again is soon back at
 // its configured rate. Every slot booked for the host (ReserveSlots) takes the larger of the
 // configured gap and the host's throttled one.

@@ -139,12 +139,13 @@ func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, h
 	return h.Now(), nil
 }
 
-// slowDown throttles the host after an answer that says it is overloaded, a 429 or a 503
-// (crawlstate.SlowDown), and returns the gap its next requests take. Other 5xx answers and
-// timeouts are one URL's trouble as often as the host's, and leave the rate alone. A failed write
-// is only logged: the crawl goes on at the gap it had.
+// slowDown throttles the host after a 429, the answer that asks a client to slow down
+// (crawlstate.SlowDown), and returns the gap its next requests take. A 503 or another 5xx, and a
+// timeout, are one URL's trouble as often as the host's: the retry policy spaces that URL's tries,
+// and the host's rate is left alone. A failed write is only logged: the crawl goes on at the gap
+// it had.
 func (h *Handler) slowDown(ctx context.Context, host string, status int, interval time.Duration) time.Duration {
-	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+	if status != http.StatusTooManyRequests {
 		return interval
 	}
 	gap, err := h.state.SlowDown(ctx, host, interval)
