@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(Main(context.Background(), a, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
 }
 
 func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -150,21 +154,43 @@ func TestTheCrawlCountersAreWrittenByTheEnd(t *testing.T) {
 	}
 }
 
-func TestNonPublicAddressesAreRefusedByDefault(t *testing.T) {
+// TestARefusedSeedSaysWhyAndWhatToDo runs the command as a newcomer does, on a seed of their own
+// machine: it must say that the address is not public, name --allow-net, exit non-zero because
+// nothing could be fetched, and print no path that does not exist.
+func TestARefusedSeedSaysWhyAndWhatToDo(t *testing.T) {
 	site := demosite.New(3, 2, 500)
 	srv := httptest.NewServer(site)
 	defer srv.Close()
+	dir := t.TempDir()
 	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
-	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--json", seeds)
-	if code != ExitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
+	code, stdout, stderr := runBin(t, dir, nil, "run", "--state", "st", seeds)
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d: no seed could be fetched", code, ExitFailed)
 	}
-	s := lastJSON(t, stdout)
-	if s.Fetched != 0 || s.Classes["ssrf"] != 1 {
-		t.Errorf("summary = %+v, want the loopback seed skipped as ssrf", s)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	host = host[:strings.LastIndex(host, ":")]
+	for _, want := range []string{"not public", "--allow-net " + host, "no page could be fetched"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
 	}
 	if n := site.Fetched(); n != 0 {
 		t.Errorf("the loopback site served %d pages without --allow-net", n)
+	}
+	// Every path the output names must exist.
+	for _, line := range strings.Split(stdout+stderr, "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "st/") || strings.HasPrefix(f, "st"+string(filepath.Separator)) {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("the output names %s, which does not exist: %v", f, err)
+				}
+			}
+		}
+	}
+	code, stdout, _ = runBin(t, dir, nil, "run", "--state", "st2", "--json", seeds)
+	s := lastJSON(t, stdout)
+	if code != ExitFailed || s.Fetched != 0 || s.Classes["ssrf"] != 1 || s.Pages != "" || s.Records != "" {
+		t.Errorf("exit %d, summary %+v: want exit 1, the seed skipped as ssrf, and no pages or records path", code, s)
 	}
 }
 

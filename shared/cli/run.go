@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/localrun"
@@ -224,9 +225,10 @@ type Summary struct {
 	Finished       bool    `json:"finished"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 	Counts
-	BadSeedLines int    `json:"badSeedLines"`
-	Pages        string `json:"pages"`
-	Records      string `json:"records"`
+	BadSeedLines int `json:"badSeedLines"`
+	// Pages and Records are where the crawl's WARC files and records are; empty when it stored none.
+	Pages   string `json:"pages,omitempty"`
+	Records string `json:"records,omitempty"`
 	// GaveUp lists some of the failed URLs (crawlstate.MaxGaveUp at most), with why.
 	GaveUp      []GaveUp       `json:"gaveUp,omitempty"`
 	DeadLetters map[string]int `json:"deadLetters"`
@@ -326,12 +328,18 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	sum.Finished = runErr == nil
 	printSummary(stdout, sum, o.JSON)
+	if sum.Classes[string(errclass.SSRF)] > 0 {
+		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)])
+	}
 	switch {
 	case errors.Is(runErr, context.Canceled):
 		fmt.Fprintln(stderr, "crawl: interrupted; run the same command again to resume")
 		return sum, ExitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		return sum, ExitFailed
+	case sum.Fetched == 0:
+		fmt.Fprintf(stderr, "crawl: no page could be fetched (crawl failures %s lists why)\n", crawl)
 		return sum, ExitFailed
 	}
 	return sum, ExitOK

@@ -19,13 +19,13 @@ import (
 func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resources, crawl string, start time.Time, sum Summary) (Summary, error) {
 	elapsed := time.Since(start)
 	sum.ElapsedSeconds = elapsed.Seconds()
-	sum.Pages = be.Where(fetcher.PagesPrefix + crawl + "/")
-	sum.Records = be.Where(parser.RecordsPrefix + crawl + "/")
 	c, err := st.Tally(ctx, crawl)
 	if err != nil {
 		return sum, err
 	}
 	sum.Counts = countsOf(c)
+	sum.Pages = existing(be, fetcher.PagesPrefix+crawl+"/", c.Fetched)
+	sum.Records = existing(be, parser.RecordsPrefix+crawl+"/", c.Fetched)
 	for _, u := range c.GaveUp {
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
 	}
@@ -50,6 +50,20 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 		}
 	}
 	return sum, nil
+}
+
+// existing is where the objects under prefix are, or "" when there are none: on the embedded
+// backend the directory is looked at; elsewhere a crawl that fetched no page stored nothing.
+func existing(be *Backend, prefix string, fetched int64) string {
+	where := be.Where(prefix)
+	if be.Exists != nil {
+		if !be.Exists(where) {
+			return ""
+		}
+	} else if fetched == 0 {
+		return ""
+	}
+	return where
 }
 
 // printSummary writes the human summary, then the JSON line when asked.
@@ -94,7 +108,12 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	for q, n := range s.DeadLetters {
 		fmt.Fprintf(w, "  %d messages in the %s dead-letter queue (crawl redrive %s)\n", n, q, q)
 	}
-	fmt.Fprintf(w, "  pages (WARC):     %s\n  records (JSONL):  %s\n", s.Pages, s.Records)
+	if s.Pages != "" {
+		fmt.Fprintf(w, "  pages (WARC):     %s\n", s.Pages)
+	}
+	if s.Records != "" {
+		fmt.Fprintf(w, "  records (JSONL):  %s\n", s.Records)
+	}
 	if asJSON {
 		b, _ := json.Marshal(s)
 		fmt.Fprintf(w, "%s\n", b)

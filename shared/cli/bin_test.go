@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// built is the crawl command, built once per test binary by crawlBin.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// crawlBin builds cmd/crawl (once) and returns the binary's path: the tests about what a user
+// sees run the command as a user does, with its own stdout, stderr and exit code.
+func crawlBin(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "crawl-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "crawl")
+		built.out, built.err = exec.Command("go", "build", "-o", built.path, "github.com/crawlstack/crawlstack/cmd/crawl").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("build cmd/crawl: %v\n%s", built.err, built.out)
+	}
+	return built.path
+}
+
+// runBin runs the built crawl command with args in dir (the test's temp dir when empty) and env
+// added to the environment, and returns its exit code, stdout and stderr.
+func runBin(t *testing.T, dir string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(crawlBin(t), args...)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run crawl %v: %v", args, err)
+	}
+	return code, out.String(), errOut.String()
+}
