@@ -356,3 +356,35 @@ func TestTheSummaryListsWhatWasGivenUp(t *testing.T) {
 		t.Errorf("the text summary does not list the page given up:\n%s", stdout)
 	}
 }
+
+// TestTheSameCommandWithTheFixCrawls follows a newcomer after a refused seed: the same command
+// with --allow-net crawls (the ended crawl fetched nothing), the same command once more says the
+// crawl has ended and names --fresh, and --fresh fetches the site again. The site counts what it
+// served: the oracle for what each run did.
+func TestTheSameCommandWithTheFixCrawls(t *testing.T) {
+	site := demosite.New(3, 2, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	if code, _, stderr := runBin(t, dir, nil, "run", "--state", "st", seeds); code != ExitFailed {
+		t.Fatalf("without --allow-net: exit %d, want %d\n%s", code, ExitFailed, stderr)
+	}
+	allowed := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0", seeds}
+	code, _, stderr := runBin(t, dir, nil, allowed...)
+	if code != ExitOK || site.Fetched() != 3 || !strings.Contains(stderr, "ended without fetching a page; starting it again") {
+		t.Fatalf("with --allow-net: exit %d, %d pages served, want 0 and 3, and the restart said\n%s", code, site.Fetched(), stderr)
+	}
+	code, stdout, stderr := runBin(t, dir, nil, allowed...)
+	if code != ExitOK || !strings.Contains(stderr, "already ended") || !strings.Contains(stderr, "--fresh") ||
+		!strings.Contains(stdout, "had already ended") {
+		t.Errorf("once more: exit %d, want 0, and that the crawl has ended and --fresh\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if n := len(site.Repeats()); n != 0 {
+		t.Errorf("a run of an ended crawl fetched %d pages again", n)
+	}
+	code, _, stderr = runBin(t, dir, nil, append([]string{"run", "--fresh"}, allowed[1:]...)...)
+	if code != ExitOK || len(site.Repeats()) != 3 || !strings.Contains(stderr, "--fresh starts it again") {
+		t.Errorf("--fresh: exit %d, %d pages served again, want 0 and 3\n%s", code, len(site.Repeats()), stderr)
+	}
+}

@@ -17,7 +17,7 @@ var errFound = errors.New("found")
 
 // explainRefused says why n URLs of the crawl were refused as ssrf, with one of them as the
 // example, and names the flag that admits their address.
-func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, crawl string, n int64) {
+func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, crawl string, n, fetched int64) {
 	var first crawlstate.URL
 	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
 		if u.Class == errclass.SSRF {
@@ -32,7 +32,11 @@ func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, craw
 	}
 	fmt.Fprintf(w, "crawl: %d URLs were refused (class ssrf): the crawler fetches only public addresses by default;"+
 		" %s was refused: %s\n", n, first.URL, first.Detail)
-	fmt.Fprintf(w, "crawl: to crawl a non-public address of your own, add %s and start the crawl again\n", allowNetHint(first.URL))
+	again := "run the command again"
+	if fetched > 0 {
+		again += " with --fresh too (this crawl has ended: a run with --fresh starts it again)"
+	}
+	fmt.Fprintf(w, "crawl: to crawl a non-public address of your own, add %s and %s\n", allowNetHint(first.URL), again)
 }
 
 // allowNetHint is the --allow-net flag that admits the address of rawURL when its host is an IP,

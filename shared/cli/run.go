@@ -73,6 +73,7 @@ type RunOptions struct {
 	MaxTries        int
 	RetryWait       time.Duration
 	Quiet           bool
+	Fresh           bool
 	SeedFile        string
 	BudgetUSD       float64
 	Prices          string
@@ -119,6 +120,9 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "most requests of a URL that fails with http_5xx, http_429, timeout or connect (or whose robots.txt is down); then it is failed")
 	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next wait is 4 times longer, at most 15 times this")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
+	if wantSeed {
+		fs.BoolVar(&o.Fresh, "fresh", false, "start the seed file's crawl again when it has ended (while it is unfinished, a run resumes it)")
+	}
 	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
 	fs.StringVar(&o.Prices, "prices", "", "prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (see docs/cost.md)")
 	fs.Usage = func() {
@@ -221,8 +225,10 @@ func classLine(classes map[string]int64) string {
 
 // Summary is the result of a run, printed as text and, with --json, as the last line of stdout.
 type Summary struct {
-	Crawl          string  `json:"crawl"`
-	Finished       bool    `json:"finished"`
+	Crawl    string `json:"crawl"`
+	Finished bool   `json:"finished"`
+	// AlreadyEnded is set when the crawl had ended before this run, which only showed it.
+	AlreadyEnded   bool    `json:"alreadyEnded,omitempty"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 	Counts
 	BadSeedLines int `json:"badSeedLines"`
@@ -299,12 +305,29 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	defer h.Close()
 
-	crawl, err := StartCrawl(ctx, be, res, filepath.Base(o.SeedFile), body)
+	key, version := seedObject(be, filepath.Base(o.SeedFile), body)
+	p, err := chooseCrawl(ctx, h.State, be.Bucket, key, version, o.Fresh)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitFailed
 	}
+	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
+	crawl := p.id
 	sum.Crawl = crawl
+	if p.ended {
+		sum, err = summarize(ctx, h.State, be, res, crawl, time.Now(), sum)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
+			return sum, ExitFailed
+		}
+		sum.Finished, sum.AlreadyEnded = true, true
+		printSummary(stdout, sum, o.JSON)
+		return sum, ExitOK
+	}
+	if err := startSeed(ctx, be, res, p.key, p.version, body); err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
 	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
 	runner.IdleCheck = be.IdleCheck
 	if be.Metered {
@@ -329,7 +352,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	sum.Finished = runErr == nil
 	printSummary(stdout, sum, o.JSON)
 	if sum.Classes[string(errclass.SSRF)] > 0 {
-		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)])
+		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched)
 	}
 	switch {
 	case errors.Is(runErr, context.Canceled):
@@ -389,17 +412,26 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // after the file's content, so starting the same file again resumes its crawl.
 func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, body []byte) (string, error) {
 	key, version := seedObject(be, name, body)
+	if err := startSeed(ctx, be, res, key, version, body); err != nil {
+		return "", err
+	}
+	return scheduler.CrawlID(be.Bucket, key, version), nil
+}
+
+// startSeed stores the seed file body at key and sends schedule the S3 notification of that
+// version of it.
+func startSeed(ctx context.Context, be *Backend, res Resources, key, version string, body []byte) error {
 	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
-		return "", fmt.Errorf("store the seed file: %w", err)
+		return fmt.Errorf("store the seed file: %w", err)
 	}
 	note, err := s3Notification(be.Bucket, key, version, int64(len(body)))
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := be.Queue.SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
-		return "", fmt.Errorf("start the crawl: %w", err)
+		return fmt.Errorf("start the crawl: %w", err)
 	}
-	return scheduler.CrawlID(be.Bucket, key, version), nil
+	return nil
 }
 
 // CrawlOf is the id of the crawl that StartCrawl starts for a seed file of that name and body.

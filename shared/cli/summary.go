@@ -72,7 +72,11 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	if !s.Finished {
 		state = "stopped"
 	}
-	fmt.Fprintf(w, "crawl %s %s in %.1fs\n", s.Crawl, state, s.ElapsedSeconds)
+	if s.AlreadyEnded {
+		fmt.Fprintf(w, "crawl %s had already ended\n", s.Crawl)
+	} else {
+		fmt.Fprintf(w, "crawl %s %s in %.1fs\n", s.Crawl, state, s.ElapsedSeconds)
+	}
 	fmt.Fprintf(w, "  seen %d  fetched %d  skipped %d  failed %d  pending %d  (%.1f pages/s)\n",
 		s.Seen, s.Fetched, s.Skipped, s.Failed, s.Pending, s.PagesPerSecond)
 	if len(s.Classes) > 0 {
