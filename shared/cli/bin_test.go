@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // built is the crawl command, built once per test binary by crawlBin.
@@ -56,6 +57,39 @@ func runBin(t *testing.T, dir string, env []string, args ...string) (code int, s
 		code = exit.ExitCode()
 	case err != nil:
 		t.Fatalf("run crawl %v: %v", args, err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+// interruptBin starts the built crawl command with args in dir, sends it an interrupt (as Ctrl-C
+// does) once the site has served at least n pages, and returns its exit code, stdout and stderr.
+func interruptBin(t *testing.T, dir string, site interface{ Fetched() int }, n int, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(crawlBin(t), args...)
+	cmd.Dir = dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for site.Fetched() < n {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the site served only %d pages in 60s\n%s", site.Fetched(), errOut.String())
+		}
+		time.Sleep(2 * time.Millisecond) // a poll interval, with the deadline above
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	return code, out.String(), errOut.String()
 }

@@ -388,3 +388,69 @@ func TestTheSameCommandWithTheFixCrawls(t *testing.T) {
 		t.Errorf("--fresh: exit %d, %d pages served again, want 0 and 3\n%s", code, len(site.Repeats()), stderr)
 	}
 }
+
+// TestWhichCrawlRunsIsSaid interrupts a crawl, adds a comment to its seed file and runs it again:
+// the run must say it resumes the same crawl and fetch no page twice. A second seed file then
+// starts a new crawl while the first one's second file is unfinished: the run names both, and its
+// summary covers both. --name pins a crawl whatever the file holds.
+func TestWhichCrawlRunsIsSaid(t *testing.T) {
+	site := demosite.New(120, 4, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	seeds := filepath.Join(dir, "seeds.txt")
+	if err := os.WriteFile(seeds, []byte(srv.URL+"/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "100", "--host-concurrency", "1", "--concurrency", "2",
+		"--visibility", "2s", "--quiet", "--json", seeds}
+	if code, _, stderr := interruptBin(t, dir, site, 10, args...); code != ExitInterrupted || !strings.Contains(stderr, "new crawl seeds-") {
+		t.Fatalf("the first run: exit %d, want %d, and it names the new crawl\n%s", code, ExitInterrupted, stderr)
+	}
+	first := site.Fetched()
+	if err := os.WriteFile(seeds, []byte("# my seeds\n\n  "+srv.URL+"/  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := interruptBin(t, dir, site, first+10, args...)
+	if code != ExitInterrupted || !strings.Contains(stderr, "resuming crawl seeds-") {
+		t.Fatalf("after a comment was added: exit %d, and the run does not say it resumes\n%s", code, stderr)
+	}
+	resumed := lastJSON(t, stdout).Crawl
+
+	site2 := demosite.New(5, 2, 500)
+	srv2 := httptest.NewServer(site2)
+	defer srv2.Close()
+	other := filepath.Join(dir, "other.txt")
+	if err := os.WriteFile(other, []byte(srv2.URL+"/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runBin(t, dir, nil, append(args[:len(args)-1:len(args)-1], other)...)
+	if code != ExitOK {
+		t.Fatalf("the other seed file: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "new crawl other-") || !strings.Contains(stderr, "unfinished crawl "+resumed+" is here too") {
+		t.Errorf("the run does not name its new crawl and the unfinished %s:\n%s", resumed, stderr)
+	}
+	s := lastJSON(t, stdout)
+	if s.Fetched != 5 || len(s.Also) != 1 || s.Also[0].Crawl != resumed || s.Also[0].Pending != 0 || s.Also[0].Fetched != 120 {
+		t.Errorf("summary = %+v, want the 5 pages of the new crawl, and the resumed crawl in also with all 120 fetched", s)
+	}
+	if site.Fetched() != 120 || site2.Fetched() != 5 {
+		t.Errorf("the sites served %d and %d pages, want 120 and 5", site.Fetched(), site2.Fetched())
+	}
+	if n := len(site.Repeats()); n > 4 {
+		t.Errorf("%d pages were fetched twice; only the pages in flight at each interrupt (2 at most) may be", n)
+	}
+
+	named := append([]string{"run", "--name", "mine"}, args[1:]...)
+	code, stdout, stderr = runBin(t, dir, nil, named...)
+	if code != ExitOK || !strings.Contains(stderr, "new crawl mine-") {
+		t.Fatalf("--name: exit %d\n%s", code, stderr)
+	}
+	id := lastJSON(t, stdout).Crawl
+	named[len(named)-1] = other
+	code, stdout, stderr = runBin(t, dir, nil, named...)
+	if code != ExitOK || lastJSON(t, stdout).Crawl != id || !strings.Contains(stderr, "already ended") {
+		t.Errorf("--name with another file: exit %d, crawl %s, want %s, ended\n%s", code, lastJSON(t, stdout).Crawl, id, stderr)
+	}
+}

@@ -74,6 +74,7 @@ type RunOptions struct {
 	RetryWait       time.Duration
 	Quiet           bool
 	Fresh           bool
+	Name            string
 	SeedFile        string
 	BudgetUSD       float64
 	Prices          string
@@ -121,6 +122,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next wait is 4 times longer, at most 15 times this")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
 	if wantSeed {
+		fs.StringVar(&o.Name, "name", "", "name the crawl: runs with the same name go on with the same crawl, whatever the seed file holds (letters, digits, '.', '_', '-'; at most 40)")
 		fs.BoolVar(&o.Fresh, "fresh", false, "start the seed file's crawl again when it has ended (while it is unfinished, a run resumes it)")
 	}
 	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
@@ -141,6 +143,9 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	} else if fs.NArg() != 0 {
 		return o, fmt.Errorf("crawl %s: unexpected arguments %q", name, fs.Args())
 	}
+	if o.Name != "" && !validName(o.Name) {
+		return o, fmt.Errorf("--name %q: use letters, digits, '.', '_' and '-', at most 40 of them", o.Name)
+	}
 	if o.Concurrency < 1 {
 		return o, fmt.Errorf("--concurrency %d: must be at least 1", o.Concurrency)
 	}
@@ -151,6 +156,19 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 		return o, errors.New("--budget-usd meters what a crawl costs on AWS, and the embedded backend bills nothing: use it with --backend aws")
 	}
 	return o, stateOnlyEmbedded(fs, o.Backend)
+}
+
+// validName is whether name may name a crawl (--name).
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 40 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // GaveUp is a URL the crawl failed, and why.
@@ -227,6 +245,9 @@ func classLine(classes map[string]int64) string {
 type Summary struct {
 	Crawl    string `json:"crawl"`
 	Finished bool   `json:"finished"`
+	// Also are the summaries of the other crawls this run advanced: unfinished crawls of the same
+	// state, whose messages it took from the queues too.
+	Also []Summary `json:"also,omitempty"`
 	// AlreadyEnded is set when the crawl had ended before this run, which only showed it.
 	AlreadyEnded   bool    `json:"alreadyEnded,omitempty"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
@@ -306,10 +327,24 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	defer h.Close()
 
 	key, version := seedObject(be, filepath.Base(o.SeedFile), body)
+	if o.Name != "" {
+		key, version = namedObject(be, o.Name)
+	}
 	p, err := chooseCrawl(ctx, h.State, be.Bucket, key, version, o.Fresh)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitFailed
+	}
+	var others []string
+	if be.Name == "embedded" && !p.ended {
+		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+	}
+	if len(others) > 0 {
+		p.note += fmt.Sprintf("; unfinished crawl%s %s %s here too: their messages share the queues, so this run advances them as well",
+			map[bool]string{true: "s"}[len(others) > 1], strings.Join(others, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
 	}
 	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
 	crawl := p.id
@@ -350,6 +385,15 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
 	}
 	sum.Finished = runErr == nil
+	for _, id := range others {
+		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, id, start, Summary{Crawl: id, prices: sum.prices})
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", id, err)
+			continue
+		}
+		also.Finished = runErr == nil && also.Pending == 0
+		sum.Also = append(sum.Also, also)
+	}
 	printSummary(stdout, sum, o.JSON)
 	if sum.Classes[string(errclass.SSRF)] > 0 {
 		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched)
@@ -440,14 +484,40 @@ func CrawlOf(be *Backend, name string, body []byte) string {
 	return scheduler.CrawlID(be.Bucket, key, version)
 }
 
-// seedObject is the key of the seed file name in be, and the version S3 would give its body.
+// seedObject is the key of the seed file name in be, and the version S3 would give its body: the
+// digest of its seed lines, so that comments, blank lines and spaces around a URL do not make
+// another crawl of the same seeds.
 func seedObject(be *Backend, name string, body []byte) (key, version string) {
-	digest := sha256.Sum256(body)
+	digest := sha256.Sum256(seedLines(body))
 	prefix := be.SeedsPrefix
 	if prefix == "" {
 		prefix = scheduler.SeedsPrefix
 	}
 	return prefix + name, hex.EncodeToString(digest[:])
+}
+
+// namedObject is the key and version of a crawl named by --name: the name alone decides the crawl,
+// whatever the seed file holds.
+func namedObject(be *Backend, name string) (key, version string) {
+	prefix := be.SeedsPrefix
+	if prefix == "" {
+		prefix = scheduler.SeedsPrefix
+	}
+	return prefix + "named/" + name, "named"
+}
+
+// seedLines is body without the lines a seed file ignores (blank lines and # comments), each line
+// trimmed and ended by "\n": the same bytes as body for a file without them.
+func seedLines(body []byte) []byte {
+	var out []byte
+	for _, line := range strings.Split(string(body), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(append(out, line...), '\n')
+	}
+	return out
 }
 
 // NewRunner plays Lambda's event source mappings for the three handlers: about concurrency

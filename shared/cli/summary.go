@@ -112,6 +112,10 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	for q, n := range s.DeadLetters {
 		fmt.Fprintf(w, "  %d messages in the %s dead-letter queue (crawl redrive %s)\n", n, q, q)
 	}
+	for _, a := range s.Also {
+		fmt.Fprintf(w, "  this run also advanced crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
+			a.Crawl, a.Seen, a.Fetched, a.Skipped, a.Failed, a.Pending)
+	}
 	if s.Pages != "" {
 		fmt.Fprintf(w, "  pages (WARC):     %s\n", s.Pages)
 	}

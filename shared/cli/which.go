@@ -98,3 +98,27 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 		" To crawl these seeds again from the start, add --fresh", prev.id, last.c.Fetched)
 	return prev, nil
 }
+
+// unfinishedOthers lists the crawls on record other than id that have URLs pending: their messages
+// wait in the same queues, so a run advances them too. It scans the table, so a run asks only on
+// the embedded backend, where a scan is a local query.
+func unfinishedOthers(ctx context.Context, st *crawlstate.Store, id string) ([]string, error) {
+	all, err := st.Crawls(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range all {
+		if c.ID == id {
+			continue
+		}
+		n, err := st.Counters(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		if n.Pending() > 0 {
+			out = append(out, c.ID)
+		}
+	}
+	return out, nil
+}
