@@ -35,6 +35,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/creack/pty v1.1.24
+
 require (
 	github.com/PuerkitoBio/goquery v1.11.0 // indirect
 	github.com/andybalholm/cascadia v1.3.3 // indirect

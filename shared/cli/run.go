@@ -252,7 +252,9 @@ type Summary struct {
 	AlreadyEnded   bool    `json:"alreadyEnded,omitempty"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 	Counts
-	BadSeedLines int `json:"badSeedLines"`
+	// FetchedThisRun are the pages this run fetched (PagesPerSecond is their rate).
+	FetchedThisRun int64 `json:"fetchedThisRun"`
+	BadSeedLines   int   `json:"badSeedLines"`
 	// Pages and Records are where the crawl's WARC files and records are; empty when it stored none.
 	Pages   string `json:"pages,omitempty"`
 	Records string `json:"records,omitempty"`
@@ -265,7 +267,8 @@ type Summary struct {
 	BudgetUSD float64 `json:"budgetUsd,omitempty"`
 	Stopped   string  `json:"stopped,omitempty"`
 
-	prices meter.Prices // what CostUSD is costed at
+	prices        meter.Prices // what CostUSD is costed at
+	fetchedBefore int64        // the pages the crawl had fetched before this run
 }
 
 // crawlRun runs one crawl of o.SeedFile and returns its summary.
@@ -308,6 +311,14 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	if be.SyncsFiles {
 		defer spareProc()()
 	}
+	if o.Backend == "embedded" {
+		unlock, err := lockState(o.State)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		defer unlock()
+	}
 	if be.Existing != nil {
 		fmt.Fprintln(stderr, "crawl: using the queues of a deployed stack: its Lambda functions consume them too, so they share this crawl's work")
 	}
@@ -315,6 +326,16 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
 		return sum, ExitFailed
+	}
+	if r, ok := be.Queue.(reclaimer); ok && o.Backend == "embedded" {
+		n, err := r.ReclaimInFlight(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		if n > 0 {
+			fmt.Fprintf(stderr, "crawl: took back %d messages that a run which did not end cleanly (killed?) had in flight\n", n)
+		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
@@ -335,7 +356,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitFailed
 	}
-	var others []string
+	var others []Summary
 	if be.Name == "embedded" && !p.ended {
 		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {
 			fmt.Fprintf(stderr, "crawl: %v\n", err)
@@ -343,12 +364,16 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		}
 	}
 	if len(others) > 0 {
+		ids := make([]string, len(others))
+		for i, a := range others {
+			ids[i] = a.Crawl
+		}
 		p.note += fmt.Sprintf("; unfinished crawl%s %s %s here too: their messages share the queues, so this run advances them as well",
-			map[bool]string{true: "s"}[len(others) > 1], strings.Join(others, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
+			map[bool]string{true: "s"}[len(others) > 1], strings.Join(ids, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
 	}
 	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
 	crawl := p.id
-	sum.Crawl = crawl
+	sum.Crawl, sum.fetchedBefore = crawl, p.fetched
 	if p.ended {
 		sum, err = summarize(ctx, h.State, be, res, crawl, time.Now(), sum)
 		if err != nil {
@@ -375,7 +400,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	if o.Backend == "aws" {
 		every = progressAWS
 	}
-	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start, every)
+	prog := startProgress(ctx, stderr, o.Quiet, progressOf{crawl: crawl, st: h.State, start: start, every: every,
+		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, res)})
 	runErr := runner.Run(ctx)
 	prog.stop()
 	stopCounters()
@@ -385,10 +411,11 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
 	}
 	sum.Finished = runErr == nil
-	for _, id := range others {
-		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, id, start, Summary{Crawl: id, prices: sum.prices})
+	for _, a := range others {
+		a.prices = sum.prices
+		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, a.Crawl, start, a)
 		if err != nil {
-			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", id, err)
+			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", a.Crawl, err)
 			continue
 		}
 		also.Finished = runErr == nil && also.Pending == 0

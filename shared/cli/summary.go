@@ -33,8 +33,9 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	if be.Metered {
 		sum.CostUSD = sum.prices.Cost(c.Cost).Total
 	}
+	sum.FetchedThisRun = c.Fetched - sum.fetchedBefore
 	if elapsed > 0 {
-		sum.PagesPerSecond = float64(c.Fetched) / elapsed.Seconds()
+		sum.PagesPerSecond = float64(sum.FetchedThisRun) / elapsed.Seconds()
 	}
 	sum.DeadLetters = map[string]int{}
 	for name, q := range map[string]string{"schedule": res.ScheduleDLQ, "fetch": res.FetchDLQ, "parse": res.ParseDLQ} {
@@ -150,9 +151,21 @@ const (
 	progressAWS      = 5 * time.Second
 )
 
-// startProgress shows pages/s, queued, fetched, failed and skipped every interval when w is a
-// terminal; otherwise it stays quiet.
-func startProgress(ctx context.Context, w io.Writer, quiet bool, crawl string, st *crawlstate.Store, start time.Time, every time.Duration) *progress {
+// progressOf is what the progress line shows: the crawl's counters in st, this run's rate since
+// start, and what the run waits for.
+type progressOf struct {
+	crawl         string
+	st            *crawlstate.Store
+	start         time.Time
+	every         time.Duration
+	fetchedBefore int64 // not this run's: left out of the rate
+	waiting       func(ctx context.Context) string
+}
+
+// startProgress shows this run's pages/s, queued, fetched, failed and skipped every interval
+// when w is a terminal, and what the run waits for when no message is ready; otherwise it stays
+// quiet.
+func startProgress(ctx context.Context, w io.Writer, quiet bool, po progressOf) *progress {
 	p := &progress{}
 	f, ok := w.(interface{ Fd() uintptr })
 	if quiet || !ok || !term.IsTerminal(int(f.Fd())) {
@@ -162,7 +175,7 @@ func startProgress(ctx context.Context, w io.Writer, quiet bool, crawl string, s
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		t := time.NewTicker(every)
+		t := time.NewTicker(po.every)
 		defer t.Stop()
 		for {
 			select {
@@ -174,13 +187,19 @@ func startProgress(ctx context.Context, w io.Writer, quiet bool, crawl string, s
 				return
 			case <-t.C:
 			}
-			c, err := st.Counters(ctx, crawl)
+			c, err := po.st.Counters(ctx, po.crawl)
 			if err != nil {
 				continue
 			}
-			secs := time.Since(start).Seconds()
-			fmt.Fprintf(w, "\r\033[K%5.0fs  %6.1f pages/s  queued %d  fetched %d  failed %d  skipped %d",
-				secs, float64(c.Fetched)/secs, c.Pending(), c.Fetched, c.Failed, c.Skipped)
+			secs := time.Since(po.start).Seconds()
+			line := fmt.Sprintf("%5.0fs  %6.1f pages/s  queued %d  fetched %d  failed %d  skipped %d",
+				secs, float64(c.Fetched-po.fetchedBefore)/secs, c.Pending(), c.Fetched, c.Failed, c.Skipped)
+			if c.Pending() > 0 {
+				if wait := po.waiting(ctx); wait != "" {
+					line += "  " + wait
+				}
+			}
+			fmt.Fprint(w, "\r\033[K"+line)
 		}
 	}()
 	return p

@@ -22,6 +22,8 @@ type pick struct {
 	ended bool
 	// note is the line the run prints before it starts.
 	note string
+	// fetched is how many pages the crawl had fetched before this run.
+	fetched int64
 }
 
 // crawlState is what a crawl's record says: whether it exists, and its counts.
@@ -81,6 +83,7 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 	prev.id = scheduler.CrawlID(bucket, key, prev.version)
 	if !last.done() {
 		prev.note = fmt.Sprintf("resuming crawl %s (%d fetched, %d pending)", prev.id, last.c.Fetched, last.c.Pending())
+		prev.fetched = last.c.Fetched
 		return prev, nil
 	}
 	next := pick{key: key, version: generation(version, n)}
@@ -93,21 +96,21 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 		next.note = fmt.Sprintf("crawl %s ended without fetching a page; starting it again as crawl %s", prev.id, next.id)
 		return next, nil
 	}
-	prev.ended = true
+	prev.ended, prev.fetched = true, last.c.Fetched
 	prev.note = fmt.Sprintf("crawl %s already ended (%d fetched): nothing to do; its summary follows."+
 		" To crawl these seeds again from the start, add --fresh", prev.id, last.c.Fetched)
 	return prev, nil
 }
 
-// unfinishedOthers lists the crawls on record other than id that have URLs pending: their messages
-// wait in the same queues, so a run advances them too. It scans the table, so a run asks only on
-// the embedded backend, where a scan is a local query.
-func unfinishedOthers(ctx context.Context, st *crawlstate.Store, id string) ([]string, error) {
+// unfinishedOthers lists the crawls on record other than id that have URLs pending, with the pages
+// each has fetched so far: their messages wait in the same queues, so a run advances them too. It
+// scans the table, so a run asks only on the embedded backend, where a scan is a local query.
+func unfinishedOthers(ctx context.Context, st *crawlstate.Store, id string) ([]Summary, error) {
 	all, err := st.Crawls(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []Summary
 	for _, c := range all {
 		if c.ID == id {
 			continue
@@ -117,7 +120,7 @@ func unfinishedOthers(ctx context.Context, st *crawlstate.Store, id string) ([]s
 			return nil, err
 		}
 		if n.Pending() > 0 {
-			out = append(out, c.ID)
+			out = append(out, Summary{Crawl: c.ID, fetchedBefore: n.Fetched})
 		}
 	}
 	return out, nil
