@@ -337,7 +337,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 			fmt.Fprintf(stderr, "crawl: took back %d messages that a run which did not end cleanly (killed?) had in flight\n", n)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(interruptQuiet{Handler: slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), ctx: ctx})
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
 	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge)}, log)
@@ -427,7 +427,12 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	switch {
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintln(stderr, "crawl: interrupted; run the same command again to resume")
+		where := o.State
+		if o.Backend != "embedded" {
+			where = be.Where("")
+		}
+		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s; run the same command again to resume\n",
+			sum.Fetched, crawl, where)
 		return sum, ExitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)

@@ -120,3 +120,29 @@ func TestTheProgressLineSaysWhatItWaitsFor(t *testing.T) {
 		t.Errorf("the crawl did not finish:\n%s", screen.String())
 	}
 }
+
+// TestAnInterruptIsNotAFailure interrupts a run as Ctrl-C does: stderr must hold no warning, and
+// one line that says what was saved and how to resume.
+func TestAnInterruptIsNotAFailure(t *testing.T) {
+	site := demosite.New(300, 6, 2000)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	code, stdout, stderr := interruptBin(t, dir, site, 40, "run", "--state", "st", "--allow-net", "127.0.0.0/8",
+		"--host-rps", "300", "--quiet", seeds)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitInterrupted, stderr)
+	}
+	if strings.Contains(stderr, "WARN") || strings.Contains(stderr, "ERROR") || strings.Contains(stderr, "context canceled") {
+		t.Errorf("an interrupt printed warnings:\n%s", stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if len(lines) != 2 || !regexp.MustCompile(`^crawl: interrupted: \d+ pages of crawl seeds-\w+ are saved in st; run the same command again to resume$`).MatchString(last) {
+		t.Errorf("stderr after an interrupt, want the crawl's name and one line on what was saved and how to resume:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "stopped") {
+		t.Errorf("stdout has no summary of the stopped run:\n%s", stdout)
+	}
+}
