@@ -454,3 +454,28 @@ func TestWhichCrawlRunsIsSaid(t *testing.T) {
 		t.Errorf("--name with another file: exit %d, crawl %s, want %s, ended\n%s", code, lastJSON(t, stdout).Crawl, id, stderr)
 	}
 }
+
+// TestMaxPagesRefusesWithTheBudgetClass crawls a 60-page site with --max-pages 20: the links
+// over it end with the class the docs name, budget (not scope), and the site serves at most 20
+// pages.
+func TestMaxPagesRefusesWithTheBudgetClass(t *testing.T) {
+	site := demosite.New(60, 6, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	code, stdout, stderr := runBin(t, "", nil, "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
+		"--max-pages", "20", "--json", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	s := lastJSON(t, stdout)
+	if s.Classes["budget"] == 0 || s.Classes["scope"] != 0 {
+		t.Errorf("classes %v: want the URLs over --max-pages as budget, none as scope", s.Classes)
+	}
+	if admitted := s.Seen - s.Classes["budget"]; admitted > 20 || site.Fetched() > 20 {
+		t.Errorf("%d URLs admitted and %d pages served, want at most 20", admitted, site.Fetched())
+	}
+	if !strings.Contains(stdout, "--max-pages") {
+		t.Errorf("the summary does not say that --max-pages stopped the crawl:\n%s", stdout)
+	}
+}

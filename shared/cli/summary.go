@@ -99,6 +99,9 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	if s.CostUSD > 0 {
 		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)
 	}
+	if n := s.Classes[string(errclass.Budget)]; n > 0 && s.Stopped != crawlstate.StopBudget {
+		fmt.Fprintf(w, "  --max-pages: %d links were over it and not crawled (class budget)\n", n)
+	}
 	if s.Stopped == crawlstate.StopBudget {
 		fmt.Fprintf(w, "  budget: the crawl reached its budget of $%.4f and stopped admitting URLs (%d links not admitted);"+
 			" what it had admitted was crawled to the end\n", s.BudgetUSD, s.Classes[string(errclass.Budget)])

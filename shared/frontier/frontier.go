@@ -298,7 +298,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, by string, ro
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), f.cfg.MaxPages, f.cfg.MaxPagesPerHost); err != nil {
-			if c := errclass.Of(err); c == errclass.Scope || c == errclass.Trap {
+			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
 				if err := f.state.SkipQueued(ctx, m.Crawl, key, err); err != nil {
 					return pending{}, 0, err
 				}
