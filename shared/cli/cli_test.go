@@ -53,13 +53,12 @@ func writeFile(t *testing.T, name, body string) string {
 	return p
 }
 
-// lastJSON decodes the last line of stdout, where --json puts the summary.
+// lastJSON decodes stdout, which --json makes the summary alone: one JSON document, as jq reads.
 func lastJSON(t *testing.T, stdout string) Summary {
 	t.Helper()
-	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	var s Summary
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil {
-		t.Fatalf("the last line of stdout is not the JSON summary: %v\n%s", err, stdout)
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
 	}
 	return s
 }
@@ -477,5 +476,36 @@ func TestMaxPagesRefusesWithTheBudgetClass(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "--max-pages") {
 		t.Errorf("the summary does not say that --max-pages stopped the crawl:\n%s", stdout)
+	}
+}
+
+// TestJSONStdoutIsOneDocument runs crawl run and crawl demo with --json as a script does: stdout
+// must be exactly one JSON document (json.Unmarshal refuses anything after it), and the text
+// summary goes to stderr.
+func TestJSONStdoutIsOneDocument(t *testing.T) {
+	site := demosite.New(5, 2, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	for name, args := range map[string][]string{
+		"run":  {"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds},
+		"demo": {"demo", "--pages", "5", "--", "--json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := runBin(t, "", nil, args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+				t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
+			}
+			if doc["fetched"] != float64(5) {
+				t.Errorf("the document says %v fetched, want 5", doc["fetched"])
+			}
+			if !strings.Contains(stderr, "fetched 5") {
+				t.Errorf("stderr does not hold the text summary:\n%s", stderr)
+			}
+		})
 	}
 }

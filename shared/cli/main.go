@@ -125,12 +125,17 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl demo: %v\n", err)
 		return ExitFailed
 	}
-	fmt.Fprintf(stdout, "serving a %d-page demo site at http://%s/ and crawling it\n", *pages, ln.Addr())
+	// With --json, stdout holds the summary alone: the demo's own lines go to stderr.
+	say := stdout
+	if o.JSON {
+		say = stderr
+	}
+	fmt.Fprintf(say, "serving a %d-page demo site at http://%s/ and crawling it\n", *pages, ln.Addr())
 	sum, code := crawlRun(ctx, o, stdout, stderr)
 	if code == ExitOK {
-		fmt.Fprintf(stdout, "\nthe demo site has %d pages; the crawl fetched %d (robots.txt disallows /private/, nofollow links are not followed)\n",
+		fmt.Fprintf(say, "\nthe demo site has %d pages; the crawl fetched %d (robots.txt disallows /private/, nofollow links are not followed)\n",
 			*pages, sum.Fetched)
-		fmt.Fprintf(stdout, "look at the results:\n  ls %s\n  cat %s/*/*/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
+		fmt.Fprintf(say, "look at the results:\n  ls %s\n  cat %s/*/*/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
 	}
 	return code
 }

@@ -115,7 +115,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.Var((*listFlag)(&o.Include), "include", "regexp a URL must match (repeatable; any one suffices)")
 	fs.Var((*listFlag)(&o.Exclude), "exclude", "regexp a URL must not match (repeatable)")
 	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", `TLS ClientHello: "" (Go's own) or "chrome" (opt-in, through utls)`)
-	fs.BoolVar(&o.JSON, "json", false, "print a JSON summary as the last line of stdout")
+	fs.BoolVar(&o.JSON, "json", false, "print the summary as one JSON document on stdout (and everything else on stderr), for jq and scripts")
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the local queues")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "most requests of a URL that fails with http_5xx, http_429, timeout or connect (or whose robots.txt is down); then it is failed")
@@ -241,7 +241,7 @@ func classLine(classes map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// Summary is the result of a run, printed as text and, with --json, as the last line of stdout.
+// Summary is the result of a run, printed as text and, with --json, as the one JSON document on stdout.
 type Summary struct {
 	Crawl    string `json:"crawl"`
 	Finished bool   `json:"finished"`
@@ -381,7 +381,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 			return sum, ExitFailed
 		}
 		sum.Finished, sum.AlreadyEnded = true, true
-		printSummary(stdout, sum, o.JSON)
+		printSummary(stdout, stderr, sum, o.JSON)
 		return sum, ExitOK
 	}
 	if err := startSeed(ctx, be, res, p.key, p.version, body); err != nil {
@@ -421,7 +421,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		also.Finished = runErr == nil && also.Pending == 0
 		sum.Also = append(sum.Also, also)
 	}
-	printSummary(stdout, sum, o.JSON)
+	printSummary(stdout, stderr, sum, o.JSON)
 	if sum.Classes[string(errclass.SSRF)] > 0 {
 		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched)
 	}

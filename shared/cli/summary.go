@@ -67,8 +67,13 @@ func existing(be *Backend, prefix string, fetched int64) string {
 	return where
 }
 
-// printSummary writes the human summary, then the JSON line when asked.
-func printSummary(w io.Writer, s Summary, asJSON bool) {
+// printSummary writes the human summary on stdout; with asJSON, it writes the summary as one JSON
+// document on stdout instead, and the human one on stderr, so that stdout can go to jq.
+func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
+	w := stdout
+	if asJSON {
+		w = stderr
+	}
 	state := "finished"
 	if !s.Finished {
 		state = "stopped"
@@ -128,7 +133,7 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	}
 	if asJSON {
 		b, _ := json.Marshal(s)
-		fmt.Fprintf(w, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", b)
 	}
 }
 
