@@ -351,8 +351,8 @@ func TestTheSummaryListsWhatWasGivenUp(t *testing.T) {
 		s.GaveUp[0].Class != "http_5xx" || !strings.Contains(s.GaveUp[0].Detail, "503") {
 		t.Errorf("summary = %+v, want finished with %s given up as http_5xx, status 503", s, site.PageURL(5))
 	}
-	if !strings.Contains(stdout, "given up:") || !strings.Contains(stdout, strconv.Quote(site.PageURL(5))) {
-		t.Errorf("the text summary does not list the page given up:\n%s", stdout)
+	if !strings.Contains(stderr, "given up:") || !strings.Contains(stderr, strconv.Quote(site.PageURL(5))) {
+		t.Errorf("the text summary (on stderr with --json) does not list the page given up:\n%s", stderr)
 	}
 }
 
@@ -474,8 +474,8 @@ func TestMaxPagesRefusesWithTheBudgetClass(t *testing.T) {
 	if admitted := s.Seen - s.Classes["budget"]; admitted > 20 || site.Fetched() > 20 {
 		t.Errorf("%d URLs admitted and %d pages served, want at most 20", admitted, site.Fetched())
 	}
-	if !strings.Contains(stdout, "--max-pages") {
-		t.Errorf("the summary does not say that --max-pages stopped the crawl:\n%s", stdout)
+	if !strings.Contains(stderr, "--max-pages") {
+		t.Errorf("the text summary (on stderr with --json) does not say that --max-pages stopped the crawl:\n%s", stderr)
 	}
 }
 
