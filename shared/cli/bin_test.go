@@ -19,8 +19,8 @@ var built struct {
 	out  []byte
 }
 
-// crawlBin builds cmd/crawl (once) and returns the binary's path: the tests about what a user
-// sees run the command as a user does, with its own stdout, stderr and exit code.
+// crawlBin builds cmd/crawl (once) as `make crawl` does and returns the binary's path: the tests
+// about what a user sees run the command as a user does, with its own stdout, stderr and exit code.
 func crawlBin(t *testing.T) string {
 	t.Helper()
 	built.once.Do(func() {
@@ -30,7 +30,7 @@ func crawlBin(t *testing.T) string {
 			return
 		}
 		built.path = filepath.Join(dir, "crawl")
-		built.out, built.err = exec.Command("go", "build", "-o", built.path, "github.com/crawlstack/crawlstack/cmd/crawl").CombinedOutput()
+		built.out, built.err = exec.Command("make", "-s", "-C", "../..", "crawl", "CRAWL_BIN="+built.path).CombinedOutput()
 	})
 	if built.err != nil {
 		t.Fatalf("build cmd/crawl: %v\n%s", built.err, built.out)

@@ -22,6 +22,14 @@ import (
 // invokeFunctions are the handlers `crawl invoke` can run, by their Lambda function's name.
 var invokeFunctions = map[string]bool{"schedule": true, "fetch": true, "parse": true}
 
+// invokeHelp is the help of `crawl invoke`.
+var invokeHelp = cmdHelp{
+	usage: "crawl invoke [flags] schedule|fetch|parse EVENTFILE",
+	about: "Run one handler once on a JSON event file and print its response, as sam local invoke does.",
+	examples: `crawl invoke schedule events/s3-put-seed.json
+crawl invoke fetch events/sqs-fetch.json`,
+}
+
 // invoke runs one handler once on a JSON event file and prints its response, as `sam local invoke`
 // does. With the aws backend (the default) the handler is wired exactly as in the Lambda mains,
 // from the environment (awsports.NewHandlers), with --allow-net added to CRAWL_ALLOW_NET:
@@ -29,24 +37,17 @@ var invokeFunctions = map[string]bool{"schedule": true, "fetch": true, "parse": 
 // runs on a state directory, as `crawl run` does.
 func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	backend := fs.String("backend", "aws", "aws (configured from the environment, as the Lambda functions are) or embedded")
 	state := fs.String("state", "crawl-state", "state directory of the embedded backend")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long the handler may run, as a function timeout")
 	hostRPS := fs.Float64("host-rps", pipeline.DefaultConfig().HostRPS, "requests per second per host, with the embedded backend (0 lifts the limit; the aws backend reads CRAWL_HOST_RPS)")
 	var allow []string
 	fs.Var((*listFlag)(&allow), "allow-net", "CIDR (or IP) of a non-public range that may be fetched, added to CRAWL_ALLOW_NET with the aws backend; repeatable")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: crawl invoke [flags] schedule|fetch|parse EVENTFILE")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(stderr, err)
+	if err := parseFlags(fs, args, invokeHelp); err != nil {
+		return usageError(stdout, stderr, "invoke", err)
 	}
 	if fs.NArg() != 2 {
-		fs.Usage()
-		fmt.Fprintf(stderr, "crawl invoke: want a function and an event file, got %d arguments\n", fs.NArg())
-		return ExitUsage
+		return usageError(stdout, stderr, "invoke", fmt.Errorf("want a function and an event file, got %d arguments%s", fs.NArg(), quotedArgs(fs.Args())))
 	}
 	fn, file := fs.Arg(0), fs.Arg(1)
 	if !invokeFunctions[fn] {

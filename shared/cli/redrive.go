@@ -14,11 +14,11 @@ import (
 // redrive moves the messages of a dead-letter queue back to its source queue.
 func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var classes string
-	o, rest, err := adminFlags("redrive", "[--class a,b] schedule|fetch|parse", args, stderr, nil, func(fs *flag.FlagSet) {
+	o, rest, err := adminFlags("redrive", "[--class a,b] schedule|fetch|parse", args, nil, func(fs *flag.FlagSet) {
 		fs.StringVar(&classes, "class", "", "fetch only: move back only the messages whose URLs failed with these classes (http_5xx,timeout,...); the rest stay")
 	})
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stdout, stderr, "redrive", err)
 	}
 	if len(rest) != 1 {
 		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] [--class a,b] schedule|fetch|parse")
