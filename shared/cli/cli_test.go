@@ -81,7 +81,7 @@ func TestUsageErrors(t *testing.T) {
 		{"state with the aws backend", []string{"run", "--backend", "aws", "--state", "x", seed}, ExitUsage, "--state is for the embedded backend"},
 		{"budget on the embedded backend", []string{"run", "--budget-usd", "5", seed}, ExitUsage, "--budget-usd meters what a crawl costs on AWS"},
 		{"bad prices", []string{"run", "--backend", "aws", "--prices", "sqs=cheap", seed}, ExitUsage, "prices"},
-		{"negative budget", []string{"run", "--backend", "aws", "--budget-usd", "-1", seed}, ExitUsage, "budget $-1"},
+		{"negative budget", []string{"run", "--backend", "aws", "--budget-usd", "-1", seed}, ExitUsage, "--budget-usd -1: must be 0 (no budget) or more"},
 		{"bad scope", []string{"run", "--state", t.TempDir(), "--scope", "planet", seed}, ExitUsage, "planet"},
 		{"bad allow-net", []string{"run", "--state", t.TempDir(), "--allow-net", "10.0.0.0/99", seed}, ExitUsage, "allow-net"},
 		{"bad include", []string{"run", "--state", t.TempDir(), "--include", "a(b", seed}, ExitUsage, "include"},

@@ -163,7 +163,10 @@ func usageError(stdout, stderr io.Writer, cmd string, err error) int {
 		fmt.Fprint(stdout, h.text)
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "crawl %s: %v\nRun 'crawl %s --help' for its flags and examples.\n", cmd, err, cmd)
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "crawl %s: %s\n", cmd, line)
+	}
+	fmt.Fprintf(stderr, "Run 'crawl %s --help' for its flags and examples.\n", cmd)
 	return ExitUsage
 }
 

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -100,4 +102,48 @@ func TestREADMEFlagTable(t *testing.T) {
 		return
 	}
 	t.Errorf("the README's flag table differs from the flags of crawl run; run\n  go test ./shared/cli -run TestREADMEFlagTable -update-readme\nwant:\n%s\ngot:\n%s", want, got)
+}
+
+// TestErrorsSayOneThingAndNameTheFlag runs the built command with bad input: each bad seed line
+// is reported in one sentence, without the error repeating itself, a bare host name gets the
+// scheme it lacks, only the first 20 bad lines are listed and the rest counted; bad flags are
+// named as flags and reported before the seed file is read.
+func TestErrorsSayOneThingAndNameTheFlag(t *testing.T) {
+	lines := []string{"www.example.com", "http://[::1"}
+	for i := range 28 {
+		lines = append(lines, fmt.Sprintf("bad line %d", i))
+	}
+	seeds := writeFile(t, "seeds.txt", strings.Join(lines, "\n")+"\n")
+	code, _, stderr := runBin(t, "", nil, "run", "--state", "st", seeds)
+	if code != ExitUsage {
+		t.Errorf("a seed file with no good line: exit %d, want %d", code, ExitUsage)
+	}
+	if n := strings.Count(stderr, ": skipped "); n != 20 {
+		t.Errorf("%d bad lines listed, want the first 20:\n%s", n, stderr)
+	}
+	for _, want := range []string{`line 1: skipped "www.example.com": no scheme: write https://www.example.com`,
+		`line 2: skipped "http://[::1": missing ']' in host`, "10 more bad lines skipped (30 in all)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	for _, repeated := range []string{"parse: ", "normalize", "scope: "} {
+		if strings.Contains(stderr, repeated) {
+			t.Errorf("stderr repeats the error's layers (%q):\n%s", repeated, stderr)
+		}
+	}
+
+	missing := filepath.Join(t.TempDir(), "missing.txt")
+	code, _, stderr = runBin(t, "", nil, "run", "--host-rps", "-1", "--tls-fingerprint", "firefox", missing)
+	if code != ExitUsage {
+		t.Errorf("bad flags: exit %d, want %d", code, ExitUsage)
+	}
+	for _, want := range []string{"--host-rps -1: must be 0", `--tls-fingerprint "firefox": want chrome`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "seed file") || strings.Contains(stderr, "host rps") {
+		t.Errorf("the seed file was read before the flags were checked, or a setting is named instead of its flag:\n%s", stderr)
+	}
 }

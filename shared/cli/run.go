@@ -164,8 +164,8 @@ func parseRunFlags(name string, args []string, wantSeed bool) (RunOptions, error
 	if o.Name != "" && !validName(o.Name) {
 		return o, fmt.Errorf("--name %q: use letters, digits, '.', '_' and '-', at most 40 of them", o.Name)
 	}
-	if o.Concurrency < 1 {
-		return o, fmt.Errorf("--concurrency %d: must be at least 1", o.Concurrency)
+	if err := checkRunFlags(o); err != nil {
+		return o, err
 	}
 	if o.Backend != "embedded" && o.Backend != "aws" {
 		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
@@ -292,14 +292,15 @@ type Summary struct {
 // crawlRun runs one crawl of o.SeedFile and returns its summary.
 func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summary, int) {
 	var sum Summary
+	// Bad flags are reported before anything is read or created (checkRunFlags has said what is
+	// wrong with each): the pipeline's own check, with stand-in queue names, is a backstop.
+	if err := o.config(Resources{Schedule: "schedule", Fetch: "fetch", Parse: "parse"}).Validate(); err != nil {
+		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
+		return sum, ExitUsage
+	}
 	body, err := os.ReadFile(o.SeedFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
-		return sum, ExitUsage
-	}
-	// Bad flags are reported before anything is created: check them with stand-in queue names.
-	if err := o.config(Resources{Schedule: "schedule", Fetch: "fetch", Parse: "parse"}).Validate(); err != nil {
-		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
 		return sum, ExitUsage
 	}
 	good, bad, err := seeds.Parse(bytes.NewReader(body))
@@ -307,9 +308,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
 		return sum, ExitUsage
 	}
-	for _, le := range bad {
-		fmt.Fprintf(stderr, "crawl: %s: skipping bad seed %v\n", o.SeedFile, le)
-	}
+	reportBadSeeds(stderr, o.SeedFile, bad)
 	sum.BadSeedLines = len(bad)
 	sum.BudgetUSD = o.BudgetUSD
 	if sum.prices, err = o.config(Resources{}).PriceTable(); err != nil {
