@@ -38,6 +38,9 @@ func parseFlags(fs *flag.FlagSet, args []string, h cmdHelp) error {
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
+		if err := applyEnv(fs, environ); err != nil {
+			return &badFlag{msg: err.Error()}
+		}
 		return nil
 	case errors.Is(err, flag.ErrHelp):
 		return &helpRequest{text: h.render(fs)}
@@ -73,10 +76,11 @@ func (h cmdHelp) render(fs *flag.FlagSet) string {
 		b.WriteString("\nflags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, def := flagSyntax(f), defaultOf(f)
-			fmt.Fprintf(&b, "  %s\n      %s", name, f.Usage)
+			fmt.Fprintf(&b, "  %s\n      %s (", name, f.Usage)
 			if def != "none" && def != "off" {
-				fmt.Fprintf(&b, " (default %s)", def)
+				fmt.Fprintf(&b, "default %s; ", def)
 			}
+			fmt.Fprintf(&b, "env %s)", envOf(f.Name))
 			b.WriteString("\n")
 		})
 	}
@@ -230,13 +234,14 @@ const (
 func flagTable(fs *flag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString(tableStart)
-	b.WriteString("| flag | default | meaning |\n|---|---|---|\n")
+	b.WriteString("| flag | environment | default | meaning |\n|---|---|---|---|\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		def := defaultOf(f)
 		if def != "none" && def != "off" {
 			def = "`" + def + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", strings.ReplaceAll(flagSyntax(f), "|", `\|`), def, strings.ReplaceAll(f.Usage, "|", `\|`))
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", strings.ReplaceAll(flagSyntax(f), "|", `\|`), envOf(f.Name), def,
+			strings.ReplaceAll(f.Usage, "|", `\|`))
 	})
 	b.WriteString(tableEnd)
 	return b.String()

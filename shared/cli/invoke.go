@@ -31,13 +31,13 @@ crawl invoke fetch events/sqs-fetch.json`,
 }
 
 // invoke runs one handler once on a JSON event file and prints its response, as `sam local invoke`
-// does. With the aws backend (the default) the handler is wired exactly as in the Lambda mains,
+// does. With the aws backend the handler is wired exactly as in the Lambda mains,
 // from the environment (awsports.NewHandlers), with --allow-net added to CRAWL_ALLOW_NET:
 // AWS_ENDPOINT_URL* pick LocalStack, the emulators or a real account. With the embedded backend it
-// runs on a state directory, as `crawl run` does.
+// runs on a state directory, as `crawl run` does: the default, as for every command.
 func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
-	backend := fs.String("backend", "aws", "aws (configured from the environment, as the Lambda functions are) or embedded")
+	backend := fs.String("backend", "embedded", "embedded (a state directory, as crawl run uses), or aws (configured from the environment, as the Lambda functions are)")
 	state := fs.String("state", "crawl-state", "state directory of the embedded backend")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long the handler may run, as a function timeout")
 	hostRPS := fs.Float64("host-rps", pipeline.DefaultConfig().HostRPS, "requests per second per host, with the embedded backend (0 lifts the limit; the aws backend reads CRAWL_HOST_RPS)")

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/demosite"
+)
+
+// TestFlagsOverEnvironmentOverDefaults runs the built command with CRAWL_* variables, as the
+// README documents them: a variable sets its flag's value, a flag on the command line wins over
+// it, and a bad value names the variable. The site counts what each run fetched.
+func TestFlagsOverEnvironmentOverDefaults(t *testing.T) {
+	site := demosite.New(10, 4, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	env := []string{"CRAWL_ALLOW_NET=127.0.0.0/8", "CRAWL_HOST_RPS=0", "CRAWL_MAX_PAGES=1"}
+	code, _, stderr := runBin(t, "", env, "run", "--max-pages", "3", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if n := site.Fetched(); n < 2 || n > 3 {
+		t.Errorf("the site served %d pages: want 2 or 3, --max-pages 3 over CRAWL_MAX_PAGES=1 (and the loopback site allowed by CRAWL_ALLOW_NET)", n)
+	}
+	code, _, stderr = runBin(t, "", []string{"CRAWL_HOST_RPS=fast"}, "run", seeds)
+	if code != ExitUsage || !strings.Contains(stderr, `CRAWL_HOST_RPS="fast"`) {
+		t.Errorf("a bad variable: exit %d, want %d and the variable named:\n%s", code, ExitUsage, stderr)
+	}
+	// CRAWL_STATE applies to every command: status reads the state the run wrote.
+	dir := t.TempDir()
+	if code, _, stderr := runBin(t, dir, append(env, "CRAWL_STATE=elsewhere"), "run", seeds); code != ExitOK {
+		t.Fatalf("run with CRAWL_STATE: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runBin(t, dir, []string{"CRAWL_STATE=elsewhere"}, "status")
+	if code != ExitOK || !strings.Contains(stdout, "seeds-") {
+		t.Errorf("status with CRAWL_STATE: exit %d, want the crawl listed\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestInvokeDefaultsToTheEmbeddedBackend runs crawl invoke as a bare make invoke does, with no
+// AWS in the environment: it runs on the embedded backend, as crawl run does.
+func TestInvokeDefaultsToTheEmbeddedBackend(t *testing.T) {
+	code, stdout, stderr := runBin(t, "", []string{"AWS_ENDPOINT_URL=", "AWS_REGION=", "CRAWL_TABLE=", "CRAWL_BUCKET="},
+		"invoke", "schedule", eventPath(t, "s3-test-event.json"))
+	if code != ExitOK || !strings.Contains(stdout, "batchItemFailures") {
+		t.Errorf("a bare crawl invoke: exit %d, want 0 and the handler's response\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+// eventPath is the absolute path of a sample in the repository's events/ folder.
+func eventPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
