@@ -74,7 +74,7 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, ExitUsage, "usage"},
 		{"unknown command", []string{"crawl-all"}, ExitUsage, "unknown command"},
 		{"help", []string{"help"}, ExitOK, ""},
-		{"no seed file", []string{"run"}, ExitUsage, "want one SEEDFILE, got 0 arguments"},
+		{"no seed file", []string{"run", "--state", t.TempDir()}, ExitUsage, "give a SEEDFILE"},
 		{"missing seed file", []string{"run", "--state", t.TempDir(), filepath.Join(t.TempDir(), "nope.txt")}, ExitUsage, "cannot read the seed file"},
 		{"bad concurrency", []string{"run", "--concurrency", "0", seed}, ExitUsage, "--concurrency"},
 		{"bad backend", []string{"run", "--backend", "gcp", seed}, ExitUsage, "--backend"},

@@ -49,7 +49,7 @@ func failures(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "crawl failures: %v\n", err)
 		return ExitUsage
 	}
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl failures: %v\n", err)
 		return ExitFailed

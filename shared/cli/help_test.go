@@ -22,12 +22,12 @@ func TestHelpAndTyposAsAUserSeesThem(t *testing.T) {
 		stderr   []string // each must be in stderr
 		noStderr bool
 	}{
-		{"run help", []string{"run", "--help"}, ExitOK, []string{"usage: crawl run [flags] SEEDFILE", "examples:", "--max-receive N", "--visibility D", "--quiet"}, nil, true},
+		{"run help", []string{"run", "--help"}, ExitOK, []string{"usage: crawl run [flags] [SEEDFILE]", "examples:", "--max-receive N", "--visibility D", "--quiet"}, nil, true},
 		{"demo help", []string{"demo", "--help"}, ExitOK, []string{"usage: crawl demo", "--pages N", "examples:"}, nil, true},
-		{"help run", []string{"help", "run"}, ExitOK, []string{"usage: crawl run [flags] SEEDFILE"}, nil, true},
+		{"help run", []string{"help", "run"}, ExitOK, []string{"usage: crawl run [flags] [SEEDFILE]"}, nil, true},
 		{"status help", []string{"status", "-h"}, ExitOK, []string{"usage: crawl status", "examples:"}, nil, true},
 		{"invoke help", []string{"invoke", "--help"}, ExitOK, []string{"usage: crawl invoke", "events/"}, nil, true},
-		{"help", []string{"--help"}, ExitOK, []string{"crawl run [flags] SEEDFILE", "examples:"}, nil, true},
+		{"help", []string{"--help"}, ExitOK, []string{"crawl run [flags] [SEEDFILE]", "examples:"}, nil, true},
 		{"command typo", []string{"rnu", "seeds.txt"}, ExitUsage, nil, []string{`unknown command "rnu"; did you mean "run"?`}, false},
 		{"flag typo", []string{"run", "--max-page", "5", "seeds.txt"}, ExitUsage, nil, []string{"unknown flag --max-page (did you mean --max-pages?)", "crawl run --help"}, false},
 		{"two seed files", []string{"run", "a.txt", "b.txt"}, ExitUsage, nil, []string{`crawl run: want one SEEDFILE, got 2 arguments: "a.txt" "b.txt"`}, false},

@@ -18,7 +18,8 @@ import (
 const usage = `crawl: a serverless web crawler, run locally
 
 usage:
-  crawl run [flags] SEEDFILE   crawl the URLs of SEEDFILE (one per line); run it again to resume
+  crawl run [flags] [SEEDFILE] crawl the URLs of SEEDFILE (one per line); run it again to resume;
+                               with no SEEDFILE, go on with what the state directory holds
   crawl demo [flags]           serve a generated site on loopback and crawl it
   crawl status [flags] [CRAWL] a crawl's progress, cost, queues and what it waits for; with no
                                CRAWL, the crawls on record

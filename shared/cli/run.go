@@ -133,11 +133,14 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 
 // runHelp is the help of `crawl run`.
 var runHelp = cmdHelp{
-	usage: "crawl run [flags] SEEDFILE",
+	usage: "crawl run [flags] [SEEDFILE]",
 	about: "Crawl the URLs of SEEDFILE (one a line; blank lines and # comments are ignored) on the embedded\n" +
-		"backend, in the state directory: run the same command again to resume.",
+		"backend, in the state directory: run the same command again to resume. Without SEEDFILE, a run\n" +
+		"goes on with what the state directory holds: its unfinished crawls and queued messages (after a\n" +
+		"crawl redrive, say).",
 	examples: `crawl run seeds.txt
 crawl run --state my-crawl --scope domain --max-pages 5000 seeds.txt
+crawl run --state my-crawl                 # go on with what my-crawl holds
 crawl run --allow-net 127.0.0.0/8 --host-rps 0 local-seeds.txt   # a site on your own machine
 crawl run --json seeds.txt | jq .fetched`,
 }
@@ -154,10 +157,12 @@ func parseRunFlags(name string, args []string, wantSeed bool) (RunOptions, error
 		return o, err
 	}
 	if wantSeed {
-		if fs.NArg() != 1 {
+		if fs.NArg() > 1 {
 			return o, fmt.Errorf("want one SEEDFILE, got %d arguments%s", fs.NArg(), quotedArgs(fs.Args()))
 		}
-		o.SeedFile = fs.Arg(0)
+		if o.SeedFile = fs.Arg(0); o.SeedFile == "" && (o.Backend != "embedded" || o.Name != "" || o.Fresh) {
+			return o, errors.New("want a SEEDFILE (only an embedded run without --name or --fresh goes on with its state directory alone)")
+		}
 	} else if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments %q (run's flags go after --)", fs.Args())
 	}
@@ -298,26 +303,36 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
 		return sum, ExitUsage
 	}
-	body, err := os.ReadFile(o.SeedFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
-		return sum, ExitUsage
+	var body []byte
+	if o.SeedFile != "" {
+		var err error
+		if body, err = os.ReadFile(o.SeedFile); err != nil {
+			fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
+			return sum, ExitUsage
+		}
+		good, bad, err := seeds.Parse(bytes.NewReader(body))
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
+			return sum, ExitUsage
+		}
+		reportBadSeeds(stderr, o.SeedFile, bad)
+		sum.BadSeedLines = len(bad)
+		if len(good) == 0 {
+			fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, len(bad))
+			return sum, ExitUsage
+		}
 	}
-	good, bad, err := seeds.Parse(bytes.NewReader(body))
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
-		return sum, ExitUsage
-	}
-	reportBadSeeds(stderr, o.SeedFile, bad)
-	sum.BadSeedLines = len(bad)
 	sum.BudgetUSD = o.BudgetUSD
+	var err error
 	if sum.prices, err = o.config(Resources{}).PriceTable(); err != nil {
 		fmt.Fprintf(stderr, "crawl: --prices: %v\n", err)
 		return sum, ExitUsage
 	}
-	if len(good) == 0 {
-		fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, len(bad))
-		return sum, ExitUsage
+	if o.SeedFile == "" {
+		if _, err := os.Stat(filepath.Join(o.State, "state.db")); err != nil {
+			fmt.Fprintf(stderr, "crawl run: no SEEDFILE, and no crawl state in %s to go on with: give a SEEDFILE (crawl run --help)\n", o.State)
+			return sum, ExitUsage
+		}
 	}
 	be, err := openBackend(ctx, o)
 	if err != nil {
@@ -364,6 +379,9 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	defer h.Close()
 
+	if o.SeedFile == "" {
+		return goOn(ctx, o, be, res, h, log, sum, stdout, stderr)
+	}
 	key, version := seedObject(be, filepath.Base(o.SeedFile), body)
 	if o.Name != "" {
 		key, version = namedObject(be, o.Name)

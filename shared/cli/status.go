@@ -102,7 +102,7 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return ExitUsage
 	}
 	crawl := rest[0]
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl %s: %v\n", cmd, err)
 		return ExitFailed
@@ -134,7 +134,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl status: want at most one CRAWL, got %d arguments\n", len(rest))
 		return ExitUsage
 	}
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl status: %v\n", err)
 		return ExitFailed

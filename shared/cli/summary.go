@@ -78,9 +78,21 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 	if !s.Finished {
 		state = "stopped"
 	}
-	if s.AlreadyEnded {
+	switch {
+	case s.Crawl == "":
+		fmt.Fprintf(w, "went on with the state directory's work in %.1fs: %d pages fetched\n", s.ElapsedSeconds, s.FetchedThisRun)
+		for _, a := range s.Also {
+			fmt.Fprintf(w, "  crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
+				a.Crawl, a.Seen, a.Fetched, a.Skipped, a.Failed, a.Pending)
+		}
+		if asJSON {
+			b, _ := json.Marshal(s)
+			fmt.Fprintf(stdout, "%s\n", b)
+		}
+		return
+	case s.AlreadyEnded:
 		fmt.Fprintf(w, "crawl %s had already ended\n", s.Crawl)
-	} else {
+	default:
 		fmt.Fprintf(w, "crawl %s %s in %.1fs\n", s.Crawl, state, s.ElapsedSeconds)
 	}
 	fmt.Fprintf(w, "  seen %d  fetched %d  skipped %d  failed %d  pending %d  (%.1f pages/s)\n",
