@@ -2,6 +2,7 @@ package cli
 
 import (
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,4 +59,52 @@ func eventPath(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// sampleFunctions is the function each sample in events/ is for; a sample missing here fails
+// TestEverySampleRunsAsItIs, so that every sample is run.
+var sampleFunctions = map[string]string{
+	"eventbridge-tick.json": "schedule", "s3-put-seed.json": "schedule", "s3-test-event.json": "schedule",
+	"sqs-links.json": "schedule", "sqs-links-with-poison.json": "schedule", "sqs-fetch.json": "fetch", "sqs-parse.json": "parse",
+}
+
+// TestEverySampleRunsAsItIs runs crawl invoke on each sample in events/, as it is, on a fresh
+// state, as sam local invoke runs its samples: each must exit 0 with no failed record. The state
+// is read back for what the samples that read the bucket did: the seed report, and the record.
+func TestEverySampleRunsAsItIs(t *testing.T) {
+	files, err := filepath.Glob(eventPath(t, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples in events/: %v", err)
+	}
+	for _, file := range files {
+		name := filepath.Base(file)
+		t.Run(name, func(t *testing.T) {
+			fn := sampleFunctions[name]
+			if fn == "" {
+				t.Fatalf("%s is not in sampleFunctions: say which function it is for", name)
+			}
+			dir := t.TempDir()
+			code, stdout, stderr := runBin(t, dir, nil, "invoke", fn, file)
+			if code != ExitOK || strings.Contains(stdout, "itemIdentifier") {
+				t.Fatalf("crawl invoke %s %s: exit %d\nstdout: %s\nstderr: %s", fn, name, code, stdout, stderr)
+			}
+			blobs := filepath.Join(dir, "crawl-state", "blobs")
+			switch name {
+			case "s3-put-seed.json":
+				report, err := os.ReadFile(filepath.Join(blobs, "crawls", "my-seeds-25f56f7b9ed9", "seeds.json"))
+				if err != nil || !strings.Contains(string(report), "not a url") {
+					t.Errorf("the seed report: %s, %v; want it to name the bad line", report, err)
+				}
+			case "sqs-parse.json":
+				recs, _ := filepath.Glob(filepath.Join(blobs, "records", "my-seeds-25f56f7b9ed9", "*", "*", "*", "*.jsonl"))
+				if len(recs) != 1 {
+					t.Fatalf("%d record files, want 1", len(recs))
+				}
+				b, err := os.ReadFile(recs[0])
+				if err != nil || !strings.Contains(string(b), `"title":"Example"`) {
+					t.Errorf("the record: %s, %v; want the sample page's", b, err)
+				}
+			}
+		})
+	}
 }

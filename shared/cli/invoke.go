@@ -7,15 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	samples "github.com/crawlstack/crawlstack/events"
+
 	"github.com/crawlstack/crawlstack/shared/awsports"
+	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 )
 
@@ -78,7 +83,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	h, closeFn, err := invokeHandlers(ctx, *backend, *state, *hostRPS, allow, log)
+	h, closeFn, err := invokeHandlers(ctx, *backend, *state, file, *hostRPS, allow, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)
 		return ExitFailed
@@ -101,7 +106,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // invokeHandlers builds the handlers on the chosen backend and returns what releases them.
-func invokeHandlers(ctx context.Context, backend, state string, hostRPS float64, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
+func invokeHandlers(ctx context.Context, backend, state, eventFile string, hostRPS float64, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
 	if backend == "aws" {
 		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log)
 		if err != nil {
@@ -119,6 +124,10 @@ func invokeHandlers(ctx context.Context, backend, state string, hostRPS float64,
 		be.Close()
 		return nil, nil, fmt.Errorf("set up the embedded backend: %w", err)
 	}
+	if err := loadBlobs(ctx, be.Blobs, filepath.Join(filepath.Dir(eventFile), samples.BlobsDir), log); err != nil {
+		be.Close()
+		return nil, nil, err
+	}
 	cfg.ScheduleQueue, cfg.FetchQueue, cfg.ParseQueue = res.Schedule, res.Fetch, res.Parse
 	cfg.AllowNets, cfg.HostRPS = allow, hostRPS
 	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
@@ -127,6 +136,41 @@ func invokeHandlers(ctx context.Context, backend, state string, hostRPS float64,
 		return nil, nil, err
 	}
 	return h, func() { h.Close(); be.Close() }, nil
+}
+
+// loadBlobs puts the files under dir (the blobs/ folder beside an event file, as events/ has one)
+// into the bucket, each under its path in dir, unless an object is there already: the objects the
+// sample events make their handlers read, so that every sample runs as it is. No dir, nothing to do.
+func loadBlobs(ctx context.Context, store blob.Store, dir string, log *slog.Logger) error {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		switch err := store.PutIfAbsent(ctx, filepath.ToSlash(rel), body, "application/octet-stream"); {
+		case errors.Is(err, blob.ErrExists):
+		case err != nil:
+			return fmt.Errorf("put %s into the bucket: %w", rel, err)
+		default:
+			n++
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if n > 0 {
+		log.Info("put the objects the samples read into the bucket", "from", dir, "objects", n)
+	}
+	return err
 }
 
 // allowNetEnv is getenv with the --allow-net ranges added to CRAWL_ALLOW_NET (a comma-separated
