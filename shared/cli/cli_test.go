@@ -173,6 +173,9 @@ func TestARefusedSeedSaysWhyAndWhatToDo(t *testing.T) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr)
 		}
 	}
+	if strings.Contains(stderr, "ssrf: address") || strings.Contains(stderr, "1 URLs") {
+		t.Errorf("the explanation repeats its class or miscounts:\n%s", stderr)
+	}
 	if n := site.Fetched(); n != 0 {
 		t.Errorf("the loopback site served %d pages without --allow-net", n)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"net/url"
+	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
@@ -30,8 +31,12 @@ func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, craw
 		fmt.Fprintf(w, "crawl: %d URLs were refused as non-public addresses (class ssrf); --allow-net CIDR admits a range\n", n)
 		return
 	}
-	fmt.Fprintf(w, "crawl: %d URLs were refused (class ssrf): the crawler fetches only public addresses by default;"+
-		" %s was refused: %s\n", n, first.URL, first.Detail)
+	urls := fmt.Sprintf("%d URLs were", n)
+	if n == 1 {
+		urls = "1 URL was"
+	}
+	fmt.Fprintf(w, "crawl: %s refused (class ssrf): the crawler fetches only public addresses by default;"+
+		" %s was refused: %s\n", urls, first.URL, strings.TrimPrefix(first.Detail, string(errclass.SSRF)+": "))
 	again := "run the command again"
 	if fetched > 0 {
 		again += " with --fresh too (this crawl has ended: a run with --fresh starts it again)"
