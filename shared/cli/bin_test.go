@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlstack/crawlstack/shared/demosite"
 )
 
 // built is the crawl command, built once per test binary by crawlBin.
@@ -65,6 +68,19 @@ func runBin(t *testing.T, dir string, env []string, args ...string) (code int, s
 // does) once the site has served at least n pages, and returns its exit code, stdout and stderr.
 func interruptBin(t *testing.T, dir string, site interface{ Fetched() int }, n int, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return signalBin(t, dir, site, n, os.Interrupt, args...)
+}
+
+// killBin is interruptBin with kill -9 (its exit code says nothing).
+func killBin(t *testing.T, dir string, site interface{ Fetched() int }, n int, args ...string) {
+	t.Helper()
+	signalBin(t, dir, site, n, os.Kill, args...)
+}
+
+// signalBin starts the built crawl command with args in dir, sends it sig once the site has
+// served at least n pages, and returns its exit code, stdout and stderr.
+func signalBin(t *testing.T, dir string, site interface{ Fetched() int }, n int, sig os.Signal, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	cmd := exec.Command(crawlBin(t), args...)
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
@@ -81,7 +97,7 @@ func interruptBin(t *testing.T, dir string, site interface{ Fetched() int }, n i
 		}
 		time.Sleep(2 * time.Millisecond) // a poll interval, with the deadline above
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
@@ -92,4 +108,14 @@ func interruptBin(t *testing.T, dir string, site interface{ Fetched() int }, n i
 		t.Fatal(err)
 	}
 	return code, out.String(), errOut.String()
+}
+
+// demoSeeds serves a generated site of pages on loopback for the test, and writes a seed file
+// of its home page.
+func demoSeeds(t *testing.T, pages, links, size int) (*demosite.Site, string) {
+	t.Helper()
+	site := demosite.New(pages, links, size)
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	return site, writeFile(t, "seeds.txt", srv.URL+"/\n")
 }

@@ -157,16 +157,17 @@ func TestTheCrawlCountersAreWrittenByTheEnd(t *testing.T) {
 // machine: it must say that the address is not public, name --allow-net, exit non-zero because
 // nothing could be fetched, and print no path that does not exist.
 func TestARefusedSeedSaysWhyAndWhatToDo(t *testing.T) {
-	site := demosite.New(3, 2, 500)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
+	site, seeds := demoSeeds(t, 3, 2, 500)
 	dir := t.TempDir()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
 	code, stdout, stderr := runBin(t, dir, nil, "run", "--state", "st", seeds)
 	if code != ExitFailed {
 		t.Errorf("exit %d, want %d: no seed could be fetched", code, ExitFailed)
 	}
-	host := strings.TrimPrefix(srv.URL, "http://")
+	body, err := os.ReadFile(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(strings.TrimSpace(string(body)), "http://")
 	host = host[:strings.LastIndex(host, ":")]
 	for _, want := range []string{"not public", "--allow-net " + host, "no page could be fetched"} {
 		if !strings.Contains(stderr, want) {
@@ -364,11 +365,8 @@ func TestTheSummaryListsWhatWasGivenUp(t *testing.T) {
 // crawl has ended and names --fresh, and --fresh fetches the site again. The site counts what it
 // served: the oracle for what each run did.
 func TestTheSameCommandWithTheFixCrawls(t *testing.T) {
-	site := demosite.New(3, 2, 500)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
+	site, seeds := demoSeeds(t, 3, 2, 500)
 	dir := t.TempDir()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
 	if code, _, stderr := runBin(t, dir, nil, "run", "--state", "st", seeds); code != ExitFailed {
 		t.Fatalf("without --allow-net: exit %d, want %d\n%s", code, ExitFailed, stderr)
 	}
@@ -461,10 +459,7 @@ func TestWhichCrawlRunsIsSaid(t *testing.T) {
 // over it end with the class the docs name, budget (not scope), and the site serves at most 20
 // pages.
 func TestMaxPagesRefusesWithTheBudgetClass(t *testing.T) {
-	site := demosite.New(60, 6, 500)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	site, seeds := demoSeeds(t, 60, 6, 500)
 	code, stdout, stderr := runBin(t, "", nil, "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
 		"--max-pages", "20", "--json", seeds)
 	if code != ExitOK {
@@ -486,10 +481,7 @@ func TestMaxPagesRefusesWithTheBudgetClass(t *testing.T) {
 // must be exactly one JSON document (json.Unmarshal refuses anything after it), and the text
 // summary goes to stderr.
 func TestJSONStdoutIsOneDocument(t *testing.T) {
-	site := demosite.New(5, 2, 500)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	_, seeds := demoSeeds(t, 5, 2, 500)
 	for name, args := range map[string][]string{
 		"run":  {"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds},
 		"demo": {"demo", "--pages", "5", "--", "--json"},

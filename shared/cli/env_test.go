@@ -1,23 +1,17 @@
 package cli
 
 import (
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/crawlstack/crawlstack/shared/demosite"
 )
 
 // TestFlagsOverEnvironmentOverDefaults runs the built command with CRAWL_* variables, as the
 // README documents them: a variable sets its flag's value, a flag on the command line wins over
 // it, and a bad value names the variable. The site counts what each run fetched.
 func TestFlagsOverEnvironmentOverDefaults(t *testing.T) {
-	site := demosite.New(10, 4, 500)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	site, seeds := demoSeeds(t, 10, 4, 500)
 	env := []string{"CRAWL_ALLOW_NET=127.0.0.0/8", "CRAWL_HOST_RPS=0", "CRAWL_MAX_PAGES=1"}
 	code, _, stderr := runBin(t, "", env, "run", "--max-pages", "3", seeds)
 	if code != ExitOK {

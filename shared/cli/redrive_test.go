@@ -1,15 +1,10 @@
 package cli
 
 import (
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/crawlstack/crawlstack/shared/demosite"
 )
 
 // TestRedriveSaysWhatToRunNext runs the built command as a user recovering dead letters: a
@@ -34,23 +29,10 @@ func TestRedriveSaysWhatToRunNext(t *testing.T) {
 	// A run killed with --max-receive 1: the messages it held have had their one receive, so the
 	// next run, which takes them back, moves them to the dead-letter queues, and their URLs stay
 	// pending.
-	site := demosite.New(120, 6, 2000)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
+	site, seeds := demoSeeds(t, 120, 6, 2000)
 	run := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "200", "--concurrency", "4",
 		"--max-receive", "1", "--quiet", "--json", seeds}
-	child := exec.Command(crawlBin(t), run...)
-	child.Dir = dir
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for site.Fetched() < 20 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond) // a poll interval, with the deadline above
-	}
-	child.Process.Kill()
-	child.Wait()
+	killBin(t, dir, site, 20, run...)
 	code, stdout, stderr := runBin(t, dir, nil, run...)
 	s := lastJSON(t, stdout)
 	if code != ExitOK || s.Pending == 0 || len(s.DeadLetters) == 0 {

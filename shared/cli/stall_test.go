@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http/httptest"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-
-	"github.com/crawlstack/crawlstack/shared/demosite"
 )
 
 // TestAResumeAfterKillDoesNotWaitOutTheDeadRunsMessages kills a run with kill -9 and resumes it
@@ -23,24 +20,11 @@ import (
 // at once (it holds the state alone) and finish well within the test's deadline, and its rate must
 // count only its own pages, as the site counts what it served during the resume.
 func TestAResumeAfterKillDoesNotWaitOutTheDeadRunsMessages(t *testing.T) {
-	site := demosite.New(200, 6, 2000)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
+	site, seeds := demoSeeds(t, 200, 6, 2000)
 	dir := t.TempDir()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
 	args := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "200", "--concurrency", "4",
 		"--visibility", "10m", "--quiet", "--json", seeds}
-	child := exec.Command(crawlBin(t), args...)
-	child.Dir = dir
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for site.Fetched() < 30 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond) // a poll interval, with the deadline above
-	}
-	child.Process.Kill()
-	child.Wait()
+	killBin(t, dir, site, 30, args...)
 	killedAt := site.Fetched()
 	if killedAt < 30 || killedAt >= 200 {
 		t.Fatalf("killed after %d pages, want between 30 and 199", killedAt)
@@ -84,11 +68,8 @@ func TestAResumeAfterKillDoesNotWaitOutTheDeadRunsMessages(t *testing.T) {
 // whose politeness spaces requests a second apart: the progress line must say that it waits,
 // for what, and when the next message is due.
 func TestTheProgressLineSaysWhatItWaitsFor(t *testing.T) {
-	site := demosite.New(4, 3, 500)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
+	_, seeds := demoSeeds(t, 4, 3, 500)
 	dir := t.TempDir()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
 	cmd := exec.Command(crawlBin(t), "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "1", seeds)
 	cmd.Dir = dir
 	tty, err := pty.Start(cmd)
@@ -124,11 +105,8 @@ func TestTheProgressLineSaysWhatItWaitsFor(t *testing.T) {
 // TestAnInterruptIsNotAFailure interrupts a run as Ctrl-C does: stderr must hold no warning, and
 // one line that says what was saved and how to resume.
 func TestAnInterruptIsNotAFailure(t *testing.T) {
-	site := demosite.New(300, 6, 2000)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
+	site, seeds := demoSeeds(t, 300, 6, 2000)
 	dir := t.TempDir()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
 	code, stdout, stderr := interruptBin(t, dir, site, 40, "run", "--state", "st", "--allow-net", "127.0.0.0/8",
 		"--host-rps", "300", "--quiet", seeds)
 	if code != ExitInterrupted {
