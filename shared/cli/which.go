@@ -35,18 +35,30 @@ type crawlState struct {
 // done is whether the crawl has ended: URLs seen and none pending.
 func (s crawlState) done() bool { return s.exists && s.c.Seen > 0 && s.c.Pending() == 0 }
 
-// readCrawl reads a crawl's record and its exact counts (a scan of its URLs, so only once per run).
+// readCrawl reads a crawl's record and its counters. Counters may drift by one after a crash, so
+// a crawl they say has ended is counted again exactly (Tally); that scans the table (on DynamoDB
+// the whole table), so it is done only then, at most once per run.
 func readCrawl(ctx context.Context, st *crawlstate.Store, id string) (crawlState, error) {
 	if _, err := st.CrawlOf(ctx, id); errors.Is(err, table.ErrNotFound) {
 		return crawlState{}, nil
 	} else if err != nil {
 		return crawlState{}, err
 	}
-	c, err := st.Tally(ctx, id)
+	c, err := st.Counters(ctx, id)
 	if err != nil {
-		return crawlState{}, fmt.Errorf("count crawl %s: %w", id, err)
+		return crawlState{}, err
 	}
 	return crawlState{exists: true, c: c}, nil
+}
+
+// exact is s with its counts from a count of the crawl's URL items.
+func exact(ctx context.Context, st *crawlstate.Store, id string, s crawlState) (crawlState, error) {
+	c, err := st.Tally(ctx, id)
+	if err != nil {
+		return s, fmt.Errorf("count crawl %s: %w", id, err)
+	}
+	s.c = c
+	return s, nil
 }
 
 // generation is the version of a seed file's n-th crawl (n from 1).
@@ -81,6 +93,12 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 	}
 	prev := pick{key: key, version: generation(version, n-1)}
 	prev.id = scheduler.CrawlID(bucket, key, prev.version)
+	if last.done() {
+		var err error
+		if last, err = exact(ctx, st, prev.id, last); err != nil {
+			return pick{}, err
+		}
+	}
 	if !last.done() {
 		prev.note = fmt.Sprintf("resuming crawl %s (%d fetched, %d pending)", prev.id, last.c.Fetched, last.c.Pending())
 		prev.fetched = last.c.Fetched
