@@ -5,6 +5,7 @@ go 1.26.0
 ignore node_modules
 
 require (
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/andybalholm/brotli v1.0.6
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
@@ -18,6 +19,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/creack/pty v1.1.24
 	github.com/gocolly/colly/v2 v2.3.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jimsmart/grobotstxt v1.0.3

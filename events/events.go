@@ -21,6 +21,12 @@ import (
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 )
 
+// BlobsDir is the folder, beside the samples, of the bucket objects they make their handlers
+// read: the seed file of s3-put-seed.json (and of the re-crawl tick), and the WARC record of
+// sqs-parse.json. `crawl invoke` puts them into an embedded state's bucket, so that every sample
+// runs as it is.
+const BlobsDir = "blobs"
+
 // SampleHost is the origin every sample URL is on.
 const SampleHost = "http://example.test"
 

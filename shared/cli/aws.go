@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -20,6 +21,18 @@ func openBackend(ctx context.Context, o RunOptions) (*Backend, error) {
 		return OpenEmbedded(o.State)
 	}
 	return OpenAWS(ctx, os.Getenv)
+}
+
+// openExisting opens the backend for a command about crawls that are there already (status,
+// failures, pause, redrive): on the embedded backend, a state directory that crawl run has not made
+// is an error, not a new empty one.
+func openExisting(ctx context.Context, o RunOptions) (*Backend, error) {
+	if o.Backend == "embedded" {
+		if _, err := os.Stat(filepath.Join(o.State, "state.db")); err != nil {
+			return nil, fmt.Errorf("no crawl state in %s: crawl run makes one there; --state (or CRAWL_STATE) names another", o.State)
+		}
+	}
+	return openBackend(ctx, o)
 }
 
 // OpenAWS opens the AWS backend: real AWS, LocalStack or the emulators, as AWS_ENDPOINT_URL and

@@ -44,7 +44,10 @@ type Backend struct {
 	Find func(ctx context.Context, name string) (string, error)
 	// Where tells a person where the results are.
 	Where func(prefix string) string
-	Close func() error
+	// Exists, when set, says whether anything is stored where Where points (the embedded
+	// backend's directories); without it, a crawl that fetched no page is taken to have stored none.
+	Exists func(where string) bool
+	Close  func() error
 	// IdleCheck is how often the runner looks whether the crawl is done (0: localrun's
 	// default). Looking asks every queue for its depth, so it is often only where that is free.
 	IdleCheck time.Duration
@@ -84,7 +87,11 @@ func OpenEmbedded(dir string) (*Backend, error) {
 	return &Backend{
 		Name: "embedded", Queue: db.Queue(), Table: db.Table("crawl"), Blobs: store,
 		TableName: "crawl", Bucket: "crawl",
-		Where:      func(prefix string) string { return filepath.Join(blobDir, filepath.FromSlash(prefix)) },
+		Where: func(prefix string) string { return filepath.Join(blobDir, filepath.FromSlash(prefix)) },
+		Exists: func(where string) bool {
+			_, err := os.Stat(where)
+			return err == nil
+		},
 		Close:      db.Close,
 		IdleCheck:  embeddedIdleCheck,
 		SyncsFiles: true,

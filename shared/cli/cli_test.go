@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(Main(context.Background(), a, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
 }
 
 func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -49,13 +53,12 @@ func writeFile(t *testing.T, name, body string) string {
 	return p
 }
 
-// lastJSON decodes the last line of stdout, where --json puts the summary.
+// lastJSON decodes stdout, which --json makes the summary alone: one JSON document, as jq reads.
 func lastJSON(t *testing.T, stdout string) Summary {
 	t.Helper()
-	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	var s Summary
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil {
-		t.Fatalf("the last line of stdout is not the JSON summary: %v\n%s", err, stdout)
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
 	}
 	return s
 }
@@ -71,14 +74,14 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, ExitUsage, "usage"},
 		{"unknown command", []string{"crawl-all"}, ExitUsage, "unknown command"},
 		{"help", []string{"help"}, ExitOK, ""},
-		{"no seed file", []string{"run"}, ExitUsage, "want exactly one SEEDFILE"},
+		{"no seed file", []string{"run", "--state", t.TempDir()}, ExitUsage, "give a SEEDFILE"},
 		{"missing seed file", []string{"run", "--state", t.TempDir(), filepath.Join(t.TempDir(), "nope.txt")}, ExitUsage, "cannot read the seed file"},
 		{"bad concurrency", []string{"run", "--concurrency", "0", seed}, ExitUsage, "--concurrency"},
 		{"bad backend", []string{"run", "--backend", "gcp", seed}, ExitUsage, "--backend"},
 		{"state with the aws backend", []string{"run", "--backend", "aws", "--state", "x", seed}, ExitUsage, "--state is for the embedded backend"},
 		{"budget on the embedded backend", []string{"run", "--budget-usd", "5", seed}, ExitUsage, "--budget-usd meters what a crawl costs on AWS"},
 		{"bad prices", []string{"run", "--backend", "aws", "--prices", "sqs=cheap", seed}, ExitUsage, "prices"},
-		{"negative budget", []string{"run", "--backend", "aws", "--budget-usd", "-1", seed}, ExitUsage, "budget $-1"},
+		{"negative budget", []string{"run", "--backend", "aws", "--budget-usd", "-1", seed}, ExitUsage, "--budget-usd -1: must be 0 (no budget) or more"},
 		{"bad scope", []string{"run", "--state", t.TempDir(), "--scope", "planet", seed}, ExitUsage, "planet"},
 		{"bad allow-net", []string{"run", "--state", t.TempDir(), "--allow-net", "10.0.0.0/99", seed}, ExitUsage, "allow-net"},
 		{"bad include", []string{"run", "--state", t.TempDir(), "--include", "a(b", seed}, ExitUsage, "include"},
@@ -150,21 +153,47 @@ func TestTheCrawlCountersAreWrittenByTheEnd(t *testing.T) {
 	}
 }
 
-func TestNonPublicAddressesAreRefusedByDefault(t *testing.T) {
-	site := demosite.New(3, 2, 500)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
-	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--json", seeds)
-	if code != ExitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
+// TestARefusedSeedSaysWhyAndWhatToDo runs the command as a newcomer does, on a seed of their own
+// machine: it must say that the address is not public, name --allow-net, exit non-zero because
+// nothing could be fetched, and print no path that does not exist.
+func TestARefusedSeedSaysWhyAndWhatToDo(t *testing.T) {
+	site, seeds := demoSeeds(t, 3, 2, 500)
+	dir := t.TempDir()
+	code, stdout, stderr := runBin(t, dir, nil, "run", "--state", "st", seeds)
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d: no seed could be fetched", code, ExitFailed)
 	}
-	s := lastJSON(t, stdout)
-	if s.Fetched != 0 || s.Classes["ssrf"] != 1 {
-		t.Errorf("summary = %+v, want the loopback seed skipped as ssrf", s)
+	body, err := os.ReadFile(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(strings.TrimSpace(string(body)), "http://")
+	host = host[:strings.LastIndex(host, ":")]
+	for _, want := range []string{"not public", "--allow-net " + host, "no page could be fetched"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "ssrf: address") || strings.Contains(stderr, "1 URLs") {
+		t.Errorf("the explanation repeats its class or miscounts:\n%s", stderr)
 	}
 	if n := site.Fetched(); n != 0 {
 		t.Errorf("the loopback site served %d pages without --allow-net", n)
+	}
+	// Every path the output names must exist.
+	for _, line := range strings.Split(stdout+stderr, "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "st/") || strings.HasPrefix(f, "st"+string(filepath.Separator)) {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("the output names %s, which does not exist: %v", f, err)
+				}
+			}
+		}
+	}
+	code, stdout, _ = runBin(t, dir, nil, "run", "--state", "st2", "--json", seeds)
+	s := lastJSON(t, stdout)
+	if code != ExitFailed || s.Fetched != 0 || s.Classes["ssrf"] != 1 || s.Pages != "" || s.Records != "" {
+		t.Errorf("exit %d, summary %+v: want exit 1, the seed skipped as ssrf, and no pages or records path", code, s)
 	}
 }
 
@@ -326,7 +355,152 @@ func TestTheSummaryListsWhatWasGivenUp(t *testing.T) {
 		s.GaveUp[0].Class != "http_5xx" || !strings.Contains(s.GaveUp[0].Detail, "503") {
 		t.Errorf("summary = %+v, want finished with %s given up as http_5xx, status 503", s, site.PageURL(5))
 	}
-	if !strings.Contains(stdout, "given up:") || !strings.Contains(stdout, strconv.Quote(site.PageURL(5))) {
-		t.Errorf("the text summary does not list the page given up:\n%s", stdout)
+	if !strings.Contains(stderr, "given up:") || !strings.Contains(stderr, strconv.Quote(site.PageURL(5))) {
+		t.Errorf("the text summary (on stderr with --json) does not list the page given up:\n%s", stderr)
+	}
+}
+
+// TestTheSameCommandWithTheFixCrawls follows a newcomer after a refused seed: the same command
+// with --allow-net crawls (the ended crawl fetched nothing), the same command once more says the
+// crawl has ended and names --fresh, and --fresh fetches the site again. The site counts what it
+// served: the oracle for what each run did.
+func TestTheSameCommandWithTheFixCrawls(t *testing.T) {
+	site, seeds := demoSeeds(t, 3, 2, 500)
+	dir := t.TempDir()
+	if code, _, stderr := runBin(t, dir, nil, "run", "--state", "st", seeds); code != ExitFailed {
+		t.Fatalf("without --allow-net: exit %d, want %d\n%s", code, ExitFailed, stderr)
+	}
+	allowed := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0", seeds}
+	code, _, stderr := runBin(t, dir, nil, allowed...)
+	if code != ExitOK || site.Fetched() != 3 || !strings.Contains(stderr, "ended without fetching a page; starting it again") {
+		t.Fatalf("with --allow-net: exit %d, %d pages served, want 0 and 3, and the restart said\n%s", code, site.Fetched(), stderr)
+	}
+	code, stdout, stderr := runBin(t, dir, nil, allowed...)
+	if code != ExitOK || !strings.Contains(stderr, "already ended") || !strings.Contains(stderr, "--fresh") ||
+		!strings.Contains(stdout, "had already ended") {
+		t.Errorf("once more: exit %d, want 0, and that the crawl has ended and --fresh\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if n := len(site.Repeats()); n != 0 {
+		t.Errorf("a run of an ended crawl fetched %d pages again", n)
+	}
+	code, _, stderr = runBin(t, dir, nil, append([]string{"run", "--fresh"}, allowed[1:]...)...)
+	if code != ExitOK || len(site.Repeats()) != 3 || !strings.Contains(stderr, "--fresh starts it again") {
+		t.Errorf("--fresh: exit %d, %d pages served again, want 0 and 3\n%s", code, len(site.Repeats()), stderr)
+	}
+}
+
+// TestWhichCrawlRunsIsSaid interrupts a crawl, adds a comment to its seed file and runs it again:
+// the run must say it resumes the same crawl and fetch no page twice. A second seed file then
+// starts a new crawl while the first one's second file is unfinished: the run names both, and its
+// summary covers both. --name pins a crawl whatever the file holds.
+func TestWhichCrawlRunsIsSaid(t *testing.T) {
+	site := demosite.New(120, 4, 500)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	seeds := filepath.Join(dir, "seeds.txt")
+	if err := os.WriteFile(seeds, []byte(srv.URL+"/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "100", "--host-concurrency", "1", "--concurrency", "2",
+		"--visibility", "2s", "--quiet", "--json", seeds}
+	if code, _, stderr := interruptBin(t, dir, site, 10, args...); code != ExitInterrupted || !strings.Contains(stderr, "new crawl seeds-") {
+		t.Fatalf("the first run: exit %d, want %d, and it names the new crawl\n%s", code, ExitInterrupted, stderr)
+	}
+	first := site.Fetched()
+	if err := os.WriteFile(seeds, []byte("# my seeds\n\n  "+srv.URL+"/  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := interruptBin(t, dir, site, first+10, args...)
+	if code != ExitInterrupted || !strings.Contains(stderr, "resuming crawl seeds-") {
+		t.Fatalf("after a comment was added: exit %d, and the run does not say it resumes\n%s", code, stderr)
+	}
+	resumed := lastJSON(t, stdout).Crawl
+
+	site2 := demosite.New(5, 2, 500)
+	srv2 := httptest.NewServer(site2)
+	defer srv2.Close()
+	other := filepath.Join(dir, "other.txt")
+	if err := os.WriteFile(other, []byte(srv2.URL+"/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runBin(t, dir, nil, append(args[:len(args)-1:len(args)-1], other)...)
+	if code != ExitOK {
+		t.Fatalf("the other seed file: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "new crawl other-") || !strings.Contains(stderr, "unfinished crawl "+resumed+" is here too") {
+		t.Errorf("the run does not name its new crawl and the unfinished %s:\n%s", resumed, stderr)
+	}
+	s := lastJSON(t, stdout)
+	if s.Fetched != 5 || len(s.Also) != 1 || s.Also[0].Crawl != resumed || s.Also[0].Pending != 0 || s.Also[0].Fetched != 120 {
+		t.Errorf("summary = %+v, want the 5 pages of the new crawl, and the resumed crawl in also with all 120 fetched", s)
+	}
+	if site.Fetched() != 120 || site2.Fetched() != 5 {
+		t.Errorf("the sites served %d and %d pages, want 120 and 5", site.Fetched(), site2.Fetched())
+	}
+	if n := len(site.Repeats()); n > 4 {
+		t.Errorf("%d pages were fetched twice; only the pages in flight at each interrupt (2 at most) may be", n)
+	}
+
+	named := append([]string{"run", "--name", "mine"}, args[1:]...)
+	code, stdout, stderr = runBin(t, dir, nil, named...)
+	if code != ExitOK || !strings.Contains(stderr, "new crawl mine-") {
+		t.Fatalf("--name: exit %d\n%s", code, stderr)
+	}
+	id := lastJSON(t, stdout).Crawl
+	named[len(named)-1] = other
+	code, stdout, stderr = runBin(t, dir, nil, named...)
+	if code != ExitOK || lastJSON(t, stdout).Crawl != id || !strings.Contains(stderr, "already ended") {
+		t.Errorf("--name with another file: exit %d, crawl %s, want %s, ended\n%s", code, lastJSON(t, stdout).Crawl, id, stderr)
+	}
+}
+
+// TestMaxPagesRefusesWithTheBudgetClass crawls a 60-page site with --max-pages 20: the links
+// over it end with the class the docs name, budget (not scope), and the site serves at most 20
+// pages.
+func TestMaxPagesRefusesWithTheBudgetClass(t *testing.T) {
+	site, seeds := demoSeeds(t, 60, 6, 500)
+	code, stdout, stderr := runBin(t, "", nil, "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
+		"--max-pages", "20", "--json", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	s := lastJSON(t, stdout)
+	if s.Classes["budget"] == 0 || s.Classes["scope"] != 0 {
+		t.Errorf("classes %v: want the URLs over --max-pages as budget, none as scope", s.Classes)
+	}
+	if admitted := s.Seen - s.Classes["budget"]; admitted > 20 || site.Fetched() > 20 {
+		t.Errorf("%d URLs admitted and %d pages served, want at most 20", admitted, site.Fetched())
+	}
+	if !strings.Contains(stderr, "--max-pages") {
+		t.Errorf("the text summary (on stderr with --json) does not say that --max-pages stopped the crawl:\n%s", stderr)
+	}
+}
+
+// TestJSONStdoutIsOneDocument runs crawl run and crawl demo with --json as a script does: stdout
+// must be exactly one JSON document (json.Unmarshal refuses anything after it), and the text
+// summary goes to stderr.
+func TestJSONStdoutIsOneDocument(t *testing.T) {
+	_, seeds := demoSeeds(t, 5, 2, 500)
+	for name, args := range map[string][]string{
+		"run":  {"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds},
+		"demo": {"demo", "--pages", "5", "--", "--json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := runBin(t, "", nil, args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+				t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
+			}
+			if doc["fetched"] != float64(5) {
+				t.Errorf("the document says %v fetched, want 5", doc["fetched"])
+			}
+			if !strings.Contains(stderr, "fetched 5") {
+				t.Errorf("stderr does not hold the text summary:\n%s", stderr)
+			}
+		})
 	}
 }

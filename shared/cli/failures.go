@@ -29,12 +29,12 @@ type Failure struct {
 func failures(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var asJSON, asCSV bool
 	var classes string
-	o, rest, err := adminFlags("failures", "[--class a,b] [--json|--csv] CRAWL", args, stderr, &asJSON, func(fs *flag.FlagSet) {
+	o, rest, err := adminFlags("failures", "[--class a,b] [--json|--csv] CRAWL", args, &asJSON, func(fs *flag.FlagSet) {
 		fs.BoolVar(&asCSV, "csv", false, "print CSV: url,state,class,detail,depth")
 		fs.StringVar(&classes, "class", "", "only these error classes, comma-separated (http_5xx,timeout,...)")
 	})
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stdout, stderr, "failures", err)
 	}
 	if len(rest) != 1 {
 		fmt.Fprintf(stderr, "crawl failures: want exactly one CRAWL (crawl status lists them), got %d arguments\n", len(rest))
@@ -49,7 +49,7 @@ func failures(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "crawl failures: %v\n", err)
 		return ExitUsage
 	}
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl failures: %v\n", err)
 		return ExitFailed

@@ -14,17 +14,17 @@ import (
 // indexes/CRAWL.cdxj (and written to -o FILE as well, if given).
 func index(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var out string
-	o, rest, err := adminFlags("index", "[-o FILE] CRAWL", args, stderr, nil, func(fs *flag.FlagSet) {
+	o, rest, err := adminFlags("index", "[-o FILE] CRAWL", args, nil, func(fs *flag.FlagSet) {
 		fs.StringVar(&out, "o", "", "also write the index to FILE")
 	})
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stdout, stderr, "index", err)
 	}
 	if len(rest) != 1 {
 		fmt.Fprintf(stderr, "crawl index: want exactly one CRAWL (crawl status lists them), got %d arguments\n", len(rest))
 		return ExitUsage
 	}
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl index: %v\n", err)
 		return ExitFailed

@@ -7,46 +7,52 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	samples "github.com/crawlstack/crawlstack/events"
+
 	"github.com/crawlstack/crawlstack/shared/awsports"
+	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 )
 
 // invokeFunctions are the handlers `crawl invoke` can run, by their Lambda function's name.
 var invokeFunctions = map[string]bool{"schedule": true, "fetch": true, "parse": true}
 
+// invokeHelp is the help of `crawl invoke`.
+var invokeHelp = cmdHelp{
+	usage: "crawl invoke [flags] schedule|fetch|parse EVENTFILE",
+	about: "Run one handler once on a JSON event file and print its response, as sam local invoke does.",
+	examples: `crawl invoke schedule events/s3-put-seed.json
+crawl invoke fetch events/sqs-fetch.json`,
+}
+
 // invoke runs one handler once on a JSON event file and prints its response, as `sam local invoke`
-// does. With the aws backend (the default) the handler is wired exactly as in the Lambda mains,
+// does. With the aws backend the handler is wired exactly as in the Lambda mains,
 // from the environment (awsports.NewHandlers), with --allow-net added to CRAWL_ALLOW_NET:
 // AWS_ENDPOINT_URL* pick LocalStack, the emulators or a real account. With the embedded backend it
-// runs on a state directory, as `crawl run` does.
+// runs on a state directory, as `crawl run` does: the default, as for every command.
 func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	backend := fs.String("backend", "aws", "aws (configured from the environment, as the Lambda functions are) or embedded")
+	backend := fs.String("backend", "embedded", "embedded (a state directory, as crawl run uses), or aws (configured from the environment, as the Lambda functions are)")
 	state := fs.String("state", "crawl-state", "state directory of the embedded backend")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long the handler may run, as a function timeout")
 	hostRPS := fs.Float64("host-rps", pipeline.DefaultConfig().HostRPS, "requests per second per host, with the embedded backend (0 lifts the limit; the aws backend reads CRAWL_HOST_RPS)")
 	var allow []string
 	fs.Var((*listFlag)(&allow), "allow-net", "CIDR (or IP) of a non-public range that may be fetched, added to CRAWL_ALLOW_NET with the aws backend; repeatable")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: crawl invoke [flags] schedule|fetch|parse EVENTFILE")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(stderr, err)
+	if err := parseFlags(fs, args, invokeHelp); err != nil {
+		return usageError(stdout, stderr, "invoke", err)
 	}
 	if fs.NArg() != 2 {
-		fs.Usage()
-		fmt.Fprintf(stderr, "crawl invoke: want a function and an event file, got %d arguments\n", fs.NArg())
-		return ExitUsage
+		return usageError(stdout, stderr, "invoke", fmt.Errorf("want a function and an event file, got %d arguments%s", fs.NArg(), quotedArgs(fs.Args())))
 	}
 	fn, file := fs.Arg(0), fs.Arg(1)
 	if !invokeFunctions[fn] {
@@ -77,7 +83,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	h, closeFn, err := invokeHandlers(ctx, *backend, *state, *hostRPS, allow, log)
+	h, closeFn, err := invokeHandlers(ctx, *backend, *state, file, *hostRPS, allow, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)
 		return ExitFailed
@@ -100,7 +106,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // invokeHandlers builds the handlers on the chosen backend and returns what releases them.
-func invokeHandlers(ctx context.Context, backend, state string, hostRPS float64, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
+func invokeHandlers(ctx context.Context, backend, state, eventFile string, hostRPS float64, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
 	if backend == "aws" {
 		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log)
 		if err != nil {
@@ -118,6 +124,10 @@ func invokeHandlers(ctx context.Context, backend, state string, hostRPS float64,
 		be.Close()
 		return nil, nil, fmt.Errorf("set up the embedded backend: %w", err)
 	}
+	if err := loadBlobs(ctx, be.Blobs, filepath.Join(filepath.Dir(eventFile), samples.BlobsDir), log); err != nil {
+		be.Close()
+		return nil, nil, err
+	}
 	cfg.ScheduleQueue, cfg.FetchQueue, cfg.ParseQueue = res.Schedule, res.Fetch, res.Parse
 	cfg.AllowNets, cfg.HostRPS = allow, hostRPS
 	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
@@ -126,6 +136,41 @@ func invokeHandlers(ctx context.Context, backend, state string, hostRPS float64,
 		return nil, nil, err
 	}
 	return h, func() { h.Close(); be.Close() }, nil
+}
+
+// loadBlobs puts the files under dir (the blobs/ folder beside an event file, as events/ has one)
+// into the bucket, each under its path in dir, unless an object is there already: the objects the
+// sample events make their handlers read, so that every sample runs as it is. No dir, nothing to do.
+func loadBlobs(ctx context.Context, store blob.Store, dir string, log *slog.Logger) error {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		switch err := store.PutIfAbsent(ctx, filepath.ToSlash(rel), body, "application/octet-stream"); {
+		case errors.Is(err, blob.ErrExists):
+		case err != nil:
+			return fmt.Errorf("put %s into the bucket: %w", rel, err)
+		default:
+			n++
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if n > 0 {
+		log.Info("put the objects the samples read into the bucket", "from", dir, "objects", n)
+	}
+	return err
 }
 
 // allowNetEnv is getenv with the --allow-net ranges added to CRAWL_ALLOW_NET (a comma-separated

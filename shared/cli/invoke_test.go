@@ -145,8 +145,8 @@ func TestInvokeErrors(t *testing.T) {
 		{"unparseable event file", append(emb, "parse", notJSON), ExitUsage, "is not a JSON document"},
 		{"no event file", append(emb, "fetch"), ExitUsage, "want a function and an event file"},
 		{"bad backend", []string{"invoke", "--backend", "gcp", "fetch", unknown}, ExitUsage, `--backend "gcp"`},
-		{"state with the aws backend", []string{"invoke", "--state", state, "fetch", unknown}, ExitUsage, "--state is for the embedded backend"},
-		{"host rate with the aws backend", []string{"invoke", "--host-rps", "2", "fetch", unknown}, ExitUsage, "--host-rps is for the embedded backend"},
+		{"state with the aws backend", []string{"invoke", "--backend", "aws", "--state", state, "fetch", unknown}, ExitUsage, "--state is for the embedded backend"},
+		{"host rate with the aws backend", []string{"invoke", "--backend", "aws", "--host-rps", "2", "fetch", unknown}, ExitUsage, "--host-rps is for the embedded backend"},
 		{"schedule rejects the event", append(emb, "schedule", unknown), ExitFailed, "unrecognised event"},
 		{"fetch wants SQS records", append(emb, "fetch", unknown), ExitFailed, "not an SQS event"},
 	}
@@ -178,7 +178,7 @@ func TestInvokeAWSNeedsItsConfiguration(t *testing.T) {
 	t.Setenv("CRAWL_BUCKET", "")
 	file := filepath.Join(t.TempDir(), "ev.json")
 	writeEvent(t, file, `{"Records": []}`)
-	code, _, stderr := invokeMain(t, "invoke", "fetch", file)
+	code, _, stderr := invokeMain(t, "invoke", "--backend", "aws", "fetch", file)
 	if code != ExitFailed || !strings.Contains(stderr, "CRAWL_TABLE") {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming CRAWL_TABLE", code, stderr)
 	}

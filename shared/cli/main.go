@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/demosite"
@@ -18,7 +18,9 @@ import (
 const usage = `crawl: a serverless web crawler, run locally
 
 usage:
-  crawl run [flags] SEEDFILE   crawl the URLs of SEEDFILE (one per line), or a crawl spec (.yaml, .json: docs/spec.md)
+  crawl run [flags] [SEEDFILE] crawl the URLs of SEEDFILE (one per line), or a crawl spec
+                               (.yaml, .json: docs/spec.md); run it again to resume; with no
+                               SEEDFILE, go on with what the state directory holds
   crawl demo [flags]           serve a generated site on loopback and crawl it
   crawl status [flags] [CRAWL] a crawl's progress, cost, queues and what it waits for; with no
                                CRAWL, the crawls on record
@@ -30,10 +32,21 @@ usage:
                                (indexes/CRAWL.cdxj; -o FILE writes a copy)
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
   crawl invoke [flags] FN EVENTFILE  run the schedule, fetch or parse handler once on a JSON event
-  crawl help                   this text
+  crawl help [COMMAND]         this text, or a command's flags and examples
+  crawl --version              the version and commit this binary was built from
 
-Run "crawl run -h" for the flags.
+examples:
+  crawl demo                                  a first crawl, nothing to set up
+  crawl run seeds.txt                         crawl your seeds into ./crawl-state
+  crawl run --allow-net 127.0.0.0/8 seeds.txt a site on your own machine
+  crawl status                                the crawls in ./crawl-state
+  crawl failures CRAWL                        why URLs ended without a page
+
+Run 'crawl COMMAND --help' for a command's flags.
 `
+
+// commands are the commands Main knows, for suggestions on a typo.
+var commands = []string{"run", "demo", "status", "pause", "resume", "stop", "failures", "index", "redrive", "invoke", "help", "version"}
 
 // Main runs the crawl command with args (without the program name) and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -45,9 +58,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	switch args[0] {
 	case "run":
-		o, err := parseRunFlags("run", args[1:], stderr, true)
+		o, err := parseRunFlags("run", args[1:], true)
 		if err != nil {
-			return usageError(stderr, err)
+			return usageError(stdout, stderr, "run", err)
 		}
 		_, code := crawlRun(ctx, o, stdout, stderr)
 		return code
@@ -65,27 +78,37 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return setRun(ctx, args[0], args[1:], stdout, stderr)
 	case "invoke":
 		return invoke(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, version())
+		return ExitOK
+	case "help", "-h", "--help", "-help":
+		if len(args) > 1 && args[1] != "help" && slices.Contains(commands, args[1]) {
+			return Main(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "crawl: unknown command %q\n\n%s", args[0], usage)
+	msg := fmt.Sprintf("crawl: unknown command %q", args[0])
+	if s := closest(strings.TrimLeft(args[0], "-"), commands); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	fmt.Fprintf(stderr, "%s\nRun 'crawl help' for the commands.\n", msg)
 	return ExitUsage
 }
 
-func usageError(stderr io.Writer, err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitOK
-	}
-	fmt.Fprintf(stderr, "crawl: %v\n", err)
-	return ExitUsage
+// demoHelp is the help of `crawl demo`.
+var demoHelp = cmdHelp{
+	usage: "crawl demo [--pages N] [--links N] [--page-bytes N] [-- RUNFLAGS]",
+	about: "Serve a generated site on 127.0.0.1 and crawl it on the embedded backend in .state/demo (afresh each\n" +
+		"time): a first crawl with nothing to set up. Flags of crawl run go after \"--\" (crawl run --help).",
+	examples: `crawl demo
+crawl demo --pages 2000 -- --concurrency 64 --json`,
 }
 
 // demo serves a generated site on 127.0.0.1 and crawls it with the run flags (the loopback range
 // allowed, and no per-host rate limit: it is our own site).
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	pages := fs.Int("pages", 300, "pages of the generated site")
 	links := fs.Int("links", 10, "links per page")
 	size := fs.Int("page-bytes", 8000, "bytes per page")
@@ -98,13 +121,16 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			break
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(stderr, err)
+	if err := parseFlags(fs, args, demoHelp); err != nil {
+		return usageError(stdout, stderr, "demo", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError(stdout, stderr, "demo", fmt.Errorf("unexpected arguments%s (crawl run's flags go after --)", quotedArgs(fs.Args())))
 	}
 	o, err := parseRunFlags("demo", append([]string{"--state", ".state/demo", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
-		"--host-concurrency", "0"}, runArgs...), stderr, false)
+		"--host-concurrency", "0"}, runArgs...), false)
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stdout, stderr, "demo", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -129,12 +155,17 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl demo: %v\n", err)
 		return ExitFailed
 	}
-	fmt.Fprintf(stdout, "serving a %d-page demo site at http://%s/ and crawling it\n", *pages, ln.Addr())
+	// With --json, stdout holds the summary alone: the demo's own lines go to stderr.
+	say := stdout
+	if o.JSON {
+		say = stderr
+	}
+	fmt.Fprintf(say, "serving a %d-page demo site at http://%s/ and crawling it\n", *pages, ln.Addr())
 	sum, code := crawlRun(ctx, o, stdout, stderr)
 	if code == ExitOK {
-		fmt.Fprintf(stdout, "\nthe demo site has %d pages; the crawl fetched %d (robots.txt disallows /private/, nofollow links are not followed)\n",
+		fmt.Fprintf(say, "\nthe demo site has %d pages; the crawl fetched %d (robots.txt disallows /private/, nofollow links are not followed)\n",
 			*pages, sum.Fetched)
-		fmt.Fprintf(stdout, "look at the results:\n  ls %s\n  cat %s/*/*/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
+		fmt.Fprintf(say, "look at the results:\n  ls %s\n  cat %s/*/*/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
 	}
 	return code
 }

@@ -14,11 +14,11 @@ import (
 // redrive moves the messages of a dead-letter queue back to its source queue.
 func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var classes string
-	o, rest, err := adminFlags("redrive", "[--class a,b] schedule|fetch|parse", args, stderr, nil, func(fs *flag.FlagSet) {
+	o, rest, err := adminFlags("redrive", "[--class a,b] schedule|fetch|parse", args, nil, func(fs *flag.FlagSet) {
 		fs.StringVar(&classes, "class", "", "fetch only: move back only the messages whose URLs failed with these classes (http_5xx,timeout,...); the rest stay")
 	})
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stdout, stderr, "redrive", err)
 	}
 	if len(rest) != 1 {
 		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] [--class a,b] schedule|fetch|parse")
@@ -34,7 +34,7 @@ func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	name := rest[0]
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl redrive: %v\n", err)
 		return ExitFailed
@@ -53,6 +53,7 @@ func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "moved %d URLs of class %s from the fetch dead-letter queue back to fetch; %d URLs of other classes stay\n",
 			moved, classes, left)
+		nextAfterRedrive(stdout, o, moved)
 		return ExitOK
 	}
 	n, err := be.Queue.Redrive(ctx, dlq, src)
@@ -65,7 +66,21 @@ func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "moved %d messages from the %s dead-letter queue back to %s\n", n, name, name)
 	}
+	nextAfterRedrive(stdout, o, n)
 	return ExitOK
+}
+
+// nextAfterRedrive says what processes the messages a redrive moved: on the embedded backend a
+// crawl run of the state directory, which needs no seed file; on AWS the stack's functions.
+func nextAfterRedrive(w io.Writer, o RunOptions, moved int) {
+	switch {
+	case moved == 0:
+		return
+	case o.Backend == "embedded":
+		fmt.Fprintf(w, "to process them, run: crawl run --state %s   (no seed file needed: it goes on with what the state holds)\n", o.State)
+	default:
+		fmt.Fprintln(w, "the stack's functions take them from the queue; without a deployed stack, run: crawl run --backend aws SEEDFILE")
+	}
 }
 
 // redrivePair finds the dead-letter queue and source queue of schedule, fetch or parse without

@@ -29,6 +29,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/localrun"
@@ -73,6 +74,8 @@ type RunOptions struct {
 	MaxTries        int
 	RetryWait       time.Duration
 	Quiet           bool
+	Fresh           bool
+	Name            string
 	SeedFile        string
 	BudgetUSD       float64
 	Prices          string
@@ -83,24 +86,25 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// parseRunFlags parses `crawl run` arguments.
-func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) (RunOptions, error) {
+// runFlags defines the flags of `crawl run` (and of `crawl demo` after "--", without the
+// seed file's) on a new flag set that fills o. Their usage strings are the flags' one
+// documentation: `crawl run --help` prints them, and the README's flag table is generated from
+// them (TestREADMEFlagTable).
+func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	d := pipeline.DefaultConfig()
-	o := RunOptions{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.State, "state", "crawl-state", "state directory of the embedded backend (queues, table, pages, records)")
-	fs.StringVar(&o.Backend, "backend", "embedded", "embedded, or aws (AWS_ENDPOINT_URL* select LocalStack or the emulators)")
+	fs.StringVar(&o.State, "state", "crawl-state", "state directory: queues and table (state.db), pages and records (blobs/); embedded backend only (refused with --backend aws)")
+	fs.StringVar(&o.Backend, "backend", "embedded", "embedded (no AWS), or aws: the same local runner on SQS, DynamoDB and S3, as AWS_ENDPOINT_URL* and CRAWL_TABLE, CRAWL_BUCKET, CRAWL_QUEUE_PREFIX say (docs/localstack.md)")
 	fs.IntVar(&o.Concurrency, "concurrency", 32, "fetches in flight at once")
-	fs.IntVar(&o.HostConcurrency, "host-concurrency", d.HostConcurrency, "fetches in flight per host (0: no limit)")
-	fs.Float64Var(&o.HostRPS, "host-rps", d.HostRPS, "requests per second per host; 0 lifts the limit for a site you own (robots.txt Crawl-delay still applies)")
-	fs.StringVar(&o.Scope, "scope", string(d.Scope), "host, domain or any: which links of a seed's pages are followed")
-	fs.IntVar(&o.MaxDepth, "max-depth", d.MaxDepth, "most link hops from a seed (0: the seeds only, -1: no limit)")
-	fs.IntVar(&o.MaxPages, "max-pages", 0, "most pages admitted to the crawl (0: no limit)")
-	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", d.MaxPagesPerHost, "most pages admitted per host, a spider-trap guard (0: no limit)")
-	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "User-Agent header; its product token selects the robots.txt group")
-	fs.Var((*listFlag)(&o.AllowNet), "allow-net", "CIDR (or IP) of a non-public range that may be crawled; repeatable")
-	fs.Func("allow-port", "port that public addresses may be fetched on, besides 80 and 443; repeatable", func(v string) error {
+	fs.IntVar(&o.HostConcurrency, "host-concurrency", d.HostConcurrency, "fetches in flight per host (0: no bound)")
+	fs.Float64Var(&o.HostRPS, "host-rps", d.HostRPS, "requests per second per host, shared by all workers; 0 lifts it for a site you own (robots.txt Crawl-delay still applies)")
+	fs.StringVar(&o.Scope, "scope", string(d.Scope), "which links are followed: the seed's host, its registrable domain, or any")
+	fs.IntVar(&o.MaxDepth, "max-depth", d.MaxDepth, "link hops from a seed (0: the seeds only; -1: no limit)")
+	fs.IntVar(&o.MaxPages, "max-pages", 0, "URLs admitted to the crawl, never more (0: no limit); the links over it end skipped with class budget. An admitted URL then skipped (robots.txt, content type) counts too, so a crawl may fetch fewer pages (docs/safety.md)")
+	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", d.MaxPagesPerHost, "URLs admitted per host, a spider-trap guard (0: no limit)")
+	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "the User-Agent header; its product token selects the robots.txt group")
+	fs.Var((*listFlag)(&o.AllowNet), "allow-net", "a non-public range (CIDR, or one IP) that may be crawled: non-public addresses are refused otherwise; repeatable")
+	fs.Func("allow-port", "another port that public addresses may be fetched on, besides 80 and 443; repeatable", func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 65535 {
 			return fmt.Errorf("port %q: want 1 to 65535", v)
@@ -108,37 +112,66 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 		o.AllowPorts = append(o.AllowPorts, n)
 		return nil
 	})
-	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 10<<20, "most body bytes read from the wire per page (over it: too_large)")
-	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", d.FetchTimeout, "most time for one fetch, redirects and body included")
-	fs.Var((*listFlag)(&o.Include), "include", "regexp a URL must match (repeatable; any one suffices)")
-	fs.Var((*listFlag)(&o.Exclude), "exclude", "regexp a URL must not match (repeatable)")
-	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", `TLS ClientHello: "" (Go's own) or "chrome" (opt-in, through utls)`)
-	fs.BoolVar(&o.JSON, "json", false, "print a JSON summary as the last line of stdout")
-	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the local queues")
+	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 10<<20, "body bytes read from the wire per page (over it: too_large)")
+	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", d.FetchTimeout, "time for one fetch, redirects and body included")
+	fs.Var((*listFlag)(&o.Include), "include", "a regexp a URL must match (repeatable: any one suffices)")
+	fs.Var((*listFlag)(&o.Exclude), "exclude", "a regexp a URL must not match (repeatable)")
+	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", "chrome: an opt-in browser TLS ClientHello (utls), for sites that refuse Go's own")
+	fs.BoolVar(&o.JSON, "json", false, "the summary as one JSON document on stdout (for jq and scripts), everything else on stderr")
+	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress line, even on a terminal")
+	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the queues the run creates: how long a received message stays hidden")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
-	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "most requests of a URL that fails with http_5xx, http_429, timeout or connect (or whose robots.txt is down); then it is failed")
-	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next wait is 4 times longer, at most 15 times this")
-	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
-	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
-	fs.StringVar(&o.Prices, "prices", "", "prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (see docs/cost.md)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: crawl %s [flags]%s\n", name, map[bool]string{true: " SEEDFILE", false: ""}[wantSeed])
-		fs.PrintDefaults()
+	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")
+	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next is 4 times longer, at most 15 times this")
+	if wantSeed {
+		fs.StringVar(&o.Name, "name", "", "name the crawl: runs with the same name go on with the same crawl, whatever the seed file holds (letters, digits, '.', '_', '-'; at most 40)")
+		fs.BoolVar(&o.Fresh, "fresh", false, "start the seed file's crawl again when it has ended (while it is unfinished, a run resumes it)")
 	}
-	if err := fs.Parse(args); err != nil {
+	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "--backend aws only: stop admitting URLs once the crawl's metered bill, with what it has admitted costed at its average so far, reaches this many dollars; the crawl drains and its summary says budget (docs/cost.md; 0: none)")
+	fs.StringVar(&o.Prices, "prices", "", "the prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (docs/cost.md)")
+	return fs
+}
+
+// runHelp is the help of `crawl run`.
+var runHelp = cmdHelp{
+	usage: "crawl run [flags] [SEEDFILE]",
+	about: "Crawl the URLs of SEEDFILE (one a line; blank lines and # comments are ignored) on the embedded\n" +
+		"backend, in the state directory: run the same command again to resume. Without SEEDFILE, a run\n" +
+		"goes on with what the state directory holds: its unfinished crawls and queued messages (after a\n" +
+		"crawl redrive, say).",
+	examples: `crawl run seeds.txt
+crawl run --state my-crawl --scope domain --max-pages 5000 seeds.txt
+crawl run --state my-crawl                 # go on with what my-crawl holds
+crawl run --allow-net 127.0.0.0/8 --host-rps 0 local-seeds.txt   # a site on your own machine
+crawl run --json seeds.txt | jq .fetched`,
+}
+
+// parseRunFlags parses `crawl run` arguments.
+func parseRunFlags(name string, args []string, wantSeed bool) (RunOptions, error) {
+	o := RunOptions{}
+	fs := runFlags(name, &o, wantSeed)
+	h := runHelp
+	if !wantSeed {
+		h = demoHelp
+	}
+	if err := parseFlags(fs, args, h); err != nil {
 		return o, err
 	}
 	if wantSeed {
-		if fs.NArg() != 1 {
-			fs.Usage()
-			return o, fmt.Errorf("crawl %s: want exactly one SEEDFILE, got %d arguments", name, fs.NArg())
+		if fs.NArg() > 1 {
+			return o, fmt.Errorf("want one SEEDFILE, got %d arguments%s", fs.NArg(), quotedArgs(fs.Args()))
 		}
-		o.SeedFile = fs.Arg(0)
+		if o.SeedFile = fs.Arg(0); o.SeedFile == "" && (o.Backend != "embedded" || o.Name != "" || o.Fresh) {
+			return o, errors.New("want a SEEDFILE (only an embedded run without --name or --fresh goes on with its state directory alone)")
+		}
 	} else if fs.NArg() != 0 {
-		return o, fmt.Errorf("crawl %s: unexpected arguments %q", name, fs.Args())
+		return o, fmt.Errorf("unexpected arguments %q (run's flags go after --)", fs.Args())
 	}
-	if o.Concurrency < 1 {
-		return o, fmt.Errorf("--concurrency %d: must be at least 1", o.Concurrency)
+	if o.Name != "" && !validName(o.Name) {
+		return o, fmt.Errorf("--name %q: use letters, digits, '.', '_' and '-', at most 40 of them", o.Name)
+	}
+	if err := checkRunFlags(o); err != nil {
+		return o, err
 	}
 	if o.Backend != "embedded" && o.Backend != "aws" {
 		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
@@ -147,6 +180,19 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 		return o, errors.New("--budget-usd meters what a crawl costs on AWS, and the embedded backend bills nothing: use it with --backend aws")
 	}
 	return o, stateOnlyEmbedded(fs, o.Backend)
+}
+
+// validName is whether name may name a crawl (--name).
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 40 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // GaveUp is a URL the crawl failed, and why.
@@ -219,15 +265,23 @@ func classLine(classes map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// Summary is the result of a run, printed as text and, with --json, as the last line of stdout.
+// Summary is the result of a run, printed as text and, with --json, as the one JSON document on stdout.
 type Summary struct {
-	Crawl          string  `json:"crawl"`
-	Finished       bool    `json:"finished"`
+	Crawl    string `json:"crawl"`
+	Finished bool   `json:"finished"`
+	// Also are the summaries of the other crawls this run advanced: unfinished crawls of the same
+	// state, whose messages it took from the queues too.
+	Also []Summary `json:"also,omitempty"`
+	// AlreadyEnded is set when the crawl had ended before this run, which only showed it.
+	AlreadyEnded   bool    `json:"alreadyEnded,omitempty"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 	Counts
-	BadSeedLines int    `json:"badSeedLines"`
-	Pages        string `json:"pages"`
-	Records      string `json:"records"`
+	// FetchedThisRun are the pages this run fetched (PagesPerSecond is their rate).
+	FetchedThisRun int64 `json:"fetchedThisRun"`
+	BadSeedLines   int   `json:"badSeedLines"`
+	// Pages and Records are where the crawl's WARC files and records are; empty when it stored none.
+	Pages   string `json:"pages,omitempty"`
+	Records string `json:"records,omitempty"`
 	// GaveUp lists some of the failed URLs (crawlstate.MaxGaveUp at most), with why.
 	GaveUp      []GaveUp       `json:"gaveUp,omitempty"`
 	DeadLetters map[string]int `json:"deadLetters"`
@@ -237,35 +291,47 @@ type Summary struct {
 	BudgetUSD float64 `json:"budgetUsd,omitempty"`
 	Stopped   string  `json:"stopped,omitempty"`
 
-	prices meter.Prices // what CostUSD is costed at
+	prices        meter.Prices // what CostUSD is costed at
+	fetchedBefore int64        // the pages the crawl had fetched before this run
 }
 
 // crawlRun runs one crawl of o.SeedFile and returns its summary.
 func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summary, int) {
 	var sum Summary
-	body, err := os.ReadFile(o.SeedFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
-		return sum, ExitUsage
-	}
-	// Bad flags are reported before anything is created: check them with stand-in queue names.
+	// Bad flags are reported before anything is read or created (checkRunFlags has said what is
+	// wrong with each): the pipeline's own check, with stand-in queue names, is a backstop.
 	if err := o.config(Resources{Schedule: "schedule", Fetch: "fetch", Parse: "parse"}).Validate(); err != nil {
 		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
 		return sum, ExitUsage
 	}
-	good, bad, code := readSeeds(o, body, stderr)
-	if code != ExitOK {
-		return sum, code
+	var body []byte
+	if o.SeedFile != "" {
+		var err error
+		if body, err = os.ReadFile(o.SeedFile); err != nil {
+			fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
+			return sum, ExitUsage
+		}
+		good, bad, code := readSeeds(o, body, stderr)
+		if code != ExitOK {
+			return sum, code
+		}
+		sum.BadSeedLines = bad
+		if good == 0 {
+			fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, bad)
+			return sum, ExitUsage
+		}
 	}
-	sum.BadSeedLines = bad
 	sum.BudgetUSD = o.BudgetUSD
+	var err error
 	if sum.prices, err = o.config(Resources{}).PriceTable(); err != nil {
 		fmt.Fprintf(stderr, "crawl: --prices: %v\n", err)
 		return sum, ExitUsage
 	}
-	if good == 0 {
-		fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, bad)
-		return sum, ExitUsage
+	if o.SeedFile == "" {
+		if _, err := os.Stat(filepath.Join(o.State, "state.db")); err != nil {
+			fmt.Fprintf(stderr, "crawl run: no SEEDFILE, and no crawl state in %s to go on with: give a SEEDFILE (crawl run --help)\n", o.State)
+			return sum, ExitUsage
+		}
 	}
 	be, err := openBackend(ctx, o)
 	if err != nil {
@@ -276,6 +342,14 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	if be.SyncsFiles {
 		defer spareProc()()
 	}
+	if o.Backend == "embedded" {
+		unlock, err := lockState(o.State)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		defer unlock()
+	}
 	if be.Existing != nil {
 		fmt.Fprintln(stderr, "crawl: using the queues of a deployed stack: its Lambda functions consume them too, so they share this crawl's work")
 	}
@@ -284,7 +358,17 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
 		return sum, ExitFailed
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if r, ok := be.Queue.(reclaimer); ok && o.Backend == "embedded" {
+		n, err := r.ReclaimInFlight(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		if n > 0 {
+			fmt.Fprintf(stderr, "crawl: took back %d messages that a run which did not end cleanly (killed?) had in flight\n", n)
+		}
+	}
+	log := slog.New(interruptQuiet{Handler: slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), ctx: ctx})
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
 	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge)}, log)
@@ -294,12 +378,50 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	defer h.Close()
 
-	crawl, err := StartCrawl(ctx, be, res, filepath.Base(o.SeedFile), body)
+	if o.SeedFile == "" {
+		return goOn(ctx, o, be, res, h, log, sum, stdout, stderr)
+	}
+	key, version := seedObject(be, filepath.Base(o.SeedFile), body)
+	if o.Name != "" {
+		key, version = namedObject(be, o.Name)
+	}
+	p, err := chooseCrawl(ctx, h.State, be.Bucket, key, version, o.Fresh)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitFailed
 	}
-	sum.Crawl = crawl
+	var others []Summary
+	if be.Name == "embedded" && !p.ended {
+		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+	}
+	if len(others) > 0 {
+		ids := make([]string, len(others))
+		for i, a := range others {
+			ids[i] = a.Crawl
+		}
+		p.note += fmt.Sprintf("; unfinished crawl%s %s %s here too: their messages share the queues, so this run advances them as well",
+			map[bool]string{true: "s"}[len(others) > 1], strings.Join(ids, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
+	}
+	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
+	crawl := p.id
+	sum.Crawl, sum.fetchedBefore = crawl, p.fetched
+	if p.ended {
+		sum, err = summarize(ctx, h.State, be, res, crawl, time.Now(), sum)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
+			return sum, ExitFailed
+		}
+		sum.Finished, sum.AlreadyEnded = true, true
+		printSummary(stdout, stderr, sum, o.JSON)
+		return sum, ExitOK
+	}
+	if err := startSeed(ctx, be, res, p.key, p.version, body); err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
 	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
 	runner.IdleCheck = be.IdleCheck
 	if be.Metered {
@@ -312,7 +434,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	if o.Backend == "aws" {
 		every = progressAWS
 	}
-	prog := startProgress(ctx, stderr, o.Quiet, crawl, h.State, start, every)
+	prog := startProgress(ctx, stderr, o.Quiet, progressOf{crawl: crawl, st: h.State, start: start, every: every,
+		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, res)})
 	runErr := runner.Run(ctx)
 	prog.stop()
 	stopCounters()
@@ -322,13 +445,34 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
 	}
 	sum.Finished = runErr == nil
-	printSummary(stdout, sum, o.JSON)
+	for _, a := range others {
+		a.prices = sum.prices
+		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, a.Crawl, start, a)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", a.Crawl, err)
+			continue
+		}
+		also.Finished = runErr == nil && also.Pending == 0
+		sum.Also = append(sum.Also, also)
+	}
+	printSummary(stdout, stderr, sum, o.JSON)
+	if sum.Classes[string(errclass.SSRF)] > 0 {
+		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched)
+	}
 	switch {
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintln(stderr, "crawl: interrupted; run the same command again to resume")
+		where := o.State
+		if o.Backend != "embedded" {
+			where = be.Where("")
+		}
+		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s; run the same command again to resume\n",
+			sum.Fetched, crawl, where)
 		return sum, ExitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		return sum, ExitFailed
+	case sum.Fetched == 0:
+		fmt.Fprintf(stderr, "crawl: no page could be fetched (crawl failures %s lists why)\n", crawl)
 		return sum, ExitFailed
 	}
 	return sum, ExitOK
@@ -355,9 +499,7 @@ func readSeeds(o RunOptions, body []byte, stderr io.Writer) (good, bad, code int
 		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
 		return 0, 0, ExitUsage
 	}
-	for _, le := range lines {
-		fmt.Fprintf(stderr, "crawl: %s: skipping bad seed %v\n", o.SeedFile, le)
-	}
+	reportBadSeeds(stderr, o.SeedFile, lines)
 	return len(seedsOK), len(lines), ExitOK
 }
 
@@ -405,17 +547,26 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // after the file's content, so starting the same file again resumes its crawl.
 func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, body []byte) (string, error) {
 	key, version := seedObject(be, name, body)
+	if err := startSeed(ctx, be, res, key, version, body); err != nil {
+		return "", err
+	}
+	return scheduler.CrawlID(be.Bucket, key, version), nil
+}
+
+// startSeed stores the seed file body at key and sends schedule the S3 notification of that
+// version of it.
+func startSeed(ctx context.Context, be *Backend, res Resources, key, version string, body []byte) error {
 	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
-		return "", fmt.Errorf("store the seed file: %w", err)
+		return fmt.Errorf("store the seed file: %w", err)
 	}
 	note, err := s3Notification(be.Bucket, key, version, int64(len(body)))
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := be.Queue.SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
-		return "", fmt.Errorf("start the crawl: %w", err)
+		return fmt.Errorf("start the crawl: %w", err)
 	}
-	return scheduler.CrawlID(be.Bucket, key, version), nil
+	return nil
 }
 
 // CrawlOf is the id of the crawl that StartCrawl starts for a seed file of that name and body.
@@ -424,14 +575,40 @@ func CrawlOf(be *Backend, name string, body []byte) string {
 	return scheduler.CrawlID(be.Bucket, key, version)
 }
 
-// seedObject is the key of the seed file name in be, and the version S3 would give its body.
+// seedObject is the key of the seed file name in be, and the version S3 would give its body: the
+// digest of its seed lines, so that comments, blank lines and spaces around a URL do not make
+// another crawl of the same seeds.
 func seedObject(be *Backend, name string, body []byte) (key, version string) {
-	digest := sha256.Sum256(body)
+	digest := sha256.Sum256(seedLines(body))
 	prefix := be.SeedsPrefix
 	if prefix == "" {
 		prefix = scheduler.SeedsPrefix
 	}
 	return prefix + name, hex.EncodeToString(digest[:])
+}
+
+// namedObject is the key and version of a crawl named by --name: the name alone decides the crawl,
+// whatever the seed file holds.
+func namedObject(be *Backend, name string) (key, version string) {
+	prefix := be.SeedsPrefix
+	if prefix == "" {
+		prefix = scheduler.SeedsPrefix
+	}
+	return prefix + "named/" + name, "named"
+}
+
+// seedLines is body without the lines a seed file ignores (blank lines and # comments), each line
+// trimmed and ended by "\n": the same bytes as body for a file without them.
+func seedLines(body []byte) []byte {
+	var out []byte
+	for _, line := range strings.Split(string(body), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(append(out, line...), '\n')
+	}
+	return out
 }
 
 // NewRunner plays Lambda's event source mappings for the three handlers: about concurrency

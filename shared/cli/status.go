@@ -53,25 +53,37 @@ type CrawlListing struct {
 	Pending int64     `json:"pending"`
 }
 
+// adminHelp is what the help of the commands about a crawl says besides their usage and flags.
+var adminHelp = map[string]cmdHelp{
+	"status": {about: "A crawl's progress, cost, queues and what it waits for; with no CRAWL, the crawls on record.",
+		examples: "crawl status\ncrawl status --state my-crawl seeds-3e53e0c6c911\ncrawl status --json seeds-3e53e0c6c911 | jq .waiting"},
+	"pause":  {about: "Pause a crawl: its fetch messages wait in the queue, and no URL is claimed.", examples: "crawl pause seeds-3e53e0c6c911"},
+	"resume": {about: "Resume a paused crawl.", examples: "crawl resume seeds-3e53e0c6c911"},
+	"stop":   {about: "Stop a crawl for good: its queued URLs end stopped and no link is admitted.", examples: "crawl stop seeds-3e53e0c6c911"},
+	"failures": {about: "The URLs of a crawl that ended without a page (failed, skipped, stopped), with class and detail.",
+		examples: "crawl failures seeds-3e53e0c6c911\ncrawl failures --class http_5xx,timeout --csv seeds-3e53e0c6c911 > failed.csv"},
+	"index": {about: "Build a crawl's CDXJ index from its WARC files and store it at indexes/CRAWL.cdxj (docs/warc.md).",
+		examples: "crawl index seeds-3e53e0c6c911\ncrawl index --backend aws -o mycrawl.cdxj seeds-3e53e0c6c911"},
+	"redrive": {about: "Move the messages of a dead-letter queue (schedule, fetch or parse) back to its queue.",
+		examples: "crawl redrive fetch\ncrawl redrive --class http_5xx,timeout fetch"},
+}
+
 // adminFlags parses the flags that the commands about a crawl share (--state, --backend, and
 // --json when asJSON is not nil) and the command's own (extra), and returns the arguments left.
-func adminFlags(name, args string, argv []string, stderr io.Writer, asJSON *bool, extra ...func(*flag.FlagSet)) (RunOptions, []string, error) {
+func adminFlags(name, args string, argv []string, asJSON *bool, extra ...func(*flag.FlagSet)) (RunOptions, []string, error) {
 	o := RunOptions{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&o.State, "state", "crawl-state", "state directory of the embedded backend")
-	fs.StringVar(&o.Backend, "backend", "embedded", "embedded or aws")
+	fs.StringVar(&o.Backend, "backend", "embedded", "embedded, or aws (as crawl run --help says)")
 	if asJSON != nil {
 		fs.BoolVar(asJSON, "json", false, "print JSON")
 	}
 	for _, add := range extra {
 		add(fs)
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: crawl %s [--state DIR] [--backend embedded|aws] %s\n", name, args)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(argv); err != nil {
+	h := adminHelp[name]
+	h.usage = fmt.Sprintf("crawl %s [--state DIR] [--backend embedded|aws] %s", name, args)
+	if err := parseFlags(fs, argv, h); err != nil {
 		return o, nil, err
 	}
 	if o.Backend != "embedded" && o.Backend != "aws" {
@@ -83,16 +95,16 @@ func adminFlags(name, args string, argv []string, stderr io.Writer, asJSON *bool
 // setRun is `crawl pause | resume | stop CRAWL`.
 func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
 	to := map[string]crawlstate.Run{"pause": crawlstate.Paused, "resume": crawlstate.Running, "stop": crawlstate.StoppedBy}[cmd]
-	o, rest, err := adminFlags(cmd, "CRAWL", args, stderr, nil)
+	o, rest, err := adminFlags(cmd, "CRAWL", args, nil)
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stdout, stderr, cmd, err)
 	}
 	if len(rest) != 1 {
 		fmt.Fprintf(stderr, "crawl %s: want exactly one CRAWL (crawl status lists them), got %d arguments\n", cmd, len(rest))
 		return ExitUsage
 	}
 	crawl := rest[0]
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl %s: %v\n", cmd, err)
 		return ExitFailed
@@ -116,15 +128,15 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 // status is `crawl status [CRAWL]`.
 func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var asJSON bool
-	o, rest, err := adminFlags("status", "[CRAWL]", args, stderr, &asJSON)
+	o, rest, err := adminFlags("status", "[CRAWL]", args, &asJSON)
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stdout, stderr, "status", err)
 	}
 	if len(rest) > 1 {
 		fmt.Fprintf(stderr, "crawl status: want at most one CRAWL, got %d arguments\n", len(rest))
 		return ExitUsage
 	}
-	be, err := openBackend(ctx, o)
+	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl status: %v\n", err)
 		return ExitFailed

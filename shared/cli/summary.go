@@ -19,13 +19,13 @@ import (
 func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resources, crawl string, start time.Time, sum Summary) (Summary, error) {
 	elapsed := time.Since(start)
 	sum.ElapsedSeconds = elapsed.Seconds()
-	sum.Pages = be.Where(fetcher.PagesPrefix + crawl + "/")
-	sum.Records = be.Where(parser.RecordsPrefix + crawl + "/")
 	c, err := st.Tally(ctx, crawl)
 	if err != nil {
 		return sum, err
 	}
 	sum.Counts = countsOf(c)
+	sum.Pages = existing(be, fetcher.PagesPrefix+crawl+"/", c.Fetched)
+	sum.Records = existing(be, parser.RecordsPrefix+crawl+"/", c.Fetched)
 	for _, u := range c.GaveUp {
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
 	}
@@ -33,8 +33,9 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	if be.Metered {
 		sum.CostUSD = sum.prices.Cost(c.Cost).Total
 	}
+	sum.FetchedThisRun = c.Fetched - sum.fetchedBefore
 	if elapsed > 0 {
-		sum.PagesPerSecond = float64(c.Fetched) / elapsed.Seconds()
+		sum.PagesPerSecond = float64(sum.FetchedThisRun) / elapsed.Seconds()
 	}
 	sum.DeadLetters = map[string]int{}
 	for name, q := range map[string]string{"schedule": res.ScheduleDLQ, "fetch": res.FetchDLQ, "parse": res.ParseDLQ} {
@@ -52,13 +53,48 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	return sum, nil
 }
 
-// printSummary writes the human summary, then the JSON line when asked.
-func printSummary(w io.Writer, s Summary, asJSON bool) {
+// existing is where the objects under prefix are, or "" when there are none: on the embedded
+// backend the directory is looked at; elsewhere a crawl that fetched no page stored nothing.
+func existing(be *Backend, prefix string, fetched int64) string {
+	where := be.Where(prefix)
+	if be.Exists != nil {
+		if !be.Exists(where) {
+			return ""
+		}
+	} else if fetched == 0 {
+		return ""
+	}
+	return where
+}
+
+// printSummary writes the human summary on stdout; with asJSON, it writes the summary as one JSON
+// document on stdout instead, and the human one on stderr, so that stdout can go to jq.
+func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
+	w := stdout
+	if asJSON {
+		w = stderr
+	}
 	state := "finished"
 	if !s.Finished {
 		state = "stopped"
 	}
-	fmt.Fprintf(w, "crawl %s %s in %.1fs\n", s.Crawl, state, s.ElapsedSeconds)
+	switch {
+	case s.Crawl == "":
+		fmt.Fprintf(w, "went on with the state directory's work in %.1fs: %d pages fetched\n", s.ElapsedSeconds, s.FetchedThisRun)
+		for _, a := range s.Also {
+			fmt.Fprintf(w, "  crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
+				a.Crawl, a.Seen, a.Fetched, a.Skipped, a.Failed, a.Pending)
+		}
+		if asJSON {
+			b, _ := json.Marshal(s)
+			fmt.Fprintf(stdout, "%s\n", b)
+		}
+		return
+	case s.AlreadyEnded:
+		fmt.Fprintf(w, "crawl %s had already ended\n", s.Crawl)
+	default:
+		fmt.Fprintf(w, "crawl %s %s in %.1fs\n", s.Crawl, state, s.ElapsedSeconds)
+	}
 	fmt.Fprintf(w, "  seen %d  fetched %d  skipped %d  failed %d  pending %d  (%.1f pages/s)\n",
 		s.Seen, s.Fetched, s.Skipped, s.Failed, s.Pending, s.PagesPerSecond)
 	if len(s.Classes) > 0 {
@@ -80,6 +116,9 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	if s.CostUSD > 0 {
 		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)
 	}
+	if n := s.Classes[string(errclass.Budget)]; n > 0 && s.Stopped != crawlstate.StopBudget {
+		fmt.Fprintf(w, "  --max-pages: %d links were over it and not crawled (class budget)\n", n)
+	}
 	if s.Stopped == crawlstate.StopBudget {
 		fmt.Fprintf(w, "  budget: the crawl reached its budget of $%.4f and stopped admitting URLs (%d links not admitted);"+
 			" what it had admitted was crawled to the end\n", s.BudgetUSD, s.Classes[string(errclass.Budget)])
@@ -94,10 +133,19 @@ func printSummary(w io.Writer, s Summary, asJSON bool) {
 	for q, n := range s.DeadLetters {
 		fmt.Fprintf(w, "  %d messages in the %s dead-letter queue (crawl redrive %s)\n", n, q, q)
 	}
-	fmt.Fprintf(w, "  pages (WARC):     %s\n  records (JSONL):  %s\n", s.Pages, s.Records)
+	for _, a := range s.Also {
+		fmt.Fprintf(w, "  this run also advanced crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
+			a.Crawl, a.Seen, a.Fetched, a.Skipped, a.Failed, a.Pending)
+	}
+	if s.Pages != "" {
+		fmt.Fprintf(w, "  pages (WARC):     %s\n", s.Pages)
+	}
+	if s.Records != "" {
+		fmt.Fprintf(w, "  records (JSONL):  %s\n", s.Records)
+	}
 	if asJSON {
 		b, _ := json.Marshal(s)
-		fmt.Fprintf(w, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", b)
 	}
 }
 
@@ -123,9 +171,21 @@ const (
 	progressAWS      = 5 * time.Second
 )
 
-// startProgress shows pages/s, queued, fetched, failed and skipped every interval when w is a
-// terminal; otherwise it stays quiet.
-func startProgress(ctx context.Context, w io.Writer, quiet bool, crawl string, st *crawlstate.Store, start time.Time, every time.Duration) *progress {
+// progressOf is what the progress line shows: the crawl's counters in st, this run's rate since
+// start, and what the run waits for.
+type progressOf struct {
+	crawl         string
+	st            *crawlstate.Store
+	start         time.Time
+	every         time.Duration
+	fetchedBefore int64 // not this run's: left out of the rate
+	waiting       func(ctx context.Context) string
+}
+
+// startProgress shows this run's pages/s, queued, fetched, failed and skipped every interval
+// when w is a terminal, and what the run waits for when no message is ready; otherwise it stays
+// quiet.
+func startProgress(ctx context.Context, w io.Writer, quiet bool, po progressOf) *progress {
 	p := &progress{}
 	f, ok := w.(interface{ Fd() uintptr })
 	if quiet || !ok || !term.IsTerminal(int(f.Fd())) {
@@ -135,7 +195,7 @@ func startProgress(ctx context.Context, w io.Writer, quiet bool, crawl string, s
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		t := time.NewTicker(every)
+		t := time.NewTicker(po.every)
 		defer t.Stop()
 		for {
 			select {
@@ -147,13 +207,19 @@ func startProgress(ctx context.Context, w io.Writer, quiet bool, crawl string, s
 				return
 			case <-t.C:
 			}
-			c, err := st.Counters(ctx, crawl)
+			c, err := po.st.Counters(ctx, po.crawl)
 			if err != nil {
 				continue
 			}
-			secs := time.Since(start).Seconds()
-			fmt.Fprintf(w, "\r\033[K%5.0fs  %6.1f pages/s  queued %d  fetched %d  failed %d  skipped %d",
-				secs, float64(c.Fetched)/secs, c.Pending(), c.Fetched, c.Failed, c.Skipped)
+			secs := time.Since(po.start).Seconds()
+			line := fmt.Sprintf("%5.0fs  %6.1f pages/s  queued %d  fetched %d  failed %d  skipped %d",
+				secs, float64(c.Fetched-po.fetchedBefore)/secs, c.Pending(), c.Fetched, c.Failed, c.Skipped)
+			if c.Pending() > 0 {
+				if wait := po.waiting(ctx); wait != "" {
+					line += "  " + wait
+				}
+			}
+			fmt.Fprint(w, "\r\033[K"+line)
 		}
 	}()
 	return p

@@ -74,8 +74,9 @@ const (
 // done: the message at hand is a duplicate and can be acknowledged.
 var ErrClaimed = errors.New("url already claimed or done")
 
-// ErrBudget is returned by ReserveBudget when the crawl or the host has used up its pages.
-var ErrBudget = errclass.Errorf(errclass.Scope, "page budget used up")
+// ErrBudget is returned by ReserveBudget when the crawl has used up its pages (--max-pages); the
+// URL ends skipped with class budget, the class the docs name for it.
+var ErrBudget = errclass.Errorf(errclass.Budget, "page budget used up")
 
 // Store is the crawl state on a table. It is safe for concurrent use.
 type Store struct {

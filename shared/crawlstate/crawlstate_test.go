@@ -262,8 +262,8 @@ func TestReserveBudget(t *testing.T) {
 			t.Fatalf("page %d: %v", i, err)
 		}
 	}
-	if err := s.ReserveBudget(ctx, "c", "a.test", 2, 0); !errors.Is(err, ErrBudget) || errclass.Of(err) != errclass.Scope {
-		t.Errorf("third page = %v, want ErrBudget (scope)", err)
+	if err := s.ReserveBudget(ctx, "c", "a.test", 2, 0); !errors.Is(err, ErrBudget) || errclass.Of(err) != errclass.Budget {
+		t.Errorf("third page = %v, want ErrBudget (class budget)", err)
 	}
 	if err := s.ReserveBudget(ctx, "d", "b.test", 0, 1); err != nil {
 		t.Fatal(err)

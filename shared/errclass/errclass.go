@@ -33,7 +33,7 @@ const (
 	Redirect          Class = "redirect"  // too many redirects, or a redirect loop
 	Dup               Class = "duplicate" // the page was fetched already under another URL (a redirect target)
 	Poison            Class = "poison"    // a malformed queue message, quarantined
-	Budget            Class = "budget"    // a link not admitted: the crawl's money budget is spent
+	Budget            Class = "budget"    // a link not admitted: the crawl's pages (max pages) or money budget are used up
 	Stopped           Class = "stopped"   // a URL left unfetched, or a link not admitted: the crawl was stopped
 	Internal          Class = "internal"  // a bug or a backend failure: retried
 )

@@ -336,7 +336,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
-			if c := errclass.Of(err); c == errclass.Scope || c == errclass.Trap {
+			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
 				if err := f.state.SkipQueued(ctx, m.Crawl, key, err); err != nil {
 					return pending{}, 0, err
 				}

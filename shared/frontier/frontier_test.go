@@ -263,8 +263,8 @@ func TestAdmitRecordsRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Seen != 4 || c.Skipped != 2 || c.Pending() != 2 || c.Classes[errclass.Scope] != 2 {
-		t.Errorf("counters = %+v, want 4 seen, 2 skipped (scope), 2 pending", c)
+	if c.Seen != 4 || c.Skipped != 2 || c.Pending() != 2 || c.Classes[errclass.Scope] != 1 || c.Classes[errclass.Budget] != 1 {
+		t.Errorf("counters = %+v, want 4 seen, 2 skipped (one budget, one scope), 2 pending", c)
 	}
 }
 

@@ -222,7 +222,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.Scope = scope.Mode(mode)
 	}
 	patterns := func(name string, dst *[]string) {
-		ps, err := parsePatternList(getenv(name))
+		ps, err := ParsePatternList(getenv(name))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			return
@@ -283,12 +283,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	return c, c.Validate()
 }
 
-// parsePatternList reads CRAWL_INCLUDE or CRAWL_EXCLUDE. A regexp may contain commas, so the list
-// is not comma-separated: a value that starts with "[" is a JSON array of strings (what the CDK
+// ParsePatternList reads CRAWL_INCLUDE or CRAWL_EXCLUDE, for the functions and for the crawl
+// command. A regexp may contain commas, so the list is not comma-separated: a value that starts with "[" is a JSON array of strings (what the CDK
 // stack writes), anything else one pattern per line (blank lines ignored), so one regexp is
 // written as it is (one that itself starts with "[" goes in a JSON array). Each pattern must
 // compile. An empty value gives nil: the default stays.
-func parsePatternList(v string) ([]string, error) {
+func ParsePatternList(v string) ([]string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return nil, nil

@@ -481,3 +481,43 @@ func (q *Queue) Redrive(ctx context.Context, dlq, source string) (int, error) {
 	q.db.wake.notify(source)
 	return int(n), nil
 }
+
+// ReclaimInFlight makes every message in flight in every queue visible now, as if the visibility
+// timeouts of their receives had passed, and returns how many it made visible. Delayed messages,
+// never received since they were sent, stay hidden until due. It is for a process that holds the
+// state file alone (crawl run's lock on its state directory), before it receives: the receives it
+// ends were made by a process that is gone, so no one is working on those messages.
+func (q *Queue) ReclaimInFlight(ctx context.Context) (int, error) {
+	var n int64
+	err := q.db.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		now := time.Now().UnixMilli()
+		res, err := c.ExecContext(ctx, `UPDATE messages SET visible_at = ?, receipt = '' WHERE receipt != '' AND visible_at > ?`, now, now)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reclaim the messages in flight: %w", err)
+	}
+	return int(n), nil
+}
+
+// NextDue is when the next hidden message (in flight or delayed) of the named queues becomes
+// visible; the zero time when none is hidden.
+func (q *Queue) NextDue(ctx context.Context, names ...string) (time.Time, error) {
+	var next time.Time
+	for _, name := range names {
+		var ms sql.NullInt64
+		err := q.db.r.QueryRowContext(ctx, `SELECT MIN(visible_at) FROM messages WHERE queue = ? AND visible_at > ?`,
+			name, time.Now().UnixMilli()).Scan(&ms)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("next due message of %s: %w", name, err)
+		}
+		if t := time.UnixMilli(ms.Int64); ms.Valid && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next, nil
+}

@@ -90,3 +90,42 @@ func TestPendingCountsEveryStateOfSeveralQueues(t *testing.T) {
 		t.Errorf("Pending of an unknown queue: err = %v, want queue.ErrNotFound", err)
 	}
 }
+
+// TestReclaimInFlightFreesReceivesNotDelays checks what a run that holds the state alone takes
+// back: a message received (in flight for an hour) is receivable at once, with its receive
+// counted; a delayed message stays hidden until due, and NextDue says when that is.
+func TestReclaimInFlightFreesReceivesNotDelays(t *testing.T) {
+	ctx := context.Background()
+	q := openDB(t).Queue()
+	name := mustQueue(t, q, "reclaim", queue.Config{Visibility: time.Hour})
+	if err := q.SendBatch(ctx, name, []queue.Entry{{ID: "a", Body: "held"}}); err != nil {
+		t.Fatal(err)
+	}
+	receive1(t, q, name)
+	sent := time.Now()
+	if err := q.SendBatch(ctx, name, []queue.Entry{{ID: "b", Body: "delayed", Delay: 10 * time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := q.Depth(ctx, name); err != nil || v != 0 {
+		t.Fatalf("before the reclaim: %d visible (%v), want 0", v, err)
+	}
+	n, err := q.ReclaimInFlight(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("ReclaimInFlight = %d, %v; want 1 message", n, err)
+	}
+	m := receive1(t, q, name)
+	if m.Body != "held" || m.ReceiveCount != 2 {
+		t.Errorf("received %q with ReceiveCount %d, want the held message's second receive", m.Body, m.ReceiveCount)
+	}
+	msgs, err := q.Receive(ctx, name, 10, 0, 0)
+	if err != nil || len(msgs) != 0 {
+		t.Errorf("after the reclaim, received %d more messages (%v), want the delayed one still hidden", len(msgs), err)
+	}
+	if err := q.Delete(ctx, name, m.ReceiptHandle); err != nil {
+		t.Fatal(err)
+	}
+	next, err := q.NextDue(ctx, name)
+	if err != nil || next.Before(sent.Add(10*time.Minute-time.Second)) || next.After(time.Now().Add(10*time.Minute)) {
+		t.Errorf("NextDue = %v, %v; want about 10 minutes after the delayed message was sent (%v)", next, err, sent)
+	}
+}
