@@ -99,11 +99,11 @@ type Store struct {
 	// each of thousands of invocations. A Lambda function must not: a frozen container keeps them.
 	HoldCounters bool
 
-	starts   sync.Map // crawl -> its start (time.Time; zero when none is on record)
+	starts    sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen  sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
 	throttles sync.Map // host -> its throttled gap as this store last saw it (throttle)
-	spent    sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
-	runs     sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
+	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
+	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
 
 	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
 	budgets sync.Map // budget item key -> *blockBudget, this store's block of that budget

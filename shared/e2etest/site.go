@@ -67,14 +67,8 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 		s.refused++
 	}
 	s.mu.Unlock()
-	if delay > 0 {
-		t := time.NewTimer(delay) // the site's own latency, not the test's timing
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if delay > 0 && !pause(r, delay) { // the site's own latency, not the test's timing
+		return
 	}
 	if busy {
 		http.Error(w, "try again", http.StatusServiceUnavailable)
@@ -117,11 +111,7 @@ func (f Fault) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			w.(http.Flusher).Flush()
-			t := time.NewTimer(TrickleGap) // the site's own pace, not the test's timing
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
+			if !pause(r, TrickleGap) { // the site's own pace, not the test's timing
 				return
 			}
 		}
@@ -186,4 +176,17 @@ func (s *Site) Times() []time.Time {
 // PageURL is the absolute URL of page i, as its record names it.
 func (s *Site) PageURL(i int) string {
 	return s.URL[:len(s.URL)-1] + demosite.Path(i)
+}
+
+// pause waits d before the site answers r, as a distant or slow server would; it returns false
+// when the client gave up first.
+func pause(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }

@@ -19,13 +19,7 @@ import (
 func TestFilesPassAnIndependentReader(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 	pages := samplePages(at)
-	records := make([]Record, len(pages))
-	for i, p := range pages {
-		var err error
-		if records[i], err = EncodeRecord(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	records := encodeAll(t, pages)
 	name := "batch.warc.gz"
 	f, err := Assemble(name, at, records)
 	if err != nil {
@@ -105,15 +99,7 @@ func TestIndexFileAgreesWithAnIndependentReader(t *testing.T) {
 	var paths []string
 	var indexes [][]byte
 	for _, name := range []string{"one.warc.gz", "two.warc.gz"} {
-		pages := samplePages(at)
-		records := make([]Record, len(pages))
-		for i, p := range pages {
-			var err error
-			if records[i], err = EncodeRecord(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		f, err := Assemble(name, at, records)
+		f, err := Assemble(name, at, encodeAll(t, samplePages(at)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,4 +133,17 @@ func TestIndexFileAgreesWithAnIndependentReader(t *testing.T) {
 	if _, err := IndexFile("bad.warc.gz", []byte("not a warc file")); err == nil {
 		t.Error("IndexFile of garbage: no error")
 	}
+}
+
+// encodeAll encodes each page's records.
+func encodeAll(t *testing.T, pages []Page) []Record {
+	t.Helper()
+	records := make([]Record, len(pages))
+	for i, p := range pages {
+		var err error
+		if records[i], err = EncodeRecord(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return records
 }
