@@ -10,6 +10,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // Function is what a Lambda function's main needs: the handlers, and the ledger that meters
@@ -18,6 +19,9 @@ type Function struct {
 	*pipeline.Handlers
 	Ledger *ledger.Ledger
 	Log    *slog.Logger
+	// Telemetry is the tracer provider the OTEL_* variables ask for (package telemetry); the main
+	// wraps its handler with telemetry.Invocation, which flushes it after each invocation.
+	Telemetry *telemetry.Telemetry
 }
 
 // NewFunction builds the named handler of a Lambda function (pipeline.Schedule, Fetch or Parse)
@@ -27,6 +31,10 @@ type Function struct {
 func NewFunction(ctx context.Context, getenv func(string) string, handler string) (*Function, error) {
 	logs := &ledger.LogCounter{}
 	log := slog.New(logs.Handler(lambdacontext.NewLogHandler()))
+	tel, err := telemetry.Setup(ctx, getenv, telemetry.Options{Service: "crawlstack-" + handler})
+	if err != nil {
+		return &Function{Log: log}, err
+	}
 	h, err := newHandlers(ctx, getenv, log, handler)
 	if err != nil {
 		return &Function{Log: log}, err
@@ -40,6 +48,6 @@ func NewFunction(ctx context.Context, getenv func(string) string, handler string
 	if getenv("CRAWL_SYSTEM_LOG_LEVEL") == "WARN" {
 		report = 0 // the stack's default: Lambda writes no START or REPORT line
 	}
-	return &Function{Handlers: h, Log: log,
+	return &Function{Handlers: h, Log: log, Telemetry: tel,
 		Ledger: &ledger.Ledger{State: h.State, MemoryMB: mem, Logs: logs, ReportBytes: report, Log: log}}, nil
 }

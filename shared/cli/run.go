@@ -37,6 +37,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/scheduler"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/seeds"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // Exit codes.
@@ -75,6 +76,7 @@ type RunOptions struct {
 	SeedFile        string
 	BudgetUSD       float64
 	Prices          string
+	OTel            string
 }
 
 type listFlag []string
@@ -120,6 +122,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
 	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
 	fs.StringVar(&o.Prices, "prices", "", "prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (see docs/cost.md)")
+	fs.StringVar(&o.OTel, "otel", "", "OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces go to; the OTEL_EXPORTER_OTLP_* variables work too (see docs/operating.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: crawl %s [flags]%s\n", name, map[bool]string{true: " SEEDFILE", false: ""}[wantSeed])
 		fs.PrintDefaults()
@@ -270,6 +273,12 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, len(bad))
 		return sum, ExitUsage
 	}
+	tel, err := telemetry.Setup(ctx, os.Getenv, telemetry.Options{Service: "crawlstack-run", Endpoint: o.OTel})
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: --otel: %v\n", err)
+		return sum, ExitUsage
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
 	be, err := openBackend(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
@@ -388,7 +397,8 @@ func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, bo
 	if err != nil {
 		return "", err
 	}
-	if err := be.Queue.SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
+	// The seed's send is where a crawl's trace starts (package telemetry).
+	if err := (telemetry.Sender{Next: be.Queue}).SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
 		return "", fmt.Errorf("start the crawl: %w", err)
 	}
 	return scheduler.CrawlID(be.Bucket, key, version), nil
@@ -423,6 +433,7 @@ func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurren
 	pollers := (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
 	batch := (concurrency + pollers - 1) / pollers // so pollers x batch stays close to concurrency
 	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
+		inv = telemetry.Invocation(nil, name, inv) // a span per batch, as per Lambda invocation
 		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: batch, Visibility: visibility}
 	}
 	return &localrun.Runner{Queues: q, Log: log, Sources: []localrun.Source{
