@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -19,8 +20,9 @@ type Function struct {
 	*pipeline.Handlers
 	Ledger *ledger.Ledger
 	Log    *slog.Logger
-	// Telemetry is the tracer provider the OTEL_* variables ask for (package telemetry); the main
-	// wraps its handler with telemetry.Invocation, which flushes it after each invocation.
+	// Telemetry is what the OTEL_* variables ask for (package telemetry): OTLP traces and metrics,
+	// or by default metrics as EMF lines on stdout. The main wraps its handler with
+	// telemetry.Invocation, which flushes them after each invocation.
 	Telemetry *telemetry.Telemetry
 }
 
@@ -31,7 +33,8 @@ type Function struct {
 func NewFunction(ctx context.Context, getenv func(string) string, handler string) (*Function, error) {
 	logs := &ledger.LogCounter{}
 	log := slog.New(logs.Handler(lambdacontext.NewLogHandler()))
-	tel, err := telemetry.Setup(ctx, getenv, telemetry.Options{Service: "crawlstack-" + handler})
+	// Metrics go to stdout as CloudWatch Embedded Metric Format unless an OTLP endpoint is set.
+	tel, err := telemetry.Setup(ctx, getenv, telemetry.Options{Service: "crawlstack-" + handler, EMF: os.Stdout, Function: handler})
 	if err != nil {
 		return &Function{Log: log}, err
 	}

@@ -83,6 +83,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad allow-net", []string{"run", "--state", t.TempDir(), "--allow-net", "10.0.0.0/99", seed}, ExitUsage, "allow-net"},
 		{"bad include", []string{"run", "--state", t.TempDir(), "--include", "a(b", seed}, ExitUsage, "include"},
 		{"unknown flag", []string{"run", "--turbo", seed}, ExitUsage, "turbo"},
+		{"otel endpoint without a scheme", []string{"run", "--state", t.TempDir(), "--otel", "localhost:4318", seed}, ExitUsage, "--otel: OTLP endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

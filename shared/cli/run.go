@@ -122,7 +122,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
 	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
 	fs.StringVar(&o.Prices, "prices", "", "prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (see docs/cost.md)")
-	fs.StringVar(&o.OTel, "otel", "", "OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces go to; the OTEL_EXPORTER_OTLP_* variables work too (see docs/operating.md)")
+	fs.StringVar(&o.OTel, "otel", "", "OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (see docs/operating.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: crawl %s [flags]%s\n", name, map[bool]string{true: " SEEDFILE", false: ""}[wantSeed])
 		fs.PrintDefaults()

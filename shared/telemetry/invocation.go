@@ -18,12 +18,17 @@ const flushTimeout = 2 * time.Second
 
 // Invocation wraps a handler so that each invocation has a span named fn, the parent of its
 // records' spans. An SQS batch's span counts its records and the records that failed. After each
-// invocation the spans are flushed through t (nil: not flushed), as a Lambda function must before
+// invocation the spans and metrics are flushed through t (nil: not flushed), as a Lambda function must before
 // its container is frozen. With telemetry off it calls h and nothing else.
 func Invocation[In, Out any](t *Telemetry, fn string, h func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
 	return func(ctx context.Context, in In) (Out, error) {
 		if !Enabled() {
-			return h(ctx, in)
+			if !MetricsEnabled() {
+				return h(ctx, in)
+			}
+			out, err := h(ctx, in)
+			flush(ctx, t)
+			return out, err
 		}
 		attrs := []attribute.KeyValue{semconv.FaaSName(fn)}
 		if lc, ok := lambdacontext.FromContext(ctx); ok {
@@ -46,13 +51,19 @@ func Invocation[In, Out any](t *Telemetry, fn string, h func(context.Context, In
 			span.SetStatus(codes.Error, "invocation failed")
 		}
 		span.End()
-		if t != nil {
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-			_ = t.Flush(fctx) // lost spans must not fail the crawl's work; otel's error handler logs them
-			cancel()
-		}
+		flush(ctx, t)
 		return out, err
 	}
+}
+
+// flush exports what the invocation recorded, if t was installed.
+func flush(ctx context.Context, t *Telemetry) {
+	if t == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	_ = t.Flush(fctx) // lost telemetry must not fail the crawl's work; otel's error handler logs it
+	cancel()
 }
 
 // producers are the links to the producers of a batch's records (one per distinct producer).

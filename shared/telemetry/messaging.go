@@ -3,7 +3,9 @@ package telemetry
 import (
 	"context"
 	"maps"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"go.opentelemetry.io/otel/codes"
@@ -92,13 +94,20 @@ func Producer(rec events.SQSMessage) trace.SpanContext {
 }
 
 // StartRecord starts the span of one SQS record, a child of the invocation's span in ctx, linked
-// to the span that sent the record. End it with EndRecord. With telemetry off it returns ctx and a
-// span that records nothing.
+// to the span that sent the record, and records how long the record waited in its queue
+// (crawl.message.age). End it with EndRecord. With telemetry off it returns ctx and a span that
+// records nothing.
 func StartRecord(ctx context.Context, rec events.SQSMessage) (context.Context, trace.Span) {
-	if !Enabled() {
+	if !Enabled() && !MetricsEnabled() {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	name := QueueName(rec.EventSourceARN)
+	if ms, err := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64); err == nil {
+		messageAge(ctx, name, time.UnixMilli(ms))
+	}
+	if !Enabled() {
+		return ctx, trace.SpanFromContext(context.Background())
+	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(semconv.MessagingSystemAWSSQS, semconv.MessagingOperationTypeProcess,
 			semconv.MessagingOperationName("process"), semconv.MessagingDestinationName(name),

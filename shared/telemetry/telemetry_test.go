@@ -3,8 +3,11 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -174,14 +177,31 @@ func TestSetup(t *testing.T) {
 	if _, err := telemetry.Setup(ctx, env(map[string]string{telemetry.EnvEndpoint: "http://127.0.0.1:1", telemetry.EnvTracesExporter: "none"}), telemetry.Options{}); err != nil || telemetry.Enabled() {
 		t.Fatalf("OTEL_TRACES_EXPORTER=none: %v, enabled %v; want off", err, telemetry.Enabled())
 	}
-	on, err := telemetry.Setup(ctx, env(map[string]string{telemetry.EnvEndpoint: "http://127.0.0.1:1"}), telemetry.Options{Service: "s"})
-	if err != nil || !telemetry.Enabled() {
-		t.Fatalf("with an endpoint: %v, enabled %v; want on", err, telemetry.Enabled())
+	// An endpoint that records what it is sent: both signals arrive, each at its own path.
+	var mu sync.Mutex
+	posted := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		posted[r.Method+" "+r.URL.Path]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	on, err := telemetry.Setup(ctx, env(map[string]string{telemetry.EnvEndpoint: srv.URL}), telemetry.Options{Service: "s"})
+	if err != nil || !telemetry.Enabled() || !telemetry.MetricsEnabled() {
+		t.Fatalf("with an endpoint: %v, tracing %v, metrics %v; want both on", err, telemetry.Enabled(), telemetry.MetricsEnabled())
 	}
+	telemetry.Admitted(ctx, 1)
+	_, span := telemetry.StartRecord(ctx, events.SQSMessage{MessageId: "m"})
+	telemetry.EndRecord(span, nil)
 	if err := on.Shutdown(ctx); err != nil {
-		t.Errorf("Shutdown with nothing to export: %v", err)
+		t.Errorf("Shutdown: %v", err)
 	}
-	if telemetry.Enabled() {
-		t.Errorf("still enabled after Shutdown")
+	if telemetry.Enabled() || telemetry.MetricsEnabled() {
+		t.Errorf("still on after Shutdown")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if posted["POST /v1/traces"] == 0 || posted["POST /v1/metrics"] == 0 {
+		t.Errorf("the endpoint was sent %v, want POST /v1/traces and /v1/metrics", posted)
 	}
 }

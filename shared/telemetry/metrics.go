@@ -1,0 +1,167 @@
+package telemetry
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/crawlstack/crawlstack/shared/meter"
+)
+
+// The crawl's instruments, made on the meter provider that Setup (or a test) installs. With none
+// installed the helpers below return at once, without building attributes.
+type instruments struct {
+	pages         metric.Int64Counter     // crawl.pages{outcome, class}
+	fetches       metric.Int64Counter     // crawl.fetches{kind, class}
+	fetchBytes    metric.Int64Counter     // crawl.fetch.bytes
+	fetchDuration metric.Float64Histogram // crawl.fetch.duration, s
+	admissions    metric.Int64Counter     // crawl.admissions
+	dedupHits     metric.Int64Counter     // crawl.dedup.hits{layer}
+	waits         metric.Int64Counter     // crawl.politeness.waits
+	waitTime      metric.Float64Counter   // crawl.politeness.wait_time, s
+	requeues      metric.Int64Counter     // crawl.requeues{reason}
+	messageAge    metric.Float64Histogram // crawl.message.age{queue}, s
+	costUnits     metric.Float64Counter   // crawl.cost.units{unit}
+}
+
+var (
+	inst        atomic.Pointer[instruments] // nil: metrics are off
+	emptyAttrs  = metric.WithAttributes()
+	secondsHist = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+)
+
+// MetricsEnabled reports whether metrics are being recorded.
+func MetricsEnabled() bool { return inst.Load() != nil }
+
+func meters() *instruments { return inst.Load() }
+
+// UseMeter makes the crawl's instruments on mp and turns metrics on. It returns a function that
+// turns them off again (tests call UseMeter with a provider over their own reader).
+func UseMeter(mp metric.MeterProvider) (restore func()) {
+	prev := inst.Load()
+	inst.Store(newInstruments(mp.Meter(ScopeName)))
+	return func() { inst.Store(prev) }
+}
+
+func newInstruments(m metric.Meter) *instruments {
+	var in instruments
+	in.pages, _ = m.Int64Counter("crawl.pages", metric.WithUnit("{page}"),
+		metric.WithDescription("URLs that reached a terminal state, by outcome (fetched, skipped, failed, stopped) and error class"))
+	in.fetches, _ = m.Int64Counter("crawl.fetches", metric.WithUnit("{request}"),
+		metric.WithDescription("outbound fetches (pages and robots.txt files), by kind and error class (\"\" for a 1xx-3xx answer)"))
+	in.fetchBytes, _ = m.Int64Counter("crawl.fetch.bytes", metric.WithUnit("By"),
+		metric.WithDescription("body bytes fetched, decoded"))
+	in.fetchDuration, _ = m.Float64Histogram("crawl.fetch.duration", metric.WithUnit("s"),
+		metric.WithDescription("time of one fetch, redirects and body included"), metric.WithExplicitBucketBoundaries(secondsHist...))
+	in.admissions, _ = m.Int64Counter("crawl.admissions", metric.WithUnit("{url}"),
+		metric.WithDescription("URLs admitted to a crawl and staged for a fetch message"))
+	in.dedupHits, _ = m.Int64Counter("crawl.dedup.hits", metric.WithUnit("{url}"),
+		metric.WithDescription("links dropped as already known, by the layer that knew them (memory, table)"))
+	in.waits, _ = m.Int64Counter("crawl.politeness.waits", metric.WithUnit("{wait}"),
+		metric.WithDescription("waits in place for a host's politeness slot"))
+	in.waitTime, _ = m.Float64Counter("crawl.politeness.wait_time", metric.WithUnit("s"),
+		metric.WithDescription("time spent waiting in place for politeness slots"))
+	in.requeues, _ = m.Int64Counter("crawl.requeues", metric.WithUnit("{message}"),
+		metric.WithDescription("fetch messages sent back with a delay, by reason (slot, wait, retry)"))
+	in.messageAge, _ = m.Float64Histogram("crawl.message.age", metric.WithUnit("s"),
+		metric.WithDescription("time from a message's send to its record's start"), metric.WithExplicitBucketBoundaries(secondsHist...))
+	in.costUnits, _ = m.Float64Counter("crawl.cost.units", metric.WithUnit("{unit}"),
+		metric.WithDescription("billed units metered on the SDK clients, by unit (sqs_requests, ddb_write_units ...)"))
+	return &in
+}
+
+// CountStates records counter increments as a crawl's state store makes them ("fetched": 1,
+// "class_robots": 1 ...): the terminal outcomes become crawl.pages, by the increment's class when it
+// has one. Other keys (seen, parse errors, ledger units) and decrements are not pages.
+func CountStates(ctx context.Context, add map[string]int64) {
+	if !MetricsEnabled() {
+		return
+	}
+	class := ""
+	for k, v := range add {
+		if c, ok := strings.CutPrefix(k, "class_"); ok && v > 0 {
+			class = c
+		}
+	}
+	for k, v := range add {
+		switch k {
+		case "fetched", "skipped", "failed", "stopped":
+			if v > 0 {
+				meters().pages.Add(ctx, v, metric.WithAttributes(attribute.String("outcome", k), attribute.String("class", class)))
+			}
+		}
+	}
+}
+
+// Admitted counts n URLs admitted to a crawl.
+func Admitted(ctx context.Context, n int) {
+	if MetricsEnabled() && n > 0 {
+		meters().admissions.Add(ctx, int64(n))
+	}
+}
+
+// DedupHits counts n links dropped as known by layer ("memory": the frontier's warm cache of
+// confirmed URLs; "table": the table, after the Bloom filter or its conditional write).
+func DedupHits(ctx context.Context, layer string, n int) {
+	if MetricsEnabled() && n > 0 {
+		meters().dedupHits.Add(ctx, int64(n), metric.WithAttributes(attribute.String("layer", layer)))
+	}
+}
+
+// PolitenessWait counts a wait in place of d for a host's slot.
+func PolitenessWait(ctx context.Context, d time.Duration) {
+	if MetricsEnabled() && d > 0 {
+		meters().waits.Add(ctx, 1)
+		meters().waitTime.Add(ctx, d.Seconds())
+	}
+}
+
+// Requeued counts a fetch message sent back to wait: for its politeness slot ("slot"), for a
+// retry ("retry"), or for a fresh invocation or a host's turn ("wait").
+func Requeued(ctx context.Context, reason string) {
+	if MetricsEnabled() {
+		meters().requeues.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+	}
+}
+
+// CostUnits records the billed units of one invocation (package meter), by unit.
+func CostUnits(ctx context.Context, u meter.Units) {
+	if !MetricsEnabled() {
+		return
+	}
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{
+		{"sqs_requests", float64(u.SQSRequests)}, {"ddb_read_units", u.DynamoDBReadUnits},
+		{"ddb_write_units", u.DynamoDBWriteUnits}, {"s3_class_a", float64(u.S3ClassA)},
+		{"s3_class_b", float64(u.S3ClassB)}, {"lambda_requests", float64(u.LambdaRequests)},
+		{"lambda_gb_seconds", u.LambdaGBSeconds}, {"log_bytes", float64(u.LogBytes)},
+	} {
+		if c.v > 0 {
+			meters().costUnits.Add(ctx, c.v, metric.WithAttributes(attribute.String("unit", c.name)))
+		}
+	}
+}
+
+// messageAge records how long a record waited in its queue.
+func messageAge(ctx context.Context, queue string, sentAt time.Time) {
+	if MetricsEnabled() && !sentAt.IsZero() {
+		meters().messageAge.Record(ctx, max(time.Since(sentAt).Seconds(), 0), metric.WithAttributes(attribute.String("queue", queue)))
+	}
+}
+
+// fetched records one outbound fetch.
+func fetched(ctx context.Context, kind, class string, bytes int, d time.Duration) {
+	if !MetricsEnabled() {
+		return
+	}
+	m := meters()
+	m.fetches.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind), attribute.String("class", class)))
+	m.fetchBytes.Add(ctx, int64(bytes), emptyAttrs)
+	m.fetchDuration.Record(ctx, d.Seconds(), emptyAttrs)
+}
