@@ -34,7 +34,10 @@ func NewFunction(ctx context.Context, getenv func(string) string, handler string
 	logs := &ledger.LogCounter{}
 	log := slog.New(logs.Handler(lambdacontext.NewLogHandler()))
 	// Metrics go to stdout as CloudWatch Embedded Metric Format unless an OTLP endpoint is set.
-	tel, err := telemetry.Setup(ctx, getenv, telemetry.Options{Service: "crawlstack-" + handler, EMF: os.Stdout, Function: handler})
+	// Their lines are log bytes too: the ledger counts them (in the next invocation's share, as they
+	// are written after the invocation's units are booked).
+	tel, err := telemetry.Setup(ctx, getenv, telemetry.Options{Service: "crawlstack-" + handler,
+		EMF: logs.Writer(os.Stdout), Function: handler})
 	if err != nil {
 		return &Function{Log: log}, err
 	}
