@@ -32,7 +32,8 @@ type Function struct {
 // memory (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, set by Lambda) is what its duration is billed at.
 func NewFunction(ctx context.Context, getenv func(string) string, handler string) (*Function, error) {
 	logs := &ledger.LogCounter{}
-	log := slog.New(logs.Handler(lambdacontext.NewLogHandler()))
+	// Lines logged with a context that holds a span carry its trace_id and span_id.
+	log := slog.New(telemetry.LogHandler(logs.Handler(lambdacontext.NewLogHandler())))
 	// Metrics go to stdout as CloudWatch Embedded Metric Format unless an OTLP endpoint is set.
 	// Their lines are log bytes too: the ledger counts them (in the next invocation's share, as they
 	// are written after the invocation's units are booked).

@@ -40,12 +40,19 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: crawl invoke [flags] schedule|fetch|parse EVENTFILE")
 		fs.PrintDefaults()
 	}
+	var logs LogFlags
+	logs.register(fs, "info")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, err)
 	}
 	if fs.NArg() != 2 {
 		fs.Usage()
 		fmt.Fprintf(stderr, "crawl invoke: want a function and an event file, got %d arguments\n", fs.NArg())
+		return ExitUsage
+	}
+	log, err := logs.Logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)
 		return ExitUsage
 	}
 	fn, file := fs.Arg(0), fs.Arg(1)
@@ -76,7 +83,6 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl invoke: %s is not a JSON document\n", file)
 		return ExitUsage
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	h, closeFn, err := invokeHandlers(ctx, *backend, *state, *hostRPS, allow, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)

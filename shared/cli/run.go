@@ -77,6 +77,7 @@ type RunOptions struct {
 	BudgetUSD       float64
 	Prices          string
 	OTel            string
+	Log             LogFlags
 }
 
 type listFlag []string
@@ -122,6 +123,7 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress even on a terminal")
 	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "stop admitting URLs once the crawl's metered AWS bill reaches this many dollars, and let it drain (0: no budget; the aws backend only: the embedded one bills nothing)")
 	fs.StringVar(&o.Prices, "prices", "", "prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (see docs/cost.md)")
+	o.Log.register(fs, "warn")
 	fs.StringVar(&o.OTel, "otel", "", "OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (see docs/operating.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: crawl %s [flags]%s\n", name, map[bool]string{true: " SEEDFILE", false: ""}[wantSeed])
@@ -144,6 +146,9 @@ func parseRunFlags(name string, args []string, stderr io.Writer, wantSeed bool) 
 	}
 	if o.Backend != "embedded" && o.Backend != "aws" {
 		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
+	}
+	if _, err := o.Log.Logger(io.Discard); err != nil {
+		return o, err
 	}
 	if o.BudgetUSD != 0 && o.Backend != "aws" {
 		return o, errors.New("--budget-usd meters what a crawl costs on AWS, and the embedded backend bills nothing: use it with --backend aws")
@@ -296,7 +301,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
 		return sum, ExitFailed
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log, _ := o.Log.Logger(stderr) // checked with the flags
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
 	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge)}, log)

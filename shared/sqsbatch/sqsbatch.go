@@ -71,7 +71,7 @@ func (r *Runner) one(ctx context.Context, rec events.SQSMessage, fn func(context
 	defer func() { telemetry.EndRecord(span, err) }()
 	defer func() {
 		if p := recover(); p != nil {
-			log().Error("record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			log().ErrorContext(ctx, "record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			err, ok = fmt.Errorf("panic: %v", p), false
 		}
 	}()
@@ -80,18 +80,18 @@ func (r *Runner) one(ctx context.Context, rec events.SQSMessage, fn func(context
 		return true
 	}
 	if errclass.Of(err) != errclass.Poison {
-		log().Warn("record failed", "class", errclass.Of(err), "err", err.Error())
+		log().WarnContext(ctx, "record failed", "class", errclass.Of(err), "err", err.Error())
 		return false
 	}
 	if r.Quarantine == nil {
-		log().Error("poison record, no quarantine: failing it", "err", err.Error())
+		log().ErrorContext(ctx, "poison record, no quarantine: failing it", "err", err.Error())
 		return false
 	}
 	if qerr := r.Quarantine.Quarantine(ctx, rec, err); qerr != nil {
-		log().Error("quarantine failed", "err", qerr.Error(), "reason", err.Error())
+		log().ErrorContext(ctx, "quarantine failed", "err", qerr.Error(), "reason", err.Error())
 		return false
 	}
-	log().Warn("poison record quarantined", "reason", err.Error())
+	log().WarnContext(ctx, "poison record quarantined", "reason", err.Error())
 	return true
 }
 
