@@ -17,7 +17,8 @@ import (
 // EMF exports metrics as CloudWatch Embedded Metric Format: one JSON line per set of attributes,
 // written to W (a Lambda function's stdout, which CloudWatch Logs reads and turns into metrics, with
 // no agent and no API call). Temporality is delta: each line holds what happened since the last
-// export, as CloudWatch sums it. The attributes are the dimensions, with the function's name.
+// export, as CloudWatch sums it. The attributes are the dimensions, with the function's name; an
+// attribute whose value is empty (the class of a page fetched) is left out.
 //
 // A histogram becomes an array of values, each bucket's midpoint (its bound for the outer ones)
 // repeated by its count, at most MaxEMFValues in all, as the format allows arrays of values and
@@ -76,8 +77,10 @@ func (e *EMF) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
 			l.dims, l.fields["function"] = append(l.dims, "function"), e.Function
 		}
 		for _, kv := range set.ToSlice() {
-			l.dims = append(l.dims, string(kv.Key))
-			l.fields[string(kv.Key)] = kv.Value.Emit()
+			if v := kv.Value.Emit(); v != "" { // CloudWatch takes no empty dimension value
+				l.dims = append(l.dims, string(kv.Key))
+				l.fields[string(kv.Key)] = v
+			}
 		}
 		sort.Strings(l.dims)
 		lines[k] = l

@@ -83,3 +83,56 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 		t.Errorf("an invocation that counted nothing wrote %q", out.String())
 	}
 }
+
+// TestEMFDimensions: a page fetched has no class, so its line has no class dimension (CloudWatch
+// takes no empty value); a link refused for the budget is a refusal, not a page.
+func TestEMFDimensions(t *testing.T) {
+	var out bytes.Buffer
+	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" }, telemetry.Options{EMF: &out, Function: "fetch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	ctx := context.Background()
+	telemetry.CountStates(ctx, map[string]int64{"seen": 1, "fetched": 1})
+	telemetry.CountStates(ctx, map[string]int64{"class_budget": 2})
+	telemetry.CountStates(ctx, map[string]int64{"fetched": -1}) // a correction is no page
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatal(err)
+		}
+		aws := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+		dims, _ := json.Marshal(aws["Dimensions"])
+		for _, m := range aws["Metrics"].([]any) {
+			name := m.(map[string]any)["Name"].(string)
+			got[name] = string(dims) + "=" + strings.TrimSpace(string(must(json.Marshal(doc[name]))))
+		}
+		if v, ok := doc["class"]; ok && v == "" {
+			t.Errorf("an empty class field: %s", l)
+		}
+	}
+	want := map[string]string{
+		"crawl.pages":    `[["function","outcome"]]=1`,
+		"crawl.refusals": `[["class","function"]]=2`,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v, want only %v", got, want)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

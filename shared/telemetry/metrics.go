@@ -16,6 +16,7 @@ import (
 // installed the helpers below return at once, without building attributes.
 type instruments struct {
 	pages         metric.Int64Counter     // crawl.pages{outcome, class}
+	refusals      metric.Int64Counter     // crawl.refusals{class}
 	fetches       metric.Int64Counter     // crawl.fetches{kind, class}
 	fetchBytes    metric.Int64Counter     // crawl.fetch.bytes
 	fetchDuration metric.Float64Histogram // crawl.fetch.duration, s
@@ -51,6 +52,8 @@ func newInstruments(m metric.Meter) *instruments {
 	var in instruments
 	in.pages, _ = m.Int64Counter("crawl.pages", metric.WithUnit("{page}"),
 		metric.WithDescription("URLs that reached a terminal state, by outcome (fetched, skipped, failed, stopped) and error class"))
+	in.refusals, _ = m.Int64Counter("crawl.refusals", metric.WithUnit("{url}"),
+		metric.WithDescription("links not admitted because the crawl's budget is spent (class budget) or it was stopped (class stopped)"))
 	in.fetches, _ = m.Int64Counter("crawl.fetches", metric.WithUnit("{request}"),
 		metric.WithDescription("outbound fetches (pages and robots.txt files), by kind and error class (\"\" for a 1xx-3xx answer)"))
 	in.fetchBytes, _ = m.Int64Counter("crawl.fetch.bytes", metric.WithUnit("By"),
@@ -76,7 +79,8 @@ func newInstruments(m metric.Meter) *instruments {
 
 // CountStates records counter increments as a crawl's state store makes them ("fetched": 1,
 // "class_robots": 1 ...): the terminal outcomes become crawl.pages, by the increment's class when it
-// has one. Other keys (seen, parse errors, ledger units) and decrements are not pages.
+// has one; a link refused for a spent budget or a stopped crawl (a class with no outcome) becomes
+// crawl.refusals. Other keys (seen, parse errors, ledger units) and decrements are not pages.
 func CountStates(ctx context.Context, add map[string]int64) {
 	if !MetricsEnabled() {
 		return
@@ -87,13 +91,18 @@ func CountStates(ctx context.Context, add map[string]int64) {
 			class = c
 		}
 	}
+	outcome := false
 	for k, v := range add {
 		switch k {
 		case "fetched", "skipped", "failed", "stopped":
 			if v > 0 {
+				outcome = true
 				meters().pages.Add(ctx, v, metric.WithAttributes(attribute.String("outcome", k), attribute.String("class", class)))
 			}
 		}
+	}
+	if !outcome && (class == "budget" || class == "stopped") {
+		meters().refusals.Add(ctx, add["class_"+class], metric.WithAttributes(attribute.String("class", class)))
 	}
 }
 
