@@ -62,8 +62,9 @@ type Config struct {
 	// Dashboard creates the CloudWatch dashboard. Off by default: an account
 	// pays for every dashboard beyond its first 3.
 	Dashboard bool
-	// Alarms creates the six queue alarms (an account pays for every alarm
-	// beyond its first 10).
+	// Alarms creates the ten alarms: six on the queues, and four on the
+	// functions, the table and the crawls' budgets (an account pays for every
+	// alarm beyond its first 10).
 	Alarms bool
 	// AlarmEmail, when set, receives every alarm's state changes through an
 	// encrypted SNS topic. It needs Alarms.

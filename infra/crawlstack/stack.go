@@ -50,7 +50,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
-	mon := newMonitoring(stack, cfg, queues, fns)
+	mon := newMonitoring(stack, cfg, table, queues, fns)
 	newOutputs(stack, bucket, table, queues, mon.Topic)
 	return stack
 }
@@ -106,6 +106,8 @@ func configEnv(cfg Config) map[string]string {
 		"CRAWL_ALLOW_NET":          cfg.AllowNet,
 		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,
 		"CRAWL_BUDGET_USD":         strconv.FormatFloat(cfg.BudgetUSD, 'f', -1, 64),
+		// The namespace of the EMF metrics, which the dashboard and the budget alarm read.
+		"CRAWL_METRICS_NAMESPACE": MetricsNamespace,
 		// The ledger counts Lambda's START and REPORT lines only where they are written.
 		"CRAWL_SYSTEM_LOG_LEVEL": cfg.SystemLogLevel,
 		// Fetch messages waiting for a politeness slot come back this much early: the fetch

@@ -1,0 +1,120 @@
+package crawlstack
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// alarmSeries lists the metrics an alarm reads, as "namespace metric dim=value,...", whether it
+// is a plain alarm or a metric-math one, with the expression that combines them.
+func alarmSeries(t *testing.T, id string) (series []string, expr string) {
+	t.Helper()
+	p := props(t, id)
+	one := func(ns, name any, dims any) string {
+		var ds []string
+		list, _ := dims.([]any)
+		for _, d := range list {
+			m := d.(map[string]any)
+			v, _ := json.Marshal(m["Value"])
+			ds = append(ds, m["Name"].(string)+"="+string(v))
+		}
+		slices.Sort(ds)
+		return ns.(string) + " " + name.(string) + " " + strings.Join(ds, ",")
+	}
+	if ms, ok := p["Metrics"].([]any); ok {
+		for _, m := range ms {
+			m := m.(map[string]any)
+			if e, ok := m["Expression"].(string); ok {
+				expr = e
+				continue
+			}
+			stat := m["MetricStat"].(map[string]any)["Metric"].(map[string]any)
+			series = append(series, one(stat["Namespace"], stat["MetricName"], stat["Dimensions"]))
+		}
+	} else {
+		series = append(series, one(p["Namespace"], p["MetricName"], p["Dimensions"]))
+	}
+	slices.Sort(series)
+	return series, expr
+}
+
+func quoted(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestPipelineAlarms: the alarms beyond the queues' read the three functions' errors and
+// throttles, the table's throttle events and the crawls' budget refusals, and fire on 3 minutes
+// of 5 (the budget on the first refusal).
+func TestPipelineAlarms(t *testing.T) {
+	fn := func(name string) string {
+		return "FunctionName=" + quoted(ref(logicalID(t, "AWS::Lambda::Function", title(name)+"Function")))
+	}
+	table := "TableName=" + quoted(ref(logicalID(t, "AWS::DynamoDB::Table", "Table")))
+	tests := []struct {
+		alarm     string
+		series    []string
+		evaluate  float64
+		datapoint float64
+	}{
+		{"FunctionErrors", []string{"AWS/Lambda Errors " + fn(FnFetch), "AWS/Lambda Errors " + fn(FnParse), "AWS/Lambda Errors " + fn(FnSchedule)}, 5, 3},
+		{"FunctionThrottles", []string{"AWS/Lambda Throttles " + fn(FnFetch), "AWS/Lambda Throttles " + fn(FnParse), "AWS/Lambda Throttles " + fn(FnSchedule)}, 5, 3},
+		{"TableThrottles", []string{"AWS/DynamoDB ReadThrottleEvents " + table, "AWS/DynamoDB WriteThrottleEvents " + table}, 5, 3},
+		{"CrawlOverBudget", []string{`Crawlstack crawl.refusals class="budget",function="schedule"`}, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.alarm, func(t *testing.T) {
+			id := logicalID(t, "AWS::CloudWatch::Alarm", tt.alarm)
+			got, expr := alarmSeries(t, id)
+			slices.Sort(tt.series)
+			if !slices.Equal(got, tt.series) {
+				t.Errorf("series\n%v\nwant\n%v", got, tt.series)
+			}
+			if len(tt.series) > 1 && strings.Count(expr, "FILL(") != len(tt.series) {
+				t.Errorf("expression %q does not add all %d series", expr, len(tt.series))
+			}
+			p := props(t, id)
+			if p["Threshold"] != float64(0) || p["ComparisonOperator"] != "GreaterThanThreshold" || p["EvaluationPeriods"] != tt.evaluate {
+				t.Errorf("threshold %v %v over %v periods, want > 0 over %v", p["ComparisonOperator"], p["Threshold"], p["EvaluationPeriods"], tt.evaluate)
+			}
+			if dp, _ := p["DatapointsToAlarm"].(float64); dp != tt.datapoint {
+				t.Errorf("DatapointsToAlarm %v, want %v", p["DatapointsToAlarm"], tt.datapoint)
+			}
+		})
+	}
+}
+
+// TestTheFunctionsWriteTheNamespaceTheStackReads: the EMF namespace the functions get is the one
+// the budget alarm and the dashboard read.
+func TestTheFunctionsWriteTheNamespaceTheStackReads(t *testing.T) {
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		env := props(t, logicalID(t, "AWS::Lambda::Function", title(name)+"Function"))["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if env["CRAWL_METRICS_NAMESPACE"] != MetricsNamespace {
+			t.Errorf("%s: CRAWL_METRICS_NAMESPACE %v, want %s", name, env["CRAWL_METRICS_NAMESPACE"], MetricsNamespace)
+		}
+	}
+	series, _ := alarmSeries(t, logicalID(t, "AWS::CloudWatch::Alarm", "CrawlOverBudget"))
+	if len(series) != 1 || !strings.HasPrefix(series[0], MetricsNamespace+" ") {
+		t.Errorf("budget alarm reads %v, want the %s namespace", series, MetricsNamespace)
+	}
+}
+
+// TestDashboardShowsTheCrawlMetrics: the dashboard charts the crawl's own metrics.
+func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
+	body, err := json.Marshal(props(t, logicalID(t, "AWS::CloudWatch::Dashboard", "Dashboard"))["DashboardBody"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Pages per minute", "Fetch latency (s)", "Bytes fetched per minute", "Admissions and dedup hits",
+		"Politeness waits and requeues", "Message age at receive (s)", "Billed units per minute",
+		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.message.age\"`, `\"crawl.admissions\"`,
+		`MetricName=\\\"crawl.requeues\\\"`, `MetricName=\\\"crawl.cost.units\\\"`, `{Crawlstack,class,function,outcome}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("dashboard has no %s", want)
+		}
+	}
+}
