@@ -118,3 +118,45 @@ func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestOTelCollectorLayer: by default no function has a layer or an OTLP endpoint (metrics go out
+// as EMF lines); with otelCollectorLayerArn every function has the layer and sends OTLP to it.
+func TestOTelCollectorLayer(t *testing.T) {
+	const arn = "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
+	_, with := synthWith(t, map[string]any{"otelCollectorLayerArn": arn})
+	for _, tt := range []struct {
+		name     string
+		template map[string]any
+		layers   string
+		endpoint any
+	}{
+		{"default", tmplJSON, "null", nil},
+		{"with the layer", with, `["` + arn + `"]`, otelCollectorEndpoint},
+	} {
+		n := 0
+		for id, r := range resourcesOf(tt.template) {
+			if r["Type"] != "AWS::Lambda::Function" || !strings.Contains(id, "Function") || strings.HasPrefix(id, "BucketNotifications") {
+				continue
+			}
+			p := r["Properties"].(map[string]any)
+			env, _ := p["Environment"].(map[string]any)
+			if env == nil {
+				continue // a CDK helper function, not one of the crawl's
+			}
+			vars := env["Variables"].(map[string]any)
+			if _, ok := vars["CRAWL_TABLE"]; !ok {
+				continue
+			}
+			n++
+			if got := quoted(p["Layers"]); got != tt.layers {
+				t.Errorf("%s: %s layers %s, want %s", tt.name, id, got, tt.layers)
+			}
+			if got := vars["OTEL_EXPORTER_OTLP_ENDPOINT"]; got != tt.endpoint {
+				t.Errorf("%s: %s OTEL_EXPORTER_OTLP_ENDPOINT %v, want %v", tt.name, id, got, tt.endpoint)
+			}
+		}
+		if n != 3 {
+			t.Errorf("%s: %d crawl functions, want 3", tt.name, n)
+		}
+	}
+}

@@ -91,7 +91,7 @@ const lambdaEnvLimit = 4096
 
 // configEnv is the part of functionEnv that the configuration decides.
 func configEnv(cfg Config) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"CRAWL_SCOPE":              cfg.Scope,
 		"CRAWL_MAX_DEPTH":          strconv.Itoa(cfg.MaxDepth),
 		"CRAWL_MAX_PAGES":          strconv.Itoa(cfg.MaxPages),
@@ -114,7 +114,15 @@ func configEnv(cfg Config) map[string]string {
 		// event source's batching window would otherwise make them late for it.
 		"CRAWL_SLOT_LEAD": strconv.Itoa(cfg.Function(FnFetch).BatchWindowSeconds) + "s",
 	}
+	if cfg.OTelCollectorLayerARN != "" {
+		// The collector extension listens for OTLP/HTTP here (package telemetry).
+		env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otelCollectorEndpoint
+	}
+	return env
 }
+
+// otelCollectorEndpoint is where a collector layer takes OTLP/HTTP.
+const otelCollectorEndpoint = "http://localhost:4318"
 
 // envBytes is the size Lambda counts for the environment: at most
 // deployTimeEnvBytes for what the deploy fills in, plus the configured part.
