@@ -132,15 +132,10 @@ func TestEMFLinesCountAKnownCrawl(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
-	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds)
-	if code != ExitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
+	s := crawlSite(t, srv.URL)
 	if err := tel.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s := lastJSON(t, stdout)
 	got := decodeEMF(t, emf.String())
 
 	mu.Lock()

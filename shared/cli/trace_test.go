@@ -74,6 +74,17 @@ func (g spanGraph) path(s tracetest.SpanStub) string {
 	return b.String()
 }
 
+// crawlSite crawls the site at base from its root page with crawl run and returns the summary.
+func crawlSite(t *testing.T, base string) Summary {
+	t.Helper()
+	seeds := writeFile(t, "seeds.txt", base+"/\n")
+	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	return lastJSON(t, stdout)
+}
+
 // TestACrawlIsOneTraceOfLinkedSpans runs a crawl of two pages with an in-memory exporter and
 // follows the discovered page's fetch back, through parents and the links that the messages'
 // traceparent attributes made, to the send of the seed file: through parse, schedule and the
@@ -97,12 +108,7 @@ func TestACrawlIsOneTraceOfLinkedSpans(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
-	code, stdout, stderr := runMain(t, "run", "--state", t.TempDir(), "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", seeds)
-	if code != ExitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	if s := lastJSON(t, stdout); s.Fetched != 2 {
+	if s := crawlSite(t, srv.URL); s.Fetched != 2 {
 		t.Fatalf("fetched %d pages, want 2 (the seed and /a)", s.Fetched)
 	}
 

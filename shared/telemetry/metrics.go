@@ -49,32 +49,35 @@ func UseMeter(mp metric.MeterProvider) (restore func()) {
 }
 
 func newInstruments(m metric.Meter) *instruments {
-	var in instruments
-	in.pages, _ = m.Int64Counter("crawl.pages", metric.WithUnit("{page}"),
-		metric.WithDescription("URLs that reached a terminal state, by outcome (fetched, skipped, failed, stopped) and error class"))
-	in.refusals, _ = m.Int64Counter("crawl.refusals", metric.WithUnit("{url}"),
-		metric.WithDescription("links not admitted because the crawl's budget is spent (class budget) or it was stopped (class stopped)"))
-	in.fetches, _ = m.Int64Counter("crawl.fetches", metric.WithUnit("{request}"),
-		metric.WithDescription("outbound fetches (pages and robots.txt files), by kind and error class (\"\" for a 1xx-3xx answer)"))
-	in.fetchBytes, _ = m.Int64Counter("crawl.fetch.bytes", metric.WithUnit("By"),
-		metric.WithDescription("body bytes fetched, decoded"))
-	in.fetchDuration, _ = m.Float64Histogram("crawl.fetch.duration", metric.WithUnit("s"),
-		metric.WithDescription("time of one fetch, redirects and body included"), metric.WithExplicitBucketBoundaries(secondsHist...))
-	in.admissions, _ = m.Int64Counter("crawl.admissions", metric.WithUnit("{url}"),
-		metric.WithDescription("URLs admitted to a crawl and staged for a fetch message"))
-	in.dedupHits, _ = m.Int64Counter("crawl.dedup.hits", metric.WithUnit("{url}"),
-		metric.WithDescription("links dropped as already known, by the layer that knew them (memory, table)"))
-	in.waits, _ = m.Int64Counter("crawl.politeness.waits", metric.WithUnit("{wait}"),
-		metric.WithDescription("waits in place for a host's politeness slot"))
-	in.waitTime, _ = m.Float64Counter("crawl.politeness.wait_time", metric.WithUnit("s"),
-		metric.WithDescription("time spent waiting in place for politeness slots"))
-	in.requeues, _ = m.Int64Counter("crawl.requeues", metric.WithUnit("{message}"),
-		metric.WithDescription("fetch messages sent back with a delay, by reason (slot, wait, retry)"))
-	in.messageAge, _ = m.Float64Histogram("crawl.message.age", metric.WithUnit("s"),
-		metric.WithDescription("time from a message's send to its record's start"), metric.WithExplicitBucketBoundaries(secondsHist...))
-	in.costUnits, _ = m.Float64Counter("crawl.cost.units", metric.WithUnit("{unit}"),
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		return c
+	}
+	seconds := func(name, desc string) metric.Float64Counter {
+		c, _ := m.Float64Counter(name, metric.WithUnit("s"), metric.WithDescription(desc))
+		return c
+	}
+	histogram := func(name, desc string) metric.Float64Histogram {
+		h, _ := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(secondsHist...))
+		return h
+	}
+	units, _ := m.Float64Counter("crawl.cost.units", metric.WithUnit("{unit}"),
 		metric.WithDescription("billed units metered on the SDK clients, by unit (sqs_requests, ddb_write_units ...)"))
-	return &in
+	return &instruments{
+		pages:         counter("crawl.pages", "{page}", "URLs that reached a terminal state, by outcome (fetched, skipped, failed, stopped) and error class"),
+		refusals:      counter("crawl.refusals", "{url}", "links not admitted because the crawl's budget is spent (class budget) or it was stopped (class stopped)"),
+		fetches:       counter("crawl.fetches", "{request}", "outbound fetches (pages and robots.txt files), by kind and error class (\"\" for a 1xx-3xx answer)"),
+		fetchBytes:    counter("crawl.fetch.bytes", "By", "body bytes fetched, decoded"),
+		fetchDuration: histogram("crawl.fetch.duration", "time of one fetch, redirects and body included"),
+		admissions:    counter("crawl.admissions", "{url}", "URLs admitted to a crawl and staged for a fetch message"),
+		dedupHits:     counter("crawl.dedup.hits", "{url}", "links dropped as already known, by the layer that knew them (memory, table)"),
+		waits:         counter("crawl.politeness.waits", "{wait}", "waits in place for a host's politeness slot"),
+		waitTime:      seconds("crawl.politeness.wait_time", "time spent waiting in place for politeness slots"),
+		requeues:      counter("crawl.requeues", "{message}", "fetch messages sent back with a delay, by reason (slot, wait, retry)"),
+		messageAge:    histogram("crawl.message.age", "time from a message's send to its record's start"),
+		costUnits:     units,
+	}
 }
 
 // CountStates records counter increments as a crawl's state store makes them ("fetched": 1,
