@@ -18,8 +18,9 @@ const flushTimeout = 2 * time.Second
 
 // Invocation wraps a handler so that each invocation has a span named fn, the parent of its
 // records' spans. An SQS batch's span counts its records and the records that failed. After each
-// invocation the spans and metrics are flushed through t (nil: not flushed), as a Lambda function must before
-// its container is frozen. With telemetry off it calls h and nothing else.
+// invocation the spans and metrics are flushed through t (nil: not flushed), as a Lambda function
+// must before its container is frozen. With neither traces nor metrics on it calls h and nothing
+// else.
 func Invocation[In, Out any](t *Telemetry, fn string, h func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
 	return func(ctx context.Context, in In) (Out, error) {
 		if !Enabled() {
