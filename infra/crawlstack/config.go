@@ -69,6 +69,11 @@ type Config struct {
 	// AlarmEmail, when set, receives every alarm's state changes through an
 	// encrypted SNS topic. It needs Alarms.
 	AlarmEmail string
+	// Metrics has the functions write the crawl's metrics as EMF lines (about
+	// 2 KB per fetch invocation of 10 URLs, billed as log ingestion). False
+	// sets OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's
+	// crawl charts stay empty and the CrawlOverBudget alarm never fires.
+	Metrics bool
 	// OTelCollectorLayerARN, when set, adds that Lambda layer (an
 	// OpenTelemetry collector extension, such as AWS Distro for
 	// OpenTelemetry's, for arm64) to every function and points the functions'
@@ -131,6 +136,7 @@ func DefaultConfig() Config {
 		RetryWaitSeconds:          2,
 		LogRetentionDays:          30,
 		OldestMessageAlarmSeconds: 3600,
+		Metrics:                   true,
 		Dashboard:                 false,
 		Alarms:                    true,
 		AlarmEmail:                "",
@@ -214,6 +220,7 @@ func contextKeys(c *Config) []contextKey {
 		{"alarms", boolInto(&c.Alarms)},
 		{"alarmEmail", stringInto(&c.AlarmEmail)},
 		{"otelCollectorLayerArn", stringInto(&c.OTelCollectorLayerARN)},
+		{"metrics", boolInto(&c.Metrics)},
 		{"retainData", boolInto(&c.RetainData)},
 		{"logLevel", stringInto(&c.LogLevel)},
 		{"systemLogLevel", stringInto(&c.SystemLogLevel)},

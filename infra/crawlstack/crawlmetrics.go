@@ -1,6 +1,8 @@
 package crawlstack
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
@@ -34,6 +36,23 @@ func crawlSearch(name string, dims []string, label string) awscloudwatch.IMetric
 	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String("SEARCH('" + schema + ` MetricName="` + name + `"', 'Sum', 60)`),
 		Label:      jsii.String(label), Period: awscdk.Duration_Minutes(jsii.Number(1)),
+	})
+}
+
+// costUnitNames are the billed units the functions count, each as the metric crawl.cost.<name>
+// (telemetry.CostUnitNames in the root module, which this module does not import).
+var costUnitNames = []string{"sqs_requests", "ddb_read_units", "ddb_write_units", "s3_class_a", "s3_class_b",
+	"lambda_requests", "lambda_gb_seconds", "log_bytes"}
+
+// costUnits charts every function's billed units, one series per function and unit.
+func costUnits() awscloudwatch.IMetric {
+	var names []string
+	for _, u := range costUnitNames {
+		names = append(names, `MetricName="crawl.cost.`+u+`"`)
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("SEARCH('{" + MetricsNamespace + ",function} (" + strings.Join(names, " OR ") + ")', 'Sum', 60)"),
+		Label:      jsii.String(""), Period: awscdk.Duration_Minutes(jsii.Number(1)),
 	})
 }
 
@@ -127,7 +146,7 @@ func crawlWidgets(queues map[string]pipelineQueue) [][]awscloudwatch.IWidget {
 			crawlSearch("crawl.requeues", []string{"function", "reason"}, "")),
 		graph("Message age at receive (s)", ages...),
 	}, {
-		graph("Billed units per minute", crawlSearch("crawl.cost.units", []string{"function", "unit"}, "")),
+		graph("Billed units per minute", costUnits()),
 		graph("Links refused (budget, stop)", crawlSearch("crawl.refusals", []string{"class", "function"}, "")),
 	}}
 }

@@ -111,10 +111,37 @@ func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 		"Pages per minute", "Fetch latency (s)", "Bytes fetched per minute", "Admissions and dedup hits",
 		"Politeness waits and requeues", "Message age at receive (s)", "Billed units per minute",
 		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.message.age\"`, `\"crawl.admissions\"`,
-		`MetricName=\\\"crawl.requeues\\\"`, `MetricName=\\\"crawl.cost.units\\\"`, `{Crawlstack,class,function,outcome}`,
+		`MetricName=\\\"crawl.requeues\\\"`, `MetricName=\\\"crawl.cost.sqs_requests\\\" OR MetricName=\\\"crawl.cost.ddb_read_units\\\"`, `{Crawlstack,class,function,outcome}`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard has no %s", want)
+		}
+	}
+}
+
+// TestMetricsOff: metrics=false turns the functions' metrics off; by default they are on.
+func TestMetricsOff(t *testing.T) {
+	_, off := synthWith(t, map[string]any{"metrics": "false"})
+	for _, tt := range []struct {
+		name     string
+		template map[string]any
+		want     any
+	}{{"default", tmplJSON, nil}, {"metrics=false", off, "none"}} {
+		n := 0
+		for id, r := range resourcesOf(tt.template) {
+			p, _ := r["Properties"].(map[string]any)
+			env, _ := p["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			if r["Type"] != "AWS::Lambda::Function" || vars["CRAWL_TABLE"] == nil {
+				continue
+			}
+			n++
+			if got := vars["OTEL_METRICS_EXPORTER"]; got != tt.want {
+				t.Errorf("%s: %s OTEL_METRICS_EXPORTER %v, want %v", tt.name, id, got, tt.want)
+			}
+		}
+		if n != 3 {
+			t.Errorf("%s: %d crawl functions, want 3", tt.name, n)
 		}
 	}
 }

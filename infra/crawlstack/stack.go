@@ -114,6 +114,9 @@ func configEnv(cfg Config) map[string]string {
 		// event source's batching window would otherwise make them late for it.
 		"CRAWL_SLOT_LEAD": strconv.Itoa(cfg.Function(FnFetch).BatchWindowSeconds) + "s",
 	}
+	if !cfg.Metrics {
+		env["OTEL_METRICS_EXPORTER"] = "none" // package telemetry: no EMF line, no OTLP metric
+	}
 	if cfg.OTelCollectorLayerARN != "" {
 		// The collector extension listens for OTLP/HTTP here (package telemetry).
 		env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otelCollectorEndpoint

@@ -90,7 +90,7 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 		acct.AddLogBytes(l.ReportBytes)
 	}
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
-	telemetry.CostUnits(ctx, acct.Snapshot()) // crawl.cost.units, when metrics are on
+	telemetry.CostUnits(ctx, acct.Snapshot()) // crawl.cost.*, when metrics are on
 	if len(crawls) == 0 {
 		return
 	}

@@ -15,18 +15,18 @@ import (
 // The crawl's instruments, made on the meter provider that Setup (or a test) installs. With none
 // installed the helpers below return at once, without building attributes.
 type instruments struct {
-	pages         metric.Int64Counter     // crawl.pages{outcome, class}
-	refusals      metric.Int64Counter     // crawl.refusals{class}
-	fetches       metric.Int64Counter     // crawl.fetches{kind, class}
-	fetchBytes    metric.Int64Counter     // crawl.fetch.bytes
-	fetchDuration metric.Float64Histogram // crawl.fetch.duration, s
-	admissions    metric.Int64Counter     // crawl.admissions
-	dedupHits     metric.Int64Counter     // crawl.dedup.hits{layer}
-	waits         metric.Int64Counter     // crawl.politeness.waits
-	waitTime      metric.Float64Counter   // crawl.politeness.wait_time, s
-	requeues      metric.Int64Counter     // crawl.requeues{reason}
-	messageAge    metric.Float64Histogram // crawl.message.age{queue}, s
-	costUnits     metric.Float64Counter   // crawl.cost.units{unit}
+	pages         metric.Int64Counter              // crawl.pages{outcome, class}
+	refusals      metric.Int64Counter              // crawl.refusals{class}
+	fetches       metric.Int64Counter              // crawl.fetches{kind, class}
+	fetchBytes    metric.Int64Counter              // crawl.fetch.bytes
+	fetchDuration metric.Float64Histogram          // crawl.fetch.duration, s
+	admissions    metric.Int64Counter              // crawl.admissions
+	dedupHits     metric.Int64Counter              // crawl.dedup.hits{layer}
+	waits         metric.Int64Counter              // crawl.politeness.waits
+	waitTime      metric.Float64Counter            // crawl.politeness.wait_time, s
+	requeues      metric.Int64Counter              // crawl.requeues{reason}
+	messageAge    metric.Float64Histogram          // crawl.message.age{queue}, s
+	costUnits     map[string]metric.Float64Counter // crawl.cost.<unit>, by unit name
 }
 
 var (
@@ -62,8 +62,13 @@ func newInstruments(m metric.Meter) *instruments {
 			metric.WithExplicitBucketBoundaries(secondsHist...))
 		return h
 	}
-	units, _ := m.Float64Counter("crawl.cost.units", metric.WithUnit("{unit}"),
-		metric.WithDescription("billed units metered on the SDK clients, by unit (sqs_requests, ddb_write_units ...)"))
+	// One metric per billed unit, not one with a unit attribute: in EMF an attribute set is a line of
+	// its own, and the eight units then share the function's line.
+	units := map[string]metric.Float64Counter{}
+	for _, u := range CostUnitNames {
+		units[u], _ = m.Float64Counter("crawl.cost."+u, metric.WithUnit("{unit}"),
+			metric.WithDescription("billed "+u+" metered on the SDK clients (package meter)"))
+	}
 	return &instruments{
 		pages:         counter("crawl.pages", "{page}", "URLs that reached a terminal state, by outcome (fetched, skipped, failed, stopped) and error class"),
 		refusals:      counter("crawl.refusals", "{url}", "links not admitted because the crawl's budget is spent (class budget) or it was stopped (class stopped)"),
@@ -140,22 +145,20 @@ func Requeued(ctx context.Context, reason string) {
 	}
 }
 
-// CostUnits records the billed units of one invocation (package meter), by unit.
+// CostUnitNames are the billed units, each counted as crawl.cost.<name>.
+var CostUnitNames = []string{"sqs_requests", "ddb_read_units", "ddb_write_units", "s3_class_a", "s3_class_b",
+	"lambda_requests", "lambda_gb_seconds", "log_bytes"}
+
+// CostUnits records the billed units of one invocation (package meter).
 func CostUnits(ctx context.Context, u meter.Units) {
 	if !MetricsEnabled() {
 		return
 	}
-	for _, c := range []struct {
-		name string
-		v    float64
-	}{
-		{"sqs_requests", float64(u.SQSRequests)}, {"ddb_read_units", u.DynamoDBReadUnits},
-		{"ddb_write_units", u.DynamoDBWriteUnits}, {"s3_class_a", float64(u.S3ClassA)},
-		{"s3_class_b", float64(u.S3ClassB)}, {"lambda_requests", float64(u.LambdaRequests)},
-		{"lambda_gb_seconds", u.LambdaGBSeconds}, {"log_bytes", float64(u.LogBytes)},
-	} {
-		if c.v > 0 {
-			meters().costUnits.Add(ctx, c.v, metric.WithAttributes(attribute.String("unit", c.name)))
+	values := []float64{float64(u.SQSRequests), u.DynamoDBReadUnits, u.DynamoDBWriteUnits, float64(u.S3ClassA),
+		float64(u.S3ClassB), float64(u.LambdaRequests), u.LambdaGBSeconds, float64(u.LogBytes)}
+	for i, name := range CostUnitNames {
+		if values[i] > 0 {
+			meters().costUnits[name].Add(ctx, values[i], emptyAttrs)
 		}
 	}
 }
