@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
@@ -97,6 +98,7 @@ func TestEMFDimensions(t *testing.T) {
 	telemetry.CountStates(ctx, map[string]int64{"seen": 1, "fetched": 1})
 	telemetry.CountStates(ctx, map[string]int64{"class_budget": 2})
 	telemetry.CountStates(ctx, map[string]int64{"fetched": -1}) // a correction is no page
+	telemetry.CostUnits(ctx, meter.Units{SQSRequests: 3, DynamoDBWriteUnits: 1.5})
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +121,9 @@ func TestEMFDimensions(t *testing.T) {
 	want := map[string]string{
 		"crawl.pages":    `[["function","outcome"]]=1`,
 		"crawl.refusals": `[["class","function"]]=2`,
+		// The billed units share the function's line, one metric each; a zero is left out.
+		"crawl.cost.sqs_requests":    `[["function"]]=3`,
+		"crawl.cost.ddb_write_units": `[["function"]]=1.5`,
 	}
 	for k, v := range want {
 		if got[k] != v {
