@@ -10,6 +10,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/awsports"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 func main() {
@@ -18,5 +19,5 @@ func main() {
 		f.Log.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(f.Ledger.Wrap(f.Fetch.Handle))
+	lambda.Start(telemetry.Invocation(f.Telemetry, pipeline.Fetch, f.Ledger.Wrap(f.Fetch.Handle)))
 }

@@ -66,12 +66,25 @@ type Config struct {
 	// Dashboard creates the CloudWatch dashboard. Off by default: an account
 	// pays for every dashboard beyond its first 3.
 	Dashboard bool
-	// Alarms creates the six queue alarms (an account pays for every alarm
-	// beyond its first 10).
+	// Alarms creates the ten alarms: six on the queues, and four on the
+	// functions, the table and the crawls' budgets (an account pays for every
+	// alarm beyond its first 10).
 	Alarms bool
 	// AlarmEmail, when set, receives every alarm's state changes through an
 	// encrypted SNS topic. It needs Alarms.
 	AlarmEmail string
+	// Metrics has the functions write the crawl's metrics as EMF lines (about
+	// 2 KB per fetch invocation of 10 URLs, billed as log ingestion). False
+	// sets OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's
+	// crawl charts stay empty and the CrawlOverBudget alarm never fires.
+	Metrics bool
+	// OTelCollectorLayerARN, when set, adds that Lambda layer (an
+	// OpenTelemetry collector extension, such as AWS Distro for
+	// OpenTelemetry's, for arm64) to every function and points the functions'
+	// OTLP exporters at it (OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318):
+	// traces and metrics then go to the collector instead of EMF lines. The
+	// collector's own configuration says where it sends them.
+	OTelCollectorLayerARN string
 	// RetainData keeps the bucket, the table and the logs when the stack is destroyed.
 	RetainData bool
 	// LogLevel is the functions' application log level (DEBUG, INFO, WARN or
@@ -97,6 +110,9 @@ const (
 	FnFetch    = "fetch"
 	FnParse    = "parse"
 )
+
+// otelLayerARN is a Lambda layer version ARN (any partition).
+var otelLayerARN = regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$`)
 
 // DefaultConfig returns the settings used where the context sets nothing.
 //
@@ -125,6 +141,7 @@ func DefaultConfig() Config {
 		WARCIndex:                 "crawl",
 		LogRetentionDays:          30,
 		OldestMessageAlarmSeconds: 3600,
+		Metrics:                   true,
 		Dashboard:                 false,
 		Alarms:                    true,
 		AlarmEmail:                "",
@@ -208,6 +225,8 @@ func contextKeys(c *Config) []contextKey {
 		{"dashboard", boolInto(&c.Dashboard)},
 		{"alarms", boolInto(&c.Alarms)},
 		{"alarmEmail", stringInto(&c.AlarmEmail)},
+		{"otelCollectorLayerArn", stringInto(&c.OTelCollectorLayerARN)},
+		{"metrics", boolInto(&c.Metrics)},
 		{"retainData", boolInto(&c.RetainData)},
 		{"logLevel", stringInto(&c.LogLevel)},
 		{"systemLogLevel", stringInto(&c.SystemLogLevel)},
@@ -413,6 +432,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.HostRPS > 0 && c.HostRPS <= 100) {
 		bad("hostRps", "must be more than 0 and at most 100, got %v", c.HostRPS)
+	}
+	if a := c.OTelCollectorLayerARN; a != "" && !otelLayerARN.MatchString(a) {
+		bad("otelCollectorLayerArn", "must be a Lambda layer version ARN like arn:aws:lambda:us-east-1:123456789012:layer:NAME:3, got %q", a)
 	}
 	if c.BudgetUSD < 0 {
 		bad("budgetUsd", "must be 0 (no budget) or more, got %v", c.BudgetUSD)

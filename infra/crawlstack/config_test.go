@@ -120,6 +120,14 @@ func TestConfigFromContext(t *testing.T) {
 			check: func(c Config) bool { return c.Dashboard && c.Alarms && c.AlarmEmail == "crawl+ops@mail.example.co.uk" }},
 		{name: "dashboard not a bool", ctx: map[string]any{"dashboard": "sometimes"}, wantErr: []string{`"dashboard"`, "true or false"}},
 		{name: "alarms not a bool", ctx: map[string]any{"alarms": float64(1)}, wantErr: []string{`"alarms"`, "true or false"}},
+		{name: "metrics off", ctx: map[string]any{"metrics": "false"}, check: func(c Config) bool { return !c.Metrics }},
+		{name: "metrics not a bool", ctx: map[string]any{"metrics": "some"}, wantErr: []string{`"metrics"`, "true or false"}},
+		{name: "collector layer", ctx: map[string]any{"otelCollectorLayerArn": "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"},
+			check: func(c Config) bool {
+				return strings.Contains(c.OTelCollectorLayerARN, ":layer:aws-otel-collector-arm64")
+			}},
+		{name: "collector layer not an ARN", ctx: map[string]any{"otelCollectorLayerArn": "aws-otel-collector"}, wantErr: []string{`"otelCollectorLayerArn"`, "layer version ARN"}},
+		{name: "collector layer without a version", ctx: map[string]any{"otelCollectorLayerArn": "arn:aws:lambda:us-east-1:901920570463:layer:otel"}, wantErr: []string{`"otelCollectorLayerArn"`}},
 		{name: "alarmEmail not a string", ctx: map[string]any{"alarmEmail": true}, wantErr: []string{`"alarmEmail"`, "string"}},
 		{name: "alarmEmail without @", ctx: map[string]any{"alarmEmail": "ops.example.com"}, wantErr: []string{`"alarmEmail"`, "one email address", "ops.example.com"}},
 		{name: "alarmEmail without a dotted domain", ctx: map[string]any{"alarmEmail": "ops@localhost"}, wantErr: []string{`"alarmEmail"`, "one email address"}},

@@ -38,7 +38,13 @@ func newCrawlFunction(stack awscdk.Stack, name string, cfg Config, shared map[st
 		Retention:     logRetentions[cfg.LogRetentionDays],
 		RemovalPolicy: removalPolicy(cfg),
 	})
+	var layers *[]awslambda.ILayerVersion
+	if cfg.OTelCollectorLayerARN != "" {
+		layers = &[]awslambda.ILayerVersion{awslambda.LayerVersion_FromLayerVersionArn(stack,
+			jsii.String(id+"OTelCollector"), jsii.String(cfg.OTelCollectorLayerARN))}
+	}
 	fn := awslambda.NewFunction(stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
+		Layers:        layers,
 		Description:   jsii.String("crawlstack " + name),
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture:  awslambda.Architecture_ARM_64(),

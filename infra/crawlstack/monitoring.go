@@ -19,10 +19,11 @@ type monitoring struct {
 	Topic     awssns.Topic            // only with cfg.AlarmEmail
 }
 
-// newMonitoring adds the alarms (unless cfg.Alarms is false), the topic that
+// newMonitoring adds the alarms (unless cfg.Alarms is false: six on the queues,
+// four on the functions, the table and the crawls' budgets), the topic that
 // mails their state changes (only with cfg.AlarmEmail) and the dashboard (only
 // with cfg.Dashboard). Without AlarmEmail the alarms have no actions.
-func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQueue, fns map[string]fnResources) monitoring {
+func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[string]pipelineQueue, fns map[string]fnResources) monitoring {
 	var mon monitoring
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	var depth, inFlight, age, dlqDepth, invocations, errs, duration, throttles, concurrency []awscloudwatch.IMetric
@@ -74,6 +75,9 @@ func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQue
 			Label: jsii.String(name), Period: minute, Statistic: jsii.String("Maximum"),
 		}))
 	}
+	if cfg.Alarms {
+		mon.Alarms = append(mon.Alarms, pipelineAlarms(stack, table, fns)...)
+	}
 	if cfg.AlarmEmail != "" && len(mon.Alarms) > 0 {
 		mon.Topic = newAlarmTopic(stack, cfg.AlarmEmail)
 		action := awscloudwatchactions.NewSnsAction(mon.Topic)
@@ -111,6 +115,9 @@ func newMonitoring(stack awscdk.Stack, cfg Config, queues map[string]pipelineQue
 		graph("Throttles", throttles),
 		graph("Concurrent executions", concurrency),
 	)
+	for _, row := range crawlWidgets(queues) {
+		mon.Dashboard.AddWidgets(row...)
+	}
 	return mon
 }
 

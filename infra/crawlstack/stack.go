@@ -52,7 +52,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
-	mon := newMonitoring(stack, cfg, queues, fns)
+	mon := newMonitoring(stack, cfg, table, queues, fns)
 	newOutputs(stack, bucket, table, queues, mon.Topic)
 	return stack
 }
@@ -93,7 +93,7 @@ const lambdaEnvLimit = 4096
 
 // configEnv is the part of functionEnv that the configuration decides.
 func configEnv(cfg Config) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"CRAWL_SCOPE":              cfg.Scope,
 		"CRAWL_MAX_DEPTH":          strconv.Itoa(cfg.MaxDepth),
 		"CRAWL_MAX_PAGES":          strconv.Itoa(cfg.MaxPages),
@@ -109,13 +109,26 @@ func configEnv(cfg Config) map[string]string {
 		"CRAWL_ALLOW_NET":          cfg.AllowNet,
 		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,
 		"CRAWL_BUDGET_USD":         strconv.FormatFloat(cfg.BudgetUSD, 'f', -1, 64),
+		// The namespace of the EMF metrics, which the dashboard and the budget alarm read.
+		"CRAWL_METRICS_NAMESPACE": MetricsNamespace,
 		// The ledger counts Lambda's START and REPORT lines only where they are written.
 		"CRAWL_SYSTEM_LOG_LEVEL": cfg.SystemLogLevel,
 		// Fetch messages waiting for a politeness slot come back this much early: the fetch
 		// event source's batching window would otherwise make them late for it.
 		"CRAWL_SLOT_LEAD": strconv.Itoa(cfg.Function(FnFetch).BatchWindowSeconds) + "s",
 	}
+	if !cfg.Metrics {
+		env["OTEL_METRICS_EXPORTER"] = "none" // package telemetry: no EMF line, no OTLP metric
+	}
+	if cfg.OTelCollectorLayerARN != "" {
+		// The collector extension listens for OTLP/HTTP here (package telemetry).
+		env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otelCollectorEndpoint
+	}
+	return env
 }
+
+// otelCollectorEndpoint is where a collector layer takes OTLP/HTTP.
+const otelCollectorEndpoint = "http://localhost:4318"
 
 // envBytes is the size Lambda counts for the environment: at most
 // deployTimeEnvBytes for what the deploy fills in, plus the configured part.

@@ -22,7 +22,7 @@ func TestResourceCounts(t *testing.T) {
 		{"AWS::Lambda::EventSourceMapping", 3},
 		{"AWS::Logs::LogGroup", 3},
 		{"AWS::Events::Rule", 1},
-		{"AWS::CloudWatch::Alarm", 6},
+		{"AWS::CloudWatch::Alarm", 10},
 		// The test context asks for the dashboard and alarm emails.
 		{"AWS::CloudWatch::Dashboard", 1},
 		{"AWS::SNS::Topic", 1},

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 
+	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
+
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/callrecord"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
@@ -18,6 +20,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
 	"github.com/crawlstack/crawlstack/shared/sqsqueue"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // Ports are the AWS adapters.
@@ -46,6 +49,9 @@ func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorde
 	meter.New().Register(&cfg)
 	if rec != nil {
 		rec.Register(&cfg)
+	}
+	if telemetry.Enabled() {
+		otelaws.AppendMiddlewares(&cfg.APIOptions) // a client span per SDK call
 	}
 	c := awsconfig.NewClients(cfg)
 	return Ports{Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName), Blobs: s3blob.New(c.S3, bucket)}, nil

@@ -48,11 +48,18 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hostRPS := fs.Float64("host-rps", pipeline.DefaultConfig().HostRPS, "requests per second per host, with the embedded backend (0 lifts the limit; the aws backend reads CRAWL_HOST_RPS)")
 	var allow []string
 	fs.Var((*listFlag)(&allow), "allow-net", "CIDR (or IP) of a non-public range that may be fetched, added to CRAWL_ALLOW_NET with the aws backend; repeatable")
+	var logs LogFlags
+	logs.register(fs, "info")
 	if err := parseFlags(fs, args, invokeHelp); err != nil {
 		return usageError(stdout, stderr, "invoke", err)
 	}
 	if fs.NArg() != 2 {
 		return usageError(stdout, stderr, "invoke", fmt.Errorf("want a function and an event file, got %d arguments%s", fs.NArg(), quotedArgs(fs.Args())))
+	}
+	log, err := logs.Logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)
+		return ExitUsage
 	}
 	fn, file := fs.Arg(0), fs.Arg(1)
 	if !invokeFunctions[fn] {
@@ -82,7 +89,6 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl invoke: %s is not a JSON document\n", file)
 		return ExitUsage
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	h, closeFn, err := invokeHandlers(ctx, *backend, *state, file, *hostRPS, allow, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl invoke: %v\n", err)

@@ -39,6 +39,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/scheduler"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/seeds"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // Exit codes.
@@ -79,6 +80,8 @@ type RunOptions struct {
 	SeedFile        string
 	BudgetUSD       float64
 	Prices          string
+	OTel            string
+	Log             LogFlags
 }
 
 type listFlag []string
@@ -123,6 +126,8 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")
 	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next is 4 times longer, at most 15 times this")
+	o.Log.register(fs, "warn")
+	fs.StringVar(&o.OTel, "otel", "", "an OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (docs/operating.md)")
 	if wantSeed {
 		fs.StringVar(&o.Name, "name", "", "name the crawl: runs with the same name go on with the same crawl, whatever the seed file holds (letters, digits, '.', '_', '-'; at most 40)")
 		fs.BoolVar(&o.Fresh, "fresh", false, "start the seed file's crawl again when it has ended (while it is unfinished, a run resumes it)")
@@ -175,6 +180,9 @@ func parseRunFlags(name string, args []string, wantSeed bool) (RunOptions, error
 	}
 	if o.Backend != "embedded" && o.Backend != "aws" {
 		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
+	}
+	if _, err := o.Log.Logger(io.Discard); err != nil {
+		return o, err
 	}
 	if o.BudgetUSD != 0 && o.Backend != "aws" {
 		return o, errors.New("--budget-usd meters what a crawl costs on AWS, and the embedded backend bills nothing: use it with --backend aws")
@@ -333,6 +341,12 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 			return sum, ExitUsage
 		}
 	}
+	tel, err := telemetry.Setup(ctx, os.Getenv, telemetry.Options{Service: "crawlstack-run", Endpoint: o.OTel})
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: --otel: %v\n", err)
+		return sum, ExitUsage
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
 	be, err := openBackend(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
@@ -368,7 +382,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 			fmt.Fprintf(stderr, "crawl: took back %d messages that a run which did not end cleanly (killed?) had in flight\n", n)
 		}
 	}
-	log := slog.New(interruptQuiet{Handler: slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), ctx: ctx})
+	logger, _ := o.Log.Logger(stderr) // checked with the flags
+	log := slog.New(interruptQuiet{Handler: logger.Handler(), ctx: ctx})
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
 	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge)}, log)
@@ -563,7 +578,8 @@ func startSeed(ctx context.Context, be *Backend, res Resources, key, version str
 	if err != nil {
 		return err
 	}
-	if err := be.Queue.SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
+	// The seed's send is where a crawl's trace starts (package telemetry).
+	if err := (telemetry.Sender{Next: be.Queue}).SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
 		return fmt.Errorf("start the crawl: %w", err)
 	}
 	return nil
@@ -624,6 +640,7 @@ func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurren
 	pollers := (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
 	batch := (concurrency + pollers - 1) / pollers // so pollers x batch stays close to concurrency
 	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
+		inv = telemetry.Invocation(nil, name, inv) // a span per batch, as per Lambda invocation
 		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: batch, Visibility: visibility}
 	}
 	return &localrun.Runner{Queues: q, Log: log, Sources: []localrun.Source{

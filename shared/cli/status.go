@@ -128,12 +128,19 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 // status is `crawl status [CRAWL]`.
 func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var asJSON bool
-	o, rest, err := adminFlags("status", "[CRAWL]", args, &asJSON)
+	var watch time.Duration
+	o, rest, err := adminFlags("status", "[--watch 5s] [CRAWL]", args, &asJSON, func(fs *flag.FlagSet) {
+		fs.DurationVar(&watch, "watch", 0, "refresh every this long until the crawl has nothing left to do or Ctrl-C (at least 1s; 0: once)")
+	})
 	if err != nil {
 		return usageError(stdout, stderr, "status", err)
 	}
 	if len(rest) > 1 {
 		fmt.Fprintf(stderr, "crawl status: want at most one CRAWL, got %d arguments\n", len(rest))
+		return ExitUsage
+	}
+	if watch != 0 && (watch < MinWatch || len(rest) != 1) {
+		fmt.Fprintf(stderr, "crawl status: --watch %v: want at least %v, and one CRAWL to watch\n", watch, MinWatch)
 		return ExitUsage
 	}
 	be, err := openExisting(ctx, o)
@@ -150,6 +157,13 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitFailed
 		}
 		printListing(stdout, list, asJSON)
+		return ExitOK
+	}
+	if watch > 0 {
+		if err := watchStatus(ctx, st, be, rest[0], watch, asJSON, stdout); err != nil {
+			fmt.Fprintf(stderr, "crawl status: %v\n", err)
+			return ExitFailed
+		}
 		return ExitOK
 	}
 	s, err := crawlStatus(ctx, st, be, rest[0], time.Now())

@@ -11,6 +11,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // CountParseError counts a page whose parse failed (its URL stays fetched).
@@ -24,6 +25,7 @@ func (s *Store) CountPoison(ctx context.Context, crawl string) error {
 }
 
 func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
+	telemetry.CountStates(ctx, add) // crawl.pages, when metrics are on
 	if s.BufferCounters {
 		s.buffer(crawl, add)
 		return nil

@@ -15,7 +15,9 @@ type Doubler struct{ queue.Sender }
 func (d Doubler) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
 	twice := make([]queue.Entry, 0, 2*len(entries))
 	for _, e := range entries {
-		twice = append(twice, e, queue.Entry{ID: e.ID + "-dup", Body: e.Body, Delay: e.Delay})
+		dup := e
+		dup.ID += "-dup"
+		twice = append(twice, e, dup)
 	}
 	return d.Sender.SendBatch(ctx, q, twice)
 }

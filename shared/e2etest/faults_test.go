@@ -3,6 +3,7 @@ package e2etest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestDoublerSendsEveryEntryTwice(t *testing.T) {
 		t.Fatalf("sent %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("entry %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}

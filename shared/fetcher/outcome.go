@@ -12,6 +12,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // A record's outcomes: the claim on its URL, its terminal state, a transient failure, and a
@@ -119,6 +120,7 @@ func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval
 // previous one. made, when not negative, makes it a retry after made requests; otherwise it is a
 // wait, counted against MaxWaits.
 func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, slot time.Time, gap time.Duration, made int) error {
+	telemetry.Requeued(ctx, requeueReason(slot, made))
 	next := *f.msg
 	next.Slot, next.Gap = slot, gap.Milliseconds()
 	if made >= 0 {
@@ -157,4 +159,15 @@ func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Durati
 		return fmt.Errorf("re-queue %s: %w", m.URL, err)
 	}
 	return nil
+}
+
+// requeueReason names a requeue for the crawl.requeues metric.
+func requeueReason(slot time.Time, made int) string {
+	switch {
+	case made >= 0:
+		return "retry"
+	case !slot.IsZero():
+		return "slot"
+	}
+	return "wait"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // Politeness: the host's shared request slots (DESIGN invariant 4) and this process's per-host
@@ -75,6 +76,7 @@ func (h *Handler) awaitSlot(ctx context.Context, slot time.Time) error {
 	if wait <= 0 {
 		return nil
 	}
+	telemetry.PolitenessWait(ctx, wait)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -45,6 +45,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
@@ -207,9 +208,11 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	results := make([]result, len(m.URLs))
 	var g errgroup.Group
 	g.SetLimit(admitConcurrency)
+	memory := 0 // links known from the warm cache alone, for crawl.dedup.hits
 	for i, raw := range m.URLs {
 		if f.recentlyConfirmed(m.Crawl, raw) {
 			results[i] = result{outcome: outKnown} // most links of a crawl: no goroutine for them
+			memory++
 			continue
 		}
 		g.Go(func() error {
@@ -240,6 +243,9 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 			st.Result.Invalid++
 		}
 	}
+	telemetry.Admitted(ctx, len(st.out))
+	telemetry.DedupHits(ctx, "memory", memory)
+	telemetry.DedupHits(ctx, "table", st.Result.Known-memory)
 	return st, admitErr
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/meter"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // LambdaReportBytes is what Lambda itself logs for each invocation at its default system log level
@@ -89,6 +90,7 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 		acct.AddLogBytes(l.ReportBytes)
 	}
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
+	telemetry.CostUnits(ctx, acct.Snapshot()) // crawl.cost.*, when metrics are on
 	if len(crawls) == 0 {
 		return
 	}

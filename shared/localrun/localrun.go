@@ -411,6 +411,13 @@ func Event(queueName string, msgs []queue.Message) events.SQSEvent {
 			EventSourceARN: "arn:aws:sqs:local:000000000000:" + queueName,
 			AWSRegion:      "local",
 		}
+		if len(m.Attributes) > 0 {
+			attrs := make(map[string]events.SQSMessageAttribute, len(m.Attributes))
+			for k, v := range m.Attributes {
+				attrs[k] = events.SQSMessageAttribute{DataType: "String", StringValue: &v}
+			}
+			ev.Records[i].MessageAttributes = attrs
+		}
 	}
 	return ev
 }

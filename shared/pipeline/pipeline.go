@@ -26,6 +26,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/specstore"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // Ports are the backends, AWS or embedded.
@@ -93,6 +94,8 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent})
 	h := &Handlers{State: state}
+	// Every message sent carries the trace context of its send (a no-op without telemetry).
+	p.Queue = telemetry.Sender{Next: p.Queue}
 	for _, name := range names {
 		switch name {
 		case Schedule:
@@ -115,6 +118,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				return nil, fmt.Errorf("http client: %w", err)
 			}
 			h.http = client
+			traced := telemetry.Fetches{Next: client} // a span per outbound fetch, robots.txt too
 			fcfg := fetcher.DefaultConfig()
 			fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
 			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
@@ -124,7 +128,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			if cfg.PauseWait > 0 {
 				fcfg.PauseWait = cfg.PauseWait
 			}
-			fdeps := fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, cfg.UserAgent, 24*time.Hour),
+			fdeps := fetcher.Deps{State: state, HTTP: traced, Robots: robots.New(traced, cfg.UserAgent, 24*time.Hour),
 				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls}
 			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 				fdeps.Handoff = p.Handoff

@@ -35,7 +35,13 @@ type Entry struct {
 	Body string
 	// Delay hides the message for this long after it is sent; 0 means no delay. At most MaxDelay.
 	Delay time.Duration
+	// Attributes are string message attributes that travel beside the body (SQS message
+	// attributes), such as the W3C trace context; nil sends none. At most MaxAttributes.
+	Attributes map[string]string
 }
+
+// MaxAttributes is the most message attributes SQS accepts on one message.
+const MaxAttributes = 10
 
 // Message is one received message.
 type Message struct {
@@ -49,6 +55,8 @@ type Message struct {
 	ReceiveCount int
 	// SentAt is when the message was first sent.
 	SentAt time.Time
+	// Attributes are the string message attributes the message was sent with (nil: none).
+	Attributes map[string]string
 }
 
 // Sender sends messages. SendBatch sends every entry, splitting into chunks of MaxBatch and

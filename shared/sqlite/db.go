@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS messages (
 	sent_at    INTEGER NOT NULL, -- unix ms
 	visible_at INTEGER NOT NULL, -- unix ms; in flight or delayed while in the future
 	receives   INTEGER NOT NULL DEFAULT 0,
-	receipt    TEXT NOT NULL DEFAULT '' -- the latest receive's handle
+	receipt    TEXT NOT NULL DEFAULT '', -- the latest receive's handle
+	attrs      TEXT NOT NULL DEFAULT ''  -- the message attributes as a JSON object, '' for none
 );
 CREATE INDEX IF NOT EXISTS messages_due ON messages (queue, visible_at);
 CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY) WITHOUT ROWID;
@@ -97,6 +98,10 @@ func Open(path string) (*DB, error) {
 	if _, err := w.Exec(schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("create schema in %s: %w", path, err)
+	}
+	if err := addAttrsColumn(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("upgrade schema in %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
 	if err != nil {
@@ -333,4 +338,19 @@ func (n *notifier) notify(queue string) {
 		close(c)
 		delete(n.ch, queue)
 	}
+}
+
+// addAttrsColumn gives a state file made before messages had attributes its attrs column.
+func addAttrsColumn(w *sql.DB) error {
+	var n int
+	if err := w.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'attrs'`).Scan(&n); err != nil {
+		return fmt.Errorf("look for messages.attrs: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := w.Exec(`ALTER TABLE messages ADD COLUMN attrs TEXT NOT NULL DEFAULT ''`); err != nil {
+		return fmt.Errorf("add messages.attrs: %w", err)
+	}
+	return nil
 }

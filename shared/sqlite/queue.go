@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -49,8 +50,8 @@ type Queue struct {
 func newQueue(db *DB) (*Queue, error) {
 	q := &Queue{db: db}
 	err := db.prepareAll([]prepared{
-		{&q.insert, `INSERT INTO messages (queue, body, sent_at, visible_at) VALUES (?, ?, ?, ?)`},
-		{&q.selectDue, `SELECT id, body, sent_at, receives FROM messages
+		{&q.insert, `INSERT INTO messages (queue, body, sent_at, visible_at, attrs) VALUES (?, ?, ?, ?, ?)`},
+		{&q.selectDue, `SELECT id, body, sent_at, receives, attrs FROM messages
 			WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`},
 		{&q.nextDue, `SELECT MIN(visible_at) FROM messages WHERE queue = ? AND visible_at > ?`},
 		{&q.config, `SELECT visibility, dlq, max_receive FROM queues WHERE name = ?`},
@@ -152,6 +153,8 @@ func (q *Queue) SendBatch(ctx context.Context, name string, entries []queue.Entr
 			bad = fmt.Errorf("body of %d bytes over %d", len(e.Body), maxBody)
 		case e.Body == "":
 			bad = errors.New("empty body")
+		case len(e.Attributes) > queue.MaxAttributes:
+			bad = fmt.Errorf("%d message attributes over %d", len(e.Attributes), queue.MaxAttributes)
 		}
 		if bad != nil {
 			failed[id] = bad
@@ -166,7 +169,11 @@ func (q *Queue) SendBatch(ctx context.Context, name string, entries []queue.Entr
 				return err
 			}
 			for _, e := range valid {
-				if _, err := q.insert.ExecContext(ctx, name, e.Body, now.UnixMilli(), now.Add(e.Delay).UnixMilli()); err != nil {
+				attrs, err := encodeAttrs(e.Attributes)
+				if err != nil {
+					return fmt.Errorf("attributes of %s: %w", e.ID, err)
+				}
+				if _, err := q.insert.ExecContext(ctx, name, e.Body, now.UnixMilli(), now.Add(e.Delay).UnixMilli(), attrs); err != nil {
 					return fmt.Errorf("insert %s: %w", e.ID, err)
 				}
 			}
@@ -250,6 +257,7 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 			body     string
 			sentAt   int64
 			receives int
+			attrs    string
 		}
 		for len(msgs) < max {
 			rows, err := q.selectDue.QueryContext(ctx, name, now.UnixMilli(), max-len(msgs))
@@ -259,7 +267,7 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 			var due []row
 			for rows.Next() {
 				var r row
-				if err := rows.Scan(&r.id, &r.body, &r.sentAt, &r.receives); err != nil {
+				if err := rows.Scan(&r.id, &r.body, &r.sentAt, &r.receives, &r.attrs); err != nil {
 					rows.Close()
 					return fmt.Errorf("scan message: %w", err)
 				}
@@ -287,12 +295,17 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 				if _, err := q.markReceived.ExecContext(ctx, now.Add(visibility).UnixMilli(), receipt, r.id); err != nil {
 					return fmt.Errorf("mark message %d received: %w", r.id, err)
 				}
+				attrs, err := decodeAttrs(r.attrs)
+				if err != nil {
+					return fmt.Errorf("attributes of message %d: %w", r.id, err)
+				}
 				msgs = append(msgs, queue.Message{
 					ID:            strconv.FormatInt(r.id, 10),
 					ReceiptHandle: receipt,
 					Body:          r.body,
 					ReceiveCount:  r.receives + 1,
 					SentAt:        time.UnixMilli(r.sentAt),
+					Attributes:    attrs,
 				})
 			}
 		}
@@ -314,6 +327,27 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 		q.db.wake.notify(movedTo)
 	}
 	return msgs, next, nil
+}
+
+// encodeAttrs stores message attributes as a JSON object (” for none).
+func encodeAttrs(attrs map[string]string) (string, error) {
+	if len(attrs) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(attrs)
+	return string(b), err
+}
+
+// decodeAttrs reads what encodeAttrs stored.
+func decodeAttrs(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var attrs map[string]string
+	if err := json.Unmarshal([]byte(s), &attrs); err != nil {
+		return nil, err
+	}
+	return attrs, nil
 }
 
 // newReceipt returns a fresh receipt handle for message id: "<id>.<random>".

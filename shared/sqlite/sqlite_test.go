@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/queue/queuetest"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
@@ -39,6 +40,38 @@ func TestTableConformance(t *testing.T) {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	tabletest.Run(t, func(*testing.T) table.Table { return tb })
+}
+
+// TestQueueConformanceOnAFileWithoutAttributes runs the queue suite on a state file made before
+// messages had attributes, with a message already waiting in it: Open adds the column, and the old
+// message is received with no attributes.
+func TestQueueConformanceOnAFileWithoutAttributes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = raw.Exec(`CREATE TABLE queues (name TEXT PRIMARY KEY, visibility INTEGER NOT NULL, dlq TEXT NOT NULL,
+			max_receive INTEGER NOT NULL) WITHOUT ROWID;
+		CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, body TEXT NOT NULL,
+			sent_at INTEGER NOT NULL, visible_at INTEGER NOT NULL, receives INTEGER NOT NULL DEFAULT 0,
+			receipt TEXT NOT NULL DEFAULT '');
+		INSERT INTO queues VALUES ('old', 30000, '', 0);
+		INSERT INTO messages (queue, body, sent_at, visible_at) VALUES ('old', 'from before', 1, 1);`)
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	msgs, err := db.Queue().Receive(context.Background(), "old", 1, time.Minute, 0)
+	if err != nil || len(msgs) != 1 || msgs[0].Body != "from before" || msgs[0].Attributes != nil {
+		t.Fatalf("Receive = %+v, %v; want the old message with no attributes", msgs, err)
+	}
+	queuetest.Run(t, func(*testing.T) queuetest.Backend { return db.Queue() })
 }
 
 // TestTableConformanceOnTheOlderLayout runs the table suite on a state file made when the items

@@ -1,7 +1,8 @@
 // Package sqsbatch runs a handler over the records of one SQS event the way AWS recommends for
 // partial batch responses: each record is processed on its own, a panic or error fails only that
 // record, and the response lists the failures in BatchItemFailures (the event source mapping must
-// have ReportBatchItemFailures). Poison records (errclass.Poison) are quarantined with their reason
+// have ReportBatchItemFailures). Each record runs in a span of its own (package telemetry), linked to
+// the span that sent it. Poison records (errclass.Poison) are quarantined with their reason
 // and acknowledged, so they never block the queue (DESIGN invariant 8).
 package sqsbatch
 
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 // Quarantiner keeps a poison record and its reason somewhere a person can look.
@@ -64,29 +66,32 @@ func (r *Runner) one(ctx context.Context, rec events.SQSMessage, fn func(context
 	log := func() *slog.Logger {
 		return r.logger().With("messageId", rec.MessageId, "receiveCount", ReceiveCount(rec))
 	}
+	ctx, span := telemetry.StartRecord(ctx, rec)
+	var err error
+	defer func() { telemetry.EndRecord(span, err) }()
 	defer func() {
 		if p := recover(); p != nil {
-			log().Error("record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			ok = false
+			log().ErrorContext(ctx, "record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err, ok = fmt.Errorf("panic: %v", p), false
 		}
 	}()
-	err := fn(ctx, rec)
+	err = fn(ctx, rec)
 	if err == nil {
 		return true
 	}
 	if errclass.Of(err) != errclass.Poison {
-		log().Warn("record failed", "class", errclass.Of(err), "err", err.Error())
+		log().WarnContext(ctx, "record failed", "class", errclass.Of(err), "err", err.Error())
 		return false
 	}
 	if r.Quarantine == nil {
-		log().Error("poison record, no quarantine: failing it", "err", err.Error())
+		log().ErrorContext(ctx, "poison record, no quarantine: failing it", "err", err.Error())
 		return false
 	}
 	if qerr := r.Quarantine.Quarantine(ctx, rec, err); qerr != nil {
-		log().Error("quarantine failed", "err", qerr.Error(), "reason", err.Error())
+		log().ErrorContext(ctx, "quarantine failed", "err", qerr.Error(), "reason", err.Error())
 		return false
 	}
-	log().Warn("poison record quarantined", "reason", err.Error())
+	log().WarnContext(ctx, "poison record quarantined", "reason", err.Error())
 	return true
 }
 

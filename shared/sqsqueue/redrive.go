@@ -114,7 +114,7 @@ func (q *Queue) redriveByHand(ctx context.Context, dlq, source string) (int, err
 		}
 		entries := make([]queue.Entry, len(msgs))
 		for i, m := range msgs {
-			entries[i] = queue.Entry{ID: fmt.Sprintf("m%d", i), Body: m.Body}
+			entries[i] = queue.Entry{ID: fmt.Sprintf("m%d", i), Body: m.Body, Attributes: m.Attributes}
 		}
 		if err := q.SendBatch(ctx, source, entries); err != nil {
 			// The unsent messages reappear in the DLQ after hold; the sent ones may be sent twice.

@@ -103,10 +103,23 @@ func batchInput(queueURL string, entries []queue.Entry) *sqs.SendMessageBatchInp
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
 	for _, e := range entries {
 		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{
-			Id:           aws.String(e.ID),
-			MessageBody:  aws.String(e.Body),
-			DelaySeconds: int32(min(seconds(e.Delay), int64(queue.MaxDelay/time.Second))),
+			Id:                aws.String(e.ID),
+			MessageBody:       aws.String(e.Body),
+			DelaySeconds:      int32(min(seconds(e.Delay), int64(queue.MaxDelay/time.Second))),
+			MessageAttributes: stringAttributes(e.Attributes),
 		})
 	}
 	return in
+}
+
+// stringAttributes turns string attributes into SQS message attributes (nil for none).
+func stringAttributes(attrs map[string]string) map[string]types.MessageAttributeValue {
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]types.MessageAttributeValue, len(attrs))
+	for k, v := range attrs {
+		out[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	return out
 }

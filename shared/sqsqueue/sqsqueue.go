@@ -72,6 +72,7 @@ func (q *Queue) Receive(ctx context.Context, queueURL string, limit int, visibil
 			types.MessageSystemAttributeNameApproximateReceiveCount,
 			types.MessageSystemAttributeNameSentTimestamp,
 		},
+		MessageAttributeNames: []string{"All"},
 	}
 	out, err := q.api.ReceiveMessage(ctx, in)
 	if err != nil {
@@ -102,6 +103,15 @@ func toMessage(m types.Message) (queue.Message, error) {
 		ID:            aws.ToString(m.MessageId),
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body:          aws.ToString(m.Body),
+	}
+	for k, v := range m.MessageAttributes {
+		if v.StringValue == nil {
+			continue // a binary attribute: the port carries strings only
+		}
+		if msg.Attributes == nil {
+			msg.Attributes = make(map[string]string, len(m.MessageAttributes))
+		}
+		msg.Attributes[k] = *v.StringValue
 	}
 	if s, ok := m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]; ok {
 		n, err := strconv.Atoi(s)

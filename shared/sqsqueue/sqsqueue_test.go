@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -202,7 +203,7 @@ func TestReceive(t *testing.T) {
 			got.MaxNumberOfMessages, got.VisibilityTimeout, got.WaitTimeSeconds)
 	}
 	want := queue.Message{ID: "m1", ReceiptHandle: "h1", Body: "x", ReceiveCount: 3, SentAt: time.UnixMilli(1700000000123)}
-	if len(msgs) != 1 || msgs[0] != want {
+	if len(msgs) != 1 || !reflect.DeepEqual(msgs[0], want) {
 		t.Errorf("messages = %+v, want [%+v]", msgs, want)
 	}
 	if len(released) != 0 {

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -63,6 +64,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ChangeVisibilityZero", "", testChangeVisibilityZero},
 		{"Delay", "", testDelay},
 		{"DeadLetter", "", testDeadLetter},
+		{"Attributes", "", testAttributes},
 		{"Redrive", Redrive, testRedrive},
 		{"Depth", "", testDepth},
 		{"LongPoll", "", testLongPoll},
@@ -319,6 +321,36 @@ func testDeadLetter(t *testing.T, b Backend) {
 	}
 	del(t, b, dlq, m.ReceiptHandle)
 	waitDepth(t, b, src, 0, 0)
+}
+
+// testAttributes: string message attributes (the trace context) arrive with the message, and stay
+// with it through a move to the dead-letter queue; a message sent with none has none.
+func testAttributes(t *testing.T, b Backend) {
+	attrs := map[string]string{
+		"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"tracestate":  "congo=t61rcWkgMzE",
+	}
+	q := newQueue(t, b)
+	send(t, b, q, queue.Entry{ID: "a", Body: "with", Attributes: attrs}, queue.Entry{ID: "b", Body: "without"})
+	for range 2 {
+		m := receiveOne(t, b, q, longVisibility, 5*time.Second)
+		switch {
+		case m.Body == "with" && !maps.Equal(m.Attributes, attrs):
+			t.Errorf("attributes = %v, want %v", m.Attributes, attrs)
+		case m.Body == "without" && len(m.Attributes) != 0:
+			t.Errorf("attributes of a message sent with none = %v, want none", m.Attributes)
+		}
+		del(t, b, q, m.ReceiptHandle)
+	}
+
+	src, dlq := newQueueWithDLQ(t, b, 1)
+	send(t, b, src, queue.Entry{ID: "a", Body: "with", Attributes: attrs})
+	moveToDLQ(t, b, src, 1)
+	d := receiveOne(t, b, dlq, longVisibility, 5*time.Second)
+	if !maps.Equal(d.Attributes, attrs) {
+		t.Errorf("attributes in the DLQ = %v, want %v", d.Attributes, attrs)
+	}
+	del(t, b, dlq, d.ReceiptHandle)
 }
 
 func testRedrive(t *testing.T, b Backend) {

@@ -1,0 +1,189 @@
+package crawlstack
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// alarmSeries lists the metrics an alarm reads, as "namespace metric dim=value,...", whether it
+// is a plain alarm or a metric-math one, with the expression that combines them.
+func alarmSeries(t *testing.T, id string) (series []string, expr string) {
+	t.Helper()
+	p := props(t, id)
+	one := func(ns, name any, dims any) string {
+		var ds []string
+		list, _ := dims.([]any)
+		for _, d := range list {
+			m := d.(map[string]any)
+			v, _ := json.Marshal(m["Value"])
+			ds = append(ds, m["Name"].(string)+"="+string(v))
+		}
+		slices.Sort(ds)
+		return ns.(string) + " " + name.(string) + " " + strings.Join(ds, ",")
+	}
+	if ms, ok := p["Metrics"].([]any); ok {
+		for _, m := range ms {
+			m := m.(map[string]any)
+			if e, ok := m["Expression"].(string); ok {
+				expr = e
+				continue
+			}
+			stat := m["MetricStat"].(map[string]any)["Metric"].(map[string]any)
+			series = append(series, one(stat["Namespace"], stat["MetricName"], stat["Dimensions"]))
+		}
+	} else {
+		series = append(series, one(p["Namespace"], p["MetricName"], p["Dimensions"]))
+	}
+	slices.Sort(series)
+	return series, expr
+}
+
+func quoted(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestPipelineAlarms: the alarms beyond the queues' read the three functions' errors and
+// throttles, the table's throttle events and the crawls' budget refusals, and fire on 3 minutes
+// of 5 (the budget on the first refusal).
+func TestPipelineAlarms(t *testing.T) {
+	fn := func(name string) string {
+		return "FunctionName=" + quoted(ref(logicalID(t, "AWS::Lambda::Function", title(name)+"Function")))
+	}
+	table := "TableName=" + quoted(ref(logicalID(t, "AWS::DynamoDB::Table", "Table")))
+	tests := []struct {
+		alarm     string
+		series    []string
+		evaluate  float64
+		datapoint float64
+	}{
+		{"FunctionErrors", []string{"AWS/Lambda Errors " + fn(FnFetch), "AWS/Lambda Errors " + fn(FnParse), "AWS/Lambda Errors " + fn(FnSchedule)}, 5, 3},
+		{"FunctionThrottles", []string{"AWS/Lambda Throttles " + fn(FnFetch), "AWS/Lambda Throttles " + fn(FnParse), "AWS/Lambda Throttles " + fn(FnSchedule)}, 5, 3},
+		{"TableThrottles", []string{"AWS/DynamoDB ReadThrottleEvents " + table, "AWS/DynamoDB WriteThrottleEvents " + table}, 5, 3},
+		{"CrawlOverBudget", []string{`Crawlstack crawl.refusals class="budget",function="schedule"`}, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.alarm, func(t *testing.T) {
+			id := logicalID(t, "AWS::CloudWatch::Alarm", tt.alarm)
+			got, expr := alarmSeries(t, id)
+			slices.Sort(tt.series)
+			if !slices.Equal(got, tt.series) {
+				t.Errorf("series\n%v\nwant\n%v", got, tt.series)
+			}
+			if len(tt.series) > 1 && strings.Count(expr, "FILL(") != len(tt.series) {
+				t.Errorf("expression %q does not add all %d series", expr, len(tt.series))
+			}
+			p := props(t, id)
+			if p["Threshold"] != float64(0) || p["ComparisonOperator"] != "GreaterThanThreshold" || p["EvaluationPeriods"] != tt.evaluate {
+				t.Errorf("threshold %v %v over %v periods, want > 0 over %v", p["ComparisonOperator"], p["Threshold"], p["EvaluationPeriods"], tt.evaluate)
+			}
+			if dp, _ := p["DatapointsToAlarm"].(float64); dp != tt.datapoint {
+				t.Errorf("DatapointsToAlarm %v, want %v", p["DatapointsToAlarm"], tt.datapoint)
+			}
+		})
+	}
+}
+
+// TestTheFunctionsWriteTheNamespaceTheStackReads: the EMF namespace the functions get is the one
+// the budget alarm and the dashboard read.
+func TestTheFunctionsWriteTheNamespaceTheStackReads(t *testing.T) {
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		env := props(t, logicalID(t, "AWS::Lambda::Function", title(name)+"Function"))["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if env["CRAWL_METRICS_NAMESPACE"] != MetricsNamespace {
+			t.Errorf("%s: CRAWL_METRICS_NAMESPACE %v, want %s", name, env["CRAWL_METRICS_NAMESPACE"], MetricsNamespace)
+		}
+	}
+	series, _ := alarmSeries(t, logicalID(t, "AWS::CloudWatch::Alarm", "CrawlOverBudget"))
+	if len(series) != 1 || !strings.HasPrefix(series[0], MetricsNamespace+" ") {
+		t.Errorf("budget alarm reads %v, want the %s namespace", series, MetricsNamespace)
+	}
+}
+
+// TestDashboardShowsTheCrawlMetrics: the dashboard charts the crawl's own metrics.
+func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
+	body, err := json.Marshal(props(t, logicalID(t, "AWS::CloudWatch::Dashboard", "Dashboard"))["DashboardBody"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Pages per minute", "Fetch latency (s)", "Bytes fetched per minute", "Admissions and dedup hits",
+		"Politeness waits and requeues", "Message age at receive (s)", "Billed units per minute",
+		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.message.age\"`, `\"crawl.admissions\"`,
+		`MetricName=\\\"crawl.requeues\\\"`, `MetricName=\\\"crawl.cost.sqs_requests\\\" OR MetricName=\\\"crawl.cost.ddb_read_units\\\"`, `{Crawlstack,class,function,outcome}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("dashboard has no %s", want)
+		}
+	}
+}
+
+// TestMetricsOff: metrics=false turns the functions' metrics off; by default they are on.
+func TestMetricsOff(t *testing.T) {
+	_, off := synthWith(t, map[string]any{"metrics": "false"})
+	for _, tt := range []struct {
+		name     string
+		template map[string]any
+		want     any
+	}{{"default", tmplJSON, nil}, {"metrics=false", off, "none"}} {
+		n := 0
+		for id, r := range resourcesOf(tt.template) {
+			p, _ := r["Properties"].(map[string]any)
+			env, _ := p["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			if r["Type"] != "AWS::Lambda::Function" || vars["CRAWL_TABLE"] == nil {
+				continue
+			}
+			n++
+			if got := vars["OTEL_METRICS_EXPORTER"]; got != tt.want {
+				t.Errorf("%s: %s OTEL_METRICS_EXPORTER %v, want %v", tt.name, id, got, tt.want)
+			}
+		}
+		if n != 3 {
+			t.Errorf("%s: %d crawl functions, want 3", tt.name, n)
+		}
+	}
+}
+
+// TestOTelCollectorLayer: by default no function has a layer or an OTLP endpoint (metrics go out
+// as EMF lines); with otelCollectorLayerArn every function has the layer and sends OTLP to it.
+func TestOTelCollectorLayer(t *testing.T) {
+	const arn = "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
+	_, with := synthWith(t, map[string]any{"otelCollectorLayerArn": arn})
+	for _, tt := range []struct {
+		name     string
+		template map[string]any
+		layers   string
+		endpoint any
+	}{
+		{"default", tmplJSON, "null", nil},
+		{"with the layer", with, `["` + arn + `"]`, otelCollectorEndpoint},
+	} {
+		n := 0
+		for id, r := range resourcesOf(tt.template) {
+			if r["Type"] != "AWS::Lambda::Function" || !strings.Contains(id, "Function") || strings.HasPrefix(id, "BucketNotifications") {
+				continue
+			}
+			p := r["Properties"].(map[string]any)
+			env, _ := p["Environment"].(map[string]any)
+			if env == nil {
+				continue // a CDK helper function, not one of the crawl's
+			}
+			vars := env["Variables"].(map[string]any)
+			if _, ok := vars["CRAWL_TABLE"]; !ok {
+				continue
+			}
+			n++
+			if got := quoted(p["Layers"]); got != tt.layers {
+				t.Errorf("%s: %s layers %s, want %s", tt.name, id, got, tt.layers)
+			}
+			if got := vars["OTEL_EXPORTER_OTLP_ENDPOINT"]; got != tt.endpoint {
+				t.Errorf("%s: %s OTEL_EXPORTER_OTLP_ENDPOINT %v, want %v", tt.name, id, got, tt.endpoint)
+			}
+		}
+		if n != 3 {
+			t.Errorf("%s: %d crawl functions, want 3", tt.name, n)
+		}
+	}
+}
