@@ -1,8 +1,8 @@
 // Package demosite serves a generated website for `make run`, the benchmark and the end-to-end
 // tests: Pages HTML pages of about PageBytes bytes, each with Links links to other pages, every page
 // reachable from "/", plus a robots.txt that disallows /private/ (and asks for a Crawl-delay when
-// one is set). It counts the requests for each path, so tests can prove that no page was fetched
-// twice.
+// one is set). It can answer each request after a set latency, as a distant server would. It
+// counts the requests for each path, so tests can prove that no page was fetched twice.
 package demosite
 
 import (
@@ -21,6 +21,9 @@ type Site struct {
 	// a fraction if need be ("Crawl-delay: 0.25"). Zero leaves robots.txt without one. Set it
 	// before the site serves.
 	CrawlDelay time.Duration
+	// Latency, when set, is how long every response (robots.txt and 404s too) waits before its
+	// first byte, as a distant server would. Set it before the site serves.
+	Latency time.Duration
 
 	mu   sync.Mutex
 	hits map[string]int
@@ -44,6 +47,15 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.hits[r.URL.Path]++
 	s.mu.Unlock()
+	if s.Latency > 0 {
+		t := time.NewTimer(s.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done(): // the client is gone
+			t.Stop()
+			return
+		}
+	}
 	if r.URL.Path == "/robots.txt" {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, s.robots())
