@@ -69,7 +69,7 @@ func benchMain(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Runs, "runs", 3, "runs of each crawler on each site, interleaved; medians are reported")
 	fs.StringVar(&names, "crawlers", names, "comma-separated crawlers to run: "+strings.Join(crawlers, ", "))
 	fs.StringVar(&o.Wget, "wget", "", "`path` of GNU wget (empty: wget is skipped); it crawls the sites without latency only")
-	fs.BoolVar(&o.Timeline, "timeline", false, "print each run's mean fetches in flight in each tenth of its crawl")
+	fs.BoolVar(&o.Timeline, "timeline", false, "print each run's mean fetches in flight and peak RSS in each tenth of its crawl")
 	fs.StringVar(&o.ProfileDir, "profile", "", "write CPU and allocation profiles of every `ours` crawl into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -201,10 +201,16 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, spec siteSpe
 	before, known := readCPUTimes()
 	track.restart()
 	start := time.Now()
-	if err := cmd.Run(); err != nil && !(crawler == "wget" && wgetOK(err)) {
+	if err := cmd.Start(); err != nil {
 		return sample{}, fmt.Errorf("child: %w", err)
 	}
+	rss := sampleRSS(cmd.Process.Pid, rssInterval)
+	err = cmd.Wait()
 	wall := time.Since(start)
+	rssSlices := rss.Stop()
+	if err != nil && !(crawler == "wget" && wgetOK(err)) {
+		return sample{}, fmt.Errorf("child: %w", err)
+	}
 	busy, iowait := -1.0, -1.0
 	if after, ok := readCPUTimes(); known && ok {
 		busy, iowait = shares(before, after)
@@ -224,11 +230,15 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, spec siteSpe
 		MaxRSSMiB: float64(ru.Maxrss) / 1024, // Linux reports KiB
 		Repeats:   len(site.Repeats()), Conns: int(conns.Load()), Busy: busy, IOWait: iowait,
 		Timeline: track.timeline(wall, concurrencyOf(crawler, o))}
+	s.Timeline.RSS = rssSlices
 	if s.Pages != spec.Pages || r.Pages < int64(spec.Pages) {
 		return s, fmt.Errorf("the site served %d of its %d pages (the crawler counted %d)", s.Pages, spec.Pages, r.Pages)
 	}
 	return s, nil
 }
+
+// rssInterval is how often the child's resident set is sampled.
+const rssInterval = 250 * time.Millisecond
 
 // concurrencyOf is the fetches crawler keeps in flight at most.
 func concurrencyOf(crawler string, o benchOptions) int {
@@ -280,13 +290,23 @@ func printRow(w io.Writer, name string, s sample) {
 		s.Timeline.First, s.Timeline.Tail)
 }
 
-// printTimeline prints a run's mean fetches in flight in each tenth of its crawl.
+// printTimeline prints a run's mean fetches in flight in each tenth of its crawl, and its
+// highest resident set in each tenth of its run.
 func printTimeline(w io.Writer, tl timeline) {
-	parts := make([]string, len(tl.Slices))
-	for i, v := range tl.Slices {
-		parts[i] = strconv.FormatFloat(v, 'f', 1, 64)
+	fmt.Fprintf(w, "           in flight by tenths: %s; at the concurrency %.0f%% of the time\n", tenths(tl.Slices, 1), tl.Full)
+	fmt.Fprintf(w, "           peak RSS MiB by tenths: %s\n", tenths(tl.RSS, 0))
+}
+
+// tenths formats a value per tenth of a run, "-" for a tenth with none.
+func tenths(xs [timelineSlices]float64, prec int) string {
+	parts := make([]string, len(xs))
+	for i, v := range xs {
+		parts[i] = "-"
+		if v > 0 {
+			parts[i] = strconv.FormatFloat(v, 'f', prec, 64)
+		}
 	}
-	fmt.Fprintf(w, "           in flight by tenths: %s; at the concurrency %.0f%% of the time\n", strings.Join(parts, " "), tl.Full)
+	return strings.Join(parts, " ")
 }
 
 // percent prints a share, or "-" where it is unknown.

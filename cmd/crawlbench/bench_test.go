@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,5 +126,22 @@ func TestCeilingFetchesEveryPageOnce(t *testing.T) {
 	if _, err := crawlCeiling(context.Background(), childOptions{URL: srv.URL + "/", Pages: 121, Concurrency: 8}); err == nil ||
 		!strings.Contains(err.Error(), "/p/120") {
 		t.Errorf("ceiling of 121 pages on a 120-page site: %v, want the 404 of /p/120", err)
+	}
+}
+
+func TestParseRSS(t *testing.T) {
+	status := "Name:\tcrawlbench\nVmPeak:\t  900000 kB\nVmRSS:\t   51200 kB\nThreads:\t9\n"
+	got, err := parseRSS(bufio.NewScanner(strings.NewReader(status)))
+	if err != nil || got != 50 {
+		t.Errorf("parseRSS = %v, %v; want 50 MiB", got, err)
+	}
+	for _, bad := range []string{"", "Name:\tx\n", "VmRSS:\t12 MB\n", "VmRSS:\tlots kB\n"} {
+		if _, err := parseRSS(bufio.NewScanner(strings.NewReader(bad))); err == nil {
+			t.Errorf("parseRSS(%q) accepted it", bad)
+		}
+	}
+	// This process's own resident set, read from /proc, is a plausible size.
+	if mib, err := readRSS(os.Getpid()); err != nil || mib < 1 || mib > 4096 {
+		t.Errorf("readRSS(self) = %v MiB, %v", mib, err)
 	}
 }

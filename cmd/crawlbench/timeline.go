@@ -51,6 +51,8 @@ type timeline struct {
 	InFlight, Full float64
 	// Slices is the mean in flight in each tenth of that time.
 	Slices [timelineSlices]float64
+	// RSS is the child's highest resident set sampled in each tenth of its run, in MiB.
+	RSS [timelineSlices]float64
 }
 
 // timeline returns the crawl's timeline; end is the child's run time, concurrency its fetches in
