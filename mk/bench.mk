@@ -8,6 +8,7 @@ ifeq ($(BENCH_LONG),1)
 BENCH_SITES := $(BENCH_LONG_SITES)
 endif
 BENCH_CRAWLERS ?= ours,colly,ceiling,wget
+# BENCH_PAGES is the site of make bench-profile.
 BENCH_PAGES ?= 10000
 BENCH_LINKS ?= 20
 BENCH_PAGE_BYTES ?= 20000
