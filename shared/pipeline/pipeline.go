@@ -43,7 +43,10 @@ type Handlers struct {
 	Fetch    *fetcher.Handler
 	Parse    *parser.Handler
 	State    *crawlstate.Store
-	http     *httpfetch.Client
+	// HostRPS is the crawl's per-host rate (0: none), for a runner that sizes its fetch batches
+	// by it.
+	HostRPS float64
+	http    *httpfetch.Client
 }
 
 // Close releases the HTTP client's connections.
@@ -87,7 +90,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}
-	h := &Handlers{State: state}
+	h := &Handlers{State: state, HostRPS: cfg.HostRPS}
 	for _, name := range names {
 		switch name {
 		case Schedule:
