@@ -1,26 +1,61 @@
-# Benchmark: this crawler against Colly on a generated loopback site (cmd/crawlbench).
+# Benchmark: this crawler against Colly, a ceiling client and GNU wget on generated loopback sites
+# (cmd/crawlbench). Each site is PAGES or PAGES@LATENCY (the time the site waits before each
+# response). The default set crawls for about five minutes on a loaded 2-core machine; BENCH_LONG=1
+# runs the issue's sizes (5,000 pages at 50 and 200 ms), about ten. make bench-scale: 100,000 pages.
+BENCH_SITES ?= 10000,2000,2000@50ms,1000@200ms
+BENCH_LONG_SITES ?= 10000,2000,5000@50ms,5000@200ms
+ifeq ($(BENCH_LONG),1)
+BENCH_SITES := $(BENCH_LONG_SITES)
+endif
+BENCH_CRAWLERS ?= ours,colly,ceiling,wget
+# BENCH_PAGES is the site of make bench-profile.
 BENCH_PAGES ?= 10000
-BENCH_SMALL_PAGES ?= 2000
 BENCH_LINKS ?= 20
 BENCH_PAGE_BYTES ?= 20000
 BENCH_CONCURRENCY ?= 32
 BENCH_RUNS ?= 3
 BENCH_FLAGS ?=
 BENCH_PROFILE_DIR ?= .state/bench-profile
+BENCH_SCALE_PAGES ?= 100000
+BENCH_SCALE_CRAWLERS ?= ours
+BENCH_SCALE_RUNS ?= 1
+# GNU wget from Debian's packages, unpacked into .cache (no root needed: apt-get download, dpkg -x).
+WGET_DIR := .cache/wget
+WGET := .cache/bin/wget
 
-.PHONY: bench bench-profile bench-go
+.PHONY: bench bench-profile bench-go bench-scale bench-wget
 
-bench: ## crawl a BENCH_PAGES-page loopback site with ours and Colly, BENCH_RUNS times; print pages/s, CPU, peak RSS and medians
+bench: bench-wget ## crawl the BENCH_SITES with ours, Colly, the ceiling client and wget, BENCH_RUNS times interleaved; print pages/s, CPU, peak RSS, repeats, fetches in flight, medians
 	$(GO) build -o dist/crawlbench ./cmd/crawlbench
-	dist/crawlbench -pages $(BENCH_PAGES) -small-pages $(BENCH_SMALL_PAGES) -links $(BENCH_LINKS) \
-		-page-bytes $(BENCH_PAGE_BYTES) -concurrency $(BENCH_CONCURRENCY) -runs $(BENCH_RUNS) $(BENCH_FLAGS)
+	dist/crawlbench -sites $(BENCH_SITES) -crawlers $(BENCH_CRAWLERS) -links $(BENCH_LINKS) \
+		-page-bytes $(BENCH_PAGE_BYTES) -concurrency $(BENCH_CONCURRENCY) -runs $(BENCH_RUNS) \
+		$(if $(wildcard $(WGET)),-wget $(WGET)) $(BENCH_FLAGS)
+
+bench-scale: ## crawl 10,000 then BENCH_SCALE_PAGES pages with ours, BENCH_SCALE_RUNS times (pages/s and peak RSS at scale)
+	$(GO) build -o dist/crawlbench ./cmd/crawlbench
+	dist/crawlbench -sites 10000,$(BENCH_SCALE_PAGES) -crawlers $(BENCH_SCALE_CRAWLERS) -runs $(BENCH_SCALE_RUNS) -links $(BENCH_LINKS) \
+		-page-bytes $(BENCH_PAGE_BYTES) -concurrency $(BENCH_CONCURRENCY) $(BENCH_FLAGS)
+
+# Never fails the bench: without wget (no apt lists, a missing library) the bench skips it and says why.
+bench-wget: ## install GNU wget from Debian's packages into .cache/bin for make bench
+	@if [ -x $(WGET) ] && $(WGET) --version >/dev/null 2>&1; then exit 0; fi; \
+	rm -rf $(WGET_DIR) $(WGET); mkdir -p $(WGET_DIR)/deb $(dir $(WGET)); \
+	if ! command -v apt-get >/dev/null || ! command -v dpkg >/dev/null; then \
+		echo "bench-wget: apt-get and dpkg not found (not Debian): the bench skips wget"; exit 0; fi; \
+	if ! (cd $(WGET_DIR)/deb && apt-get download wget >/dev/null 2>&1); then \
+		echo "bench-wget: apt-get download wget failed (run apt-get update first?): the bench skips wget"; exit 0; fi; \
+	dpkg -x $(WGET_DIR)/deb/wget_*.deb $(WGET_DIR)/root && ln -sf $(abspath $(WGET_DIR))/root/usr/bin/wget $(WGET); \
+	if ! $(WGET) --version >/dev/null 2>&1; then \
+		echo "bench-wget: the unpacked wget does not run (its libraries need apt-get install wget, as root): the bench skips wget"; \
+		$(WGET) --version 2>&1 | head -3; rm -f $(WGET); exit 0; fi; \
+	$(WGET) --version | head -1
 
 bench-profile: ## one crawl of ours with CPU and allocation profiles in BENCH_PROFILE_DIR (go tool pprof to read them)
 	$(GO) build -o dist/crawlbench ./cmd/crawlbench
 	mkdir -p $(BENCH_PROFILE_DIR)
-	dist/crawlbench -crawlers ours -runs 1 -small-pages 0 -pages $(BENCH_PAGES) -links $(BENCH_LINKS) \
+	dist/crawlbench -crawlers ours -runs 1 -sites $(BENCH_PAGES) -links $(BENCH_LINKS) \
 		-page-bytes $(BENCH_PAGE_BYTES) -concurrency $(BENCH_CONCURRENCY) -profile $(BENCH_PROFILE_DIR)
-	@echo "go tool pprof -top dist/crawlbench $(BENCH_PROFILE_DIR)/ours-$(BENCH_PAGES)-1.cpu.pprof"
+	@echo "go tool pprof -top dist/crawlbench $(BENCH_PROFILE_DIR)/ours-1-1.cpu.pprof"
 
 bench-go: ## the in-process Go benchmarks of the crawl at small size (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./cmd/crawlbench

@@ -16,6 +16,7 @@ type childOptions struct {
 	URL         string
 	State       string
 	Concurrency int
+	Pages       int // the site's pages (the ceiling's URL list)
 	CPUProfile  string
 	MemProfile  string
 }
@@ -37,6 +38,7 @@ func childMain(ctx context.Context, name string, args []string, crawl crawlFunc)
 	fs.StringVar(&o.URL, "url", "", "the site's root URL")
 	fs.StringVar(&o.State, "state", "", "state directory (ours only; default: a new temporary directory)")
 	fs.IntVar(&o.Concurrency, "concurrency", 32, "fetches in flight")
+	fs.IntVar(&o.Pages, "pages", 0, "the site's pages (ceiling only: it GETs each one)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile to this file at the end")
 	if err := fs.Parse(args); err != nil {

@@ -34,5 +34,9 @@ func medianSample(samples []sample) sample {
 	m.Conns = int(pick(func(s sample) float64 { return float64(s.Conns) }))
 	m.Busy = pick(func(s sample) float64 { return s.Busy })
 	m.IOWait = pick(func(s sample) float64 { return s.IOWait })
+	m.Timeline.InFlight = pick(func(s sample) float64 { return s.Timeline.InFlight })
+	m.Timeline.First = pick(func(s sample) float64 { return s.Timeline.First })
+	m.Timeline.Tail = pick(func(s sample) float64 { return s.Timeline.Tail })
+	m.Timeline.Full = pick(func(s sample) float64 { return s.Timeline.Full })
 	return m
 }

@@ -1,8 +1,8 @@
 // Package demosite serves a generated website for `make run`, the benchmark and the end-to-end
 // tests: Pages HTML pages of about PageBytes bytes, each with Links links to other pages, every page
 // reachable from "/", plus a robots.txt that disallows /private/ (and asks for a Crawl-delay when
-// one is set). It counts the requests for each path, so tests can prove that no page was fetched
-// twice.
+// one is set). It can answer each request after a set latency, as a distant server would. It
+// counts the requests for each path, so tests can prove that no page was fetched twice.
 package demosite
 
 import (
@@ -28,6 +28,9 @@ type Site struct {
 	// /sitemap.xml lists the rest: a crawl finds every orphan only if it reads all three ways.
 	// Set it before the site serves.
 	Orphans int
+	// Latency, when set, is how long every response (robots.txt and 404s too) waits before its
+	// first byte, as a distant server would. Set it before the site serves.
+	Latency time.Duration
 
 	mu   sync.Mutex
 	hits map[string]int
@@ -51,6 +54,15 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.hits[r.URL.Path]++
 	s.mu.Unlock()
+	if s.Latency > 0 {
+		t := time.NewTimer(s.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done(): // the client is gone
+			t.Stop()
+			return
+		}
+	}
 	if r.URL.Path == "/robots.txt" {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, s.robots())

@@ -76,3 +76,23 @@ func TestRobotsTxtAsksForTheCrawlDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestLatencyDelaysEveryResponse checks that no response, page or not, comes sooner than the
+// site's latency.
+func TestLatencyDelaysEveryResponse(t *testing.T) {
+	s := New(3, 2, 100)
+	s.Latency = 50 * time.Millisecond
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for _, path := range []string{"/", "/p/1", "/robots.txt", "/missing"} {
+		start := time.Now()
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if took := time.Since(start); took < s.Latency {
+			t.Errorf("%s answered after %v, before the latency of %v", path, took, s.Latency)
+		}
+	}
+}

@@ -71,6 +71,12 @@ type Options struct {
 	MaxRedirects int
 	// MaxIdleConnsPerHost is how many idle keep-alive connections are kept per host.
 	MaxIdleConnsPerHost int
+	// MaxInFlight is the most requests the client has in flight at once, redirects and body
+	// included; a request past it waits for one to end (its context bounds the wait, its
+	// timeouts start after it). 0: no bound. It lets a process keep more work in hand than it
+	// fetches at once: `crawl run` gives fetch twice its concurrency in batches, so that one
+	// batch's GETs go on while another stores its pages.
+	MaxInFlight int
 	// Fingerprint chooses the TLS ClientHello: FingerprintGo (default) or FingerprintChrome.
 	Fingerprint string
 	// Resolver replaces the system resolver (tests point it at a fake DNS server).
@@ -84,6 +90,7 @@ type Client struct {
 	opts      Options
 	guard     *netguard.Guard
 	transport *http.Transport
+	slots     chan struct{} // one token per request in flight; nil: no bound
 }
 
 // Response is a fetched page. Non-2xx statuses are responses, not errors.
@@ -103,6 +110,9 @@ type Response struct {
 func New(opts Options) (*Client, error) {
 	if opts.UserAgent == "" {
 		return nil, errors.New("httpfetch: a User-Agent is required")
+	}
+	if opts.MaxInFlight < 0 {
+		return nil, fmt.Errorf("httpfetch: max in flight %d: must not be negative", opts.MaxInFlight)
 	}
 	if opts.Fingerprint != FingerprintGo && opts.Fingerprint != FingerprintChrome {
 		return nil, fmt.Errorf("httpfetch: unknown TLS fingerprint %q (want %q or %q)",
@@ -136,7 +146,11 @@ func New(opts Options) (*Client, error) {
 	if opts.Fingerprint == FingerprintChrome {
 		tr.DialTLSContext = chromeDialer(dialer, opts.RootCAs, opts.HeaderTimeout)
 	}
-	return &Client{opts: opts, guard: guard, transport: tr}, nil
+	c := &Client{opts: opts, guard: guard, transport: tr}
+	if opts.MaxInFlight > 0 {
+		c.slots = make(chan struct{}, opts.MaxInFlight)
+	}
+	return c, nil
 }
 
 func setDefaults(o *Options) {
@@ -246,6 +260,14 @@ type limits struct {
 }
 
 func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response, error) {
+	if c.slots != nil {
+		select {
+		case c.slots <- struct{}{}:
+			defer func() { <-c.slots }()
+		case <-ctx.Done():
+			return nil, errclass.New(errclass.Internal, fmt.Errorf("wait for a request slot: %w", ctx.Err())) // the caller gave up
+		}
+	}
 	start := time.Now()
 	u, err := url.Parse(rawURL)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -624,5 +625,58 @@ func TestBodyCutShort(t *testing.T) {
 			_, err := newClient(t, Options{}).Get(context.Background(), srv.URL)
 			wantClass(t, err, errclass.Connect)
 		})
+	}
+}
+
+// TestMaxInFlight holds every request at the site until the test lets it go: ten requests through
+// a client of three slots reach the site three at a time, and a request that gives up while it
+// waits for a slot fails with its context's error and never reaches the site.
+func TestMaxInFlight(t *testing.T) {
+	var inFlight, most, served atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		defer inFlight.Add(-1)
+		select {
+		case <-release:
+			io.WriteString(w, "ok")
+		case <-r.Context().Done(): // the client gave up
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, Options{MaxInFlight: 3})
+	errs := make(chan error, 10)
+	for i := range 10 {
+		go func() {
+			_, err := c.Get(context.Background(), fmt.Sprintf("%s/%d", srv.URL, i))
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for inFlight.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests reached the site in 10 s, want 3", inFlight.Load())
+		}
+		runtime.Gosched()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.Get(ctx, srv.URL+"/gave-up"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a request that gave up waiting for a slot: err = %v, want context.DeadlineExceeded", err)
+	}
+	close(release)
+	for range 10 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if most.Load() != 3 || served.Load() != 10 {
+		t.Errorf("the site got %d requests, at most %d at once; want 10, at most 3", served.Load(), most.Load())
+	}
+	if _, err := New(Options{UserAgent: testUA, MaxInFlight: -1}); err == nil {
+		t.Error("New accepted a negative MaxInFlight")
 	}
 }

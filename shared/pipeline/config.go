@@ -35,11 +35,16 @@ type Config struct {
 	HostConcurrency int
 	// BatchConcurrency is how many records of one batch a handler works on at once.
 	BatchConcurrency int
-	AllowNets        []string
-	Ports            []int
-	Fingerprint      string
-	MaxBodyBytes     int64
-	FetchTimeout     time.Duration
+	// FetchInFlight is the most GETs the process has in flight at once, over all its fetch
+	// batches (0: no bound beyond BatchConcurrency per batch). A Lambda function runs one batch at
+	// a time and needs none; `crawl run` sets it to its concurrency and runs more fetch batches
+	// than that at once, so that one batch's GETs go on while another stores its pages.
+	FetchInFlight int
+	AllowNets     []string
+	Ports         []int
+	Fingerprint   string
+	MaxBodyBytes  int64
+	FetchTimeout  time.Duration
 
 	// MaxReceive must equal the queues' maxReceiveCount.
 	MaxReceive int
@@ -137,8 +142,8 @@ func (c Config) Validate() error {
 	if c.HostRPS < 0 {
 		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))
 	}
-	if c.HostConcurrency < 0 || c.BatchConcurrency < 1 {
-		errs = append(errs, errors.New("host concurrency must be 0 or more, batch concurrency 1 or more"))
+	if c.HostConcurrency < 0 || c.BatchConcurrency < 1 || c.FetchInFlight < 0 {
+		errs = append(errs, errors.New("host concurrency and fetches in flight must be 0 or more, batch concurrency 1 or more"))
 	}
 	if _, err := netguard.ParseCIDRs(c.AllowNets); err != nil {
 		errs = append(errs, fmt.Errorf("allow-net: %w", err))

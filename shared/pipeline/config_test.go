@@ -147,3 +147,18 @@ func TestTheDefaultsGiveUpOnABadURLWithinTwoMinutes(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateFetchInFlight(t *testing.T) {
+	for _, c := range []struct {
+		n  int
+		ok bool
+	}{{0, true}, {32, true}, {-1, false}} {
+		cfg := DefaultConfig()
+		cfg.FetchInFlight = c.n
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("FetchInFlight %d: Validate = %v, want ok %v", c.n, err, c.ok)
+		} else if err != nil && !strings.Contains(err.Error(), "in flight") {
+			t.Errorf("FetchInFlight %d: %v does not name the setting", c.n, err)
+		}
+	}
+}

@@ -46,7 +46,10 @@ type Handlers struct {
 	Fetch    *fetcher.Handler
 	Parse    *parser.Handler
 	State    *crawlstate.Store
-	http     *httpfetch.Client
+	// HostRPS is the crawl's per-host rate (0: none), for a runner that sizes its fetch batches
+	// by it.
+	HostRPS float64
+	http    *httpfetch.Client
 }
 
 // Close releases the HTTP client's connections.
@@ -93,7 +96,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
 	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent})
-	h := &Handlers{State: state}
+	h := &Handlers{State: state, HostRPS: cfg.HostRPS}
 	// Every message sent carries the trace context of its send (a no-op without telemetry).
 	p.Queue = telemetry.Sender{Next: p.Queue}
 	for _, name := range names {
@@ -113,7 +116,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			guard := netguard.New(nets, cfg.Ports)
 			client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.UserAgent, Guard: guard,
 				MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
-				MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency)})
+				MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency), MaxInFlight: cfg.FetchInFlight})
 			if err != nil {
 				return nil, fmt.Errorf("http client: %w", err)
 			}

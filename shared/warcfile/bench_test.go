@@ -7,13 +7,15 @@ import (
 	"time"
 )
 
-// benchPages is a fetch batch of ten 20 KB HTML pages, as `make bench` stores them.
+// benchPages is a fetch batch of ten 20 KB HTML pages with the header of their request, as
+// `make bench` stores them.
 func benchPages() []Page {
 	body := []byte("<!doctype html><html><body>" + strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n", 320) + "</body></html>")
 	pages := make([]Page, 10)
 	for i := range pages {
 		pages[i] = Page{URL: "http://a.test/p/" + string(rune('a'+i)), Status: 200,
-			Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}, Body: body, FetchedAt: time.Now()}
+			Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}, Body: body, FetchedAt: time.Now(),
+			Request: http.Header{"User-Agent": {"crawlstack/0 (+https://github.com/crawlstack/crawlstack)"}, "Accept-Encoding": {"gzip"}}}
 	}
 	return pages
 }

@@ -51,11 +51,11 @@ func Assemble(name string, at time.Time, records []Record) (File, error) {
 
 // warcinfo builds the record that opens a file: what wrote it, and to which standard.
 func warcinfo(name string, at time.Time) ([]byte, error) {
-	b := newBuilder(gowarc.Warcinfo, "")
 	var fields strings.Builder
 	fmt.Fprintf(&fields, "software: %s\r\n", Software)
 	fields.WriteString("format: WARC File Format 1.1\r\n")
 	fields.WriteString("conformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n")
+	b := newBuilder(gowarc.Warcinfo, "", fields.Len())
 	if _, err := b.WriteString(fields.String()); err != nil {
 		b.Close()
 		return nil, err

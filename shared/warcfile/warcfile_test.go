@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,44 +86,50 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 // TestRecordsCarryTheirIDsAndDigests checks the fields the record builder fills in: a fresh
-// urn:uuid record id each time, and both SHA-256 digests.
+// urn:uuid record id each time, and both SHA-256 digests, for a small body and for one of 4 MB
+// (larger than the builder's default memory buffer).
 func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
-	page := Page{URL: "http://a.test/a?b=c", Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
-		Body: []byte("<p>hi</p>"), FetchedAt: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)}
-	ids := map[string]bool{}
-	for range 2 {
-		rec, err := EncodeRecord(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := gunzip(t, rec.Response)
-		head, block, _ := strings.Cut(text, "\r\n\r\n")
-		fields := map[string]string{}
-		for _, line := range strings.Split(head, "\r\n")[1:] {
-			name, value, _ := strings.Cut(line, ": ")
-			fields[name] = value
-		}
-		id := fields["WARC-Record-ID"]
-		if !strings.HasPrefix(id, "<urn:uuid:") || len(id) != len("<urn:uuid:>")+36 {
-			t.Errorf("WARC-Record-ID = %q, want <urn:uuid:...>", id)
-		}
-		ids[id] = true
-		block = strings.TrimSuffix(block, "\r\n\r\n") // the record's end
-		_, payload, _ := strings.Cut(block, "\r\n\r\n")
-		for name, want := range map[string]string{"WARC-Block-Digest": sha256Hex(block), "WARC-Payload-Digest": sha256Hex(string(page.Body))} {
-			if fields[name] != want {
-				t.Errorf("%s = %q, want %q", name, fields[name], want)
+	for _, body := range []string{"<p>hi</p>", strings.Repeat("<p>hi</p>\r\n\r\n", 300_000)} {
+		t.Run(fmt.Sprintf("%d bytes", len(body)), func(t *testing.T) {
+			page := Page{URL: "http://a.test/a?b=c", Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+				Body: []byte(body), FetchedAt: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)}
+			ids := map[string]bool{}
+			for range 2 {
+				rec, err := EncodeRecord(page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := gunzip(t, rec.Response)
+				head, block, _ := strings.Cut(text, "\r\n\r\n")
+				fields := map[string]string{}
+				for _, line := range strings.Split(head, "\r\n")[1:] {
+					name, value, _ := strings.Cut(line, ": ")
+					fields[name] = value
+				}
+				id := fields["WARC-Record-ID"]
+				if !strings.HasPrefix(id, "<urn:uuid:") || len(id) != len("<urn:uuid:>")+36 {
+					t.Errorf("WARC-Record-ID = %q, want <urn:uuid:...>", id)
+				}
+				ids[id] = true
+				block = strings.TrimSuffix(block, "\r\n\r\n") // the record's end
+				_, payload, _ := strings.Cut(block, "\r\n\r\n")
+				for name, want := range map[string]string{"WARC-Block-Digest": sha256Hex(block), "WARC-Payload-Digest": sha256Hex(body),
+					"Content-Length": strconv.Itoa(len(block))} {
+					if fields[name] != want {
+						t.Errorf("%s = %q, want %q", name, fields[name], want)
+					}
+				}
+				if payload != body {
+					t.Errorf("payload is %d bytes, want the body's %d", len(payload), len(body))
+				}
+				if fields["WARC-Target-URI"] != page.URL {
+					t.Errorf("WARC-Target-URI = %q, want %q", fields["WARC-Target-URI"], page.URL)
+				}
 			}
-		}
-		if payload != string(page.Body) {
-			t.Errorf("payload = %q, want %q", payload, page.Body)
-		}
-		if fields["WARC-Target-URI"] != page.URL {
-			t.Errorf("WARC-Target-URI = %q, want %q", fields["WARC-Target-URI"], page.URL)
-		}
-	}
-	if len(ids) != 2 {
-		t.Errorf("two records share the id %v", ids)
+			if len(ids) != 2 {
+				t.Errorf("two records share the id %v", ids)
+			}
+		})
 	}
 }
 
