@@ -406,6 +406,16 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitFailed
 	}
+	if be.Name == "embedded" && !p.ended && p.fetched > 0 {
+		// The counters miss the pages a killed run recorded but had not counted yet: this run's
+		// count of its own pages starts from the exact one (a scan is a local query here).
+		c, err := h.State.Tally(ctx, p.id)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		p.fetched = c.Fetched
+	}
 	var others []Summary
 	if be.Name == "embedded" && !p.ended {
 		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {

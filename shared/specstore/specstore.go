@@ -81,6 +81,10 @@ func (s *Store) For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 		return c, nil
 	}
 	v, err, _ := s.flight.Do(crawl, func() (any, error) {
+		// A read that finished between the look above and this flight has filled the cache.
+		if c, ok := s.cache.Get(crawl); ok {
+			return c, nil
+		}
 		body, err := s.blobs.Get(ctx, Key(crawl))
 		var set *crawlspec.Settings
 		switch {
