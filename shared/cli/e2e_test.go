@@ -54,9 +54,12 @@ func TestCrashBetweenAnyStepsLosesNothing(t *testing.T) {
 	// Each limit kills the crawl at a different write: inside admission, between a claim and its
 	// fetch, between a WARC write and its parse message, between a handler's success and the delete.
 	// The limits are fractions of the writes of a whole crawl of the same site, so that the last
-	// one is still a crash however few writes the pipeline comes to make.
+	// one is still a crash however few writes the pipeline comes to make. A crawl's writes vary
+	// from run to run by more than a tenth (a fetch message's outcomes are one write, and how many
+	// URLs a message and a batch hold depends on timing: 365 writes measured, a crawl that ended
+	// short of 310), so the last point is at 70%.
 	const concurrency = 8
-	limits := newHarness(t, 60, 5, time.Second).CrashPoints(concurrency, 0.01, 0.05, 0.17, 0.4, 0.63, 0.85)
+	limits := newHarness(t, 60, 5, time.Second).CrashPoints(concurrency, 0.01, 0.05, 0.17, 0.35, 0.52, 0.7)
 	for _, limit := range limits {
 		t.Run("after_"+strconv.FormatInt(limit, 10)+"_writes", func(t *testing.T) {
 			h := newHarness(t, 60, 5, time.Second)
