@@ -7,25 +7,17 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
@@ -36,8 +28,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
-	"github.com/crawlstack/crawlstack/shared/scheduler"
-	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/seeds"
 	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
@@ -50,188 +40,11 @@ const (
 	ExitInterrupted = 130
 )
 
-// RunOptions are the flags of `crawl run`.
-type RunOptions struct {
-	State           string
-	Backend         string
-	Concurrency     int
-	HostConcurrency int
-	HostRPS         float64
-	Scope           string
-	MaxDepth        int
-	MaxPages        int
-	MaxPagesPerHost int
-	UserAgent       string
-	AllowNet        []string
-	AllowPorts      []int
-	MaxBodyBytes    int64
-	FetchTimeout    time.Duration
-	Include         []string
-	Exclude         []string
-	Fingerprint     string
-	JSON            bool
-	Visibility      time.Duration
-	MaxReceive      int
-	MaxTries        int
-	RetryWait       time.Duration
-	Quiet           bool
-	Fresh           bool
-	Name            string
-	SeedFile        string
-	BudgetUSD       float64
-	Prices          string
-	OTel            string
-	Log             LogFlags
-}
-
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
-// runFlags defines the flags of `crawl run` (and of `crawl demo` after "--", without the
-// seed file's) on a new flag set that fills o. Their usage strings are the flags' one
-// documentation: `crawl run --help` prints them, and the README's flag table is generated from
-// them (TestREADMEFlagTable).
-func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
-	d := pipeline.DefaultConfig()
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.StringVar(&o.State, "state", "crawl-state", "state directory: queues and table (state.db), pages and records (blobs/); embedded backend only (refused with --backend aws)")
-	fs.StringVar(&o.Backend, "backend", "embedded", "embedded (no AWS), or aws: the same local runner on SQS, DynamoDB and S3, as AWS_ENDPOINT_URL* and CRAWL_TABLE, CRAWL_BUCKET, CRAWL_QUEUE_PREFIX say (docs/localstack.md)")
-	fs.IntVar(&o.Concurrency, "concurrency", 32, "fetches in flight at once")
-	fs.IntVar(&o.HostConcurrency, "host-concurrency", d.HostConcurrency, "fetches in flight per host (0: no bound)")
-	fs.Float64Var(&o.HostRPS, "host-rps", d.HostRPS, "requests per second per host, shared by all workers; 0 lifts it for a site you own (robots.txt Crawl-delay still applies)")
-	fs.StringVar(&o.Scope, "scope", string(d.Scope), "which links are followed: the seed's host, its registrable domain, or any")
-	fs.IntVar(&o.MaxDepth, "max-depth", d.MaxDepth, "link hops from a seed (0: the seeds only; -1: no limit)")
-	fs.IntVar(&o.MaxPages, "max-pages", 0, "URLs admitted to the crawl, never more (0: no limit); the links over it end skipped with class budget. An admitted URL then skipped (robots.txt, content type) counts too, so a crawl may fetch fewer pages (docs/safety.md)")
-	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", d.MaxPagesPerHost, "URLs admitted per host, a spider-trap guard (0: no limit)")
-	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "the User-Agent header; its product token selects the robots.txt group")
-	fs.Var((*listFlag)(&o.AllowNet), "allow-net", "a non-public range (CIDR, or one IP) that may be crawled: non-public addresses are refused otherwise; repeatable")
-	fs.Func("allow-port", "another port that public addresses may be fetched on, besides 80 and 443; repeatable", func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("port %q: want 1 to 65535", v)
-		}
-		o.AllowPorts = append(o.AllowPorts, n)
-		return nil
-	})
-	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 10<<20, "body bytes read from the wire per page (over it: too_large)")
-	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", d.FetchTimeout, "time for one fetch, redirects and body included")
-	fs.Var((*listFlag)(&o.Include), "include", "a regexp a URL must match (repeatable: any one suffices)")
-	fs.Var((*listFlag)(&o.Exclude), "exclude", "a regexp a URL must not match (repeatable)")
-	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", "chrome: an opt-in browser TLS ClientHello (utls), for sites that refuse Go's own")
-	fs.BoolVar(&o.JSON, "json", false, "the summary as one JSON document on stdout (for jq and scripts), everything else on stderr")
-	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress line, even on a terminal")
-	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the queues the run creates: how long a received message stays hidden")
-	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
-	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")
-	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next is 4 times longer, at most 15 times this")
-	o.Log.register(fs, "warn")
-	fs.StringVar(&o.OTel, "otel", "", "an OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (docs/operating.md)")
-	if wantSeed {
-		fs.StringVar(&o.Name, "name", "", "name the crawl: runs with the same name go on with the same crawl, whatever the seed file holds (letters, digits, '.', '_', '-'; at most 40)")
-		fs.BoolVar(&o.Fresh, "fresh", false, "start the seed file's crawl again when it has ended (while it is unfinished, a run resumes it)")
-	}
-	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "--backend aws only: stop admitting URLs once the crawl's metered bill, with what it has admitted costed at its average so far, reaches this many dollars; the crawl drains and its summary says budget (docs/cost.md; 0: none)")
-	fs.StringVar(&o.Prices, "prices", "", "the prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (docs/cost.md)")
-	return fs
-}
-
-// runHelp is the help of `crawl run`.
-var runHelp = cmdHelp{
-	usage: "crawl run [flags] [SEEDFILE]",
-	about: "Crawl the URLs of SEEDFILE (one a line; blank lines and # comments are ignored) on the embedded\n" +
-		"backend, in the state directory: run the same command again to resume. Without SEEDFILE, a run\n" +
-		"goes on with what the state directory holds: its unfinished crawls and queued messages (after a\n" +
-		"crawl redrive, say).",
-	examples: `crawl run seeds.txt
-crawl run --state my-crawl --scope domain --max-pages 5000 seeds.txt
-crawl run --state my-crawl                 # go on with what my-crawl holds
-crawl run --allow-net 127.0.0.0/8 --host-rps 0 local-seeds.txt   # a site on your own machine
-crawl run --json seeds.txt | jq .fetched`,
-}
-
-// parseRunFlags parses `crawl run` arguments.
-func parseRunFlags(name string, args []string, wantSeed bool) (RunOptions, error) {
-	o := RunOptions{}
-	fs := runFlags(name, &o, wantSeed)
-	h := runHelp
-	if !wantSeed {
-		h = demoHelp
-	}
-	if err := parseFlags(fs, args, h); err != nil {
-		return o, err
-	}
-	if wantSeed {
-		if fs.NArg() > 1 {
-			return o, fmt.Errorf("want one SEEDFILE, got %d arguments%s", fs.NArg(), quotedArgs(fs.Args()))
-		}
-		if o.SeedFile = fs.Arg(0); o.SeedFile == "" && (o.Backend != "embedded" || o.Name != "" || o.Fresh) {
-			return o, errors.New("want a SEEDFILE (only an embedded run without --name or --fresh goes on with its state directory alone)")
-		}
-	} else if fs.NArg() != 0 {
-		return o, fmt.Errorf("unexpected arguments %q (run's flags go after --)", fs.Args())
-	}
-	if o.Name != "" && !validName(o.Name) {
-		return o, fmt.Errorf("--name %q: use letters, digits, '.', '_' and '-', at most 40 of them", o.Name)
-	}
-	if err := checkRunFlags(o); err != nil {
-		return o, err
-	}
-	if o.Backend != "embedded" && o.Backend != "aws" {
-		return o, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
-	}
-	if _, err := o.Log.Logger(io.Discard); err != nil {
-		return o, err
-	}
-	if o.BudgetUSD != 0 && o.Backend != "aws" {
-		return o, errors.New("--budget-usd meters what a crawl costs on AWS, and the embedded backend bills nothing: use it with --backend aws")
-	}
-	return o, stateOnlyEmbedded(fs, o.Backend)
-}
-
-// validName is whether name may name a crawl (--name).
-func validName(name string) bool {
-	if len(name) == 0 || len(name) > 40 {
-		return false
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // GaveUp is a URL the crawl failed, and why.
 type GaveUp struct {
 	URL    string `json:"url"`
 	Class  string `json:"class"`
 	Detail string `json:"detail,omitempty"`
-}
-
-// config turns the flags into the pipeline's configuration.
-func (o RunOptions) config(r Resources) pipeline.Config {
-	c := pipeline.DefaultConfig()
-	c.ScheduleQueue, c.FetchQueue, c.ParseQueue = r.Schedule, r.Fetch, r.Parse
-	c.Scope = scope.Mode(o.Scope)
-	c.Include, c.Exclude = o.Include, o.Exclude
-	c.MaxDepth, c.MaxPages, c.MaxPagesPerHost = o.MaxDepth, o.MaxPages, o.MaxPagesPerHost
-	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
-	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
-	c.MaxTries, c.RetryWait = o.MaxTries, o.RetryWait
-	if len(o.AllowPorts) > 0 {
-		c.Ports = append([]int{80, 443}, o.AllowPorts...)
-	}
-	c.MaxBodyBytes, c.FetchTimeout = o.MaxBodyBytes, o.FetchTimeout
-	c.BudgetUSD, c.Prices = o.BudgetUSD, o.Prices
-	// A paused crawl's messages come back every few seconds: a resume shows at once, for a
-	// receive and a send per message each time (none billed on the embedded backend).
-	c.PauseWait = runPauseWait
-	pollers := (o.Concurrency + queue.MaxBatch - 1) / queue.MaxBatch
-	c.BatchConcurrency = (o.Concurrency + pollers - 1) / pollers
-	c.FetchInFlight = o.Concurrency // NewRunner runs more fetch batches than that at once
-	return c
 }
 
 // Counts are a crawl's URLs by state and class, as a run's summary and crawl status show them
@@ -569,75 +382,6 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 	}
 }
 
-// StartCrawl drops the seed file into seeds/ and tells schedule, as S3 would. The crawl is named
-// after the file's content, so starting the same file again resumes its crawl.
-func StartCrawl(ctx context.Context, be *Backend, res Resources, name string, body []byte) (string, error) {
-	key, version := seedObject(be, name, body)
-	if err := startSeed(ctx, be, res, key, version, body); err != nil {
-		return "", err
-	}
-	return scheduler.CrawlID(be.Bucket, key, version), nil
-}
-
-// startSeed stores the seed file body at key and sends schedule the S3 notification of that
-// version of it.
-func startSeed(ctx context.Context, be *Backend, res Resources, key, version string, body []byte) error {
-	if err := be.Blobs.Put(ctx, key, body, "text/plain"); err != nil {
-		return fmt.Errorf("store the seed file: %w", err)
-	}
-	note, err := s3Notification(be.Bucket, key, version, int64(len(body)))
-	if err != nil {
-		return err
-	}
-	// The seed's send is where a crawl's trace starts (package telemetry).
-	if err := (telemetry.Sender{Next: be.Queue}).SendBatch(ctx, res.Schedule, []queue.Entry{{ID: "seed", Body: note}}); err != nil {
-		return fmt.Errorf("start the crawl: %w", err)
-	}
-	return nil
-}
-
-// CrawlOf is the id of the crawl that StartCrawl starts for a seed file of that name and body.
-func CrawlOf(be *Backend, name string, body []byte) string {
-	key, version := seedObject(be, name, body)
-	return scheduler.CrawlID(be.Bucket, key, version)
-}
-
-// seedObject is the key of the seed file name in be, and the version S3 would give its body: the
-// digest of its seed lines, so that comments, blank lines and spaces around a URL do not make
-// another crawl of the same seeds.
-func seedObject(be *Backend, name string, body []byte) (key, version string) {
-	digest := sha256.Sum256(seedLines(body))
-	prefix := be.SeedsPrefix
-	if prefix == "" {
-		prefix = scheduler.SeedsPrefix
-	}
-	return prefix + name, hex.EncodeToString(digest[:])
-}
-
-// namedObject is the key and version of a crawl named by --name: the name alone decides the crawl,
-// whatever the seed file holds.
-func namedObject(be *Backend, name string) (key, version string) {
-	prefix := be.SeedsPrefix
-	if prefix == "" {
-		prefix = scheduler.SeedsPrefix
-	}
-	return prefix + "named/" + name, "named"
-}
-
-// seedLines is body without the lines a seed file ignores (blank lines and # comments), each line
-// trimmed and ended by "\n": the same bytes as body for a file without them.
-func seedLines(body []byte) []byte {
-	var out []byte
-	for _, line := range strings.Split(string(body), "\n") {
-		line = strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out = append(append(out, line...), '\n')
-	}
-	return out
-}
-
 // NewRunner plays Lambda's event source mappings for the three handlers: about concurrency
 // fetches in flight, in batches of up to 10. A fetch batch records its pages together at its end,
 // and its GETs are done while it does: so fetch runs fetchSets times as many batches as
@@ -677,26 +421,6 @@ func fetchSets(hostRPS float64) int {
 		return 1
 	}
 	return 2
-}
-
-// s3Notification is the S3 ObjectCreated event, wrapped as S3 sends it to SQS.
-func s3Notification(bucket, key, sequencer string, size int64) (string, error) {
-	ev := events.S3Event{Records: []events.S3EventRecord{{
-		EventVersion: "2.1", EventSource: "aws:s3", AWSRegion: "local", EventTime: time.Now().UTC(),
-		EventName: "ObjectCreated:Put",
-		S3: events.S3Entity{SchemaVersion: "1.0", Bucket: events.S3Bucket{Name: bucket, Arn: "arn:aws:s3:::" + bucket},
-			Object: events.S3Object{Key: escapeKey(key), Size: size, Sequencer: sequencer}},
-	}}}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return "", fmt.Errorf("build the s3 notification: %w", err)
-	}
-	return string(b), nil
-}
-
-// escapeKey URL-encodes an object key the way S3 notifications do ('+' for a space, '/' kept).
-func escapeKey(key string) string {
-	return strings.ReplaceAll(url.QueryEscape(key), "%2F", "/")
 }
 
 // signalContext ends on SIGINT or SIGTERM.
