@@ -50,8 +50,8 @@ type Function struct {
 func StackFunctions() map[string]Function {
 	return map[string]Function{
 		"schedule": {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
-		"fetch":    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 10, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
-		"parse":    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 5, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
+		"fetch":    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
+		"parse":    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 	}
 }
 
