@@ -101,6 +101,7 @@ type Store struct {
 
 	starts    sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen  sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
+	spare     sync.Map // spareKey -> *spares, the host's slots booked and not yet given out (BookSlots)
 	throttles sync.Map // host -> its throttled gap as this store last saw it (throttle)
 	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
 	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)

@@ -52,6 +52,12 @@ import (
 // admitConcurrency bounds the URLs of one message admitted at once.
 const admitConcurrency = 8
 
+// DefaultSpareSlots is how many of a host's slots a booking takes beyond its batch's URLs. A wide
+// crawl's schedule batch brings a host a URL or two, so each booking was a write for about one
+// URL; with two spares, the host's next two URLs need none. make cost measured the change
+// (docs/cost.md).
+const DefaultSpareSlots = 2
+
 // Config is what admission needs to know about the crawl.
 type Config struct {
 	Rules scope.Rules
@@ -75,6 +81,9 @@ type Config struct {
 	// SlotLead brings a fetch message back this much before its slot, on top of the second SQS
 	// delays round to: the fetch event source's batching window, which may hold it that long.
 	SlotLead time.Duration
+	// SpareSlots is how many of a host's slots a booking takes beyond the URLs at hand, kept for
+	// the host's next ones (crawlstate.Store.BookSlots): 0 is DefaultSpareSlots, below 0 none.
+	SpareSlots int
 	// Crawls, if set, gives each crawl's rules, page bounds and rate (a spec's over the stack's);
 	// nil: Rules, MaxPages, MaxPagesPerHost and HostInterval for every crawl.
 	Crawls CrawlSettings
@@ -131,6 +140,9 @@ func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logge
 	}
 	if cfg.RecentCapacity == 0 {
 		cfg.RecentCapacity = 100_000
+	}
+	if cfg.SpareSlots == 0 {
+		cfg.SpareSlots = DefaultSpareSlots
 	}
 	if log == nil {
 		log = slog.Default()

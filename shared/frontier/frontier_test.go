@@ -657,6 +657,25 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 	if n := writes.Writes() - before; n != 3 {
 		t.Errorf("%d slot writes for 3 hosts, want 3", n)
 	}
+	// a.test's booking took DefaultSpareSlots more: its next two URLs get them without a write,
+	// the third books again.
+	for i, w := range []struct {
+		url    string
+		slot   time.Duration
+		writes int64
+	}{{"http://a.test/4", 4500 * time.Millisecond, 0}, {"http://a.test/5", 6 * time.Second, 0}, {"http://a.test/6", 7500 * time.Millisecond, 1}} {
+		before, snd.entries = writes.Writes(), nil
+		if res, err := f.Admit(ctx, seeds(w.url)); err != nil || res.Sent != 1 {
+			t.Fatalf("Admit %s = %+v, %v", w.url, res, err)
+		}
+		fm, err := message.DecodeFetch(snd.entries[0].Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fm.Slot.Equal(t0.Add(w.slot)) || writes.Writes()-before != w.writes {
+			t.Errorf("URL %d of a.test more: slot %v after %d slot writes, want %v after %d", i+1, fm.Slot.Sub(t0), writes.Writes()-before, w.slot, w.writes)
+		}
+	}
 }
 
 // TestAFetchMessageHoldsOneURLOfEachHost: URLs due together share a message only across hosts, so

@@ -147,8 +147,8 @@ func pack(out []pending, delays []time.Duration) [][]int {
 // bookConcurrency bounds the hosts whose slots one message books at once.
 const bookConcurrency = 8
 
-// book reserves the politeness slots of the URLs about to be sent, with one write per host
-// (crawlstate.Store.ReserveSlots), and returns each message's delay: each fetch message carries its
+// book reserves the politeness slots of the URLs about to be sent, with one write per host or
+// none, while the host's spare slots last (crawlstate.Store.BookSlots), and returns each message's delay: each fetch message carries its
 // slot and arrives just before it, so that a URL waits for its host in the queue once, from the
 // start, instead of being received, refused and re-sent. Slots are booked at most the fetcher's
 // SlotHorizon ahead; a URL beyond it is sent without one, to arrive when the booking ends and
@@ -172,18 +172,19 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	for hr, idx := range byHost {
 		host, interval := hr.host, hr.interval
 		g.Go(func() error {
-			got, err := f.state.ReserveSlots(ctx, host, interval, len(idx), queue.MaxDelay)
+			got, err := f.state.BookSlots(ctx, host, interval, len(idx), queue.MaxDelay, f.cfg.SlotLead, max(f.cfg.SpareSlots, 0))
 			if err != nil {
+				// The spares it gave are used; the other URLs reserve theirs at the fetcher.
 				f.log.Debug("book politeness slots", "host", host, "err", err.Error())
-				return nil
+				got.Free = f.now()
 			}
 			now := f.now()
 			for j, i := range idx {
-				if j >= got.N {
+				if j >= len(got.At) {
 					delays[i] = min(max(got.Free.Sub(now), 0), queue.MaxDelay)
 					continue
 				}
-				slot := got.At(j)
+				slot := got.At[j]
 				out[i].msg.Slot, out[i].msg.Gap = slot, got.Interval.Milliseconds()
 				// SQS delays are whole seconds: arrive early, by up to the lead and a second, and
 				// wait the rest in place.
