@@ -165,7 +165,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code == ExitOK {
 		fmt.Fprintf(say, "\nthe demo site has %d pages; the crawl fetched %d (robots.txt disallows /private/, nofollow links are not followed)\n",
 			*pages, sum.Fetched)
-		fmt.Fprintf(say, "look at the results:\n  ls %s\n  cat %s/*/*/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
+		fmt.Fprintf(say, "look at the results:\n  ls %s\n  cat %s/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
 	}
 	return code
 }
