@@ -126,8 +126,11 @@ func readFile(key string, b []byte, seen map[string]bool, fn func(Record) error)
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
+		// Numbers in data keep their digits (json.Number), not float64's.
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
 		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := dec.Decode(&r); err != nil {
 			return fmt.Errorf("%s:%d: not a record: %w", key, line, err)
 		}
 		if seen[r.URL] {

@@ -78,7 +78,7 @@ func Check(t testing.TB, files ...string) Summary {
 func Dir() (string, error) {
 	dir := os.Getenv("CRAWL_WARCIO_DIR")
 	if dir == "" {
-		root, err := repoRoot()
+		root, err := RepoRoot()
 		if err != nil {
 			return "", err
 		}
@@ -90,8 +90,9 @@ func Dir() (string, error) {
 	return dir, nil
 }
 
-// repoRoot is the nearest folder above the working directory whose go.mod is the root module's.
-func repoRoot() (string, error) {
+// RepoRoot is the nearest folder above the working directory whose go.mod is the root module's.
+// Other readers the tests install (shared/export/exporttest) lie under its .cache too.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
