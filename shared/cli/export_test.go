@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +17,22 @@ import (
 	"github.com/crawlstack/crawlstack/shared/demosite"
 	"github.com/crawlstack/crawlstack/shared/export/exporttest"
 )
+
+// siteDigest GETs u and returns the SHA-256 of its body, as the WARC-Payload-Digest writes it.
+func siteDigest(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
 
 // crawl export writes a crawl's records, each page once, into one file that readers the project
 // does not write parse (csv-parse, JSON.parse): the data a spec extracted is the data the demo
@@ -51,9 +71,14 @@ func TestExportACrawlWithExtractedFields(t *testing.T) {
 	}
 	rows := exporttest.Read(t, "csv", csvFile)
 	var seen []int
-	for _, r := range rows {
+	for n, r := range rows {
 		i := page(r["url"].(string))
 		seen = append(seen, i)
+		if n < 3 { // the digest is the SHA-256 of the page the site serves
+			if want := siteDigest(t, r["url"].(string)); r["digest"] != want {
+				t.Errorf("digest of page %d = %q, the site's body hashes to %q", i, r["digest"], want)
+			}
+		}
 		want := demosite.Product(i)
 		tags, _ := json.Marshal(want.Tags)
 		if r["data.price"] != want.Price || r["data.tags"] != string(tags) || r["data.missing"] != "" ||

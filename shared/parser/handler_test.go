@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -511,9 +513,11 @@ func TestABatchWritesOneRecordsFile(t *testing.T) {
 
 // TestAHandedOverPageParsesAsTheStoredOne parses one page three ways: read from its WARC file, taken
 // from a handoff, and with a handoff that does not hold it. All three give the same record and
-// links; only the first and the last read the blob store.
+// links; only the first and the last read the blob store. The record carries the body's digest and
+// the response's validators.
 func TestAHandedOverPageParsesAsTheStoredOne(t *testing.T) {
-	header := http.Header{"X-Robots-Tag": {"noindex"}, "Content-Encoding": {"gzip"}}
+	header := http.Header{"X-Robots-Tag": {"noindex"}, "Content-Encoding": {"gzip"}, "Etag": {`W/"v1"`},
+		"Last-Modified": {"Tue, 01 Dec 2026 10:00:00 GMT"}}
 	html := `<title>Home</title><link rel="canonical" href="/home">` + links
 	type outcome struct {
 		rec   records.Record
@@ -556,6 +560,12 @@ func TestAHandedOverPageParsesAsTheStoredOne(t *testing.T) {
 	read := run(false, nil)
 	if read.reads != 1 || !read.rec.NoIndex || read.rec.Canonical == "" || len(read.sent) != 3 {
 		t.Fatalf("read from the blob store: %+v; want one read, noindex, a canonical and three links", read)
+	}
+	sum := sha256.Sum256([]byte(html))
+	if want := "sha256:" + hex.EncodeToString(sum[:]); read.rec.Digest != want || read.rec.ETag != `W/"v1"` ||
+		read.rec.LastModified != "Tue, 01 Dec 2026 10:00:00 GMT" {
+		t.Errorf("digest %q, etag %q, lastModified %q; want %q and the response's validators",
+			read.rec.Digest, read.rec.ETag, read.rec.LastModified, want)
 	}
 	handed := run(true, handoff.New(0, 0))
 	if handed.reads != 0 {

@@ -192,6 +192,8 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 			return h.parseError(ctx, p, err)
 		}
 	}
+	p.out.Digest = warcfile.PayloadDigest(page.Body)
+	p.out.ETag, p.out.LastModified = page.Header.Get("ETag"), page.Header.Get("Last-Modified")
 	final, err := url.Parse(pg.FinalURL)
 	if err != nil {
 		return h.parseError(ctx, p, err)

@@ -135,7 +135,8 @@ func TestARecordsJSONKeysAreTheColumns(t *testing.T) {
 	r := Record{Crawl: "c", URL: "http://a.test/", FinalURL: "http://a.test/", Depth: 1, Status: 200,
 		ContentType: "text/html", Title: "t", Canonical: "http://a.test/", Charset: "utf-8", NoIndex: true,
 		NoFollow: true, OutLinks: []string{"http://a.test/b"}, FetchedAt: time.Now(),
-		WARC: message.Ref{Key: "pages/c/x.warc.gz", Offset: 1, Length: 2}, Class: "parse", Error: "e",
+		WARC: message.Ref{Key: "pages/c/x.warc.gz", Offset: 1, Length: 2}, Digest: "sha256:00", ETag: `"v1"`,
+		LastModified: "Tue, 01 Dec 2026 10:00:00 GMT", Class: "parse", Error: "e",
 		Data: map[string]any{"price": "9.99"}, DataErrors: map[string]string{"x": "y"}, Sitemap: true}
 	b, err := json.Marshal(r)
 	if err != nil {

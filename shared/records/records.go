@@ -29,22 +29,28 @@ const ContentType = "application/x-ndjson"
 // key: infra/crawlstack/testdata/record-columns.json is the copy of the columns that the tests of
 // both modules hold against it.
 type Record struct {
-	Crawl       string         `json:"crawl"`
-	URL         string         `json:"url"`
-	FinalURL    string         `json:"finalUrl"`
-	Depth       int            `json:"depth"`
-	Status      int            `json:"status"`
-	ContentType string         `json:"contentType,omitempty"`
-	Title       string         `json:"title,omitempty"`
-	Canonical   string         `json:"canonical,omitempty"`
-	Charset     string         `json:"charset,omitempty"`
-	NoIndex     bool           `json:"noindex,omitempty"`
-	NoFollow    bool           `json:"nofollow,omitempty"`
-	OutLinks    []string       `json:"outLinks"`
-	FetchedAt   time.Time      `json:"fetchedAt"`
-	WARC        message.Ref    `json:"warc"`
-	Class       errclass.Class `json:"class,omitempty"`
-	Error       string         `json:"error,omitempty"`
+	Crawl       string      `json:"crawl"`
+	URL         string      `json:"url"`
+	FinalURL    string      `json:"finalUrl"`
+	Depth       int         `json:"depth"`
+	Status      int         `json:"status"`
+	ContentType string      `json:"contentType,omitempty"`
+	Title       string      `json:"title,omitempty"`
+	Canonical   string      `json:"canonical,omitempty"`
+	Charset     string      `json:"charset,omitempty"`
+	NoIndex     bool        `json:"noindex,omitempty"`
+	NoFollow    bool        `json:"nofollow,omitempty"`
+	OutLinks    []string    `json:"outLinks"`
+	FetchedAt   time.Time   `json:"fetchedAt"`
+	WARC        message.Ref `json:"warc"`
+	// Digest is the SHA-256 of the page's body as stored, its WARC record's WARC-Payload-Digest
+	// ("sha256:" and hex): a page whose digest is the same in two crawls did not change.
+	Digest string `json:"digest,omitempty"`
+	// ETag and LastModified are the response's validators, as the server sent them.
+	ETag         string         `json:"etag,omitempty"`
+	LastModified string         `json:"lastModified,omitempty"`
+	Class        errclass.Class `json:"class,omitempty"`
+	Error        string         `json:"error,omitempty"`
 	// Data holds the fields of the crawl's spec, by name: null where a field found nothing. It is
 	// absent for a crawl without fields and for a page that is not parsed (class set).
 	Data map[string]any `json:"data,omitempty"`
