@@ -2,7 +2,6 @@ package export_test
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,29 +12,9 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/export"
 	"github.com/crawlstack/crawlstack/shared/export/exporttest"
+	"github.com/crawlstack/crawlstack/shared/fileblob"
+	"github.com/crawlstack/crawlstack/shared/fileblob/fileblobtest"
 )
-
-// memStore is an object store in memory.
-type memStore map[string][]byte
-
-func (m memStore) List(_ context.Context, prefix string) ([]string, error) {
-	var out []string
-	for k := range maps.Keys(m) {
-		if strings.HasPrefix(k, prefix) {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-func (m memStore) Get(_ context.Context, key string) ([]byte, error) {
-	b, ok := m[key]
-	if !ok {
-		return nil, errors.New("not found")
-	}
-	return b, nil
-}
 
 // The records as parse stores them, written out by hand: text that CSV must quote (commas,
 // quotes, a line break, a leading '='), non-ASCII text, data of every kind (text, a list, an
@@ -47,12 +26,12 @@ const (
 	bad  = `{"crawl":"c1","url":"http://a.test/q","finalUrl":"http://a.test/q","depth":1,"status":200,"outLinks":[],"fetchedAt":"2026-12-02T00:00:00Z","warc":{"key":"pages/c1/2026/12/02/y.warc.gz","offset":0,"length":500},"class":"parse","error":"bad charset"}`
 )
 
-func store() memStore {
-	return memStore{
-		"records/crawl=c1/dt=2026-12-01/a.jsonl": []byte(home + "\n" + page + "\n"),
-		"records/crawl=c1/dt=2026-12-02/b.jsonl": []byte(page + "\n" + bad + "\n"), // page again: a redelivery
-		"records/crawl=c2/dt=2026-12-01/c.jsonl": []byte(`{"crawl":"c2","url":"http://other.test/"}` + "\n"),
-	}
+func store(t *testing.T) *fileblob.Store {
+	return fileblobtest.Filled(t, map[string]string{
+		"records/crawl=c1/dt=2026-12-01/a.jsonl": home + "\n" + page + "\n",
+		"records/crawl=c1/dt=2026-12-02/b.jsonl": page + "\n" + bad + "\n", // page again: a redelivery
+		"records/crawl=c2/dt=2026-12-01/c.jsonl": `{"crawl":"c2","url":"http://other.test/"}` + "\n",
+	})
 }
 
 func export1(t *testing.T, f export.Format) string {
@@ -62,7 +41,7 @@ func export1(t *testing.T, f export.Format) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := export.Write(context.Background(), store(), "c1", f, out, nil)
+	res, err := export.Write(context.Background(), store(t), "c1", f, out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +146,7 @@ func TestFormats(t *testing.T) {
 func TestAnExportOfNothingIsAnError(t *testing.T) {
 	for _, f := range []export.Format{export.JSONL, export.CSV} {
 		var out strings.Builder
-		_, err := export.Write(context.Background(), store(), "c3", f, &out, nil)
+		_, err := export.Write(context.Background(), store(t), "c3", f, &out, nil)
 		if err == nil || !strings.Contains(err.Error(), "no records") || out.Len() != 0 {
 			t.Errorf("%s: err = %v, wrote %q; want an error that says so and nothing written", f, err, out.String())
 		}

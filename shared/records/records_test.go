@@ -3,34 +3,13 @@ package records
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crawlstack/crawlstack/shared/fileblob/fileblobtest"
 )
-
-// memStore is an object store in memory.
-type memStore map[string][]byte
-
-func (m memStore) List(_ context.Context, prefix string) ([]string, error) {
-	var out []string
-	for k := range maps.Keys(m) {
-		if strings.HasPrefix(k, prefix) {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-func (m memStore) Get(_ context.Context, key string) ([]byte, error) {
-	b, ok := m[key]
-	if !ok {
-		return nil, errors.New("not found")
-	}
-	return b, nil
-}
 
 func TestKeyIsPartitionedByCrawlAndUTCDay(t *testing.T) {
 	at := time.Date(2026, 12, 1, 22, 0, 0, 0, time.FixedZone("CET-ish", -3*3600)) // 01:00 UTC the next day
@@ -43,15 +22,15 @@ func TestKeyIsPartitionedByCrawlAndUTCDay(t *testing.T) {
 }
 
 func TestReadGivesEachPageOnceAcrossFilesAndCrawls(t *testing.T) {
-	s := memStore{
-		"records/crawl=c1/dt=2026-12-01/a.jsonl": []byte(`{"crawl":"c1","url":"http://a.test/","status":200}` + "\n" +
-			`{"crawl":"c1","url":"http://a.test/x","status":404}` + "\n"),
+	s := fileblobtest.Filled(t, map[string]string{
+		"records/crawl=c1/dt=2026-12-01/a.jsonl": `{"crawl":"c1","url":"http://a.test/","status":200}` + "\n" +
+			`{"crawl":"c1","url":"http://a.test/x","status":404}` + "\n",
 		// A redelivered parse message stored /x again, the next day.
-		"records/crawl=c1/dt=2026-12-02/b.jsonl": []byte(`{"crawl":"c1","url":"http://a.test/x","status":404}` + "\n\n" +
-			`{"crawl":"c1","url":"http://a.test/y","status":200,"data":{"price":"9.99"}}` + "\n"),
-		"records/crawl=c10/dt=2026-12-01/c.jsonl":  []byte(`{"crawl":"c10","url":"http://other.test/","status":200}` + "\n"),
-		"records/crawl=c1/dt=2026-12-01/notes.txt": []byte("not a records file"),
-	}
+		"records/crawl=c1/dt=2026-12-02/b.jsonl": `{"crawl":"c1","url":"http://a.test/x","status":404}` + "\n\n" +
+			`{"crawl":"c1","url":"http://a.test/y","status":200,"data":{"price":"9.99"}}` + "\n",
+		"records/crawl=c10/dt=2026-12-01/c.jsonl":  `{"crawl":"c10","url":"http://other.test/","status":200}` + "\n",
+		"records/crawl=c1/dt=2026-12-01/notes.txt": "not a records file",
+	})
 	var urls []string
 	var progress []int
 	files, err := Read(context.Background(), s, "c1", func(done, total int) { progress = append(progress, done, total) },
@@ -77,9 +56,9 @@ func TestReadGivesEachPageOnceAcrossFilesAndCrawls(t *testing.T) {
 }
 
 func TestReadErrorsNameTheProblem(t *testing.T) {
-	s := memStore{
-		"records/crawl=bad/dt=2026-12-01/a.jsonl": []byte(`{"url":"http://a.test/"}` + "\n" + `{"url": 12}` + "\n"),
-	}
+	s := fileblobtest.Filled(t, map[string]string{
+		"records/crawl=bad/dt=2026-12-01/a.jsonl": `{"url":"http://a.test/"}` + "\n" + `{"url": 12}` + "\n",
+	})
 	tests := []struct {
 		crawl, want string
 	}{
@@ -99,7 +78,7 @@ func TestReadErrorsNameTheProblem(t *testing.T) {
 }
 
 func TestReadStopsAtTheCallbacksError(t *testing.T) {
-	s := memStore{"records/crawl=c/dt=2026-12-01/a.jsonl": []byte(`{"url":"http://a.test/"}` + "\n" + `{"url":"http://a.test/b"}` + "\n")}
+	s := fileblobtest.Filled(t, map[string]string{"records/crawl=c/dt=2026-12-01/a.jsonl": `{"url":"http://a.test/"}` + "\n" + `{"url":"http://a.test/b"}` + "\n"})
 	stop := errors.New("disk full")
 	n := 0
 	_, err := Read(context.Background(), s, "c", nil, func(Record) error { n++; return stop })

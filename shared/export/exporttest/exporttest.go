@@ -6,45 +6,28 @@
 package exporttest
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/crawlstack/crawlstack/shared/warcfile/warctest"
+	"github.com/crawlstack/crawlstack/shared/nodetest"
 )
 
 //go:embed read.cjs
 var script []byte
+
+// csvParse is csv-parse, installed by make csvparse-deps into .cache/csvparse.
+var csvParse = nodetest.Reader{Package: "csv-parse", Cache: "csvparse", Make: "csvparse-deps",
+	DirVar: "CRAWL_CSVPARSE_DIR", ScriptVar: "CSVPARSE_DIR"}
 
 // Read parses the file at path as format ("csv" or "jsonl") and returns its rows: for CSV, each
 // row's cells by the header's names; for JSON lines, each line's object as JSON.parse reads it
 // (numbers are float64).
 func Read(t testing.TB, format, path string) []map[string]any {
 	t.Helper()
-	node, err := exec.LookPath("node")
+	out, stderr, err := csvParse.Run(t, script, format, path)
 	if err != nil {
-		t.Fatalf("node is needed to read the exported file with csv-parse: %v", err)
-	}
-	dir, err := Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := filepath.Join(t.TempDir(), "read.cjs")
-	if err := os.WriteFile(js, script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, js, format, path)
-	cmd.Env = append(os.Environ(), "CSVPARSE_DIR="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the independent reader refused %s as %s: %v\n%s", path, format, err, stderr.String())
+		t.Fatalf("the independent reader refused %s as %s: %v\n%s", path, format, err, stderr)
 	}
 	var res struct {
 		Rows []map[string]any `json:"rows"`
@@ -53,21 +36,4 @@ func Read(t testing.TB, format, path string) []map[string]any {
 		t.Fatalf("the reader's output: %v\n%s", err, out)
 	}
 	return res.Rows
-}
-
-// Dir is where csv-parse is installed: $CRAWL_CSVPARSE_DIR, or .cache/csvparse at the
-// repository's root.
-func Dir() (string, error) {
-	dir := os.Getenv("CRAWL_CSVPARSE_DIR")
-	if dir == "" {
-		root, err := warctest.RepoRoot()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(root, ".cache", "csvparse")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "csv-parse", "package.json")); err != nil {
-		return "", errors.New("csv-parse is not installed in " + dir + ": run `make csvparse-deps`")
-	}
-	return dir, nil
 }
