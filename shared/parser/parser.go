@@ -1,9 +1,9 @@
 // Package parser is the parse handler: it reads the stored responses a parse message names (the
 // pages one fetch batch stored in one WARC file, or a single page) back from their file, extracts
 // the title, links, robots directives and the crawl spec's fields (shared/extract), writes one
-// structured record per page (shared/records: JSON lines, one object in the blob store per batch), and sends the
-// links it may follow back to schedule, packed. A page fetched as a sitemap (or a robots.txt read
-// for its Sitemap: lines) is read with shared/sitemap instead.
+// structured record per page (shared/records: JSON lines, one object in the blob store per
+// batch), and sends the links it may follow back to schedule, packed. A page fetched as a sitemap
+// (or a robots.txt read for its Sitemap: lines) is read with shared/sitemap instead.
 //
 // A message is marked parsed, with one table item for all its pages, only after its records are
 // stored and its links are sent, so a crash loses nothing: the redelivered message parses its pages
