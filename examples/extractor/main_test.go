@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/cli"
-	"github.com/crawlstack/crawlstack/shared/parser"
+	"github.com/crawlstack/crawlstack/shared/records"
 )
 
 // The example's extractor runs in a crawl of a spec that names it: each record carries its value,
@@ -53,7 +53,7 @@ func TestTheRegisteredExtractorFillsItsField(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]any{}
-	files, err := filepath.Glob(filepath.Join(sum.Records, "*", "*", "*", "*.jsonl"))
+	files, err := filepath.Glob(filepath.Join(sum.Records, "dt=*", "*.jsonl"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no records under %s: %v", sum.Records, err)
 	}
@@ -64,7 +64,7 @@ func TestTheRegisteredExtractorFillsItsField(t *testing.T) {
 		}
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
-			var r parser.Record
+			var r records.Record
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package crawlstack
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsglue"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -9,7 +10,7 @@ import (
 // newOutputs prints what a user needs after `cdk deploy`: where to drop seeds,
 // where to look for results, which queues to watch or redrive and, when there
 // is one, the alarm topic (nil without alarmEmail).
-func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map[string]pipelineQueue, alarmTopic awssns.Topic) {
+func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map[string]pipelineQueue, alarmTopic awssns.Topic, results awsglue.CfnDatabase) {
 	out := func(id string, value *string, desc string) {
 		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{
 			Value: value, Description: jsii.String(desc),
@@ -22,6 +23,7 @@ func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map
 		out(id+"QueueUrl", queues[name].Queue.QueueUrl(), "queue consumed by the "+name+" function")
 		out(id+"DLQUrl", queues[name].DLQ.QueueUrl(), "dead-letter queue of the "+name+" queue")
 	}
+	out("ResultsDatabaseName", results.Ref(), "Glue database whose table "+RecordsTableName+" Athena queries the records with (docs/results.md)")
 	if alarmTopic != nil {
 		out("AlarmTopicArn", alarmTopic.TopicArn(), "SNS topic the alarms publish to (it mails alarmEmail)")
 	}

@@ -19,6 +19,7 @@ func TestOutputs(t *testing.T) {
 		{"FetchDLQUrl", "AWS::SQS::Queue", "FetchDLQ"},
 		{"ParseDLQUrl", "AWS::SQS::Queue", "ParseDLQ"},
 		{"AlarmTopicArn", "AWS::SNS::Topic", "AlarmTopic"}, // the test context sets alarmEmail
+		{"ResultsDatabaseName", "AWS::Glue::Database", "ResultsDatabase"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.output, func(t *testing.T) {

@@ -32,7 +32,8 @@ const (
 
 // NewStack builds the whole crawler: storage, queues, functions, the re-crawl
 // rule, the alarms (and their notification topic with an email address), the
-// dashboard when asked for, and the outputs a user needs to start a crawl.
+// dashboard when asked for, the Glue table that Athena queries the records
+// with, and the outputs a user needs to start a crawl.
 func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
 	cfg := props.Config
@@ -53,7 +54,8 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	grantPipeline(cfg, bucket, table, queues, fns)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
 	mon := newMonitoring(stack, cfg, table, queues, fns)
-	newOutputs(stack, bucket, table, queues, mon.Topic)
+	db, _ := newResultsTable(stack, bucket)
+	newOutputs(stack, bucket, table, queues, mon.Topic, db)
 	return stack
 }
 

@@ -29,6 +29,9 @@ func TestResourceCounts(t *testing.T) {
 		{"AWS::SNS::Subscription", 1},
 		{"AWS::KMS::Key", 1},
 		{"Custom::S3BucketNotifications", 1},
+		// The records table and its database (glue.go).
+		{"AWS::Glue::Database", 1},
+		{"AWS::Glue::Table", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/awstest"
 	"github.com/crawlstack/crawlstack/shared/cli"
 	"github.com/crawlstack/crawlstack/shared/e2etest"
+	"github.com/crawlstack/crawlstack/shared/export/exporttest"
 )
 
 // TestIntegrationCrawlFetchesEveryPageOnce crawls the site with the three handlers on the AWS
@@ -52,6 +53,7 @@ func TestIntegrationCrawlRunBackendAWS(t *testing.T) {
 	if r := h.Site.Repeats(); len(r) != 0 {
 		t.Errorf("pages fetched more than once: %v", r)
 	}
+	checkExport(t, sum.Crawl, h.Site.Pages, h.Site.PageURL)
 
 	// Run the same command again: it resumes the same crawl, which has nothing left to fetch.
 	if awstest.Emulators() {
@@ -68,6 +70,29 @@ func TestIntegrationCrawlRunBackendAWS(t *testing.T) {
 	}
 	if r := h.Site.Repeats(); len(r) != 0 || h.Site.Fetched() != before {
 		t.Errorf("a second run of the same crawl fetched again: %v", r)
+	}
+}
+
+// checkExport runs `crawl export --backend aws` of crawl into a CSV file, as a user types it, and
+// reads the file with csv-parse: one row for each of the site's pages, read from the bucket.
+func checkExport(t *testing.T, crawl string, pages int, pageURL func(int) string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "pages.csv")
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"export", "--backend", "aws", "-o", out, crawl}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("crawl export --backend aws: exit %d\n%s", code, stderr.String())
+	}
+	got := map[string]bool{}
+	for _, r := range exporttest.Read(t, "csv", out) {
+		got[r["url"].(string)] = true
+	}
+	for i := range pages {
+		if !got[pageURL(i)] {
+			t.Errorf("the export has no row for page %d (%d rows)", i, len(got))
+		}
+	}
+	if len(got) != pages {
+		t.Errorf("the export has %d pages, want the site's %d", len(got), pages)
 	}
 }
 

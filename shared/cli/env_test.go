@@ -90,7 +90,7 @@ func TestEverySampleRunsAsItIs(t *testing.T) {
 					t.Errorf("the seed report: %s, %v; want it to name the bad line", report, err)
 				}
 			case "sqs-parse.json":
-				recs, _ := filepath.Glob(filepath.Join(blobs, "records", "my-seeds-25f56f7b9ed9", "*", "*", "*", "*.jsonl"))
+				recs, _ := filepath.Glob(filepath.Join(blobs, "records", "crawl=my-seeds-25f56f7b9ed9", "dt=*", "*.jsonl"))
 				if len(recs) != 1 {
 					t.Fatalf("%d record files, want 1", len(recs))
 				}

@@ -30,6 +30,8 @@ usage:
                                (--class a,b filters; --json or --csv)
   crawl index [flags] CRAWL    build the crawl's CDXJ index from its WARC files
                                (indexes/CRAWL.cdxj; -o FILE writes a copy)
+  crawl export [flags] CRAWL   the crawl's records in one file, each page once
+                               (--format jsonl|csv, -o FILE; default: stdout)
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
   crawl invoke [flags] FN EVENTFILE  run the schedule, fetch or parse handler once on a JSON event
   crawl help [COMMAND]         this text, or a command's flags and examples
@@ -46,7 +48,7 @@ Run 'crawl COMMAND --help' for a command's flags.
 `
 
 // commands are the commands Main knows, for suggestions on a typo.
-var commands = []string{"run", "demo", "status", "pause", "resume", "stop", "failures", "index", "redrive", "invoke", "help", "version"}
+var commands = []string{"run", "demo", "status", "pause", "resume", "stop", "failures", "index", "export", "redrive", "invoke", "help", "version"}
 
 // Main runs the crawl command with args (without the program name) and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -74,6 +76,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return failures(ctx, args[1:], stdout, stderr)
 	case "index":
 		return index(ctx, args[1:], stdout, stderr)
+	case "export":
+		return exportCmd(ctx, args[1:], stdout, stderr)
 	case "pause", "resume", "stop":
 		return setRun(ctx, args[0], args[1:], stdout, stderr)
 	case "invoke":
@@ -165,7 +169,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code == ExitOK {
 		fmt.Fprintf(say, "\nthe demo site has %d pages; the crawl fetched %d (robots.txt disallows /private/, nofollow links are not followed)\n",
 			*pages, sum.Fetched)
-		fmt.Fprintf(say, "look at the results:\n  ls %s\n  cat %s/*/*/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
+		fmt.Fprintf(say, "look at the results:\n  ls %s\n  cat %s/*/*.jsonl | head\n", sum.Records, strings.TrimSuffix(sum.Records, "/"))
 	}
 	return code
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fetcher"
-	"github.com/crawlstack/crawlstack/shared/parser"
+	"github.com/crawlstack/crawlstack/shared/records"
 	"golang.org/x/term"
 )
 
@@ -25,7 +25,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	}
 	sum.Counts = countsOf(c)
 	sum.Pages = existing(be, fetcher.PagesPrefix+crawl+"/", c.Fetched)
-	sum.Records = existing(be, parser.RecordsPrefix+crawl+"/", c.Fetched)
+	sum.Records = existing(be, records.Dir(crawl), c.Fetched)
 	for _, u := range c.GaveUp {
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
-	"github.com/crawlstack/crawlstack/shared/parser"
+	"github.com/crawlstack/crawlstack/shared/records"
 )
 
 // CheckNothingLost proves invariant 1 on the site alone: every admitted URL is in exactly one
@@ -106,14 +106,14 @@ func (h *Harness) Records(crawl string) map[string]bool {
 
 // RecordsOf returns crawl's records in records/, each page's last (a redelivered parse message
 // may store a page's record twice).
-func (h *Harness) RecordsOf(crawl string) map[string]parser.Record {
+func (h *Harness) RecordsOf(crawl string) map[string]records.Record {
 	h.T.Helper()
 	ctx := context.Background()
-	keys, err := h.Blobs.List(ctx, parser.RecordsPrefix+crawl+"/")
+	keys, err := h.Blobs.List(ctx, records.Dir(crawl))
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	out := map[string]parser.Record{}
+	out := map[string]records.Record{}
 	for _, k := range keys {
 		b, err := h.Blobs.Get(ctx, k)
 		if err != nil {
@@ -122,7 +122,7 @@ func (h *Harness) RecordsOf(crawl string) map[string]parser.Record {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			var r parser.Record
+			var r records.Record
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				h.T.Fatalf("record in %s: %v", k, err)
 			}

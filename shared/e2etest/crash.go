@@ -9,9 +9,9 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/localrun"
-	"github.com/crawlstack/crawlstack/shared/parser"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/records"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -64,10 +64,10 @@ var (
 		kind: Send, queue: func(r Resources) string { return r.Parse }}
 	// AfterLinksSent: parse sent the discovered links, and is about to store the records.
 	AfterLinksSent = Step{Name: "after the links are sent, before the records are stored",
-		kind: BlobPut, keyPrefix: parser.RecordsPrefix}
+		kind: BlobPut, keyPrefix: records.Prefix}
 	// AfterRecordsStored: parse stored the records, and is about to mark its messages parsed.
 	AfterRecordsStored = Step{Name: "after the records are stored, before the messages are marked parsed",
-		kind: BlobPut, keyPrefix: parser.RecordsPrefix, after: true}
+		kind: BlobPut, keyPrefix: records.Prefix, after: true}
 )
 
 // BeforeDelete is the step after a batch of queue's records is done, before the runner deletes

@@ -55,6 +55,7 @@ func TestKeyPathRoundTrip(t *testing.T) {
 		{"100%/x", "100%25/x"},
 		{"é/ü", "é/ü"},
 		{"%tmp-x", "%25tmp-x"},
+		{"records/crawl=c1/dt=2026-12-01/x.jsonl", "records/crawl=c1/dt=2026-12-01/x.jsonl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

@@ -23,8 +23,8 @@ const maxKeyBytes = 1024
 var errBadKey = errors.New("invalid blob key")
 
 // keyPath maps key to a path relative to the root: one directory per '/'-separated segment but
-// the last, characters other than [A-Za-z0-9._-] and non-ASCII letters %-escaped. Paths read like
-// the keys ("records/c1/2026/11/29/x.jsonl"); the price is that one key cannot be both an object
+// the last, characters other than [A-Za-z0-9._=-] and non-ASCII letters %-escaped. Paths read like
+// the keys ("records/crawl=c1/dt=2026-11-29/x.jsonl"); the price is that one key cannot be both an object
 // and a prefix of other keys ("a" and "a/b"), which S3 allows and the crawler never does.
 func keyPath(key string) (string, error) {
 	if err := checkKey(key); err != nil {
@@ -99,14 +99,15 @@ func keyFromPath(rel string) (key string, ok bool) {
 	return strings.Join(parts, "/"), true
 }
 
-// escape %-escapes every byte of s outside [A-Za-z0-9._-] and outside non-ASCII UTF-8, so names
-// stay readable and portable.
+// escape %-escapes every byte of s outside [A-Za-z0-9._=-] and outside non-ASCII UTF-8, so names
+// stay readable and portable. '=' is kept: the records' partitions are named key=value
+// (records/crawl=c1/dt=2026-11-29/), as Athena and Hive name them.
 func escape(s string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c >= 0x80 {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '=' || c >= 0x80 {
 			b.WriteByte(c)
 			continue
 		}

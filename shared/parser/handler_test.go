@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -30,6 +33,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/parser"
 	"github.com/crawlstack/crawlstack/shared/quarantine"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/records"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
@@ -198,14 +202,14 @@ func (e *env) sent(m *message.Parse) []string {
 }
 
 // records reads every record line of the crawl.
-func (e *env) records(crawl string) []parser.Record {
+func (e *env) records(crawl string) []records.Record {
 	e.t.Helper()
 	ctx := context.Background()
-	keys, err := e.blobs.List(ctx, parser.RecordsPrefix+crawl+"/")
+	keys, err := e.blobs.List(ctx, records.Dir(crawl))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var out []parser.Record
+	var out []records.Record
 	for _, k := range keys {
 		b, err := e.blobs.Get(ctx, k)
 		if err != nil {
@@ -213,7 +217,7 @@ func (e *env) records(crawl string) []parser.Record {
 		}
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
-			var r parser.Record
+			var r records.Record
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				e.t.Fatalf("record line %q: %v", sc.Text(), err)
 			}
@@ -475,8 +479,12 @@ func TestPagesOfOneWARCFileAreReadTogether(t *testing.T) {
 
 // TestABatchWritesOneRecordsFile: a batch of 100 pages of one crawl (the stack's parse batch)
 // becomes one records file of 100 lines, one S3 PUT, and its pages are read with one ranged GET.
+// The file lies in the crawl's partition and the day's (UTC): records/crawl=<crawl>/dt=<date>/,
+// as the stack's Glue table projects them.
 func TestABatchWritesOneRecordsFile(t *testing.T) {
 	e := newEnv(t)
+	// 23:30 in New York is the next day in UTC.
+	e.h.Now = func() time.Time { return time.Date(2026, 12, 1, 23, 30, 0, 0, time.FixedZone("EST", -5*3600)) }
 	recs := e.batchOfOneFile(100, 0)
 	if got := e.handle(recs...); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
@@ -485,12 +493,15 @@ func TestABatchWritesOneRecordsFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(recs[0].Body), &m); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := e.blobs.List(context.Background(), parser.RecordsPrefix+m.Crawl+"/")
+	keys, err := e.blobs.List(context.Background(), records.Dir(m.Crawl))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(keys) != 1 {
-		t.Errorf("%d records files, want 1 for the batch", len(keys))
+		t.Fatalf("%d records files, want 1 for the batch", len(keys))
+	}
+	if want := regexp.MustCompile(`^records/crawl=` + regexp.QuoteMeta(m.Crawl) + `/dt=2026-12-02/[a-z0-9]+\.jsonl$`); !want.MatchString(keys[0]) {
+		t.Errorf("records file %s, want it to match %s", keys[0], want)
 	}
 	if n := len(e.titles(m.Crawl)); n != 100 {
 		t.Errorf("%d records, want 100", n)
@@ -502,12 +513,14 @@ func TestABatchWritesOneRecordsFile(t *testing.T) {
 
 // TestAHandedOverPageParsesAsTheStoredOne parses one page three ways: read from its WARC file, taken
 // from a handoff, and with a handoff that does not hold it. All three give the same record and
-// links; only the first and the last read the blob store.
+// links; only the first and the last read the blob store. The record carries the body's digest and
+// the response's validators.
 func TestAHandedOverPageParsesAsTheStoredOne(t *testing.T) {
-	header := http.Header{"X-Robots-Tag": {"noindex"}, "Content-Encoding": {"gzip"}}
+	header := http.Header{"X-Robots-Tag": {"noindex"}, "Content-Encoding": {"gzip"}, "Etag": {`W/"v1"`},
+		"Last-Modified": {"Tue, 01 Dec 2026 10:00:00 GMT"}}
 	html := `<title>Home</title><link rel="canonical" href="/home">` + links
 	type outcome struct {
-		rec   parser.Record
+		rec   records.Record
 		sent  []string
 		reads int
 	}
@@ -547,6 +560,12 @@ func TestAHandedOverPageParsesAsTheStoredOne(t *testing.T) {
 	read := run(false, nil)
 	if read.reads != 1 || !read.rec.NoIndex || read.rec.Canonical == "" || len(read.sent) != 3 {
 		t.Fatalf("read from the blob store: %+v; want one read, noindex, a canonical and three links", read)
+	}
+	sum := sha256.Sum256([]byte(html))
+	if want := "sha256:" + hex.EncodeToString(sum[:]); read.rec.Digest != want || read.rec.ETag != `W/"v1"` ||
+		read.rec.LastModified != "Tue, 01 Dec 2026 10:00:00 GMT" {
+		t.Errorf("digest %q, etag %q, lastModified %q; want %q and the response's validators",
+			read.rec.Digest, read.rec.ETag, read.rec.LastModified, want)
 	}
 	handed := run(true, handoff.New(0, 0))
 	if handed.reads != 0 {

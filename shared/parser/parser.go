@@ -1,9 +1,9 @@
 // Package parser is the parse handler: it reads the stored responses a parse message names (the
 // pages one fetch batch stored in one WARC file, or a single page) back from their file, extracts
 // the title, links, robots directives and the crawl spec's fields (shared/extract), writes one
-// structured record per page (JSON lines, one object in the blob store per batch), and sends the
-// links it may follow back to schedule, packed. A page fetched as a sitemap (or a robots.txt read
-// for its Sitemap: lines) is read with shared/sitemap instead.
+// structured record per page (shared/records: JSON lines, one object in the blob store per
+// batch), and sends the links it may follow back to schedule, packed. A page fetched as a sitemap
+// (or a robots.txt read for its Sitemap: lines) is read with shared/sitemap instead.
 //
 // A message is marked parsed, with one table item for all its pages, only after its records are
 // stored and its links are sent, so a crash loses nothing: the redelivered message parses its pages
@@ -32,15 +32,13 @@ import (
 	"github.com/crawlstack/crawlstack/shared/links"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/records"
 	"github.com/crawlstack/crawlstack/shared/robots"
 	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
-
-// RecordsPrefix is where parse writes its records.
-const RecordsPrefix = "records/"
 
 // Blobs is what parse needs of the blob store.
 type Blobs interface {
@@ -72,35 +70,6 @@ type Config struct {
 // CrawlSettings tells the settings of one crawl (specstore.Store).
 type CrawlSettings interface {
 	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
-}
-
-// Record is the structured result for one page, one JSON line in records/.
-type Record struct {
-	Crawl       string         `json:"crawl"`
-	URL         string         `json:"url"`
-	FinalURL    string         `json:"finalUrl"`
-	Depth       int            `json:"depth"`
-	Status      int            `json:"status"`
-	ContentType string         `json:"contentType,omitempty"`
-	Title       string         `json:"title,omitempty"`
-	Canonical   string         `json:"canonical,omitempty"`
-	Charset     string         `json:"charset,omitempty"`
-	NoIndex     bool           `json:"noindex,omitempty"`
-	NoFollow    bool           `json:"nofollow,omitempty"`
-	OutLinks    []string       `json:"outLinks"`
-	FetchedAt   time.Time      `json:"fetchedAt"`
-	WARC        message.Ref    `json:"warc"`
-	Class       errclass.Class `json:"class,omitempty"`
-	Error       string         `json:"error,omitempty"`
-	// Data holds the fields of the crawl's spec, by name: null where a field found nothing. It is
-	// absent for a crawl without fields and for a page that is not parsed (class set).
-	Data map[string]any `json:"data,omitempty"`
-	// DataErrors says, by field, why a field is null when it is not for finding nothing: a
-	// registered extractor that failed, or a value over the size bounds.
-	DataErrors map[string]string `json:"dataErrors,omitempty"`
-	// Sitemap marks the record of a sitemap (or of a robots.txt read for its Sitemap: lines):
-	// OutLinks are the URLs and sitemaps it lists.
-	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // Handler is the parse handler.
@@ -137,7 +106,7 @@ func New(cfg Config, state *crawlstate.Store, blobs Blobs, send queue.Sender, ba
 type parsed struct {
 	crawl string
 	page  message.Page
-	out   Record
+	out   records.Record
 	links []string
 	// sitemaps are the sitemaps a sitemap index or a robots.txt lists, to fetch as sitemaps.
 	sitemaps []string
@@ -209,7 +178,7 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 // that does not decode or parse is recorded with its error; a failed read fails the message.
 func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.Page, handed *warcfile.Page, pages *spanReader) (*parsed, error) {
 	ref := pg.Ref(file)
-	p := &parsed{crawl: crawl, page: pg, out: Record{Crawl: crawl, URL: pg.URL, FinalURL: pg.FinalURL,
+	p := &parsed{crawl: crawl, page: pg, out: records.Record{Crawl: crawl, URL: pg.URL, FinalURL: pg.FinalURL,
 		Depth: pg.Depth, Status: pg.Status, ContentType: pg.ContentType, FetchedAt: pg.FetchedAt, WARC: ref, OutLinks: []string{}}}
 	var page warcfile.Page
 	if handed != nil {
@@ -223,6 +192,8 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 			return h.parseError(ctx, p, err)
 		}
 	}
+	p.out.Digest = warcfile.PayloadDigest(page.Body)
+	p.out.ETag, p.out.LastModified = page.Header.Get("ETag"), page.Header.Get("Last-Modified")
 	final, err := url.Parse(pg.FinalURL)
 	if err != nil {
 		return h.parseError(ctx, p, err)
@@ -333,8 +304,8 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 		// Some links may be sent already; the redelivery sends them again and schedule dedups.
 		return retryAll(fmt.Errorf("send links: %w", err))
 	}
-	key := fmt.Sprintf("%s%s/%s/%s.jsonl", RecordsPrefix, crawl, h.Now().UTC().Format("2006/01/02"), strings.ToLower(rand.Text()))
-	if err := h.blobs.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
+	key := records.Key(crawl, h.Now(), strings.ToLower(rand.Text()))
+	if err := h.blobs.Put(ctx, key, buf.Bytes(), records.ContentType); err != nil {
 		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}
 	// One mark per message, for all its pages.

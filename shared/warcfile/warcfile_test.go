@@ -122,6 +122,9 @@ func TestRecordsCarryTheirIDsAndDigests(t *testing.T) {
 				if payload != body {
 					t.Errorf("payload is %d bytes, want the body's %d", len(payload), len(body))
 				}
+				if got := PayloadDigest([]byte(body)); got != fields["WARC-Payload-Digest"] {
+					t.Errorf("PayloadDigest = %q, the record (gowarc) says %q", got, fields["WARC-Payload-Digest"])
+				}
 				if fields["WARC-Target-URI"] != page.URL {
 					t.Errorf("WARC-Target-URI = %q, want %q", fields["WARC-Target-URI"], page.URL)
 				}

@@ -5,15 +5,11 @@
 package warctest
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/nodetest"
 )
 
 //go:embed check.cjs
@@ -40,71 +36,23 @@ func Check(t testing.TB, files ...string) Summary {
 	if len(files) == 0 {
 		t.Fatal("warctest.Check: no WARC files to check")
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is needed to read WARC files with warcio.js: %v", err)
-	}
-	dir, err := Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := filepath.Join(t.TempDir(), "check.cjs")
-	if err := os.WriteFile(js, script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, append([]string{js}, files...)...)
-	cmd.Env = append(os.Environ(), "WARCIO_DIR="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
+	out, stderr, runErr := warcio.Run(t, script, files...)
 	var res struct {
 		Summary  Summary  `json:"summary"`
 		Problems []string `json:"problems"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("warcio.js check: %v (%v)\nstdout: %s\nstderr: %s", runErr, err, out, stderr.String())
+		t.Fatalf("warcio.js check: %v (%v)\nstdout: %s\nstderr: %s", runErr, err, out, stderr)
 	}
 	for _, p := range res.Problems {
 		t.Errorf("warcio.js: %s", p)
 	}
 	if runErr != nil && len(res.Problems) == 0 {
-		t.Fatalf("warcio.js check: %v\nstderr: %s", runErr, stderr.String())
+		t.Fatalf("warcio.js check: %v\nstderr: %s", runErr, stderr)
 	}
 	return res.Summary
 }
 
-// Dir is where warcio.js is installed: $CRAWL_WARCIO_DIR, or .cache/warcio at the repository's
-// root.
-func Dir() (string, error) {
-	dir := os.Getenv("CRAWL_WARCIO_DIR")
-	if dir == "" {
-		root, err := repoRoot()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(root, ".cache", "warcio")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "warcio", "package.json")); err != nil {
-		return "", errors.New("warcio.js is not installed in " + dir + ": run `make warcio-deps`")
-	}
-	return dir, nil
-}
-
-// repoRoot is the nearest folder above the working directory whose go.mod is the root module's.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(mod), "module github.com/crawlstack/crawlstack\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no repository root (the go.mod of github.com/crawlstack/crawlstack) above the working directory")
-		}
-		dir = parent
-	}
-}
+// warcio is warcio.js, installed by make warcio-deps into .cache/warcio.
+var warcio = nodetest.Reader{Package: "warcio", Cache: "warcio", Make: "warcio-deps",
+	DirVar: "CRAWL_WARCIO_DIR", ScriptVar: "WARCIO_DIR"}
