@@ -119,6 +119,9 @@ type Report struct {
 	HotCrawlWrites int64
 	// Writes are the table writes (attempts, failed conditions included) by kind of item.
 	Writes map[string]int64
+	// SlotWrites are the politeness slots' writes by function: schedule's bookings as it admits,
+	// fetch's for a message that came without a slot, or too late for its own.
+	SlotWrites map[string]int64
 	// Batches are the invocations of each function and the records they were given.
 	Batches map[string]Batches
 }
@@ -170,7 +173,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	for _, fn := range []string{"schedule", "fetch", "parse"} {
 		fc := pc
 		fc.BatchConcurrency = max(fns[fn].BatchConcurrency, 1)
-		hs, err := pipeline.New(fc, pipeline.Ports{Queue: sent, Table: writes, Blobs: be.Blobs}, log)
+		hs, err := pipeline.New(fc, pipeline.Ports{Queue: sent, Table: writes.of(fn), Blobs: be.Blobs}, log)
 		if err != nil {
 			return Report{}, err
 		}
@@ -257,6 +260,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
 	r.HotCrawl, r.HotCrawlWrites = writes.hottestOf("crawl")
 	r.Writes = writes.byKind()
+	r.SlotWrites = writes.kindByFunction("slot")
 	batchMu.Lock()
 	r.Batches = batches
 	batchMu.Unlock()
@@ -271,34 +275,79 @@ func randomSuffix() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// keyWrites counts the writes each table item receives.
+// keyWrites counts the writes each table item receives, and each function's by kind of item.
 type keyWrites struct {
 	table.Table
-	mu sync.Mutex
-	n  map[string]int64
+	mu   sync.Mutex
+	n    map[string]int64
+	byFn map[string]map[string]int64 // function -> kind (kindOf) -> writes
 }
 
-func (k *keyWrites) count(key string) {
+func (k *keyWrites) count(fn, key string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.n == nil {
-		k.n = map[string]int64{}
+		k.n, k.byFn = map[string]int64{}, map[string]map[string]int64{}
 	}
 	k.n[key]++
+	if fn != "" {
+		if k.byFn[fn] == nil {
+			k.byFn[fn] = map[string]int64{}
+		}
+		k.byFn[fn][kindOf(key)]++
+	}
+}
+
+// of returns the table as the function fn writes it, its writes counted as fn's too.
+func (k *keyWrites) of(fn string) table.Table { return fnWrites{Table: k.Table, k: k, fn: fn} }
+
+// kindByFunction returns each function's writes to items of the kind.
+func (k *keyWrites) kindByFunction(kind string) map[string]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int64{}
+	for fn, kinds := range k.byFn {
+		if n := kinds[kind]; n > 0 {
+			out[fn] = n
+		}
+	}
+	return out
+}
+
+// fnWrites is the table of one function: keyWrites that also knows whose writes they are.
+type fnWrites struct {
+	table.Table // the table under keyWrites: reads pass through
+	k           *keyWrites
+	fn          string
+}
+
+func (f fnWrites) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+	f.k.count(f.fn, key)
+	return f.Table.Put(ctx, key, it, c)
+}
+
+func (f fnWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+	f.k.count(f.fn, key)
+	return f.Table.Update(ctx, key, u, c)
+}
+
+func (f fnWrites) Delete(ctx context.Context, key string, c table.Cond) error {
+	f.k.count(f.fn, key)
+	return f.Table.Delete(ctx, key, c)
 }
 
 func (k *keyWrites) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
-	k.count(key)
+	k.count("", key)
 	return k.Table.Put(ctx, key, it, c)
 }
 
 func (k *keyWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
-	k.count(key)
+	k.count("", key)
 	return k.Table.Update(ctx, key, u, c)
 }
 
 func (k *keyWrites) Delete(ctx context.Context, key string, c table.Cond) error {
-	k.count(key)
+	k.count("", key)
 	return k.Table.Delete(ctx, key, c)
 }
 

@@ -39,9 +39,16 @@ func TestEmulatedWantsEveryServiceOverridden(t *testing.T) {
 func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 	k := &keyWrites{}
 	for key, n := range map[string]int{"p#a.test": 7, "b#c1#a.test": 9, "c#c1": 4, "u#c1#x": 2, "r#c1#m": 3} {
-		for range n {
-			k.count(key)
+		for i := range n {
+			fn := "schedule"
+			if i%2 == 1 {
+				fn = "fetch"
+			}
+			k.count(fn, key)
 		}
+	}
+	if got, want := k.kindByFunction("slot"), map[string]int64{"schedule": 4, "fetch": 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("slot writes by function = %v, want %v", got, want)
 	}
 	host, hostN, other, otherN := k.hottest()
 	if host != "b#c1#a.test" || hostN != 9 || other != "c#c1" || otherN != 4 {
@@ -69,10 +76,11 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
 		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
 		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
-		Writes:   map[string]int64{"url": 4500, "slot": 2250, "crawl": 50},
-		Batches:  map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}},
-		SQSCalls: map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
-		Ledger:   meter.Units{DynamoDBWriteUnits: 1600}}
+		Writes:     map[string]int64{"url": 4500, "slot": 2250, "crawl": 50},
+		SlotWrites: map[string]int64{"schedule": 2000, "fetch": 250},
+		Batches:    map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}},
+		SQSCalls:   map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
+		Ledger:     meter.Units{DynamoDBWriteUnits: 1600}}
 	var b bytes.Buffer
 	r.Print(&b, p)
 	out := b.String()
@@ -86,6 +94,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		"grow with the crawl's rate): c#c1#7, 4.0 writes per 1,000 pages (a crawl of 250000 pages/s at most)",
 		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
 		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05",
+		"politeness slot writes per page by function: schedule 2.00, fetch 0.25",
 		"invocations per page by function: fetch 0.250 (8.0 records each), parse 0.020 (50.0 records each)",
 		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10",
 		"the crawl's own ledger (its record): $1.00 per million pages"} {

@@ -47,6 +47,15 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		}
 	}
 	fmt.Fprintf(w, "table writes per page by item: %s\n", strings.Join(kinds, ", "))
+	if len(r.SlotWrites) > 0 {
+		var by []string
+		for _, fn := range []string{"schedule", "fetch", "parse"} {
+			if n := r.SlotWrites[fn]; n > 0 {
+				by = append(by, fmt.Sprintf("%s %.2f", fn, per(float64(n))))
+			}
+		}
+		fmt.Fprintf(w, "politeness slot writes per page by function: %s\n", strings.Join(by, ", "))
+	}
 	var fns []string
 	for _, fn := range []string{"schedule", "fetch", "parse"} {
 		if b := r.Batches[fn]; b.Invocations > 0 {
