@@ -60,19 +60,26 @@ func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Dura
 // A host throttled for its errors (SlowDown) gets the wider of interval and its throttled gap, as
 // this store last saw it (Throttled); the returned Slots.Interval is the gap used.
 func (s *Store) ReserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon time.Duration) (Slots, error) {
+	return s.reserveSlots(ctx, host, interval, n, horizon, 0)
+}
+
+// reserveSlots is ReserveSlots with no slot starting sooner than lead from now: a host free
+// earlier is booked from then, and the time between is left to others.
+func (s *Store) reserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration) (Slots, error) {
 	now := s.Now()
 	interval = max(interval, s.Throttled(host))
 	if interval <= 0 || n <= 0 {
 		return Slots{Start: now, N: max(n, 0), Free: now}, nil
 	}
 	nowMs, step := now.UnixMilli(), interval.Milliseconds()
+	earliest := nowMs + max(lead, 0).Milliseconds()
 	next, known := int64(0), false
 	if v, ok := s.slotSeen.Load(host); ok {
 		next, known = v.(int64), true
 	}
 	for range 100 {
-		start, cond := nowMs, table.Or(table.NotExists(attrNext), table.Lt(attrNext, nowMs+1))
-		if known && next > nowMs {
+		start, cond := earliest, table.Or(table.NotExists(attrNext), table.Lt(attrNext, earliest+1))
+		if known && next > earliest {
 			start, cond = next, table.Eq(attrNext, next)
 		}
 		grant := n

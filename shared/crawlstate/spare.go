@@ -37,9 +37,10 @@ type spareKey struct {
 
 // BookSlots books n slots of the host, as ReserveSlots does (none horizon or more from now), and
 // spare more in the same write, kept for this store's next bookings of the host at that interval.
-// Spares are given out first, earliest first, while they start lead or more from now (a message
-// sent for a slot sooner would reach its fetcher too late) and the host is not throttled to a
-// wider gap than they were booked at; the others are dropped.
+// No slot it gives starts sooner than lead from now: a message sent for a slot sooner would reach
+// its fetcher too late, and the fetcher would book another. Spares are given out first, earliest
+// first, while they start lead or more from now and the host is not throttled to a wider gap than
+// they were booked at; the others are dropped. A host free sooner is booked from lead on.
 func (s *Store) BookSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration, spare int) (Booked, error) {
 	now := s.Now()
 	gap := max(interval, s.Throttled(host))
@@ -77,7 +78,7 @@ func (s *Store) BookSlots(ctx context.Context, host string, interval time.Durati
 		return out, nil // every URL has its slot, without a write
 	}
 	need := n - len(out.At)
-	got, err := s.ReserveSlots(ctx, host, interval, need+max(spare, 0), horizon)
+	got, err := s.reserveSlots(ctx, host, interval, need+max(spare, 0), horizon, lead)
 	if err != nil {
 		return out, err // the spares given out are still the caller's
 	}

@@ -115,3 +115,32 @@ func TestBookSlotsKeepsEveryStoresSlotsApart(t *testing.T) {
 		t.Fatalf("%d slots given out for 200 bookings of at least one", len(all))
 	}
 }
+
+// No slot BookSlots gives starts sooner than its lead: a fetch message sent for one would arrive
+// after it, and its fetcher would book another.
+func TestBookSlotsStartsNoSoonerThanTheLead(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	t0 := c.t
+	lead := 2 * time.Second
+	got, err := s.BookSlots(ctx, "idle.test", time.Second, 2, 0, lead, 0)
+	if err != nil || len(got.At) != 2 || !got.At[0].Equal(t0.Add(lead)) || !got.Free.Equal(t0.Add(4*time.Second)) {
+		t.Fatalf("an idle host: %v, free %v, %v; want slots from +2s, free at +4s", got.At, got.Free, err)
+	}
+	// A host booked until +1s by another worker is booked from the lead on; one booked past the
+	// lead, from the end of its booking.
+	other := New(s.t)
+	other.Now = c.now
+	if _, err := other.ReserveSlots(ctx, "soon.test", time.Second, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.BookSlots(ctx, "soon.test", time.Second, 1, 0, lead, 0); err != nil || !got.At[0].Equal(t0.Add(lead)) {
+		t.Fatalf("a host free at +1s: %v, %v; want a slot at +2s", got.At, err)
+	}
+	if _, err := other.ReserveSlots(ctx, "busy.test", time.Second, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.BookSlots(ctx, "busy.test", time.Second, 1, 0, lead, 0); err != nil || !got.At[0].Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("a host free at +5s: %v, %v; want a slot at +5s", got.At, err)
+	}
+}
