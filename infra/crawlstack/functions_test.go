@@ -102,7 +102,7 @@ func TestEventSourceMappings(t *testing.T) {
 		concurrency float64
 	}{
 		{"Schedule", 5, 2, 2}, // batch size from the test context
-		{"Fetch", 100, 5, 10}, // window from the test context
+		{"Fetch", 100, 5, 2},  // window from the test context
 		{"Parse", 100, 2, 7},  // concurrency from the test context
 	}
 	for _, tt := range tests {
