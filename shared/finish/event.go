@@ -66,7 +66,7 @@ func EventID(crawl string) string { return "crawlstack:" + crawl + ":finished" }
 
 // eventOf is the event of crawl ch, ended now with counts c (exact) priced at prices.
 func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices meter.Prices) Event {
-	e := Event{EventID: EventID(ch.ID), Crawl: ch.ID, End: EndDrained, FinishedAt: now.UTC(),
+	e := Event{EventID: EventID(ch.ID), Crawl: ch.ID, End: EndDrained, FinishedAt: now.UTC().Truncate(time.Millisecond),
 		Counts: Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed,
 			StoppedURLs: c.StoppedURLs, ParseErrors: c.ParseErrors, Classes: map[string]int64{}}}
 	switch {
