@@ -79,7 +79,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 		mon.Alarms = append(mon.Alarms, pipelineAlarms(stack, table, fns)...)
 	}
 	if cfg.AlarmEmail != "" && len(mon.Alarms) > 0 {
-		mon.Topic = newAlarmTopic(stack, cfg.AlarmEmail)
+		mon.Topic = newAlarmTopic(stack, cfg.AlarmEmail, finishMailed(cfg))
 		action := awscloudwatchactions.NewSnsAction(mon.Topic)
 		for _, a := range mon.Alarms {
 			a.AddAlarmAction(action)
@@ -137,7 +137,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 // The topic keeps SNS's default access policy, which lets the account's own
 // CloudWatch alarms publish. EnforceSSL is not set: it would replace that
 // policy, and the alarms would then need a statement of their own.
-func newAlarmTopic(stack awscdk.Stack, addr string) awssns.Topic {
+func newAlarmTopic(stack awscdk.Stack, addr string, events bool) awssns.Topic {
 	key := awskms.NewKey(stack, jsii.String("AlarmTopicKey"), &awskms.KeyProps{
 		Description:       jsii.String("crawlstack: encrypts the alarm notification topic"),
 		EnableKeyRotation: jsii.Bool(false),
@@ -151,6 +151,15 @@ func newAlarmTopic(stack awscdk.Stack, addr string) awssns.Topic {
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"),
 	}), nil)
+	if events { // the rule that mails each crawl's end (newFinish)
+		key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("AllowEventBridgeToPublish"),
+			Effect:     awsiam.Effect_ALLOW,
+			Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)},
+			Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+			Resources:  jsii.Strings("*"),
+		}), nil)
+	}
 	topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		// The sender name of the notification emails.
 		DisplayName: jsii.String("crawlstack alarms"),
