@@ -27,6 +27,7 @@ const (
 	attrQuietFP     = "quietFp"     // the crawl's counters, as a fingerprint, as the last check saw them
 	attrQuietSince  = "quietSince"  // since when the fingerprint has not changed (Unix ms)
 	attrTallyFP     = "tallyFp"     // the fingerprint when the crawl's items were last tallied
+	attrTallyAt     = "tallyAt"     // when (Unix ms)
 	attrEnd         = "end"         // EndPending or EndAnnounced
 	attrEndBy       = "endBy"       // what decided the end (a check message's id, "crawl run")
 	attrEndAt       = "endAt"       // when (Unix ms)
@@ -56,8 +57,10 @@ type Checks struct {
 	// QuietFP is the counters' fingerprint as the last check saw it, unchanged since QuietSince.
 	QuietFP    int64
 	QuietSince time.Time
-	// TallyFP is the fingerprint when the crawl's items were last tallied (Tallied: they were).
+	// TallyFP and TallyAt are the fingerprint and the time when the crawl's items were last
+	// tallied (Tallied: they were).
 	TallyFP int64
+	TallyAt time.Time
 	Tallied bool
 	// End, EndBy and Event: the end decided, what decided it, and its event (JSON).
 	End   End
@@ -80,6 +83,9 @@ func checksFrom(crawl string, it table.Item) Checks {
 		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent)}
 	if it.Has(attrQuietSince) {
 		c.QuietSince = time.UnixMilli(it.Int(attrQuietSince))
+	}
+	if it.Has(attrTallyAt) {
+		c.TallyAt = time.UnixMilli(it.Int(attrTallyAt))
 	}
 	return c
 }
@@ -112,7 +118,7 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 	set := map[string]any{attrCheckSeq: int64(st.Seq + 1), attrCheckBy: st.By, attrCheckAt: now,
 		attrQuietFP: st.QuietFP, attrQuietSince: st.QuietSince.UnixMilli()}
 	if st.Tallied {
-		set[attrTallyFP] = st.QuietFP
+		set[attrTallyFP], set[attrTallyAt] = st.QuietFP, now
 	}
 	if st.Event != "" {
 		set[attrEnd], set[attrEndBy], set[attrEndAt], set[attrEndEvent] = string(EndPending), st.By, now, st.Event

@@ -14,7 +14,8 @@
 //     message whose admission failed or died is delivered again within it;
 //  3. an exact tally of its items (crawlstate.Drained) finds no URL left to end and no fetched page
 //     left to parse. It scans the table, so a check tallies only when the counters have changed
-//     since its last tally: once at the end of a crawl, and once more after any stall.
+//     since its last tally or another Quiet has passed: once at the end of a crawl, and once a
+//     Quiet while it stalls.
 //
 // Links that parse has sent and schedule has not yet admitted leave no item behind; condition 2 is
 // what waits for them. It cannot see a Links message held in a backlog of the schedule queue
@@ -171,7 +172,10 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 		st.QuietSince = now
 	}
 	quiet := now.Sub(st.QuietSince) >= c.Quiet
-	if ch.Run == crawlstate.Paused || !quiet || (ch.Tallied && ch.TallyFP == st.QuietFP) {
+	// A tally that found work left is done again once the counters have moved, or after another
+	// quiet time (a parse that ended without a counter to move, say).
+	talliedAlready := ch.Tallied && ch.TallyFP == st.QuietFP && now.Sub(ch.TallyAt) < c.Quiet
+	if ch.Run == crawlstate.Paused || !quiet || talliedAlready {
 		return st, Event{}, nil
 	}
 	exact, left, err := c.State.Drained(ctx, m.Crawl)
