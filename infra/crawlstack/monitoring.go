@@ -144,21 +144,19 @@ func newAlarmTopic(stack awscdk.Stack, addr string, events bool) awssns.Topic {
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
 		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
 	})
-	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("AllowCloudWatchAlarmsToPublish"),
-		Effect:     awsiam.Effect_ALLOW,
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
-		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
-		Resources:  jsii.Strings("*"),
-	}), nil)
-	if events { // the rule that mails each crawl's end (newFinish)
+	// The services that publish to the topic use its key.
+	allow := func(sid, service string) {
 		key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:        jsii.String("AllowEventBridgeToPublish"),
+			Sid:        jsii.String(sid),
 			Effect:     awsiam.Effect_ALLOW,
-			Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)},
+			Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(service), nil)},
 			Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 			Resources:  jsii.Strings("*"),
 		}), nil)
+	}
+	allow("AllowCloudWatchAlarmsToPublish", "cloudwatch.amazonaws.com")
+	if events { // the rule that mails each crawl's end (newFinish)
+		allow("AllowEventBridgeToPublish", "events.amazonaws.com")
 	}
 	topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		// The sender name of the notification emails.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/finish"
+	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -99,15 +100,17 @@ func (t *endFaults) Update(ctx context.Context, key string, u table.Update, cond
 	return t.Table.Update(ctx, key, u, cond)
 }
 
-// endConfig checks for the end every 50 ms, and waits for the counters to stay unchanged for
-// twice the runner's visibility (as the stack waits longer than the schedule queue's): a Links
+// endConfig is the harness's configuration with drain checks every 50 ms, and the counters quiet
+// for twice the runner's visibility (as the stack waits longer than the schedule queue's): a Links
 // message whose batch failed comes back within it.
-func (h *Harness) endConfig() (cfgEvery, cfgQuiet time.Duration) {
+func (h *Harness) endConfig() pipeline.Config {
+	cfg := h.Config()
 	vis := h.Visibility
 	if vis <= 0 {
 		vis = time.Second
 	}
-	return 50 * time.Millisecond, 2 * vis
+	cfg.FinishEvery, cfg.FinishQuiet = 50*time.Millisecond, 2*vis
+	return cfg
 }
 
 // CheckEndAnnouncedOnce crawls the site with its end announced by drain checks, every message
@@ -118,8 +121,7 @@ func (h *Harness) endConfig() (cfgEvery, cfgQuiet time.Duration) {
 func (h *Harness) CheckEndAnnouncedOnce(concurrency int) {
 	t := h.T
 	t.Helper()
-	cfg := h.Config()
-	cfg.FinishEvery, cfg.FinishQuiet = h.endConfig()
+	cfg := h.endConfig()
 	ports := h.Ports()
 	ports.Queue = Doubler{h.Queue}
 	ports.Table = &endFaults{Table: h.Table}
@@ -171,8 +173,7 @@ func (h *Harness) CheckEndAnnouncedOnce(concurrency int) {
 func (h *Harness) CheckEndPutAgainAfterCrashBeforeMark(concurrency int) {
 	t := h.T
 	t.Helper()
-	cfg := h.Config()
-	cfg.FinishEvery, cfg.FinishQuiet = h.endConfig()
+	cfg := h.endConfig()
 	ports := h.Ports()
 	ports.Table = &endFaults{Table: h.Table, failMark: true}
 	ann := &Announcer{}
