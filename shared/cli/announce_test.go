@@ -32,6 +32,17 @@ func readEvent(t *testing.T, state, crawl string) (events.EventBridgeEvent, fini
 	return env, e
 }
 
+// statusEnd is the end that `crawl status --json CRAWL` shows.
+func statusEnd(t *testing.T, state, crawl string) string {
+	t.Helper()
+	code, stdout, stderr := runMain(t, "status", "--state", state, "--json", crawl)
+	var s Status
+	if code != ExitOK || json.Unmarshal([]byte(stdout), &s) != nil {
+		t.Fatalf("crawl status: exit %d\n%s%s", code, stdout, stderr)
+	}
+	return s.End
+}
+
 // endOf reads what the crawl item records of the crawl's end.
 func endOf(t *testing.T, state, crawl string) crawlstate.Checks {
 	t.Helper()
@@ -79,6 +90,9 @@ func TestCrawlRunEndsWithItsEvent(t *testing.T) {
 		t.Fatalf("after the failed write the crawl's end is %q by %q, want %q by %q", ch.End, ch.EndBy, crawlstate.EndPending, runBy)
 	}
 	decided := endOf(t, state, crawl).Event
+	if got := statusEnd(t, state, crawl); got != "pending" {
+		t.Errorf("crawl status shows the end %q, want pending", got)
+	}
 
 	if err := os.RemoveAll(blocker); err != nil {
 		t.Fatal(err)
@@ -104,6 +118,9 @@ func TestCrawlRunEndsWithItsEvent(t *testing.T) {
 	}
 	if ch := endOf(t, state, crawl); ch.End != crawlstate.EndAnnounced {
 		t.Errorf("the crawl's end is %q, want %q", ch.End, crawlstate.EndAnnounced)
+	}
+	if got := statusEnd(t, state, crawl); got != "announced" {
+		t.Errorf("crawl status shows the end %q, want announced", got)
 	}
 
 	// Announced once: the same command again shows the crawl and writes nothing.
