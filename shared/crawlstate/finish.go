@@ -62,9 +62,11 @@ type Checks struct {
 	TallyFP int64
 	TallyAt time.Time
 	Tallied bool
-	// End, EndBy and Event: the end decided, what decided it, and its event (JSON).
+	// End, EndBy, EndAt and Event: the end decided, what decided it (or took it over: TakeEnd)
+	// and when, and its event (JSON).
 	End   End
 	EndBy string
+	EndAt time.Time
 	Event string
 }
 
@@ -83,6 +85,9 @@ func checksFrom(crawl string, it table.Item) Checks {
 		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent)}
 	if it.Has(attrQuietSince) {
 		c.QuietSince = time.UnixMilli(it.Int(attrQuietSince))
+	}
+	if it.Has(attrEndAt) {
+		c.EndAt = time.UnixMilli(it.Int(attrEndAt))
 	}
 	if it.Has(attrTallyAt) {
 		c.TallyAt = time.UnixMilli(it.Int(attrTallyAt))
@@ -151,6 +156,21 @@ func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks,
 		return Checks{}, fmt.Errorf("end crawl %s: %w", crawl, err)
 	}
 	return checksFrom(crawl, it), nil
+}
+
+// TakeEnd hands a pending end from from (its EndBy) to to, who will announce it, and restarts its
+// EndAt: for a check that finds the end's decider gone. It returns ErrStale when the end is no
+// longer pending or another took it first.
+func (s *Store) TakeEnd(ctx context.Context, crawl, from, to string) error {
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrEndBy: to, attrEndAt: s.Now().UnixMilli()}},
+		table.And(table.Eq(attrEnd, string(EndPending)), table.Eq(attrEndBy, from)))
+	if _, moved := table.IsConditionFailed(err); moved {
+		return fmt.Errorf("take the end of crawl %s: %w", crawl, ErrStale)
+	}
+	if err != nil {
+		return fmt.Errorf("take the end of crawl %s: %w", crawl, err)
+	}
+	return nil
 }
 
 // MarkAnnounced records that the crawl's end event was sent. It is a no-op once recorded.

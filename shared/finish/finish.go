@@ -27,7 +27,9 @@
 // is marked announced. A check that dies after the decision is delivered again and puts the same
 // stored event. EventBridge has no deduplication, so a check that dies after the put and before
 // the mark puts the event a second time: the event is sent at least once and decided exactly once,
-// and every copy carries the same EventID for a consumer to key on.
+// and every copy carries the same EventID for a consumer to key on. A copy of the deciding check
+// (or the deciding check moved back from its dead-letter queue, under a new id) announces a pending
+// end only once it has been pending for Quiet, after taking it over with a conditional write.
 package finish
 
 import (
@@ -58,6 +60,7 @@ type State interface {
 	ChecksOf(ctx context.Context, crawl string) (crawlstate.Checks, error)
 	StepCheck(ctx context.Context, crawl string, st crawlstate.Step) (crawlstate.Checks, error)
 	DecideEnd(ctx context.Context, crawl, by, event string) (crawlstate.Checks, error)
+	TakeEnd(ctx context.Context, crawl, from, to string) error
 	MarkAnnounced(ctx context.Context, crawl string) error
 	Counters(ctx context.Context, crawl string) (crawlstate.Counters, error)
 	Drained(ctx context.Context, crawl string) (crawlstate.Counters, crawlstate.Left, error)
@@ -136,8 +139,10 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 	switch {
 	case ch.End == crawlstate.EndAnnounced:
 		return nil
-	case ch.End == crawlstate.EndPending && mine:
+	case ch.End == crawlstate.EndPending && ch.EndBy == id:
 		return c.announce(ctx, m.Crawl, ch.Event) // it died after deciding: put the stored event
+	case ch.End == crawlstate.EndPending && ch.Seq == m.Seq+1:
+		return c.takeOver(ctx, ch, m, id)
 	case ch.End != "" || (ch.Seq != m.Seq && !mine):
 		c.log().Debug("a copy of a check the chain has passed", "crawl", m.Crawl, "seq", m.Seq, "chain", ch.Seq)
 		return nil
@@ -156,6 +161,29 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 	}
 	c.log().Info("crawl drained", "crawl", m.Crawl, "end", ev.End, "fetched", ev.Counts.Fetched, "costUsd", ev.CostUSD)
 	return c.announce(ctx, m.Crawl, st.Event)
+}
+
+// ErrEndPending is a check's answer while another check announces the crawl's end: it is
+// delivered again, after the queue's visibility timeout, and takes the end over if it is still
+// pending a Quiet after its decision.
+var ErrEndPending = errors.New("the crawl's end is being announced by another check")
+
+// takeOver is the check m, delivered as id, of a crawl whose end another check decided: a copy of
+// the deciding check, or the deciding check moved back from the dead-letter queue under a new id.
+// Once the end has been pending for Quiet (longer than the queue's visibility timeout: its decider
+// has had its deliveries), the check takes the end over and announces it; before, it fails, to come
+// again. It re-sends nothing: a copy of a copy would multiply.
+func (c *Checker) takeOver(ctx context.Context, ch crawlstate.Checks, m *message.Check, id string) error {
+	if c.now().Sub(ch.EndAt) < c.Quiet {
+		return fmt.Errorf("check %d of crawl %s: %w", m.Seq, m.Crawl, ErrEndPending)
+	}
+	if err := c.State.TakeEnd(ctx, m.Crawl, ch.EndBy, id); errors.Is(err, crawlstate.ErrStale) {
+		return nil // announced meanwhile, or taken by another copy
+	} else if err != nil {
+		return err
+	}
+	c.log().Warn("took over the end of a crawl left pending", "crawl", m.Crawl, "decidedBy", ch.EndBy, "since", ch.EndAt)
+	return c.announce(ctx, m.Crawl, ch.Event)
 }
 
 // look is what the check m of crawl ch finds: the step to record, and the event when the crawl

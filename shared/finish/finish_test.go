@@ -2,6 +2,7 @@ package finish_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -37,15 +38,20 @@ func (s *sent) SendBatch(_ context.Context, _ string, entries []queue.Entry) err
 	return nil
 }
 
-// published keeps the events put.
+// published keeps the events put; the first fail puts fail.
 type published struct {
-	mu sync.Mutex
-	ev []finish.Event
+	mu   sync.Mutex
+	ev   []finish.Event
+	fail int
 }
 
 func (p *published) Publish(_ context.Context, e finish.Event) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.fail > 0 {
+		p.fail--
+		return errors.New("injected: the put failed")
+	}
 	p.ev = append(p.ev, e)
 	return nil
 }
@@ -214,5 +220,36 @@ func TestAPausedCrawlDoesNotEndAndAStoppedOneEndsStopped(t *testing.T) {
 	f.check(t, 2, "m2")
 	if len(f.pub.ev) != 1 || f.pub.ev[0].End != finish.EndStopped {
 		t.Fatalf("events %+v, want one that says stopped", f.pub.ev)
+	}
+}
+
+// TestACopyTakesOverAnEndLeftPending: the deciding check fails to put the event (and is to come
+// again); a copy of it (or the check moved back from its dead-letter queue under a new id) waits
+// while the end is younger than the quiet time, then takes it over and puts it, once.
+func TestACopyTakesOverAnEndLeftPending(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	f.pub.fail = 1
+	f.check(t, 0, "m0")
+	f.now = f.now.Add(time.Minute)
+	msg := func(seq int) *message.Check { return &message.Check{Header: message.Header{Crawl: crawl}, Seq: seq} }
+	if err := f.c.Check(context.Background(), msg(1), "m1"); err == nil {
+		t.Fatal("the deciding check's failed put was not an error: it would not come again")
+	}
+	f.now = f.now.Add(10 * time.Second)
+	if err := f.c.Check(context.Background(), msg(1), "redriven"); !errors.Is(err, finish.ErrEndPending) {
+		t.Fatalf("a copy of the deciding check right after the decision: %v, want ErrEndPending", err)
+	}
+	if len(f.pub.ev) != 0 {
+		t.Fatalf("the copy put %+v while the decider had its deliveries", f.pub.ev)
+	}
+	f.now = f.now.Add(time.Minute)
+	f.check(t, 1, "redriven")
+	f.check(t, 1, "m1") // the decider comes again: announced already
+	f.check(t, 1, "another")
+	if len(f.pub.ev) != 1 || f.pub.ev[0].EventID != finish.EventID(crawl) {
+		t.Fatalf("events put %+v, want the end once", f.pub.ev)
+	}
+	if ch, err := f.st.ChecksOf(context.Background(), crawl); err != nil || ch.End != crawlstate.EndAnnounced || ch.EndBy != "redriven" {
+		t.Errorf("the end is %q by %q (%v), want announced by the check that took it over", ch.End, ch.EndBy, err)
 	}
 }
