@@ -73,6 +73,14 @@ type Config struct {
 	// AlarmEmail, when set, receives every alarm's state changes through an
 	// encrypted SNS topic. It needs Alarms.
 	AlarmEmail string
+	// FinishEvent has schedule announce each crawl's end, once, with a
+	// "Crawl Finished" event on the account's default EventBridge bus (a
+	// drain check every FinishCheckSeconds per running crawl: package
+	// finish). FinishMail, with AlarmEmail, adds a rule that mails the event
+	// through the alarm topic.
+	FinishEvent        bool
+	FinishCheckSeconds int
+	FinishMail         bool
 	// Metrics has the functions write the crawl's metrics as EMF lines (about
 	// 2 KB per fetch invocation of 10 URLs, billed as log ingestion). False
 	// sets OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's
@@ -145,6 +153,9 @@ func DefaultConfig() Config {
 		Dashboard:                 false,
 		Alarms:                    true,
 		AlarmEmail:                "",
+		FinishEvent:               true,
+		FinishCheckSeconds:        60,
+		FinishMail:                true,
 		RetainData:                true,
 		LogLevel:                  "INFO",
 		SystemLogLevel:            "WARN",
@@ -225,6 +236,9 @@ func contextKeys(c *Config) []contextKey {
 		{"dashboard", boolInto(&c.Dashboard)},
 		{"alarms", boolInto(&c.Alarms)},
 		{"alarmEmail", stringInto(&c.AlarmEmail)},
+		{"finishEvent", boolInto(&c.FinishEvent)},
+		{"finishCheckSeconds", intInto(&c.FinishCheckSeconds)},
+		{"finishMail", boolInto(&c.FinishMail)},
 		{"otelCollectorLayerArn", stringInto(&c.OTelCollectorLayerARN)},
 		{"metrics", boolInto(&c.Metrics)},
 		{"retainData", boolInto(&c.RetainData)},
@@ -458,6 +472,9 @@ func (c Config) Validate() error {
 		}
 	} else if !cronExpr.MatchString(c.ScheduleExpression) {
 		bad("scheduleExpression", "must be rate(N unit) or cron(6 fields), got %q", c.ScheduleExpression)
+	}
+	if c.FinishCheckSeconds < 1 || c.FinishCheckSeconds > 900 {
+		bad("finishCheckSeconds", "must be 1 to 900 (an SQS message's longest delay), got %d", c.FinishCheckSeconds)
 	}
 	if c.MaxReceiveCount < 5 || c.MaxReceiveCount > 1000 {
 		bad("maxReceiveCount", "must be 5 to 1000, got %d", c.MaxReceiveCount)

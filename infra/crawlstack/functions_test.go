@@ -35,6 +35,10 @@ func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 		"CRAWL_BUDGET_USD":         "12.5",
 		"CRAWL_SLOT_LEAD":          "5s", // the fetch batching window of the test context
 		"CRAWL_SYSTEM_LOG_LEVEL":   "WARN",
+		// A crawl's drain checks: one a minute, and counters quiet for the schedule queue's
+		// visibility timeout (6 x 60 s + its 2 s batching window) and a check more.
+		"CRAWL_FINISH_EVERY": "60s",
+		"CRAWL_FINISH_QUIET": "422s",
 	}
 }
 

@@ -5,8 +5,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// tableActions are the item operations of each handler. No Scan or Query:
-// every access is by key. Only schedule deletes: the frontier takes an
+// tableActions are the item operations of each handler. No Query, and no Scan
+// but schedule's tally of a crawl that looks drained (granted apart): every
+// other access is by key. Only schedule deletes: the frontier takes an
 // admission back (crawlstate Unadmit) when it cannot reserve its budget.
 // Fetch puts an item for a redirect's target (crawlstate Reject), parse its
 // done marks. Schedule also reads a crawl's counter shards with BatchGetItem
@@ -56,11 +57,18 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Actions:   jsii.Strings("s3:GetObject"),
 		Resources: jsii.Strings(seedReads...),
 	}))
-	// A crawl's ledger is its counter shards, read together (BatchGetItem) to check its budget:
-	// only when there is one (budgetUsd 0 is none).
-	if cfg.BudgetUSD > 0 {
+	// A crawl's ledger is its counter shards, read together (BatchGetItem) to check its budget
+	// (budgetUsd 0 is none), and by its drain checks (finishEvent: shared/finish), which also
+	// scan the table once a crawl looks drained, to tally its items exactly.
+	if cfg.BudgetUSD > 0 || cfg.FinishEvent {
 		schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("dynamodb:BatchGetItem"),
+			Resources: jsii.Strings(*table.TableArn()),
+		}))
+	}
+	if cfg.FinishEvent {
+		schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("dynamodb:Scan"),
 			Resources: jsii.Strings(*table.TableArn()),
 		}))
 	}

@@ -79,7 +79,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 		mon.Alarms = append(mon.Alarms, pipelineAlarms(stack, table, fns)...)
 	}
 	if cfg.AlarmEmail != "" && len(mon.Alarms) > 0 {
-		mon.Topic = newAlarmTopic(stack, cfg.AlarmEmail)
+		mon.Topic = newAlarmTopic(stack, cfg.AlarmEmail, finishMailed(cfg))
 		action := awscloudwatchactions.NewSnsAction(mon.Topic)
 		for _, a := range mon.Alarms {
 			a.AddAlarmAction(action)
@@ -137,20 +137,27 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 // The topic keeps SNS's default access policy, which lets the account's own
 // CloudWatch alarms publish. EnforceSSL is not set: it would replace that
 // policy, and the alarms would then need a statement of their own.
-func newAlarmTopic(stack awscdk.Stack, addr string) awssns.Topic {
+func newAlarmTopic(stack awscdk.Stack, addr string, events bool) awssns.Topic {
 	key := awskms.NewKey(stack, jsii.String("AlarmTopicKey"), &awskms.KeyProps{
 		Description:       jsii.String("crawlstack: encrypts the alarm notification topic"),
 		EnableKeyRotation: jsii.Bool(false),
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
 		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
 	})
-	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("AllowCloudWatchAlarmsToPublish"),
-		Effect:     awsiam.Effect_ALLOW,
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
-		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
-		Resources:  jsii.Strings("*"),
-	}), nil)
+	// The services that publish to the topic use its key.
+	allow := func(sid, service string) {
+		key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String(sid),
+			Effect:     awsiam.Effect_ALLOW,
+			Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(service), nil)},
+			Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+			Resources:  jsii.Strings("*"),
+		}), nil)
+	}
+	allow("AllowCloudWatchAlarmsToPublish", "cloudwatch.amazonaws.com")
+	if events { // the rule that mails each crawl's end (newFinish)
+		allow("AllowEventBridgeToPublish", "events.amazonaws.com")
+	}
 	topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		// The sender name of the notification emails.
 		DisplayName: jsii.String("crawlstack alarms"),

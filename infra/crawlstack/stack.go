@@ -54,6 +54,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	grantPipeline(cfg, bucket, table, queues, fns)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
 	mon := newMonitoring(stack, cfg, table, queues, fns)
+	newFinish(stack, cfg, fns[FnSchedule].Function, mon.Topic)
 	db, _ := newResultsTable(stack, bucket)
 	newOutputs(stack, bucket, table, queues, mon.Topic, db)
 	return stack
@@ -121,6 +122,11 @@ func configEnv(cfg Config) map[string]string {
 	}
 	if !cfg.Metrics {
 		env["OTEL_METRICS_EXPORTER"] = "none" // package telemetry: no EMF line, no OTLP metric
+	}
+	if cfg.FinishEvent {
+		for k, v := range finishEnv(cfg) {
+			env[k] = v
+		}
 	}
 	if cfg.OTelCollectorLayerARN != "" {
 		// The collector extension listens for OTLP/HTTP here (package telemetry).

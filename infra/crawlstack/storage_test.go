@@ -21,7 +21,9 @@ func TestResourceCounts(t *testing.T) {
 		{"AWS::Lambda::Function", 4},
 		{"AWS::Lambda::EventSourceMapping", 3},
 		{"AWS::Logs::LogGroup", 3},
-		{"AWS::Events::Rule", 1},
+		// The re-crawl rule, and (with the test context's alarm email) the one that mails a
+		// crawl's end.
+		{"AWS::Events::Rule", 2},
 		{"AWS::CloudWatch::Alarm", 10},
 		// The test context asks for the dashboard and alarm emails.
 		{"AWS::CloudWatch::Dashboard", 1},

@@ -11,11 +11,13 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/callrecord"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/eventbus"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
@@ -28,6 +30,8 @@ type Ports struct {
 	Queue *sqsqueue.Queue
 	Table *dynamotable.Table
 	Blobs *s3blob.Store
+	// Events is the account's default event bus, where a crawl's end is announced.
+	Events *eventbus.Bus
 }
 
 // Open loads the SDK configuration (AWS_ENDPOINT_URL and the per-service variables select
@@ -54,7 +58,8 @@ func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorde
 		otelaws.AppendMiddlewares(&cfg.APIOptions) // a client span per SDK call
 	}
 	c := awsconfig.NewClients(cfg)
-	return Ports{Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName), Blobs: s3blob.New(c.S3, bucket)}, nil
+	return Ports{Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName), Blobs: s3blob.New(c.S3, bucket),
+		Events: eventbus.New(eventbridge.NewFromConfig(cfg), eventbus.DefaultBus)}, nil
 }
 
 // NewHandlers builds the three handlers of a Lambda function from its environment: the crawl
@@ -78,7 +83,11 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.NewOnly(cfg, pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}, log, names...)
+	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}
+	if cfg.FinishEvery > 0 { // the stack sets it on schedule, which runs the drain checks
+		ports.Events = p.Events
+	}
+	return pipeline.NewOnly(cfg, ports, log, names...)
 }
 
 // recorder returns the call recorder that CRAWL_CALL_LOG asks for (package callrecord), or nil

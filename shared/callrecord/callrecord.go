@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -146,7 +147,7 @@ var actions = map[string]string{
 }
 
 // prefixes are the IAM service prefixes of the SDK's service ids.
-var prefixes = map[string]string{"S3": "s3", "SQS": "sqs", "DynamoDB": "dynamodb"}
+var prefixes = map[string]string{"S3": "s3", "SQS": "sqs", "DynamoDB": "dynamodb", "EventBridge": "events"}
 
 // Describe returns the calls IAM authorises for one operation of the named service (an SDK
 // service id) with the typed input in: usually one, several for a DynamoDB batch or transaction
@@ -182,8 +183,37 @@ func Describe(service, op, region, account string, in any) []Call {
 		}
 	case "dynamodb":
 		return dynamoCalls(call, region, account, in)
+	case "events":
+		return eventCalls(call, region, account, in)
 	}
 	return []Call{call}
+}
+
+// eventCalls are the calls of an EventBridge PutEvents: one per event bus its entries name (an
+// entry with no bus goes to the default bus).
+func eventCalls(call Call, region, account string, in any) []Call {
+	v, ok := in.(*eventbridge.PutEventsInput)
+	if !ok {
+		return []Call{call}
+	}
+	var out []Call
+	seen := map[string]bool{}
+	for _, e := range v.Entries {
+		bus := aws.ToString(e.EventBusName)
+		if bus == "" {
+			bus = "default"
+		}
+		if !strings.HasPrefix(bus, "arn:") {
+			bus = "arn:aws:events:" + region + ":" + account + ":event-bus/" + bus
+		}
+		if !seen[bus] {
+			seen[bus] = true
+			c := call
+			c.Resource = bus
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // dynamoCalls are the calls of a DynamoDB operation: one per table, and per action of a

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -39,6 +41,14 @@ func TestDescribe(t *testing.T) {
 			[]callrecord.Call{
 				{Operation: "TransactWriteItems", Action: "dynamodb:PutItem", Resource: "arn:aws:dynamodb:us-east-1:111122223333:table/t"},
 				{Operation: "TransactWriteItems", Action: "dynamodb:ConditionCheckItem", Resource: "arn:aws:dynamodb:us-east-1:111122223333:table/u"}}},
+		{"PutEventsOnTheDefaultBus", "EventBridge", "PutEvents", &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
+			{EventBusName: aws.String("default")}, {}}},
+			[]callrecord.Call{{Operation: "PutEvents", Action: "events:PutEvents", Resource: "arn:aws:events:us-east-1:111122223333:event-bus/default"}}},
+		{"PutEventsPerBus", "EventBridge", "PutEvents", &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
+			{EventBusName: aws.String("default")}, {EventBusName: aws.String("arn:aws:events:us-east-1:111122223333:event-bus/other")}}},
+			[]callrecord.Call{
+				{Operation: "PutEvents", Action: "events:PutEvents", Resource: "arn:aws:events:us-east-1:111122223333:event-bus/default"},
+				{Operation: "PutEvents", Action: "events:PutEvents", Resource: "arn:aws:events:us-east-1:111122223333:event-bus/other"}}},
 		{"UnknownResourceIsEverything", "SQS", "ListQueues", &sqs.ListQueuesInput{},
 			[]callrecord.Call{{Operation: "ListQueues", Action: "sqs:ListQueues", Resource: "*"}}},
 	}

@@ -162,3 +162,16 @@ func TestSitemapsFindEveryPage(t *testing.T) {
 	h.Site = site
 	h.CheckSitemapsFindEveryPage(8)
 }
+
+// TestEndAnnouncedOnce: a crawl's end is announced exactly once, with every message delivered
+// twice, every parse message (the last one too) failing once before it is marked done, and the
+// first put of the event failing after the end was decided.
+func TestEndAnnouncedOnce(t *testing.T) {
+	newHarness(t, 40, 5, time.Second).CheckEndAnnouncedOnce(8)
+}
+
+// TestEndPutAgainAfterCrashBeforeMark: a crash after the event is put and before the end is marked
+// announced puts the same event again (EventBridge has no deduplication): same id, same detail.
+func TestEndPutAgainAfterCrashBeforeMark(t *testing.T) {
+	newHarness(t, 20, 4, time.Second).CheckEndPutAgainAfterCrashBeforeMark(8)
+}

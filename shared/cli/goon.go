@@ -97,6 +97,7 @@ func goOn(ctx context.Context, o RunOptions, be *Backend, res Resources, h *pipe
 	}
 	sum.ElapsedSeconds = time.Since(start).Seconds()
 	sum.Finished = runErr == nil
+	announced := announceEnd(wctx, h, be, &sum, stderr)
 	printSummary(stdout, stderr, sum, o.JSON)
 	switch {
 	case errors.Is(runErr, context.Canceled):
@@ -104,6 +105,8 @@ func goOn(ctx context.Context, o RunOptions, be *Backend, res Resources, h *pipe
 		return sum, ExitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		return sum, ExitFailed
+	case !announced:
 		return sum, ExitFailed
 	}
 	return sum, ExitOK

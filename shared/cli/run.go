@@ -22,6 +22,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/finish"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/localrun"
@@ -112,7 +113,10 @@ type Summary struct {
 	// BudgetUSD is --budget-usd; Stopped says "budget" when the crawl reached it.
 	BudgetUSD float64 `json:"budgetUsd,omitempty"`
 	Stopped   string  `json:"stopped,omitempty"`
+	// Event is the crawl's end as announced (package finish), once the crawl has finished.
+	Event *finish.Event `json:"event,omitempty"`
 
+	eventFile     string       // where Event was written
 	prices        meter.Prices // what CostUSD is costed at
 	fetchedBefore int64        // the pages the crawl had fetched before this run
 }
@@ -200,7 +204,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	log := slog.New(interruptQuiet{Handler: logger.Handler(), ctx: ctx})
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
 	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
-		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge)}, log)
+		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: finish.BlobPublisher{Blobs: be.Blobs}}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitUsage
@@ -254,7 +258,11 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 			return sum, ExitFailed
 		}
 		sum.Finished, sum.AlreadyEnded = true, true
+		announced := announceEnd(ctx, h, be, &sum, stderr) // a run that died before announcing it left it to this one
 		printSummary(stdout, stderr, sum, o.JSON)
+		if !announced {
+			return sum, ExitFailed
+		}
 		return sum, ExitOK
 	}
 	if err := startSeed(ctx, be, res, p.key, p.version, body); err != nil {
@@ -294,6 +302,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		also.Finished = runErr == nil && also.Pending == 0
 		sum.Also = append(sum.Also, also)
 	}
+	announced := announceEnd(context.WithoutCancel(ctx), h, be, &sum, stderr) // the queues ran out: the crawls drained
 	printSummary(stdout, stderr, sum, o.JSON)
 	if sum.Classes[string(errclass.SSRF)] > 0 {
 		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched)
@@ -312,6 +321,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	case sum.Fetched == 0:
 		fmt.Fprintf(stderr, "crawl: no page could be fetched (crawl failures %s lists why)\n", crawl)
+		return sum, ExitFailed
+	case !announced:
 		return sum, ExitFailed
 	}
 	return sum, ExitOK

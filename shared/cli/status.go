@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/finish"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
@@ -34,6 +35,9 @@ type Status struct {
 	Queues map[string]Depth `json:"queues"`
 	// Waiting says what the crawl waits for, one reason a line.
 	Waiting []string `json:"waiting"`
+	// End is how far the crawl's end is announced (package finish): "announced" once its
+	// Crawl Finished event was sent, "pending" between its decision and the send; empty before.
+	End string `json:"end,omitempty"`
 
 	metered bool // the backend's calls are metered (AWS): CostUSD is what they cost
 }
@@ -214,19 +218,20 @@ func stateOf(c crawlstate.Crawl, n crawlstate.Counters) string {
 
 // crawlStatus reads the crawl's record, counters and the queues' depths.
 func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl string, now time.Time) (Status, error) {
-	c, err := st.CrawlOf(ctx, crawl)
+	ch, err := st.ChecksOf(ctx, crawl)
 	if errors.Is(err, table.ErrNotFound) {
 		return Status{}, fmt.Errorf("no crawl %s on record (crawl status lists them)", crawl)
 	}
 	if err != nil {
 		return Status{}, err
 	}
+	c := ch.Crawl
 	n, err := st.Counters(ctx, crawl)
 	if err != nil {
 		return Status{}, err
 	}
 	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
-		CostUSD: meter.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}}
+		CostUSD: meter.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End)}
 	if !c.Started.IsZero() && now.After(c.Started) && s.Pending > 0 {
 		s.PagesPerSecond = float64(n.Fetched) / now.Sub(c.Started).Seconds()
 	}
@@ -295,6 +300,12 @@ func printStatus(w io.Writer, s Status) {
 	}
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
+	}
+	switch crawlstate.End(s.End) {
+	case crawlstate.EndAnnounced:
+		fmt.Fprintf(w, "  end: announced (its %q event was sent)\n", finish.DetailType)
+	case crawlstate.EndPending:
+		fmt.Fprintf(w, "  end: decided, its %q event not yet sent (the check or run that decided it sends it when it runs again)\n", finish.DetailType)
 	}
 	if s.metered {
 		fmt.Fprintf(w, "  cost so far: $%.4f (the crawl's metered AWS units at list prices)\n", s.CostUSD)

@@ -11,6 +11,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/fetcher"
+	"github.com/crawlstack/crawlstack/shared/finish"
 	"github.com/crawlstack/crawlstack/shared/records"
 	"golang.org/x/term"
 )
@@ -136,6 +137,9 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 	for _, a := range s.Also {
 		fmt.Fprintf(w, "  this run also advanced crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
 			a.Crawl, a.Seen, a.Fetched, a.Skipped, a.Failed, a.Pending)
+	}
+	if s.Event != nil {
+		fmt.Fprintf(w, "  end announced:    %s (%q, end %s)\n", s.eventFile, finish.DetailType, s.Event.End)
 	}
 	if s.Pages != "" {
 		fmt.Fprintf(w, "  pages (WARC):     %s\n", s.Pages)

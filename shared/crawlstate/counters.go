@@ -177,8 +177,16 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 // updated beside each transition and may drift by one if the process dies between the two writes,
 // Tally is exact; it reads every item, so it is for summaries at the end of a run, not for progress.
 func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
+	return s.tally(ctx, crawl, nil)
+}
+
+// tally is Tally, calling visit (unless nil) with every URL it counts.
+func (s *Store) tally(ctx context.Context, crawl string, visit func(URL)) (Counters, error) {
 	c := Counters{Classes: map[errclass.Class]int64{}}
 	err := s.ScanURLs(ctx, crawl, func(u URL) error {
+		if visit != nil {
+			visit(u)
+		}
 		c.Seen++
 		switch u.State {
 		case Fetched:

@@ -2,6 +2,8 @@
 //
 //	schedule --Fetch--> fetch --Parse--> parse --Links--> schedule
 //
+// and schedule --Check--> schedule, a crawl's chain of drain checks (package finish).
+//
 // Every message carries the schema version V and its Kind. Decoding is strict: unknown fields,
 // a wrong version or kind, missing fields, oversized bodies and trailing data are errors of class
 // errclass.Poison, so a handler can quarantine the message and go on with the rest of its batch.
@@ -37,6 +39,8 @@ const (
 	KindLinks Kind = "links"
 	KindFetch Kind = "fetch"
 	KindParse Kind = "parse"
+	// KindCheck is a crawl's drain check, on the schedule queue (see Check).
+	KindCheck Kind = "check"
 )
 
 // Header is what every message starts with.
@@ -141,6 +145,21 @@ type Ref struct {
 	Length int64  `json:"length"`
 }
 
+// Check asks schedule to look whether its crawl has drained, and to announce its end once it has
+// (package finish). A crawl has one chain of checks: each check that finds work left sends the
+// next, Seq+1, with a delay; a copy of a check whose Seq the chain has passed is dropped.
+type Check struct {
+	Header
+	Seq int `json:"seq"`
+}
+
+func (m *Check) validate() error {
+	if m.Seq < 0 {
+		return fmt.Errorf("negative seq %d", m.Seq)
+	}
+	return nil
+}
+
 // Parse asks parse to read stored responses: the pages one fetch batch stored in one WARC file
 // (File and Pages), or one page (the fields of a single page and WARC, as a fetcher sends again
 // for a page whose first message may be lost).
@@ -207,7 +226,7 @@ func PageName(file string, offset int64) string { return file + "@" + strconv.Fo
 // PartName is the Name of part part of file's Parse messages.
 func PartName(file string, part int) string { return file + "#" + strconv.Itoa(part) }
 
-// Encode marshals m (a Links, Fetch or Parse, or a pointer to one), setting V and Kind.
+// Encode marshals m (a Links, Fetch, Parse or Check, or a pointer to one), setting V and Kind.
 func Encode(m any) (string, error) {
 	switch v := m.(type) {
 	case Links:
@@ -224,6 +243,11 @@ func Encode(m any) (string, error) {
 		v.V, v.Kind = Version, KindParse
 		return marshal(v)
 	case *Parse:
+		return Encode(*v)
+	case Check:
+		v.V, v.Kind = Version, KindCheck
+		return marshal(v)
+	case *Check:
 		return Encode(*v)
 	}
 	return "", fmt.Errorf("encode message: unsupported type %T", m)
@@ -244,7 +268,7 @@ func marshal(v any) (string, error) {
 }
 
 // Decode parses body as the message kind the caller expects and validates it. It returns
-// *Links, *Fetch or *Parse. Every error has class errclass.Poison.
+// *Links, *Fetch, *Parse or *Check. Every error has class errclass.Poison.
 func Decode(body string, want Kind) (any, error) {
 	if len(body) > MaxBytes {
 		return nil, poison("message is %d bytes, over the %d-byte limit", len(body), MaxBytes)
@@ -260,6 +284,8 @@ func Decode(body string, want Kind) (any, error) {
 		m = &Fetch{}
 	case KindParse:
 		m = &Parse{}
+	case KindCheck:
+		m = &Check{}
 	default:
 		return nil, poison("unknown kind %q", want)
 	}
@@ -468,4 +494,13 @@ func ByCrawl[T any](items []T, crawl func(T) string) (order []string, groups map
 		groups[c] = append(groups[c], it)
 	}
 	return order, groups
+}
+
+// DecodeCheck is Decode for a Check message.
+func DecodeCheck(body string) (*Check, error) {
+	m, err := Decode(body, KindCheck)
+	if err != nil {
+		return nil, err
+	}
+	return m.(*Check), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/retry"
 	"github.com/crawlstack/crawlstack/shared/scope"
 )
@@ -72,6 +73,11 @@ type Config struct {
 	// PauseWait is how long a paused crawl's fetch messages wait in the queue between looks
 	// (0: fetcher.DefaultPauseWait).
 	PauseWait time.Duration
+
+	// FinishEvery is the time between two drain checks of a crawl (package finish); 0 sends none:
+	// `crawl run` sees the end of its queues itself. FinishQuiet is how long a crawl's counters
+	// must stay unchanged before a check tallies its items (0: finish.DefaultQuiet).
+	FinishEvery, FinishQuiet time.Duration
 
 	// WARCIndex says where the CDXJ index of the WARC files is: IndexEachFile (beside each file,
 	// as it is stored) or IndexPerCrawl (none beside the files: `crawl index` builds the crawl's
@@ -156,6 +162,10 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.PriceTable(); err != nil {
 		errs = append(errs, fmt.Errorf("prices: %w", err))
+	}
+	if c.FinishEvery < 0 || c.FinishEvery > queue.MaxDelay || c.FinishQuiet < 0 {
+		errs = append(errs, fmt.Errorf("finish checks every %s, quiet %s: want 0 to %s between checks, and a quiet time not below 0",
+			c.FinishEvery, c.FinishQuiet, queue.MaxDelay))
 	}
 	if c.MaxTries < 1 || c.MaxTries > 20 {
 		errs = append(errs, fmt.Errorf("max tries %d: want 1 to 20 requests of a failing URL", c.MaxTries))
@@ -250,6 +260,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
 	duration("CRAWL_SLOT_LEAD", &c.SlotLead)
 	str("CRAWL_WARC_INDEX", &c.WARCIndex)
+	duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
+	duration("CRAWL_FINISH_QUIET", &c.FinishQuiet)
 	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
 	// parses at once.
 	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)

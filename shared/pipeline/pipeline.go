@@ -12,6 +12,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/fetcher"
+	"github.com/crawlstack/crawlstack/shared/finish"
 	"github.com/crawlstack/crawlstack/shared/frontier"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
@@ -38,6 +39,10 @@ type Ports struct {
 	// not read it back. Set it only where both handlers run in one process (crawl run); in Lambda
 	// they never do.
 	Handoff *handoff.Pages
+	// Events, if set, is where a crawl's end is announced (package finish): with
+	// Config.FinishEvery, schedule runs each crawl's drain checks, and Handlers.Finish announces
+	// the end of a crawl that its caller saw drain.
+	Events finish.Publisher
 }
 
 // Handlers are the three wired handlers and the state they share.
@@ -49,7 +54,9 @@ type Handlers struct {
 	// HostRPS is the crawl's per-host rate (0: none), for a runner that sizes its fetch batches
 	// by it.
 	HostRPS float64
-	http    *httpfetch.Client
+	// Finish announces crawls' ends, when Ports.Events is set (nil otherwise).
+	Finish *finish.Checker
+	http   *httpfetch.Client
 }
 
 // Close releases the HTTP client's connections.
@@ -97,6 +104,18 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent})
 	h := &Handlers{State: state, HostRPS: cfg.HostRPS}
+	if p.Events != nil {
+		prices, err := cfg.PriceTable()
+		if err != nil {
+			return nil, fmt.Errorf("configuration: %w", err)
+		}
+		quiet := cfg.FinishQuiet
+		if quiet == 0 {
+			quiet = finish.DefaultQuiet
+		}
+		h.Finish = &finish.Checker{State: state, Pub: p.Events, Send: telemetry.Sender{Next: p.Queue}, Queue: cfg.ScheduleQueue,
+			Every: cfg.FinishEvery, Quiet: quiet, Prices: prices, Log: log.With("fn", "finish")}
+	}
 	// Every message sent carries the trace context of its send (a no-op without telemetry).
 	p.Queue = telemetry.Sender{Next: p.Queue}
 	for _, name := range names {
@@ -111,6 +130,9 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				state, p.Queue, log.With("fn", "schedule"))
 			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
 				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
+			if h.Finish != nil && cfg.FinishEvery > 0 {
+				h.Schedule.Checks = h.Finish
+			}
 		case Fetch:
 			nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
 			guard := netguard.New(nets, cfg.Ports)

@@ -67,6 +67,13 @@ type Admitter interface {
 	Flush(ctx context.Context) error
 }
 
+// Checks runs a crawl's drain checks (finish.Checker): Begin sends a started crawl's first, and
+// Check runs one delivered as message id.
+type Checks interface {
+	Begin(ctx context.Context, crawl string) error
+	Check(ctx context.Context, m *message.Check, id string) error
+}
+
 // Config tunes the handler.
 type Config struct {
 	ScheduleQueue string
@@ -86,6 +93,9 @@ type Handler struct {
 	send     queue.Sender
 	batch    *sqsbatch.Runner
 	log      *slog.Logger
+	// Checks, if set, runs each crawl's drain checks, which announce its end (the stack's); nil
+	// sends none, and acknowledges a check that comes (crawl run sees the end of its queues itself).
+	Checks Checks
 }
 
 // New returns a Handler.
@@ -192,11 +202,14 @@ func (h *Handler) notification(ctx context.Context, rec events.SQSMessage, notLi
 	var probe struct {
 		Records json.RawMessage `json:"Records"`
 		Event   string          `json:"Event"`
+		Kind    message.Kind    `json:"kind"`
 	}
 	if err := json.Unmarshal([]byte(rec.Body), &probe); err != nil {
 		return errclass.Errorf(errclass.Poison, "not a JSON message: %v", err)
 	}
 	switch {
+	case probe.Kind == message.KindCheck:
+		return h.check(ctx, rec)
 	case probe.Event == "s3:TestEvent":
 		h.log.Info("acknowledged the S3 test event")
 		return nil
@@ -233,6 +246,19 @@ func (h *Handler) seedFile(ctx context.Context, r events.S3EventRecord) error {
 		return h.writeReport(ctx, oversize(crawl, key, r.S3.Object.Size))
 	}
 	return h.StartCrawl(ctx, key, crawl)
+}
+
+// check runs a crawl's drain check.
+func (h *Handler) check(ctx context.Context, rec events.SQSMessage) error {
+	m, err := message.DecodeCheck(rec.Body)
+	if err != nil {
+		return err
+	}
+	if h.Checks == nil {
+		h.log.Info("a drain check with no checker here: acknowledged", "crawl", m.Crawl, "seq", m.Seq)
+		return nil
+	}
+	return h.Checks.Check(ctx, m, rec.MessageId)
 }
 
 // Tick handles an EventBridge scheduled event: each seed file under the re-crawl prefix starts a
@@ -390,6 +416,9 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	}
 	if err == nil && len(entries) > 0 {
 		err = h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries)
+	}
+	if err == nil && h.Checks != nil {
+		err = h.Checks.Begin(ctx, crawl) // after the seeds: a check never finds the crawl before them
 	}
 	if err != nil {
 		return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)

@@ -53,6 +53,9 @@ type deployment struct {
 	pollers map[string]*sqsqueue.Queue
 	looker  *sqsqueue.Queue // the harness's own look at the queues, not recorded
 	clients awsconfig.Clients
+	// bus is the functions' EventBridge endpoint, a stand-in (events_test.go) at busURL.
+	bus    *eventBus
+	busURL string
 }
 
 // paths returns the template, dist folder and emulator binary the Makefile names, or ends the
@@ -89,6 +92,7 @@ func deploy(t *testing.T) *deployment {
 	defer cancel()
 	d := &deployment{t: t, cfg: cfg, clients: awsconfig.NewClients(cfg), callDir: t.TempDir(),
 		pools: map[string]*lambdarie.Pool{}, pollers: map[string]*sqsqueue.Queue{}}
+	d.bus, d.busURL = newEventBus(t)
 	phys, err := stackrun.Deploy(ctx, stackrun.Clients{SQS: d.clients.SQS, DynamoDB: d.clients.DynamoDB, S3: d.clients.S3},
 		tmpl, shortName(t), cfg.Region)
 	if err != nil {
@@ -138,6 +142,11 @@ func (d *deployment) env(f *stackrun.Function, callLog string) []string {
 			vars[k] = v
 		}
 	}
+	// The template's drain checks, shortened for a crawl of seconds, and the stand-in bus.
+	if _, ok := vars["CRAWL_FINISH_EVERY"]; ok {
+		vars["CRAWL_FINISH_EVERY"], vars["CRAWL_FINISH_QUIET"] = testFinishEvery, testFinishQuiet
+	}
+	vars["AWS_ENDPOINT_URL_EVENTBRIDGE"] = d.busURL
 	vars[callrecord.EnvLog] = callLog
 	vars[callrecord.EnvAccount] = d.stack.Physical.Account
 	out := make([]string, 0, len(vars))

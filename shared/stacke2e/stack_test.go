@@ -20,6 +20,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/demosite"
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/e2etest"
+	"github.com/crawlstack/crawlstack/shared/finish"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
 	"github.com/crawlstack/crawlstack/shared/scheduler"
@@ -92,9 +93,18 @@ func TestIntegrationDeployedStack(t *testing.T) {
 			t.Errorf("page %d was served %d times, want once per crawl (%d)", i, n, len(crawls))
 		}
 	}
+	ends := d.bus.ends(t)
 	for _, c := range crawls {
 		h.CheckNothingLost(c)
 		checkWARC(t, h, c)
+		// Each crawl's end was put once, with its pages, and the run ended with the last one.
+		if e := ends[c]; len(e) != 1 || e[0].EventID != finish.EventID(c) || e[0].End != finish.EndDrained ||
+			e[0].Counts.Fetched != int64(site.Pages) {
+			t.Errorf("crawl %s: ends put %+v, want one, drained, with %d pages fetched", c, e, site.Pages)
+		}
+	}
+	if len(ends) != len(crawls) {
+		t.Errorf("ends put for crawls %v, want one for each of %v", ends, crawls)
 	}
 	for _, name := range []string{"schedule", "fetch", "parse"} {
 		keys, err := blobs.List(ctx, "quarantine/"+name+"/")
