@@ -34,6 +34,8 @@ type Status struct {
 	Queues map[string]Depth `json:"queues"`
 	// Waiting says what the crawl waits for, one reason a line.
 	Waiting []string `json:"waiting"`
+	// Throttled are the hosts whose gap the crawl widened after their 429s, with their gap now.
+	Throttled []Throttled `json:"throttled"`
 
 	metered bool // the backend's calls are metered (AWS): CostUSD is what they cost
 }
@@ -225,6 +227,7 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 	}
 	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
 		CostUSD: meter.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}}
+	s.Throttled = throttledOf(n.Throttled, now)
 	if !c.Started.IsZero() && now.After(c.Started) && s.Pending > 0 {
 		s.PagesPerSecond = float64(n.Fetched) / now.Sub(c.Started).Seconds()
 	}
@@ -268,6 +271,9 @@ func waitingFor(s Status) []string {
 				" a robots.txt that is down, or messages a killed run left invisible until their visibility timeout", held))
 		}
 	}
+	if slow := slowedNow(s.Throttled); s.Pending > 0 && slow > 0 {
+		why = append(why, fmt.Sprintf("%d hosts throttled after their 429s: their requests are spaced wider until the gap decays", slow))
+	}
 	for _, name := range []string{"schedule", "fetch", "parse"} {
 		if d := s.Queues[name+"-dlq"]; d.Visible+d.InFlight > 0 {
 			why = append(why, fmt.Sprintf("%d messages in the %s dead-letter queue (crawl redrive %s)", d.Visible+d.InFlight, name, name))
@@ -307,6 +313,7 @@ func printStatus(w io.Writer, s Status) {
 		}
 	}
 	fmt.Fprintf(w, "%s (visible+in flight or delayed)\n", strings.Join(parts, ", "))
+	printThrottled(w, s.Throttled)
 	for _, why := range s.Waiting {
 		fmt.Fprintf(w, "  waiting: %s\n", why)
 	}

@@ -312,7 +312,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 			// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.
 			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
 			lastErr = errclass.Errorf(c, "status %d", r.Status)
-			interval = h.slowDown(fctx, u.Host, r.Status, interval)
+			interval = h.slowDown(fctx, m.Crawl, u.Host, r.Status, interval)
 			return after, lastErr
 		}
 		return 0, nil
