@@ -63,8 +63,10 @@ func checkRunFlags(o RunOptions) error {
 	if o.FetchTimeout <= 0 {
 		bad("fetch-timeout", o.FetchTimeout, "must be more than 0")
 	}
-	if o.Fingerprint != httpfetch.FingerprintGo && o.Fingerprint != httpfetch.FingerprintChrome {
+	if !httpfetch.ValidFingerprint(o.Fingerprint) {
 		bad("tls-fingerprint", fmt.Sprintf("%q", o.Fingerprint), "want chrome, or none for Go's own")
+	} else if _, err := httpfetch.UserAgentFor(o.UserAgent, o.Fingerprint); err != nil {
+		bad("user-agent", fmt.Sprintf("%q", o.UserAgent), "%v", err)
 	}
 	if o.Visibility < time.Second {
 		bad("visibility", o.Visibility, "must be at least 1s")

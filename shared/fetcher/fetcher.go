@@ -460,8 +460,8 @@ type crawlSettings struct {
 	scope ScopeChecker
 }
 
-// crawlContext returns ctx with the crawl's User-Agent and headers for its requests and
-// robots.txt checks, and its rate and scope: the handler's own without CrawlSettings.
+// crawlContext returns ctx with the crawl's User-Agent, headers and TLS fingerprint for its
+// requests and robots.txt checks, and its rate and scope: the handler's own without CrawlSettings.
 func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Context, crawlSettings, error) {
 	if h.crawls == nil {
 		return ctx, crawlSettings{rps: h.cfg.HostRPS, scope: h.scope}, nil
@@ -473,5 +473,6 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 	if c.UserAgent != "" {
 		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
 	}
+	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
 	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules}, nil
 }

@@ -41,7 +41,7 @@ const (
 // Fingerprints that Options.Fingerprint accepts.
 const (
 	FingerprintGo     = ""       // Go's own TLS stack, HTTP/2 when the server offers it
-	FingerprintChrome = "chrome" // utls HelloChrome_Auto, ALPN limited to http/1.1
+	FingerprintChrome = "chrome" // Chrome's ClientHello (ChromeHello), HTTP/2 when the server chooses it
 )
 
 // Options configure a Client. Zero values take the defaults above.
@@ -90,7 +90,8 @@ type Client struct {
 	opts      Options
 	guard     *netguard.Guard
 	transport *http.Transport
-	slots     chan struct{} // one token per request in flight; nil: no bound
+	chrome    *chromeTransport // the requests with FingerprintChrome (Options or WithFingerprint)
+	slots     chan struct{}    // one token per request in flight; nil: no bound
 }
 
 // Response is a fetched page. Non-2xx statuses are responses, not errors.
@@ -141,12 +142,10 @@ func New(opts Options) (*Client, error) {
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
-		ForceAttemptHTTP2:      opts.Fingerprint == FingerprintGo,
-	}
-	if opts.Fingerprint == FingerprintChrome {
-		tr.DialTLSContext = chromeDialer(dialer, opts.RootCAs, opts.HeaderTimeout)
+		ForceAttemptHTTP2:      true,
 	}
 	c := &Client{opts: opts, guard: guard, transport: tr}
+	c.chrome = newChromeTransport(tr.Clone(), dialer.DialContext, opts.RootCAs, opts.HeaderTimeout, opts.HeaderTimeout, opts.MaxHeaderBytes)
 	if opts.MaxInFlight > 0 {
 		c.slots = make(chan struct{}, opts.MaxInFlight)
 	}
@@ -190,7 +189,10 @@ func setDefaults(o *Options) {
 }
 
 // Close closes the idle connections of the pool.
-func (c *Client) Close() { c.transport.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.transport.CloseIdleConnections()
+	c.chrome.CloseIdleConnections()
+}
 
 // Get fetches rawURL with the client's limits.
 func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
@@ -283,7 +285,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 
 	var redirects []string
 	hc := &http.Client{
-		Transport: c.transport,
+		Transport: c.transportFor(ctx),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > lim.redirects {
 				return errclass.Errorf(errclass.Redirect, "more than %d redirects", lim.redirects)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
 	"github.com/crawlstack/crawlstack/shared/retry"
@@ -95,11 +96,22 @@ func (c Config) RetryPolicy() retry.Tries {
 // SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
 // host and rate, and its include patterns when c has its own.
 func (c Config) SpecBounds() crawlspec.Bounds {
-	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0}
+	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
+		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint}
 	if c.MaxDepth >= 0 {
 		b.MaxDepth = &c.MaxDepth
 	}
 	return b
+}
+
+// SentUserAgent is the User-Agent the requests send: UserAgent, or the browser's own for
+// httpfetch.UserAgentBrowser (Validate has checked that it agrees with the TLS fingerprint).
+func (c Config) SentUserAgent() string {
+	ua, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint)
+	if err != nil {
+		return c.UserAgent
+	}
+	return ua
 }
 
 // PriceTable is the prices a crawl's ledger is costed at: the list prices with c.Prices over them.
@@ -138,6 +150,11 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.UserAgent) == "" {
 		errs = append(errs, errors.New("the user agent must not be empty: crawlers say who they are"))
+	}
+	if !httpfetch.ValidFingerprint(c.Fingerprint) {
+		errs = append(errs, fmt.Errorf("tls fingerprint %q: want %s, or none for Go's own", c.Fingerprint, httpfetch.FingerprintChrome))
+	} else if _, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint); err != nil {
+		errs = append(errs, err)
 	}
 	if c.HostRPS < 0 {
 		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))

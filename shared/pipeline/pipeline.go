@@ -95,7 +95,8 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	}
 	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
 	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent})
+		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint})
+	ua := cfg.SentUserAgent()
 	h := &Handlers{State: state, HostRPS: cfg.HostRPS}
 	// Every message sent carries the trace context of its send (a no-op without telemetry).
 	p.Queue = telemetry.Sender{Next: p.Queue}
@@ -114,7 +115,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 		case Fetch:
 			nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
 			guard := netguard.New(nets, cfg.Ports)
-			client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.UserAgent, Guard: guard,
+			client, err := httpfetch.New(httpfetch.Options{UserAgent: ua, Guard: guard,
 				MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
 				MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency), MaxInFlight: cfg.FetchInFlight})
 			if err != nil {
@@ -131,7 +132,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			if cfg.PauseWait > 0 {
 				fcfg.PauseWait = cfg.PauseWait
 			}
-			fdeps := fetcher.Deps{State: state, HTTP: traced, Robots: robots.New(traced, cfg.UserAgent, 24*time.Hour),
+			fdeps := fetcher.Deps{State: state, HTTP: traced, Robots: robots.New(traced, ua, 24*time.Hour),
 				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls}
 			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 				fdeps.Handoff = p.Handoff
@@ -139,7 +140,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			h.Fetch = fetcher.New(fcfg, fdeps)
 		case Parse:
 			h.Parse = parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
-				UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
+				UserAgentToken: robots.ProductToken(ua), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
 				state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
 			if p.Handoff != nil {
 				h.Parse.Handoff = p.Handoff
