@@ -2,6 +2,7 @@ package crawlstate
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,8 +17,10 @@ import (
 // note is far from the per-page path. A host raised by several stores is noted in several shards;
 // the reader takes the latest raise and adds up their count.
 
-// Attribute name prefixes on a counter shard, each followed by the host: the gap of the host's
-// latest raise noted in the shard (ms), when it was (Unix ms), and how many raises the shard holds.
+// Attribute name prefixes on a counter shard, each followed by the host (base64url, since a
+// DynamoDB expression reads brackets in a name as an index, and an IPv6 host has them): the gap
+// of the host's latest raise noted in the shard (ms), when it was (Unix ms), and how many raises
+// the shard holds.
 const (
 	attrThrottleGap    = "thr_gap:"
 	attrThrottleAt     = "thr_at:"
@@ -42,10 +45,10 @@ func (h ThrottledHost) Left(now time.Time) time.Duration {
 
 // noteThrottled notes a raise of the host's gap in one of the crawl's counter shards.
 func (s *Store) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time) error {
-	key := s.shardKey(crawl)
+	key, h := s.shardKey(crawl), hostAttr(host)
 	_, err := s.t.Update(ctx, key, table.Update{
-		Set: map[string]any{attrThrottleGap + host: gap.Milliseconds(), attrThrottleAt + host: at.UnixMilli()},
-		Add: map[string]int64{attrThrottleRaises + host: 1},
+		Set: map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli()},
+		Add: map[string]int64{attrThrottleRaises + h: 1},
 	}, table.Cond{})
 	if err != nil {
 		return fmt.Errorf("note the throttling of %s in %s: %w", host, key, err)
@@ -53,24 +56,32 @@ func (s *Store) noteThrottled(ctx context.Context, crawl, host string, gap time.
 	return nil
 }
 
+// hostAttr is the host as it is spelled in attribute names.
+func hostAttr(host string) string { return base64.RawURLEncoding.EncodeToString([]byte(host)) }
+
 // throttledIn gathers the throttled hosts noted in a crawl's counter shards, the most recently
 // raised first.
 func throttledIn(items map[string]table.Item) []ThrottledHost {
 	byHost := map[string]*ThrottledHost{}
 	for _, it := range items {
 		for name := range it {
-			host, ok := strings.CutPrefix(name, attrThrottleRaises)
+			enc, ok := strings.CutPrefix(name, attrThrottleRaises)
 			if !ok {
 				continue
 			}
+			b, err := base64.RawURLEncoding.DecodeString(enc)
+			if err != nil {
+				continue // not a note of this version's
+			}
+			host := string(b)
 			h := byHost[host]
 			if h == nil {
 				h = &ThrottledHost{Host: host}
 				byHost[host] = h
 			}
 			h.Raises += it.Int(name)
-			if at := time.UnixMilli(it.Int(attrThrottleAt + host)); at.After(h.RaisedAt) {
-				h.RaisedAt, h.Gap = at, time.Duration(it.Int(attrThrottleGap+host))*time.Millisecond
+			if at := time.UnixMilli(it.Int(attrThrottleAt + enc)); at.After(h.RaisedAt) {
+				h.RaisedAt, h.Gap = at, time.Duration(it.Int(attrThrottleGap+enc))*time.Millisecond
 			}
 		}
 	}

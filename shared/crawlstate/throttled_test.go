@@ -15,7 +15,7 @@ import (
 func testThrottledHostsAreNoted(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	crawl, other := crawlName(t), crawlName(t)+"-other"
-	busy, also, elsewhere := crawl+".busy.test", crawl+".also.test", crawl+".elsewhere.test"
+	busy, also, elsewhere := crawl+".busy.test", "[::1]:8443", crawl+".elsewhere.test"
 	// The clock starts now: the items' TTL is a day after the store's now, and DynamoDB Local
 	// deletes expired items by itself.
 	c := &clock{t: time.Now().Truncate(time.Millisecond)}
