@@ -66,6 +66,7 @@ var adminHelp = map[string]cmdHelp{
 		examples: "crawl failures seeds-3e53e0c6c911\ncrawl failures --class http_5xx,timeout --csv seeds-3e53e0c6c911 > failed.csv"},
 	"index": {about: "Build a crawl's CDXJ index from its WARC files and store it at indexes/CRAWL.cdxj (docs/warc.md).",
 		examples: "crawl index seeds-3e53e0c6c911\ncrawl index --backend aws -o mycrawl.cdxj seeds-3e53e0c6c911"},
+	"optout": optoutHelp,
 	"redrive": {about: "Move the messages of a dead-letter queue (schedule, fetch or parse) back to its queue.",
 		examples: "crawl redrive fetch\ncrawl redrive --class http_5xx,timeout fetch"},
 }
