@@ -17,7 +17,7 @@ import (
 // envNames are the variables whose names are not CRAWL_ and the flag's name in capitals; "" is
 // none: the flags that name what a command acts on (crawl optout's entry) are never taken from
 // the environment, where a forgotten variable would act on something else.
-var envNames = map[string]string{"allow-port": "CRAWL_ALLOW_PORTS",
+var envNames = map[string]string{"allow-port": "CRAWL_ALLOW_PORTS", "proxy": "CRAWL_PROXIES",
 	"host": "", "prefix": "", "pattern": "", "url": "", "reason": ""}
 
 // envOf is the environment variable of the flag name.
@@ -48,7 +48,7 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 		values := []string{v}
 		switch f.Name {
-		case "allow-net", "allow-port":
+		case "allow-net", "allow-port", "proxy":
 			values = strings.Split(v, ",")
 		case "include", "exclude":
 			var err error

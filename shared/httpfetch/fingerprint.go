@@ -284,8 +284,18 @@ func (c *Client) transportFor(ctx context.Context) http.RoundTripper {
 	if v, ok := ctx.Value(fingerprintKey{}).(string); ok && ValidFingerprint(v) {
 		fp = v
 	}
-	if fp == FingerprintChrome {
+	switch {
+	case fp == FingerprintChrome && c.proxied != nil:
+		return refuse{errclass.Errorf(errclass.Internal, "the chrome TLS fingerprint does not go through proxies yet")}
+	case fp == FingerprintChrome:
 		return c.chrome
+	case c.proxied != nil:
+		return c.proxied
 	}
 	return c.transport
 }
+
+// refuse is a RoundTripper that sends nothing and fails with err.
+type refuse struct{ err error }
+
+func (r refuse) RoundTrip(*http.Request) (*http.Response, error) { return nil, r.err }

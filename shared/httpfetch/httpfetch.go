@@ -6,6 +6,7 @@
 package httpfetch
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -79,6 +80,16 @@ type Options struct {
 	MaxInFlight int
 	// Fingerprint chooses the TLS ClientHello: FingerprintGo (default) or FingerprintChrome.
 	Fingerprint string
+	// Proxies, when set, carry every request: http://, https:// or socks5:// URLs, with their
+	// credentials in the URL (never logged: errors name them redacted). The SSRF guard still
+	// checks each target's addresses before the request goes to a proxy; the proxies' own
+	// addresses are dialled unguarded, since the user configured them. Not with FingerprintChrome.
+	Proxies []string
+	// ProxyRotation is RotatePerRequest (the default) or StickyPerHost.
+	ProxyRotation string
+	// ProxyFailures and ProxyCooldown tune the proxies' circuit breakers (0: the defaults).
+	ProxyFailures int
+	ProxyCooldown time.Duration
 	// Resolver replaces the system resolver (tests point it at a fake DNS server).
 	Resolver *net.Resolver
 	// RootCAs replaces the system roots for certificate checks (tests trust their own server).
@@ -90,6 +101,7 @@ type Client struct {
 	opts      Options
 	guard     *netguard.Guard
 	transport *http.Transport
+	proxied   *proxyTransport  // the requests through Options.Proxies (nil: none)
 	chrome    *chromeTransport // the requests with FingerprintChrome (Options or WithFingerprint)
 	slots     chan struct{}    // one token per request in flight; nil: no bound
 }
@@ -146,6 +158,24 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, guard: guard, transport: tr}
 	c.chrome = newChromeTransport(tr.Clone(), dialer.DialContext, opts.RootCAs, opts.HeaderTimeout, opts.HeaderTimeout, opts.MaxHeaderBytes)
+	if len(opts.Proxies) > 0 {
+		if opts.Fingerprint == FingerprintChrome {
+			return nil, errors.New("httpfetch: the chrome TLS fingerprint does not go through proxies yet: use one or the other")
+		}
+		pool, err := newProxyPool(opts.Proxies, opts.ProxyRotation, cmp.Or(opts.ProxyFailures, DefaultProxyFailures), opts.ProxyCooldown, time.Now)
+		if err != nil {
+			return nil, fmt.Errorf("httpfetch: %w", err)
+		}
+		plain := &net.Dialer{Timeout: opts.HeaderTimeout, KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if pool.isProxy(addr) {
+				return plain.DialContext(ctx, network, addr) // configured by the user: trusted
+			}
+			return dialer.DialContext(ctx, network, addr)
+		}
+		tr.Proxy = proxyOf
+		c.proxied = &proxyTransport{next: tr, pool: pool, guard: guard, resolver: cmp.Or(opts.Resolver, net.DefaultResolver)}
+	}
 	if opts.MaxInFlight > 0 {
 		c.slots = make(chan struct{}, opts.MaxInFlight)
 	}

@@ -44,6 +44,10 @@ type Config struct {
 	AllowNets     []string
 	Ports         []int
 	Fingerprint   string
+	// Proxies carry every fetch when set (httpfetch.Options.Proxies: their credentials are in
+	// the URLs and never logged); ProxyRotation is httpfetch.RotatePerRequest or StickyPerHost.
+	Proxies       []string
+	ProxyRotation string
 	MaxBodyBytes  int64
 	FetchTimeout  time.Duration
 
@@ -156,6 +160,17 @@ func (c Config) Validate() error {
 	} else if _, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint); err != nil {
 		errs = append(errs, err)
 	}
+	for _, p := range c.Proxies {
+		if _, err := httpfetch.ParseProxy(p); err != nil {
+			errs = append(errs, err) // its message holds no password
+		}
+	}
+	if r := c.ProxyRotation; r != "" && r != httpfetch.RotatePerRequest && r != httpfetch.StickyPerHost {
+		errs = append(errs, fmt.Errorf("proxy rotation %q: want %s or %s", r, httpfetch.RotatePerRequest, httpfetch.StickyPerHost))
+	}
+	if len(c.Proxies) > 0 && c.Fingerprint == httpfetch.FingerprintChrome {
+		errs = append(errs, errors.New("proxies and the chrome TLS fingerprint do not go together yet: use one or the other"))
+	}
 	if c.HostRPS < 0 {
 		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))
 	}
@@ -233,6 +248,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	list := func(name string, dst *[]string) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			*dst = strings.Split(v, ",")
+			for i := range *dst {
+				(*dst)[i] = strings.TrimSpace((*dst)[i])
+			}
 		}
 	}
 	str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
@@ -271,6 +289,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	// parses at once.
 	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)
 	list("CRAWL_ALLOW_NET", &c.AllowNets)
+	list("CRAWL_PROXIES", &c.Proxies)
+	str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
 	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
 		c.Ports = []int{80, 443}
 		for _, f := range strings.Split(v, ",") {

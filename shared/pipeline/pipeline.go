@@ -119,6 +119,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			guard := netguard.New(nets, cfg.Ports)
 			client, err := httpfetch.New(httpfetch.Options{UserAgent: ua, Guard: guard,
 				MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
+				Proxies: cfg.Proxies, ProxyRotation: cfg.ProxyRotation,
 				MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency), MaxInFlight: cfg.FetchInFlight})
 			if err != nil {
 				return nil, fmt.Errorf("http client: %w", err)
