@@ -2,9 +2,11 @@ package httpfetch
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -227,4 +229,96 @@ func mustParseProxy(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// socks5Proxy is a SOCKS5 server on loopback for the tests (RFC 1928: no authentication, CONNECT
+// only); it counts the connections it carried.
+func socks5Proxy(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var carried atomic.Int64
+	serve := func(c net.Conn) {
+		defer c.Close()
+		buf := make([]byte, 262)
+		if _, err := io.ReadFull(c, buf[:2]); err != nil || buf[0] != 5 {
+			return
+		}
+		if _, err := io.ReadFull(c, buf[:buf[1]]); err != nil {
+			return
+		}
+		c.Write([]byte{5, 0}) // no authentication
+		if _, err := io.ReadFull(c, buf[:4]); err != nil || buf[1] != 1 {
+			return
+		}
+		var host string
+		switch buf[3] {
+		case 1:
+			io.ReadFull(c, buf[:4])
+			host = net.IP(buf[:4]).String()
+		case 3:
+			io.ReadFull(c, buf[:1])
+			n := int(buf[0])
+			io.ReadFull(c, buf[:n])
+			host = string(buf[:n])
+		default:
+			return
+		}
+		io.ReadFull(c, buf[:2])
+		port := int(buf[0])<<8 | int(buf[1])
+		up, err := net.Dial("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+		if err != nil {
+			c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0})
+			return
+		}
+		defer up.Close()
+		carried.Add(1)
+		c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0})
+		go io.Copy(up, c)
+		io.Copy(c, up)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return "socks5://" + ln.Addr().String(), &carried
+}
+
+// The three kinds of proxy carry a request: socks5 (to a plain-http target), and an https proxy
+// (TLS to the proxy, whose certificate the client checks).
+func TestProxyKinds(t *testing.T) {
+	site := target(t)
+	socks, carried := socks5Proxy(t)
+	c := newClient(t, Options{Proxies: []string{socks}})
+	resp, err := c.Get(context.Background(), site.URL+"/s")
+	if err != nil || !strings.HasPrefix(string(resp.Body), "page /s") || carried.Load() != 1 {
+		t.Errorf("through socks5: %v, carried %d", err, carried.Load())
+	}
+
+	p := newTestProxy(t, 0)
+	tlsProxy := httptest.NewUnstartedServer(p.srv.Config.Handler)
+	tlsProxy.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	tlsProxy.StartTLS()
+	defer tlsProxy.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(tlsProxy.Certificate())
+	c = newClient(t, Options{Proxies: []string{tlsProxy.URL}, RootCAs: roots})
+	resp, err = c.Get(context.Background(), site.URL+"/h")
+	if err != nil || !strings.HasPrefix(string(resp.Body), "page /h") || p.carried.Load() != 1 {
+		t.Errorf("through an https proxy: %v, carried %d", err, p.carried.Load())
+	}
+	// A proxy whose certificate is not trusted carries nothing: the proxy is trusted for its
+	// address, not for its TLS.
+	c = newClient(t, Options{Proxies: []string{tlsProxy.URL}})
+	if _, err := c.Get(context.Background(), site.URL+"/x"); err == nil || p.carried.Load() != 1 {
+		t.Errorf("through an https proxy with an unknown certificate: %v, carried %d", err, p.carried.Load())
+	}
 }
