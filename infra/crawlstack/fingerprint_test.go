@@ -34,26 +34,15 @@ func TestTheStacksTLSFingerprint(t *testing.T) {
 		{nil, nil, DefaultConfig().UserAgent},
 	} {
 		_, parsed := synthWith(t, tt.ctx)
-		found := 0
-		for id, r := range parsed["Resources"].(map[string]any) {
-			res := r.(map[string]any)
-			if res["Type"] != "AWS::Lambda::Function" {
-				continue
-			}
-			props, _ := res["Properties"].(map[string]any)
-			env, _ := props["Environment"].(map[string]any)
-			vars, _ := env["Variables"].(map[string]any)
-			if vars["CRAWL_TABLE"] == nil {
-				continue // not a crawl function
-			}
-			found++
+		fns := crawlFunctionEnvs(parsed)
+		for id, vars := range fns {
 			if vars["CRAWL_TLS_FINGERPRINT"] != tt.fp || vars["CRAWL_USER_AGENT"] != tt.ua {
 				t.Errorf("%v: %s has CRAWL_TLS_FINGERPRINT %v and CRAWL_USER_AGENT %v, want %v and %v",
 					tt.ctx, id, vars["CRAWL_TLS_FINGERPRINT"], vars["CRAWL_USER_AGENT"], tt.fp, tt.ua)
 			}
 		}
-		if found != 3 {
-			t.Errorf("%v: %d crawl functions, want 3", tt.ctx, found)
+		if len(fns) != 3 {
+			t.Errorf("%v: %d crawl functions, want 3", tt.ctx, len(fns))
 		}
 	}
 }

@@ -68,26 +68,35 @@ func newTestProxy(t *testing.T, delay time.Duration) *testProxy {
 	return p
 }
 
-// deadProxy is a proxy address that accepts connections and closes them at once; it counts them.
-func deadProxy(t *testing.T) (string, *atomic.Int64) {
+// listen serves each connection to a new loopback listener with serve, and returns its address.
+func listen(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var n atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			n.Add(1)
-			c.Close()
+			go serve(c)
 		}
 	}()
-	return "http://" + ln.Addr().String(), &n
+	return ln.Addr().String()
+}
+
+// deadProxy is a proxy address that accepts connections and closes them at once; it counts them.
+func deadProxy(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	addr := listen(t, func(c net.Conn) {
+		n.Add(1)
+		c.Close()
+	})
+	return "http://" + addr, &n
 }
 
 func target(t *testing.T) *httptest.Server {
@@ -235,11 +244,6 @@ func mustParseProxy(t *testing.T, raw string) *url.URL {
 // only); it counts the connections it carried.
 func socks5Proxy(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var carried atomic.Int64
 	serve := func(c net.Conn) {
 		defer c.Close()
@@ -280,16 +284,7 @@ func socks5Proxy(t *testing.T) (string, *atomic.Int64) {
 		go io.Copy(up, c)
 		io.Copy(c, up)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serve(c)
-		}
-	}()
-	return "socks5://" + ln.Addr().String(), &carried
+	return "socks5://" + listen(t, serve), &carried
 }
 
 // The three kinds of proxy carry a request: socks5 (to a plain-http target), and an https proxy
