@@ -36,8 +36,12 @@ type Config struct {
 	// BudgetUSD stops a crawl from admitting URLs once its metered bill (its
 	// ledger in the table) reaches this many dollars; 0 means no budget.
 	BudgetUSD float64
-	// UserAgent is sent with every request and matched against robots.txt.
+	// UserAgent is sent with every request and matched against robots.txt; "browser" sends the
+	// User-Agent of the browser whose ClientHello TLSFingerprint sends.
 	UserAgent string
+	// TLSFingerprint is the TLS ClientHello of the fetches: "" (Go's own) or "chrome" (see
+	// fingerprint.go).
+	TLSFingerprint string
 	// AllowNet is a comma-separated list of CIDRs that fetch may reach even
 	// though they are not public. Empty by default.
 	AllowNet string
@@ -223,6 +227,7 @@ func contextKeys(c *Config) []contextKey {
 		{"hostRps", floatInto(&c.HostRPS)},
 		{"budgetUsd", floatInto(&c.BudgetUSD)},
 		{"userAgent", stringInto(&c.UserAgent)},
+		{"tlsFingerprint", stringInto(&c.TLSFingerprint)},
 		{"allowNet", stringInto(&c.AllowNet)},
 		{"recrawlPrefix", stringInto(&c.RecrawlPrefix)},
 		{"scheduleExpression", stringInto(&c.ScheduleExpression)},
@@ -456,6 +461,7 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.UserAgent) == "" {
 		bad("userAgent", "must not be empty")
 	}
+	checkFingerprint(c, bad)
 	if c.AllowNet != "" {
 		for _, p := range strings.Split(c.AllowNet, ",") {
 			if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {

@@ -142,7 +142,23 @@ func TestEventSourceMappings(t *testing.T) {
 func TestTheStacksRetryDefaults(t *testing.T) {
 	_, parsed := synthWith(t, nil)
 	want := map[string]string{"CRAWL_MAX_TRIES": "4", "CRAWL_RETRY_WAIT": "2s", "CRAWL_MAX_RECEIVE": "5", "CRAWL_WARC_INDEX": "crawl"}
-	found := 0
+	fns := crawlFunctionEnvs(parsed)
+	for id, vars := range fns {
+		for k, v := range want {
+			if vars[k] != v {
+				t.Errorf("%s: %s = %v, want %s", id, k, vars[k], v)
+			}
+		}
+	}
+	if len(fns) != 3 {
+		t.Errorf("%d crawl functions in the default stack, want 3", len(fns))
+	}
+}
+
+// crawlFunctionEnvs are the environment variables of the template's crawl functions, by logical
+// id (a custom resource's function, which has no CRAWL_TABLE, is left out).
+func crawlFunctionEnvs(parsed map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
 	for id, r := range parsed["Resources"].(map[string]any) {
 		res := r.(map[string]any)
 		if res["Type"] != "AWS::Lambda::Function" {
@@ -151,17 +167,9 @@ func TestTheStacksRetryDefaults(t *testing.T) {
 		props, _ := res["Properties"].(map[string]any)
 		env, _ := props["Environment"].(map[string]any)
 		vars, _ := env["Variables"].(map[string]any)
-		if vars["CRAWL_TABLE"] == nil {
-			continue // not a crawl function (a custom resource's)
-		}
-		found++
-		for k, v := range want {
-			if vars[k] != v {
-				t.Errorf("%s: %s = %v, want %s", id, k, vars[k], v)
-			}
+		if vars["CRAWL_TABLE"] != nil {
+			out[id] = vars
 		}
 	}
-	if found != 3 {
-		t.Errorf("%d crawl functions in the default stack, want 3", found)
-	}
+	return out
 }

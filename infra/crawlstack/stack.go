@@ -120,6 +120,9 @@ func configEnv(cfg Config) map[string]string {
 		// event source's batching window would otherwise make them late for it.
 		"CRAWL_SLOT_LEAD": strconv.Itoa(cfg.Function(FnFetch).BatchWindowSeconds) + "s",
 	}
+	if cfg.TLSFingerprint != "" {
+		env["CRAWL_TLS_FINGERPRINT"] = cfg.TLSFingerprint
+	}
 	if !cfg.Metrics {
 		env["OTEL_METRICS_EXPORTER"] = "none" // package telemetry: no EMF line, no OTLP metric
 	}

@@ -86,6 +86,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad allow-net", []string{"run", "--state", t.TempDir(), "--allow-net", "10.0.0.0/99", seed}, ExitUsage, "allow-net"},
 		{"bad include", []string{"run", "--state", t.TempDir(), "--include", "a(b", seed}, ExitUsage, "include"},
 		{"unknown flag", []string{"run", "--turbo", seed}, ExitUsage, "turbo"},
+		{"browser user agent without its fingerprint", []string{"run", "--state", t.TempDir(), "--user-agent", "browser", seed}, ExitUsage,
+			`--user-agent "browser": user agent "browser": only with the TLS fingerprint "chrome"`},
 		{"bad log level", []string{"run", "--state", t.TempDir(), "--log-level", "loud", seed}, ExitUsage, "--log-level \"loud\""},
 		{"bad log format", []string{"run", "--state", t.TempDir(), "--log-format", "xml", seed}, ExitUsage, "--log-format \"xml\""},
 		{"bad invoke log format", []string{"invoke", "--log-format", "xml", "fetch", seed}, ExitUsage, "--log-format"},

@@ -14,8 +14,11 @@ import (
 // (CRAWL_ and the flag's name in capitals, as the Lambda functions read the same settings); otherwise
 // its default.
 
-// envNames are the variables whose names are not CRAWL_ and the flag's name in capitals.
-var envNames = map[string]string{"allow-port": "CRAWL_ALLOW_PORTS"}
+// envNames are the variables whose names are not CRAWL_ and the flag's name in capitals; "" is
+// none: the flags that name what a command acts on (crawl optout's entry) are never taken from
+// the environment, where a forgotten variable would act on something else.
+var envNames = map[string]string{"allow-port": "CRAWL_ALLOW_PORTS", "proxy": "CRAWL_PROXIES",
+	"host": "", "prefix": "", "pattern": "", "url": "", "reason": ""}
 
 // envOf is the environment variable of the flag name.
 func envOf(name string) string {
@@ -36,13 +39,16 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := envOf(f.Name)
+		if name == "" {
+			return
+		}
 		v := strings.TrimSpace(getenv(name))
 		if given[f.Name] || v == "" {
 			return
 		}
 		values := []string{v}
 		switch f.Name {
-		case "allow-net", "allow-port":
+		case "allow-net", "allow-port", "proxy":
 			values = strings.Split(v, ",")
 		case "include", "exclude":
 			var err error

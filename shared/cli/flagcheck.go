@@ -63,8 +63,21 @@ func checkRunFlags(o RunOptions) error {
 	if o.FetchTimeout <= 0 {
 		bad("fetch-timeout", o.FetchTimeout, "must be more than 0")
 	}
-	if o.Fingerprint != httpfetch.FingerprintGo && o.Fingerprint != httpfetch.FingerprintChrome {
+	if !httpfetch.ValidFingerprint(o.Fingerprint) {
 		bad("tls-fingerprint", fmt.Sprintf("%q", o.Fingerprint), "want chrome, or none for Go's own")
+	} else if _, err := httpfetch.UserAgentFor(o.UserAgent, o.Fingerprint); err != nil {
+		bad("user-agent", fmt.Sprintf("%q", o.UserAgent), "%v", err)
+	}
+	for _, p := range o.Proxies {
+		if _, err := httpfetch.ParseProxy(p); err != nil {
+			bad("proxy", "(redacted)", "%v", err) // the error names the proxy without its password
+		}
+	}
+	if o.ProxyRotation != httpfetch.RotatePerRequest && o.ProxyRotation != httpfetch.StickyPerHost {
+		bad("proxy-rotation", fmt.Sprintf("%q", o.ProxyRotation), "want %s or %s", httpfetch.RotatePerRequest, httpfetch.StickyPerHost)
+	}
+	if len(o.Proxies) > 0 && o.Fingerprint == httpfetch.FingerprintChrome {
+		bad("proxy", "(redacted)", "not with --tls-fingerprint chrome yet: use one or the other")
 	}
 	if o.Visibility < time.Second {
 		bad("visibility", o.Visibility, "must be at least 1s")

@@ -76,11 +76,17 @@ func (h cmdHelp) render(fs *flag.FlagSet) string {
 		b.WriteString("\nflags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, def := flagSyntax(f), defaultOf(f)
-			fmt.Fprintf(&b, "  %s\n      %s (", name, f.Usage)
+			var notes []string
 			if def != "none" && def != "off" {
-				fmt.Fprintf(&b, "default %s; ", def)
+				notes = append(notes, "default "+def)
 			}
-			fmt.Fprintf(&b, "env %s)", envOf(f.Name))
+			if env := envOf(f.Name); env != "" {
+				notes = append(notes, "env "+env)
+			}
+			fmt.Fprintf(&b, "  %s\n      %s", name, f.Usage)
+			if len(notes) > 0 {
+				fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
+			}
 			b.WriteString("\n")
 		})
 	}
@@ -91,7 +97,8 @@ func (h cmdHelp) render(fs *flag.FlagSet) string {
 var argNames = map[string]string{
 	"state": "DIR", "backend": "embedded|aws", "scope": "host|domain|any", "user-agent": "UA", "allow-net": "CIDR",
 	"include": "RE", "exclude": "RE", "tls-fingerprint": "chrome", "prices": "k=v,...", "name": "NAME",
-	"host-rps": "R", "budget-usd": "X", "class": "a,b",
+	"host-rps": "R", "budget-usd": "X", "class": "a,b", "proxy": "URL", "proxy-rotation": "request|host",
+	"host": "H", "prefix": "URL", "pattern": "RE", "url": "URL", "reason": "TEXT",
 }
 
 // flagSyntax is how a flag is written: "--state DIR", "--json".

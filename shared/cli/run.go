@@ -106,7 +106,9 @@ type Summary struct {
 	Pages   string `json:"pages,omitempty"`
 	Records string `json:"records,omitempty"`
 	// GaveUp lists some of the failed URLs (crawlstate.MaxGaveUp at most), with why.
-	GaveUp      []GaveUp       `json:"gaveUp,omitempty"`
+	GaveUp []GaveUp `json:"gaveUp,omitempty"`
+	// Throttled are the hosts whose gap the crawl widened after their 429s, with their gap now.
+	Throttled   []Throttled    `json:"throttled,omitempty"`
 	DeadLetters map[string]int `json:"deadLetters"`
 	// CostUSD is the crawl's ledger priced, on a metered backend (--backend aws).
 	CostUSD float64 `json:"costUsd,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/scope"
@@ -36,6 +37,8 @@ type RunOptions struct {
 	Include         []string
 	Exclude         []string
 	Fingerprint     string
+	Proxies         []string
+	ProxyRotation   string
 	JSON            bool
 	Visibility      time.Duration
 	MaxReceive      int
@@ -72,7 +75,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.IntVar(&o.MaxDepth, "max-depth", d.MaxDepth, "link hops from a seed (0: the seeds only; -1: no limit)")
 	fs.IntVar(&o.MaxPages, "max-pages", 0, "URLs admitted to the crawl, never more (0: no limit); the links over it end skipped with class budget. An admitted URL then skipped (robots.txt, content type) counts too, so a crawl may fetch fewer pages (docs/safety.md)")
 	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", d.MaxPagesPerHost, "URLs admitted per host, a spider-trap guard (0: no limit)")
-	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "the User-Agent header; its product token selects the robots.txt group")
+	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "the User-Agent header; its product token selects the robots.txt group (browser: the User-Agent of --tls-fingerprint's browser)")
 	fs.Var((*listFlag)(&o.AllowNet), "allow-net", "a non-public range (CIDR, or one IP) that may be crawled: non-public addresses are refused otherwise; repeatable")
 	fs.Func("allow-port", "another port that public addresses may be fetched on, besides 80 and 443; repeatable", func(v string) error {
 		n, err := strconv.Atoi(v)
@@ -86,7 +89,9 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", d.FetchTimeout, "time for one fetch, redirects and body included")
 	fs.Var((*listFlag)(&o.Include), "include", "a regexp a URL must match (repeatable: any one suffices)")
 	fs.Var((*listFlag)(&o.Exclude), "exclude", "a regexp a URL must not match (repeatable)")
-	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", "chrome: an opt-in browser TLS ClientHello (utls), for sites that refuse Go's own")
+	fs.StringVar(&o.Fingerprint, "tls-fingerprint", "", "chrome: an opt-in browser TLS ClientHello (utls, Chrome 133's; HTTP/2 when the server chooses it), for sites that refuse Go's own")
+	fs.Var((*listFlag)(&o.Proxies), "proxy", "a proxy that carries the fetches: http://, https:// or socks5://[user:password@]host:port (repeatable; the password is never shown; not with --tls-fingerprint)")
+	fs.StringVar(&o.ProxyRotation, "proxy-rotation", httpfetch.RotatePerRequest, "request: the proxies take turns; host: all of a host's requests through one proxy while it is up")
 	fs.BoolVar(&o.JSON, "json", false, "the summary as one JSON document on stdout (for jq and scripts), everything else on stderr")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress line, even on a terminal")
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the queues the run creates: how long a received message stays hidden")
@@ -180,6 +185,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
 	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
 	c.MaxTries, c.RetryWait = o.MaxTries, o.RetryWait
+	c.Proxies, c.ProxyRotation = o.Proxies, o.ProxyRotation
 	if len(o.AllowPorts) > 0 {
 		c.Ports = append([]int{80, 443}, o.AllowPorts...)
 	}

@@ -38,6 +38,8 @@ type Status struct {
 	// End is how far the crawl's end is announced (package finish): "announced" once its
 	// Crawl Finished event was sent, "pending" between its decision and the send; empty before.
 	End string `json:"end,omitempty"`
+	// Throttled are the hosts whose gap the crawl widened after their 429s, with their gap now.
+	Throttled []Throttled `json:"throttled"`
 
 	metered bool // the backend's calls are metered (AWS): CostUSD is what they cost
 }
@@ -70,6 +72,7 @@ var adminHelp = map[string]cmdHelp{
 		examples: "crawl index seeds-3e53e0c6c911\ncrawl index --backend aws -o mycrawl.cdxj seeds-3e53e0c6c911"},
 	"export": {about: "Write a crawl's records into one file, as JSON lines or CSV (a column per extracted field), each page once (docs/results.md).",
 		examples: "crawl export -o pages.jsonl seeds-3e53e0c6c911\ncrawl export --format csv -o pages.csv seeds-3e53e0c6c911\ncrawl export --backend aws seeds-3e53e0c6c911 | jq -r .title"},
+	"optout": optoutHelp,
 	"redrive": {about: "Move the messages of a dead-letter queue (schedule, fetch or parse) back to its queue.",
 		examples: "crawl redrive fetch\ncrawl redrive --class http_5xx,timeout fetch"},
 }
@@ -232,6 +235,7 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 	}
 	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
 		CostUSD: meter.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End)}
+	s.Throttled = throttledOf(n.Throttled, now)
 	if !c.Started.IsZero() && now.After(c.Started) && s.Pending > 0 {
 		s.PagesPerSecond = float64(n.Fetched) / now.Sub(c.Started).Seconds()
 	}
@@ -274,6 +278,9 @@ func waitingFor(s Status) []string {
 			why = append(why, fmt.Sprintf("%d messages in flight or delayed and none visible: politeness waits, retries,"+
 				" a robots.txt that is down, or messages a killed run left invisible until their visibility timeout", held))
 		}
+	}
+	if slow := slowedNow(s.Throttled); s.Pending > 0 && slow > 0 {
+		why = append(why, fmt.Sprintf("%d hosts throttled after their 429s: their requests are spaced wider until the gap decays", slow))
 	}
 	for _, name := range []string{"schedule", "fetch", "parse"} {
 		if d := s.Queues[name+"-dlq"]; d.Visible+d.InFlight > 0 {
@@ -320,6 +327,7 @@ func printStatus(w io.Writer, s Status) {
 		}
 	}
 	fmt.Fprintf(w, "%s (visible+in flight or delayed)\n", strings.Join(parts, ", "))
+	printThrottled(w, s.Throttled)
 	for _, why := range s.Waiting {
 		fmt.Fprintf(w, "  waiting: %s\n", why)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,4 +45,20 @@ func TestRedriveByClassEmbedded(t *testing.T) {
 	}
 	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
 	e2etest.CheckRedriveByClass(t, main, be.Queue, be.Table, res.Fetch, res.FetchDLQ, "--state", state)
+}
+
+// TestThrottledHostsShownEmbedded: a host that answered 429 is listed, with its gap, in the
+// summary of crawl run and in crawl status (shared/awse2e runs the same check with --backend aws).
+func TestThrottledHostsShownEmbedded(t *testing.T) {
+	state := t.TempDir()
+	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
+	e2etest.CheckThrottledHostsShown(t, main, []string{"--state", state, "--host-rps", "0"}, []string{"--state", state})
+}
+
+// TestOptOutEmbedded: URLs on the opt-out list are never requested and end skipped, opted_out
+// (shared/awse2e runs the same check with --backend aws).
+func TestOptOutEmbedded(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state") // made by crawl optout add, before any crawl
+	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
+	e2etest.CheckOptOut(t, main, []string{"--state", state, "--host-rps", "0"}, []string{"--state", state})
 }

@@ -31,6 +31,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
 	}
 	sum.Stopped = c.Stopped
+	sum.Throttled = throttledOf(c.Throttled, time.Now())
 	if be.Metered {
 		sum.CostUSD = sum.prices.Cost(c.Cost).Total
 	}
@@ -114,6 +115,7 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 			fmt.Fprintf(w, "    %q  %s  %q\n", g.URL, g.Class, g.Detail) // quoted: both come from the web
 		}
 	}
+	printThrottled(w, s.Throttled)
 	if s.CostUSD > 0 {
 		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)
 	}

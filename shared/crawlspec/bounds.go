@@ -1,6 +1,7 @@
 package crawlspec
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/crawlstack/crawlstack/shared/extract"
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/scope"
 )
 
@@ -27,6 +29,9 @@ type Bounds struct {
 	// Include is set when the stack has include patterns (CRAWL_INCLUDE): they bound every crawl,
 	// and a spec may not replace them with its own. Exclude patterns always add up.
 	Include bool
+	// UserAgent and Fingerprint are the stack's (CRAWL_USER_AGENT, CRAWL_TLS_FINGERPRINT): a spec
+	// that sets one of the two must still agree with the other (httpfetch.UserAgentFor).
+	UserAgent, Fingerprint string
 }
 
 // bounds checks the spec's settings against b, at the lines of the settings.
@@ -54,6 +59,19 @@ func (d *decoder) bounds(root *yaml.Node, s *Spec, b Bounds) {
 	if s.Rate != nil && b.HostRPS > 0 && *s.Rate > b.HostRPS {
 		over("rate", "CRAWL_HOST_RPS, --host-rps", *s.Rate, b.HostRPS)
 	}
+	if s.UserAgent != "" || s.TLSFingerprint != "" {
+		ua, fp := cmp.Or(s.UserAgent, b.UserAgent), b.Fingerprint
+		if s.TLSFingerprint != "" {
+			fp = fingerprintOf(s.TLSFingerprint)
+		}
+		if _, err := httpfetch.UserAgentFor(ua, fp); err != nil {
+			key := "user_agent"
+			if s.UserAgent == "" {
+				key = "tls_fingerprint"
+			}
+			d.fail(at(key), key, "%v", err)
+		}
+	}
 	if len(s.Include) > 0 && b.Include {
 		d.fail(at("include"), "include", "the stack sets include patterns (CRAWL_INCLUDE, --include) that bound every crawl: a spec may add exclude patterns only")
 	}
@@ -67,8 +85,12 @@ type Crawl struct {
 	MaxPagesPerHost int
 	// HostRPS is the rate per host (0: no limit).
 	HostRPS float64
-	// UserAgent is the User-Agent sent, whose product token picks the robots.txt group.
+	// UserAgent is the User-Agent sent, whose product token picks the robots.txt group. Over
+	// resolves httpfetch.UserAgentBrowser to the browser's own.
 	UserAgent string
+	// Fingerprint is the TLS fingerprint of the crawl's requests (httpfetch.FingerprintGo or
+	// FingerprintChrome).
+	Fingerprint string
 	// Header holds the spec's extra request headers (nil: none).
 	Header http.Header
 	// Fields are the spec's extraction rules (nil: none).
@@ -83,7 +105,7 @@ type Crawl struct {
 func (s *Settings) Over(base Crawl) (*Crawl, error) {
 	c := base
 	if s == nil {
-		return &c, nil
+		return c.resolved()
 	}
 	c.Spec = s
 	if s.Version != Version {
@@ -125,6 +147,9 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 	if s.UserAgent != "" {
 		c.UserAgent = s.UserAgent
 	}
+	if s.TLSFingerprint != "" {
+		c.Fingerprint = fingerprintOf(s.TLSFingerprint)
+	}
 	if len(s.Headers) > 0 {
 		c.Header = s.Headers.Clone()
 	}
@@ -135,5 +160,29 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 		}
 		c.Fields = set
 	}
+	return c.resolved()
+}
+
+// resolved is c with its User-Agent as sent: the browser's own for httpfetch.UserAgentBrowser.
+func (c Crawl) resolved() (*Crawl, error) {
+	ua, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	c.UserAgent = ua
 	return &c, nil
+}
+
+// The values of tls_fingerprint.
+const (
+	FingerprintChrome = httpfetch.FingerprintChrome
+	FingerprintGo     = "go"
+)
+
+// fingerprintOf is the httpfetch fingerprint of a tls_fingerprint value.
+func fingerprintOf(v string) string {
+	if v == FingerprintGo {
+		return httpfetch.FingerprintGo
+	}
+	return v
 }

@@ -38,19 +38,21 @@ const (
 // Settings are what a spec sets for its crawl: nil or empty fields keep the stack's value. They
 // are stored as JSON beside the crawl's other reports, for the handlers to read.
 type Settings struct {
-	Version         int             `json:"version"`
-	Scope           scope.Mode      `json:"scope,omitempty"`
-	Include         []string        `json:"include,omitempty"`
-	Exclude         []string        `json:"exclude,omitempty"`
-	MaxDepth        *int            `json:"maxDepth,omitempty"`
-	MaxPages        *int            `json:"maxPages,omitempty"`
-	MaxPagesPerHost *int            `json:"maxPagesPerHost,omitempty"`
-	Rate            *float64        `json:"rate,omitempty"`
-	UserAgent       string          `json:"userAgent,omitempty"`
-	Headers         http.Header     `json:"headers,omitempty"`
-	Recrawl         *bool           `json:"recrawl,omitempty"`
-	Sitemaps        bool            `json:"sitemaps,omitempty"`
-	Extract         []extract.Field `json:"extract,omitempty"`
+	Version         int        `json:"version"`
+	Scope           scope.Mode `json:"scope,omitempty"`
+	Include         []string   `json:"include,omitempty"`
+	Exclude         []string   `json:"exclude,omitempty"`
+	MaxDepth        *int       `json:"maxDepth,omitempty"`
+	MaxPages        *int       `json:"maxPages,omitempty"`
+	MaxPagesPerHost *int       `json:"maxPagesPerHost,omitempty"`
+	Rate            *float64   `json:"rate,omitempty"`
+	UserAgent       string     `json:"userAgent,omitempty"`
+	// TLSFingerprint is FingerprintChrome or FingerprintGo ("": the stack's).
+	TLSFingerprint string          `json:"tlsFingerprint,omitempty"`
+	Headers        http.Header     `json:"headers,omitempty"`
+	Recrawl        *bool           `json:"recrawl,omitempty"`
+	Sitemaps       bool            `json:"sitemaps,omitempty"`
+	Extract        []extract.Field `json:"extract,omitempty"`
 }
 
 // Spec is a parsed spec file.

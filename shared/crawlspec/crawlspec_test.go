@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/scope"
 )
 
@@ -87,7 +88,7 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 		want   []string
 	}{
 		{"unknown key", "version: 1\nseeds: [http://127.0.0.1/]\nmax_deph: 3\n", Bounds{},
-			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, include, max_depth, max_pages, max_pages_per_host, rate, recrawl, scope, seeds, sitemaps, user_agent, version)"}},
+			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, include, max_depth, max_pages, max_pages_per_host, rate, recrawl, scope, seeds, sitemaps, tls_fingerprint, user_agent, version)"}},
 		{"wrong types", "version: 1\nseeds: http://127.0.0.1/\nmax_pages: many\nrate: fast\nrecrawl: sometimes\n", Bounds{},
 			[]string{"line 2: seeds: want a list of at least one URL", "line 3: max_pages: want a whole number, got the string \"many\"",
 				"line 4: rate: want requests per second per host", "line 5: recrawl: want true or false"}},
@@ -114,6 +115,14 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 			[]string{"line 3: max_depth: 20 is over the stack's bound of 16 (CRAWL_MAX_DEPTH, --max-depth)", "line 4: max_pages: 2000 is over the stack's bound of 1000 (CRAWL_MAX_PAGES, --max-pages)",
 				"line 5: max_pages_per_host: 300 is over the stack's bound of 200", "line 6: rate: 5 is over the stack's bound of 2 (CRAWL_HOST_RPS, --host-rps)",
 				"line 7: include: the stack sets include patterns"}},
+		{"tls fingerprint", "version: 1\nseeds: [http://127.0.0.1/]\ntls_fingerprint: firefox\n", Bounds{},
+			[]string{"line 3: tls_fingerprint: \"firefox\": want chrome"}},
+		{"browser user agent without a browser's fingerprint", "version: 1\nseeds: [http://127.0.0.1/]\nuser_agent: browser\n", Bounds{},
+			[]string{"line 3: user_agent: user agent \"browser\": only with the TLS fingerprint \"chrome\""}},
+		{"another chrome than the fingerprint's", "version: 1\nseeds: [http://127.0.0.1/]\ntls_fingerprint: chrome\nuser_agent: 'Mozilla/5.0 (X11) Chrome/120.0.0.0 Safari/537.36'\n",
+			Bounds{}, []string{"line 4: user_agent: user agent \"Mozilla/5.0 (X11) Chrome/120.0.0.0 Safari/537.36\" names another Chrome"}},
+		{"Go's fingerprint under the stack's browser user agent", "version: 1\nseeds: [http://127.0.0.1/]\ntls_fingerprint: go\n",
+			Bounds{UserAgent: "browser", Fingerprint: "chrome"}, []string{"line 3: tls_fingerprint: user agent \"browser\": only with"}},
 		{"not a mapping", "- http://127.0.0.1/\n", Bounds{}, []string{"line 1: a spec is a mapping of settings"}},
 		{"syntax", "version: 1\nseeds:\n  - http://127.0.0.1/\n bad: indent\n", Bounds{}, []string{"line 3: not YAML or JSON: did not find expected key"}},
 	}
@@ -194,6 +203,24 @@ func TestSettingsOverTheStack(t *testing.T) {
 	}
 	if len(base.Rules.Exclude) != 1 {
 		t.Errorf("Over changed the base's patterns: %v", base.Rules.Exclude)
+	}
+	// A browser's fingerprint and User-Agent, asked for together, agree; Go's own over the stack's
+	// browser fingerprint keeps the crawler's User-Agent.
+	for _, tt := range []struct{ spec, stackFP, wantFP, wantUA string }{
+		{"tls_fingerprint: chrome\nuser_agent: browser\n", "", httpfetch.FingerprintChrome, httpfetch.ChromeUserAgent},
+		{"tls_fingerprint: go\n", httpfetch.FingerprintChrome, httpfetch.FingerprintGo, "crawlstack/0.1"},
+		{"user_agent: browser\n", httpfetch.FingerprintChrome, httpfetch.FingerprintChrome, httpfetch.ChromeUserAgent},
+	} {
+		sp, err := Parse([]byte("version: 1\nseeds: [http://127.0.0.1/]\n"+tt.spec), Bounds{UserAgent: "crawlstack/0.1", Fingerprint: tt.stackFP})
+		if err != nil {
+			t.Fatalf("%q: %v", tt.spec, err)
+		}
+		stack := base
+		stack.Fingerprint = tt.stackFP
+		c, err := sp.Over(stack)
+		if err != nil || c.Fingerprint != tt.wantFP || c.UserAgent != tt.wantUA {
+			t.Errorf("%q over the stack's fingerprint %q: %v; want fingerprint %q and User-Agent %q", tt.spec, tt.stackFP, err, tt.wantFP, tt.wantUA)
+		}
 	}
 	// No spec: the stack's settings.
 	var none *Settings

@@ -193,6 +193,16 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 				}
 			}
 		},
+		"tls_fingerprint": func(k, v *yaml.Node) {
+			if fp, ok := d.str(v, "tls_fingerprint"); ok {
+				if fp != FingerprintChrome && fp != FingerprintGo {
+					d.fail(v, "tls_fingerprint", "%q: want %s (Chrome's ClientHello, HTTP/2 when the server chooses it) or %s (Go's own)",
+						fp, FingerprintChrome, FingerprintGo)
+				} else {
+					s.TLSFingerprint = fp
+				}
+			}
+		},
 		"headers": func(k, v *yaml.Node) { s.Headers = d.headers(v) },
 		"recrawl": func(k, v *yaml.Node) {
 			if b, ok := d.boolean(v, "recrawl"); ok {

@@ -117,6 +117,8 @@ type Counters struct {
 	Stopped string
 	// GaveUp are some of the failed URLs, at most MaxGaveUp (Tally only).
 	GaveUp []URL
+	// Throttled are the hosts whose gap the crawl widened after their 429s (see throttled.go).
+	Throttled []ThrottledHost
 }
 
 // MaxGaveUp bounds the failed URLs that Tally lists.
@@ -170,6 +172,7 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 			c.Stopped = r
 		}
 	}
+	c.Throttled = throttledIn(items)
 	return c, nil
 }
 
@@ -213,7 +216,7 @@ func (s *Store) tally(ctx context.Context, crawl string, visit func(URL)) (Count
 	if err != nil {
 		return Counters{}, err
 	}
-	c.ParseErrors, c.Cost, c.Stopped = counted.ParseErrors, counted.Cost, counted.Stopped
+	c.ParseErrors, c.Cost, c.Stopped, c.Throttled = counted.ParseErrors, counted.Cost, counted.Stopped, counted.Throttled
 	// These are counted, not recorded on URL items: a page's parse error, a quarantined message,
 	// a link not admitted once the crawl's money ran out.
 	for _, cl := range []errclass.Class{errclass.Parse, errclass.Poison, errclass.Budget} {

@@ -72,7 +72,7 @@ func TestBookSlotsDropsSparesTooSoonGoneOrTooNarrow(t *testing.T) {
 	}
 	// The host is throttled to a wider gap: the next booking is new, at that gap, from the end of
 	// the host's booking (+4s), and takes no spare booked at the narrower one.
-	if _, err := s.SlowDown(ctx, "a.test", time.Second); err != nil {
+	if _, err := s.SlowDown(ctx, "", "a.test", time.Second); err != nil {
 		t.Fatal(err)
 	}
 	gap := s.Throttled("a.test")

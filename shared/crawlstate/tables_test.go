@@ -26,6 +26,7 @@ var tableTests = []struct {
 	{"RunState", testRunState},
 	{"Outcomes", testOutcomes},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
+	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

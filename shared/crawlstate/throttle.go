@@ -71,8 +71,9 @@ func (s *Store) learn(host string, it table.Item) {
 // SlowDown raises the host's throttled gap after an answer that says it is overloaded: to twice
 // the gap it has now (the configured interval, or the throttled gap if wider), at least
 // minThrottleGap and at most MaxThrottleGap. A gap raised less than a second ago is left as it is. It returns the host's
-// throttled gap now.
-func (s *Store) SlowDown(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
+// throttled gap now. A raise is noted for the crawl's summary and status (Counters.Throttled),
+// unless crawl is "".
+func (s *Store) SlowDown(ctx context.Context, crawl, host string, interval time.Duration) (time.Duration, error) {
 	now := s.Now()
 	gap := min(max(2*max(interval, s.Throttled(host)), minThrottleGap), MaxThrottleGap)
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
@@ -86,5 +87,10 @@ func (s *Store) SlowDown(ctx context.Context, host string, interval time.Duratio
 		return 0, fmt.Errorf("slow down %s: %w", host, err)
 	}
 	s.learn(host, it)
+	if crawl != "" {
+		if err := s.noteThrottled(ctx, crawl, host, gap, now); err != nil {
+			return gap, err
+		}
+	}
 	return gap, nil
 }

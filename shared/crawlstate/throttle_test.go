@@ -15,17 +15,17 @@ func TestSlowDownDoublesTheGapAndItDecays(t *testing.T) {
 	if got := s.Throttled(host); got != 0 {
 		t.Fatalf("a host never throttled: %v", got)
 	}
-	if gap, err := s.SlowDown(ctx, host, time.Second); err != nil || gap != 2*time.Second {
+	if gap, err := s.SlowDown(ctx, "", host, time.Second); err != nil || gap != 2*time.Second {
 		t.Fatalf("first SlowDown at 1 s = %v, %v; want 2s", gap, err)
 	}
 	// The same burst, seen by another worker a moment later: raised once.
 	c.t = c.t.Add(100 * time.Millisecond)
-	if gap, err := s.SlowDown(ctx, host, time.Second); err != nil || gap > 2*time.Second {
+	if gap, err := s.SlowDown(ctx, "", host, time.Second); err != nil || gap > 2*time.Second {
 		t.Fatalf("SlowDown in the same second = %v, %v; want it left at about 2s", gap, err)
 	}
 	for range 10 {
 		c.t = c.t.Add(raiseEvery + time.Millisecond)
-		if _, err := s.SlowDown(ctx, host, time.Second); err != nil {
+		if _, err := s.SlowDown(ctx, "", host, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,11 +61,11 @@ func TestSlowDownDoublesTheGapAndItDecays(t *testing.T) {
 func TestSlowDownOfAHostWithoutARate(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
-	if gap, _ := s.SlowDown(ctx, "h.test", 0); gap != minThrottleGap {
+	if gap, _ := s.SlowDown(ctx, "", "h.test", 0); gap != minThrottleGap {
 		t.Errorf("first SlowDown without a rate = %v, want %v", gap, minThrottleGap)
 	}
 	c.t = c.t.Add(raiseEvery + time.Millisecond)
-	if gap, _ := s.SlowDown(ctx, "h.test", 0); gap < 2*minThrottleGap-50*time.Millisecond || gap > 2*minThrottleGap {
+	if gap, _ := s.SlowDown(ctx, "", "h.test", 0); gap < 2*minThrottleGap-50*time.Millisecond || gap > 2*minThrottleGap {
 		t.Errorf("second SlowDown = %v, want about %v", gap, 2*minThrottleGap)
 	}
 	if d, err := s.ReserveSlot(ctx, "h.test", 0); err != nil || d != 0 {

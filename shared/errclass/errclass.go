@@ -35,12 +35,13 @@ const (
 	Poison            Class = "poison"    // a malformed queue message, quarantined
 	Budget            Class = "budget"    // a link not admitted: the crawl's pages (max pages) or money budget are used up
 	Stopped           Class = "stopped"   // a URL left unfetched, or a link not admitted: the crawl was stopped
+	OptedOut          Class = "opted_out" // on the opt-out list: its owner asked not to be crawled, or its page was purged
 	Internal          Class = "internal"  // a bug or a backend failure: retried
 )
 
 // All lists every class, in a stable order for summaries.
 var All = []Class{DNS, Connect, TLS, Timeout, HTTP4xx, HTTP429, HTTP5xx, TooLarge, Robots, RobotsUnavailable,
-	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Stopped, Internal}
+	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Stopped, OptedOut, Internal}
 
 // Error is an error with a class.
 type Error struct {

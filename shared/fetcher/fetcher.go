@@ -312,7 +312,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 			// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.
 			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
 			lastErr = errclass.Errorf(c, "status %d", r.Status)
-			interval = h.slowDown(fctx, u.Host, r.Status, interval)
+			interval = h.slowDown(fctx, m.Crawl, u.Host, r.Status, interval)
 			return after, lastErr
 		}
 		return 0, nil
@@ -460,8 +460,8 @@ type crawlSettings struct {
 	scope ScopeChecker
 }
 
-// crawlContext returns ctx with the crawl's User-Agent and headers for its requests and
-// robots.txt checks, and its rate and scope: the handler's own without CrawlSettings.
+// crawlContext returns ctx with the crawl's User-Agent, headers and TLS fingerprint for its
+// requests and robots.txt checks, and its rate and scope: the handler's own without CrawlSettings.
 func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Context, crawlSettings, error) {
 	if h.crawls == nil {
 		return ctx, crawlSettings{rps: h.cfg.HostRPS, scope: h.scope}, nil
@@ -473,5 +473,6 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 	if c.UserAgent != "" {
 		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
 	}
+	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
 	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules}, nil
 }

@@ -145,15 +145,15 @@ func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, h
 // (crawlstate.SlowDown), and returns the gap its next requests take. A 503 or another 5xx, and a
 // timeout, are one URL's trouble as often as the host's: the retry policy spaces that URL's tries,
 // and the host's rate is left alone. A failed write is only logged: the crawl goes on at the gap
-// it had.
-func (h *Handler) slowDown(ctx context.Context, host string, status int, interval time.Duration) time.Duration {
+// it had, or at the raised one when only the crawl's note of the raise failed.
+func (h *Handler) slowDown(ctx context.Context, crawl, host string, status int, interval time.Duration) time.Duration {
 	if status != http.StatusTooManyRequests {
 		return interval
 	}
-	gap, err := h.state.SlowDown(ctx, host, interval)
+	gap, err := h.state.SlowDown(ctx, crawl, host, interval)
 	if err != nil {
 		h.log.Warn("throttle a host", "host", host, "err", err.Error())
-		return interval
+		return max(interval, gap)
 	}
 	h.log.Debug("host throttled", "host", host, "status", status, "gap", gap.String())
 	return max(interval, gap)

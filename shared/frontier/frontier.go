@@ -42,6 +42,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/meter"
+	"github.com/crawlstack/crawlstack/shared/optout"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -89,6 +90,12 @@ type Config struct {
 	Crawls CrawlSettings
 }
 
+// OptOuts tells whether a URL is on the opt-out list (optout.Matcher): its owner asked not to be
+// crawled, or its page was purged.
+type OptOuts interface {
+	OptedOut(ctx context.Context, u *url.URL) (optout.Entry, bool, error)
+}
+
 // CrawlSettings tells the settings of one crawl (specstore.Store).
 type CrawlSettings interface {
 	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
@@ -119,6 +126,10 @@ func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
 
 // Frontier admits URLs. It is safe for concurrent use.
 type Frontier struct {
+	// OptOuts, if set, is checked for every URL in scope: one on the list ends skipped with class
+	// opted_out (docs/erasure.md).
+	OptOuts OptOuts
+
 	cfg   Config
 	state *crawlstate.Store
 	send  queue.Sender
@@ -308,6 +319,21 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		}
 		f.remember(m.Crawl, key, norm)
 		return pending{}, outRejected, nil
+	}
+	if f.OptOuts != nil {
+		e, out, err := f.OptOuts.OptedOut(ctx, u)
+		if err != nil {
+			return pending{}, 0, err
+		}
+		if out {
+			// On the opt-out list: recorded skipped, whichever crawl or link brings it.
+			why := errclass.Errorf(errclass.OptedOut, "on the opt-out list (%s %s)", e.Kind, e.Value)
+			if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, why); err != nil {
+				return pending{}, 0, err
+			}
+			f.remember(m.Crawl, key, norm)
+			return pending{}, outRejected, nil
+		}
 	}
 	if err := f.state.AdmissionOpen(ctx, m.Crawl); err != nil {
 		if errclass.Of(err) != errclass.Scope {

@@ -6,6 +6,7 @@
 package httpfetch
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -41,7 +42,7 @@ const (
 // Fingerprints that Options.Fingerprint accepts.
 const (
 	FingerprintGo     = ""       // Go's own TLS stack, HTTP/2 when the server offers it
-	FingerprintChrome = "chrome" // utls HelloChrome_Auto, ALPN limited to http/1.1
+	FingerprintChrome = "chrome" // Chrome's ClientHello (ChromeHello), HTTP/2 when the server chooses it
 )
 
 // Options configure a Client. Zero values take the defaults above.
@@ -79,6 +80,16 @@ type Options struct {
 	MaxInFlight int
 	// Fingerprint chooses the TLS ClientHello: FingerprintGo (default) or FingerprintChrome.
 	Fingerprint string
+	// Proxies, when set, carry every request: http://, https:// or socks5:// URLs, with their
+	// credentials in the URL (never logged: errors name them redacted). The SSRF guard still
+	// checks each target's addresses before the request goes to a proxy; the proxies' own
+	// addresses are dialled unguarded, since the user configured them. Not with FingerprintChrome.
+	Proxies []string
+	// ProxyRotation is RotatePerRequest (the default) or StickyPerHost.
+	ProxyRotation string
+	// ProxyFailures and ProxyCooldown tune the proxies' circuit breakers (0: the defaults).
+	ProxyFailures int
+	ProxyCooldown time.Duration
 	// Resolver replaces the system resolver (tests point it at a fake DNS server).
 	Resolver *net.Resolver
 	// RootCAs replaces the system roots for certificate checks (tests trust their own server).
@@ -90,7 +101,9 @@ type Client struct {
 	opts      Options
 	guard     *netguard.Guard
 	transport *http.Transport
-	slots     chan struct{} // one token per request in flight; nil: no bound
+	proxied   *proxyTransport  // the requests through Options.Proxies (nil: none)
+	chrome    *chromeTransport // the requests with FingerprintChrome (Options or WithFingerprint)
+	slots     chan struct{}    // one token per request in flight; nil: no bound
 }
 
 // Response is a fetched page. Non-2xx statuses are responses, not errors.
@@ -141,12 +154,28 @@ func New(opts Options) (*Client, error) {
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
-		ForceAttemptHTTP2:      opts.Fingerprint == FingerprintGo,
-	}
-	if opts.Fingerprint == FingerprintChrome {
-		tr.DialTLSContext = chromeDialer(dialer, opts.RootCAs, opts.HeaderTimeout)
+		ForceAttemptHTTP2:      true,
 	}
 	c := &Client{opts: opts, guard: guard, transport: tr}
+	c.chrome = newChromeTransport(tr.Clone(), dialer.DialContext, opts.RootCAs, opts.HeaderTimeout, opts.HeaderTimeout, opts.MaxHeaderBytes)
+	if len(opts.Proxies) > 0 {
+		if opts.Fingerprint == FingerprintChrome {
+			return nil, errors.New("httpfetch: the chrome TLS fingerprint does not go through proxies yet: use one or the other")
+		}
+		pool, err := newProxyPool(opts.Proxies, opts.ProxyRotation, cmp.Or(opts.ProxyFailures, DefaultProxyFailures), opts.ProxyCooldown, time.Now)
+		if err != nil {
+			return nil, fmt.Errorf("httpfetch: %w", err)
+		}
+		plain := &net.Dialer{Timeout: opts.HeaderTimeout, KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if pool.isProxy(addr) {
+				return plain.DialContext(ctx, network, addr) // configured by the user: trusted
+			}
+			return dialer.DialContext(ctx, network, addr)
+		}
+		tr.Proxy = proxyOf
+		c.proxied = &proxyTransport{next: tr, pool: pool, guard: guard, resolver: cmp.Or(opts.Resolver, net.DefaultResolver)}
+	}
 	if opts.MaxInFlight > 0 {
 		c.slots = make(chan struct{}, opts.MaxInFlight)
 	}
@@ -190,7 +219,10 @@ func setDefaults(o *Options) {
 }
 
 // Close closes the idle connections of the pool.
-func (c *Client) Close() { c.transport.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.transport.CloseIdleConnections()
+	c.chrome.CloseIdleConnections()
+}
 
 // Get fetches rawURL with the client's limits.
 func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
@@ -283,7 +315,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 
 	var redirects []string
 	hc := &http.Client{
-		Transport: c.transport,
+		Transport: c.transportFor(ctx),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > lim.redirects {
 				return errclass.Errorf(errclass.Redirect, "more than %d redirects", lim.redirects)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
 	"github.com/crawlstack/crawlstack/shared/queue"
@@ -44,6 +45,10 @@ type Config struct {
 	AllowNets     []string
 	Ports         []int
 	Fingerprint   string
+	// Proxies carry every fetch when set (httpfetch.Options.Proxies: their credentials are in
+	// the URLs and never logged); ProxyRotation is httpfetch.RotatePerRequest or StickyPerHost.
+	Proxies       []string
+	ProxyRotation string
 	MaxBodyBytes  int64
 	FetchTimeout  time.Duration
 
@@ -101,11 +106,22 @@ func (c Config) RetryPolicy() retry.Tries {
 // SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
 // host and rate, and its include patterns when c has its own.
 func (c Config) SpecBounds() crawlspec.Bounds {
-	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0}
+	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
+		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint}
 	if c.MaxDepth >= 0 {
 		b.MaxDepth = &c.MaxDepth
 	}
 	return b
+}
+
+// SentUserAgent is the User-Agent the requests send: UserAgent, or the browser's own for
+// httpfetch.UserAgentBrowser (Validate has checked that it agrees with the TLS fingerprint).
+func (c Config) SentUserAgent() string {
+	ua, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint)
+	if err != nil {
+		return c.UserAgent
+	}
+	return ua
 }
 
 // PriceTable is the prices a crawl's ledger is costed at: the list prices with c.Prices over them.
@@ -144,6 +160,22 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.UserAgent) == "" {
 		errs = append(errs, errors.New("the user agent must not be empty: crawlers say who they are"))
+	}
+	if !httpfetch.ValidFingerprint(c.Fingerprint) {
+		errs = append(errs, fmt.Errorf("tls fingerprint %q: want %s, or none for Go's own", c.Fingerprint, httpfetch.FingerprintChrome))
+	} else if _, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range c.Proxies {
+		if _, err := httpfetch.ParseProxy(p); err != nil {
+			errs = append(errs, err) // its message holds no password
+		}
+	}
+	if r := c.ProxyRotation; r != "" && r != httpfetch.RotatePerRequest && r != httpfetch.StickyPerHost {
+		errs = append(errs, fmt.Errorf("proxy rotation %q: want %s or %s", r, httpfetch.RotatePerRequest, httpfetch.StickyPerHost))
+	}
+	if len(c.Proxies) > 0 && c.Fingerprint == httpfetch.FingerprintChrome {
+		errs = append(errs, errors.New("proxies and the chrome TLS fingerprint do not go together yet: use one or the other"))
 	}
 	if c.HostRPS < 0 {
 		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))
@@ -226,6 +258,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	list := func(name string, dst *[]string) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			*dst = strings.Split(v, ",")
+			for i := range *dst {
+				(*dst)[i] = strings.TrimSpace((*dst)[i])
+			}
 		}
 	}
 	str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
@@ -266,6 +301,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	// parses at once.
 	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)
 	list("CRAWL_ALLOW_NET", &c.AllowNets)
+	list("CRAWL_PROXIES", &c.Proxies)
+	str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
 	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
 		c.Ports = []int{80, 443}
 		for _, f := range strings.Split(v, ",") {

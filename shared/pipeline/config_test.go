@@ -162,3 +162,36 @@ func TestValidateFetchInFlight(t *testing.T) {
 		}
 	}
 }
+
+// The functions read their proxies from CRAWL_PROXIES and CRAWL_PROXY_ROTATION; a bad one is
+// refused without its password, and so are proxies with the chrome fingerprint, and a browser's
+// User-Agent without it.
+func TestProxiesAndFingerprintFromEnv(t *testing.T) {
+	env := map[string]string{"CRAWL_PROXIES": "http://u:pw-secret@127.0.0.1:3128, socks5://127.0.0.1:1080", "CRAWL_PROXY_ROTATION": "host"}
+	c, err := FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Proxies) != 2 || c.Proxies[1] != "socks5://127.0.0.1:1080" || c.ProxyRotation != "host" {
+		t.Errorf("proxies %q, rotation %q", c.Proxies, c.ProxyRotation)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	for _, tt := range []struct {
+		set  func(*Config)
+		says string
+	}{
+		{func(c *Config) { c.Proxies = []string{"ftp://u:pw-secret@p.test:21"} }, "want an http://, https:// or socks5:// URL"},
+		{func(c *Config) { c.ProxyRotation = "random" }, `proxy rotation "random"`},
+		{func(c *Config) { c.Fingerprint = "chrome" }, "do not go together"},
+		{func(c *Config) { c.Proxies, c.UserAgent = nil, "browser" }, `only with the TLS fingerprint "chrome"`},
+	} {
+		bad := c
+		tt.set(&bad)
+		err := bad.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.says) || strings.Contains(err.Error(), "pw-secret") {
+			t.Errorf("Validate = %v; want an error saying %q, without the password", err, tt.says)
+		}
+	}
+}

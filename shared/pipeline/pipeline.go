@@ -17,6 +17,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/optout"
 	"github.com/crawlstack/crawlstack/shared/parser"
 	"github.com/crawlstack/crawlstack/shared/quarantine"
 	"github.com/crawlstack/crawlstack/shared/queue"
@@ -102,7 +103,8 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	}
 	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
 	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent})
+		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint})
+	ua := cfg.SentUserAgent()
 	h := &Handlers{State: state, HostRPS: cfg.HostRPS}
 	if p.Events != nil {
 		prices, err := cfg.PriceTable()
@@ -128,6 +130,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls},
 				state, p.Queue, log.With("fn", "schedule"))
+			front.OptOuts = &optout.Matcher{Store: optout.Store{T: p.Table}}
 			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
 				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
 			if h.Finish != nil && cfg.FinishEvery > 0 {
@@ -136,8 +139,9 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 		case Fetch:
 			nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
 			guard := netguard.New(nets, cfg.Ports)
-			client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.UserAgent, Guard: guard,
+			client, err := httpfetch.New(httpfetch.Options{UserAgent: ua, Guard: guard,
 				MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
+				Proxies: cfg.Proxies, ProxyRotation: cfg.ProxyRotation,
 				MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency), MaxInFlight: cfg.FetchInFlight})
 			if err != nil {
 				return nil, fmt.Errorf("http client: %w", err)
@@ -153,7 +157,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			if cfg.PauseWait > 0 {
 				fcfg.PauseWait = cfg.PauseWait
 			}
-			fdeps := fetcher.Deps{State: state, HTTP: traced, Robots: robots.New(traced, cfg.UserAgent, 24*time.Hour),
+			fdeps := fetcher.Deps{State: state, HTTP: traced, Robots: robots.New(traced, ua, 24*time.Hour),
 				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls}
 			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 				fdeps.Handoff = p.Handoff
@@ -161,7 +165,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			h.Fetch = fetcher.New(fcfg, fdeps)
 		case Parse:
 			h.Parse = parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
-				UserAgentToken: robots.ProductToken(cfg.UserAgent), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
+				UserAgentToken: robots.ProductToken(ua), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
 				state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
 			if p.Handoff != nil {
 				h.Parse.Handoff = p.Handoff

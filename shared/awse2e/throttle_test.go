@@ -1,0 +1,18 @@
+package awse2e
+
+import (
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/e2etest"
+)
+
+// TestIntegrationThrottledHostsShownBackendAWS: a host that answered 429 is listed, with its gap,
+// in the summary of `crawl run --backend aws` and in `crawl status --backend aws`, from the
+// crawl's counter shards in DynamoDB (shared/cli runs the same check on the embedded backend).
+func TestIntegrationThrottledHostsShownBackendAWS(t *testing.T) {
+	h := newHarness(t, 1, 1)
+	h.setenv()
+	defer h.attach() // so that the queues the run creates are deleted when the test ends
+	e2etest.CheckThrottledHostsShown(t, crawlMain,
+		[]string{"--backend", "aws", "--host-rps", "0", "--visibility", "5s", "--concurrency", "4"}, []string{"--backend", "aws"})
+}

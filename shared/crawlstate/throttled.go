@@ -1,0 +1,99 @@
+package crawlstate
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/table"
+)
+
+// The hosts a crawl throttled, for its summary and status: every raise of a host's gap (SlowDown)
+// is also noted in one of the crawl's counter shards, which Counters reads anyway, so showing them
+// costs no read of its own. A raise happens at most once a second per host (raiseEvery), so the
+// note is far from the per-page path. A host raised by several stores is noted in several shards;
+// the reader takes the latest raise and adds up their count.
+
+// Attribute name prefixes on a counter shard, each followed by the host (base64url, since a
+// DynamoDB expression reads brackets in a name as an index, and an IPv6 host has them): the gap
+// of the host's latest raise noted in the shard (ms), when it was (Unix ms), and how many raises
+// the shard holds.
+const (
+	attrThrottleGap    = "thr_gap:"
+	attrThrottleAt     = "thr_at:"
+	attrThrottleRaises = "thr_n:"
+)
+
+// ThrottledHost is a host whose gap between requests a crawl widened after its 429s.
+type ThrottledHost struct {
+	Host string
+	// Gap is the gap the host's latest raise set, at RaisedAt.
+	Gap      time.Duration
+	RaisedAt time.Time
+	// Raises is how many times the crawl's workers widened the host's gap.
+	Raises int64
+}
+
+// Left is the host's throttled gap left at now: Gap halved for every ThrottleHalfLife since
+// RaisedAt, as the politeness slots take it (0 once it has decayed away).
+func (h ThrottledHost) Left(now time.Time) time.Duration {
+	return throttle{gap: h.Gap.Milliseconds(), at: h.RaisedAt.UnixMilli()}.left(now)
+}
+
+// noteThrottled notes a raise of the host's gap in one of the crawl's counter shards.
+func (s *Store) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time) error {
+	key, h := s.shardKey(crawl), hostAttr(host)
+	_, err := s.t.Update(ctx, key, table.Update{
+		Set: map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli()},
+		Add: map[string]int64{attrThrottleRaises + h: 1},
+	}, table.Cond{})
+	if err != nil {
+		return fmt.Errorf("note the throttling of %s in %s: %w", host, key, err)
+	}
+	return nil
+}
+
+// hostAttr is the host as it is spelled in attribute names.
+func hostAttr(host string) string { return base64.RawURLEncoding.EncodeToString([]byte(host)) }
+
+// throttledIn gathers the throttled hosts noted in a crawl's counter shards, the most recently
+// raised first.
+func throttledIn(items map[string]table.Item) []ThrottledHost {
+	byHost := map[string]*ThrottledHost{}
+	for _, it := range items {
+		for name := range it {
+			enc, ok := strings.CutPrefix(name, attrThrottleRaises)
+			if !ok {
+				continue
+			}
+			b, err := base64.RawURLEncoding.DecodeString(enc)
+			if err != nil {
+				continue // not a note of this version's
+			}
+			host := string(b)
+			h := byHost[host]
+			if h == nil {
+				h = &ThrottledHost{Host: host}
+				byHost[host] = h
+			}
+			h.Raises += it.Int(name)
+			if at := time.UnixMilli(it.Int(attrThrottleAt + enc)); at.After(h.RaisedAt) {
+				h.RaisedAt, h.Gap = at, time.Duration(it.Int(attrThrottleGap+enc))*time.Millisecond
+			}
+		}
+	}
+	out := make([]ThrottledHost, 0, len(byHost))
+	for _, h := range byHost {
+		out = append(out, *h)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].RaisedAt.Equal(out[j].RaisedAt) {
+			return out[i].RaisedAt.After(out[j].RaisedAt)
+		}
+		return out[i].Host < out[j].Host
+	})
+	return out
+}
