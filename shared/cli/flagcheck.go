@@ -66,6 +66,9 @@ func checkRunFlags(o RunOptions) error {
 	if o.Fingerprint != httpfetch.FingerprintGo && o.Fingerprint != httpfetch.FingerprintChrome {
 		bad("tls-fingerprint", fmt.Sprintf("%q", o.Fingerprint), "want chrome, or none for Go's own")
 	}
+	if o.StopGrace < 0 {
+		bad("stop-grace", o.StopGrace, "must be 0 (stop at once) or more")
+	}
 	if o.Visibility < time.Second {
 		bad("visibility", o.Visibility, "must be at least 1s")
 	}

@@ -275,7 +275,9 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	prog := startProgress(ctx, stderr, o.Quiet, progressOf{crawl: crawl, st: h.State, start: start, every: every,
 		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, res)})
-	runErr := runner.Run(ctx)
+	work, released := graceful(ctx, o.StopGrace, stderr)
+	runErr := runner.RunGraceful(ctx, work)
+	released()
 	prog.stop()
 	stopCounters()
 
@@ -304,8 +306,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		if o.Backend != "embedded" {
 			where = be.Where("")
 		}
-		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s; run the same command again to resume\n",
-			sum.Fetched, crawl, where)
+		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s%s; run the same command again to resume\n",
+			sum.Fetched, crawl, where, cutShortNote(runner.Stats.CutShort.Load()))
 		return sum, ExitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
