@@ -77,6 +77,7 @@ func goOn(ctx context.Context, o RunOptions, be *Backend, res Resources, h *pipe
 	work, released := graceful(ctx, o.StopGrace, stderr)
 	runErr := runner.RunGraceful(ctx, work)
 	released()
+	releaseBudgets(ctx, h.State, log)
 	stopCounters()
 	wctx := context.WithoutCancel(ctx)
 	after, err := countsOnRecord(wctx, h.State)

@@ -279,6 +279,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	runErr := runner.RunGraceful(ctx, work)
 	released()
 	prog.stop()
+	releaseBudgets(ctx, h.State, log)
 	stopCounters()
 
 	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum)
@@ -357,6 +358,16 @@ func bookCosts(r *localrun.Runner, st *crawlstate.Store, log *slog.Logger) {
 	l := &ledger.Ledger{State: st, Log: log}
 	for i := range r.Sources {
 		r.Sources[i].Handler = localrun.Invoke(l.Wrap(ledger.Handler(r.Sources[i].Handler)))
+	}
+}
+
+// releaseBudgets gives back to the table the pages of the crawls' budgets (--max-pages) that this
+// run took and did not use, once its handlers are done: the next run can use them.
+func releaseBudgets(ctx context.Context, st *crawlstate.Store, log *slog.Logger) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := st.ReleaseBudgets(wctx); err != nil {
+		log.Warn("give the unused pages of the budget back", "err", err.Error())
 	}
 }
 

@@ -23,6 +23,8 @@ var tableTests = []struct {
 	{"BudgetInBlocks", testBudgetInBlocks},
 	{"BudgetNeverExceededByConcurrentStores", testBudgetNeverExceeded},
 	{"BudgetLeftUnusedByGoneStoresIsBounded", testBudgetLeftUnusedIsBounded},
+	{"PagesGivenBack", testPagesGivenBack},
+	{"BudgetNeverExceededWithGiveBacks", testBudgetNeverExceededWithGiveBacks},
 	{"RunState", testRunState},
 	{"Outcomes", testOutcomes},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
