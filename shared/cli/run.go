@@ -229,6 +229,12 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		}
 		p.fetched = c.Fetched
 	}
+	if be.Name == "embedded" {
+		if err := reconsiderRefused(ctx, be, res, h.State, o, body, &p); err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+	}
 	var others []Summary
 	if be.Name == "embedded" && !p.ended {
 		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {
