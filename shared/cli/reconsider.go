@@ -44,9 +44,7 @@ func refusalFlagsOf(o RunOptions) refusalFlags {
 }
 
 // changed lists the flags that differ between was and now, and the classes of the URLs they
-// refuse; unseen lists those that changed whose refusals were never recorded: a link out of the
-// seed's scope (--scope), or too deep on its path (--max-depth), may come in from another page, so
-// the frontier records nothing for it, and a page at the last depth sends no links at all.
+// refuse; unseen lists those that changed whose refusals were never recorded (relink.go).
 func (now refusalFlags) changed(was refusalFlags) (flags []string, classes map[errclass.Class]bool, unseen []string) {
 	classes = map[errclass.Class]bool{}
 	add := func(differ bool, class errclass.Class, names ...string) {
@@ -88,20 +86,32 @@ func keepRefusalFlags(ctx context.Context, be *Backend, crawl string, f refusalF
 
 // reconsidered is what reconsider did.
 type reconsidered struct {
-	unseen  []string                 // the flags that changed whose refusals were not recorded
-	flags   []string                 // the flags that changed
-	classes map[errclass.Class]int64 // the URLs sent again, by class
-	n       int64
+	unseen   []string                 // the flags that changed whose refusals were not recorded
+	relinked int                      // the pages whose links were sent again for them
+	flags    []string                 // the flags that changed
+	classes  map[errclass.Class]int64 // the URLs sent again, by class
+	n        int64
 }
+
+// any is whether reconsider sent anything to schedule.
+func (r reconsidered) any() bool { return r.n > 0 || r.relinked > 0 }
 
 // note is the line that tells the user.
 func (r reconsidered) note() string {
-	cl := map[string]int64{}
-	for c, n := range r.classes {
-		cl[string(c)] = n
+	var parts []string
+	if r.n > 0 {
+		cl := map[string]int64{}
+		for c, n := range r.classes {
+			cl[string(c)] = n
+		}
+		parts = append(parts, fmt.Sprintf("%s changed since the crawl's last run: reconsidering the %d URLs it refused (%s)",
+			strings.Join(r.flags, ", "), r.n, classLine(cl)))
 	}
-	return fmt.Sprintf("%s changed since the crawl's last run: reconsidering the %d URLs it refused (%s)",
-		strings.Join(r.flags, ", "), r.n, classLine(cl))
+	if r.relinked > 0 {
+		parts = append(parts, fmt.Sprintf("%s changed since the crawl's last run: sending the links of %d pages again",
+			strings.Join(r.unseen, " and "), r.relinked))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // reconsider compares the flags of the crawl's last run with this run's and sends the URLs that
@@ -109,7 +119,7 @@ func (r reconsidered) note() string {
 // flags on record (new, or last run by an older crawl) has nothing to reconsider. It scans the
 // crawl's URLs: crawl run does it on the embedded backend only, where a scan is a local query.
 func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, crawl string, now refusalFlags,
-	seedURLs []string) (reconsidered, error) {
+	seedURLs []string, userAgent string) (reconsidered, error) {
 	var r reconsidered
 	raw, err := be.Blobs.Get(ctx, refusalFlagsKey(crawl))
 	if errors.Is(err, blob.ErrNotFound) {
@@ -123,7 +133,16 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 		return r, fmt.Errorf("read the flags of the crawl's last run: %w", err)
 	}
 	flags, classes, unseen := now.changed(was)
-	r.unseen = unseen
+	if len(unseen) > 0 {
+		pages, err := relinkPages(ctx, st, crawl, was, now)
+		if err != nil {
+			return r, err
+		}
+		r.unseen = unseen
+		if r.relinked, err = relink(ctx, be, res, crawl, pages, now.MaxDepth, userAgent); err != nil {
+			return r, err
+		}
+	}
 	if len(classes) == 0 {
 		return r, nil
 	}
@@ -223,20 +242,16 @@ func seedURLsOf(o RunOptions, body []byte) []string {
 // run refused (an ended crawl then goes on), tells why in p's note, and keeps this run's flags.
 func reconsiderRefused(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, o RunOptions, body []byte, p *pick) error {
 	now := refusalFlagsOf(o)
-	r, err := reconsider(ctx, be, res, st, p.id, now, seedURLsOf(o, body))
+	r, err := reconsider(ctx, be, res, st, p.id, now, seedURLsOf(o, body), o.UserAgent)
 	if err != nil {
 		return err
 	}
 	switch {
-	case r.n > 0 && p.ended:
+	case r.any() && p.ended:
 		p.ended = false
 		p.note = fmt.Sprintf("crawl %s had ended (%d fetched); %s", p.id, p.fetched, r.note())
-	case r.n > 0:
+	case r.any():
 		p.note += "; " + r.note()
-	}
-	if len(r.unseen) > 0 {
-		p.note += fmt.Sprintf("; %s changed since the crawl's last run, but the links that left out were never recorded:"+
-			" add --fresh to crawl the seeds again from the start with the new value", strings.Join(r.unseen, " and "))
 	}
 	return keepRefusalFlags(ctx, be, p.id, now)
 }

@@ -84,21 +84,51 @@ func TestAChangedFlagReconsidersWhatItRefused(t *testing.T) {
 	}
 }
 
-// TestAChangedScopeSaysToStartAgain: a wider --scope cannot be reconsidered (the links it left out
-// were never recorded), so the run says what to do instead: --fresh.
-func TestAChangedScopeSaysToStartAgain(t *testing.T) {
-	_, second, seeds := twoHosts(t)
-	dir := t.TempDir()
-	args := []string{"run", "--state", "st", "--host-rps", "0", "--allow-net", "127.0.0.0/8"}
-	if code, _, stderr := runBin(t, dir, nil, append(args, seeds)...); code != ExitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	code, _, stderr := runBin(t, dir, nil, append(args, "--scope", "any", seeds)...)
-	if code != ExitOK || !strings.Contains(stderr, "--scope changed since the crawl's last run, but the links that left out were never recorded: add --fresh") {
-		t.Errorf("exit %d, and the run does not say that --fresh crawls with the new --scope\n%s", code, stderr)
-	}
-	code, _, stderr = runBin(t, dir, nil, append(args, "--scope", "any", "--fresh", seeds)...)
-	if code != ExitOK || second.Fetched() != 5 {
-		t.Errorf("--fresh with --scope any: exit %d, the other host served %d pages, want 5\n%s", code, second.Fetched(), stderr)
-	}
+// TestAWiderScopeOrDepthSendsTheLinksAgain: links out of scope, or past the last depth, are never
+// recorded, so a run with a wider --scope, or a deeper --max-depth, reads the pages they were found
+// on again and sends their links: the pages they left out are fetched, none twice, and no page of
+// the crawl is fetched again. The sites' counts of what they served are the oracle.
+func TestAWiderScopeOrDepthSendsTheLinksAgain(t *testing.T) {
+	t.Run("scope", func(t *testing.T) {
+		first, second, seeds := twoHosts(t)
+		dir := t.TempDir()
+		args := []string{"run", "--state", "st", "--host-rps", "0", "--allow-net", "127.0.0.0/8", "--json"}
+		if code, _, stderr := runBin(t, dir, nil, append(args, seeds)...); code != ExitOK || second.Fetched() != 0 {
+			t.Fatalf("--scope host: exit %d, the other host served %d pages, want 0 and none\n%s", code, second.Fetched(), stderr)
+		}
+		before := first.Fetched()
+		code, stdout, stderr := runBin(t, dir, nil, append(args, "--scope", "any", seeds)...)
+		if code != ExitOK || !strings.Contains(stderr, "--scope changed since the crawl's last run: sending the links of") {
+			t.Fatalf("--scope any: exit %d, and the run does not say it sends the links again\n%s", code, stderr)
+		}
+		if second.Fetched() != 5 || first.Fetched() != before || len(first.Repeats())+len(second.Repeats()) != 0 {
+			t.Errorf("--scope any: the other host served %d pages, want 5; the first %d, want %d; twice: %v %v",
+				second.Fetched(), first.Fetched(), before, first.Repeats(), second.Repeats())
+		}
+		if s := lastJSON(t, stdout); s.Fetched != int64(before+5) || s.Pending != 0 {
+			t.Errorf("summary: %d fetched, %d pending; want %d and 0", s.Fetched, s.Pending, before+5)
+		}
+	})
+	t.Run("depth", func(t *testing.T) {
+		site, seeds := demoSeeds(t, 40, 3, 500)
+		dir := t.TempDir()
+		args := []string{"run", "--state", "st", "--host-rps", "0", "--allow-net", "127.0.0.0/8", "--json"}
+		if code, _, stderr := runBin(t, dir, nil, append(args, "--max-depth", "1", seeds)...); code != ExitOK {
+			t.Fatalf("--max-depth 1: exit %d\n%s", code, stderr)
+		}
+		shallow := site.Fetched()
+		if shallow >= 40 {
+			t.Fatalf("--max-depth 1 fetched all %d pages: the test needs a deeper site", shallow)
+		}
+		code, stdout, stderr := runBin(t, dir, nil, append(args, "--max-depth", "-1", seeds)...)
+		if code != ExitOK || !strings.Contains(stderr, "--max-depth changed since the crawl's last run: sending the links of") {
+			t.Fatalf("--max-depth -1: exit %d, and the run does not say it sends the links again\n%s", code, stderr)
+		}
+		if site.Fetched() != 40 || len(site.Repeats()) != 0 {
+			t.Errorf("after --max-depth 1 (%d pages), then -1: the site served %d pages, want all 40, none twice (%v)", shallow, site.Fetched(), site.Repeats())
+		}
+		if s := lastJSON(t, stdout); s.Fetched != 40 || s.Pending != 0 {
+			t.Errorf("summary: %d fetched, %d pending; want 40 and 0", s.Fetched, s.Pending)
+		}
+	})
 }
