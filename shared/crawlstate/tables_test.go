@@ -25,6 +25,7 @@ var tableTests = []struct {
 	{"BudgetLeftUnusedByGoneStoresIsBounded", testBudgetLeftUnusedIsBounded},
 	{"PagesGivenBack", testPagesGivenBack},
 	{"BudgetNeverExceededWithGiveBacks", testBudgetNeverExceededWithGiveBacks},
+	{"Reopen", testReopen},
 	{"RunState", testRunState},
 	{"Outcomes", testOutcomes},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
