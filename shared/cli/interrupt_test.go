@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -45,24 +45,6 @@ func TestCtrlCFetchesNothingTwice(t *testing.T) {
 	if r := site.Repeats(); len(r) != 0 {
 		t.Errorf("interrupted after %d pages: %d pages were fetched twice (%v), want none", interruptedAt, len(r), r)
 	}
-}
-
-// syncBuffer is a bytes.Buffer that a test may read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // hangingSite serves a demo site whose home page and robots.txt answer at once and whose other
@@ -108,8 +90,14 @@ func TestAStopIsBounded(t *testing.T) {
 			cmd := exec.Command(crawlBin(t), "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
 				"--fetch-timeout", "2m", "--stop-grace", tt.grace, "--quiet", seeds)
 			cmd.Dir = t.TempDir()
-			var stderr syncBuffer
-			cmd.Stderr = &stderr
+			// stderr goes to a file, which the test reads while the command writes it.
+			stderrFile, err := os.Create(filepath.Join(cmd.Dir, "stderr"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stderrFile.Close()
+			cmd.Stderr = stderrFile
+			stderr := fileText(stderrFile.Name())
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +116,6 @@ func TestAStopIsBounded(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			var err error
 			select {
 			case err = <-exited:
 			case <-time.After(20 * time.Second):
@@ -143,6 +130,14 @@ func TestAStopIsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fileText reads a file that a process writes, as text, at each call of String.
+type fileText string
+
+func (f fileText) String() string {
+	b, _ := os.ReadFile(string(f))
+	return string(b)
 }
 
 // waitUntil polls cond until it holds, or fails the test after 60 s.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -46,17 +47,11 @@ func (s *skipSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// htmlServed is how many distinct HTML pages the site served, and how many it served twice.
-func (s *skipSite) htmlServed() (pages, twice int) {
+// htmlServed are the HTML pages the site served, with how many times each.
+func (s *skipSite) htmlServed() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, n := range s.html {
-		pages++
-		if n > 1 {
-			twice++
-		}
-	}
-	return pages, twice
+	return maps.Clone(s.html)
 }
 
 // TestMaxPagesFetchesThatManyPages crawls a site whose home page links to three pages that
@@ -74,9 +69,14 @@ func TestMaxPagesFetchesThatManyPages(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	s := lastJSON(t, stdout)
-	pages, twice := site.htmlServed()
-	if s.Fetched != 20 || pages != 20 || twice != 0 {
-		t.Errorf("the summary says %d fetched and the site served %d HTML pages (%d twice); want 20, 20 and 0 with --max-pages 20", s.Fetched, pages, twice)
+	served := site.htmlServed()
+	if s.Fetched != 20 || len(served) != 20 {
+		t.Errorf("the summary says %d fetched and the site served %d HTML pages; want 20 and 20 with --max-pages 20", s.Fetched, len(served))
+	}
+	for p, n := range served {
+		if n != 1 {
+			t.Errorf("%s was served %d times", p, n)
+		}
 	}
 	if s.Classes["robots"] != 3 || s.Classes["type"] != 3 || s.Classes["budget"] == 0 {
 		t.Errorf("classes %v: want the 3 disallowed pages as robots, the 3 text files as type, and the links over the budget as budget", s.Classes)
