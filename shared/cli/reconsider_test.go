@@ -64,6 +64,9 @@ func TestAChangedFlagReconsidersWhatItRefused(t *testing.T) {
 				t.Fatalf("the first run: exit %d, classes %v, the other host served %d pages; want 0, one %s, none\n%s",
 					code, s.Classes, second.Fetched(), tt.class, stderr)
 			}
+			if tt.class == "ssrf" && !strings.Contains(stderr, "add --allow-net 127.0.0.2 and run the command again (the run reconsiders the URLs refused)") {
+				t.Errorf("the first run does not say that the same command with --allow-net reconsiders the URL refused:\n%s", stderr)
+			}
 			fetchedFirst := first.Fetched()
 			code, s, stderr = run(tt.after)
 			if code != ExitOK || !strings.Contains(stderr, tt.flag+" changed since the crawl's last run: reconsidering the 1 URLs it refused ("+tt.class+" 1)") {

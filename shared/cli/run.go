@@ -305,7 +305,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	printSummary(stdout, stderr, sum, o.JSON)
 	if sum.Classes[string(errclass.SSRF)] > 0 {
-		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched)
+		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched,
+			be.Name == "embedded")
 	}
 	switch {
 	case errors.Is(runErr, context.Canceled):
