@@ -156,7 +156,21 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 	if err != nil {
 		return r, fmt.Errorf("find the URLs refused before: %w", err)
 	}
-	r.flags, r.classes = flags, map[errclass.Class]int64{}
+	r.flags = flags
+	r.classes, err = sendAgain(ctx, be, res, st, crawl, refused, seedURLs, nil)
+	for _, n := range r.classes {
+		r.n += n
+	}
+	return r, err
+}
+
+// sendAgain forgets the refused URLs of the crawl (crawlstate.Reopen, and forget: a frontier's
+// memory of them, when one already worked on the crawl) and sends them to schedule (res.Schedule)
+// again, at their depth, from their scope root. It returns how many it sent, by class; a URL
+// another worker moved on meanwhile is left alone.
+func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, crawl string, refused []crawlstate.URL,
+	seedURLs []string, forget func(crawl, url string)) (map[errclass.Class]int64, error) {
+	sent := map[errclass.Class]int64{}
 	type batch struct {
 		root  string
 		depth int
@@ -165,13 +179,15 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 	for _, u := range refused {
 		ok, err := st.Reopen(ctx, crawl, u)
 		if err != nil {
-			return r, err
+			return sent, err
 		}
 		if !ok {
 			continue
 		}
-		r.n++
-		r.classes[u.Class]++
+		sent[u.Class]++
+		if forget != nil {
+			forget(crawl, u.URL)
+		}
 		root := u.Root
 		if u.Depth > 0 && root == "" {
 			root = rootFor(u.URL, seedURLs) // refused at its admission: its item names no root
@@ -180,7 +196,7 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 		again[b] = append(again[b], u.URL)
 	}
 	if err := st.WriteCounters(ctx); err != nil {
-		return r, err
+		return sent, err
 	}
 	var entries []queue.Entry
 	keys := make([]batch, 0, len(again))
@@ -195,15 +211,15 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 		for _, m := range message.SplitLinks(tmpl, again[b]) {
 			body, err := message.Encode(&m)
 			if err != nil {
-				return r, err
+				return sent, err
 			}
 			entries = append(entries, queue.Entry{ID: fmt.Sprint(len(entries)), Body: body})
 		}
 	}
 	if err := be.Queue.SendBatch(ctx, res.Schedule, entries); err != nil {
-		return r, fmt.Errorf("send the URLs refused before to schedule again: %w", err)
+		return sent, fmt.Errorf("send the URLs refused before to schedule again: %w", err)
 	}
-	return r, nil
+	return sent, nil
 }
 
 // rootFor is the seed whose scope a URL refused at its admission is checked against again: the

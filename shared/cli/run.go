@@ -283,6 +283,17 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, res)})
 	work, released := graceful(ctx, o.StopGrace, stderr)
 	runErr := runner.RunGraceful(ctx, work)
+	for pass := 0; runErr == nil && be.Name == "embedded" && pass < maxReadmitPasses; pass++ {
+		// Pages of the budget left, and links refused over it: they go on.
+		n, err := readmitOverBudget(ctx, be, res, h, crawl)
+		if err != nil {
+			runErr = err
+		}
+		if n == 0 || err != nil {
+			break
+		}
+		runErr = runner.RunGraceful(ctx, work)
+	}
 	released()
 	prog.stop()
 	releaseBudgets(ctx, h.State, log)

@@ -80,3 +80,17 @@ func (b *blockBudget) writeBack(ctx context.Context, s *Store, n int) error {
 	b.usedUp = 0
 	return nil
 }
+
+// BudgetLeft is how many pages of the crawl's budget this store holds and has not handed out:
+// the rest of its block, and the pages given back to it. At the end of crawl run, when no worker
+// admits any more, they are pages the crawl may still fetch.
+func (s *Store) BudgetLeft(crawl string) int {
+	v, ok := s.budgets.Load(CrawlKey(crawl))
+	if !ok {
+		return 0
+	}
+	b := v.(*blockBudget)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.left
+}
