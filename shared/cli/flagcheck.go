@@ -79,6 +79,9 @@ func checkRunFlags(o RunOptions) error {
 	if len(o.Proxies) > 0 && o.Fingerprint == httpfetch.FingerprintChrome {
 		bad("proxy", "(redacted)", "not with --tls-fingerprint chrome yet: use one or the other")
 	}
+	if o.StopGrace < 0 {
+		bad("stop-grace", o.StopGrace, "must be 0 (stop at once) or more")
+	}
 	if o.Visibility < time.Second {
 		bad("visibility", o.Visibility, "must be at least 1s")
 	}

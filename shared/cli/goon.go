@@ -74,7 +74,10 @@ func goOn(ctx context.Context, o RunOptions, be *Backend, res Resources, h *pipe
 	runner.IdleCheck = be.IdleCheck
 	start := time.Now()
 	stopCounters := holdCounters(ctx, h.State, counterInterval, log)
-	runErr := runner.Run(ctx)
+	work, released := graceful(ctx, o.StopGrace, stderr)
+	runErr := runner.RunGraceful(ctx, work)
+	released()
+	releaseBudgets(ctx, h.State, log)
 	stopCounters()
 	wctx := context.WithoutCancel(ctx)
 	after, err := countsOnRecord(wctx, h.State)
@@ -101,7 +104,8 @@ func goOn(ctx context.Context, o RunOptions, be *Backend, res Resources, h *pipe
 	printSummary(stdout, stderr, sum, o.JSON)
 	switch {
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintf(stderr, "crawl: interrupted: what was done is saved in %s; run the same command again to go on\n", o.State)
+		fmt.Fprintf(stderr, "crawl: interrupted: what was done is saved in %s%s; run the same command again to go on\n", o.State,
+			cutShortNote(runner.Stats.CutShort.Load()))
 		return sum, ExitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)

@@ -29,13 +29,15 @@ type badFlag struct{ msg string }
 
 func (b *badFlag) Error() string { return b.msg }
 
-// parseFlags parses args with fs, whose flags the caller has defined. -h and --help return a
-// *helpRequest with the command's usage, what it does, its examples and its flags; a flag error
-// returns a *badFlag that says what is wrong in one sentence. The flag package prints nothing.
+// parseFlags parses args with fs, whose flags the caller has defined. Flags may come before or
+// after the arguments (crawl run seeds.txt --max-pages 10), and "--" ends the flags. -h and --help
+// return a *helpRequest with the command's usage, what it does, its examples and its flags; a
+// flag error returns a *badFlag that says what is wrong in one sentence. The flag package prints
+// nothing.
 func parseFlags(fs *flag.FlagSet, args []string, h cmdHelp) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	err := fs.Parse(args)
+	err := fs.Parse(flagsFirst(fs, args))
 	switch {
 	case err == nil:
 		if err := applyEnv(fs, environ); err != nil {
@@ -57,6 +59,42 @@ func parseFlags(fs *flag.FlagSet, args []string, h cmdHelp) error {
 	msg = strings.ReplaceAll(msg, "flag -", "flag --")
 	msg = strings.ReplaceAll(msg, "argument: -", "argument: --")
 	return &badFlag{msg: msg}
+}
+
+// flagsFirst reorders args so that the flag package, which stops at the first argument that is
+// not a flag, sees every flag: the flags (with their values) in their order, then "--", then the
+// arguments in theirs. A flag's value is the next argument unless the flag is boolean or written
+// --flag=value; everything after "--" is an argument, and so is "-" alone (standard input, by
+// custom). An unknown flag stays a flag, for the flag package to report.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
+			continue
+		case len(a) < 2 || a[0] != '-':
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if hasValue || f == nil || isBool(f) || i+1 == len(args) {
+			continue
+		}
+		i++
+		flags = append(flags, args[i])
+	}
+	return append(append(flags, "--"), rest...)
+}
+
+// isBool is whether f is a boolean flag (--json), which takes no separate value.
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // render is the whole help of a command.
@@ -103,7 +141,7 @@ var argNames = map[string]string{
 
 // flagSyntax is how a flag is written: "--state DIR", "--json".
 func flagSyntax(f *flag.Flag) string {
-	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+	if isBool(f) {
 		return "--" + f.Name
 	}
 	arg := argNames[f.Name]

@@ -17,8 +17,10 @@ import (
 var errFound = errors.New("found")
 
 // explainRefused says why n URLs of the crawl were refused as ssrf, with one of them as the
-// example, and names the flag that admits their address.
-func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, crawl string, n, fetched int64) {
+// example, and names the flag that admits their address. reconsiders is whether a run with that
+// flag reconsiders them (the embedded backend: reconsider.go); otherwise a crawl that fetched
+// pages has ended, and only --fresh crawls it again.
+func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, crawl string, n, fetched int64, reconsiders bool) {
 	var first crawlstate.URL
 	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
 		if u.Class == errclass.SSRF {
@@ -38,7 +40,9 @@ func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, craw
 	fmt.Fprintf(w, "crawl: %s refused (class ssrf): the crawler fetches only public addresses by default;"+
 		" %s was refused: %s\n", urls, first.URL, strings.TrimPrefix(first.Detail, string(errclass.SSRF)+": "))
 	again := "run the command again"
-	if fetched > 0 {
+	if reconsiders && fetched > 0 {
+		again += " (the run reconsiders the URLs refused)"
+	} else if fetched > 0 {
 		again += " with --fresh too (this crawl has ended: a run with --fresh starts it again)"
 	}
 	fmt.Fprintf(w, "crawl: to crawl a non-public address of your own, add %s and %s\n", allowNetHint(first.URL), again)

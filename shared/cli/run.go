@@ -235,6 +235,12 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		}
 		p.fetched = c.Fetched
 	}
+	if be.Name == "embedded" {
+		if err := reconsiderRefused(ctx, be, res, h.State, o, body, &p); err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+	}
 	var others []Summary
 	if be.Name == "embedded" && !p.ended {
 		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {
@@ -285,8 +291,22 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	prog := startProgress(ctx, stderr, o.Quiet, progressOf{crawl: crawl, st: h.State, start: start, every: every,
 		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, res)})
-	runErr := runner.Run(ctx)
+	work, released := graceful(ctx, o.StopGrace, stderr)
+	runErr := runner.RunGraceful(ctx, work)
+	for pass := 0; runErr == nil && be.Name == "embedded" && pass < maxReadmitPasses; pass++ {
+		// Pages of the budget left, and links refused over it: they go on.
+		n, err := readmitOverBudget(ctx, be, res, h, crawl)
+		if err != nil {
+			runErr = err
+		}
+		if n == 0 || err != nil {
+			break
+		}
+		runErr = runner.RunGraceful(ctx, work)
+	}
+	released()
 	prog.stop()
+	releaseBudgets(ctx, h.State, log)
 	stopCounters()
 
 	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum)
@@ -307,7 +327,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	announced := announceEnd(context.WithoutCancel(ctx), h, be, &sum, stderr) // the queues ran out: the crawls drained
 	printSummary(stdout, stderr, sum, o.JSON)
 	if sum.Classes[string(errclass.SSRF)] > 0 {
-		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched)
+		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched,
+			be.Name == "embedded")
 	}
 	switch {
 	case errors.Is(runErr, context.Canceled):
@@ -315,8 +336,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		if o.Backend != "embedded" {
 			where = be.Where("")
 		}
-		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s; run the same command again to resume\n",
-			sum.Fetched, crawl, where)
+		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s%s; run the same command again to resume\n",
+			sum.Fetched, crawl, where, cutShortNote(runner.Stats.CutShort.Load()))
 		return sum, ExitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
@@ -368,6 +389,16 @@ func bookCosts(r *localrun.Runner, st *crawlstate.Store, log *slog.Logger) {
 	l := &ledger.Ledger{State: st, Log: log}
 	for i := range r.Sources {
 		r.Sources[i].Handler = localrun.Invoke(l.Wrap(ledger.Handler(r.Sources[i].Handler)))
+	}
+}
+
+// releaseBudgets gives back to the table the pages of the crawls' budgets (--max-pages) that this
+// run took and did not use, once its handlers are done: the next run can use them.
+func releaseBudgets(ctx context.Context, st *crawlstate.Store, log *slog.Logger) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := st.ReleaseBudgets(wctx); err != nil {
+		log.Warn("give the unused pages of the budget back", "err", err.Error())
 	}
 }
 

@@ -45,6 +45,7 @@ type RunOptions struct {
 	MaxTries        int
 	RetryWait       time.Duration
 	Quiet           bool
+	StopGrace       time.Duration
 	Fresh           bool
 	Name            string
 	SeedFile        string
@@ -73,7 +74,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.Float64Var(&o.HostRPS, "host-rps", d.HostRPS, "requests per second per host, shared by all workers; 0 lifts it for a site you own (robots.txt Crawl-delay still applies)")
 	fs.StringVar(&o.Scope, "scope", string(d.Scope), "which links are followed: the seed's host, its registrable domain, or any")
 	fs.IntVar(&o.MaxDepth, "max-depth", d.MaxDepth, "link hops from a seed (0: the seeds only; -1: no limit)")
-	fs.IntVar(&o.MaxPages, "max-pages", 0, "URLs admitted to the crawl, never more (0: no limit); the links over it end skipped with class budget. An admitted URL then skipped (robots.txt, content type) counts too, so a crawl may fetch fewer pages (docs/safety.md)")
+	fs.IntVar(&o.MaxPages, "max-pages", 0, "pages the crawl fetches, never more (0: no limit): a URL that ends skipped (robots.txt, content type, size) gives its page back, one that fails keeps it; the links over it end skipped with class budget (docs/safety.md)")
 	fs.IntVar(&o.MaxPagesPerHost, "max-pages-per-host", d.MaxPagesPerHost, "URLs admitted per host, a spider-trap guard (0: no limit)")
 	fs.StringVar(&o.UserAgent, "user-agent", d.UserAgent, "the User-Agent header; its product token selects the robots.txt group (browser: the User-Agent of --tls-fingerprint's browser)")
 	fs.Var((*listFlag)(&o.AllowNet), "allow-net", "a non-public range (CIDR, or one IP) that may be crawled: non-public addresses are refused otherwise; repeatable")
@@ -94,6 +95,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.StringVar(&o.ProxyRotation, "proxy-rotation", httpfetch.RotatePerRequest, "request: the proxies take turns; host: all of a host's requests through one proxy while it is up")
 	fs.BoolVar(&o.JSON, "json", false, "the summary as one JSON document on stdout (for jq and scripts), everything else on stderr")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress line, even on a terminal")
+	fs.DurationVar(&o.StopGrace, "stop-grace", 30*time.Second, "after Ctrl-C (or SIGTERM), how long the batches in flight may take to finish, so that no page is fetched twice; a second Ctrl-C stops at once (0: at once)")
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the queues the run creates: how long a received message stays hidden")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -11,8 +12,9 @@ import (
 
 // Page budgets in blocks: the crawl's (the crawl item's attrBudget) and each host's (its budget
 // item's attrPages). The attribute counts the pages that stores have taken, in blocks, never more
-// than the budget; each store hands out the pages of its block one by one. The attribute only
-// grows.
+// than the budget; each store hands out the pages of its block one by one. The attribute grows
+// by blocks, and shrinks only by pages given back (ReturnPages, ReleaseBudgets), whose URLs ended
+// without a page or which no URL took.
 
 // maxBlock is the most pages one block takes, whatever the budget: a store that goes with its
 // block unused leaves at most this many pages of the budget unused.
@@ -38,9 +40,22 @@ type blockBudget struct {
 	left      int // pages of the block not handed out yet
 	// seen is the item's count as this store last saw it: its guess of the pages taken.
 	seen int64
-	// usedUp is the budget (maxPages) that the table showed used up: no block will come.
-	usedUp int
+	// usedUp is the budget (maxPages) that the table showed used up at usedUpAt: no block will
+	// come until pages are given back (by another store: see usedUpRecheck).
+	usedUp   int
+	usedUpAt time.Time
+	// holds is set once this store took a block: it admits the budget's URLs, and pages given back
+	// to it go to its block, in memory.
+	holds bool
+	// returned are the pages given back to a store that holds no block (a fetch container), not yet
+	// written to the table.
+	returned int
 }
+
+// usedUpRecheck is how long a store takes the table's word that a budget is used up: then it
+// reads the budget's item again, since other stores may have given pages back (ReturnPages). A
+// link over the budget costs no write meanwhile, and a read per store and recheck after.
+const usedUpRecheck = 5 * time.Second
 
 // budget is this store's block of the budget counted by key's attr. A store keeps one such entry
 // (about a hundred bytes) for the crawl, and one for each host it admitted URLs of.
@@ -58,13 +73,20 @@ func (b *blockBudget) take(ctx context.Context, s *Store, maxPages int) error {
 	defer b.mu.Unlock()
 	if b.left == 0 {
 		if b.usedUp > 0 && maxPages <= b.usedUp {
-			return ErrBudget // the table said so: the count only grows
+			if s.Now().Sub(b.usedUpAt) < usedUpRecheck {
+				return ErrBudget // the table said so a moment ago
+			}
+			it, err := s.t.Get(ctx, b.key)
+			if err != nil {
+				return fmt.Errorf("read the budget %s: %w", b.key, err)
+			}
+			b.seen, b.usedUp = it.Int(b.attr), 0
 		}
 		n, err := b.takeBlock(ctx, s, maxPages)
 		if err != nil {
 			return err
 		}
-		b.left = n
+		b.left, b.holds = n, true
 	}
 	b.left--
 	return nil
@@ -86,7 +108,7 @@ func (b *blockBudget) takeBlock(ctx context.Context, s *Store, maxPages int) (in
 	for range 100 { // only workers that raced us for the budget make it go round again
 		left := int64(maxPages) - b.seen
 		if left <= 0 {
-			b.usedUp = maxPages
+			b.usedUp, b.usedUpAt = maxPages, s.Now()
 			return 0, ErrBudget
 		}
 		n := min(int64(BlockSize(maxPages)), max(left/tailShare, 1))

@@ -79,6 +79,9 @@ func (h *Handler) recordOne(ctx context.Context, f *fetched, out crawlstate.Outc
 	if err == nil && len(lost) > 0 {
 		h.log.Warn("lost the claim before finishing", "url", f.msg.URL)
 	}
+	if err == nil && len(lost) == 0 {
+		h.giveBackSkipped(ctx, f.msg.Crawl, []crawlstate.Outcome{out}, nil)
+	}
 	return err
 }
 
@@ -104,15 +107,18 @@ func (h *Handler) record(ctx context.Context, crawl string) (failed, lost map[st
 				outs[i] = e.out
 			}
 			gone, err := h.state.Record(ctx, ref.crawl, ref.group, outs)
+			taken := map[string]bool{}
+			for _, k := range gone {
+				taken[k] = true
+			}
+			if err == nil {
+				h.giveBackSkipped(ctx, ref.crawl, outs, taken)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				h.log.Error("record the outcomes of a fetch message", "crawl", ref.crawl, "group", ref.group,
 					"urls", len(outs), "err", err.Error())
-			}
-			taken := map[string]bool{}
-			for _, k := range gone {
-				taken[k] = true
 			}
 			for _, e := range entries {
 				switch {

@@ -441,6 +441,13 @@ func (f *Frontier) recentlyConfirmed(crawl, u string) bool {
 	return f.recent.Contains(crawl + "#" + u)
 }
 
+// Forget drops the URL (as normalised) from the frontier's memory of URLs the table confirmed: one
+// whose item was taken away (crawlstate.Reopen) must be asked of the table again when it comes back.
+// The Bloom filter keeps it, and only sends the look to the table.
+func (f *Frontier) Forget(crawl, normalized string) {
+	f.recent.Remove(crawl + "#" + normalized)
+}
+
 // remember records a URL the table confirmed as known: its key in the Bloom filter, and its
 // normalised form in the exact set of recent URLs.
 func (f *Frontier) remember(crawl, key, normalized string) {

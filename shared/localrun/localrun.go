@@ -6,7 +6,7 @@
 // receives, until the batch is full or its batching window has passed.
 //
 // Run returns when every queue is empty (nothing visible, in flight or delayed), or when its
-// context ends.
+// context ends. RunGraceful stops in two steps, as a Ctrl-C that lets the batches in flight finish.
 package localrun
 
 import (
@@ -59,6 +59,11 @@ type Source struct {
 // Stats counts what the runner did.
 type Stats struct {
 	Batches, Records, Failures, Panics atomic.Int64
+	// GivenBack counts the batches received but never handled, because the run stopped: their
+	// messages were made visible again at once.
+	GivenBack atomic.Int64
+	// CutShort counts the batches whose handler was still running when RunGraceful's abort ended.
+	CutShort atomic.Int64
 	// IdleChecks counts the looks for the end of the run.
 	IdleChecks atomic.Int64
 }
@@ -84,14 +89,28 @@ type Runner struct {
 }
 
 // Run polls every source until all queues are empty or ctx ends. It returns ctx's error when
-// interrupted, and nil when the work ran out.
+// interrupted, and nil when the work ran out. An interrupt cuts the batches in flight short: their
+// messages are delivered again (RunGraceful lets them finish).
 func (r *Runner) Run(ctx context.Context) error {
+	return r.RunGraceful(ctx, ctx)
+}
+
+// RunGraceful is Run with a stop in two steps. When stop ends, the runner takes no new batch, and
+// gives back at once the batches received ahead of their handler (their messages become visible
+// again); the batches being handled go on until they finish, their successes are deleted, and then
+// it returns stop's error. When abort ends, the handlers' context ends too, which cuts the batches
+// still in flight short, as Run does (Stats.CutShort counts them). abort must not end before stop
+// does for a run to stop gracefully; the caller bounds the grace by ending abort.
+func (r *Runner) RunGraceful(stop, abort context.Context) error {
 	log := r.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	// rctx ends the receives (stop, or the end of the work); hctx is the handlers' (abort).
+	rctx, endReceives := context.WithCancel(stop)
+	defer endReceives()
+	hctx, endHandlers := context.WithCancel(abort)
+	defer endHandlers()
 	r.settled = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for _, s := range r.Sources {
@@ -99,36 +118,41 @@ func (r *Runner) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r.poll(ctx, s, log.With("fn", s.Name))
+				r.poll(rctx, hctx, s, log.With("fn", s.Name))
 			}()
 		}
 	}
-	err := r.waitIdle(ctx, log)
-	stop()
+	err := r.waitIdle(rctx, log)
+	endReceives()
 	wg.Wait()
 	return err
 }
 
 // poll is one poller of s. Like Lambda's pollers, it receives the next batch while the handler
 // works on the current one, and deletes a finished batch's successes while the handler goes on
-// to the next: neither round trip to the queue waits between two invocations.
-func (r *Runner) poll(ctx context.Context, s Source, log *slog.Logger) {
+// to the next: neither round trip to the queue waits between two invocations. It receives until
+// rctx ends, and a batch's handler runs under hctx.
+func (r *Runner) poll(rctx, hctx context.Context, s Source, log *slog.Logger) {
 	batches := make(chan received) // unbuffered: at most one batch waits, received ahead
-	go r.receive(ctx, s, batches, log)
+	go r.receive(rctx, hctx, s, batches, log)
 	var deletes sync.WaitGroup
 	defer deletes.Wait()
 	for b := range batches {
-		done := r.invoke(ctx, s, b, log)
+		if rctx.Err() != nil {
+			r.giveBack(s, b, log) // handed over as the run stopped: never started
+			continue
+		}
+		done := r.invoke(hctx, s, b, log)
+		if hctx.Err() != nil {
+			r.Stats.CutShort.Add(1)
+		}
 		deletes.Add(1)
 		go func() {
 			defer deletes.Done()
-			r.delete(ctx, s, done, log)
+			r.delete(hctx, s, done, log)
 			r.putDown(s.Queue, b.msgs)
 			if r.busy.Add(-1) == 0 {
-				select {
-				case r.settled <- struct{}{}:
-				default: // a look is due already
-				}
+				r.signalSettled()
 			}
 		}()
 	}
@@ -148,18 +172,19 @@ func (b received) stopHeartbeat() {
 	}
 }
 
-// receive fills batches until ctx ends, then closes it.
-func (r *Runner) receive(ctx context.Context, s Source, batches chan<- received, log *slog.Logger) {
+// receive fills batches until rctx ends, then closes it. The batches' heartbeats run under hctx,
+// so that a batch still in hand after the receives stopped stays invisible.
+func (r *Runner) receive(rctx, hctx context.Context, s Source, batches chan<- received, log *slog.Logger) {
 	defer close(batches)
-	for ctx.Err() == nil {
-		b, ok := r.gather(ctx, s, log)
+	for rctx.Err() == nil {
+		b, ok := r.gather(rctx, hctx, s, log)
 		if !ok {
 			continue
 		}
 		select {
 		case batches <- b:
-		case <-ctx.Done():
-			r.drop(s, b) // never handled: the messages become visible again after their timeout
+		case <-rctx.Done():
+			r.giveBack(s, b, log) // never handled
 		}
 	}
 }
@@ -172,7 +197,8 @@ const firstWait = time.Second
 // nothing came (an empty poll, a failed receive, or ctx ended). A batch is counted in busy from
 // its first message until its deletes are done, and each received part is kept invisible by a
 // heartbeat from its receive on, since the records gathered first wait out the window in flight.
-func (r *Runner) gather(ctx context.Context, s Source, log *slog.Logger) (received, bool) {
+// The receives end with ctx, the heartbeats with hctx.
+func (r *Runner) gather(ctx, hctx context.Context, s Source, log *slog.Logger) (received, bool) {
 	size := max(s.BatchSize, 1)
 	var b received
 	var deadline time.Time
@@ -211,7 +237,7 @@ func (r *Runner) gather(ctx context.Context, s Source, log *slog.Logger) (receiv
 			deadline = time.Now().Add(s.Window)
 		}
 		b.msgs = append(b.msgs, msgs...)
-		b.heartbeats = append(b.heartbeats, r.heartbeat(ctx, s, msgs, log))
+		b.heartbeats = append(b.heartbeats, r.heartbeat(hctx, s, msgs, log))
 		if s.Window <= 0 {
 			break
 		}
@@ -220,18 +246,37 @@ func (r *Runner) gather(ctx context.Context, s Source, log *slog.Logger) (receiv
 		return received{}, false
 	}
 	if ctx.Err() != nil {
-		r.drop(s, b)
+		r.giveBack(s, b, log)
 		return received{}, false
 	}
 	return b, true
 }
 
-// drop lets go of a batch that will not be handled: its messages become visible again after
-// their visibility timeout.
-func (r *Runner) drop(s Source, b received) {
+// giveBack lets go of a batch that will not be handled, because the run stops: its messages are
+// made visible again at once, for the next run (or another consumer) to take, instead of after
+// their visibility timeout. A message whose change fails comes back after its timeout.
+func (r *Runner) giveBack(s Source, b received, log *slog.Logger) {
 	b.stopHeartbeat()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, m := range b.msgs {
+		if err := r.Queues.ChangeVisibility(ctx, s.Queue, r.receipt(s.Queue, m), 0); err != nil {
+			log.Debug("give back a message", "messageId", m.ID, "err", err.Error())
+		}
+	}
 	r.putDown(s.Queue, b.msgs)
-	r.busy.Add(-1)
+	r.Stats.GivenBack.Add(1)
+	if r.busy.Add(-1) == 0 {
+		r.signalSettled()
+	}
+}
+
+// signalSettled tells waitIdle that no batch is in hand any more.
+func (r *Runner) signalSettled() {
+	select {
+	case r.settled <- struct{}{}:
+	default: // a look is due already
+	}
 }
 
 // take records msgs as in hand and returns them, less those already in hand: a message whose

@@ -3,6 +3,7 @@ package localrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -386,6 +387,11 @@ func (l *lapsingQueue) DeleteBatch(_ context.Context, _ string, receipts []strin
 
 func (l *lapsingQueue) Depth(context.Context, string) (int, int, error) { return 1, 0, nil }
 
+// ChangeVisibility has nothing to change: every receive hands the message out again anyway.
+func (l *lapsingQueue) ChangeVisibility(context.Context, string, string, time.Duration) error {
+	return nil
+}
+
 // TestACopyOfAMessageInHandIsNotWorkedOn: while a handler works on a message, the queue delivers
 // it again (its visibility ran out) to the other pollers: the copies are left alone, so no two
 // invocations ever work on one message at once, and the message is deleted with its newest
@@ -628,5 +634,88 @@ func TestTheFirstRecordsStayInvisibleThroughTheWindow(t *testing.T) {
 	waitRun(t, done)
 	if !slices.Equal(rec.sizes, []int{1}) {
 		t.Errorf("batches of %v, want one of 1", rec.sizes)
+	}
+}
+
+// waitFor polls cond until it holds, or fails the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s", what)
+		}
+		time.Sleep(time.Millisecond) // a poll interval, with the deadline above
+	}
+}
+
+// TestAGracefulStopFinishesWhatIsInFlight stops a run while one batch is in its handler and the
+// next is received ahead: the one in hand finishes under a live context and is deleted, the one
+// ahead is given back (visible at once, though its visibility timeout is 30 s), and nothing else
+// is received. The queue's own counts are the oracle. With abort ended too, the batch in hand is
+// cut short instead, and its message stays in the queue.
+func TestAGracefulStopFinishesWhatIsInFlight(t *testing.T) {
+	for _, abortToo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stop", true: "stop then abort"}[abortToo], func(t *testing.T) {
+			q, src, _ := newQueue(t, 5)
+			send(t, q, src, "1", "2", "3", "4")
+			started, release := make(chan struct{}), make(chan struct{})
+			var calls atomic.Int64
+			var handlerErr atomic.Value
+			handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				if calls.Add(1) == 1 {
+					close(started)
+				}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				handlerErr.Store(fmt.Sprint(ctx.Err()))
+				return events.SQSEventResponse{}, ctx.Err()
+			}
+			r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: handler, Pollers: 1,
+				BatchSize: 1, Visibility: 30 * time.Second}}}
+			stop, endStop := context.WithCancel(context.Background())
+			abort, endAbort := context.WithCancel(context.Background())
+			defer endAbort()
+			done := make(chan error, 1)
+			go func() { done <- r.RunGraceful(stop, abort) }()
+			<-started
+			waitFor(t, "the next batch to be received ahead", func() bool {
+				_, inFlight, err := q.Depth(context.Background(), src)
+				return err == nil && inFlight == 2
+			})
+			endStop()
+			waitFor(t, "the batch received ahead to be given back", func() bool { return r.Stats.GivenBack.Load() == 1 })
+			if abortToo {
+				endAbort()
+			} else {
+				close(release)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("RunGraceful = %v, want context.Canceled", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("RunGraceful did not return 10s after its batch in hand ended")
+			}
+			visible, inFlight, err := q.Depth(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Stopped: message 1 done and deleted, the 3 others visible. Aborted: message 1 failed
+			// and waits out its visibility timeout, as a failed batch does on Lambda.
+			wantInFlight, wantErr, wantCut := 0, "<nil>", int64(0)
+			if abortToo {
+				wantInFlight, wantErr, wantCut = 1, context.Canceled.Error(), 1
+			}
+			if calls.Load() != 1 || visible != 3 || inFlight != wantInFlight {
+				t.Errorf("%d invocations, %d messages visible and %d in flight; want 1, 3 and %d", calls.Load(), visible, inFlight, wantInFlight)
+			}
+			if got := handlerErr.Load(); got != wantErr || r.Stats.CutShort.Load() != wantCut {
+				t.Errorf("the handler's context ended with %v and %d batches were cut short, want %s and %d", got, r.Stats.CutShort.Load(), wantErr, wantCut)
+			}
+		})
 	}
 }

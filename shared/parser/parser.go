@@ -205,8 +205,7 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	if pg.Sitemap {
 		return h.parseSitemap(ctx, p, page, final, maxDepth)
 	}
-	found, err := links.Extract(page.Body, page.Header.Get("Content-Type"), final,
-		links.Options{MaxLinks: h.cfg.MaxLinks, UserAgentToken: token})
+	lf, err := LinksOf(page, final, token, h.cfg.MaxLinks)
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}
@@ -214,20 +213,44 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 		res := fields.Extract(final, page.Body, page.Header.Get("Content-Type"))
 		p.out.Data, p.out.DataErrors = res.Data, res.Errors
 	}
-	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), token)
-	p.out.Title, p.out.Canonical, p.out.Charset = found.Title, found.Canonical, found.Charset
-	p.out.NoIndex = found.NoIndex || hdrNoIndex
-	p.out.NoFollow = found.NoFollow || hdrNoFollow
-	for _, l := range found.Links {
+	p.out.Title, p.out.Canonical, p.out.Charset = lf.Found.Title, lf.Found.Canonical, lf.Found.Charset
+	p.out.NoIndex, p.out.NoFollow = lf.NoIndex, lf.NoFollow
+	for _, l := range lf.Found.Links {
 		p.out.OutLinks = append(p.out.OutLinks, l.URL)
-		if !p.out.NoFollow && !l.NoFollow {
-			p.links = append(p.links, l.URL)
-		}
 	}
+	p.links = lf.Follow
 	if maxDepth >= 0 && pg.Depth+1 > maxDepth {
 		p.links = nil
 	}
 	return p, nil
+}
+
+// PageLinks are the links of a stored page as parse reads them.
+type PageLinks struct {
+	Found links.Page
+	// Follow are the links to follow: all found, less those that the page's meta robots, its
+	// X-Robots-Tag header or the link's rel marks nofollow.
+	Follow            []string
+	NoIndex, NoFollow bool
+}
+
+// LinksOf extracts the links of page, fetched from final, as parse does (token is the crawler's
+// robots product token; maxLinks bounds them). crawl run uses it too, to send the links of pages
+// parsed before again when a flag that left some out has changed.
+func LinksOf(page warcfile.Page, final *url.URL, token string, maxLinks int) (PageLinks, error) {
+	found, err := links.Extract(page.Body, page.Header.Get("Content-Type"), final,
+		links.Options{MaxLinks: maxLinks, UserAgentToken: token})
+	if err != nil {
+		return PageLinks{}, err
+	}
+	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), token)
+	pl := PageLinks{Found: found, NoIndex: found.NoIndex || hdrNoIndex, NoFollow: found.NoFollow || hdrNoFollow}
+	for _, l := range found.Links {
+		if !pl.NoFollow && !l.NoFollow {
+			pl.Follow = append(pl.Follow, l.URL)
+		}
+	}
+	return pl, nil
 }
 
 // crawlSettings are the depth, product token and fields of crawl.

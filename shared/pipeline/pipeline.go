@@ -52,6 +52,9 @@ type Handlers struct {
 	Fetch    *fetcher.Handler
 	Parse    *parser.Handler
 	State    *crawlstate.Store
+	// Frontier is schedule's frontier (nil without schedule): crawl run makes it forget the URLs
+	// it sends again (frontier.Forget).
+	Frontier *frontier.Frontier
 	// HostRPS is the crawl's per-host rate (0: none), for a runner that sizes its fetch batches
 	// by it.
 	HostRPS float64
@@ -131,6 +134,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls},
 				state, p.Queue, log.With("fn", "schedule"))
 			front.OptOuts = &optout.Matcher{Store: optout.Store{T: p.Table}}
+			h.Frontier = front
 			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
 				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
 			if h.Finish != nil && cfg.FinishEvery > 0 {

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/demosite"
+)
+
+// twoHosts serves a 5-page demo site on 127.0.0.1 whose home page also links to a 5-page demo
+// site on 127.0.0.2, and writes a seed file of the first site's home page.
+func twoHosts(t *testing.T) (first, second *demosite.Site, seedFile string) {
+	t.Helper()
+	second = demosite.New(5, 2, 500)
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.2: %v", err)
+	}
+	srv2 := httptest.NewUnstartedServer(second)
+	srv2.Listener.Close()
+	srv2.Listener = ln
+	srv2.Start()
+	t.Cleanup(srv2.Close)
+	first = demosite.New(5, 2, 500)
+	srv1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" { // the demo site's home page, after a link to the other host
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<html><body><a href="%s/">the other host</a></body></html>`, srv2.URL)
+		}
+		first.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv1.Close)
+	return first, second, writeFile(t, "seeds.txt", srv1.URL+"/\n")
+}
+
+// TestAChangedFlagReconsidersWhatItRefused runs a crawl that fetches a site but refuses its link to
+// another host, for an --exclude pattern and then for the address, and runs the same command again with the
+// flag that refused it changed: the run says so, fetches the other host's pages, and fetches no
+// page of the first site again. Each site's count of what it served is the oracle.
+func TestAChangedFlagReconsidersWhatItRefused(t *testing.T) {
+	tests := []struct {
+		name, class, flag string
+		before, after     []string
+	}{
+		{"exclude", "scope", "--exclude", []string{"--allow-net", "127.0.0.0/8", "--scope", "any", "--exclude", `127\.0\.0\.2`},
+			[]string{"--allow-net", "127.0.0.0/8", "--scope", "any"}},
+		{"allow-net", "ssrf", "--allow-net", []string{"--allow-net", "127.0.0.1", "--scope", "any"}, []string{"--allow-net", "127.0.0.0/8", "--scope", "any"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first, second, seeds := twoHosts(t)
+			dir := t.TempDir()
+			run := func(flags []string) (int, Summary, string) {
+				args := append([]string{"run", "--state", "st", "--host-rps", "0", "--json"}, flags...)
+				code, stdout, stderr := runBin(t, dir, nil, append(args, seeds)...)
+				return code, lastJSON(t, stdout), stderr
+			}
+			code, s, stderr := run(tt.before)
+			if code != ExitOK || s.Classes[tt.class] != 1 || second.Fetched() != 0 {
+				t.Fatalf("the first run: exit %d, classes %v, the other host served %d pages; want 0, one %s, none\n%s",
+					code, s.Classes, second.Fetched(), tt.class, stderr)
+			}
+			if tt.class == "ssrf" && !strings.Contains(stderr, "add --allow-net 127.0.0.2 and run the command again (the run reconsiders the URLs refused)") {
+				t.Errorf("the first run does not say that the same command with --allow-net reconsiders the URL refused:\n%s", stderr)
+			}
+			fetchedFirst := first.Fetched()
+			code, s, stderr = run(tt.after)
+			if code != ExitOK || !strings.Contains(stderr, tt.flag+" changed since the crawl's last run: reconsidering the 1 URLs it refused ("+tt.class+" 1)") {
+				t.Fatalf("the run with %s changed: exit %d, and it does not say it reconsiders the URL refused\n%s", tt.flag, code, stderr)
+			}
+			if second.Fetched() != 5 || first.Fetched() != fetchedFirst || len(first.Repeats()) != 0 || len(second.Repeats()) != 0 {
+				t.Errorf("the other host served %d pages, want 5; the first %d, want the same %d, none twice (%v %v)",
+					second.Fetched(), first.Fetched(), fetchedFirst, first.Repeats(), second.Repeats())
+			}
+			if s.Classes[tt.class] != 0 || s.Fetched != int64(fetchedFirst+5) || s.Pending != 0 {
+				t.Errorf("summary: %d fetched, %d pending, classes %v; want %d, 0 and no %s", s.Fetched, s.Pending, s.Classes, fetchedFirst+5, tt.class)
+			}
+			code, _, stderr = run(tt.after)
+			if code != ExitOK || !strings.Contains(stderr, "already ended") || strings.Contains(stderr, "reconsidering") {
+				t.Errorf("once more with the same flags: exit %d, want the crawl shown as ended, nothing reconsidered\n%s", code, stderr)
+			}
+		})
+	}
+}
+
+// TestAWiderScopeOrDepthSendsTheLinksAgain: links out of scope, or past the last depth, are never
+// recorded, so a run with a wider --scope, or a deeper --max-depth, reads the pages they were found
+// on again and sends their links: the pages they left out are fetched, none twice, and no page of
+// the crawl is fetched again. The sites' counts of what they served are the oracle.
+func TestAWiderScopeOrDepthSendsTheLinksAgain(t *testing.T) {
+	t.Run("scope", func(t *testing.T) {
+		first, second, seeds := twoHosts(t)
+		dir := t.TempDir()
+		args := []string{"run", "--state", "st", "--host-rps", "0", "--allow-net", "127.0.0.0/8", "--json"}
+		if code, _, stderr := runBin(t, dir, nil, append(args, seeds)...); code != ExitOK || second.Fetched() != 0 {
+			t.Fatalf("--scope host: exit %d, the other host served %d pages, want 0 and none\n%s", code, second.Fetched(), stderr)
+		}
+		before := first.Fetched()
+		code, stdout, stderr := runBin(t, dir, nil, append(args, "--scope", "any", seeds)...)
+		if code != ExitOK || !strings.Contains(stderr, "--scope changed since the crawl's last run: sending the links of") {
+			t.Fatalf("--scope any: exit %d, and the run does not say it sends the links again\n%s", code, stderr)
+		}
+		if second.Fetched() != 5 || first.Fetched() != before || len(first.Repeats())+len(second.Repeats()) != 0 {
+			t.Errorf("--scope any: the other host served %d pages, want 5; the first %d, want %d; twice: %v %v",
+				second.Fetched(), first.Fetched(), before, first.Repeats(), second.Repeats())
+		}
+		if s := lastJSON(t, stdout); s.Fetched != int64(before+5) || s.Pending != 0 {
+			t.Errorf("summary: %d fetched, %d pending; want %d and 0", s.Fetched, s.Pending, before+5)
+		}
+	})
+	t.Run("depth", func(t *testing.T) {
+		site, seeds := demoSeeds(t, 40, 3, 500)
+		dir := t.TempDir()
+		args := []string{"run", "--state", "st", "--host-rps", "0", "--allow-net", "127.0.0.0/8", "--json"}
+		if code, _, stderr := runBin(t, dir, nil, append(args, "--max-depth", "1", seeds)...); code != ExitOK {
+			t.Fatalf("--max-depth 1: exit %d\n%s", code, stderr)
+		}
+		shallow := site.Fetched()
+		if shallow >= 40 {
+			t.Fatalf("--max-depth 1 fetched all %d pages: the test needs a deeper site", shallow)
+		}
+		code, stdout, stderr := runBin(t, dir, nil, append(args, "--max-depth", "-1", seeds)...)
+		if code != ExitOK || !strings.Contains(stderr, "--max-depth changed since the crawl's last run: sending the links of") {
+			t.Fatalf("--max-depth -1: exit %d, and the run does not say it sends the links again\n%s", code, stderr)
+		}
+		if site.Fetched() != 40 || len(site.Repeats()) != 0 {
+			t.Errorf("after --max-depth 1 (%d pages), then -1: the site served %d pages, want all 40, none twice (%v)", shallow, site.Fetched(), site.Repeats())
+		}
+		if s := lastJSON(t, stdout); s.Fetched != 40 || s.Pending != 0 {
+			t.Errorf("summary: %d fetched, %d pending; want 40 and 0", s.Fetched, s.Pending)
+		}
+	})
+}
