@@ -77,9 +77,10 @@ func (f FunctionConfig) VisibilityTimeoutSeconds() int {
 // mapping's least maximum concurrency): fewer, fuller batches. A wide crawl's
 // fetch messages trickle in as their slots come due, so 10 concurrent batches
 // each gathered a tenth of them and waited out the same slots side by side;
-// at 2, `make cost` measured the wide crawl's Lambda at $0.18 per million
-// pages against $0.69, its WARC files (S3 PUTs) at 108 pages each against 23,
-// and the crawl no slower (docs/cost.md). With a maximum concurrency set, the
+// at 2 (with schedule's spare slots), `make cost` measured the wide crawl's
+// Lambda at $0.17 per million pages against $0.43-0.53, its WARC files (S3
+// PUTs) at about 110 pages each against about 30, and the crawl no slower
+// (docs/cost.md). With a maximum concurrency set, the
 // mapping stops reading the queue while its invocations are busy, so nothing
 // is throttled back to the queue. Two fetch invocations of 100 GETs in flight
 // carry about 1,000 pages a second at 200 ms a page; raise
