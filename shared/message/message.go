@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -159,72 +158,6 @@ func (m *Check) validate() error {
 	}
 	return nil
 }
-
-// Parse asks parse to read stored responses: the pages one fetch batch stored in one WARC file
-// (File and Pages), or one page (the fields of a single page and WARC, as a fetcher sends again
-// for a page whose first message may be lost).
-type Parse struct {
-	Header
-	URL         string    `json:"url,omitempty"`
-	FinalURL    string    `json:"finalUrl,omitempty"`
-	Root        string    `json:"root,omitempty"`
-	Depth       int       `json:"depth,omitempty"`
-	Status      int       `json:"status,omitempty"`
-	ContentType string    `json:"contentType,omitempty"`
-	FetchedAt   time.Time `json:"fetchedAt,omitzero"`
-	WARC        Ref       `json:"warc,omitzero"`
-	Sitemap     bool      `json:"sitemap,omitempty"`
-	// File is the WARC file's key, and Pages the pages in it; a file whose pages take more than one
-	// message is sent in parts, numbered from 0.
-	File  string `json:"file,omitempty"`
-	Part  int    `json:"part,omitempty"`
-	Pages []Page `json:"pages,omitempty"`
-}
-
-// Page is one stored response in a Parse message's file.
-type Page struct {
-	URL         string    `json:"url"`
-	FinalURL    string    `json:"finalUrl"`
-	Root        string    `json:"root"`
-	Depth       int       `json:"depth"`
-	Status      int       `json:"status"`
-	ContentType string    `json:"contentType,omitempty"`
-	FetchedAt   time.Time `json:"fetchedAt"`
-	Offset      int64     `json:"offset"`
-	Length      int64     `json:"length"`
-	// Sitemap: the page is a sitemap (see Links.Sitemap).
-	Sitemap bool `json:"sitemap,omitempty"`
-}
-
-// Ref is where the page is stored.
-func (p Page) Ref(file string) Ref { return Ref{Key: file, Offset: p.Offset, Length: p.Length} }
-
-// MaxPages bounds the pages of one Parse message.
-const MaxPages = 500
-
-// PageList returns the message's pages and the file they are in, whichever form it has.
-func (m *Parse) PageList() (file string, pages []Page) {
-	if len(m.Pages) > 0 {
-		return m.File, m.Pages
-	}
-	return m.WARC.Key, []Page{{URL: m.URL, FinalURL: m.FinalURL, Root: m.Root, Depth: m.Depth, Status: m.Status,
-		ContentType: m.ContentType, FetchedAt: m.FetchedAt, Offset: m.WARC.Offset, Length: m.WARC.Length, Sitemap: m.Sitemap}}
-}
-
-// Name names the message's work, the same for every delivery of it: its file and part, or for a
-// single page its file and offset. Parse marks a message done under this name.
-func (m *Parse) Name() string {
-	if len(m.Pages) > 0 {
-		return PartName(m.File, m.Part)
-	}
-	return PageName(m.WARC.Key, m.WARC.Offset)
-}
-
-// PageName is the Name of a one-page message for the page at offset in file.
-func PageName(file string, offset int64) string { return file + "@" + strconv.FormatInt(offset, 10) }
-
-// PartName is the Name of part part of file's Parse messages.
-func PartName(file string, part int) string { return file + "#" + strconv.Itoa(part) }
 
 // Encode marshals m (a Links, Fetch, Parse or Check, or a pointer to one), setting V and Kind.
 func Encode(m any) (string, error) {

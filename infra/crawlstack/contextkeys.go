@@ -1,0 +1,214 @@
+package crawlstack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ContextGetter returns the context value of key, or nil when it is unset.
+// Values come as strings from `cdk -c` and as JSON values from cdk.json.
+type ContextGetter func(key string) any
+
+// ConfigFromContext reads every [ContextKeys] entry over [DefaultConfig] and
+// validates the result. The error lists every bad value, not just the first.
+func ConfigFromContext(get ContextGetter) (Config, error) {
+	cfg := DefaultConfig()
+	var errs []error
+	for _, k := range contextKeys(&cfg) {
+		v := get(k.name)
+		if v == nil {
+			continue
+		}
+		if err := k.set(v); err != nil {
+			errs = append(errs, fmt.Errorf("context %q: %w", k.name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// ContextKeys lists the context keys ConfigFromContext reads, in order.
+func ContextKeys() []string {
+	var cfg Config
+	var names []string
+	for _, k := range contextKeys(&cfg) {
+		names = append(names, k.name)
+	}
+	return names
+}
+
+type contextKey struct {
+	name string
+	set  func(any) error
+}
+
+func contextKeys(c *Config) []contextKey {
+	keys := []contextKey{
+		{"distDir", stringInto(&c.DistDir)},
+		{"scope", stringInto(&c.Scope)},
+		{"maxDepth", intInto(&c.MaxDepth)},
+		{"maxPages", intInto(&c.MaxPages)},
+		{"maxPagesPerHost", intInto(&c.MaxPagesPerHost)},
+		{"include", patternsInto(&c.Include)},
+		{"exclude", patternsInto(&c.Exclude)},
+		{"hostRps", floatInto(&c.HostRPS)},
+		{"budgetUsd", floatInto(&c.BudgetUSD)},
+		{"userAgent", stringInto(&c.UserAgent)},
+		{"tlsFingerprint", stringInto(&c.TLSFingerprint)},
+		{"allowNet", stringInto(&c.AllowNet)},
+		{"recrawlPrefix", stringInto(&c.RecrawlPrefix)},
+		{"scheduleExpression", stringInto(&c.ScheduleExpression)},
+		{"scheduleEnabled", boolInto(&c.ScheduleEnabled)},
+		{"maxReceiveCount", intInto(&c.MaxReceiveCount)},
+		{"maxTries", intInto(&c.MaxTries)},
+		{"retryWaitSeconds", intInto(&c.RetryWaitSeconds)},
+		{"warcIndex", stringInto(&c.WARCIndex)},
+		{"logRetentionDays", intInto(&c.LogRetentionDays)},
+		{"oldestMessageAlarmSeconds", intInto(&c.OldestMessageAlarmSeconds)},
+		{"dashboard", boolInto(&c.Dashboard)},
+		{"alarms", boolInto(&c.Alarms)},
+		{"alarmEmail", stringInto(&c.AlarmEmail)},
+		{"finishEvent", boolInto(&c.FinishEvent)},
+		{"finishCheckSeconds", intInto(&c.FinishCheckSeconds)},
+		{"finishMail", boolInto(&c.FinishMail)},
+		{"otelCollectorLayerArn", stringInto(&c.OTelCollectorLayerARN)},
+		{"metrics", boolInto(&c.Metrics)},
+		{"retainData", boolInto(&c.RetainData)},
+		{"logLevel", stringInto(&c.LogLevel)},
+		{"systemLogLevel", stringInto(&c.SystemLogLevel)},
+		{"pointInTimeRecovery", boolInto(&c.PointInTimeRecovery)},
+	}
+	for _, p := range []struct {
+		name string
+		lc   *PrefixLifecycle
+	}{{"pages", &c.Pages}, {"records", &c.Records}, {"quarantine", &c.Quarantine}} {
+		keys = append(keys,
+			contextKey{p.name + "TransitionDays", intInto(&p.lc.TransitionDays)},
+			contextKey{p.name + "ExpirationDays", intInto(&p.lc.ExpirationDays)},
+		)
+	}
+	for _, f := range []struct {
+		name string
+		fc   *FunctionConfig
+	}{{FnSchedule, &c.Schedule}, {FnFetch, &c.Fetch}, {FnParse, &c.Parse}} {
+		keys = append(keys,
+			contextKey{f.name + "TimeoutSeconds", intInto(&f.fc.TimeoutSeconds)},
+			contextKey{f.name + "MemoryMB", intInto(&f.fc.MemoryMB)},
+			contextKey{f.name + "MaxConcurrency", intInto(&f.fc.MaxConcurrency)},
+			contextKey{f.name + "BatchSize", intInto(&f.fc.BatchSize)},
+			contextKey{f.name + "BatchWindowSeconds", intInto(&f.fc.BatchWindowSeconds)},
+			contextKey{f.name + "BatchConcurrency", intInto(&f.fc.BatchConcurrency)},
+		)
+	}
+	return keys
+}
+
+func stringInto(dst *string) func(any) error {
+	return func(v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("want a string, got %T %v", v, v)
+		}
+		*dst = s
+		return nil
+	}
+}
+
+// patternsInto reads a list of regexps: a JSON array of strings from
+// cdk.json, or a string holding one from `cdk -c include='["^https://a\\.test/"]'`.
+// A regexp may contain commas, so a comma-separated string would be
+// ambiguous; an empty string is an empty list.
+func patternsInto(dst *[]string) func(any) error {
+	const want = `want a JSON array of regexps such as ["^https://example\\.com/"]`
+	return func(v any) error {
+		var list []string
+		switch x := v.(type) {
+		case []any:
+			for i, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return fmt.Errorf("%s, got %T %v as item %d", want, e, e, i+1)
+				}
+				list = append(list, s)
+			}
+		case []string:
+			list = x
+		case string:
+			if strings.TrimSpace(x) == "" {
+				break
+			}
+			if err := json.Unmarshal([]byte(x), &list); err != nil {
+				return fmt.Errorf("%s, got %q: %w", want, x, err)
+			}
+		default:
+			return fmt.Errorf("%s, got %T %v", want, v, v)
+		}
+		*dst = list
+		return nil
+	}
+}
+
+func intInto(dst *int) func(any) error {
+	return func(v any) error {
+		switch x := v.(type) {
+		case float64:
+			if x != float64(int(x)) {
+				return fmt.Errorf("want a whole number, got %v", x)
+			}
+			*dst = int(x)
+		case string:
+			n, err := strconv.Atoi(strings.TrimSpace(x))
+			if err != nil {
+				return fmt.Errorf("want a whole number, got %q", x)
+			}
+			*dst = n
+		default:
+			return fmt.Errorf("want a whole number, got %T %v", v, v)
+		}
+		return nil
+	}
+}
+
+func floatInto(dst *float64) func(any) error {
+	return func(v any) error {
+		switch x := v.(type) {
+		case float64:
+			*dst = x
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return fmt.Errorf("want a number, got %q", x)
+			}
+			*dst = f
+		default:
+			return fmt.Errorf("want a number, got %T %v", v, v)
+		}
+		return nil
+	}
+}
+
+func boolInto(dst *bool) func(any) error {
+	return func(v any) error {
+		switch x := v.(type) {
+		case bool:
+			*dst = x
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(x))
+			if err != nil {
+				return fmt.Errorf("want true or false, got %q", x)
+			}
+			*dst = b
+		default:
+			return fmt.Errorf("want true or false, got %T %v", v, v)
+		}
+		return nil
+	}
+}
