@@ -51,10 +51,16 @@ func (s *Store) BookSlots(ctx context.Context, host string, interval time.Durati
 		}
 		return Booked{At: at, Interval: gap, Free: now}, nil
 	}
-	v, _ := s.spare.LoadOrStore(spareKey{host, gap}, &spares{})
+	key := spareKey{host, gap}
+	v, _ := s.spare.LoadOrStore(key, &spares{})
 	sp := v.(*spares)
 	sp.mu.Lock()
-	defer sp.mu.Unlock()
+	defer func() {
+		if len(sp.at) == 0 {
+			s.spare.CompareAndDelete(key, sp) // a store of a wide crawl's many hosts keeps only those with spares
+		}
+		sp.mu.Unlock()
+	}()
 	nowMs := now.UnixMilli()
 	limit := int64(-1) // the horizon, in Unix ms (-1: none)
 	if horizon > 0 {
