@@ -158,7 +158,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	pc := o.Pipeline
 	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = res.Schedule, res.Fetch, res.Parse
 	pc.SlotLead = time.Duration(fns["fetch"].BatchWindowSeconds) * time.Second // CRAWL_SLOT_LEAD in the stack
-	writes := &keyWrites{Table: be.Table}
+	writes := &keyWrites{t: be.Table}
 	sent := &fetchSends{Sender: be.Queue, queue: res.Fetch}
 	logs := &logBytes{m: m}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -20,9 +20,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// keyWrites counts the writes each table item receives, and each function's by kind of item.
+// keyWrites counts the writes each table item receives, and each function's by kind of item;
+// each function writes through its own view of the table (of).
 type keyWrites struct {
-	table.Table
+	t    table.Table
 	mu   sync.Mutex
 	n    map[string]int64
 	byFn map[string]map[string]int64 // function -> kind (kindOf) -> writes
@@ -35,16 +36,14 @@ func (k *keyWrites) count(fn, key string) {
 		k.n, k.byFn = map[string]int64{}, map[string]map[string]int64{}
 	}
 	k.n[key]++
-	if fn != "" {
-		if k.byFn[fn] == nil {
-			k.byFn[fn] = map[string]int64{}
-		}
-		k.byFn[fn][kindOf(key)]++
+	if k.byFn[fn] == nil {
+		k.byFn[fn] = map[string]int64{}
 	}
+	k.byFn[fn][kindOf(key)]++
 }
 
 // of returns the table as the function fn writes it, its writes counted as fn's too.
-func (k *keyWrites) of(fn string) table.Table { return fnWrites{Table: k.Table, k: k, fn: fn} }
+func (k *keyWrites) of(fn string) table.Table { return fnWrites{Table: k.t, k: k, fn: fn} }
 
 // kindByFunction returns each function's writes to items of the kind.
 func (k *keyWrites) kindByFunction(kind string) map[string]int64 {
@@ -61,7 +60,7 @@ func (k *keyWrites) kindByFunction(kind string) map[string]int64 {
 
 // fnWrites is the table of one function: keyWrites that also knows whose writes they are.
 type fnWrites struct {
-	table.Table // the table under keyWrites: reads pass through
+	table.Table // the table itself: reads pass through
 	k           *keyWrites
 	fn          string
 }
@@ -79,21 +78,6 @@ func (f fnWrites) Update(ctx context.Context, key string, u table.Update, c tabl
 func (f fnWrites) Delete(ctx context.Context, key string, c table.Cond) error {
 	f.k.count(f.fn, key)
 	return f.Table.Delete(ctx, key, c)
-}
-
-func (k *keyWrites) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
-	k.count("", key)
-	return k.Table.Put(ctx, key, it, c)
-}
-
-func (k *keyWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
-	k.count("", key)
-	return k.Table.Update(ctx, key, u, c)
-}
-
-func (k *keyWrites) Delete(ctx context.Context, key string, c table.Cond) error {
-	k.count("", key)
-	return k.Table.Delete(ctx, key, c)
 }
 
 // perHost reports whether key is an item of one host: its politeness slot ("p#host") or its
