@@ -85,7 +85,7 @@ func (f fnWrites) Delete(ctx context.Context, key string, c table.Cond) error {
 func perHost(key string) bool { return strings.HasPrefix(key, "p#") || strings.HasPrefix(key, "b#") }
 
 // byKind returns the writes by kind of item, as the table's keys tell them: "url" (u#),
-// "outcomes" (r#, a fetch message's URLs' outcomes), "slot" (p#, a host's politeness slot), "host
+// "groups" (r#, the claims and outcomes of a group of URLs, which a fetch message carries), "slot" (p#, a host's politeness slot), "host
 // budget" (b#), "crawl" (c#) and "other".
 func (k *keyWrites) byKind() map[string]int64 {
 	k.mu.Lock()
@@ -102,7 +102,7 @@ func kindOf(key string) string {
 	case strings.HasPrefix(key, "u#"):
 		return "url"
 	case strings.HasPrefix(key, "r#"):
-		return "outcomes"
+		return "groups"
 	case strings.HasPrefix(key, "p#"):
 		return "slot"
 	case strings.HasPrefix(key, "b#"):

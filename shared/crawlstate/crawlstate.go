@@ -6,15 +6,15 @@
 //
 // A URL's life:
 //
-//	(absent) --Admit--> queued --Claim--> claimed --Record--> fetched | skipped | failed | stopped
-//	(absent) --Reject-> skipped                              failed --(redrive) Claim--> ...
+//	(absent) --AdmitIn--> queued --ClaimGroup--> claimed --Record--> fetched | skipped | failed | stopped
+//	(absent) --Reject--> skipped                                 failed --(redrive) ClaimGroup--> ...
 //	                                   fetched, unparsed, its stored page gone --Refetch--> claimed
 //
-// A claimed URL's outcome is written in its claim owner's group (the fetch message: see
-// outcomes.go), one write for the message's URLs, and its item keeps the claim: its state is the
-// outcome its owner's group holds, which Get and ScanURLs read.
+// A URL's item is written once, at its admission, with the group it is sent in; its claim and
+// its outcome are written in its group's item (outcomes.go), one write for all of a fetch
+// message's URLs each. Get and ScanURLs read a URL's state from there.
 //
-// Keys: "u#<crawl>#<sha256(url)>" for URLs, "r#<crawl>#<message id>" for a fetch message's
+// Keys: "u#<crawl>#<sha256(url)>" for URLs, "r#<crawl>#<group>" for a group's claims and
 // outcomes, "c#<crawl>" for crawls, "c#<crawl>#<n>" for the crawl's counter shards,
 // "b#<crawl>#<host>" for the per-host page budget, and "p#<host>" for the politeness slot that
 // every crawl and worker shares.
@@ -56,8 +56,7 @@ const (
 	attrDepth    = "depth"
 	attrBy       = "by"       // the Links message that admitted the URL (see Admit)
 	attrEnqueued = "enqueued" // only on items admitted before attrBy: true once the fetch message was sent
-	attrOwner    = "owner"
-	attrLease    = "leaseUntil"
+	attrGroup    = "g"        // the group the URL is claimed and recorded in (see outcomes.go)
 	attrParsed   = "parsed"
 	attrRedrive  = "redrivable"
 	attrPage     = "page" // the stored response of a fetched URL, as JSON (see Page)
@@ -154,25 +153,28 @@ type URL struct {
 	Owner  string
 	Lease  time.Time
 	Parsed bool
+	// Group is the group the URL was admitted in ("": its own, see GroupOf).
+	Group string
 	// Page is set once the URL is fetched.
 	Page *Page
-	page string // Page as stored, for Refetch's condition
 	by   string // the Links message that admitted the URL
 	// marked and enqueued: an item admitted before attrBy carries an enqueued mark instead.
 	marked, enqueued bool
 	// redrive: a failure whose message went on to the DLQ (see Outcome.Redrivable).
 	redrive bool
-	// outcome is the outcome as its owner's group holds it (see Record), when it came from there.
+	// outcome is the outcome as its group holds it (see Record), when it came from there.
 	outcome string
+	// gone: its group holds a tombstone (Unadmit).
+	gone bool
 }
 
 // Unsent reports whether the Links message by must send this URL's fetch message (again): the URL
-// is queued, no worker holds it, and by admitted it, so an earlier delivery of by may have stopped
+// is queued, no worker holds it (as its group says: read it with Get), and by admitted it, so an earlier delivery of by may have stopped
 // between the admission and the send (DESIGN invariant 3). A URL another message admitted is that
 // message's to send. An item admitted before items named their message is unsent until marked
 // enqueued, whoever asks.
 func (u URL) Unsent(by string) bool {
-	if u.State != Queued || u.Owner != "" {
+	if u.State != Queued || u.Owner != "" || u.gone {
 		return false
 	}
 	if u.marked {
@@ -185,10 +187,8 @@ func urlFrom(key string, it table.Item) URL {
 	return URL{
 		Key: key, URL: it.String(attrURL), Root: it.String(attrRoot), Depth: int(it.Int(attrDepth)),
 		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
-		Detail: it.String(attrDetail), Owner: it.String(attrOwner),
-		Lease: time.UnixMilli(it.Int(attrLease)), Parsed: it.Bool(attrParsed),
-		Page: pageFrom(it.String(attrPage)), page: it.String(attrPage),
-		by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
+		Detail: it.String(attrDetail), Parsed: it.Bool(attrParsed), Group: it.String(attrGroup),
+		Page: pageFrom(it.String(attrPage)), by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
 		redrive: it.Bool(attrRedrive),
 	}
 }
@@ -234,52 +234,50 @@ const (
 	Theirs
 )
 
-// Admit writes a queued item for the URL unless one exists. by names the Links message that admits
-// it, the same for every delivery of that message (frontier.Source): the admission needs no second
-// write to mark the fetch message sent, and a URL that two messages admit at once is sent once.
+// Admit is AdmitIn with the URL as a group of its own.
 func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
+	res, _, err := s.AdmitIn(ctx, crawl, "", key, rawURL, root, depth, by)
+	return res, err
+}
+
+// AdmitIn writes a queued item for the URL in group unless one exists. by names the Links message
+// that admits it, the same for every delivery of that message (frontier.Source): the admission
+// needs no second write to mark the fetch message sent, and a URL that two messages admit at once
+// is sent once. It returns the URL's group: group when admitted, the item's own otherwise, which
+// any fetch message sent for the URL again must name. For an item found there, the URL's group is
+// read too, to tell a URL a message holds (or is done with) from one nobody sent yet.
+func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
 	now := s.Now()
 	expires, err := s.expiry(ctx, crawl)
 	if err != nil {
-		return Known, err
+		return Known, "", err
 	}
 	item := table.Item{
 		attrState: string(Queued), attrURL: rawURL, attrRoot: root, attrDepth: int64(depth),
 		attrBy: by, attrUpdated: now.UnixMilli(), table.TTLAttr: expires,
 	}
+	if group != "" {
+		item[attrGroup] = group
+	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	if err == nil {
-		if err := s.count(ctx, crawl, map[string]int64{"seen": 1}); err != nil {
-			return Admitted, err
-		}
-		return Admitted, nil
+		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
 	}
 	cf, ok := table.IsConditionFailed(err)
 	if !ok {
-		return Known, fmt.Errorf("admit %s: %w", rawURL, err)
+		return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
 	}
-	u := urlFrom(key, cf.Item)
+	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
+	if err != nil {
+		return Known, "", err
+	}
 	switch {
 	case u.Unsent(by):
-		return Unsent, nil
-	case u.State == Queued && u.Owner == "":
-		return Theirs, nil
+		return Unsent, GroupOf(u), nil
+	case u.State == Queued && u.Owner == "" && !u.gone:
+		return Theirs, GroupOf(u), nil
 	}
-	return Known, nil
-}
-
-// Unadmit deletes a URL item that Admit just wrote, as long as nothing has happened to it since
-// (still queued and unclaimed), and uncounts it.
-func (s *Store) Unadmit(ctx context.Context, crawl, key string) error {
-	err := s.t.Delete(ctx, URLKey(crawl, key), table.And(table.Eq(attrState, string(Queued)),
-		table.Ne(attrEnqueued, true), table.NotExists(attrOwner)))
-	if _, moved := table.IsConditionFailed(err); moved {
-		return nil // another delivery took it further: it is theirs now
-	}
-	if err != nil {
-		return fmt.Errorf("unadmit %s: %w", key, err)
-	}
-	return s.count(ctx, crawl, map[string]int64{"seen": -1})
+	return Known, GroupOf(u), nil
 }
 
 // Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
@@ -305,151 +303,34 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
 }
 
-// Claim takes the URL for owner (the fetch message's id) for lease. It succeeds when the URL is
-// queued (or failed, after a redrive) and no other owner holds it: the same owner may claim again
-// (its own redelivery after a crash), unless its group recorded the URL already, and another
-// owner's claim is taken over once its lease has run out without an outcome (see takeOver).
-// Otherwise it returns ErrClaimed.
-func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.Duration) (URL, error) {
-	now := s.Now()
-	claim := table.Update{Set: map[string]any{
-		attrOwner: owner, attrLease: now.Add(lease).UnixMilli(), attrUpdated: now.UnixMilli(),
-	}}
-	claimable := table.Or(table.Eq(attrState, string(Queued)), table.And(table.Eq(attrState, string(Failed)), table.Eq(attrRedrive, true)))
-	// A failed URL is claimed again only when its message went on to the DLQ and came back
-	// through a redrive; any other delivery of a failed URL is a duplicate.
-	it, err := s.t.Update(ctx, URLKey(crawl, key), claim,
-		table.And(table.ItemExists(), claimable, table.Or(table.NotExists(attrOwner), table.NotExists(attrLease))))
-	cf, held := table.IsConditionFailed(err)
-	if err != nil && !held {
-		return URL{}, fmt.Errorf("claim %s: %w", key, err)
-	}
-	if !held {
-		return urlFrom(key, it), nil
-	}
-	u := urlFrom(key, cf.Item)
-	switch {
-	case !cf.Item.Has(attrState):
-		return URL{}, ErrClaimed // no item: nothing to claim
-	case u.Owner != owner:
-		return s.takeOver(ctx, crawl, key, owner, lease, u)
-	}
-	// Its own claim, from an earlier delivery: claim it again unless that delivery recorded it.
-	done, err := s.withOutcome(ctx, crawl, u)
-	if err != nil {
-		return URL{}, err
-	}
-	prev := u.State
-	switch {
-	case done.State == Failed && done.redrive:
-		prev = Failed
-	case done.State != Queued:
-		return URL{}, ErrClaimed
-	}
-	it, err = s.t.Update(ctx, URLKey(crawl, key), claim, table.Eq(attrOwner, owner))
-	if _, moved := table.IsConditionFailed(err); moved {
-		return URL{}, ErrClaimed
-	}
-	if err != nil {
-		return URL{}, fmt.Errorf("claim %s: %w", key, err)
-	}
-	again := urlFrom(key, it)
-	again.State = prev
-	return again, nil
-}
-
-// Refetch takes a fetched URL back for owner, claimed as Claim claims it, because the page stored
-// for it is gone: missing or damaged. After a power loss, the embedded file store may lose a file
-// whose record survived (fetch records a page while its file is being synced). lost is the URL as
-// read before the page was found gone. Refetch returns ErrClaimed when the URL has moved on since:
-// parsed, or fetched again by another worker. The crawl's fetched count gives the page back.
-func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease time.Duration, lost URL) (URL, error) {
-	now := s.Now()
-	claim := map[string]any{attrState: string(Queued), attrOwner: owner, attrLease: now.Add(lease).UnixMilli(),
-		attrUpdated: now.UnixMilli()}
-	if lost.outcome != "" {
-		// Recorded in its owner's group: take the outcome back there, then the claim.
-		_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(lost.Owner)), table.Update{Remove: []string{outcomeAttr(key)}},
-			table.Eq(outcomeAttr(key), lost.outcome))
-		if _, moved := table.IsConditionFailed(err); moved {
-			return URL{}, ErrClaimed
-		}
-		if err != nil {
-			return URL{}, fmt.Errorf("refetch %s: %w", key, err)
-		}
-		it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: claim}, table.Eq(attrOwner, lost.Owner))
-		if _, moved := table.IsConditionFailed(err); moved {
-			return URL{}, ErrClaimed
-		}
-		if err != nil {
-			return URL{}, fmt.Errorf("refetch %s: %w", key, err)
-		}
-		return urlFrom(key, it), s.count(ctx, crawl, map[string]int64{string(Fetched): -1})
-	}
-	cond := table.And(table.Eq(attrState, string(Fetched)), table.Ne(attrParsed, true), table.Eq(attrPage, lost.page))
-	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: claim, Remove: []string{attrPage}}, cond)
-	if _, moved := table.IsConditionFailed(err); moved {
-		return URL{}, ErrClaimed
-	}
-	if err != nil {
-		return URL{}, fmt.Errorf("refetch %s: %w", key, err)
-	}
-	return urlFrom(key, it), s.count(ctx, crawl, map[string]int64{string(Fetched): -1})
-}
-
-// Release gives up owner's claim without a result (the fetch was deferred to a later message).
-func (s *Store) Release(ctx context.Context, crawl, key, owner string) error {
-	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Remove: []string{attrOwner, attrLease}},
-		table.Eq(attrOwner, owner))
-	if _, lost := table.IsConditionFailed(err); lost {
-		return nil // someone else reclaimed it after our lease ran out: nothing of ours to release
-	}
-	if err != nil {
-		return fmt.Errorf("release %s: %w", key, err)
-	}
-	return nil
-}
-
 // Finish records a terminal state for the URL claimed by owner (whose state was prev when
-// claimed), in owner's group (see Record), and counts it. It returns false, and records nothing,
-// when another owner took the URL over. A handler records a message's URLs with one Record.
+// claimed) in its group (see Record), and counts it. It returns false, and records nothing, when
+// another owner took the URL over. It reads the URL's item for its group: the fetcher records a
+// message's URLs with one Record instead.
 func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
-	return s.finish(ctx, crawl, owner, Outcome{Key: key, State: to, Prev: prev, Cause: cause})
+	return s.finish(ctx, crawl, Outcome{Key: key, State: to, Prev: prev, Cause: cause, Owner: owner})
 }
 
 // FinishFetched is Finish to fetched, with where the response is stored: a redelivered fetch
 // message finds it there and sends the parse message again, without fetching again.
 func (s *Store) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
-	return s.finish(ctx, crawl, owner, Outcome{Key: key, State: Fetched, Prev: prev, Page: &page})
+	return s.finish(ctx, crawl, Outcome{Key: key, State: Fetched, Prev: prev, Page: &page, Owner: owner})
 }
 
 // FailRedrivable is Finish to failed, for a message that goes on to the dead-letter queue: a
 // redrive of that message may claim the URL again.
 func (s *Store) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
-	return s.finish(ctx, crawl, owner, Outcome{Key: key, State: Failed, Prev: prev, Cause: cause, Redrivable: true})
+	return s.finish(ctx, crawl, Outcome{Key: key, State: Failed, Prev: prev, Cause: cause, Redrivable: true, Owner: owner})
 }
 
-func (s *Store) finish(ctx context.Context, crawl, owner string, o Outcome) (bool, error) {
-	lost, err := s.Record(ctx, crawl, GroupOf(owner), []Outcome{o})
+func (s *Store) finish(ctx context.Context, crawl string, o Outcome) (bool, error) {
+	it, err := s.t.Get(ctx, URLKey(crawl, o.Key))
+	if err != nil {
+		return false, fmt.Errorf("finish %s: %w", o.Key, err)
+	}
+	lost, err := s.Record(ctx, crawl, GroupOf(urlFrom(o.Key, it)), []Outcome{o})
 	if err != nil {
 		return false, err
 	}
 	return len(lost) == 0, nil
-}
-
-// SkipQueued moves a queued URL that no worker holds to skipped: its budget ran out before its
-// fetch message was sent, or its page was already fetched as another URL's redirect target.
-func (s *Store) SkipQueued(ctx context.Context, crawl, key string, cause error) error {
-	class := errclass.Of(cause)
-	_, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{
-		attrState: string(Skipped), attrClass: string(class), attrDetail: safelog.Truncate(cause.Error()),
-		attrUpdated: s.Now().UnixMilli(),
-	}}, table.And(table.Eq(attrState, string(Queued)), table.NotExists(attrOwner)))
-	if _, done := table.IsConditionFailed(err); done {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("skip %s: %w", key, err)
-	}
-	return s.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
 }

@@ -161,7 +161,7 @@ func TestRefetchTakesBackAURLWhosePageIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, err := s.Refetch(ctx, "c", "k", "B", time.Minute, lost)
-	if err != nil || again.State != Queued || again.Owner != "B" || again.Page != nil {
+	if err != nil || again.State != Queued || again.Owner != ownerTag("B") || again.Page != nil {
 		t.Fatalf("Refetch = %+v, %v; want queued, claimed by B, no page", again, err)
 	}
 	if cnt, _ := s.Counters(ctx, "c"); cnt.Fetched != 0 || cnt.Pending() != 1 {

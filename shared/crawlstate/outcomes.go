@@ -2,6 +2,8 @@ package crawlstate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,41 +17,63 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// A fetch message's outcomes are written in one item, not one write on each of its URLs' items:
-// "r#<crawl>#<group>", where the group is the fetch message's id (GroupOf the claim's owner). A
-// table write is billed by the kilobyte, rounded up, and a URL's outcome takes about a hundred
-// bytes, so one write for the ten URLs of a message costs what one URL's own write cost before.
+// A URL's claim and outcome live in its group's item, "r#<crawl>#<group>", not in its own. The
+// group is fixed when the URL is admitted (AdmitIn, on the URL's item): schedule gives the URLs
+// of a batch groups of at most message.MaxFetchURLs, one URL of a host each, and sends each
+// group's URLs in one fetch message (two or more only when their slots come due apart). Every
+// message that carries the URL names its group: the first send, a Links message's redelivery that
+// sends it again (it reads the group back from the item its admission found), a fetcher's re-queue
+// and a redrive. So the fetcher claims all of a message's URLs in one conditional update of their
+// group's item, and records their outcomes in a second: two writes a message, where a claim
+// write on each URL's item cost one a URL.
 //
-// A URL item claimed by owner keeps its claim (state queued, owner, lease) after its outcome is
-// written: its state is its outcome in its owner's group, where there is one (Get and ScanURLs
-// read it so). A claim whose lease ran out is taken over only when the owner's group holds no
-// outcome for the URL; the taker first marks the URL taken in that group, so that the old owner,
-// if it is still at work, cannot record it afterwards (Record's condition), and nothing is
-// recorded or counted twice.
+// For each of its URLs the group's item holds, named by the first 16 hex digits of the URL's key:
+//
+//	w<k> the claim's owner (ownerTag of the fetch message's id), l<k> its lease (Unix ms);
+//	o<k> the outcome (JSON, see stored), x<k> true when the outcome is a redrivable failure;
+//	t<k> a tombstone: the admission was taken back (Unadmit), and no message may claim the URL.
+//
+// A claim holds when the URL has no outcome (or a redrivable one, after a redrive) and no
+// tombstone, and no other owner's lease is live; the message that re-queued a URL carries its
+// owner (message.Target.Prev), so its claim passes to the new message without a write to give it
+// back. An outcome is written only while its owner still holds the claim: an owner whose lease
+// ran out and whose URL another took over records nothing, and nothing is counted twice.
+//
+// A URL admitted without a group (Admit) is a group of its own, named by its key.
 
-// groupKey is the table key of a group's outcomes.
+// groupKey is the table key of a group's item.
 func groupKey(crawl, group string) string { return "r#" + crawl + "#" + group }
 
-// GroupOf is the group of a claim's owner: the fetch message's id, without the "#i" that names
-// one URL of a message of several.
-func GroupOf(owner string) string {
-	if i := strings.IndexByte(owner, '#'); i >= 0 {
-		return owner[:i]
-	}
-	return owner
-}
-
-// The attributes of a URL in its group's item: its outcome ("o") and, when another owner took the
-// URL over, a mark ("t"). Named by the first 16 hex digits of the URL's key: a group holds a few
-// URLs, and the name's bytes are billed with the item.
-func outcomeAttr(key string) string { return "o" + shortKey(key) }
-func takenAttr(key string) string   { return "t" + shortKey(key) }
+// The attributes of a URL in its group's item.
+func outcomeAttr(key string) string   { return "o" + shortKey(key) }
+func redriveAttr(key string) string   { return "x" + shortKey(key) }
+func ownerAttr(key string) string     { return "w" + shortKey(key) }
+func leaseAttr(key string) string     { return "l" + shortKey(key) }
+func tombstoneAttr(key string) string { return "t" + shortKey(key) }
 
 func shortKey(key string) string {
 	if len(key) > 16 {
 		return key[:16]
 	}
 	return key
+}
+
+// ownerTag is what a group's item holds of a claim's owner: a fetch message's id is 36 bytes,
+// and a group's item is billed by its size.
+func ownerTag(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(owner))
+	return base64.RawURLEncoding.EncodeToString(h[:9])
+}
+
+// GroupOf is the group of u: the one it was admitted in, or its own.
+func GroupOf(u URL) string {
+	if u.Group != "" {
+		return u.Group
+	}
+	return u.Key
 }
 
 // Outcome is the terminal state of one URL of a group.
@@ -65,6 +89,8 @@ type Outcome struct {
 	Redrivable bool
 	// Page is where a fetched URL's response is stored.
 	Page *Page
+	// Owner is the claim's owner: the outcome is recorded only while it holds the URL.
+	Owner string
 }
 
 // stored is an Outcome as its group's item holds it: short names, the page's parts that can be
@@ -139,9 +165,43 @@ func (u *URL) apply(raw string) error {
 	return nil
 }
 
-// Record writes the outcomes of URLs claimed by members of group (the claims' owners: GroupOf
-// each) in one write, and counts them. It leaves out, and returns, the keys of URLs that another
-// owner took over since (their claims' leases ran out): those are theirs to record.
+// fromGroup sets what u's group item g holds of it: its outcome, or its claim. A URL queued in its
+// own item is as its group says; one skipped or failed in its own item (Reject) has no group.
+func (u *URL) fromGroup(g table.Item) error {
+	if u.State != Queued || g == nil {
+		return nil
+	}
+	if g.Has(tombstoneAttr(u.Key)) {
+		u.gone = true
+		return nil
+	}
+	if raw := g.String(outcomeAttr(u.Key)); raw != "" {
+		return u.apply(raw)
+	}
+	if w := g.String(ownerAttr(u.Key)); w != "" {
+		u.Owner, u.Lease = w, time.UnixMilli(g.Int(leaseAttr(u.Key)))
+	}
+	return nil
+}
+
+// withGroup reads u's group and sets what it holds of u (fromGroup).
+func (s *Store) withGroup(ctx context.Context, crawl string, u URL) (URL, error) {
+	if u.State != Queued {
+		return u, nil
+	}
+	g, err := s.t.Get(ctx, groupKey(crawl, GroupOf(u)))
+	if errors.Is(err, table.ErrNotFound) {
+		return u, nil
+	}
+	if err != nil {
+		return u, fmt.Errorf("read the group of %s: %w", u.Key, err)
+	}
+	return u, u.fromGroup(g)
+}
+
+// Record writes the outcomes of URLs of group, claimed by their Owners, in one write, and counts
+// them. It leaves out, and returns, the keys of URLs whose claims another owner took over since
+// (their leases ran out): those are theirs to record.
 func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome) (lost []string, err error) {
 	if len(outs) == 0 {
 		return nil, nil
@@ -152,6 +212,7 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 	}
 	for {
 		set := map[string]any{attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires}
+		var remove []string
 		conds := make([]table.Cond, 0, len(outs))
 		for _, o := range outs {
 			if !o.State.Terminal() {
@@ -162,9 +223,16 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 				return lost, fmt.Errorf("record %s: %w", o.Key, err)
 			}
 			set[outcomeAttr(o.Key)] = v
-			conds = append(conds, table.NotExists(takenAttr(o.Key)))
+			if o.Redrivable {
+				set[redriveAttr(o.Key)] = true
+			} else {
+				remove = append(remove, redriveAttr(o.Key))
+			}
+			// The claim has done its work: the outcome keeps every other message off the URL.
+			remove = append(remove, ownerAttr(o.Key), leaseAttr(o.Key))
+			conds = append(conds, table.Eq(ownerAttr(o.Key), ownerTag(o.Owner)))
 		}
-		_, err := s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: set}, table.And(conds...))
+		_, err := s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: set, Remove: remove}, table.And(conds...))
 		cf, taken := table.IsConditionFailed(err)
 		if err != nil && !taken {
 			return lost, fmt.Errorf("record the outcomes of %s: %w", group, err)
@@ -173,7 +241,7 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 			// Another owner took some of these URLs over: record the others.
 			kept := outs[:0:0]
 			for _, o := range outs {
-				if cf.Item.Has(takenAttr(o.Key)) {
+				if cf.Item.String(ownerAttr(o.Key)) != ownerTag(o.Owner) {
 					lost = append(lost, o.Key)
 				} else {
 					kept = append(kept, o)
@@ -200,64 +268,4 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 		}
 		return lost, s.count(ctx, crawl, counts)
 	}
-}
-
-// withOutcome reads the outcome of u, a claimed URL, from its owner's group, if there is one.
-func (s *Store) withOutcome(ctx context.Context, crawl string, u URL) (URL, error) {
-	if u.State != Queued || u.Owner == "" {
-		return u, nil
-	}
-	it, err := s.t.Get(ctx, groupKey(crawl, GroupOf(u.Owner)))
-	if errors.Is(err, table.ErrNotFound) {
-		return u, nil
-	}
-	if err != nil {
-		return u, fmt.Errorf("read the outcome of %s: %w", u.Key, err)
-	}
-	if raw := it.String(outcomeAttr(u.Key)); raw != "" && !it.Has(takenAttr(u.Key)) {
-		return u, u.apply(raw)
-	}
-	return u, nil
-}
-
-// takeOver claims u, held by another owner whose lease ran out (or whose outcome for it is a
-// redrivable failure), for owner. It returns ErrClaimed when u is done, or held by a live owner.
-func (s *Store) takeOver(ctx context.Context, crawl, key, owner string, lease time.Duration, held URL) (URL, error) {
-	now := s.Now()
-	u, err := s.withOutcome(ctx, crawl, held)
-	if err != nil {
-		return URL{}, err
-	}
-	prev := Queued
-	switch {
-	case u.State == Failed && u.redrive:
-		prev = Failed // its message went to the DLQ and came back
-	case u.State != Queued:
-		return URL{}, ErrClaimed // done
-	case u.Lease.After(now):
-		return URL{}, ErrClaimed // a live owner holds it
-	default:
-		// The owner's lease ran out before it recorded the URL: mark the URL taken in its group,
-		// unless it recorded it meanwhile.
-		_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u.Owner)), table.Update{Set: map[string]any{takenAttr(key): true}},
-			table.NotExists(outcomeAttr(key)))
-		if _, done := table.IsConditionFailed(err); done {
-			return URL{}, ErrClaimed
-		}
-		if err != nil {
-			return URL{}, fmt.Errorf("take %s over: %w", key, err)
-		}
-	}
-	it, err := s.t.Update(ctx, URLKey(crawl, key), table.Update{Set: map[string]any{
-		attrOwner: owner, attrLease: now.Add(lease).UnixMilli(), attrUpdated: now.UnixMilli(),
-	}}, table.And(table.Eq(attrOwner, held.Owner), table.Eq(attrLease, held.Lease.UnixMilli())))
-	if _, moved := table.IsConditionFailed(err); moved {
-		return URL{}, ErrClaimed // its owner claimed it again, or another worker took it
-	}
-	if err != nil {
-		return URL{}, fmt.Errorf("take %s over: %w", key, err)
-	}
-	claimed := urlFrom(key, it)
-	claimed.State = prev
-	return claimed, nil
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
-// testOutcomes: a fetch message's outcomes are one write, read back by Get and ScanURLs as the
-// URLs' states; a same-owner redelivery finds them done; a redriven failure is claimed again.
+// testOutcomes: a fetch message's URLs, admitted in one group, are claimed in one write and
+// recorded in another, their own items never written after their admission; Get and ScanURLs read
+// the outcomes back as the URLs' states; a redelivery finds them done; a redriven failure is
+// claimed again.
 func testOutcomes(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	w := &writeCount{Table: tb}
@@ -26,12 +28,20 @@ func testOutcomes(t *testing.T, tb table.Table) {
 	keys := make([]string, len(urls))
 	for i, u := range urls {
 		keys[i] = urlnorm.Key(u)
-		if res, err := s.Admit(ctx, crawl, keys[i], u, u, 0, "L"); err != nil || res != Admitted {
-			t.Fatalf("Admit %s = %v, %v", u, res, err)
+		if res, g, err := s.AdmitIn(ctx, crawl, "G", keys[i], u, u, 0, "L"); err != nil || res != Admitted || g != "G" {
+			t.Fatalf("AdmitIn %s = %v, %q, %v; want admitted in G", u, res, g, err)
 		}
-		if _, err := s.Claim(ctx, crawl, keys[i], "M#"+string(rune('0'+i)), time.Minute); err != nil {
-			t.Fatalf("Claim %s: %v", u, err)
-		}
+	}
+	before := make([]int, len(keys))
+	for i, k := range keys {
+		before[i] = w.writes(URLKey(crawl, k))
+	}
+	got, err := s.ClaimGroup(ctx, crawl, "G", "M", nil, time.Minute, keys)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("ClaimGroup = %v, %v; want the 3 URLs", got, err)
+	}
+	if n := w.writes(groupKey(crawl, "G")); n != 1 {
+		t.Errorf("claiming the message's 3 URLs took %d writes, want 1", n)
 	}
 	file := "pages/" + crawl + "/a.warc.gz"
 	page := Page{WARCKey: file, Offset: 120, Length: 4567, FinalURL: urls[0], Status: 200, ContentType: "text/html",
@@ -39,23 +49,19 @@ func testOutcomes(t *testing.T, tb table.Table) {
 	redirected := page
 	redirected.FinalURL, redirected.Msg = "http://a.test/moved", message.PageName(file, 120)
 	outs := []Outcome{
-		{Key: keys[0], URL: urls[0], State: Fetched, Prev: Queued, Page: &page},
-		{Key: keys[1], URL: urls[1], State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.Robots, "disallowed")},
-		{Key: keys[2], URL: urls[2], State: Failed, Prev: Queued, Cause: errclass.Errorf(errclass.HTTP5xx, "status 503"), Redrivable: true},
+		{Key: keys[0], URL: urls[0], State: Fetched, Prev: Queued, Page: &page, Owner: "M"},
+		{Key: keys[1], URL: urls[1], State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.Robots, "disallowed"), Owner: "M"},
+		{Key: keys[2], URL: urls[2], State: Failed, Prev: Queued, Cause: errclass.Errorf(errclass.HTTP5xx, "status 503"), Redrivable: true, Owner: "M"},
 	}
-	before := make([]int, len(keys))
-	for i, k := range keys {
-		before[i] = w.writes(URLKey(crawl, k))
-	}
-	if lost, err := s.Record(ctx, crawl, "M", outs); err != nil || len(lost) != 0 {
+	if lost, err := s.Record(ctx, crawl, "G", outs); err != nil || len(lost) != 0 {
 		t.Fatalf("Record = %v, %v", lost, err)
 	}
-	if n := w.writes(groupKey(crawl, "M")); n != 1 {
-		t.Errorf("the message's outcomes took %d writes, want 1", n)
+	if n := w.writes(groupKey(crawl, "G")); n != 2 {
+		t.Errorf("the message's claim and outcomes took %d writes, want 2", n)
 	}
 	for i, k := range keys {
 		if n := w.writes(URLKey(crawl, k)) - before[i]; n != 0 {
-			t.Errorf("recording %s wrote its URL item %d times, want 0", urls[i], n)
+			t.Errorf("claiming and recording %s wrote its URL item %d times, want 0", urls[i], n)
 		}
 	}
 	check := func(how string, got map[string]URL) {
@@ -88,23 +94,27 @@ func testOutcomes(t *testing.T, tb table.Table) {
 	if err != nil || cnt.Fetched != 1 || cnt.Skipped != 1 || cnt.Failed != 1 || cnt.Pending() != 0 {
 		t.Errorf("counters = %+v, %v; want 1 fetched, 1 skipped, 1 failed, none pending", cnt, err)
 	}
+	// Admitting a URL again finds it done: known, in its group.
+	if res, g, err := s.AdmitIn(ctx, crawl, "other", keys[0], urls[0], urls[0], 0, "L2"); err != nil || res != Known || g != "G" {
+		t.Errorf("AdmitIn of a fetched URL = %v, %q, %v; want known, in G", res, g, err)
+	}
 
 	// The same message delivered again finds its URLs done.
-	if _, err := s.Claim(ctx, crawl, keys[0], "M#0", time.Minute); !errors.Is(err, ErrClaimed) {
-		t.Errorf("a redelivery claimed a URL its message recorded: %v", err)
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "M", nil, time.Minute, keys[:2]); err != nil || len(got) != 0 {
+		t.Errorf("a redelivery claimed URLs its message recorded: %v, %v", got, err)
 	}
 	// A failure that went to the DLQ is claimed again by its redriven message, whatever its id.
-	u, err := s.Claim(ctx, crawl, keys[2], "R", time.Minute)
-	if err != nil || u.State != Failed {
-		t.Fatalf("the redriven message's claim = %+v, %v; want the failed URL", u, err)
+	got, err = s.ClaimGroup(ctx, crawl, "G", "R", nil, time.Minute, keys)
+	if err != nil || len(got) != 1 || got[keys[2]] != Failed {
+		t.Fatalf("the redriven message's claim = %v, %v; want only the failed URL, as failed", got, err)
 	}
-	if lost, err := s.Record(ctx, crawl, "R", []Outcome{{Key: keys[2], URL: urls[2], State: Fetched, Prev: u.State,
-		Page: &redirected}}); err != nil || len(lost) != 0 {
+	if lost, err := s.Record(ctx, crawl, "G", []Outcome{{Key: keys[2], URL: urls[2], State: Fetched, Prev: Failed,
+		Page: &redirected, Owner: "R"}}); err != nil || len(lost) != 0 {
 		t.Fatalf("Record after the redrive = %v, %v", lost, err)
 	}
-	got, err := s.Get(ctx, crawl, keys[2])
-	if err != nil || got.State != Fetched || !reflect.DeepEqual(*got.Page, redirected) {
-		t.Errorf("after the redrive, Get = %s %+v, %v; want fetched %+v", got.State, got.Page, err, redirected)
+	u, err := s.Get(ctx, crawl, keys[2])
+	if err != nil || u.State != Fetched || !reflect.DeepEqual(*u.Page, redirected) {
+		t.Errorf("after the redrive, Get = %s %+v, %v; want fetched %+v", u.State, u.Page, err, redirected)
 	}
 	if cnt, _ := s.Counters(ctx, crawl); cnt.Fetched != 2 || cnt.Failed != 0 {
 		t.Errorf("counters after the redrive = %+v, want 2 fetched, none failed", cnt)
@@ -112,7 +122,8 @@ func testOutcomes(t *testing.T, tb table.Table) {
 }
 
 // testTakenOverURLIsNotRecordedByItsOldOwner: a claim whose lease ran out is taken over, and the
-// old owner, still at work, can no longer record the URL (nor count it); it records the others.
+// old owner, still at work, can no longer record the URL (nor count it); it records the others. A
+// message re-queued by the owner (naming it in Prev) takes its claim over while it is live.
 func testTakenOverURLIsNotRecordedByItsOldOwner(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	s := New(tb)
@@ -121,29 +132,26 @@ func testTakenOverURLIsNotRecordedByItsOldOwner(t *testing.T, tb table.Table) {
 	crawl := crawlName(t)
 	slow, other := urlnorm.Key("http://a.test/slow"), urlnorm.Key("http://a.test/other")
 	for _, k := range []string{slow, other} {
-		s.Admit(ctx, crawl, k, "http://a.test/"+k, "http://a.test/", 0, "L")
+		s.AdmitIn(ctx, crawl, "G", k, "http://a.test/"+k, "http://a.test/", 0, "L")
 	}
-	if _, err := s.Claim(ctx, crawl, slow, "A#0", time.Minute); err != nil {
-		t.Fatal(err)
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "A", nil, time.Minute, []string{slow, other}); err != nil || len(got) != 2 {
+		t.Fatalf("A's claim = %v, %v", got, err)
 	}
-	if _, err := s.Claim(ctx, crawl, other, "A#1", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Claim(ctx, crawl, slow, "B", time.Minute); !errors.Is(err, ErrClaimed) {
-		t.Fatalf("B claimed a live lease: %v", err)
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "B", nil, time.Minute, []string{slow}); err != nil || len(got) != 0 {
+		t.Fatalf("B claimed a live lease: %v, %v", got, err)
 	}
 	c.t = c.t.Add(2 * time.Minute)
-	if _, err := s.Claim(ctx, crawl, slow, "B", time.Minute); err != nil {
-		t.Fatalf("B could not take over an expired lease: %v", err)
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "B", nil, time.Minute, []string{slow}); err != nil || len(got) != 1 {
+		t.Fatalf("B could not take over an expired lease: %v, %v", got, err)
 	}
-	lost, err := s.Record(ctx, crawl, "A", []Outcome{
-		{Key: slow, State: Fetched, Prev: Queued, Page: &Page{WARCKey: "pages/a.warc.gz", Length: 1}},
-		{Key: other, State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.Robots, "no")},
+	lost, err := s.Record(ctx, crawl, "G", []Outcome{
+		{Key: slow, State: Fetched, Prev: Queued, Page: &Page{WARCKey: "pages/a.warc.gz", Length: 1}, Owner: "A"},
+		{Key: other, State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.Robots, "no"), Owner: "A"},
 	})
 	if err != nil || !reflect.DeepEqual(lost, []string{slow}) {
 		t.Fatalf("A's Record = %v, %v; want the slow URL lost", lost, err)
 	}
-	if u, _ := s.Get(ctx, crawl, slow); u.State != Queued || u.Owner != "B" {
+	if u, _ := s.Get(ctx, crawl, slow); u.State != Queued || u.Owner != ownerTag("B") {
 		t.Errorf("the taken-over URL = %s owned by %q, want queued, B's", u.State, u.Owner)
 	}
 	if u, _ := s.Get(ctx, crawl, other); u.State != Skipped {
@@ -152,15 +160,27 @@ func testTakenOverURLIsNotRecordedByItsOldOwner(t *testing.T, tb table.Table) {
 	if cnt, _ := s.Counters(ctx, crawl); cnt.Fetched != 0 || cnt.Skipped != 1 {
 		t.Errorf("counters = %+v, want only A's skip", cnt)
 	}
-	if ok, err := s.FinishFetched(ctx, crawl, slow, "B", Queued, Page{WARCKey: "pages/b.warc.gz", Length: 1}); !ok || err != nil {
-		t.Fatalf("B's finish = %v, %v", ok, err)
+	// B re-queues the URL to wait: the new message C names B, and takes the live claim over; a
+	// message D that names nobody does not.
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "D", []string{"X"}, time.Minute, []string{slow}); err != nil || len(got) != 0 {
+		t.Errorf("D took B's live claim: %v, %v", got, err)
 	}
-	if u, _ := s.Get(ctx, crawl, slow); u.State != Fetched || u.Page.WARCKey != "pages/b.warc.gz" {
-		t.Errorf("after B's finish: %s %+v, want fetched from B's file", u.State, u.Page)
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "C", []string{"B"}, time.Minute, []string{slow}); err != nil || len(got) != 1 {
+		t.Fatalf("C, re-queued by B, could not take its claim: %v, %v", got, err)
+	}
+	if lost, err := s.Record(ctx, crawl, "G", []Outcome{{Key: slow, State: Fetched, Prev: Queued,
+		Page: &Page{WARCKey: "pages/b.warc.gz", Length: 1}, Owner: "B"}}); err != nil || len(lost) != 1 {
+		t.Errorf("B recorded a URL whose claim passed to C: %v, %v", lost, err)
+	}
+	if ok, err := s.FinishFetched(ctx, crawl, slow, "C", Queued, Page{WARCKey: "pages/c.warc.gz", Length: 1}); !ok || err != nil {
+		t.Fatalf("C's finish = %v, %v", ok, err)
+	}
+	if u, _ := s.Get(ctx, crawl, slow); u.State != Fetched || u.Page.WARCKey != "pages/c.warc.gz" {
+		t.Errorf("after C's finish: %s %+v, want fetched from C's file", u.State, u.Page)
 	}
 	// A URL recorded before its lease ran out is done, not taken over.
 	c.t = c.t.Add(2 * time.Minute)
-	if _, err := s.Claim(ctx, crawl, other, "C", time.Minute); !errors.Is(err, ErrClaimed) {
+	if _, err := s.Claim(ctx, crawl, other, "E", time.Minute); !errors.Is(err, ErrClaimed) {
 		t.Errorf("a recorded URL was taken over once its lease ran out: %v", err)
 	}
 }

@@ -7,21 +7,21 @@ import (
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
-// Reading URLs: one (Get, Peek) or all of a crawl's (ScanURLs), each with its outcome where its
-// owner's group recorded one (outcomes.go).
+// Reading URLs: one (Get, Peek, Unsent) or all of a crawl's (ScanURLs), each as its group holds
+// it (outcomes.go).
 
-// Get returns the URL item, with its outcome if its owner's group recorded one (see Record), or
+// Get returns the URL item, with its claim or outcome as its group holds them, or
 // table.ErrNotFound.
 func (s *Store) Get(ctx context.Context, crawl, key string) (URL, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, key))
 	if err != nil {
 		return URL{}, fmt.Errorf("get url %s: %w", key, err)
 	}
-	return s.withOutcome(ctx, crawl, urlFrom(key, it))
+	return s.withGroup(ctx, crawl, urlFrom(key, it))
 }
 
-// Peek returns the URL item as it is, without the outcome its owner's group may hold: enough to
-// tell whether a worker holds it (URL.Unsent).
+// Peek returns the URL item as it is, without what its group holds: enough to tell whether it was
+// admitted, and by which message.
 func (s *Store) Peek(ctx context.Context, crawl, key string) (URL, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, key))
 	if err != nil {
@@ -30,9 +30,26 @@ func (s *Store) Peek(ctx context.Context, crawl, key string) (URL, error) {
 	return urlFrom(key, it), nil
 }
 
-// ScanURLs calls fn for every URL item of the crawl, with its outcome as Get reads it (for tests,
-// audits and reports; not the hot path). It holds the crawl's recorded outcomes in memory, about
-// a hundred bytes a URL.
+// Unsent reports whether the Links message by must send the URL's fetch message again
+// (URL.Unsent), with the URL's group; it returns table.ErrNotFound when the URL has no item. Its
+// group is read only when by admitted it.
+func (s *Store) Unsent(ctx context.Context, crawl, key, by string) (bool, string, error) {
+	u, err := s.Peek(ctx, crawl, key)
+	if err != nil {
+		return false, "", err
+	}
+	if !u.Unsent(by) {
+		return false, GroupOf(u), nil
+	}
+	u, err = s.withGroup(ctx, crawl, u)
+	if err != nil {
+		return false, "", err
+	}
+	return u.Unsent(by), GroupOf(u), nil
+}
+
+// ScanURLs calls fn for every URL item of the crawl, as Get reads it (for tests, audits and
+// reports; not the hot path). It holds the crawl's groups in memory, about a hundred bytes a URL.
 func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) error {
 	groups := map[string]table.Item{}
 	gprefix := groupKey(crawl, "")
@@ -41,17 +58,13 @@ func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("scan the outcomes of %s: %w", crawl, err)
+		return fmt.Errorf("scan the groups of %s: %w", crawl, err)
 	}
 	prefix := URLKey(crawl, "")
 	return s.t.Scan(ctx, prefix, func(key string, it table.Item) error {
 		u := urlFrom(key[len(prefix):], it)
-		if g, ok := groups[GroupOf(u.Owner)]; ok && u.State == Queued && u.Owner != "" {
-			if raw := g.String(outcomeAttr(u.Key)); raw != "" && !g.Has(takenAttr(u.Key)) {
-				if err := u.apply(raw); err != nil {
-					return err
-				}
-			}
+		if err := u.fromGroup(groups[GroupOf(u)]); err != nil {
+			return err
 		}
 		return fn(u)
 	})

@@ -15,11 +15,13 @@ func (s *Store) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
 	if u.State != Skipped {
 		return false, fmt.Errorf("reopen %s: it is %s, not skipped", u.URL, u.State)
 	}
-	// A URL skipped at its fetch has its outcome in its owner's group and stays queued in its item,
-	// which still names the owner; one refused at its admission is skipped in its item.
+	// A URL skipped at its fetch (or before its send) has its outcome in its group and stays
+	// queued in its item; one refused at its admission is skipped in its item. An item taken away
+	// leaves its group's outcome behind, for a message of the old group to find done; admitted
+	// again, the URL gets a group of its own.
 	cond := table.And(table.Eq(attrState, string(Skipped)), table.Eq(attrClass, string(u.Class)))
-	if u.Owner != "" {
-		cond = table.Eq(attrOwner, u.Owner)
+	if u.outcome != "" {
+		cond = table.Eq(attrState, string(Queued))
 	}
 	err := s.t.Delete(ctx, URLKey(crawl, u.Key), cond)
 	if _, moved := table.IsConditionFailed(err); moved {

@@ -31,8 +31,8 @@ func testReopen(t *testing.T, tb table.Table) {
 			t.Fatal(err)
 		}
 	}
-	outs := []Outcome{{Key: sk, URL: skipped, State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.SSRF, "not public")}}
-	if _, err := s.Record(ctx, crawl, "M", outs); err != nil {
+	outs := []Outcome{{Key: sk, URL: skipped, State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.SSRF, "not public"), Owner: "M#1"}}
+	if _, err := s.Record(ctx, crawl, sk, outs); err != nil { // admitted as a group of its own
 		t.Fatal(err)
 	}
 	if err := s.WriteCounters(ctx); err != nil {

@@ -98,3 +98,38 @@ func (s *Store) BookSlots(ctx context.Context, host string, interval time.Durati
 	}
 	return out, nil
 }
+
+// SlotGuess guesses, without a read or a write, when the kth (from 0) of the host's next slots
+// that this store books at interval will start: its spares first, then the host's next free slot
+// as this store last saw it, but none sooner than lead from now. Schedule groups the URLs it
+// admits by it, before it books them (frontier.groups): a guess that turns out wrong costs a fetch
+// message more, nothing else.
+func (s *Store) SlotGuess(host string, interval, lead time.Duration, k int) time.Time {
+	now := s.Now()
+	gap := max(interval, s.Throttled(host))
+	if gap <= 0 {
+		return now
+	}
+	earliest := now.Add(lead).UnixMilli()
+	if v, ok := s.spare.Load(spareKey{host, gap}); ok {
+		sp := v.(*spares)
+		sp.mu.Lock()
+		usable := 0
+		for _, t := range sp.at {
+			if t >= earliest {
+				if usable == k {
+					sp.mu.Unlock()
+					return time.UnixMilli(t)
+				}
+				usable++
+			}
+		}
+		sp.mu.Unlock()
+		k -= usable
+	}
+	next := earliest
+	if v, ok := s.slotSeen.Load(host); ok {
+		next = max(next, v.(int64))
+	}
+	return time.UnixMilli(next + int64(k)*gap.Milliseconds())
+}

@@ -10,8 +10,8 @@ import (
 )
 
 // A batch's outcomes wait in a book until they are recorded, one write per fetch message (its
-// group: crawlstate.Record) rather than one per URL. The pages' outcomes are recorded before their
-// parse messages go out (the outbox, see storeCrawl), the others with them; a record whose
+// URLs' group: crawlstate.Record) rather than one per URL. The pages' outcomes are recorded before
+// their parse messages go out (the outbox, see storeCrawl), the others with them; a record whose
 // outcome could not be recorded fails, and its redelivery claims the URL again (the same owner
 // may) and does it again.
 
@@ -22,7 +22,7 @@ type book struct {
 	order  []groupRef
 }
 
-// groupRef names a group: a fetch message of a crawl.
+// groupRef names a group of a crawl (crawlstate.GroupOf).
 type groupRef struct{ crawl, group string }
 
 // booked is one record's outcome.
@@ -41,7 +41,8 @@ func withBook(ctx context.Context) (context.Context, *book) {
 
 // add books f's outcome, to be recorded with its group's others.
 func (b *book) add(f *fetched, out crawlstate.Outcome) {
-	ref := groupRef{crawl: f.msg.Crawl, group: crawlstate.GroupOf(f.owner)}
+	out.Owner = f.owner
+	ref := groupRef{crawl: f.msg.Crawl, group: f.group}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.groups[ref]; !ok {
@@ -75,7 +76,8 @@ func (h *Handler) recordOne(ctx context.Context, f *fetched, out crawlstate.Outc
 		b.add(f, out)
 		return nil
 	}
-	lost, err := h.state.Record(ctx, f.msg.Crawl, crawlstate.GroupOf(f.owner), []crawlstate.Outcome{out})
+	out.Owner = f.owner
+	lost, err := h.state.Record(ctx, f.msg.Crawl, f.group, []crawlstate.Outcome{out})
 	if err == nil && len(lost) > 0 {
 		h.log.Warn("lost the claim before finishing", "url", f.msg.URL)
 	}

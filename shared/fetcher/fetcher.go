@@ -180,11 +180,13 @@ func New(cfg Config, d Deps) *Handler {
 
 // fetched is a page waiting for the batch's WARC file.
 type fetched struct {
-	rec   events.SQSMessage
-	msg   *message.Fetch
-	key   string
-	prev  crawlstate.State
-	owner string
+	rec  events.SQSMessage
+	msg  *message.Fetch
+	key  string
+	prev crawlstate.State
+	// owner is the claim's owner: the id of the record's message (ownerOf); group is the URL's
+	// group, where it is claimed and recorded (crawlstate.GroupOf).
+	owner, group string
 	// claimed: the URL is held for owner (see claim); prev is its state when claimed.
 	claimed bool
 	resp    *httpfetch.Response
@@ -198,6 +200,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	ctx, _ = withBook(ctx)
 	ev, held := h.holdPaused(ctx, ev)
 	one, parts := split(ev)
+	ctx = withClaims(ctx, parts)
 	resp := sqsbatch.Collect(ctx, h.batch, one, h.fetchOne, h.storeAll)
 	resp.BatchItemFailures = h.regroup(ctx, parts, resp.BatchItemFailures)
 	if len(held) > 0 {
@@ -221,14 +224,17 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
 	}
 	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
-		return nil, h.resend(ctx, m, wait) // still inside a long Retry-After: keep waiting
+		return nil, h.resend(ctx, m, ownerOf(rec.MessageId), wait) // still inside a long Retry-After: keep waiting
 	}
 	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxInlineWait+h.cfg.SlotLead {
-		return nil, h.resend(ctx, m, wait) // early for its politeness slot: keep waiting
+		return nil, h.resend(ctx, m, ownerOf(rec.MessageId), wait) // early for its politeness slot: keep waiting
 	}
 	// The URL is claimed only once its politeness slot is in hand: a message that must wait for
 	// its host goes back to the queue holding its slot, and never takes and gives back a claim.
-	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: rec.MessageId}
+	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: ownerOf(rec.MessageId), group: m.Group}
+	if f.group == "" {
+		f.group = f.key // admitted as a group of its own
+	}
 	ctx, crawl, err := h.crawlContext(ctx, m.Crawl)
 	if err != nil {
 		return nil, err

@@ -624,10 +624,18 @@ func TestFetchOutcomes(t *testing.T) {
 			if it.State != c.state || it.Class != c.class {
 				t.Errorf("url = %s/%s (%s), want %s/%s", it.State, it.Class, it.Detail, c.state, c.class)
 			}
-			// A URL with an outcome keeps its claim (the outcome is in its owner's group); one
-			// without must be given back.
+			// A claim left on a URL without an outcome must pass to whatever fetches it next:
+			// the message's redelivery, or the message it was re-queued as.
 			if it.State == crawlstate.Queued && it.Owner != "" {
-				t.Errorf("the claim of %s was not released: owner %q", c.path, it.Owner)
+				if c.failed {
+					orig, err := message.DecodeFetch(rec.Body)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := e.claimAs(orig, "msg-1"); err != nil {
+						t.Errorf("the redelivery of msg-1 cannot claim %s: %v", c.path, err)
+					}
+				}
 			}
 			if n := e.site.hitsOf(c.path); n != c.hits {
 				t.Errorf("%d requests for %s, want %d", n, c.path, c.hits)
@@ -648,9 +656,31 @@ func TestFetchOutcomes(t *testing.T) {
 					t.Errorf("re-queued with %d retries on receive %d, want %d retries on a fresh message",
 						m.Retries, q.ReceiveCount, c.retries+1)
 				}
+				if err := e.claimAs(m, "msg-next"); err != nil {
+					t.Errorf("the re-queued message of %s cannot claim it: %v", c.path, err)
+				}
 			}
 		})
 	}
+}
+
+// claimAs claims m's URL as a message with id owner would: in its group, passed on from the owners
+// m names (message.Target.Prev). It returns crawlstate.ErrClaimed when the URL is held or done.
+func (e *env) claimAs(m *message.Fetch, owner string) error {
+	e.t.Helper()
+	key := urlnorm.Key(m.URL)
+	group := m.Group
+	if group == "" {
+		group = key
+	}
+	got, err := e.state.ClaimGroup(context.Background(), m.Crawl, group, owner, m.Prev, time.Minute, []string{key})
+	if err != nil {
+		return err
+	}
+	if _, ok := got[key]; !ok {
+		return crawlstate.ErrClaimed
+	}
+	return nil
 }
 
 // requeued returns the one fetch message re-sent to the fetch queue and its requested delay.
@@ -681,8 +711,11 @@ func TestLongRetryAfterIsRequeuedWithADelay(t *testing.T) {
 	if delay != queue.MaxDelay {
 		t.Errorf("delay = %v, want %v (Retry-After: 3600, capped at SQS's longest delay)", delay, queue.MaxDelay)
 	}
-	if it := e.item("/slow-down"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
-		t.Errorf("url = %+v, want queued and unclaimed", it)
+	if it := e.item("/slow-down"); it.State != crawlstate.Queued {
+		t.Errorf("url = %+v, want queued", it)
+	}
+	if err := e.claimAs(m, "msg-2"); err != nil {
+		t.Errorf("the re-queued message cannot claim its URL: %v", err)
 	}
 	// The rest of the hour is chained: the re-queued message carries when it may be fetched, and
 	// receiving it early sends it on again without a request.
@@ -740,19 +773,23 @@ func TestPolitenessWaitIsRequeuedAndBurnsNoReceives(t *testing.T) {
 			if it := e.item("/about"); it.State != crawlstate.Queued || it.Lease.After(time.Now()) {
 				t.Errorf("url = %+v, want queued and unclaimed", it)
 			}
-			// A first delivery has no claim to take and give back; a redelivery gives back the
-			// claim an earlier delivery may have left (one conditional update).
-			if n, want := e.urls.Writes()-before, int64(min(receives-1, 1)); n != want {
-				t.Errorf("%d updates of the URL item while it waited for its host, want %d", n, want)
+			// Nothing is claimed before the slot is in hand, and a claim an earlier delivery may
+			// have left passes to the re-queued message (its Prev): no write at all.
+			if n := e.urls.Writes() - before; n != 0 {
+				t.Errorf("%d table writes while it waited for its host, want 0", n)
+			}
+			if receives > 1 && !slices.Contains(m.Prev, "msg-1") {
+				t.Errorf("the re-queued message of a redelivery names %v as the owners before it, want msg-1", m.Prev)
 			}
 		})
 	}
 }
 
-// A delivery that failed after its claim, and could not give the claim back, leaves it under the
-// message's id. If the redelivery must wait for its host, it is re-sent as a new message: the old
-// claim goes with it, or the URL would be held with no message left to fetch it.
-func TestARedeliveryThatWaitsGivesBackItsEarlierClaim(t *testing.T) {
+// A delivery that failed after its claim leaves it under the message's id. If the redelivery must
+// wait for its host, it is re-sent as a new message: the old claim passes to it (its Prev names
+// the old owner), or the URL would be held with no message left to fetch it; a message that
+// names no such owner still finds the URL held.
+func TestARedeliveryThatWaitsPassesItsEarlierClaimOn(t *testing.T) {
 	interval := 100 * time.Second
 	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
 	rec := e.record("msg-1", "/about", 2)
@@ -775,8 +812,11 @@ func TestARedeliveryThatWaitsGivesBackItsEarlierClaim(t *testing.T) {
 	if again.Slot.IsZero() {
 		t.Fatalf("re-queued %+v, want it to hold a slot", again)
 	}
-	if _, err := e.state.Claim(context.Background(), m.Crawl, key, "msg-2", time.Minute); err != nil {
-		t.Errorf("the re-sent message cannot claim the URL: %v (the earlier claim was kept)", err)
+	if err := e.claimAs(&message.Fetch{Header: again.Header, Target: message.Target{URL: again.URL}}, "msg-3"); !errors.Is(err, crawlstate.ErrClaimed) {
+		t.Errorf("a stranger's message claimed the URL held for the re-sent one: %v", err)
+	}
+	if err := e.claimAs(again, "msg-2"); err != nil {
+		t.Errorf("the re-sent message cannot claim the URL: %v (the earlier claim did not pass on)", err)
 	}
 }
 
@@ -1068,7 +1108,7 @@ func TestHeldPolitenessSlot(t *testing.T) {
 func TestAFetchMessageWithoutItsItemIsDropped(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := e.record("m1", "/", 1)
-	if err := e.state.Unadmit(context.Background(), crawl, keyOf(t, e.url("/"))); err != nil {
+	if err := e.state.Unadmit(context.Background(), crawl, keyOf(t, e.url("/")), keyOf(t, e.url("/"))); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.handle(rec); len(got) != 0 {
@@ -1145,8 +1185,14 @@ func TestAFailedURLOfAMessageOfSeveralGoesBackAlone(t *testing.T) {
 	}
 	for p, want := range map[string]crawlstate.State{"/": crawlstate.Fetched, "/about": crawlstate.Fetched,
 		"/busy": crawlstate.Queued, "/old": crawlstate.Queued} {
-		if it := e.item(p); it.State != want || it.State == crawlstate.Queued && it.Owner != "" {
-			t.Errorf("%s = %+v, want %s and not held", p, it, want)
+		if it := e.item(p); it.State != want {
+			t.Errorf("%s = %+v, want %s", p, it, want)
+		}
+	}
+	// The claims the message of several took pass to the URLs sent back alone.
+	for _, m := range back {
+		if err := e.claimAs(m, "msg-alone"); err != nil {
+			t.Errorf("%s sent back alone cannot claim its URL: %v", m.URL, err)
 		}
 	}
 	var pages []string

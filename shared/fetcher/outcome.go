@@ -26,18 +26,18 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 	if f.claimed {
 		return false, nil
 	}
-	claimed, err := h.state.Claim(ctx, f.msg.Crawl, f.key, f.owner, h.cfg.Lease)
+	prev, err := h.claimURL(ctx, f)
 	if errors.Is(err, crawlstate.ErrClaimed) {
 		h.log.Debug("duplicate fetch message", "url", f.msg.URL)
 		again, err := h.resendParse(ctx, f.msg, f.key, f.owner)
 		if again == nil || err != nil {
 			return true, err
 		}
-		claimed = *again
+		prev = again.State
 	} else if err != nil {
 		return false, err
 	}
-	f.prev, f.claimed = claimed.State, true
+	f.prev, f.claimed = prev, true
 	return false, nil
 }
 
@@ -65,7 +65,9 @@ func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, c
 }
 
 // fail handles a transient failure: the record fails and is delivered again, except on its last
-// allowed receive, where the URL is recorded as failed and the message moves on to the DLQ.
+// allowed receive, where the URL is recorded as failed and the message moves on to the DLQ. A
+// claim it holds stays: its redelivery claims again under the same owner, and a URL of a message
+// of several goes back alone carrying the owner (split.go).
 func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 	if sqsbatch.ReceiveCount(f.rec) >= h.cfg.MaxReceive {
 		if dup, err := h.claim(ctx, f); dup || err != nil {
@@ -77,25 +79,7 @@ func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 		}
 		return fmt.Errorf("giving up on %s after %d receives: %w", f.msg.URL, h.cfg.MaxReceive, cause)
 	}
-	if err := h.unclaim(ctx, f); err != nil {
-		return errors.Join(cause, err)
-	}
 	return fmt.Errorf("fetch %s: %w", f.msg.URL, cause)
-}
-
-// unclaim gives the URL back if this message holds it: it claimed it in this delivery, or it
-// may have in an earlier one that failed before giving it back (its Release failed, or the process
-// died). A message re-sent to wait is a new message with a new id: a claim left under the old id
-// would hold the URL until its lease ran out, with no message left to fetch it then.
-func (h *Handler) unclaim(ctx context.Context, f *fetched) error {
-	if !f.claimed && sqsbatch.ReceiveCount(f.rec) <= 1 {
-		return nil
-	}
-	if err := h.state.Release(ctx, f.msg.Crawl, f.key, f.owner); err != nil {
-		return err
-	}
-	f.claimed = false
-	return nil
 }
 
 // requeue re-sends the fetch message to wait (for its host, or a fresh invocation) and
@@ -132,18 +116,18 @@ func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duratio
 				errclass.Errorf(errclass.Internal, "waited for the host %d times", h.cfg.MaxWaits))
 		}
 	}
-	if err := h.unclaim(ctx, f); err != nil {
-		return err
-	}
 	if wait > queue.MaxDelay {
 		next.NotBefore = h.Now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
 	}
-	return h.resend(ctx, &next, wait)
+	return h.resend(ctx, &next, f.owner, wait)
 }
 
 // resend sends m to the fetch queue again, delayed by wait (at least a second, at most SQS's
-// 15 minutes; a longer wait is chained through m.NotBefore).
-func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Duration) error {
+// 15 minutes; a longer wait is chained through m.NotBefore). The new message carries owner, the
+// claim's owner of the message it replaces, so that a claim that message holds (or took with its
+// group's other URLs) passes to it with no write to give it back (crawlstate.Store.ClaimGroup).
+func (h *Handler) resend(ctx context.Context, m *message.Fetch, owner string, wait time.Duration) error {
+	m.Requeued(owner)
 	body, err := message.Encode(m)
 	if err != nil {
 		return err

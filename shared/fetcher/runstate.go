@@ -10,6 +10,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 )
 
 // A crawl's run state (crawlstate.Run), as `crawl pause | resume | stop` sets it. The handler reads
@@ -51,7 +52,11 @@ func (h *Handler) holdPaused(ctx context.Context, ev events.SQSEvent) (events.SQ
 	wait := min(max(h.cfg.PauseWait, time.Second), queue.MaxDelay)
 	entries := make([]queue.Entry, len(held))
 	for i, rec := range held {
-		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: rec.Body, Delay: wait}
+		body := rec.Body
+		if sqsbatch.ReceiveCount(rec) > 1 {
+			body = withPrev(body, rec.MessageId) // an earlier delivery may hold claims: they pass on
+		}
+		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body, Delay: wait}
 	}
 	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, entries); err != nil {
 		h.log.Warn("send a paused crawl's messages back to wait; they are delivered again", "messages", len(held), "err", err.Error())

@@ -2,7 +2,6 @@ package fetcher
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -18,13 +17,13 @@ import (
 // come due at the same second. The handler splits such a message into records of one URL each, so
 // that every URL is claimed, fetched, stored and recorded as if its message came alone.
 //
-// The record of a message's ith URL is named id#i, after the message's id: every delivery of the
-// message claims the URL under that name, as a message of one URL claims it under its id. A URL
-// that fails goes back to the queue alone, in a message of its own, once any claim left under its
-// name is given back (the new message claims under its own id), and the message of several is
-// acknowledged: its other URLs are done, or waiting in messages of their own, and a redelivery
-// would only send those again. Only if that send fails does the message fail, to be delivered
-// again whole (its done URLs are then found done by their claims).
+// The record of a message's ith URL is named id#i, after the message's id; the message's URLs are
+// claimed together under its id (claims.go). A URL that fails goes back to the queue alone, in a
+// message of its own that carries the claim's owner (message.Target.Prev), so that its claim
+// passes to the new message, and the message of several is acknowledged: its other URLs are
+// done, or waiting in messages of their own, and a redelivery would only send those again. Only
+// if that send fails does the message fail, to be delivered again whole (its done URLs are then
+// found done in their group).
 
 // splitRetryDelay is how long a URL that failed in a message of several waits before its own
 // message is delivered: about what a failed record waits for its visibility timeout, at least.
@@ -39,6 +38,10 @@ type parted struct {
 type part struct {
 	msg  string // the id of the message of several URLs
 	body string // the part's own message, one URL
+	// What its claim needs (claims.go): the crawl, the URL's key, its group and the owner it was
+	// re-queued from; key is empty for a part whose URL does not normalise.
+	crawl, key, group string
+	prev              []string
 }
 
 // split returns the batch with every message of several URLs replaced by records of one URL each.
@@ -47,15 +50,16 @@ func split(ev events.SQSEvent) (events.SQSEvent, parted) {
 	var out events.SQSEvent
 	p := parted{parts: map[string]part{}}
 	for _, rec := range ev.Records {
-		bodies := urls(rec.Body)
-		if len(bodies) < 2 {
+		parts := urls(rec.Body)
+		if len(parts) < 2 {
 			out.Records = append(out.Records, rec)
 			continue
 		}
-		for i, body := range bodies {
+		for i, pt := range parts {
 			one := rec
-			one.MessageId, one.Body = partName(rec.MessageId, i), body
-			p.parts[one.MessageId] = part{msg: rec.MessageId, body: body}
+			one.MessageId, one.Body = partName(rec.MessageId, i), pt.body
+			pt.msg = rec.MessageId
+			p.parts[one.MessageId] = pt
 			out.Records = append(out.Records, one)
 		}
 	}
@@ -86,13 +90,7 @@ func (h *Handler) regroup(ctx context.Context, p parted, failed []events.SQSBatc
 		names := again[id]
 		entries := make([]queue.Entry, len(names))
 		for i, name := range names {
-			entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: p.parts[name].body, Delay: splitRetryDelay}
-		}
-		if err := h.release(ctx, p, names); err != nil {
-			h.log.Warn("give back the claims of failed URLs; the whole message is delivered again", "messageId", id,
-				"urls", len(names), "err", err.Error())
-			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: id})
-			continue
+			entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: withPrev(p.parts[name].body, id), Delay: splitRetryDelay}
 		}
 		if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, entries); err != nil {
 			h.log.Warn("send failed URLs back alone; the whole message is delivered again", "messageId", id,
@@ -106,27 +104,25 @@ func (h *Handler) regroup(ctx context.Context, p parted, failed []events.SQSBatc
 // partName names the ith URL of the message id.
 func partName(id string, i int) string { return id + "#" + strconv.Itoa(i) }
 
-// release gives back any claim left under the names of the parts, which a part that failed may
-// hold if its own release failed.
-func (h *Handler) release(ctx context.Context, p parted, names []string) error {
-	var errs []error
-	for _, name := range names {
-		m, err := message.DecodeFetch(p.parts[name].body)
-		if err != nil {
-			continue // a poison part claimed nothing
-		}
-		u, err := urlnorm.Normalize(m.URL)
-		if err != nil {
-			continue
-		}
-		errs = append(errs, h.state.Release(ctx, m.Crawl, urlnorm.Key(u.String()), name))
+// withPrev returns the body re-queued by owner (message.Fetch.Requeued): a claim owner's message
+// took passes to the new message. A body that does not decode is sent
+// back as it is, to be quarantined.
+func withPrev(body, owner string) string {
+	m, err := message.DecodeFetch(body)
+	if err != nil {
+		return body
 	}
-	return errors.Join(errs...)
+	m.Requeued(owner)
+	b, err := message.Encode(m)
+	if err != nil {
+		return body
+	}
+	return b
 }
 
-// urls returns the bodies of the one-URL messages that a fetch message of several URLs stands
-// for, and nothing for any other body (one URL, or one that does not decode).
-func urls(body string) []string {
+// urls returns the one-URL messages that a fetch message of several URLs stands for, and nothing
+// for any other body (one URL, or one that does not decode).
+func urls(body string) []part {
 	if !strings.Contains(body, `"urls"`) {
 		return nil // the usual message of one URL, not decoded twice
 	}
@@ -134,13 +130,19 @@ func urls(body string) []string {
 	if err != nil || len(m.URLs) == 0 {
 		return nil
 	}
-	bodies := make([]string, len(m.URLs))
+	parts := make([]part, len(m.URLs))
 	for i, one := range m.Split() {
 		b, err := message.Encode(one)
 		if err != nil {
 			return nil // cannot happen: a part is smaller than the whole, which encoded
 		}
-		bodies[i] = b
+		parts[i] = part{body: b, crawl: one.Crawl, group: one.Group, prev: one.Prev}
+		if u, err := urlnorm.Normalize(one.URL); err == nil {
+			parts[i].key = urlnorm.Key(u.String())
+			if parts[i].group == "" {
+				parts[i].group = parts[i].key
+			}
+		}
 	}
-	return bodies
+	return parts
 }

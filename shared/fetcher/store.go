@@ -44,12 +44,11 @@ func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
 func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []string {
 	retryAll := func(err error) []string {
 		h.log.Error("storing fetched pages failed", "crawl", crawl, "pages", len(pages), "err", err.Error())
+		// The records fail and keep their claims: a redelivery claims again under the same owner,
+		// and a URL of several goes back alone carrying it (split.go).
 		ids := make([]string, len(pages))
 		for i, p := range pages {
 			ids[i] = p.rec.MessageId
-			if err := h.state.Release(ctx, crawl, p.key, p.owner); err != nil {
-				h.log.Warn("release after a failed store", "url", p.msg.URL, "err", err.Error())
-			}
 		}
 		return ids
 	}
@@ -343,7 +342,11 @@ func (h *Handler) recordRedirectTarget(ctx context.Context, crawl string, p fetc
 	cause := errclass.Errorf(errclass.Dup, "fetched as the redirect target of %s", p.msg.URL)
 	added, err := h.state.Reject(ctx, crawl, key, final.String(), p.msg.Depth, cause)
 	if err == nil && !added {
-		err = h.state.SkipQueued(ctx, crawl, key, cause) // queued but not yet claimed: skip it
+		// Queued but not yet claimed: skip it, in its group.
+		var u crawlstate.URL
+		if u, err = h.state.Peek(ctx, crawl, key); err == nil {
+			err = h.state.SkipQueued(ctx, crawl, crawlstate.GroupOf(u), key, cause)
+		}
 	}
 	if err != nil {
 		h.log.Warn("record the redirect target", "url", final.String(), "err", err.Error())

@@ -174,6 +174,8 @@ type Result struct {
 type pending struct {
 	crawl string
 	key   string
+	group string // the group it was admitted in (groups.go)
+	place int    // its place among its host's URLs of the batch, as its group was guessed (-1: none)
 	host  string // the URL's host and port, whose politeness slots it takes
 	// interval is the gap between the host's requests at the crawl's rate (0: none booked here).
 	interval time.Duration
@@ -210,6 +212,9 @@ func (s *Staged) Crawl() string { return s.crawl }
 // message of many links gets through a table that fails now and then.
 func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error) {
 	st := &Staged{crawl: m.Crawl}
+	if _, ok := ctx.Value(groupsKey{}).(*groups); !ok {
+		ctx = WithGroups(ctx) // a message staged alone has groups of its own
+	}
 	lim, err := f.limitsOf(ctx, m.Crawl)
 	if err != nil {
 		return st, err
@@ -294,9 +299,9 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		if f.recentlyConfirmed(m.Crawl, norm) {
 			return pending{}, outKnown, nil // confirmed by the table a moment ago
 		}
-		it, err := f.state.Peek(ctx, m.Crawl, key)
+		unsent, _, err := f.state.Unsent(ctx, m.Crawl, key, by)
 		switch {
-		case err == nil && !it.Unsent(by):
+		case err == nil && !unsent:
 			return pending{}, outKnown, nil
 		case err != nil && !errors.Is(err, table.ErrNotFound):
 			return pending{}, 0, err
@@ -366,7 +371,14 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		}
 		return pending{}, outRejected, nil
 	}
-	res, err := f.state.Admit(ctx, m.Crawl, key, norm, r.String(), m.Depth, by)
+	groups := groupsIn(ctx)
+	taken, place := groups.take(m.Crawl, u.Host, f.state.Now(), func(k int) time.Time {
+		return f.state.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
+	})
+	res, group, err := f.state.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
+	if res != crawlstate.Admitted || err != nil {
+		groups.give(m.Crawl, u.Host, taken)
+	}
 	if err != nil {
 		return pending{}, 0, err
 	}
@@ -380,8 +392,9 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
+			groups.give(m.Crawl, u.Host, taken)
 			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
-				if err := f.state.SkipQueued(ctx, m.Crawl, key, err); err != nil {
+				if err := f.state.SkipQueued(ctx, m.Crawl, group, key, err); err != nil {
 					return pending{}, 0, err
 				}
 				f.remember(m.Crawl, key, norm)
@@ -392,14 +405,17 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 			// concurrent delivery of the same message may have sent the URL meanwhile: its fetch
 			// message finds no item and is dropped (the fetcher), and the URL is not remembered
 			// there (resent), so the redelivery admits it here again.
-			if uerr := f.state.Unadmit(ctx, m.Crawl, key); uerr != nil {
+			if uerr := f.state.Unadmit(ctx, m.Crawl, group, key); uerr != nil {
 				f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
 			}
 			return pending{}, 0, err
 		}
 	}
-	return pending{crawl: m.Crawl, key: key, host: u.Host, interval: lim.interval, msg: message.Target{URL: norm, Root: r.String(),
-		Depth: m.Depth, Sitemap: m.Sitemap}, resent: res == crawlstate.Unsent}, outSend, nil
+	if res != crawlstate.Admitted {
+		place = -1 // sent again in its old group, after the batch's own
+	}
+	return pending{crawl: m.Crawl, key: key, group: group, place: place, host: u.Host, interval: lim.interval, msg: message.Target{URL: norm, Root: r.String(),
+		Depth: m.Depth, Sitemap: m.Sitemap, Group: group}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 
 // Source names the Links message m in the items it admits: a digest of its content, so the same

@@ -1,9 +1,11 @@
 package frontier
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -92,57 +94,49 @@ func nonEmpty(entries []queue.Entry) []queue.Entry {
 // packBytes bounds the URLs' share of one fetch message: SQS bills a request per 64 KiB of it.
 const packBytes = 48 << 10
 
-// pack groups the URLs to send into fetch messages: those of one crawl sent back after the same
-// delay go together (a wide crawl's hosts each have a URL due about every second), at most
-// message.MaxFetchURLs and about packBytes in each, and at most one URL of each host: a message's
-// URLs all go out as soon as it arrives, none waiting behind another of its host for a slot.
-// Each group lists indexes of out, in order.
+// pack groups the URLs to send into fetch messages: those of one crawl and group (groups.go)
+// whose slots come due within packSpread of the earliest go together, at most
+// message.MaxFetchURLs and about packBytes in each, and at most one URL of each host (a group
+// holds one of each): a message's URLs all go out as soon as it arrives, none waiting behind
+// another of its host for a slot. A message is sent after its earliest URL's delay, and the
+// others wait for their slots in place. Each list holds indexes of out, earliest first.
 func pack(out []pending, delays []time.Duration) [][]int {
-	type group struct {
-		idx  []int
-		size int
-	}
-	type due struct {
-		crawl string
-		delay time.Duration
-	}
-	type dueGroups struct {
-		list  []*group
-		first int            // the first group of list that may take a URL
-		next  map[string]int // by host, the first group of list without it
-	}
-	var all []*group
-	open := map[due]*dueGroups{}
+	type key struct{ crawl, group string }
+	var order []key
+	byGroup := map[key][]int{}
 	for i, p := range out {
-		size := len(p.msg.URL) + len(p.msg.Root) + 100
-		d := due{p.crawl, delays[i]}
-		gs := open[d]
-		if gs == nil {
-			gs = &dueGroups{next: map[string]int{}}
-			open[d] = gs
+		k := key{p.crawl, p.group}
+		if byGroup[k] == nil {
+			order = append(order, k)
 		}
-		full := func(g *group) bool { return len(g.idx) == message.MaxFetchURLs || g.size+size > packBytes }
-		for gs.first < len(gs.list) && len(gs.list[gs.first].idx) == message.MaxFetchURLs {
-			gs.first++
-		}
-		k := max(gs.first, gs.next[p.host])
-		for k < len(gs.list) && full(gs.list[k]) {
-			k++
-		}
-		if k == len(gs.list) {
-			g := &group{}
-			all, gs.list = append(all, g), append(gs.list, g)
-		}
-		g := gs.list[k]
-		g.idx, g.size = append(g.idx, i), g.size+size
-		gs.next[p.host] = k + 1
+		byGroup[k] = append(byGroup[k], i)
 	}
-	idx := make([][]int, len(all))
-	for i, g := range all {
-		idx[i] = g.idx
+	var msgs [][]int
+	for _, k := range order {
+		idx := byGroup[k]
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(delays[a], delays[b]) })
+		var cur []int
+		size := 0
+		hosts := map[string]bool{}
+		for _, i := range idx {
+			p := out[i]
+			n := len(p.msg.URL) + len(p.msg.Root) + len(p.msg.Group) + 100
+			if len(cur) > 0 && (len(cur) == message.MaxFetchURLs || size+n > packBytes || hosts[p.host] ||
+				delays[i]-delays[cur[0]] > packSpread) {
+				msgs = append(msgs, cur)
+				cur, size, hosts = nil, 0, map[string]bool{}
+			}
+			cur, size, hosts[p.host] = append(cur, i), size+n, true
+		}
+		msgs = append(msgs, cur)
 	}
-	return idx
+	return msgs
 }
+
+// packSpread is how much later than a message's earliest URL another may come due in it: the
+// fetcher waits that long for a slot in place (fetcher.MaxInlineWait). SQS delays are whole
+// seconds, so URLs booked a moment apart often land a second apart.
+const packSpread = time.Second
 
 // bookConcurrency bounds the hosts whose slots one message books at once.
 const bookConcurrency = 8
@@ -166,6 +160,10 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 			k := hostRate{p.host, p.interval}
 			byHost[k] = append(byHost[k], i)
 		}
+	}
+	for _, idx := range byHost {
+		// In the order their groups were guessed in (groups.go): the kth URL takes the kth slot.
+		slices.SortStableFunc(idx, func(a, b int) int { return cmpPlace(out[a].place, out[b].place) })
 	}
 	var g errgroup.Group
 	g.SetLimit(bookConcurrency)
@@ -195,4 +193,17 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	}
 	_ = g.Wait() // every goroutine returns nil
 	return delays
+}
+
+// cmpPlace orders places, those without one (-1) last.
+func cmpPlace(a, b int) int {
+	switch {
+	case a == b:
+		return 0
+	case a < 0:
+		return 1
+	case b < 0:
+		return -1
+	}
+	return a - b
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
@@ -87,6 +88,13 @@ type Target struct {
 	Depth int    `json:"depth,omitempty"`
 	// Sitemap: the URL is a sitemap (see Links.Sitemap).
 	Sitemap bool `json:"sitemap,omitempty"`
+	// Group is the group the URL was admitted in, where the fetcher claims it and records its
+	// outcome (crawlstate.AdmitIn); "": the URL's own.
+	Group string `json:"g,omitempty"`
+	// Prev are the claim's owners of the messages that re-queued this URL as this one, the latest
+	// first (at most MaxPrev): a claim one of them holds passes to this message's
+	// (crawlstate.Store.ClaimGroup) without being given back.
+	Prev []string `json:"prev,omitempty"`
 	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
 	Waits int `json:"waits,omitempty"`
 	// Retries counts the failed requests (and robots.txt checks) of earlier deliveries: the retry
@@ -112,6 +120,31 @@ func (m *Fetch) Split() []*Fetch {
 	out := make([]*Fetch, len(m.URLs))
 	for i, t := range m.URLs {
 		out[i] = &Fetch{Header: m.Header, Target: t}
+	}
+	return out
+}
+
+// MaxPrev bounds Target.Prev. A claim holds for its lease (minutes), and a message is re-queued
+// without claiming only to wait for its slot or a long Retry-After, so the owners that may still
+// hold a live claim are the last few.
+const MaxPrev = 4
+
+// Requeued marks every URL of the message as re-queued by owner (Target.Prev).
+func (m *Fetch) Requeued(owner string) {
+	if len(m.URLs) == 0 {
+		m.Prev = withOwner(m.Prev, owner)
+	}
+	for i := range m.URLs {
+		m.URLs[i].Prev = withOwner(m.URLs[i].Prev, owner)
+	}
+}
+
+func withOwner(prev []string, owner string) []string {
+	out := []string{owner}
+	for _, p := range prev {
+		if p != owner && len(out) < MaxPrev {
+			out = append(out, p)
+		}
 	}
 	return out
 }
@@ -312,7 +345,7 @@ func (m *Fetch) validate() error {
 		return m.Target.validate()
 	}
 	switch {
-	case m.Target != (Target{}):
+	case !reflect.ValueOf(m.Target).IsZero():
 		return errors.New("both one url and a list of urls")
 	case len(m.URLs) > MaxFetchURLs:
 		return fmt.Errorf("%d urls, over the limit of %d", len(m.URLs), MaxFetchURLs)

@@ -2,6 +2,7 @@ package message
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -84,13 +85,13 @@ func TestFetchOfSeveralURLs(t *testing.T) {
 	b := Target{URL: "http://b.test/x", Root: "http://b.test/", Depth: 3, Retries: 1}
 	m := Pack("c1", []Target{a, b})
 	parts := m.Split()
-	if len(parts) != 2 || parts[0].Target != a || parts[1].Target != b || parts[1].Crawl != "c1" {
+	if len(parts) != 2 || !reflect.DeepEqual(parts[0].Target, a) || !reflect.DeepEqual(parts[1].Target, b) || parts[1].Crawl != "c1" {
 		t.Errorf("Split = %+v, want a and b in crawl c1", parts)
 	}
 	if got := m.URLList(); len(got) != 2 || got[0] != a.URL || got[1] != b.URL {
 		t.Errorf("URLList = %v", got)
 	}
-	if one := Pack("c1", []Target{a}); one.URLs != nil || one.Target != a || len(one.Split()) != 1 {
+	if one := Pack("c1", []Target{a}); one.URLs != nil || !reflect.DeepEqual(one.Target, a) || len(one.Split()) != 1 {
 		t.Errorf("Pack of one URL = %+v, want the single-URL form", one)
 	}
 	good, err := Encode(m)

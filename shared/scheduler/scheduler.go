@@ -149,6 +149,7 @@ func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) 
 // the same second share one. A message whose URLs could not all be sent fails, to send them when
 // it comes again.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	ctx = frontier.WithGroups(ctx) // the batch's URLs share their groups, and so their fetch messages
 	var mu sync.Mutex
 	var staged []*frontier.Staged
 	var ids []string
