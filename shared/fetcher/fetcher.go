@@ -226,7 +226,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
 		return nil, h.resend(ctx, m, ownerOf(rec.MessageId), wait) // still inside a long Retry-After: keep waiting
 	}
-	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxInlineWait+h.cfg.SlotLead {
+	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxHeldWait+h.cfg.SlotLead {
 		return nil, h.resend(ctx, m, ownerOf(rec.MessageId), wait) // early for its politeness slot: keep waiting
 	}
 	// The URL is claimed only once its politeness slot is in hand: a message that must wait for

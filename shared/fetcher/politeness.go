@@ -20,6 +20,12 @@ import (
 // the message with a delay (SQS delays are whole seconds, so shorter ones are cheaper in place).
 const MaxInlineWait = time.Second
 
+// MaxHeldWait is the longest wait in place for a slot a message holds (message.Target.Slot),
+// besides the SlotLead: schedule sends the URLs of a group whose slots come due within a second
+// of each other in one message, after the earliest's delay, which SQS rounds down to the second
+// (frontier.packSpread), so the last may come up to two seconds early.
+const MaxHeldWait = 2 * time.Second
+
 // SlotHorizon is how far ahead a fetcher books a host's politeness slot: SQS's longest delay.
 // A host booked further than that has its message wait in the queue without a slot and ask again,
 // so that no URL holds a slot far in the future (a crawl stopped meanwhile would leave the host

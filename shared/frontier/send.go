@@ -95,11 +95,12 @@ func nonEmpty(entries []queue.Entry) []queue.Entry {
 const packBytes = 48 << 10
 
 // pack groups the URLs to send into fetch messages: those of one crawl and group (groups.go)
-// whose slots come due within packSpread of the earliest go together, at most
-// message.MaxFetchURLs and about packBytes in each, and at most one URL of each host (a group
-// holds one of each): a message's URLs all go out as soon as it arrives, none waiting behind
-// another of its host for a slot. A message is sent after its earliest URL's delay, and the
-// others wait for their slots in place. Each list holds indexes of out, earliest first.
+// whose slots start within packSpread of the earliest's (or, without slots, that are sent after the
+// same delay) go together, at most message.MaxFetchURLs and about packBytes in each, and at most
+// one URL of each host (a group holds one of each): a message's URLs all go out as soon as it
+// arrives, none waiting behind another of its host for a slot. A message is sent after its
+// earliest URL's delay, and the others wait for their slots in place (fetcher.MaxHeldWait). Each
+// list holds indexes of out, earliest first.
 func pack(out []pending, delays []time.Duration) [][]int {
 	type key struct{ crawl, group string }
 	var order []key
@@ -111,18 +112,40 @@ func pack(out []pending, delays []time.Duration) [][]int {
 		}
 		byGroup[k] = append(byGroup[k], i)
 	}
+	// due orders a group's URLs: by slot, those without one after, by their delay.
+	due := func(i int) (time.Time, time.Duration) { return out[i].msg.Slot, delays[i] }
+	together := func(first, i int) bool {
+		fs, fd := due(first)
+		s, d := due(i)
+		if fs.IsZero() || s.IsZero() {
+			return fs.IsZero() && s.IsZero() && fd == d
+		}
+		return s.Sub(fs) <= packSpread
+	}
 	var msgs [][]int
 	for _, k := range order {
 		idx := byGroup[k]
-		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(delays[a], delays[b]) })
+		slices.SortStableFunc(idx, func(a, b int) int {
+			as, ad := due(a)
+			bs, bd := due(b)
+			if as.IsZero() != bs.IsZero() {
+				if as.IsZero() {
+					return 1 // a URL without a slot after those with one
+				}
+				return -1
+			}
+			if c := as.Compare(bs); c != 0 {
+				return c
+			}
+			return cmp.Compare(ad, bd)
+		})
 		var cur []int
 		size := 0
 		hosts := map[string]bool{}
 		for _, i := range idx {
 			p := out[i]
 			n := len(p.msg.URL) + len(p.msg.Root) + len(p.msg.Group) + 100
-			if len(cur) > 0 && (len(cur) == message.MaxFetchURLs || size+n > packBytes || hosts[p.host] ||
-				delays[i]-delays[cur[0]] > packSpread) {
+			if len(cur) > 0 && (len(cur) == message.MaxFetchURLs || size+n > packBytes || hosts[p.host] || !together(cur[0], i)) {
 				msgs = append(msgs, cur)
 				cur, size, hosts = nil, 0, map[string]bool{}
 			}
@@ -133,9 +156,9 @@ func pack(out []pending, delays []time.Duration) [][]int {
 	return msgs
 }
 
-// packSpread is how much later than a message's earliest URL another may come due in it: the
-// fetcher waits that long for a slot in place (fetcher.MaxInlineWait). SQS delays are whole
-// seconds, so URLs booked a moment apart often land a second apart.
+// packSpread is how much later than a message's earliest slot another may start in it: the
+// message is sent after the earliest's delay, rounded down to the second, so the latest URL may
+// come MaxHeldWait early, and the fetcher waits for it in place (fetcher.MaxHeldWait).
 const packSpread = time.Second
 
 // bookConcurrency bounds the hosts whose slots one message books at once.
