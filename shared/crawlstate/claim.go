@@ -163,7 +163,7 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause 
 	if err != nil {
 		return err
 	}
-	v, err := encodeOutcome(Outcome{Key: key, State: Skipped, Cause: cause})
+	v, err := encodeOutcome(crawl, Outcome{Key: key, State: Skipped, Cause: cause})
 	if err != nil {
 		return fmt.Errorf("skip %s: %w", key, err)
 	}

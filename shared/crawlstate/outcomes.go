@@ -93,14 +93,17 @@ type Outcome struct {
 	Owner string
 }
 
-// stored is an Outcome as its group's item holds it: short names, the page's parts that can be
-// derived left out.
+// stored is an Outcome as its group's item holds it: short names, the state as a letter, the
+// page's parts that can be derived left out, and its WARC file's name shortened when it is the
+// usual pages/<crawl>/<day>/<batch>.warc.gz (a group's item is billed by its size, a unit a
+// kilobyte, and holds up to message.MaxFetchURLs outcomes). Whether a failure may be redriven is
+// the item's x<k> attribute.
 type stored struct {
-	S State          `json:"s"`
+	S string         `json:"s"`
 	C errclass.Class `json:"c,omitempty"`
 	D string         `json:"d,omitempty"`
-	R bool           `json:"r,omitempty"`
 	K string         `json:"k,omitempty"` // the WARC file
+	B string         `json:"b,omitempty"` // the WARC file, as <day>/<batch> of pages/<crawl>/<day>/<batch>.warc.gz
 	O int64          `json:"o,omitempty"` // offset
 	L int64          `json:"l,omitempty"` // length
 	U string         `json:"u,omitempty"` // the final URL, when not the URL itself
@@ -111,13 +114,29 @@ type stored struct {
 	M string         `json:"m,omitempty"` // the parse message's name otherwise
 }
 
-func encodeOutcome(o Outcome) (string, error) {
-	st := stored{S: o.State, R: o.Redrivable}
+// stateCodes are the letters of the terminal states in stored.
+var stateCodes = map[State]string{Fetched: "f", Skipped: "s", Failed: "x", Stopped: "t"}
+
+// The usual WARC file name, which stored shortens.
+const (
+	pagesPrefix = "pages/"
+	warcSuffix  = ".warc.gz"
+)
+
+func encodeOutcome(crawl string, o Outcome) (string, error) {
+	code, ok := stateCodes[o.State]
+	if !ok {
+		return "", fmt.Errorf("%q is not a terminal state", o.State)
+	}
+	st := stored{S: code}
 	if o.Cause != nil {
 		st.C, st.D = errclass.Of(o.Cause), safelog.Truncate(o.Cause.Error())
 	}
 	if p := o.Page; p != nil {
 		st.K, st.O, st.L, st.H, st.T, st.F = p.WARCKey, p.Offset, p.Length, p.Status, p.ContentType, p.FetchedAt.UnixNano()
+		if rest, ok := strings.CutPrefix(p.WARCKey, pagesPrefix+crawl+"/"); ok && strings.HasSuffix(rest, warcSuffix) {
+			st.K, st.B = "", strings.TrimSuffix(rest, warcSuffix)
+		}
 		if p.FinalURL != o.URL {
 			st.U = p.FinalURL
 		}
@@ -144,13 +163,25 @@ func partOf(file, msg string) (int, bool) {
 	return n, true
 }
 
-// apply sets u's state from its outcome as its group's item holds it.
-func (u *URL) apply(raw string) error {
+// apply sets u, a URL of crawl, from its outcome as its group's item holds it.
+func (u *URL) apply(crawl, raw string) error {
 	var st stored
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		return fmt.Errorf("outcome of %s: %w", u.Key, err)
 	}
-	u.State, u.Class, u.Detail, u.redrive, u.outcome = st.S, st.C, st.D, st.R, raw
+	u.State = ""
+	for state, code := range stateCodes {
+		if code == st.S {
+			u.State = state
+		}
+	}
+	if u.State == "" {
+		return fmt.Errorf("outcome of %s: unknown state %q", u.Key, st.S)
+	}
+	u.Class, u.Detail, u.outcome = st.C, st.D, raw
+	if st.B != "" {
+		st.K = pagesPrefix + crawl + "/" + st.B + warcSuffix
+	}
 	if st.K != "" {
 		p := &Page{WARCKey: st.K, Offset: st.O, Length: st.L, FinalURL: st.U, Status: st.H, ContentType: st.T,
 			FetchedAt: time.Unix(0, st.F).UTC(), Msg: st.M}
@@ -167,7 +198,7 @@ func (u *URL) apply(raw string) error {
 
 // fromGroup sets what u's group item g holds of it: its outcome, or its claim. A URL queued in its
 // own item is as its group says; one skipped or failed in its own item (Reject) has no group.
-func (u *URL) fromGroup(g table.Item) error {
+func (u *URL) fromGroup(crawl string, g table.Item) error {
 	if u.State != Queued || g == nil {
 		return nil
 	}
@@ -176,7 +207,8 @@ func (u *URL) fromGroup(g table.Item) error {
 		return nil
 	}
 	if raw := g.String(outcomeAttr(u.Key)); raw != "" {
-		return u.apply(raw)
+		u.redrive = g.Bool(redriveAttr(u.Key))
+		return u.apply(crawl, raw)
 	}
 	if w := g.String(ownerAttr(u.Key)); w != "" {
 		u.Owner, u.Lease = w, time.UnixMilli(g.Int(leaseAttr(u.Key)))
@@ -196,7 +228,7 @@ func (s *Store) withGroup(ctx context.Context, crawl string, u URL) (URL, error)
 	if err != nil {
 		return u, fmt.Errorf("read the group of %s: %w", u.Key, err)
 	}
-	return u, u.fromGroup(g)
+	return u, u.fromGroup(crawl, g)
 }
 
 // Record writes the outcomes of URLs of group, claimed by their Owners, in one write, and counts
@@ -218,7 +250,7 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 			if !o.State.Terminal() {
 				return lost, fmt.Errorf("record %s: %q is not a terminal state", o.Key, o.State)
 			}
-			v, err := encodeOutcome(o)
+			v, err := encodeOutcome(crawl, o)
 			if err != nil {
 				return lost, fmt.Errorf("record %s: %w", o.Key, err)
 			}

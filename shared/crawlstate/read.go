@@ -63,7 +63,7 @@ func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) 
 	prefix := URLKey(crawl, "")
 	return s.t.Scan(ctx, prefix, func(key string, it table.Item) error {
 		u := urlFrom(key[len(prefix):], it)
-		if err := u.fromGroup(groups[GroupOf(u)]); err != nil {
+		if err := u.fromGroup(crawl, groups[GroupOf(u)]); err != nil {
 			return err
 		}
 		return fn(u)
