@@ -104,7 +104,8 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 }
 
 // Claim takes one URL for owner, in its group (ClaimGroup), reading its item first for the
-// group. It returns the URL, with its state before the claim, or ErrClaimed.
+// group. It returns the URL, with its state before the claim and its claim as written (Owner is
+// OwnerTag(owner)), or ErrClaimed.
 func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.Duration) (URL, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, key))
 	if errors.Is(err, table.ErrNotFound) {
@@ -125,7 +126,10 @@ func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.
 	if !ok {
 		return URL{}, ErrClaimed
 	}
-	u.State, u.Owner = prev, ownerTag(owner)
+	if u, err = s.withGroup(ctx, crawl, u); err != nil {
+		return URL{}, err
+	}
+	u.State = prev
 	return u, nil
 }
 

@@ -58,8 +58,10 @@ func shortKey(key string) string {
 	return key
 }
 
-// ownerTag is what a group's item holds of a claim's owner: a fetch message's id is 36 bytes,
-// and a group's item is billed by its size.
+// OwnerTag is what a group's item holds of a claim's owner, and URL.Owner says: a fetch
+// message's id is 36 bytes, and a group's item is billed by its size.
+func OwnerTag(owner string) string { return ownerTag(owner) }
+
 func ownerTag(owner string) string {
 	if owner == "" {
 		return ""
