@@ -224,10 +224,10 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
 	}
 	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
-		return nil, h.resend(ctx, m, ownerOf(rec.MessageId), wait) // still inside a long Retry-After: keep waiting
+		return nil, h.resendUnclaimed(ctx, rec, m, wait) // still inside a long Retry-After: keep waiting
 	}
 	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxHeldWait+h.cfg.SlotLead {
-		return nil, h.resend(ctx, m, ownerOf(rec.MessageId), wait) // early for its politeness slot: keep waiting
+		return nil, h.resendUnclaimed(ctx, rec, m, wait) // early for its politeness slot: keep waiting
 	}
 	// The URL is claimed only once its politeness slot is in hand: a message that must wait for
 	// its host goes back to the queue holding its slot, and never takes and gives back a claim.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/message"
@@ -119,15 +120,35 @@ func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duratio
 	if wait > queue.MaxDelay {
 		next.NotBefore = h.Now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
 	}
-	return h.resend(ctx, &next, f.owner, wait)
+	switch {
+	case f.claimed:
+		next.Requeued(f.owner, true)
+	case mayHold(f.rec):
+		next.Requeued(f.owner, false)
+	}
+	return h.resend(ctx, &next, wait)
+}
+
+// mayHold reports whether the record's message may hold its URL's claim without the record having
+// claimed it: an earlier delivery of the message may have (a redelivery), or the message's other
+// URLs may have claimed it with theirs (a URL of several, split.go).
+func mayHold(rec events.SQSMessage) bool {
+	return sqsbatch.ReceiveCount(rec) > 1 || ownerOf(rec.MessageId) != rec.MessageId
+}
+
+// resendUnclaimed re-sends the record's message m, which did not claim its URL, to wait.
+func (h *Handler) resendUnclaimed(ctx context.Context, rec events.SQSMessage, m *message.Fetch, wait time.Duration) error {
+	if mayHold(rec) {
+		m.Requeued(ownerOf(rec.MessageId), false)
+	}
+	return h.resend(ctx, m, wait)
 }
 
 // resend sends m to the fetch queue again, delayed by wait (at least a second, at most SQS's
-// 15 minutes; a longer wait is chained through m.NotBefore). The new message carries owner, the
-// claim's owner of the message it replaces, so that a claim that message holds (or took with its
-// group's other URLs) passes to it with no write to give it back (crawlstate.Store.ClaimGroup).
-func (h *Handler) resend(ctx context.Context, m *message.Fetch, owner string, wait time.Duration) error {
-	m.Requeued(owner)
+// 15 minutes; a longer wait is chained through m.NotBefore). The new message names the owners
+// whose claim may pass to it (message.Fetch.Requeued), so nothing is given back with a write
+// (crawlstate.Store.ClaimGroup).
+func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Duration) error {
 	body, err := message.Encode(m)
 	if err != nil {
 		return err

@@ -112,7 +112,7 @@ func withPrev(body, owner string) string {
 	if err != nil {
 		return body
 	}
-	m.Requeued(owner)
+	m.Requeued(owner, false)
 	b, err := message.Encode(m)
 	if err != nil {
 		return body

@@ -124,23 +124,29 @@ func (m *Fetch) Split() []*Fetch {
 	return out
 }
 
-// MaxPrev bounds Target.Prev. A claim holds for its lease (minutes), and a message is re-queued
-// without claiming only to wait for its slot or a long Retry-After, so the owners that may still
-// hold a live claim are the last few.
-const MaxPrev = 4
+// MaxPrev bounds Target.Prev. An owner joins the list only when it may hold the claim without
+// knowing it (a redelivery, whose earlier delivery may have claimed, or a URL of a message of
+// several, whose others claim it with them), and the list starts again from an owner that holds
+// it, so a longer list takes that many such re-queues in a row within one lease.
+const MaxPrev = 8
 
-// Requeued marks every URL of the message as re-queued by owner (Target.Prev).
-func (m *Fetch) Requeued(owner string) {
+// Requeued marks every URL of the message as re-queued by owner (Target.Prev): held says that
+// owner holds the URL's claim, so the owners before it no longer may; otherwise owner may hold
+// it, and joins them.
+func (m *Fetch) Requeued(owner string, held bool) {
 	if len(m.URLs) == 0 {
-		m.Prev = withOwner(m.Prev, owner)
+		m.Prev = withOwner(m.Prev, owner, held)
 	}
 	for i := range m.URLs {
-		m.URLs[i].Prev = withOwner(m.URLs[i].Prev, owner)
+		m.URLs[i].Prev = withOwner(m.URLs[i].Prev, owner, held)
 	}
 }
 
-func withOwner(prev []string, owner string) []string {
+func withOwner(prev []string, owner string, held bool) []string {
 	out := []string{owner}
+	if held {
+		return out
+	}
 	for _, p := range prev {
 		if p != owner && len(out) < MaxPrev {
 			out = append(out, p)

@@ -3,6 +3,7 @@ package message
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +295,37 @@ func TestParseMessageOfAFile(t *testing.T) {
 		if _, err := DecodeParse(body); err == nil || !strings.Contains(err.Error(), b.says) || errclass.Of(err) != errclass.Poison {
 			t.Errorf("%s: err = %v, want poison saying %q", b.name, err, b.says)
 		}
+	}
+}
+
+// TestRequeuedNamesTheOwnersThatMayHoldTheClaim: an owner that holds the claim starts the list
+// again; one that may hold it joins the owners before it, the latest first, at most MaxPrev; each
+// URL of a message of several gets the list.
+func TestRequeuedNamesTheOwnersThatMayHoldTheClaim(t *testing.T) {
+	m := &Fetch{Header: Header{Crawl: "c"}, Target: Target{URL: "http://a.test/"}}
+	m.Requeued("A", true)
+	m.Requeued("B", false)
+	m.Requeued("B", false) // the same owner again is not named twice
+	if want := []string{"B", "A"}; !reflect.DeepEqual(m.Prev, want) {
+		t.Errorf("Prev = %v, want %v", m.Prev, want)
+	}
+	m.Requeued("C", true)
+	if want := []string{"C"}; !reflect.DeepEqual(m.Prev, want) {
+		t.Errorf("after a holder, Prev = %v, want %v", m.Prev, want)
+	}
+	for i := range 2 * MaxPrev {
+		m.Requeued(strconv.Itoa(i), false)
+	}
+	if len(m.Prev) != MaxPrev || m.Prev[0] != strconv.Itoa(2*MaxPrev-1) {
+		t.Errorf("Prev = %v, want the latest %d owners, latest first", m.Prev, MaxPrev)
+	}
+	several := Pack("c", []Target{{URL: "http://a.test/"}, {URL: "http://b.test/", Prev: []string{"X"}}})
+	several.Requeued("M", false)
+	if several.Prev != nil || !reflect.DeepEqual(several.URLs[0].Prev, []string{"M"}) ||
+		!reflect.DeepEqual(several.URLs[1].Prev, []string{"M", "X"}) {
+		t.Errorf("a message of several: %+v", several)
+	}
+	if err := several.validate(); err != nil {
+		t.Errorf("a message of several re-queued does not validate: %v", err)
 	}
 }
