@@ -319,7 +319,7 @@ func TestRequeuedNamesTheOwnersThatMayHoldTheClaim(t *testing.T) {
 	if len(m.Prev) != MaxPrev || m.Prev[0] != strconv.Itoa(2*MaxPrev-1) {
 		t.Errorf("Prev = %v, want the latest %d owners, latest first", m.Prev, MaxPrev)
 	}
-	several := Pack("c", []Target{{URL: "http://a.test/"}, {URL: "http://b.test/", Prev: []string{"X"}}})
+	several := Pack("c", []Target{{URL: "http://a.test/", Root: "http://a.test/"}, {URL: "http://b.test/", Root: "http://b.test/", Prev: []string{"X"}}})
 	several.Requeued("M", false)
 	if several.Prev != nil || !reflect.DeepEqual(several.URLs[0].Prev, []string{"M"}) ||
 		!reflect.DeepEqual(several.URLs[1].Prev, []string{"M", "X"}) {
