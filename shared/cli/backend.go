@@ -31,6 +31,7 @@ type Backend struct {
 	Blobs interface {
 		blob.Store
 		blob.Admin
+		blob.Deleter
 	}
 	// TableName and Bucket name the table and bucket the adapters use.
 	TableName, Bucket string
