@@ -117,10 +117,8 @@ func printPurge(w io.Writer, rep purge.Report) {
 	for _, f := range append(t.WARCFilesDeleted, t.RecordFilesDeleted...) {
 		fmt.Fprintf(w, "  delete    %s\n", f)
 	}
-	for _, c := range rep.Crawls {
-		if c.Index != "" {
-			fmt.Fprintf(w, "  index     %s\n", c.Index)
-		}
+	for _, k := range t.IndexesRewritten {
+		fmt.Fprintf(w, "  index     %s\n", k)
 	}
 	for _, u := range t.Unresolved {
 		fmt.Fprintf(w, "  warning: the stored record of %s was not found again; crawl index and its offsets may need a look\n", u)

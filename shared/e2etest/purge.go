@@ -138,7 +138,7 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 			WARCFilesRewritten []string `json:"warcFilesRewritten"`
 			RecordLines        int      `json:"recordLines"`
 			OutLinks           int      `json:"outLinks"`
-			Index              string   `json:"index"`
+			Indexes            []string `json:"indexesRewritten"`
 		} `json:"crawls"`
 		Audit string `json:"audit"`
 	}
@@ -146,7 +146,7 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 		t.Fatalf("crawl purge --json: %v, %d crawls\n%s", err, len(rep.Crawls), out)
 	}
 	c := rep.Crawls[0]
-	if !slices.Equal(c.URLs, []string{secret}) || c.RecordLines != 1 || c.OutLinks != 1 || c.Index == "" {
+	if !slices.Equal(c.URLs, []string{secret}) || c.RecordLines != 1 || c.OutLinks != 1 || !slices.Contains(c.Indexes, "indexes/"+crawl+".cdxj") {
 		t.Errorf("purge report %+v; want the URL, its record, the link to it from / and the crawl's index", c)
 	}
 	if len(c.WARCFilesRewritten) == 0 {

@@ -1,13 +1,16 @@
 package purge
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/crawlindex"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
 
 // CrawlReport is what a purge did in one crawl.
@@ -34,8 +37,9 @@ type CrawlReport struct {
 	RecordsMoved int `json:"recordsMoved"`
 	// Budgets are the per-host page budget items deleted (a host purge).
 	Budgets int `json:"budgets,omitempty"`
-	// Index is the crawl's CDXJ index, rebuilt or deleted ("" when it has none).
-	Index string `json:"index,omitempty"`
+	// IndexesRewritten are the CDXJ indexes written again: beside the rewritten WARC files, and
+	// the crawl's (indexes/<crawl>.cdxj), or deleted with the last file.
+	IndexesRewritten []string `json:"indexesRewritten,omitempty"`
 	// Unresolved are the other pages whose stored record could not be found again: their
 	// items and records still name the old offset (never expected; reported, not hidden).
 	Unresolved []string `json:"unresolved,omitempty"`
@@ -60,7 +64,13 @@ func (p *Purger) crawl(ctx context.Context, crawl string, m matcher) (CrawlRepor
 		return cr, fmt.Errorf("scan the URLs: %w", err)
 	}
 	p.progress("crawl %s: %d URLs to erase from the table", crawl, len(gone))
-	files, err := p.warcs(ctx, crawl, m, gone, &cr)
+	ixKey := crawlindex.Key(crawl)
+	have, err := p.B.List(ctx, ixKey)
+	if err != nil {
+		return cr, fmt.Errorf("look for the crawl's index: %w", err)
+	}
+	crawlIndex := slices.Contains(have, ixKey)
+	files, err := p.warcs(ctx, crawl, m, gone, crawlIndex, &cr)
 	if err != nil {
 		return cr, err
 	}
@@ -84,6 +94,9 @@ func (p *Purger) crawl(ctx context.Context, crawl string, m matcher) (CrawlRepor
 	}
 	if err := p.records(ctx, crawl, m, files, &cr); err != nil {
 		return cr, err
+	}
+	if !crawlIndex {
+		return cr, nil
 	}
 	return cr, p.index(ctx, crawl, files, &cr)
 }
@@ -139,46 +152,39 @@ func (p *Purger) budgets(ctx context.Context, crawl string, m matcher, cr *Crawl
 	return nil
 }
 
-// index rebuilds the crawl's CDXJ index when it has one and a WARC file changed, or deletes it
-// when no WARC file is left.
+// index writes the crawl's CDXJ index again from its files' lines when it does not index them
+// as they are, or deletes it when no WARC file is left.
 func (p *Purger) index(ctx context.Context, crawl string, files map[string]*warcFile, cr *CrawlReport) error {
 	key := crawlindex.Key(crawl)
-	have, err := p.B.List(ctx, key)
-	if err != nil {
-		return fmt.Errorf("look for the index: %w", err)
-	}
-	if !contains(have, key) || (len(cr.WARCFilesRewritten) == 0 && len(cr.WARCFilesDeleted) == 0) {
-		return nil
-	}
-	cr.Index = key
-	if p.DryRun {
-		return nil
-	}
-	left := 0
+	var parts [][]byte
 	for _, f := range files {
 		if !f.deleted {
-			left++
+			parts = append(parts, f.index)
 		}
 	}
-	if left == 0 {
+	if len(parts) == 0 {
+		cr.IndexesRewritten = append(cr.IndexesRewritten, key)
 		p.progress("crawl %s: no WARC file left; deleting its index %s", crawl, key)
 		if err := p.deleteBlob(ctx, key); err != nil {
 			return fmt.Errorf("delete the index: %w", err)
 		}
 		return nil
 	}
-	p.progress("crawl %s: rebuilding its index %s", crawl, key)
-	if _, err := crawlindex.Build(ctx, p.B, crawl, nil); err != nil {
-		return fmt.Errorf("rebuild the index: %w", err)
+	ix := warcfile.MergeIndexes(parts...)
+	stored, err := p.B.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read the index: %w", err)
+	}
+	if bytes.Equal(stored, ix) {
+		return nil
+	}
+	cr.IndexesRewritten = append(cr.IndexesRewritten, key)
+	if p.DryRun {
+		return nil
+	}
+	p.progress("crawl %s: writing its index %s again", crawl, key)
+	if err := p.B.Put(ctx, key, ix, warcfile.IndexContentType); err != nil {
+		return fmt.Errorf("store the index: %w", err)
 	}
 	return nil
-}
-
-func contains(keys []string, key string) bool {
-	for _, k := range keys {
-		if k == key {
-			return true
-		}
-	}
-	return false
 }

@@ -47,6 +47,7 @@ func (r Report) Totals() CrawlReport {
 		t.RecordsMoved += c.RecordsMoved
 		t.Budgets += c.Budgets
 		t.Unresolved = append(t.Unresolved, c.Unresolved...)
+		t.IndexesRewritten = append(t.IndexesRewritten, c.IndexesRewritten...)
 	}
 	return t
 }

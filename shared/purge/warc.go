@@ -1,11 +1,14 @@
 package purge
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/fetcher"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
@@ -14,6 +17,8 @@ import (
 // warcFile is a crawl's WARC file as the purge leaves it.
 type warcFile struct {
 	deleted bool
+	// index is its lines of the crawl's CDXJ index (when the crawl has one).
+	index []byte
 	// responses are its response records, with their spans in the file as it is now.
 	responses []warcfile.RecordInfo
 }
@@ -39,8 +44,10 @@ func (f *warcFile) find(url string, old int64) (warcfile.Span, bool) {
 // WARC-Target-URI the purge matches, and the records the purged URLs' items point at (a page
 // fetched under the purged URL that redirected elsewhere), each with its request record. A file
 // left with no page is deleted, with its index beside it; any other file that changed is rewritten,
-// with its index beside it if it has one. It returns every file of the crawl as it is now.
-func (p *Purger) warcs(ctx context.Context, crawl string, m matcher, gone []crawlstate.URL, cr *CrawlReport) (map[string]*warcFile, error) {
+// with its index beside it if it has one. An index beside a file that does not index it as it is
+// (a purge stopped between the two writes) is written again. It returns every file of the crawl
+// as it is now, with its lines of the crawl's index when crawlIndex is set.
+func (p *Purger) warcs(ctx context.Context, crawl string, m matcher, gone []crawlstate.URL, crawlIndex bool, cr *CrawlReport) (map[string]*warcFile, error) {
 	prefix := fetcher.PagesPrefix + crawl + "/"
 	keys, err := p.B.List(ctx, prefix)
 	if err != nil {
@@ -91,8 +98,19 @@ func (p *Purger) warcs(ctx context.Context, crawl string, m matcher, gone []craw
 		files[k] = f
 		if len(dropped) > 0 {
 			cr.WARCRecords += len(dropped)
-			if err := p.rewrite(ctx, k, out, pages == 0, have[k+warcfile.IndexSuffix], f, cr); err != nil {
+			if err := p.rewrite(ctx, k, out, pages == 0, f, cr); err != nil {
 				return files, err
+			}
+		}
+		if !f.deleted && have[k+warcfile.IndexSuffix] {
+			if err := p.besideIndex(ctx, k, out, cr); err != nil {
+				return files, err
+			}
+		}
+		if !f.deleted && crawlIndex {
+			// The crawl's index names a file by its path under the crawl's prefix (docs/warc.md).
+			if f.index, err = warcfile.IndexFile(strings.TrimPrefix(k, prefix), out); err != nil {
+				return files, fmt.Errorf("index %s: %w", k, err)
 			}
 		}
 		if i+1 == len(warcs) || (i+1)%100 == 0 {
@@ -102,39 +120,51 @@ func (p *Purger) warcs(ctx context.Context, crawl string, m matcher, gone []craw
 	return files, nil
 }
 
-// rewrite stores the file without the purged records (data), or deletes it when it holds no
-// page any more (empty), and so its index beside it (hasIndex).
-func (p *Purger) rewrite(ctx context.Context, key string, data []byte, empty, hasIndex bool, f *warcFile, cr *CrawlReport) error {
-	if empty {
-		f.deleted = true
-		cr.WARCFilesDeleted = append(cr.WARCFilesDeleted, key)
-		if err := p.deleteBlob(ctx, key); err != nil {
-			return fmt.Errorf("delete %s: %w", key, err)
+// rewrite stores the file without the purged records (data), or deletes it, and its index beside
+// it, when it holds no page any more (empty).
+func (p *Purger) rewrite(ctx context.Context, key string, data []byte, empty bool, f *warcFile, cr *CrawlReport) error {
+	if !empty {
+		cr.WARCFilesRewritten = append(cr.WARCFilesRewritten, key)
+		if p.DryRun {
+			return nil
 		}
-		if hasIndex {
-			if err := p.deleteBlob(ctx, key+warcfile.IndexSuffix); err != nil {
-				return fmt.Errorf("delete %s: %w", key+warcfile.IndexSuffix, err)
-			}
+		if err := p.B.Put(ctx, key, data, warcfile.ContentType); err != nil {
+			return fmt.Errorf("rewrite %s: %w", key, err)
 		}
 		return nil
 	}
-	cr.WARCFilesRewritten = append(cr.WARCFilesRewritten, key)
-	if p.DryRun {
-		return nil
+	f.deleted = true
+	cr.WARCFilesDeleted = append(cr.WARCFilesDeleted, key)
+	for _, k := range []string{key, key + warcfile.IndexSuffix} {
+		if err := p.deleteBlob(ctx, k); err != nil {
+			return fmt.Errorf("delete %s: %w", k, err)
+		}
 	}
-	if err := p.B.Put(ctx, key, data, warcfile.ContentType); err != nil {
-		return fmt.Errorf("rewrite %s: %w", key, err)
-	}
-	if !hasIndex {
-		return nil
-	}
+	return nil
+}
+
+// besideIndex writes the index beside the file named key again if it does not index data, the
+// file as it is now.
+func (p *Purger) besideIndex(ctx context.Context, key string, data []byte, cr *CrawlReport) error {
+	ixKey := key + warcfile.IndexSuffix
 	// The index beside a file names it without its folders (docs/warc.md).
 	ix, err := warcfile.IndexFile(path.Base(key), data)
 	if err != nil {
 		return fmt.Errorf("index %s: %w", key, err)
 	}
-	if err := p.B.Put(ctx, key+warcfile.IndexSuffix, ix, warcfile.IndexContentType); err != nil {
-		return fmt.Errorf("rewrite %s: %w", key+warcfile.IndexSuffix, err)
+	stored, err := p.B.Get(ctx, ixKey)
+	if err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("read %s: %w", ixKey, err)
+	}
+	if bytes.Equal(stored, ix) {
+		return nil
+	}
+	cr.IndexesRewritten = append(cr.IndexesRewritten, ixKey)
+	if p.DryRun {
+		return nil
+	}
+	if err := p.B.Put(ctx, ixKey, ix, warcfile.IndexContentType); err != nil {
+		return fmt.Errorf("rewrite %s: %w", ixKey, err)
 	}
 	return nil
 }
