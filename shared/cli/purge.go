@@ -79,6 +79,12 @@ func purgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	p := purge.Purger{T: be.Table, B: be.Blobs, DryRun: dryRun,
 		Progress: func(line string) { fmt.Fprintf(stderr, "crawl purge: %s\n", line) }}
 	rep, err := p.Purge(ctx, purge.Request{Target: target, Reason: reason, Crawls: crawls})
+	if err == nil && !dryRun && be.Compact != nil {
+		fmt.Fprintln(stderr, "crawl purge: compacting the state file, so that no deleted row is left in it")
+		if err = be.Compact(ctx); err != nil {
+			err = fmt.Errorf("the purge is done, but %w (run crawl purge again when no crawl runs on the state directory)", err)
+		}
+	}
 	if asJSON {
 		b, _ := json.Marshal(rep)
 		fmt.Fprintf(stdout, "%s\n", b)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"database/sql"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -52,6 +53,18 @@ func rawEmbedded(state string) e2etest.Raw {
 				if err := rows.Close(); err != nil {
 					t.Fatal(err)
 				}
+			}
+			return out
+		},
+		Files: func(t testing.TB) map[string][]byte {
+			t.Helper()
+			out := map[string][]byte{}
+			for _, name := range []string{"state.db", "state.db-wal"} {
+				b, err := os.ReadFile(filepath.Join(state, name))
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+				out[name] = b
 			}
 			return out
 		},

@@ -28,6 +28,10 @@ type Raw struct {
 	Rows func(t testing.TB) map[string]string
 	// Objects returns every object of the bucket, by key.
 	Objects func(t testing.TB) map[string][]byte
+	// Files, when set, returns the bytes of the files the backend keeps its rows in (the
+	// embedded backend's SQLite file and its write-ahead log), by name: a row deleted but left
+	// on a free page of the file is still there.
+	Files func(t testing.TB) map[string][]byte
 }
 
 // CheckPurge crawls a site on loopback whose pages each carry a marker of their own, builds the
@@ -171,6 +175,14 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 		}
 		if strings.Contains(v, mark) || strings.Contains(v, secret) || strings.Contains(k, secret) {
 			t.Errorf("after the purge, row %s still names the purged page: %s", k, v)
+		}
+	}
+	if raw.Files != nil {
+		item := []byte(`"url":"` + secret + `"`) // a URL item or a message names it so; the tombstone does not
+		for name, b := range raw.Files(t) {
+			if bytes.Contains(b, item) || bytes.Contains(b, []byte(mark)) {
+				t.Errorf("after the purge, the file %s still holds the purged page (%s)", name, excerpt(b, string(item), mark))
+			}
 		}
 	}
 	var audit struct {
