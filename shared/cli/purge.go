@@ -76,6 +76,16 @@ func purgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return ExitFailed
 	}
 	defer be.Close()
+	if o.Backend == "embedded" && !dryRun {
+		// A run working on the directory would fetch on until its handlers see the tombstone,
+		// and its parse handler reads pages at offsets the purge moves.
+		unlock, err := lockState(o.State)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl purge: %v\n", err)
+			return ExitFailed
+		}
+		defer unlock()
+	}
 	p := purge.Purger{T: be.Table, B: be.Blobs, DryRun: dryRun,
 		Progress: func(line string) { fmt.Fprintf(stderr, "crawl purge: %s\n", line) }}
 	rep, err := p.Purge(ctx, purge.Request{Target: target, Reason: reason, Crawls: crawls})
