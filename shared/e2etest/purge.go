@@ -50,13 +50,9 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 	t.Helper()
 	const marker = "purge-marker-7c1e0d-"
 	leaves := []string{"/p1", "/p2", "/p3", "/p4"}
-	var mu sync.Mutex
-	var requested []string
+	var log requestLog
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requested = append(requested, r.URL.Path)
-		mu.Unlock()
+	mux.Handle("/", log.serve(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/robots.txt":
 			http.NotFound(w, r)
@@ -66,17 +62,10 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 			fmt.Fprintf(w, `<html><head><title>%s%s</title></head><body>%s%s <a href="/">home</a></body></html>`,
 				marker, r.URL.Path[1:], marker, r.URL.Path[1:])
 		}
-	})
+	}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		code, stdout, stderr := main(args...)
-		if code != wantCode {
-			t.Fatalf("crawl %s: exit %d, want %d\nstdout %s\nstderr %s", strings.Join(args, " "), code, wantCode, stdout, stderr)
-		}
-		return stdout
-	}
+	run := runner(t, main)
 	admin := func(wantCode int, args ...string) string {
 		t.Helper()
 		return run(wantCode, append(append([]string{args[0]}, adminFlags...), args[1:]...)...)
@@ -87,9 +76,7 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 	}
 	crawlOnce := func(extra ...string) (crawl string, fetched int64, served []string) {
 		t.Helper()
-		mu.Lock()
-		from := len(requested)
-		mu.Unlock()
+		_, from := log.since(0)
 		out := run(0, append(append(append([]string{"run", "--json", "--quiet", "--allow-net", "127.0.0.0/8"}, runFlags...), extra...), seeds)...)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		var sum struct {
@@ -99,10 +86,7 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
 			t.Fatalf("the summary is not JSON: %v\n%s", err, out)
 		}
-		mu.Lock()
-		served = slices.Clone(requested[from:])
-		mu.Unlock()
-		slices.Sort(served)
+		served, _ = log.since(from)
 		return sum.Crawl, sum.Fetched, served
 	}
 	all := append([]string{"/", "/robots.txt"}, leaves...)
@@ -212,19 +196,29 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 	}
 }
 
-// victim picks the page to purge from the indexes beside the crawl's WARC files: a leaf page
-// (not the site's root) whose response record another page's follows in its file, so that purging
-// it rewrites the file and moves that page.
+// victim picks the page to purge: a leaf page (not the site's root) whose response record
+// another page's follows in its WARC file, so that purging it rewrites the file and moves that page.
 func victim(t testing.TB, objects map[string][]byte, crawl, site string) string {
 	t.Helper()
-	for k, ix := range objects {
-		if !strings.HasPrefix(k, "pages/"+crawl+"/") || !strings.HasSuffix(k, ".cdxj") {
-			continue
+	indexes := map[string][]byte{}
+	for k, b := range objects {
+		if strings.HasPrefix(k, "pages/"+crawl+"/") && strings.HasSuffix(k, ".cdxj") {
+			indexes[k] = b
 		}
-		type line struct {
-			url    string
-			offset int64
-		}
+	}
+	return SharedFilePage(t, indexes, site+"/")
+}
+
+// SharedFilePage returns, from the indexes beside a crawl's WARC files (by key), the URL of a
+// page other than skip whose response record another page's follows in its file: the page a
+// purge test erases, so that its file is rewritten and a page in it moves.
+func SharedFilePage(t testing.TB, indexes map[string][]byte, skip string) string {
+	t.Helper()
+	type line struct {
+		url    string
+		offset int64
+	}
+	for _, ix := range indexes {
 		var lines []line
 		for l := range bytes.Lines(ix) {
 			parts := strings.SplitN(string(l), " ", 3)
@@ -236,13 +230,51 @@ func victim(t testing.TB, objects map[string][]byte, crawl, site string) string 
 		}
 		slices.SortFunc(lines, func(a, b line) int { return int(a.offset - b.offset) })
 		for i := 0; i+1 < len(lines); i++ {
-			if lines[i].url != site+"/" {
+			if lines[i].url != skip {
 				return lines[i].url
 			}
 		}
 	}
-	t.Fatalf("no WARC file of %s holds a leaf page with another page after it: this check needs one", crawl)
+	t.Fatalf("no WARC file holds a page (but %s) with another page after it: the test needs one", skip)
 	return ""
+}
+
+// requestLog is a test site's own log of the paths it was asked for.
+type requestLog struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+// serve logs each request's path, then serves it with h.
+func (l *requestLog) serve(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.paths = append(l.paths, r.URL.Path)
+		l.mu.Unlock()
+		h(w, r)
+	})
+}
+
+// since returns the paths logged from the n-th on, sorted, and how many are logged in all.
+func (l *requestLog) since(n int) (paths []string, all int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	paths = slices.Clone(l.paths[n:])
+	slices.Sort(paths)
+	return paths, len(l.paths)
+}
+
+// runner returns a function that runs the crawl command with args and fails t unless it exits
+// with wantCode, and returns its stdout.
+func runner(t testing.TB, main MainFunc) func(wantCode int, args ...string) string {
+	return func(wantCode int, args ...string) string {
+		t.Helper()
+		code, stdout, stderr := main(args...)
+		if code != wantCode {
+			t.Fatalf("crawl %s: exit %d, want %d\nstdout %s\nstderr %s", strings.Join(args, " "), code, wantCode, stdout, stderr)
+		}
+		return stdout
+	}
 }
 
 // anyHolds reports whether some object holds s.

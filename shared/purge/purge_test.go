@@ -14,12 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/e2etest"
 	"github.com/crawlstack/crawlstack/shared/optout"
 	"github.com/crawlstack/crawlstack/shared/purge"
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -87,7 +87,7 @@ func copyState(t *testing.T, from string) string {
 }
 
 // victim is a page whose response record another page's follows in its WARC file (from the
-// index beside the file), so that purging it moves that page.
+// indexes beside the files), so that purging it moves that page.
 func victim(t *testing.T, be *cli.Backend, c crawled) string {
 	t.Helper()
 	ctx := context.Background()
@@ -95,34 +95,26 @@ func victim(t *testing.T, be *cli.Backend, c crawled) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	indexes := map[string][]byte{}
 	for _, k := range keys {
-		if !strings.HasSuffix(k, ".cdxj") {
-			continue
-		}
-		ix, err := be.Blobs.Get(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		type line struct {
-			url    string
-			offset int64
-		}
-		var lines []line
-		for l := range bytes.Lines(ix) {
-			parts := strings.SplitN(string(l), " ", 3)
-			var f struct{ URL, Offset string }
-			if len(parts) == 3 && json.Unmarshal([]byte(parts[2]), &f) == nil {
-				o, _ := strconv.ParseInt(f.Offset, 10, 64)
-				lines = append(lines, line{f.URL, o})
+		if strings.HasSuffix(k, ".cdxj") {
+			if indexes[k], err = be.Blobs.Get(ctx, k); err != nil {
+				t.Fatal(err)
 			}
 		}
-		slices.SortFunc(lines, func(a, b line) int { return int(a.offset - b.offset) })
-		if len(lines) > 1 {
-			return lines[0].url
-		}
 	}
-	t.Fatal("no WARC file holds two pages: this test needs one")
-	return ""
+	return e2etest.SharedFilePage(t, indexes, "")
+}
+
+// open opens the embedded backend on state, closed when t ends.
+func open(t *testing.T, state string) *cli.Backend {
+	t.Helper()
+	be, err := cli.OpenEmbedded(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
 }
 
 // dump is every row and every object of a backend but the audit records and the opt-out list
@@ -231,11 +223,7 @@ func TestAnInterruptedPurgeRunAgainEndsAsAnUninterruptedOne(t *testing.T) {
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			be, err := cli.OpenEmbedded(copyState(t, c.state))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer be.Close()
+			be := open(t, copyState(t, c.state))
 			ft := &failingTable{Table: be.Table, fail: func(string, table.Update) bool { return false }}
 			fb := &failingBlobs{Blobs: be.Blobs, fail: func(string) bool { return false }}
 			if step.table != nil {
@@ -269,11 +257,7 @@ func TestAnInterruptedPurgeRunAgainEndsAsAnUninterruptedOne(t *testing.T) {
 // TestDryRunChangesNothing: a dry run reports the page and leaves every row and object as it was.
 func TestDryRunChangesNothing(t *testing.T) {
 	c := crawlSite(t)
-	be, err := cli.OpenEmbedded(c.state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
+	be := open(t, c.state)
 	before := dump(t, be)
 	url := victim(t, be, c)
 	rep, err := (&purge.Purger{T: be.Table, B: be.Blobs, DryRun: true}).Purge(context.Background(),
@@ -300,11 +284,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 // files that held nothing else and the crawl's index, and leaves the host on the opt-out list.
 func TestHostPurgeErasesEveryPageOfTheHost(t *testing.T) {
 	c := crawlSite(t)
-	be, err := cli.OpenEmbedded(c.state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
+	be := open(t, c.state)
 	ctx := context.Background()
 	target, err := optout.NewEntry(optout.Host, "127.0.0.1", "", time.Now())
 	if err != nil {
@@ -348,11 +328,7 @@ func TestHostPurgeErasesEveryPageOfTheHost(t *testing.T) {
 // anything is changed.
 func TestBadRequests(t *testing.T) {
 	c := crawlSite(t)
-	be, err := cli.OpenEmbedded(c.state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
+	be := open(t, c.state)
 	before := dump(t, be)
 	p := &purge.Purger{T: be.Table, B: be.Blobs}
 	for _, tt := range []struct {
