@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawlindex"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/optout"
 	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
@@ -87,7 +88,7 @@ func (p *Purger) crawl(ctx context.Context, crawl string, m matcher) (CrawlRepor
 			return cr, err
 		}
 	}
-	if m.target.Kind == "host" {
+	if m.target.Kind == optout.Host {
 		if err := p.budgets(ctx, crawl, m, &cr); err != nil {
 			return cr, err
 		}
