@@ -34,6 +34,13 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
+// Deleter deletes objects: an erasure (crawl purge, docs/erasure.md) removes stored pages and
+// records. The handlers never delete, so it is not part of Store.
+type Deleter interface {
+	// Delete removes the object. Deleting a missing object is not an error, as in S3.
+	Delete(ctx context.Context, key string) error
+}
+
 // Admin creates buckets. The local runner and the tests use it; on AWS the CDK stack does.
 type Admin interface {
 	CreateBucket(ctx context.Context, name string) error

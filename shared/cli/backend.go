@@ -31,6 +31,7 @@ type Backend struct {
 	Blobs interface {
 		blob.Store
 		blob.Admin
+		blob.Deleter
 	}
 	// TableName and Bucket name the table and bucket the adapters use.
 	TableName, Bucket string
@@ -48,6 +49,10 @@ type Backend struct {
 	// backend's directories); without it, a crawl that fetched no page is taken to have stored none.
 	Exists func(where string) bool
 	Close  func() error
+	// Compact, when set, rewrites the backend's own files without the rows deleted from them (the
+	// embedded backend's SQLite file keeps a deleted row on a free page and in its log until
+	// they are written again); crawl purge runs it after an erasure.
+	Compact func(ctx context.Context) error
 	// IdleCheck is how often the runner looks whether the crawl is done (0: localrun's
 	// default). Looking asks every queue for its depth, so it is often only where that is free.
 	IdleCheck time.Duration
@@ -93,6 +98,7 @@ func OpenEmbedded(dir string) (*Backend, error) {
 			return err == nil
 		},
 		Close:      db.Close,
+		Compact:    func(ctx context.Context) error { return sqlite.Vacuum(ctx, filepath.Join(dir, "state.db")) },
 		IdleCheck:  embeddedIdleCheck,
 		SyncsFiles: true,
 	}, nil

@@ -136,7 +136,7 @@ var argNames = map[string]string{
 	"state": "DIR", "backend": "embedded|aws", "scope": "host|domain|any", "user-agent": "UA", "allow-net": "CIDR",
 	"include": "RE", "exclude": "RE", "tls-fingerprint": "chrome", "prices": "k=v,...", "name": "NAME",
 	"host-rps": "R", "budget-usd": "X", "class": "a,b", "proxy": "URL", "proxy-rotation": "request|host",
-	"host": "H", "prefix": "URL", "pattern": "RE", "url": "URL", "reason": "TEXT",
+	"host": "H", "prefix": "URL", "pattern": "RE", "url": "URL", "reason": "TEXT", "crawl": "CRAWL",
 }
 
 // flagSyntax is how a flag is written: "--state DIR", "--json".

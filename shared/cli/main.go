@@ -34,6 +34,8 @@ usage:
                                (--format jsonl|csv, -o FILE; default: stdout)
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
   crawl optout add|remove|list [flags]  the hosts, prefixes, patterns and URLs no crawl admits
+  crawl purge [flags] --host H | --url URL  erase a site's or a page's stored data, leave a
+                               tombstone and an audit record (--dry-run lists what would go)
   crawl invoke [flags] FN EVENTFILE  run the schedule, fetch or parse handler once on a JSON event
   crawl help [COMMAND]         this text, or a command's flags and examples
   crawl --version              the version and commit this binary was built from
@@ -49,7 +51,7 @@ Run 'crawl COMMAND --help' for a command's flags.
 `
 
 // commands are the commands Main knows, for suggestions on a typo.
-var commands = []string{"run", "demo", "status", "pause", "resume", "stop", "failures", "index", "export", "redrive", "optout", "invoke", "help", "version"}
+var commands = []string{"run", "demo", "status", "pause", "resume", "stop", "failures", "index", "export", "redrive", "optout", "purge", "invoke", "help", "version"}
 
 // Main runs the crawl command with args (without the program name) and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -85,6 +87,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return invoke(ctx, args[1:], stdout, stderr)
 	case "optout":
 		return optoutCmd(ctx, args[1:], stdout, stderr)
+	case "purge":
+		return purgeCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, version())
 		return ExitOK

@@ -73,6 +73,7 @@ var adminHelp = map[string]cmdHelp{
 	"export": {about: "Write a crawl's records into one file, as JSON lines or CSV (a column per extracted field), each page once (docs/results.md).",
 		examples: "crawl export -o pages.jsonl seeds-3e53e0c6c911\ncrawl export --format csv -o pages.csv seeds-3e53e0c6c911\ncrawl export --backend aws seeds-3e53e0c6c911 | jq -r .title"},
 	"optout": optoutHelp,
+	"purge":  purgeHelp,
 	"redrive": {about: "Move the messages of a dead-letter queue (schedule, fetch or parse) back to its queue.",
 		examples: "crawl redrive fetch\ncrawl redrive --class http_5xx,timeout fetch"},
 }

@@ -30,6 +30,7 @@ var tableTests = []struct {
 	{"Outcomes", testOutcomes},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
+	{"EraseAndMovePage", testEraseAndMovePage},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

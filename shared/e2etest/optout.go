@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -21,30 +20,19 @@ import (
 // off. adminFlags choose the backend of the optout and failures commands.
 func CheckOptOut(t testing.TB, main MainFunc, runFlags, adminFlags []string) {
 	t.Helper()
-	var mu sync.Mutex
-	var requested []string
+	var log requestLog
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requested = append(requested, r.URL.Path)
-		mu.Unlock()
+	mux.Handle("/", log.serve(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
 			return
 		}
 		fmt.Fprint(w, `<html><body><a href="/a">a</a> <a href="/private/x">x</a> <a href="/private/y">y</a>`+
 			` <a href="/gone">gone</a> <a href="/users/12/">user</a> <a href="/users/me/">me</a></body></html>`)
-	})
+	}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		code, stdout, stderr := main(args...)
-		if code != wantCode {
-			t.Fatalf("crawl %s: exit %d, want %d\nstdout %s\nstderr %s", strings.Join(args, " "), code, wantCode, stdout, stderr)
-		}
-		return stdout
-	}
+	run := runner(t, main)
 	admin := func(wantCode int, args ...string) string {
 		t.Helper()
 		return run(wantCode, append(append([]string{args[0], args[1]}, adminFlags...), args[2:]...)...)
@@ -76,10 +64,7 @@ func CheckOptOut(t testing.TB, main MainFunc, runFlags, adminFlags []string) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
 		t.Fatalf("the summary is not JSON: %v\n%s", err, out)
 	}
-	mu.Lock()
-	got := slices.Clone(requested)
-	mu.Unlock()
-	slices.Sort(got)
+	got, _ := log.since(0)
 	if want := []string{"/", "/a", "/robots.txt", "/users/me/"}; !slices.Equal(got, want) {
 		t.Errorf("the site served %v; want %v (nothing on the opt-out list)", got, want)
 	}

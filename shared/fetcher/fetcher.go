@@ -140,6 +140,7 @@ type Handler struct {
 	batch   *sqsbatch.Runner
 	log     *slog.Logger
 	hosts   hostLimiter
+	optOuts OptOuts
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -162,6 +163,8 @@ type Deps struct {
 	// Crawls, if set, gives each crawl's User-Agent, extra headers, rate and scope (a spec's);
 	// nil: the handler's own for every crawl.
 	Crawls CrawlSettings
+	// OptOuts, if set, is the opt-out list, checked again before each request (see OptOuts).
+	OptOuts OptOuts
 }
 
 // New returns a Handler.
@@ -175,7 +178,7 @@ func New(cfg Config, d Deps) *Handler {
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
-		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, Now: time.Now}
+		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, optOuts: d.OptOuts, Now: time.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.
@@ -244,6 +247,12 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	}
 	if err := h.guard.CheckURL(u); err != nil {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, err)
+	}
+	if err := h.optedOut(ctx, u); err != nil {
+		if errclass.Of(err) == errclass.OptedOut {
+			return nil, h.finish(ctx, f, crawlstate.Skipped, err)
+		}
+		return nil, err
 	}
 	rules, err := h.robots.Check(ctx, u)
 	if err != nil {
@@ -398,6 +407,9 @@ func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc S
 				return err
 			}
 		}
+		if err := h.optedOut(ctx, t); err != nil {
+			return err
+		}
 		rules, err := h.robots.Check(ctx, t)
 		switch {
 		case err != nil:
@@ -454,7 +466,7 @@ func (h *Handler) parseable(r *httpfetch.Response) bool {
 // terminalFor is the terminal state of a permanent failure: policy refusals are skips.
 func terminalFor(c errclass.Class) crawlstate.State {
 	switch c {
-	case errclass.SSRF, errclass.Robots, errclass.Scope, errclass.Trap, errclass.TooLarge, errclass.Type:
+	case errclass.SSRF, errclass.Robots, errclass.Scope, errclass.Trap, errclass.TooLarge, errclass.Type, errclass.OptedOut:
 		return crawlstate.Skipped
 	}
 	return crawlstate.Failed

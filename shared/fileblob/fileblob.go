@@ -33,8 +33,9 @@ import (
 )
 
 var (
-	_ blob.Store = (*Store)(nil)
-	_ blob.Admin = (*Store)(nil)
+	_ blob.Store   = (*Store)(nil)
+	_ blob.Admin   = (*Store)(nil)
+	_ blob.Deleter = (*Store)(nil)
 )
 
 // Store is a blob store on files under one root directory. It is safe for concurrent use, also
@@ -299,6 +300,28 @@ func notFound(err error) error {
 		return blob.ErrNotFound
 	}
 	return err
+}
+
+// Delete removes the object's file, and syncs its directory so that the removal is durable; a
+// missing object is no error, as in S3. Emptied directories are left: List skips them.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	p, err := s.path(key)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = os.Remove(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(p))
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
 }
 
 // List returns the keys that start with prefix, in lexical (byte) order.

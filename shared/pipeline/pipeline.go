@@ -162,7 +162,8 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				fcfg.PauseWait = cfg.PauseWait
 			}
 			fdeps := fetcher.Deps{State: state, HTTP: traced, Robots: robots.New(traced, ua, 24*time.Hour),
-				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls}
+				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls,
+				OptOuts: &optout.Matcher{Store: optout.Store{T: p.Table}}}
 			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 				fdeps.Handoff = p.Handoff
 			}

@@ -28,12 +28,14 @@ type API interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	CreateBucket(ctx context.Context, in *s3.CreateBucketInput, optFns ...func(*s3.Options)) (*s3.CreateBucketOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
 var (
-	_ blob.Store = (*Store)(nil)
-	_ blob.Admin = (*Store)(nil)
-	_ API        = (*s3.Client)(nil)
+	_ blob.Store   = (*Store)(nil)
+	_ blob.Admin   = (*Store)(nil)
+	_ blob.Deleter = (*Store)(nil)
+	_ API          = (*s3.Client)(nil)
 )
 
 // Store implements the blob port on one S3 bucket. It is safe for concurrent use.
@@ -165,6 +167,14 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+// Delete removes the object; a missing object is no error (S3 answers a delete of one with 204).
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if _, err := s.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}); err != nil {
+		return fmt.Errorf("delete s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return nil
 }
 
 // CreateBucket creates the named bucket; a bucket that this account already owns is fine. The

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"AwkwardKeys", testAwkwardKeys},
 		{"EmptyBody", testEmptyBody},
 		{"LargeBody", testLargeBody},
+		{"Delete", testDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,5 +297,31 @@ func testLargeBody(t *testing.T, s blob.Store, prefix string) {
 	}
 	if !bytes.Equal(got, body[3<<20:4<<20]) {
 		t.Errorf("GetRange of the large body differs")
+	}
+}
+
+// testDelete: a deleted object is gone for Get and List, its neighbours stay, and deleting a
+// missing object is no error. A store that cannot delete fails: every adapter can.
+func testDelete(t *testing.T, s blob.Store, prefix string) {
+	d, ok := s.(blob.Deleter)
+	if !ok {
+		t.Fatalf("%T does not implement blob.Deleter", s)
+	}
+	put(t, s, prefix+"d/a", []byte("a"))
+	put(t, s, prefix+"d/b", []byte("b"))
+	ctx := ctxFor(t)
+	if err := d.Delete(ctx, prefix+"d/a"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := s.Get(ctx, prefix+"d/a"); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	wantBody(t, s, prefix+"d/b", []byte("b"))
+	keys, err := s.List(ctx, prefix+"d/")
+	if err != nil || !reflect.DeepEqual(keys, []string{prefix + "d/b"}) {
+		t.Errorf("List after Delete = %q, %v; want only %s", keys, err, prefix+"d/b")
+	}
+	if err := d.Delete(ctx, prefix+"d/missing"); err != nil {
+		t.Errorf("Delete of a missing object: %v, want nil", err)
 	}
 }
