@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/table"
 )
@@ -13,7 +12,7 @@ import (
 // the stored page of a URL whose WARC file was rewritten without another page's records.
 
 // Erase deletes what the crawl's state holds of the URLs with these keys (urlnorm.Key): their
-// outcomes and take-over marks in every fetch message's group, then their items. Run again after
+// claims, outcomes and tombstones in every group's item, then their items. Run again after
 // a failure, it finishes what the failed run left: the items go last, so a URL whose outcome is
 // left still has its item for the next run to find.
 func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
@@ -22,7 +21,9 @@ func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
 	}
 	names := map[string]bool{}
 	for _, k := range keys {
-		names[outcomeAttr(k)], names[takenAttr(k)] = true, true
+		for _, attr := range []func(string) string{outcomeAttr, redriveAttr, ownerAttr, leaseAttr, tombstoneAttr} {
+			names[attr(k)] = true
+		}
 	}
 	type change struct {
 		key    string
@@ -59,40 +60,26 @@ func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
 	return nil
 }
 
-// MovePage says that u's stored response is now at offset and length in the same WARC file: on
-// its item, and in its outcome in its owner's group, wherever each holds it. Each write is
-// conditional on what u was read with, so a page that changed since is not overwritten.
+// MovePage says that u's stored response is now at offset and length in the same WARC file, in
+// its outcome in its group. The write is conditional on what u was read with, so a page that
+// changed since is not overwritten.
 func (s *Store) MovePage(ctx context.Context, crawl string, u URL, offset, length int64) error {
-	if u.page != "" {
-		var p Page
-		if err := json.Unmarshal([]byte(u.page), &p); err != nil {
-			return fmt.Errorf("page of %s: %w", u.Key, err)
-		}
-		p.Offset, p.Length = offset, length
-		b, err := json.Marshal(p)
-		if err != nil {
-			return fmt.Errorf("page of %s: %w", u.Key, err)
-		}
-		if _, err := s.t.Update(ctx, URLKey(crawl, u.Key), table.Update{Set: map[string]any{attrPage: string(b)}},
-			table.Eq(attrPage, u.page)); err != nil {
-			return fmt.Errorf("move the page of %s: %w", u.Key, err)
-		}
+	if u.outcome == "" {
+		return nil
 	}
-	if u.outcome != "" && strings.TrimSpace(u.Owner) != "" {
-		var st stored
-		if err := json.Unmarshal([]byte(u.outcome), &st); err != nil {
-			return fmt.Errorf("outcome of %s: %w", u.Key, err)
-		}
-		st.O, st.L = offset, length
-		b, err := json.Marshal(st)
-		if err != nil {
-			return fmt.Errorf("outcome of %s: %w", u.Key, err)
-		}
-		attr := outcomeAttr(u.Key)
-		if _, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u.Owner)), table.Update{Set: map[string]any{attr: string(b)}},
-			table.Eq(attr, u.outcome)); err != nil {
-			return fmt.Errorf("move the page of %s in its outcome: %w", u.Key, err)
-		}
+	var st stored
+	if err := json.Unmarshal([]byte(u.outcome), &st); err != nil {
+		return fmt.Errorf("outcome of %s: %w", u.Key, err)
+	}
+	st.O, st.L = offset, length
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("outcome of %s: %w", u.Key, err)
+	}
+	attr := outcomeAttr(u.Key)
+	if _, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: string(b)}},
+		table.Eq(attr, u.outcome)); err != nil {
+		return fmt.Errorf("move the page of %s in its outcome: %w", u.Key, err)
 	}
 	return nil
 }

@@ -22,16 +22,16 @@ func testEraseAndMovePage(t *testing.T, tb table.Table) {
 	var outs []Outcome
 	for i, u := range urls {
 		keys[i] = urlnorm.Key(u)
-		if res, err := s.Admit(ctx, crawl, keys[i], u, u, 0, "L"); err != nil || res != Admitted {
-			t.Fatalf("Admit %s = %v, %v", u, res, err)
-		}
-		if _, err := s.Claim(ctx, crawl, keys[i], "M#"+string(rune('0'+i)), time.Minute); err != nil {
-			t.Fatalf("Claim %s: %v", u, err)
+		if res, _, err := s.AdmitIn(ctx, crawl, "G", keys[i], u, u, 0, "L"); err != nil || res != Admitted {
+			t.Fatalf("AdmitIn %s = %v, %v", u, res, err)
 		}
 		p := &Page{WARCKey: file, Offset: int64(100 + 1000*i), Length: 900, FinalURL: u, Status: 200, FetchedAt: time.Now().UTC()}
-		outs = append(outs, Outcome{Key: keys[i], URL: u, State: Fetched, Prev: Queued, Page: p})
+		outs = append(outs, Outcome{Key: keys[i], URL: u, State: Fetched, Prev: Queued, Page: p, Owner: "M"})
 	}
-	if _, err := s.Record(ctx, crawl, "M", outs); err != nil {
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "M", nil, time.Minute, keys); err != nil || len(got) != len(keys) {
+		t.Fatalf("ClaimGroup = %v, %v", got, err)
+	}
+	if _, err := s.Record(ctx, crawl, "G", outs); err != nil {
 		t.Fatal(err)
 	}
 	kept, err := s.Get(ctx, crawl, keys[1])
@@ -58,7 +58,7 @@ func testEraseAndMovePage(t *testing.T, tb table.Table) {
 	}
 	err = tb.Scan(ctx, "r#"+crawl+"#", func(key string, it table.Item) error {
 		for name := range it {
-			if name == outcomeAttr(keys[0]) || name == takenAttr(keys[0]) {
+			if len(name) > 1 && name[1:] == shortKey(keys[0]) {
 				t.Errorf("the group %s still holds %s of the erased URL", key, name)
 			}
 		}
