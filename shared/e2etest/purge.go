@@ -347,7 +347,8 @@ func checkArchive(t testing.TB, objects map[string][]byte, crawl string, rows ma
 		refs = append(refs, ref{"pages/" + crawl + "/" + f.Filename, f.URL, o, l})
 	}
 	// The records' refs ("warc": {"key", "offset", "length"}, with finalUrl) and the table's
-	// ({"k", "o", "l"}, a JSON string in an attribute).
+	// ({"k", "o", "l"}, a JSON string in an attribute; "b" for a file named as fetch names them,
+	// pages/<crawl>/<b>.warc.gz, as crawlstate shortens it).
 	for k, b := range objects {
 		if !strings.HasPrefix(k, "records/crawl="+crawl+"/") {
 			continue
@@ -370,10 +371,14 @@ func checkArchive(t testing.TB, objects map[string][]byte, crawl string, rows ma
 		for _, s := range jsonStrings(v) {
 			var p struct {
 				K    string `json:"k"`
+				B    string `json:"b"`
 				O, L int64
 				U    string `json:"u"`
 			}
-			if json.Unmarshal([]byte(s), &p) == nil && strings.HasSuffix(p.K, ".warc.gz") {
+			if json.Unmarshal([]byte(s), &p) == nil && p.B != "" {
+				p.K = "pages/" + crawl + "/" + p.B + ".warc.gz"
+			}
+			if strings.HasSuffix(p.K, ".warc.gz") {
 				refs = append(refs, ref{p.K, p.U, p.O, p.L})
 				tableRefs++
 			}
