@@ -102,6 +102,9 @@ type Report struct {
 	Delayed int64
 	// Requeued counts the fetch messages sent again for a URL (politeness waits and retries).
 	Requeued int64
+	// FirstMessages, FirstURLs and Groups count the fetch messages that carried their URLs for
+	// the first time, those URLs, and the groups they named.
+	FirstMessages, FirstURLs, Groups int64
 	// URLs are the crawl's URLs by state and class, from its items.
 	URLs crawlstate.Counters
 	// HotHost is the per-host table item (politeness slot, host budget) that took the most
@@ -244,6 +247,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	}
 	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
 		Delayed: sent.delayed.Load(), Requeued: sent.resent(), SQSCalls: m.SQSCalls()}
+	r.FirstMessages, r.FirstURLs, r.Groups = sent.first()
 	r.EarlyEmpty = early.takeFrom(&r.Units, r.SQSCalls)
 	r.Pages, r.Twice = web.Fetched()
 	// The tally reads the whole table: done with the meter's copy of the clients' config, it

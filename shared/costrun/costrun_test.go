@@ -157,6 +157,11 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 	if r.HotOther == "" || r.HotOtherWrites == 0 {
 		t.Errorf("no hot item found: %+v", r)
 	}
+	// Every page's URL went out once at least, in messages of up to MaxFetchURLs URLs of one group.
+	if r.FirstURLs < 60 || r.FirstMessages*message.MaxFetchURLs < r.FirstURLs || r.Groups == 0 || r.Groups > r.FirstMessages {
+		t.Errorf("first sends: %d messages of %d URLs in %d groups, want the 60 pages' URLs in messages of at most %d, groups no more than messages",
+			r.FirstMessages, r.FirstURLs, r.Groups, message.MaxFetchURLs)
+	}
 	var b bytes.Buffer
 	r.Print(&b, meter.DefaultPrices())
 	t.Logf("\n%s", b.String())

@@ -141,14 +141,19 @@ func (k *keyWrites) hottest() (host string, hostN int64, other string, otherN in
 }
 
 // fetchSends counts the fetch messages: those sent with a delay (to wait for a politeness slot
-// booked at admission, or re-sent to wait again), and the re-sends, which are the sends of a URL's
-// message after its first.
+// booked at admission, or re-sent to wait again), the re-sends, which are the sends of a URL's
+// message after its first, and the first sends: how many messages, URLs and groups (the
+// fetcher claims a message's URLs of a group in one write: crawlstate.ClaimGroup).
 type fetchSends struct {
 	queue.Sender
 	queue   string
 	delayed atomic.Int64
 	mu      sync.Mutex
 	sends   map[string]int64 // URL -> its fetch messages sent
+	// firstMsgs and firstURLs count the messages that carried their URLs for the first time, and
+	// groups their groups.
+	firstMsgs, firstURLs int64
+	groups               map[string]bool
 }
 
 func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
@@ -171,12 +176,27 @@ func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.En
 			d.delayed.Add(1)
 		}
 		if m, derr := message.DecodeFetch(e.Body); derr == nil {
-			for _, u := range m.URLList() {
-				d.sends[u]++
+			parts := m.Split()
+			if d.sends[parts[0].URL] == 0 {
+				if d.groups == nil {
+					d.groups = map[string]bool{}
+				}
+				d.firstMsgs, d.firstURLs, d.groups[parts[0].Group] = d.firstMsgs+1, d.firstURLs+int64(len(parts)), true
+			}
+			for _, p := range parts {
+				d.sends[p.URL]++
 			}
 		}
 	}
 	return err
+}
+
+// first returns the messages that carried their URLs for the first time, those URLs, and their
+// groups.
+func (d *fetchSends) first() (msgs, urls, groups int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.firstMsgs, d.firstURLs, int64(len(d.groups))
 }
 
 // resent is how many fetch messages were sent for a URL that had one already.
