@@ -41,6 +41,9 @@ type Page struct {
 	// Request is the header of the GET that got the final response. A page with one gets a
 	// request record after its response record; Decode returns none.
 	Request http.Header
+	// Revisit is set on a page Decode read from a revisit record (EncodeRevisit): its Body is
+	// empty, and the payload is the record's it refers to.
+	Revisit *Revisit
 }
 
 // Span is where a record sits in the encoded file.
@@ -279,8 +282,11 @@ func Decode(data []byte) (Page, error) {
 		return Page{}, fmt.Errorf("read warc record: %w", err)
 	}
 	defer rec.Close()
+	if rec.Type() == gowarc.Revisit {
+		return decodeRevisit(rec)
+	}
 	if rec.Type() != gowarc.Response {
-		return Page{}, fmt.Errorf("read warc record: type %s, want response", rec.Type())
+		return Page{}, fmt.Errorf("read warc record: type %s, want response or revisit", rec.Type())
 	}
 	blk, ok := rec.Block().(gowarc.HttpResponseBlock)
 	if !ok {
