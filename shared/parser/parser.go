@@ -80,6 +80,10 @@ type Handler struct {
 	send  queue.Sender
 	batch *sqsbatch.Runner
 	log   *slog.Logger
+	// Prior, if set, reads the previous crawl's records, which a recrawl reuses for the pages it
+	// found unchanged (recrawl.go); nil parses their payload instead.
+	Prior PriorRecords
+	prior priorCache
 	// Handoff, if set, is asked for each page before it is read from the blob store: the page as
 	// stored, without reading and decoding its record again, and without the read that checks for
 	// a duplicate delivery. Set it only when fetch runs in the same process and offers each page to
@@ -180,6 +184,9 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	ref := pg.Ref(file)
 	p := &parsed{crawl: crawl, page: pg, out: records.Record{Crawl: crawl, URL: pg.URL, FinalURL: pg.FinalURL,
 		Depth: pg.Depth, Status: pg.Status, ContentType: pg.ContentType, FetchedAt: pg.FetchedAt, WARC: ref, OutLinks: []string{}}}
+	if un := pg.Unchanged; un != nil {
+		return h.parseUnchanged(ctx, crawl, p, un, pages)
+	}
 	var page warcfile.Page
 	if handed != nil {
 		page = *handed
@@ -192,6 +199,12 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 			return h.parseError(ctx, p, err)
 		}
 	}
+	return h.parseBody(ctx, crawl, p, page)
+}
+
+// parseBody fills the record of p from its page as stored: links, metadata and fields.
+func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page warcfile.Page) (*parsed, error) {
+	pg := p.page
 	p.out.Digest = warcfile.PayloadDigest(page.Body)
 	p.out.ETag, p.out.LastModified = page.Header.Get("ETag"), page.Header.Get("Last-Modified")
 	final, err := url.Parse(pg.FinalURL)
@@ -217,6 +230,9 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	p.out.NoIndex, p.out.NoFollow = lf.NoIndex, lf.NoFollow
 	for _, l := range lf.Found.Links {
 		p.out.OutLinks = append(p.out.OutLinks, l.URL)
+		if l.NoFollow {
+			p.out.NoFollowLinks = append(p.out.NoFollowLinks, l.URL)
+		}
 	}
 	p.links = lf.Follow
 	if maxDepth >= 0 && pg.Depth+1 > maxDepth {

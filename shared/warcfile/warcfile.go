@@ -84,6 +84,9 @@ type Record struct {
 	entry    entry
 }
 
+// PayloadDigest is the WARC-Payload-Digest of the page's response or revisit record.
+func (r Record) PayloadDigest() string { return r.entry.digest }
+
 // EncodeRecord builds the records of one page. Records are encoded apart (in parallel, say) and
 // Assemble puts them into one file.
 func EncodeRecord(p Page) (Record, error) {
