@@ -175,3 +175,12 @@ func TestEndAnnouncedOnce(t *testing.T) {
 func TestEndPutAgainAfterCrashBeforeMark(t *testing.T) {
 	newHarness(t, 20, 4, time.Second).CheckEndPutAgainAfterCrashBeforeMark(8)
 }
+
+// TestRecrawlAsksWithValidatorsAndStoresRevisits: a scheduled recrawl of the demo site, a tenth of
+// whose pages changed, gets 304s or the same digests for the rest, stores revisit records that
+// warcio.js resolves, and reuses the first crawl's records (shared/e2etest CheckRecrawl).
+func TestRecrawlAsksWithValidatorsAndStoresRevisits(t *testing.T) {
+	h := newHarness(t, 60, 5, 30*time.Second)
+	h.Site.Validators = true
+	h.CheckRecrawl(8, func(i int) bool { return i%5 == 4 }, func(i int) bool { return i%10 == 1 })
+}

@@ -58,7 +58,7 @@ func EncodeRevisit(p Page, r Revisit) (Record, error) {
 			resp.WarcHeader().Get(gowarc.WarcPayloadDigest), r.Digest)
 	}
 	rev, err := resp.ToRevisitRecord(&gowarc.RevisitRef{Profile: r.Profile, TargetUri: r.RefersToURI,
-		TargetDate: r.RefersToDate.UTC().Format(time.RFC3339)})
+		TargetDate: r.RefersToDate.UTC().Format(time.RFC3339Nano)})
 	resp.Close()
 	if err != nil {
 		return Record{}, fmt.Errorf("revisit record for %s: %w", p.URL, err)
