@@ -218,3 +218,14 @@ func TestIntegrationSitemapsFindEveryPage(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckSitemapsFindEveryPage(8)
 }
+
+// TestIntegrationRecrawl recrawls the site on the AWS adapters through the scheduled tick of the
+// stack's recrawl rule: the previous crawl's validators are read back from DynamoDB, a 304 or the
+// same digest stores a revisit record in S3, and the records of unchanged pages reuse the first
+// crawl's (shared/e2etest CheckRecrawl).
+func TestIntegrationRecrawl(t *testing.T) {
+	h := newHarness(t, 40, 5)
+	h.Site.Validators = true
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckRecrawl(8, func(i int) bool { return i%5 == 4 }, func(i int) bool { return i%10 == 1 })
+}

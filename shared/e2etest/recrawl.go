@@ -101,7 +101,13 @@ func (h *Harness) CheckRecrawl(concurrency int, bare, changed func(i int) bool) 
 // at, as Lambda would, and returns the id of the crawl it starts for RecrawlSeedFile.
 func (h *Harness) Tick(ctx context.Context, at time.Time) string {
 	h.T.Helper()
-	hs, err := pipeline.New(h.Config(), h.Ports(), QuietLog())
+	prefix := h.SeedsPrefix
+	if prefix == "" {
+		prefix = scheduler.SeedsPrefix
+	}
+	cfg := h.Config()
+	cfg.RecrawlPrefix = prefix // where the backend's StartCrawl drops seed files
+	hs, err := pipeline.New(cfg, h.Ports(), QuietLog())
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -114,7 +120,7 @@ func (h *Harness) Tick(ctx context.Context, at time.Time) string {
 	if _, err := hs.Schedule.Invoke(ctx, raw); err != nil {
 		h.T.Fatalf("the recrawl tick: %v", err)
 	}
-	return scheduler.CrawlID("", scheduler.SeedsPrefix+RecrawlSeedFile, "tick@"+at.UTC().Format(time.RFC3339))
+	return scheduler.CrawlID("", prefix+RecrawlSeedFile, "tick@"+at.UTC().Format(time.RFC3339))
 }
 
 // previousOf reads the crawl that crawl's stored settings name as its previous one.
