@@ -349,7 +349,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 	}
 	// One mark per message, for all its pages.
 	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
-		_, err := h.state.MarkMessageParsed(ctx, crawl, works[i].name)
+		_, err := h.state.MarkMessageParsedIn(ctx, crawl, works[i].name, key)
 		if err != nil {
 			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
 		}
