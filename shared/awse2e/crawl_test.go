@@ -229,3 +229,13 @@ func TestIntegrationRecrawl(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckRecrawl(8, func(i int) bool { return i%5 == 4 }, func(i int) bool { return i%10 == 1 })
 }
+
+// TestIntegrationRecrawlSkipsBySitemapLastmod: on the AWS adapters, a recrawl asks nothing of the
+// sitemap-listed pages whose lastmod is older than the first crawl, and records them unchanged.
+func TestIntegrationRecrawlSkipsBySitemapLastmod(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
+	h.Site.Validators = true
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckRecrawlSkipsBySitemap(8)
+}

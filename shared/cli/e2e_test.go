@@ -184,3 +184,12 @@ func TestRecrawlAsksWithValidatorsAndStoresRevisits(t *testing.T) {
 	h.Site.Validators = true
 	h.CheckRecrawl(8, func(i int) bool { return i%5 == 4 }, func(i int) bool { return i%10 == 1 })
 }
+
+// TestRecrawlSkipsPagesBySitemapLastmod: a recrawl of a spec that reads sitemaps asks nothing of the
+// pages whose lastmod is older than the first crawl, and records them unchanged.
+func TestRecrawlSkipsPagesBySitemapLastmod(t *testing.T) {
+	h := newHarness(t, 20, 4, 30*time.Second)
+	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
+	h.Site.Validators = true
+	h.CheckRecrawlSkipsBySitemap(8)
+}

@@ -3,6 +3,7 @@ package e2etest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/demosite"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/scheduler"
 	"github.com/crawlstack/crawlstack/shared/specstore"
@@ -56,7 +58,7 @@ func (h *Harness) CheckRecrawl(concurrency int, bare, changed func(i int) bool) 
 	h.Site.ResetTraffic()
 
 	tick := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
-	second := h.Tick(ctx, tick)
+	second := h.Tick(ctx, tick, RecrawlSeedFile)
 	if err := h.Run(ctx, second, h.Config(), h.Ports(), h.Queue, concurrency); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +100,8 @@ func (h *Harness) CheckRecrawl(concurrency int, bare, changed func(i int) bool) 
 }
 
 // Tick sends schedule the EventBridge "Scheduled Event" of the stack's recrawl rule, at the time
-// at, as Lambda would, and returns the id of the crawl it starts for RecrawlSeedFile.
-func (h *Harness) Tick(ctx context.Context, at time.Time) string {
+// at, as Lambda would, and returns the id of the crawl it starts for the seed file called name.
+func (h *Harness) Tick(ctx context.Context, at time.Time, name string) string {
 	h.T.Helper()
 	prefix := h.SeedsPrefix
 	if prefix == "" {
@@ -120,7 +122,7 @@ func (h *Harness) Tick(ctx context.Context, at time.Time) string {
 	if _, err := hs.Schedule.Invoke(ctx, raw); err != nil {
 		h.T.Fatalf("the recrawl tick: %v", err)
 	}
-	return scheduler.CrawlID("", prefix+RecrawlSeedFile, "tick@"+at.UTC().Format(time.RFC3339))
+	return scheduler.CrawlID("", prefix+name, "tick@"+at.UTC().Format(time.RFC3339))
 }
 
 // previousOf reads the crawl that crawl's stored settings name as its previous one.
@@ -171,4 +173,42 @@ func (h *Harness) warcFiles(crawls ...string) []string {
 		}
 	}
 	return out
+}
+
+// CheckRecrawlSkipsBySitemap crawls a site whose orphan pages only its sitemaps list, with their
+// lastmod (NewSiteWithOrphans), from a spec that reads sitemaps; then changes one orphan page
+// (whose lastmod moves to the time of the change) and recrawls the spec through the scheduled
+// tick. The orphans whose lastmod is older than the first crawl are not asked for at all, yet each
+// has a record marked unchanged with its first record's title; the changed one is fetched again.
+func (h *Harness) CheckRecrawlSkipsBySitemap(concurrency int) {
+	t := h.T
+	t.Helper()
+	ctx := context.Background()
+	orphans := h.Site.Orphans
+	if orphans < 2 {
+		t.Fatal("the site needs orphan pages: build it with NewSiteWithOrphans")
+	}
+	const name = "recrawl-sitemaps.yaml"
+	first := h.CrawlFile(name, fmt.Sprintf("version: 1\nseeds: [%s]\nsitemaps: true\n", h.Site.URL), concurrency)
+	all := h.Site.Pages + orphans + 5 // the pages, the orphans, and the five files that list them
+	h.checkInvariants(first, true, all)
+	h.Site.Change(1, true)
+	h.Site.ResetTraffic()
+	second := h.Tick(ctx, time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC), name)
+	if err := h.Run(ctx, second, h.Config(), h.Ports(), h.Queue, concurrency); err != nil {
+		t.Fatal(err)
+	}
+	h.checkInvariants(second, true, all)
+	before, after := h.RecordsOf(first), h.RecordsOf(second)
+	base := strings.TrimSuffix(h.Site.URL, "/")
+	for i := 0; i < orphans; i++ {
+		u, hits := base+demosite.OrphanPath(i), h.Site.Hits(demosite.OrphanPath(i))
+		r, old := after[u], before[u]
+		switch {
+		case i == 1 && (hits != 1 || r.Unchanged):
+			t.Errorf("the changed orphan: asked for %d times, record unchanged=%v; want once, changed", hits, r.Unchanged)
+		case i != 1 && (hits != 0 || !r.Unchanged || r.Title != old.Title || r.Digest != old.Digest || r.Title == ""):
+			t.Errorf("orphan %d: asked for %d times, record %+v; want no request and the first record (%q), unchanged", i, hits, r, old.Title)
+		}
+	}
 }

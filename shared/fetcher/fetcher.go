@@ -244,6 +244,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if err := h.guard.CheckURL(u); err != nil {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, err)
 	}
+	if out, handled, err := h.unchangedBySitemap(ctx, f, crawl.previous); handled {
+		return out, err // no request: the sitemap says the page has not changed (recrawl.go)
+	}
 	rules, err := h.robots.Check(ctx, u)
 	if err != nil {
 		return nil, h.fail(ctx, f, err)

@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
@@ -72,10 +73,38 @@ func noteValidators(ref *crawlstate.Page, f *fetched) {
 		return
 	}
 	ref.Digest, ref.Unchanged = f.unchanged.Digest, f.unchanged
+	if f.unchanged.Profile == recrawl.ProfileSitemapLastmod {
+		// No record in this crawl: its stored page is the payload it refers to.
+		p := f.unchanged.Payload
+		ref.WARCKey, ref.Offset, ref.Length, ref.FinalURL = p.Key, p.Offset, p.Length, f.unchanged.URI
+	}
 	if ref.ETag == "" {
 		ref.ETag = f.prior.ETag
 	}
 	if ref.LastModified == "" {
 		ref.LastModified = f.prior.LastModified
 	}
+}
+
+// unchangedBySitemap ends f without any request when its sitemap's lastmod says the page has not
+// changed since the previous crawl got it: the URL is claimed, and f goes on to be recorded
+// fetched and unchanged, its stored page the payload the previous crawl refers to, and parsed as
+// an unchanged page (its previous record reused). handled is false when the page is to be fetched;
+// f is nil when it is handled and another worker holds the URL.
+func (h *Handler) unchangedBySitemap(ctx context.Context, f *fetched, previous string) (out *fetched, handled bool, err error) {
+	if f.msg.LastMod.IsZero() || previous == "" || f.msg.Sitemap {
+		return nil, false, nil
+	}
+	p := h.priorOf(ctx, previous, f.key, f.msg.URL)
+	if p == nil || !p.NotModifiedSince(f.msg.LastMod) {
+		return nil, false, nil
+	}
+	if dup, err := h.claim(ctx, f); dup || err != nil {
+		return nil, true, err
+	}
+	un := p.Unchanged
+	un.Profile = recrawl.ProfileSitemapLastmod
+	f.unchanged, f.prior = &un, p
+	f.resp = &httpfetch.Response{URL: un.URI, Status: http.StatusOK, Header: http.Header{}, FetchedAt: h.Now()}
+	return f, true, nil
 }

@@ -114,6 +114,8 @@ type parsed struct {
 	links []string
 	// sitemaps are the sitemaps a sitemap index or a robots.txt lists, to fetch as sitemaps.
 	sitemaps []string
+	// lastMod are the lastmods a sitemap gives its links, by URL (Unix seconds).
+	lastMod map[string]int64
 }
 
 // work is one parse message: its pages, parsed.
@@ -364,10 +366,11 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 // list from one page names it as the parent.
 func packLinks(crawl string, pages []parsed) []message.Links {
 	type group struct {
-		tmpl  message.Links
-		pages int
-		urls  []string
-		seen  map[string]bool
+		tmpl    message.Links
+		pages   int
+		urls    []string
+		seen    map[string]bool
+		lastMod []int64 // each URL's, when a sitemap gives any
 	}
 	var order []*group
 	groups := map[string]*group{}
@@ -390,6 +393,10 @@ func packLinks(crawl string, pages []parsed) []message.Links {
 			if !g.seen[l] {
 				g.seen[l] = true
 				g.urls = append(g.urls, l)
+				if lm := p.lastMod[l]; lm > 0 && !sitemap {
+					g.lastMod = append(g.lastMod, make([]int64, len(g.urls)-len(g.lastMod)-1)...)
+					g.lastMod = append(g.lastMod, lm)
+				}
 			}
 		}
 	}
@@ -399,7 +406,10 @@ func packLinks(crawl string, pages []parsed) []message.Links {
 	}
 	var out []message.Links
 	for _, g := range order {
-		out = append(out, message.SplitLinks(g.tmpl, g.urls)...)
+		if len(g.lastMod) > 0 {
+			g.lastMod = append(g.lastMod, make([]int64, len(g.urls)-len(g.lastMod))...)
+		}
+		out = append(out, message.SplitLinksLastMod(g.tmpl, g.urls, g.lastMod)...)
 	}
 	return out
 }

@@ -17,6 +17,11 @@ import (
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
 
+// ProfileSitemapLastmod is the Unchanged.Profile of a page skipped without any request, because
+// its sitemap's lastmod is not after the previous crawl's fetch. It is not a WARC profile: such a
+// page has no record in this crawl's WARC files, and its stored page is the payload it refers to.
+const ProfileSitemapLastmod = "sitemap-lastmod"
+
 // Prior is what the previous crawl knew of a URL that it fetched.
 type Prior struct {
 	// ETag and LastModified are the validators its last full response carried.
@@ -70,7 +75,16 @@ func (p Prior) Verdict(status int, body []byte) (warcfile.Revisit, message.Uncha
 }
 
 // NotModifiedSince reports whether a sitemap's lastmod says the page has not changed since the
-// previous crawl got it: lastmod is set and not after that fetch.
+// previous crawl got it: the whole span lastmod may stand for ends before that fetch. A lastmod
+// of a day (a date alone, or midnight) stands for the whole day, any other for its second: a page
+// changed later that day, or that second, is never skipped.
 func (p Prior) NotModifiedSince(lastmod time.Time) bool {
-	return !lastmod.IsZero() && !lastmod.After(p.FetchedAt)
+	if lastmod.IsZero() {
+		return false
+	}
+	end := lastmod.Add(time.Second)
+	if lastmod.UTC().Truncate(24 * time.Hour).Equal(lastmod.UTC()) {
+		end = lastmod.Add(24 * time.Hour)
+	}
+	return !end.After(p.FetchedAt)
 }
