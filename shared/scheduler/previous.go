@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
 )
@@ -39,7 +40,17 @@ type latest struct {
 // crawl started from the file before it, or "" for its first. A repeated start of the same crawl
 // (a redelivered event) gets the same answer.
 func (h *Handler) previousOf(ctx context.Context, key, crawl string) (string, error) {
-	body, err := h.blobs.Get(ctx, LatestKey(key))
+	// Listed first: S3 answers a GET of a missing key 403, not 404, to a role that may not list
+	// where it is; the stack lets schedule list LatestPrefix.
+	latestKey := LatestKey(key)
+	keys, err := h.blobs.List(ctx, latestKey)
+	if err != nil {
+		return "", fmt.Errorf("look for the last crawl of %s: %w", key, err)
+	}
+	if !slices.Contains(keys, latestKey) {
+		return "", nil
+	}
+	body, err := h.blobs.Get(ctx, latestKey)
 	if errors.Is(err, blob.ErrNotFound) {
 		return "", nil
 	}
