@@ -43,14 +43,9 @@ func EncodeRevisit(p Page, r Revisit) (Record, error) {
 	if r.RefersToURI == "" || r.RefersToDate.IsZero() || r.Digest == "" {
 		return Record{}, fmt.Errorf("revisit record for %s: the earlier record's URI, date and digest are needed", p.URL)
 	}
-	urn, err := newRecordID()
+	resp, id, err := newResponse(p)
 	if err != nil {
 		return Record{}, err
-	}
-	id := "<" + urn + ">"
-	resp, err := responseRecord(p, id)
-	if err != nil {
-		return Record{}, fmt.Errorf("warc record for %s: %w", p.URL, err)
 	}
 	if r.Profile == ProfileIdenticalPayload && resp.WarcHeader().Get(gowarc.WarcPayloadDigest) != r.Digest {
 		resp.Close()
@@ -71,17 +66,7 @@ func EncodeRevisit(p Page, r Revisit) (Record, error) {
 	if out.Response, err = compress(rev, 1024); err != nil {
 		return Record{}, fmt.Errorf("write warc revisit record for %s: %w", p.URL, err)
 	}
-	if p.Request == nil {
-		return out, nil
-	}
-	req, err := requestRecord(p, id)
-	if err != nil {
-		return Record{}, fmt.Errorf("warc request record for %s: %w", p.URL, err)
-	}
-	if out.Request, err = compress(req, 1024); err != nil {
-		return Record{}, fmt.Errorf("write warc request record for %s: %w", p.URL, err)
-	}
-	return out, nil
+	return withRequest(out, p, id)
 }
 
 // RevisitMime is the media type an index gives a revisit record, as pywb's and warcio's indexers do.

@@ -90,20 +90,35 @@ func (r Record) PayloadDigest() string { return r.entry.digest }
 // EncodeRecord builds the records of one page. Records are encoded apart (in parallel, say) and
 // Assemble puts them into one file.
 func EncodeRecord(p Page) (Record, error) {
-	urn, err := newRecordID()
+	resp, id, err := newResponse(p)
 	if err != nil {
 		return Record{}, err
-	}
-	id := "<" + urn + ">"
-	resp, err := responseRecord(p, id)
-	if err != nil {
-		return Record{}, fmt.Errorf("warc record for %s: %w", p.URL, err)
 	}
 	out := Record{entry: entry{url: p.URL, at: p.FetchedAt.UTC(), mime: p.Header.Get("Content-Type"), status: p.Status,
 		digest: resp.WarcHeader().Get(gowarc.WarcPayloadDigest)}}
 	if out.Response, err = compress(resp, len(p.Body)/3+1024); err != nil { // BestSpeed shrinks HTML to about a quarter to a third
 		return Record{}, fmt.Errorf("write warc record for %s: %w", p.URL, err)
 	}
+	return withRequest(out, p, id)
+}
+
+// newResponse builds p's response record with a new record id, and returns the id.
+func newResponse(p Page) (gowarc.WarcRecord, string, error) {
+	urn, err := newRecordID()
+	if err != nil {
+		return nil, "", err
+	}
+	id := "<" + urn + ">"
+	resp, err := responseRecord(p, id)
+	if err != nil {
+		return nil, "", fmt.Errorf("warc record for %s: %w", p.URL, err)
+	}
+	return resp, id, nil
+}
+
+// withRequest adds to out the request record of p (none when p has no request header), concurrent
+// to the record id.
+func withRequest(out Record, p Page, id string) (Record, error) {
 	if p.Request == nil {
 		return out, nil
 	}
