@@ -29,8 +29,9 @@ type PriorRecords interface {
 }
 
 // priorFiles is how many earlier records files one handler keeps, decoded: a recrawl goes through
-// the site in about the order of the crawl before, so a batch's pages mostly share a few files.
-const priorFiles = 16
+// the site in about the order of the crawl before, so that pages close in time share files. A
+// records file holds one parse batch (tens of records of a few KB): 256 take about 5 to 20 MB.
+const priorFiles = 256
 
 // priorCache keeps the records of the earlier records files read lately, by URL.
 type priorCache struct {
