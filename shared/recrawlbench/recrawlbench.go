@@ -95,7 +95,12 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (full, again Figures, e
 	pc.AllowNets = []string{"127.0.0.0/8"}
 	pc.HostRPS, pc.HostConcurrency, pc.MaxPagesPerHost, pc.MaxDepth = 0, 0, 0, -1 // make bench's: our own site
 	pc.RecrawlPrefix = be.SeedsPrefix
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The handlers' warnings and errors go with the progress: a failure in the measured crawls shows.
+	logTo := io.Discard
+	if o.Progress != nil {
+		logTo = o.Progress
+	}
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	hs, err := pipeline.New(pc, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
 	if err != nil {
 		return full, again, err
