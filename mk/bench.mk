@@ -59,3 +59,11 @@ bench-profile: ## one crawl of ours with CPU and allocation profiles in BENCH_PR
 
 bench-go: ## the in-process Go benchmarks of the crawl at small size (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./cmd/crawlbench
+
+# The incremental recrawl (cmd/crawlrecrawl): a full crawl of the 10,000-page bench site on the AWS
+# emulators, then a recrawl after one page in ten changed; requests, bytes and cost side by side.
+RECRAWL_FLAGS ?=
+.PHONY: recrawl-bench
+recrawl-bench: ## crawl the 10,000-page bench site on the AWS emulators, change 10% of it, recrawl; print requests, bytes and cost of both
+	$(GO) build -o dist/crawlrecrawl ./cmd/crawlrecrawl
+	localstack/emulators.sh run dist/crawlrecrawl $(RECRAWL_FLAGS)

@@ -84,6 +84,19 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Actions:   jsii.Strings("s3:PutObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*"))),
 	}))
+	// A crawl started from a seed file recrawls the file's last crawl, which the file's pointer
+	// names (shared/scheduler previous.go): listed, then read.
+	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:ListBucket"),
+		Resources: jsii.Strings(*bucket.BucketArn()),
+		Conditions: &map[string]any{
+			"StringLike": map[string]any{"s3:prefix": []string{LatestPrefix + "*"}},
+		},
+	}))
+	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(LatestPrefix + "*"))),
+	}))
 
 	// Each handler reads a crawl's settings (crawls/<crawl>/spec.json, which schedule writes when
 	// the crawl starts) once per process: the frontier its scope, pages and rate, fetch its
@@ -109,8 +122,10 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Actions:   jsii.Strings("s3:GetObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
 	}))
+	// GetObject: a recrawl reuses the previous crawl's record of a page it found unchanged
+	// (shared/parser recrawl.go).
 	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:PutObject"),
+		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(RecordsPrefix + "*"))),
 	}))
 }

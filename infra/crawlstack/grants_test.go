@@ -37,6 +37,8 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Bucket/seeds/*", []string{"s3:GetObject"}),
 			on("Bucket/recrawl/*", []string{"s3:GetObject"}), // the test context's recrawl prefix
 			on("Bucket if s3:prefix=recrawl/*", []string{"s3:ListBucket"}),
+			on("Bucket if s3:prefix=crawls/latest/*", []string{"s3:ListBucket"}), // a seed file's last crawl, for a recrawl
+			on("Bucket/crawls/latest/*", []string{"s3:GetObject"}),
 			on("Bucket/crawls/*", []string{"s3:PutObject"}),              // seed reports and crawl settings
 			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}),    // the crawl's settings
 			on("Bucket/quarantine/schedule/*", []string{"s3:PutObject"}), // poison messages
@@ -55,8 +57,8 @@ func TestLeastPrivilege(t *testing.T) {
 			on("ScheduleQueue", send),
 			on("Table", table),
 			on("Bucket/pages/*", []string{"s3:GetObject"}),
-			on("Bucket/records/*", []string{"s3:PutObject"}),
-			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}), // the crawl's depth and extraction fields
+			on("Bucket/records/*", []string{"s3:PutObject", "s3:GetObject"}), // GetObject: a recrawl reuses a record
+			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}),        // the crawl's depth and extraction fields
 			on("Bucket/quarantine/parse/*", []string{"s3:PutObject"}),
 		}},
 	}

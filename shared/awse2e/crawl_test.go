@@ -218,3 +218,24 @@ func TestIntegrationSitemapsFindEveryPage(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckSitemapsFindEveryPage(8)
 }
+
+// TestIntegrationRecrawl recrawls the site on the AWS adapters through the scheduled tick of the
+// stack's recrawl rule: the previous crawl's validators are read back from DynamoDB, a 304 or the
+// same digest stores a revisit record in S3, and the records of unchanged pages reuse the first
+// crawl's (shared/e2etest CheckRecrawl).
+func TestIntegrationRecrawl(t *testing.T) {
+	h := newHarness(t, 40, 5)
+	h.Site.Validators = true
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckRecrawl(8, func(i int) bool { return i%5 == 4 }, func(i int) bool { return i%10 == 1 })
+}
+
+// TestIntegrationRecrawlSkipsBySitemapLastmod: on the AWS adapters, a recrawl asks nothing of the
+// sitemap-listed pages whose lastmod is older than the first crawl, and records them unchanged.
+func TestIntegrationRecrawlSkipsBySitemapLastmod(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
+	h.Site.Validators = true
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckRecrawlSkipsBySitemap(8)
+}

@@ -38,8 +38,8 @@ func newHarness(t *testing.T, pages, links int) *harness {
 	be := h.be
 	// SQS's counts are approximate and lag on AWS: the dead-letter checks wait for them.
 	h.Harness = &e2etest.Harness{T: t, Site: e2etest.NewSite(t, pages, links), Timeout: crawlTimeout,
-		DLQSettle: 10 * time.Second,
-		Backend:   e2etest.NewBackend(be, be.Queue, be.Table, be.Blobs, cli.Resources{}, cli.StartCrawl, cli.NewRunner)}
+		DLQSettle: 10 * time.Second, SeedsPrefix: be.SeedsPrefix,
+		Backend: e2etest.NewBackend(be, be.Queue, be.Table, be.Blobs, cli.Resources{}, cli.StartCrawl, cli.NewRunner)}
 	return h
 }
 

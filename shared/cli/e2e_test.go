@@ -175,3 +175,21 @@ func TestEndAnnouncedOnce(t *testing.T) {
 func TestEndPutAgainAfterCrashBeforeMark(t *testing.T) {
 	newHarness(t, 20, 4, time.Second).CheckEndPutAgainAfterCrashBeforeMark(8)
 }
+
+// TestRecrawlAsksWithValidatorsAndStoresRevisits: a scheduled recrawl of the demo site, a tenth of
+// whose pages changed, gets 304s or the same digests for the rest, stores revisit records that
+// warcio.js resolves, and reuses the first crawl's records (shared/e2etest CheckRecrawl).
+func TestRecrawlAsksWithValidatorsAndStoresRevisits(t *testing.T) {
+	h := newHarness(t, 60, 5, 30*time.Second)
+	h.Site.Validators = true
+	h.CheckRecrawl(8, func(i int) bool { return i%5 == 4 }, func(i int) bool { return i%10 == 1 })
+}
+
+// TestRecrawlSkipsPagesBySitemapLastmod: a recrawl of a spec that reads sitemaps asks nothing of the
+// pages whose lastmod is older than the first crawl, and records them unchanged.
+func TestRecrawlSkipsPagesBySitemapLastmod(t *testing.T) {
+	h := newHarness(t, 20, 4, 30*time.Second)
+	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
+	h.Site.Validators = true
+	h.CheckRecrawlSkipsBySitemap(8)
+}

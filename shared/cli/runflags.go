@@ -104,7 +104,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.StringVar(&o.OTel, "otel", "", "an OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (docs/operating.md)")
 	if wantSeed {
 		fs.StringVar(&o.Name, "name", "", "name the crawl: runs with the same name go on with the same crawl, whatever the seed file holds (letters, digits, '.', '_', '-'; at most 40)")
-		fs.BoolVar(&o.Fresh, "fresh", false, "start the seed file's crawl again when it has ended (while it is unfinished, a run resumes it)")
+		fs.BoolVar(&o.Fresh, "fresh", false, "start the seed file's crawl again when it has ended, as an incremental recrawl of it (docs/recrawl.md; while it is unfinished, a run resumes it)")
 	}
 	fs.Float64Var(&o.BudgetUSD, "budget-usd", 0, "--backend aws only: stop admitting URLs once the crawl's metered bill, with what it has admitted costed at its average so far, reaches this many dollars; the crawl drains and its summary says budget (docs/cost.md; 0: none)")
 	fs.StringVar(&o.Prices, "prices", "", "the prices the bill is costed at, over us-east-1 list prices: sqs=0.40,ddb_write=0.625,... (docs/cost.md)")

@@ -30,8 +30,8 @@ func TestEmulatedWantsEveryServiceOverridden(t *testing.T) {
 		{map[string]string{"AWS_ENDPOINT_URL_SQS": "x", "AWS_ENDPOINT_URL_DYNAMODB": "y"}, false},
 		{map[string]string{"AWS_ENDPOINT_URL_SQS": "x", "AWS_ENDPOINT_URL_DYNAMODB": "y", "AWS_ENDPOINT_URL_S3": "z"}, true},
 	} {
-		if got := emulated(func(k string) string { return tc.env[k] }); got != tc.want {
-			t.Errorf("emulated(%v) = %v, want %v", tc.env, got, tc.want)
+		if got := Emulated(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("Emulated(%v) = %v, want %v", tc.env, got, tc.want)
 		}
 	}
 }

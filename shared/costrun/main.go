@@ -46,7 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawlcost: --prices: %v\n", err)
 		return 2
 	}
-	if !emulated(os.Getenv) {
+	if !Emulated(os.Getenv) {
 		fmt.Fprintln(stderr, "crawlcost: no AWS endpoint set: it crawls on the local emulators or LocalStack, never on AWS "+
 			"itself. Run `make cost`, or set AWS_ENDPOINT_URL (or _SQS, _DYNAMODB and _S3).")
 		return 2
@@ -91,9 +91,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// emulated reports whether every service the crawl calls has an endpoint other than AWS's:
+// Emulated reports whether every service the crawl calls has an endpoint other than AWS's:
 // AWS_ENDPOINT_URL, or the SQS, DynamoDB and S3 variables all set.
-func emulated(getenv func(string) string) bool {
+func Emulated(getenv func(string) string) bool {
 	if getenv(awsconfig.EnvEndpoint) != "" {
 		return true
 	}

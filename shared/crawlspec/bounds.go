@@ -97,6 +97,8 @@ type Crawl struct {
 	Fields *extract.Set
 	// Spec is the crawl's spec settings; nil for a crawl of a URL list.
 	Spec *Settings
+	// Previous is the crawl this one recrawls ("": none; see Settings.Previous).
+	Previous string
 }
 
 // Over returns base with s's settings over it. s was checked when its spec was read, against the
@@ -108,6 +110,7 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 		return c.resolved()
 	}
 	c.Spec = s
+	c.Previous = s.Previous
 	if s.Version != Version {
 		return nil, fmt.Errorf("crawl settings of schema version %d: this crawler reads version %d", s.Version, Version)
 	}

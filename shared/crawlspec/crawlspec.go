@@ -53,6 +53,11 @@ type Settings struct {
 	Recrawl        *bool           `json:"recrawl,omitempty"`
 	Sitemaps       bool            `json:"sitemaps,omitempty"`
 	Extract        []extract.Field `json:"extract,omitempty"`
+	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
+	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
+	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page
+	// found unchanged reuses that crawl's payload and links (shared/recrawl).
+	Previous string `json:"previous,omitempty"`
 }
 
 // Spec is a parsed spec file.

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/safelog"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
@@ -139,6 +140,14 @@ type Page struct {
 	// Msg names the parse message that carries the page (message.Parse.Name): parse marks it done
 	// under that name (MarkMessageParsed).
 	Msg string `json:"m,omitempty"`
+	// ETag, LastModified and Digest are the response's validators and its payload digest: a
+	// recrawl sends them in its conditional request, and compares digests (shared/recrawl).
+	ETag         string `json:"e,omitempty"`
+	LastModified string `json:"lm,omitempty"`
+	Digest       string `json:"d,omitempty"`
+	// Unchanged is set when a recrawl found the page unchanged and stored a revisit record: where
+	// its payload is, and which earlier record of it to reuse (shared/recrawl).
+	Unchanged *message.Unchanged `json:"un,omitempty"`
 }
 
 // URL is a URL item.

@@ -114,6 +114,11 @@ type stored struct {
 	F int64          `json:"f,omitempty"` // fetched at, Unix nanoseconds
 	P *int           `json:"p,omitempty"` // the parse message's part, when named message.PartName(K, P)
 	M string         `json:"m,omitempty"` // the parse message's name otherwise
+	// The recrawl's: the validators, the payload digest, and a revisit's reference (recrawl.go).
+	E  string             `json:"e,omitempty"`
+	LM string             `json:"lm,omitempty"`
+	G  string             `json:"g,omitempty"`
+	UN *message.Unchanged `json:"un,omitempty"`
 }
 
 // stateCodes are the letters of the terminal states in stored.
@@ -142,6 +147,7 @@ func encodeOutcome(crawl string, o Outcome) (string, error) {
 		if p.FinalURL != o.URL {
 			st.U = p.FinalURL
 		}
+		storeRecrawl(&st, p)
 		if part, ok := partOf(p.WARCKey, p.Msg); ok {
 			st.P = &part
 		} else {
@@ -193,6 +199,7 @@ func (u *URL) apply(crawl, raw string) error {
 		if st.P != nil {
 			p.Msg = message.PartName(st.K, *st.P)
 		}
+		loadRecrawl(p, st)
 		u.Page = p
 	}
 	return nil

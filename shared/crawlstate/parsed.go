@@ -21,12 +21,25 @@ func parsedKey(crawl, name string) string {
 // MarkMessageParsed records that the parse message named name (message.Parse.Name) is done. It
 // returns false when it already was.
 func (s *Store) MarkMessageParsed(ctx context.Context, crawl, name string) (bool, error) {
+	return s.MarkMessageParsedIn(ctx, crawl, name, "")
+}
+
+// attrRecords is the parse mark's key of the records file that holds the message's records.
+const attrRecords = "records"
+
+// MarkMessageParsedIn is MarkMessageParsed, noting the key of the records file that holds the
+// message's records (shared/records), for a recrawl to find them again (RecordsOf). The key rides
+// on the same write.
+func (s *Store) MarkMessageParsedIn(ctx context.Context, crawl, name, records string) (bool, error) {
 	expires, err := s.expiry(ctx, crawl)
 	if err != nil {
 		return false, err
 	}
-	err = s.t.Put(ctx, parsedKey(crawl, name), table.Item{attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires},
-		table.ItemNotExists())
+	item := table.Item{attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires}
+	if records != "" {
+		item[attrRecords] = records
+	}
+	err = s.t.Put(ctx, parsedKey(crawl, name), item, table.ItemNotExists())
 	if _, done := table.IsConditionFailed(err); done {
 		return false, nil
 	}
@@ -64,4 +77,18 @@ func (s *Store) PageParsed(ctx context.Context, crawl string, u URL) (bool, erro
 		}
 	}
 	return false, nil
+}
+
+// RecordsOf returns the key of the records file that holds the records of the parse message named
+// name, as MarkMessageParsedIn noted it: "" when the message is not parsed, or was marked without
+// one.
+func (s *Store) RecordsOf(ctx context.Context, crawl, name string) (string, error) {
+	it, err := s.t.Get(ctx, parsedKey(crawl, name))
+	if errors.Is(err, table.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the records of %s: %w", name, err)
+	}
+	return it.String(attrRecords), nil
 }

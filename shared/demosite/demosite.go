@@ -31,9 +31,16 @@ type Site struct {
 	// Latency, when set, is how long every response (robots.txt and 404s too) waits before its
 	// first byte, as a distant server would. Set it before the site serves.
 	Latency time.Duration
+	// Validators, when set, has pages answer with an ETag and a Last-Modified, and 304 to a
+	// conditional GET of their version (versions.go). Set it before the site serves.
+	Validators bool
 
-	mu   sync.Mutex
-	hits map[string]int
+	mu        sync.Mutex
+	hits      map[string]int
+	versions  map[string]int       // path -> version, when changed (Change)
+	changedAt map[string]time.Time // path -> its last change
+	bare      map[string]bool      // paths that answer without validators
+	traffic   Traffic
 }
 
 // New returns a site of pages pages with links links each, padded to about pageBytes bytes.
@@ -80,7 +87,7 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(s.render(i))
+	s.servePage(w, r, s.render(i))
 }
 
 // robots is the site's robots.txt.
@@ -223,7 +230,7 @@ func (s *Site) serveSitemap(w http.ResponseWriter, r *http.Request) bool {
 		var b strings.Builder
 		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` + "\n")
 		for i := rg[0]; i < rg[1]; i++ {
-			fmt.Fprintf(&b, "<url><loc>%s%s</loc><lastmod>2026-11-%02dT10:00:00Z</lastmod></url>\n", base, OrphanPath(i), 1+i%28)
+			fmt.Fprintf(&b, "<url><loc>%s%s</loc><lastmod>%s</lastmod></url>\n", base, OrphanPath(i), s.orphanLastmod(i))
 		}
 		b.WriteString("</urlset>\n")
 		if strings.HasSuffix(p, ".gz") {
@@ -242,7 +249,7 @@ func (s *Site) serveSitemap(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	fmt.Fprintf(w, "<!doctype html><html><head><title>Orphan %d</title></head><body><h1>Orphan %d</h1><p>Only the sitemaps link here.</p></body></html>\n", n, n)
+	s.servePage(w, r, fmt.Appendf(nil, "<!doctype html><html><head><title>Orphan %d</title></head><body><h1>Orphan %d</h1><p>Only the sitemaps link here.</p></body></html>\n", n, n))
 	return true
 }
 

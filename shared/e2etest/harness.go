@@ -83,6 +83,9 @@ type Harness struct {
 	// Timeout bounds each run (DefaultTimeout when unset): a hang fails the test, saying what was
 	// pending, instead of blocking the package.
 	Timeout time.Duration
+	// SeedsPrefix is where the backend's Start drops seed files (scheduler.SeedsPrefix when empty):
+	// the prefix a recrawl tick reads (Tick).
+	SeedsPrefix string
 	// DLQSettle is how long the dead-letter queues' counts may take to settle (SQS's are
 	// approximate and lag); 0 looks once, for a backend whose counts are exact.
 	DLQSettle time.Duration

@@ -87,7 +87,7 @@ func writeJSONL(ctx context.Context, s records.Store, crawl string, w io.Writer,
 // fixedColumns are the CSV columns of every export, before the data fields.
 var fixedColumns = []string{"crawl", "url", "finalUrl", "status", "depth", "contentType", "title", "canonical",
 	"charset", "noindex", "nofollow", "fetchedAt", "class", "error", "sitemap", "outLinks",
-	"warcKey", "warcOffset", "warcLength", "digest", "etag", "lastModified", "dataErrors"}
+	"warcKey", "warcOffset", "warcLength", "digest", "etag", "lastModified", "dataErrors", "unchanged"}
 
 // DataColumn is the CSV column of the extracted field name.
 func DataColumn(name string) string { return "data." + name }
@@ -175,7 +175,7 @@ func csvRow(r records.Record, fields []string) ([]string, error) {
 		r.Canonical, r.Charset, strconv.FormatBool(r.NoIndex), strconv.FormatBool(r.NoFollow), fetchedAt,
 		string(r.Class), r.Error, strconv.FormatBool(r.Sitemap), links,
 		r.WARC.Key, strconv.FormatInt(r.WARC.Offset, 10), strconv.FormatInt(r.WARC.Length, 10), r.Digest, r.ETag,
-		r.LastModified, dataErrors}
+		r.LastModified, dataErrors, strconv.FormatBool(r.Unchanged)}
 	for _, f := range fields {
 		cell, err := dataCell(r.Data[f])
 		if err != nil {

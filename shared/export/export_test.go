@@ -60,7 +60,7 @@ func TestCSVReadsBackWithAnIndependentParser(t *testing.T) {
 	row := func(cells map[string]any) map[string]any {
 		m := maps.Clone(empty)
 		maps.Copy(m, map[string]any{"crawl": "c1", "title": "", "contentType": "", "canonical": "", "charset": "", "noindex": "false",
-			"nofollow": "false", "class": "", "error": "", "sitemap": "false", "dataErrors": "", "digest": "", "etag": "", "lastModified": ""})
+			"nofollow": "false", "class": "", "error": "", "sitemap": "false", "dataErrors": "", "digest": "", "etag": "", "lastModified": "", "unchanged": "false"})
 		maps.Copy(m, cells)
 		return m
 	}

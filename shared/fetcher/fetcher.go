@@ -27,6 +27,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
+	"github.com/crawlstack/crawlstack/shared/recrawl"
 	"github.com/crawlstack/crawlstack/shared/retry"
 	"github.com/crawlstack/crawlstack/shared/robots"
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
@@ -196,6 +197,10 @@ type fetched struct {
 	// record is the page's WARC records, encoded as soon as the response is in, in parallel with
 	// the batch's other fetches.
 	record warcfile.Record
+	// unchanged is set when the page is a revisit of the previous crawl's (recrawl.go), and prior
+	// is what that crawl knew of it.
+	unchanged *message.Unchanged
+	prior     *recrawl.Prior
 }
 
 // Handle processes one SQS batch of fetch messages.
@@ -254,6 +259,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		}
 		return nil, err
 	}
+	if out, handled, err := h.unchangedBySitemap(ctx, f, crawl.previous); handled {
+		return out, err // no request: the sitemap says the page has not changed (recrawl.go)
+	}
 	rules, err := h.robots.Check(ctx, u)
 	if err != nil {
 		return nil, h.fail(ctx, f, err)
@@ -299,6 +307,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if dup, err := h.claim(ctx, f); dup || err != nil {
 		return nil, err
 	}
+	prior := h.priorOf(ctx, crawl.previous, f.key, m.URL)
 	if interval > 0 && h.Now().Sub(slot) >= interval/2 {
 		// The claim took so long that the slot went by, and the next one may be in use: take
 		// the host's next free one.
@@ -317,7 +326,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 				return 0, errSlotBusy
 			}
 		}
-		r, err := h.http.GetFollowing(fctx, u.String(), h.follow(fctx, m, u, crawl.scope))
+		r, err := h.http.GetFollowing(conditional(fctx, prior), u.String(), h.follow(fctx, m, u, crawl.scope))
 		if err != nil {
 			lastErr = err
 			return 0, err
@@ -357,6 +366,12 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	}
 	if c := errclass.FromStatus(resp.Status); c != "" {
 		return nil, h.finish(ctx, f, crawlstate.Failed, errclass.Errorf(c, "status %d", resp.Status))
+	}
+	f.resp = resp
+	if unchanged, err := revisit(f, prior); err != nil {
+		return nil, h.fail(ctx, f, err)
+	} else if unchanged {
+		return f, nil
 	}
 	if !m.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
 		return nil, h.finish(ctx, f, crawlstate.Skipped,
@@ -476,6 +491,8 @@ func terminalFor(c errclass.Class) crawlstate.State {
 type crawlSettings struct {
 	rps   float64
 	scope ScopeChecker
+	// previous is the crawl this one recrawls ("": none).
+	previous string
 }
 
 // crawlContext returns ctx with the crawl's User-Agent, headers and TLS fingerprint for its
@@ -492,5 +509,5 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
 	}
 	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
-	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules}, nil
+	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous}, nil
 }

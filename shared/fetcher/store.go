@@ -75,6 +75,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	for i, p := range pages {
 		refs[i] = crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
 			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
+		noteValidators(&refs[i], &pages[i])
 	}
 	// The file's pages go to parse in as few messages as fit, each named by its part of the file
 	// before any page is recorded, so that the record of a page names the message that carries it.
@@ -137,7 +138,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		}
 		m.Pages = append(m.Pages, parsePage(p.msg, refs[i]))
 		senders[part] = append(senders[part], p.rec.MessageId)
-		if h.handoff != nil {
+		if h.handoff != nil && p.unchanged == nil { // a revisit is not parsed: parse reuses (shared/recrawl)
 			stored := storedPage(p.resp)
 			stored.Header, stored.FetchedAt = warcfile.StoredHeader(stored), stored.FetchedAt.UTC()
 			h.handoff.Offer(message.Ref{Key: key, Offset: refs[i].Offset, Length: refs[i].Length}, stored)
@@ -245,13 +246,14 @@ func (h *Handler) put(ctx context.Context, key string, data []byte, contentType 
 func parseMessage(crawl string, m *message.Fetch, p crawlstate.Page) message.Parse {
 	return message.Parse{Header: message.Header{Crawl: crawl}, URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL),
 		Depth: m.Depth, Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt,
-		WARC: message.Ref{Key: p.WARCKey, Offset: p.Offset, Length: p.Length}, Sitemap: m.Sitemap}
+		WARC: message.Ref{Key: p.WARCKey, Offset: p.Offset, Length: p.Length}, Sitemap: m.Sitemap, Unchanged: p.Unchanged}
 }
 
 // parsePage is the page stored for the fetch message m, as a parse message of its file lists it.
 func parsePage(m *message.Fetch, p crawlstate.Page) message.Page {
 	return message.Page{URL: m.URL, FinalURL: p.FinalURL, Root: seedRoot(m, p.FinalURL), Depth: m.Depth,
-		Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt, Offset: p.Offset, Length: p.Length, Sitemap: m.Sitemap}
+		Status: p.Status, ContentType: p.ContentType, FetchedAt: p.FetchedAt, Offset: p.Offset, Length: p.Length, Sitemap: m.Sitemap,
+		Unchanged: p.Unchanged}
 }
 
 // seedRoot is the scope root of the links found on m's page: m's own, except for a seed that

@@ -248,6 +248,7 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 			if err != nil {
 				o = outFailed
 			}
+			p.msg.LastMod = m.LastModAt(i) // a sitemap's, for the recrawl (shared/recrawl)
 			results[i] = result{p, o}
 			return err
 		})

@@ -349,6 +349,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 			req.Header.Set("User-Agent", o.userAgent)
 		}
 	}
+	setConditional(ctx, req.Header)
 
 	idle := newIdleTimer(c.opts.IdleReadTimeout, cancel)
 	idle.minRate, idle.after = c.opts.MinBodyRate, c.opts.MinRateAfter

@@ -64,6 +64,18 @@ type Links struct {
 	// Sitemap marks URLs that are sitemaps (or a robots.txt read for its Sitemap: lines), to be
 	// fetched and read as such, not as pages.
 	Sitemap bool `json:"sitemap,omitempty"`
+	// LastMod, when set, holds a sitemap's lastmod of each URL, in Unix seconds (0: none), in the
+	// order of URLs: a recrawl need not ask again for a page not modified since its previous
+	// crawl got it (shared/recrawl).
+	LastMod []int64 `json:"lastMod,omitempty"`
+}
+
+// LastModAt is the lastmod of the i-th URL; zero when it has none.
+func (m *Links) LastModAt(i int) time.Time {
+	if i >= len(m.LastMod) || m.LastMod[i] <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(m.LastMod[i], 0).UTC()
 }
 
 // Fetch asks fetch to get one admitted URL (Target), or several (URLs): the frontier packs the
@@ -106,6 +118,8 @@ type Target struct {
 	// Slot, when set, is the host's politeness slot this message holds: it was reserved for it
 	// before it was re-queued to wait, and the fetch goes out then without asking again.
 	Slot time.Time `json:"slot,omitzero"`
+	// LastMod is the lastmod a sitemap gave the URL, if any (Links.LastMod).
+	LastMod time.Time `json:"lastMod,omitzero"`
 	// Gap is the interval, in milliseconds, between the host's slots when Slot was reserved. A
 	// fetcher that must space the host's requests further (robots.txt Crawl-delay) does not use
 	// the slot. 0: the slot was reserved at the fetcher's own interval.
@@ -343,6 +357,9 @@ func (m *Links) validate() error {
 	if m.Depth > 0 && m.Root == "" {
 		return errors.New("links below depth 0 need a root")
 	}
+	if len(m.LastMod) > 0 && len(m.LastMod) != len(m.URLs) {
+		return fmt.Errorf("%d lastmod values for %d urls", len(m.LastMod), len(m.URLs))
+	}
 	return nil
 }
 
@@ -425,15 +442,31 @@ const MaxLinksBytes = 24 * 1024
 // SplitLinks packs urls into Links messages of at most MaxLinks URLs and MaxLinksBytes URL bytes
 // each, all sharing tmpl's header, root, parent and depth.
 func SplitLinks(tmpl Links, urls []string) []Links {
+	return SplitLinksLastMod(tmpl, urls, nil)
+}
+
+// lastModBytes is the most a lastmod value takes in a message: ten digits and a comma.
+const lastModBytes = 11
+
+// SplitLinksLastMod is SplitLinks with each URL's lastmod (Links.LastMod; nil: none), split
+// along.
+func SplitLinksLastMod(tmpl Links, urls []string, lastMod []int64) []Links {
 	var out []Links
+	extra := 0
+	if lastMod != nil {
+		extra = lastModBytes
+	}
 	for len(urls) > 0 {
 		n, size := 0, 0
-		for n < len(urls) && n < MaxLinks && (n == 0 || size+len(urls[n])+3 <= MaxLinksBytes) {
-			size += jsonLen(urls[n]) + 3 // the quotes and the comma around each URL
+		for n < len(urls) && n < MaxLinks && (n == 0 || size+len(urls[n])+3+extra <= MaxLinksBytes) {
+			size += jsonLen(urls[n]) + 3 + extra // the quotes and the comma around each URL
 			n++
 		}
 		m := tmpl
 		m.URLs = urls[:n:n]
+		if lastMod != nil {
+			m.LastMod, lastMod = lastMod[:n:n], lastMod[n:]
+		}
 		out = append(out, m)
 		urls = urls[n:]
 	}

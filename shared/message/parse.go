@@ -19,6 +19,8 @@ type Parse struct {
 	FetchedAt   time.Time `json:"fetchedAt,omitzero"`
 	WARC        Ref       `json:"warc,omitzero"`
 	Sitemap     bool      `json:"sitemap,omitempty"`
+	// Unchanged is set when the page is a revisit record (see Page.Unchanged).
+	Unchanged *Unchanged `json:"unchanged,omitempty"`
 	// File is the WARC file's key, and Pages the pages in it; a file whose pages take more than one
 	// message is sent in parts, numbered from 0.
 	File  string `json:"file,omitempty"`
@@ -39,6 +41,27 @@ type Page struct {
 	Length      int64     `json:"length"`
 	// Sitemap: the page is a sitemap (see Links.Sitemap).
 	Sitemap bool `json:"sitemap,omitempty"`
+	// Unchanged is set when the page is a revisit record: a recrawl found it unchanged.
+	Unchanged *Unchanged `json:"unchanged,omitempty"`
+}
+
+// Unchanged says that a recrawl found a page unchanged since an earlier crawl (a 304 to its
+// conditional request, or the same payload digest), and stored a revisit record for it.
+type Unchanged struct {
+	// Profile is the revisit record's WARC profile (warcfile.ProfileNotModified or
+	// warcfile.ProfileIdenticalPayload).
+	Profile string `json:"profile"`
+	// Payload is where the payload is stored: the response record of the crawl that last fetched
+	// the page whole, whose WARC-Target-URI and WARC-Date are URI and Date, and whose payload
+	// digest is Digest.
+	Payload Ref       `json:"payload"`
+	URI     string    `json:"uri"`
+	Date    time.Time `json:"date"`
+	Digest  string    `json:"digest"`
+	// Crawl and Msg name the previous crawl and its parse message that holds the page's record,
+	// whose title, links and data the page's new record reuses.
+	Crawl string `json:"crawl"`
+	Msg   string `json:"msg,omitempty"`
 }
 
 // Ref is where the page is stored.
@@ -53,7 +76,8 @@ func (m *Parse) PageList() (file string, pages []Page) {
 		return m.File, m.Pages
 	}
 	return m.WARC.Key, []Page{{URL: m.URL, FinalURL: m.FinalURL, Root: m.Root, Depth: m.Depth, Status: m.Status,
-		ContentType: m.ContentType, FetchedAt: m.FetchedAt, Offset: m.WARC.Offset, Length: m.WARC.Length, Sitemap: m.Sitemap}}
+		ContentType: m.ContentType, FetchedAt: m.FetchedAt, Offset: m.WARC.Offset, Length: m.WARC.Length, Sitemap: m.Sitemap,
+		Unchanged: m.Unchanged}}
 }
 
 // Name names the message's work, the same for every delivery of it: its file and part, or for a

@@ -698,3 +698,14 @@ func TestAMessageOfAWholeFile(t *testing.T) {
 		t.Errorf("after a second delivery: %d records, want %d", len(got), len(want))
 	}
 }
+
+// message is rec carrying m.
+func (e *env) message(rec events.SQSMessage, m *message.Parse) events.SQSMessage {
+	e.t.Helper()
+	body, err := message.Encode(m)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rec.Body = body
+	return rec
+}

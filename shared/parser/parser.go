@@ -80,6 +80,10 @@ type Handler struct {
 	send  queue.Sender
 	batch *sqsbatch.Runner
 	log   *slog.Logger
+	// Prior, if set, reads the previous crawl's records, which a recrawl reuses for the pages it
+	// found unchanged (recrawl.go); nil parses their payload instead.
+	Prior PriorRecords
+	prior priorCache
 	// Handoff, if set, is asked for each page before it is read from the blob store: the page as
 	// stored, without reading and decoding its record again, and without the read that checks for
 	// a duplicate delivery. Set it only when fetch runs in the same process and offers each page to
@@ -110,6 +114,8 @@ type parsed struct {
 	links []string
 	// sitemaps are the sitemaps a sitemap index or a robots.txt lists, to fetch as sitemaps.
 	sitemaps []string
+	// lastMod are the lastmods a sitemap gives its links, by URL (Unix seconds).
+	lastMod map[string]int64
 }
 
 // work is one parse message: its pages, parsed.
@@ -180,6 +186,9 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	ref := pg.Ref(file)
 	p := &parsed{crawl: crawl, page: pg, out: records.Record{Crawl: crawl, URL: pg.URL, FinalURL: pg.FinalURL,
 		Depth: pg.Depth, Status: pg.Status, ContentType: pg.ContentType, FetchedAt: pg.FetchedAt, WARC: ref, OutLinks: []string{}}}
+	if un := pg.Unchanged; un != nil {
+		return h.parseUnchanged(ctx, crawl, p, un, pages)
+	}
 	var page warcfile.Page
 	if handed != nil {
 		page = *handed
@@ -192,6 +201,12 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 			return h.parseError(ctx, p, err)
 		}
 	}
+	return h.parseBody(ctx, crawl, p, page)
+}
+
+// parseBody fills the record of p from its page as stored: links, metadata and fields.
+func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page warcfile.Page) (*parsed, error) {
+	pg := p.page
 	p.out.Digest = warcfile.PayloadDigest(page.Body)
 	p.out.ETag, p.out.LastModified = page.Header.Get("ETag"), page.Header.Get("Last-Modified")
 	final, err := url.Parse(pg.FinalURL)
@@ -217,6 +232,9 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 	p.out.NoIndex, p.out.NoFollow = lf.NoIndex, lf.NoFollow
 	for _, l := range lf.Found.Links {
 		p.out.OutLinks = append(p.out.OutLinks, l.URL)
+		if l.NoFollow {
+			p.out.NoFollowLinks = append(p.out.NoFollowLinks, l.URL)
+		}
 	}
 	p.links = lf.Follow
 	if maxDepth >= 0 && pg.Depth+1 > maxDepth {
@@ -333,7 +351,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 	}
 	// One mark per message, for all its pages.
 	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
-		_, err := h.state.MarkMessageParsed(ctx, crawl, works[i].name)
+		_, err := h.state.MarkMessageParsedIn(ctx, crawl, works[i].name, key)
 		if err != nil {
 			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
 		}
@@ -348,10 +366,11 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 // list from one page names it as the parent.
 func packLinks(crawl string, pages []parsed) []message.Links {
 	type group struct {
-		tmpl  message.Links
-		pages int
-		urls  []string
-		seen  map[string]bool
+		tmpl    message.Links
+		pages   int
+		urls    []string
+		seen    map[string]bool
+		lastMod []int64 // each URL's, when a sitemap gives any
 	}
 	var order []*group
 	groups := map[string]*group{}
@@ -374,6 +393,10 @@ func packLinks(crawl string, pages []parsed) []message.Links {
 			if !g.seen[l] {
 				g.seen[l] = true
 				g.urls = append(g.urls, l)
+				if lm := p.lastMod[l]; lm > 0 && !sitemap {
+					g.lastMod = append(g.lastMod, make([]int64, len(g.urls)-len(g.lastMod)-1)...)
+					g.lastMod = append(g.lastMod, lm)
+				}
 			}
 		}
 	}
@@ -383,7 +406,10 @@ func packLinks(crawl string, pages []parsed) []message.Links {
 	}
 	var out []message.Links
 	for _, g := range order {
-		out = append(out, message.SplitLinks(g.tmpl, g.urls)...)
+		if len(g.lastMod) > 0 {
+			g.lastMod = append(g.lastMod, make([]int64, len(g.urls)-len(g.lastMod))...)
+		}
+		out = append(out, message.SplitLinksLastMod(g.tmpl, g.urls, g.lastMod)...)
 	}
 	return out
 }

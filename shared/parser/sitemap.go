@@ -26,6 +26,7 @@ func (h *Handler) parseSitemap(ctx context.Context, p *parsed, page warcfile.Pag
 			h.log.Info("sitemap cut at the protocol's limits", "url", p.out.FinalURL, "entries", sitemap.MaxEntries, "bytes", sitemap.MaxBytes)
 		}
 		p.links = normalized(locs(sm.URLs))
+		p.lastMod = lastMods(sm.URLs)
 		p.sitemaps = normalized(locs(sm.Sitemaps))
 	}
 	p.out.OutLinks = append(append(p.out.OutLinks, p.links...), p.sitemaps...)
@@ -33,6 +34,17 @@ func (h *Handler) parseSitemap(ctx context.Context, p *parsed, page warcfile.Pag
 		p.links, p.sitemaps = nil, nil
 	}
 	return p, nil
+}
+
+// lastMods are the lastmods of the entries that have one, in Unix seconds, by normalised URL.
+func lastMods(es []sitemap.Entry) map[string]int64 {
+	out := map[string]int64{}
+	for _, e := range es {
+		if u, err := urlnorm.Normalize(e.Loc); err == nil && !e.LastMod.IsZero() && e.LastMod.Unix() > 0 {
+			out[u.String()] = e.LastMod.Unix()
+		}
+	}
+	return out
 }
 
 func locs(es []sitemap.Entry) []string {

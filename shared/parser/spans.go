@@ -49,6 +49,9 @@ func newSpanReader(blobs Blobs, ev events.SQSEvent) *spanReader {
 		r.decoded[rec.Body] = m
 		file, pages := m.PageList()
 		for _, pg := range pages {
+			if pg.Unchanged != nil {
+				continue // not read from the file: a revisit has no payload (recrawl.go)
+			}
 			ref := pg.Ref(file)
 			if ref.Length > maxSpanBytes || ref.Offset > math.MaxInt64-ref.Length {
 				continue // read alone; its own GET reports what is wrong with it

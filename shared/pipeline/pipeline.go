@@ -172,6 +172,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			h.Parse = parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
 				UserAgentToken: robots.ProductToken(ua), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
 				state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
+			h.Parse.Prior = p.Blobs // a recrawl reuses the previous crawl's records (records/)
 			if p.Handoff != nil {
 				h.Parse.Handoff = p.Handoff
 			}

@@ -60,6 +60,13 @@ type Record struct {
 	// Sitemap marks the record of a sitemap (or of a robots.txt read for its Sitemap: lines):
 	// OutLinks are the URLs and sitemaps it lists.
 	Sitemap bool `json:"sitemap,omitempty"`
+	// NoFollowLinks are the OutLinks that the page marks rel="nofollow", which are not followed:
+	// a recrawl that reuses the record follows the others (shared/recrawl).
+	NoFollowLinks []string `json:"nofollowLinks,omitempty"`
+	// Unchanged marks the record of a page that a recrawl found unchanged since the previous crawl:
+	// WARC points at a revisit record, and the title, links and data are the previous crawl's
+	// record's (or, where that could not be reused, parsed from the payload the revisit refers to).
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // Dir is the prefix of crawl's records: records/crawl=<crawl>/.
@@ -120,6 +127,13 @@ func Read(ctx context.Context, s Store, crawl string, progress Progress, fn func
 		}
 	}
 	return len(names), nil
+}
+
+// Lines calls fn with each record of one records file, key, whose content is b, in file order: a
+// record stored twice (a redelivered parse message) is passed once. A line that is not a record
+// stops it with an error that names the file and line.
+func Lines(key string, b []byte, fn func(Record) error) error {
+	return readFile(key, b, map[string]bool{}, fn)
 }
 
 // maxLine bounds one record's line: a page's 1,000 links of 2 KiB and its data fit.

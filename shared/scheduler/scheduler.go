@@ -8,7 +8,7 @@
 //   - a Links message (seeds, or the out-links of a parsed page): its URLs are admitted by the
 //     frontier and fetch messages go out in batches of 10;
 //   - an EventBridge "Scheduled Event", invoked directly: every seed file under the re-crawl prefix
-//     starts a new crawl.
+//     starts a new crawl, which recrawls the file's previous crawl (previous.go).
 //
 // S3's own s3:TestEvent message, sent when a notification is configured, is acknowledged and ignored.
 package scheduler
@@ -315,6 +315,8 @@ type SeedReport struct {
 	Limits   SeedLimits `json:"limits"`
 	// Spec is set when the seed file is a crawl spec. A spec with Errors starts no crawl.
 	Spec bool `json:"spec,omitempty"`
+	// Previous names the crawl this one recrawls (the seed file's crawl before it), if any.
+	Previous string `json:"previous,omitempty"`
 }
 
 // BadLine is a seed line that was not crawled, and why.
@@ -367,9 +369,23 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	if spec != nil {
 		settings = &spec.Settings
 	}
+	previous, err := h.previousOf(ctx, key, crawl)
+	if err != nil {
+		return err
+	}
+	if previous != "" {
+		if settings == nil {
+			settings = &crawlspec.Settings{Version: crawlspec.Version}
+		}
+		settings.Previous = previous
+	}
 	if err := specstore.Save(ctx, h.blobs, crawl, settings); err != nil {
 		return err
 	}
+	if err := h.setLatest(ctx, key, crawl, previous); err != nil {
+		return err
+	}
+	report.Previous = previous
 	if err := h.frontier.Start(ctx, crawl); err != nil {
 		return err
 	}
@@ -424,7 +440,7 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	if err != nil {
 		return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)
 	}
-	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors)
+	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors, "recrawls", previous)
 	return h.writeReport(ctx, report)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/e2etest"
 	"github.com/crawlstack/crawlstack/shared/finish"
+	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
 	"github.com/crawlstack/crawlstack/shared/scheduler"
@@ -208,7 +209,13 @@ func checkWARC(t *testing.T, h *e2etest.Harness, crawl string) {
 		if u.State != crawlstate.Fetched || u.Page == nil {
 			return nil
 		}
-		raw, err := h.Blobs.GetRange(ctx, u.Page.WARCKey, u.Page.Offset, u.Page.Length)
+		at := message.Ref{Key: u.Page.WARCKey, Offset: u.Page.Offset, Length: u.Page.Length}
+		if un := u.Page.Unchanged; un != nil {
+			// A recrawl found the page unchanged (the tick's crawl and the upload's recrawl one
+			// another): its payload is in the record the revisit refers to.
+			at = un.Payload
+		}
+		raw, err := h.Blobs.GetRange(ctx, at.Key, at.Offset, at.Length)
 		if err != nil {
 			return err
 		}

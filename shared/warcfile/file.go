@@ -11,7 +11,7 @@ import (
 // File is one assembled WARC file and its CDXJ index.
 type File struct {
 	Data  []byte // the .warc.gz file: a warcinfo record, then each page's response and request records
-	Spans []Span // where each page's response record is in Data, in the order of the records given
+	Spans []Span // where each page's response record is in Data, in the order of the records given (zero: none)
 	Index []byte // the CDXJ index of Data (see Index)
 }
 
@@ -28,6 +28,9 @@ func Assemble(name string, at time.Time, records []Record) (File, error) {
 	parts := make([][]byte, 0, 1+2*len(records))
 	parts = append(parts, info)
 	for _, r := range records {
+		if r.Response == nil {
+			continue // a page with no record (a recrawl's, skipped by its sitemap's lastmod)
+		}
 		parts = append(parts, r.Response)
 		if r.Request != nil {
 			parts = append(parts, r.Request)
@@ -35,16 +38,20 @@ func Assemble(name string, at time.Time, records []Record) (File, error) {
 	}
 	data, all := Join(parts)
 	spans := make([]Span, len(records))
-	entries := make([]entry, len(records))
+	entries := make([]entry, 0, len(records))
 	next := 1
 	for i, r := range records {
+		if r.Response == nil {
+			continue // its span stays zero
+		}
 		spans[i] = all[next]
 		next++
 		if r.Request != nil {
 			next++
 		}
-		entries[i] = r.entry
-		entries[i].span = spans[i]
+		e := r.entry
+		e.span = spans[i]
+		entries = append(entries, e)
 	}
 	return File{Data: data, Spans: spans, Index: index(name, entries)}, nil
 }

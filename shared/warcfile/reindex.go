@@ -42,9 +42,12 @@ func IndexFile(filename string, data []byte) ([]byte, error) {
 	return index(filename, entries), nil
 }
 
-// entryOf is what the index says of a response record; ok is false for any other record.
+// entryOf is what the index says of a response or revisit record; ok is false for any other record.
 func entryOf(rec gowarc.Record) (e entry, ok bool, err error) {
 	w := rec.WarcRecord
+	if w != nil && w.Type() == gowarc.Revisit {
+		return revisitEntry(rec)
+	}
 	if w == nil || w.Type() != gowarc.Response {
 		return entry{}, false, nil
 	}

@@ -41,6 +41,9 @@ type Page struct {
 	// Request is the header of the GET that got the final response. A page with one gets a
 	// request record after its response record; Decode returns none.
 	Request http.Header
+	// Revisit is set on a page Decode read from a revisit record (EncodeRevisit): its Body is
+	// empty, and the payload is the record's it refers to.
+	Revisit *Revisit
 }
 
 // Span is where a record sits in the encoded file.
@@ -81,23 +84,41 @@ type Record struct {
 	entry    entry
 }
 
+// PayloadDigest is the WARC-Payload-Digest of the page's response or revisit record.
+func (r Record) PayloadDigest() string { return r.entry.digest }
+
 // EncodeRecord builds the records of one page. Records are encoded apart (in parallel, say) and
 // Assemble puts them into one file.
 func EncodeRecord(p Page) (Record, error) {
-	urn, err := newRecordID()
+	resp, id, err := newResponse(p)
 	if err != nil {
 		return Record{}, err
-	}
-	id := "<" + urn + ">"
-	resp, err := responseRecord(p, id)
-	if err != nil {
-		return Record{}, fmt.Errorf("warc record for %s: %w", p.URL, err)
 	}
 	out := Record{entry: entry{url: p.URL, at: p.FetchedAt.UTC(), mime: p.Header.Get("Content-Type"), status: p.Status,
 		digest: resp.WarcHeader().Get(gowarc.WarcPayloadDigest)}}
 	if out.Response, err = compress(resp, len(p.Body)/3+1024); err != nil { // BestSpeed shrinks HTML to about a quarter to a third
 		return Record{}, fmt.Errorf("write warc record for %s: %w", p.URL, err)
 	}
+	return withRequest(out, p, id)
+}
+
+// newResponse builds p's response record with a new record id, and returns the id.
+func newResponse(p Page) (gowarc.WarcRecord, string, error) {
+	urn, err := newRecordID()
+	if err != nil {
+		return nil, "", err
+	}
+	id := "<" + urn + ">"
+	resp, err := responseRecord(p, id)
+	if err != nil {
+		return nil, "", fmt.Errorf("warc record for %s: %w", p.URL, err)
+	}
+	return resp, id, nil
+}
+
+// withRequest adds to out the request record of p (none when p has no request header), concurrent
+// to the record id.
+func withRequest(out Record, p Page, id string) (Record, error) {
 	if p.Request == nil {
 		return out, nil
 	}
@@ -279,8 +300,11 @@ func Decode(data []byte) (Page, error) {
 		return Page{}, fmt.Errorf("read warc record: %w", err)
 	}
 	defer rec.Close()
+	if rec.Type() == gowarc.Revisit {
+		return decodeRevisit(rec)
+	}
 	if rec.Type() != gowarc.Response {
-		return Page{}, fmt.Errorf("read warc record: type %s, want response", rec.Type())
+		return Page{}, fmt.Errorf("read warc record: type %s, want response or revisit", rec.Type())
 	}
 	blk, ok := rec.Block().(gowarc.HttpResponseBlock)
 	if !ok {

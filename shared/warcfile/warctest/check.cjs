@@ -8,7 +8,10 @@
 // after its HTTP header; each request record follows the response it names in WARC-Concurrent-To.
 // The index beside the file (FILE.cdxj) is sorted, agrees with warcio's own CDXJ indexer line for
 // line (digest given with its algorithm), and each line's offset and length read back exactly one
-// response record of its URL and digest. It prints a JSON summary, and exits 1 with the problems.
+// response or revisit record of its URL and digest. A revisit record names a WARC 1.1 profile, the
+// URI and date it refers to and a payload digest, and holds an HTTP header only; where the record
+// it refers to is in one of the files read, its payload digest is that record's ("revisitsResolved").
+// It prints a JSON summary, and exits 1 with the problems.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -22,6 +25,12 @@ const problems = [];
 const fail = (file, msg) => problems.push(`${path.basename(file)}: ${msg}`);
 const sha256 = (buf) => "sha256:" + crypto.createHash("sha256").update(buf).digest("hex");
 const headerEnd = (buf) => Buffer.from(buf).indexOf("\r\n\r\n");
+const profiles = ["http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+  "http://netpreserve.org/warc/1.1/revisit/server-not-modified"];
+// Responses by URI and date, and the revisits to resolve against them once every file is read.
+const responses = new Map();
+const revisits = [];
+const at = (uri, date) => `${uri} ${new Date(date).getTime()}`;
 
 async function records(bytes) {
   const out = [];
@@ -59,8 +68,17 @@ async function checkFile(file, sum) {
         fail(file, `${where}: WARC-Payload-Digest ${rec.warcPayloadDigest}, the payload's is ${sha256(block.subarray(end + 4))}`);
       }
     }
+    if (type === "response") responses.set(at(rec.warcTargetURI, rec.warcDate), rec.warcPayloadDigest);
+    if (type === "revisit") {
+      const h = rec.warcHeaders.headers;
+      if (!profiles.includes(h.get("WARC-Profile"))) fail(file, `${where}: WARC-Profile ${h.get("WARC-Profile")} is not a WARC 1.1 revisit profile`);
+      if (!h.get("WARC-Refers-To-Target-URI") || !h.get("WARC-Refers-To-Date")) fail(file, `${where}: no WARC-Refers-To-Target-URI or -Date`);
+      if (!/^sha256:[0-9a-f]{64}$/.test(rec.warcPayloadDigest || "")) fail(file, `${where}: WARC-Payload-Digest ${rec.warcPayloadDigest}`);
+      if (headerEnd(block) !== block.length - 4) fail(file, `${where}: the block is not an HTTP header alone`);
+      revisits.push({ file, where, ref: at(h.get("WARC-Refers-To-Target-URI"), h.get("WARC-Refers-To-Date")), digest: rec.warcPayloadDigest });
+    }
     if (type === "request") {
-      if (!last || last.warcType !== "response" || rec.warcConcurrentTo.join(",") !== last.warcHeaders.headers.get("WARC-Record-ID") ||
+      if (!last || (last.warcType !== "response" && last.warcType !== "revisit") || rec.warcConcurrentTo.join(",") !== last.warcHeaders.headers.get("WARC-Record-ID") ||
           rec.warcTargetURI !== last.warcTargetURI) {
         fail(file, `${where}: does not follow its response`);
       }
@@ -107,9 +125,9 @@ async function checkIndex(file, bytes, sum) {
     // The line resolves: its offset and length hold exactly the record of its URL.
     const off = Number(o.offset), len = Number(o.length);
     const got = await records(bytes.subarray(off, off + len));
-    if (got.length !== 1 || got[0].rec.warcType !== "response" || got[0].rec.warcTargetURI !== o.url ||
+    if (got.length !== 1 || !["response", "revisit"].includes(got[0].rec.warcType) || got[0].rec.warcTargetURI !== o.url ||
         got[0].rec.warcPayloadDigest !== o.digest) {
-      fail(file, `index line of ${o.url} does not read back its response record`);
+      fail(file, `index line of ${o.url} does not read back its response or revisit record`);
     } else {
       sum.resolved++;
     }
@@ -117,7 +135,7 @@ async function checkIndex(file, bytes, sum) {
 }
 
 (async () => {
-  const sum = { files: 0, records: 0, indexLines: 0, resolved: 0 };
+  const sum = { files: 0, records: 0, indexLines: 0, resolved: 0, revisitsResolved: 0 };
   for (const file of process.argv.slice(2)) {
     sum.files++;
     try {
@@ -125,6 +143,12 @@ async function checkIndex(file, bytes, sum) {
     } catch (e) {
       fail(file, `unreadable: ${e.stack || e}`);
     }
+  }
+  for (const r of revisits) {
+    const digest = responses.get(r.ref);
+    if (digest === undefined) continue; // the record it refers to is in a file not read here
+    if (digest !== r.digest) fail(r.file, `${r.where}: payload digest ${r.digest}, the record it refers to has ${digest}`);
+    else sum.revisitsResolved++;
   }
   console.log(JSON.stringify({ summary: sum, problems }));
   process.exit(problems.length ? 1 : 0);

@@ -22,8 +22,12 @@ type Summary struct {
 	Warcinfo   int `json:"warcinfo"`
 	Responses  int `json:"response"`
 	Requests   int `json:"request"`
+	Revisits   int `json:"revisit"`
 	IndexLines int `json:"indexLines"`
 	Resolved   int `json:"resolved"` // index lines whose offset and length read back their record
+	// RevisitsResolved counts the revisit records whose earlier record was among the files read,
+	// with the payload digest the revisit gives.
+	RevisitsResolved int `json:"revisitsResolved"`
 }
 
 // Check reads each WARC file (a .warc.gz with its index beside it, the file's name plus ".cdxj")
