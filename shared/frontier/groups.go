@@ -66,7 +66,9 @@ func (g *groups) take(crawl, host string, now time.Time, guess func(k int) time.
 	hk := crawl + "\x00" + host
 	k = g.taken[hk]
 	g.taken[hk]++
-	d := dueKey{crawl, int64(guess(k).Sub(g.start) / time.Second)}
+	// Rounded, not truncated: the guesses are whole milliseconds and the start is not, so a guess a
+	// whole number of seconds after another may come a hair short of it.
+	d := dueKey{crawl, int64(guess(k).Sub(g.start).Round(time.Second) / time.Second)}
 	for _, gr := range g.open[d] {
 		if !gr.hosts[host] && len(gr.hosts) < message.MaxFetchURLs {
 			gr.hosts[host] = true
