@@ -25,9 +25,11 @@ const (
 	attrThrottleGap    = "thr_gap:"
 	attrThrottleAt     = "thr_at:"
 	attrThrottleRaises = "thr_n:"
+	attrThrottleWhy    = "thr_why:"
 )
 
-// ThrottledHost is a host whose gap between requests a crawl widened after its 429s.
+// ThrottledHost is a host whose gap between requests a crawl widened after its 429s, its failures
+// in a row or its slow answers.
 type ThrottledHost struct {
 	Host string
 	// Gap is the gap the host's latest raise set, at RaisedAt.
@@ -35,6 +37,9 @@ type ThrottledHost struct {
 	RaisedAt time.Time
 	// Raises is how many times the crawl's workers widened the host's gap.
 	Raises int64
+	// Why is the reason of the latest raise: Why429, Why5xx or WhySlow ("" reads as a 429, the
+	// only reason of the notes written before there were others).
+	Why string
 }
 
 // Left is the host's throttled gap left at now: Gap halved for every ThrottleHalfLife since
@@ -44,10 +49,10 @@ func (h ThrottledHost) Left(now time.Time) time.Duration {
 }
 
 // noteThrottled notes a raise of the host's gap in one of the crawl's counter shards.
-func (s *Store) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time) error {
+func (s *Store) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time, why string) error {
 	key, h := s.shardKey(crawl), hostAttr(host)
 	_, err := s.t.Update(ctx, key, table.Update{
-		Set: map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli()},
+		Set: map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli(), attrThrottleWhy + h: why},
 		Add: map[string]int64{attrThrottleRaises + h: 1},
 	}, table.Cond{})
 	if err != nil {
@@ -82,11 +87,15 @@ func throttledIn(items map[string]table.Item) []ThrottledHost {
 			h.Raises += it.Int(name)
 			if at := time.UnixMilli(it.Int(attrThrottleAt + enc)); at.After(h.RaisedAt) {
 				h.RaisedAt, h.Gap = at, time.Duration(it.Int(attrThrottleGap+enc))*time.Millisecond
+				h.Why = it.String(attrThrottleWhy + enc)
 			}
 		}
 	}
 	out := make([]ThrottledHost, 0, len(byHost))
 	for _, h := range byHost {
+		if h.Why == "" {
+			h.Why = Why429
+		}
 		out = append(out, *h)
 	}
 	sort.Slice(out, func(i, j int) bool {
