@@ -97,27 +97,27 @@ func (s *Store) CircuitOpen(host string) time.Duration {
 // CircuitWait returns how long a URL of the host must wait for the host's circuit (0: send the
 // request). A closed circuit costs nothing. An open one whose probe is due is taken by the first
 // caller, with a conditional write that moves the next probe CircuitProbe on: that caller gets 0
-// and sends the probe; the others wait for the next probe.
-func (s *Store) CircuitWait(ctx context.Context, host string) (time.Duration, error) {
+// and probe true, and sends the probe; the others wait for the next probe.
+func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duration, probe bool, err error) {
 	c := s.circuitOf(host)
 	if c.until == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	now := s.Now()
 	if wait := time.UnixMilli(c.until).Sub(now); wait > 0 {
-		return wait, nil
+		return wait, false, nil
 	}
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.circuitProbe()).UnixMilli()}},
 		table.And(table.Exists(attrOpenUntil), table.Lt(attrOpenUntil, now.UnixMilli()+1)))
 	if cf, lost := table.IsConditionFailed(err); lost {
 		s.learn(host, cf.Item) // another worker took the probe, or an answer closed the circuit
-		return s.CircuitOpen(host), nil
+		return s.CircuitOpen(host), false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("take the circuit probe of %s: %w", host, err)
+		return 0, false, fmt.Errorf("take the circuit probe of %s: %w", host, err)
 	}
 	s.learn(host, it)
-	return 0, nil
+	return 0, true, nil
 }
 
 // HostFailed notes a failed request to the host: no connection, a timeout or a 5xx. first says

@@ -31,21 +31,21 @@ func TestCircuitOpensAfterFailuresInARowAndAProbeClosesIt(t *testing.T) {
 		}
 		c.t = c.t.Add(10 * time.Millisecond)
 	}
-	if w, err := other.CircuitWait(ctx, host); err != nil || w < 9*time.Second || w > 10*time.Second {
+	if w, _, err := other.CircuitWait(ctx, host); err != nil || w < 9*time.Second || w > 10*time.Second {
 		t.Errorf("the store that opened it waits %v, %v; want about the probe interval", w, err)
 	}
 	if _, err := s.ReserveSlots(ctx, host, time.Second, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := s.CircuitWait(ctx, host); err != nil || w <= 0 {
+	if w, _, err := s.CircuitWait(ctx, host); err != nil || w <= 0 {
 		t.Errorf("the other store, after a booking, waits %v, %v; want it to wait for the probe", w, err)
 	}
 
 	c.t = c.t.Add(10 * time.Second)
-	if w, err := s.CircuitWait(ctx, host); err != nil || w != 0 {
-		t.Fatalf("the probe is due: the first asker waits %v, %v; want it to send the probe", w, err)
+	if w, probe, err := s.CircuitWait(ctx, host); err != nil || w != 0 || !probe {
+		t.Fatalf("the probe is due: the first asker waits %v (probe %v), %v; want it to send the probe", w, probe, err)
 	}
-	if w, err := other.CircuitWait(ctx, host); err != nil || w < 9*time.Second {
+	if w, probe, err := other.CircuitWait(ctx, host); err != nil || w < 9*time.Second || probe {
 		t.Errorf("a second asker waits %v, %v; want it to wait for the next probe", w, err)
 	}
 	if open, err := s.HostFailed(ctx, crawl, host, true, time.Second); err != nil || !open {
@@ -53,8 +53,8 @@ func TestCircuitOpensAfterFailuresInARowAndAProbeClosesIt(t *testing.T) {
 	}
 
 	c.t = c.t.Add(10 * time.Second)
-	if w, err := other.CircuitWait(ctx, host); err != nil || w != 0 {
-		t.Fatalf("the next probe: %v, %v; want it sent", w, err)
+	if w, probe, err := other.CircuitWait(ctx, host); err != nil || w != 0 || !probe {
+		t.Fatalf("the next probe: %v (probe %v), %v; want it sent", w, probe, err)
 	}
 	if err := other.HostAnswered(ctx, crawl, host, 10*time.Millisecond, time.Second); err != nil {
 		t.Fatal(err)
@@ -62,8 +62,8 @@ func TestCircuitOpensAfterFailuresInARowAndAProbeClosesIt(t *testing.T) {
 	if _, err := s.ReserveSlots(ctx, host, time.Second, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := s.CircuitWait(ctx, host); err != nil || w != 0 {
-		t.Errorf("after the probe's answer the circuit waits %v, %v; want it closed", w, err)
+	if w, probe, err := s.CircuitWait(ctx, host); err != nil || w != 0 || probe {
+		t.Errorf("after the probe's answer the circuit waits %v (probe %v), %v; want it closed", w, probe, err)
 	}
 
 	if err := s.Flush(ctx); err != nil {
@@ -91,7 +91,7 @@ func TestCircuitOff(t *testing.T) {
 			t.Fatalf("open %v, %v; want the circuit never open", open, err)
 		}
 	}
-	if w, _ := s.CircuitWait(context.Background(), "h.test"); w != 0 {
+	if w, _, _ := s.CircuitWait(context.Background(), "h.test"); w != 0 {
 		t.Errorf("wait %v, want none", w)
 	}
 }
