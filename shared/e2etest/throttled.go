@@ -19,6 +19,7 @@ type throttledJSON struct {
 		GapSeconds      float64 `json:"gapSeconds"`
 		RaisedToSeconds float64 `json:"raisedToSeconds"`
 		Raises          int64   `json:"raises"`
+		Why             string  `json:"why"`
 	} `json:"throttled"`
 }
 
@@ -71,7 +72,7 @@ func CheckThrottledHostsShown(t testing.TB, main MainFunc, runFlags, adminFlags 
 		t.Fatalf("the crawl fetched %d pages and the site served %d 429s; want 4 pages after 2 429s", sum.Fetched, served429.Load())
 	}
 	checkThrottled(t, "the summary", sum.throttledJSON, host, served429.Load())
-	if !strings.Contains(stderr, "hosts throttled after their 429s") || !strings.Contains(stderr, host) {
+	if !strings.Contains(stderr, "hosts throttled after their 429s, failures in a row or slow answers") || !strings.Contains(stderr, host) {
 		t.Errorf("the summary's text does not list %s as throttled:\n%s", host, stderr)
 	}
 
@@ -85,7 +86,7 @@ func CheckThrottledHostsShown(t testing.TB, main MainFunc, runFlags, adminFlags 
 	}
 	checkThrottled(t, "status", st, host, served429.Load())
 	code, stdout, stderr = main(append(append([]string{"status"}, adminFlags...), sum.Crawl)...)
-	if code != 0 || !strings.Contains(stdout, "hosts throttled after their 429s") || !strings.Contains(stdout, host) {
+	if code != 0 || !strings.Contains(stdout, "hosts throttled after their 429s, failures in a row or slow answers") || !strings.Contains(stdout, host) {
 		t.Errorf("crawl status: exit %d, and its text does not list %s as throttled:\n%s%s", code, host, stdout, stderr)
 	}
 }
@@ -97,7 +98,7 @@ func checkThrottled(t testing.TB, where string, got throttledJSON, host string, 
 		t.Fatalf("%s lists %d throttled hosts (%+v), want %s", where, len(got.Throttled), got.Throttled, host)
 	}
 	h := got.Throttled[0]
-	if h.Host != host || h.Raises < 1 || h.Raises > served || h.RaisedToSeconds < 0.25 || h.GapSeconds > h.RaisedToSeconds {
-		t.Errorf("%s: throttled host %+v; want %s widened 1 to %d times to at least 0.25s, its gap now no wider", where, h, host, served)
+	if h.Host != host || h.Raises < 1 || h.Raises > served || h.RaisedToSeconds < 0.25 || h.GapSeconds > h.RaisedToSeconds || h.Why != "429" {
+		t.Errorf("%s: throttled host %+v; want %s widened 1 to %d times to at least 0.25s for its 429s, its gap now no wider", where, h, host, served)
 	}
 }

@@ -36,6 +36,13 @@ func (h *Handler) waitForCircuit(ctx, fctx context.Context, f *fetched, host str
 	return true, h.requeue(ctx, f, wait)
 }
 
+// circuitShut tells whether a quick retry must stop for the host's circuit: it is open, and its
+// probe is not due or was taken by another request. A retry due when the probe is takes it.
+func (h *Handler) circuitShut(ctx context.Context, host string) bool {
+	wait, _, err := h.state.CircuitWait(ctx, host)
+	return err != nil || wait > 0
+}
+
 // circuitRetry is the wait of a record whose quick retries stopped for the host's circuit.
 func (h *Handler) circuitRetry(err error, host string) (time.Duration, bool) {
 	if !errors.Is(err, errCircuitOpen) {

@@ -304,7 +304,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	attempt := 0
 	tries := &retry.PolicyBackOff{P: h.policy(), Made: m.Retries}
 	err = retry.DoWith(fctx, retry.Options{MaxQuick: maxQuick, BackOff: tries}, func() (time.Duration, error) {
-		if attempt++; attempt > 1 && h.state.CircuitOpen(u.Host) > 0 {
+		if attempt++; attempt > 1 && h.circuitShut(fctx, u.Host) {
 			return 0, errCircuitOpen
 		}
 		if attempt > 1 && interval > 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
@@ -60,6 +61,13 @@ type Config struct {
 	// to the queue with its wait and burns no receive (retry.Tries).
 	MaxTries  int
 	RetryWait time.Duration
+
+	// CircuitFailures is how many failed first requests in a row (no connection, a timeout, a
+	// 5xx) open a host's circuit, whose URLs then wait without a request until a probe answers
+	// (0: crawlstate.DefaultCircuitFailures; -1: never); CircuitProbe is the time between probes
+	// (0: crawlstate.DefaultCircuitProbe).
+	CircuitFailures int
+	CircuitProbe    time.Duration
 
 	RecrawlPrefix string
 
@@ -209,6 +217,13 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("warc index %q: want %s (a CDXJ index beside each WARC file) or %s (crawl index builds one per crawl)",
 			c.WARCIndex, IndexEachFile, IndexPerCrawl))
 	}
+	if c.CircuitFailures < -1 || c.CircuitFailures > 1000 {
+		errs = append(errs, fmt.Errorf("circuit failures %d: want 1 to 1000 failures in a row, 0 for the default (%d) or -1 for no circuit",
+			c.CircuitFailures, crawlstate.DefaultCircuitFailures))
+	}
+	if c.CircuitProbe < 0 || c.CircuitProbe > time.Hour {
+		errs = append(errs, fmt.Errorf("circuit probe %v: want 0 (the default, %v) up to an hour", c.CircuitProbe, crawlstate.DefaultCircuitProbe))
+	}
 	if c.MaxReceive < 1 {
 		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
 	}
@@ -293,6 +308,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	str("CRAWL_PRICES", &c.Prices)
 	num("CRAWL_MAX_TRIES", &c.MaxTries)
 	duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
+	num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
+	duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)
 	duration("CRAWL_SLOT_LEAD", &c.SlotLead)
 	str("CRAWL_WARC_INDEX", &c.WARCIndex)
 	duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
