@@ -4,20 +4,24 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/crawlstack/crawlstack/shared/table"
 )
 
 // A host's circuit, shared by two stores (two workers): retries never open it; the third failed
 // first request in a row does, whichever store sees it; a store that has not seen it learns it
 // from its next booking of the host's slots; when the probe is due, one store takes it and the
 // other waits; a failed probe keeps the circuit open, an answer closes it; the crawl's counters
-// show one opening, closed, and the host throttled for its failures.
-func TestCircuitOpensAfterFailuresInARowAndAProbeClosesIt(t *testing.T) {
+// show one opening, closed, and the host throttled for its failures. It runs on both adapters of
+// the table port (tableTests).
+func testCircuitOpensAndAProbeClosesIt(t *testing.T, tb table.Table) {
 	ctx := context.Background()
-	s, c := newStore(t)
-	s.CircuitFailures, s.CircuitProbe = 3, 10*time.Second
-	other := New(s.t)
-	other.Now, other.CircuitFailures, other.CircuitProbe = c.now, 3, 10*time.Second
-	const crawl, host = "cr", "down.test"
+	c := &clock{t: time.Now()}
+	s, other := New(tb), New(tb)
+	for _, st := range []*Store{s, other} {
+		st.Now, st.CircuitFailures, st.CircuitProbe = c.now, 3, 10*time.Second
+	}
+	const crawl, host = "circuit-cr", "circuit-down.test"
 
 	for range 10 {
 		if open, err := s.HostFailed(ctx, crawl, host, false, time.Second); err != nil || open {

@@ -30,6 +30,7 @@ var tableTests = []struct {
 	{"Outcomes", testOutcomes},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
+	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
