@@ -13,6 +13,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/proxysecret"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/retry"
 	"github.com/crawlstack/crawlstack/shared/scope"
@@ -50,6 +51,10 @@ type Config struct {
 	// the URLs and never logged); ProxyRotation is httpfetch.RotatePerRequest or StickyPerHost.
 	Proxies       []string
 	ProxyRotation string
+	// ProxiesSecret names where a deployed crawl's proxies are kept with their credentials:
+	// "ssm:<parameter name>" or "secretsmanager:<secret name or ARN>" (package proxysecret). The
+	// fetch function reads them at init and adds them to Proxies; the value is never logged.
+	ProxiesSecret string
 	MaxBodyBytes  int64
 	FetchTimeout  time.Duration
 
@@ -177,6 +182,14 @@ func (c Config) Validate() error {
 	for _, p := range c.Proxies {
 		if _, err := httpfetch.ParseProxy(p); err != nil {
 			errs = append(errs, err) // its message holds no password
+		}
+	}
+	if c.ProxiesSecret != "" {
+		if _, err := proxysecret.ParseRef(c.ProxiesSecret); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Fingerprint == httpfetch.FingerprintChrome {
+			errs = append(errs, errors.New("proxies and the chrome TLS fingerprint do not go together yet: use one or the other"))
 		}
 	}
 	if r := c.ProxyRotation; r != "" && r != httpfetch.RotatePerRequest && r != httpfetch.StickyPerHost {
@@ -320,6 +333,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	list("CRAWL_ALLOW_NET", &c.AllowNets)
 	list("CRAWL_PROXIES", &c.Proxies)
 	str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
+	str("CRAWL_PROXIES_SECRET", &c.ProxiesSecret)
 	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
 		c.Ports = []int{80, 443}
 		for _, f := range strings.Split(v, ",") {
