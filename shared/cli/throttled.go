@@ -55,16 +55,28 @@ func circuitsOf(hosts []crawlstate.CircuitHost) []Circuit {
 // printCircuits writes the hosts whose circuit opened, a line each, indented under the summary or
 // status.
 func printCircuits(w io.Writer, hosts []Circuit) {
-	if len(hosts) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "  hosts whose circuit opened after failures in a row%s:\n", mostRecent(len(hosts)))
-	for _, h := range hosts[:min(len(hosts), maxThrottledLines)] {
+	printHosts(w, "hosts whose circuit opened after failures in a row", hosts, func(h Circuit) string {
 		now := "open: its URLs wait for a probe to answer"
 		if !h.Open && h.ClosedAt != nil {
 			now = "closed by a probe's answer at " + h.ClosedAt.Format(time.TimeOnly)
 		}
-		fmt.Fprintf(w, "    %q  %s (opened %s, last at %s)\n", h.Host, now, timesOf(h.Opens), h.OpenedAt.Format(time.TimeOnly))
+		return fmt.Sprintf("%q  %s (opened %s, last at %s)", h.Host, now, timesOf(h.Opens), h.OpenedAt.Format(time.TimeOnly))
+	})
+}
+
+// printHosts writes a header and a line for each of the first maxThrottledLines hosts (none: not
+// even the header), indented under the summary or status.
+func printHosts[T any](w io.Writer, header string, hosts []T, line func(T) string) {
+	if len(hosts) == 0 {
+		return
+	}
+	more := ""
+	if len(hosts) > maxThrottledLines {
+		more = fmt.Sprintf(" (the %d most recent of %d)", maxThrottledLines, len(hosts))
+	}
+	fmt.Fprintf(w, "  %s%s:\n", header, more)
+	for _, h := range hosts[:min(len(hosts), maxThrottledLines)] {
+		fmt.Fprintf(w, "    %s\n", line(h))
 	}
 }
 
@@ -77,14 +89,6 @@ func openNow(hosts []Circuit) int {
 		}
 	}
 	return n
-}
-
-// mostRecent says which of n hosts a summary or status lists.
-func mostRecent(n int) string {
-	if n > maxThrottledLines {
-		return fmt.Sprintf(" (the %d most recent of %d)", maxThrottledLines, n)
-	}
-	return ""
 }
 
 // timesOf is "once" or "n times".
@@ -121,18 +125,14 @@ func throttledOf(hosts []crawlstate.ThrottledHost, now time.Time) []Throttled {
 
 // printThrottled writes the throttled hosts, a line each, indented under the summary or status.
 func printThrottled(w io.Writer, hosts []Throttled) {
-	if len(hosts) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "  hosts throttled after their 429s, failures in a row or slow answers%s:\n", mostRecent(len(hosts)))
-	for _, h := range hosts[:min(len(hosts), maxThrottledLines)] {
+	printHosts(w, "hosts throttled after their 429s, failures in a row or slow answers", hosts, func(h Throttled) string {
 		now := "back at its configured rate"
 		if h.GapSeconds > 0 {
 			now = fmt.Sprintf("gap now %s", roundGap(h.GapSeconds))
 		}
-		fmt.Fprintf(w, "    %q  %s (widened %s, last to %s at %s, after %s)\n", h.Host, now, timesOf(h.Raises), roundGap(h.RaisedToSeconds),
+		return fmt.Sprintf("%q  %s (widened %s, last to %s at %s, after %s)", h.Host, now, timesOf(h.Raises), roundGap(h.RaisedToSeconds),
 			h.RaisedAt.Format(time.TimeOnly), whyThrottled(h.Why))
-	}
+	})
 }
 
 // roundGap is a gap in seconds as a duration to the tenth of a second ("1.2s", "30s").

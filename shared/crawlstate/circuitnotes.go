@@ -2,10 +2,7 @@ package crawlstate
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/table"
@@ -54,51 +51,27 @@ func (s *Store) noteCircuit(ctx context.Context, crawl, host, what string, at ti
 // most recently opened first.
 func circuitsIn(items map[string]table.Item) []CircuitHost {
 	byHost := map[string]*CircuitHost{}
-	for _, it := range items {
-		for name := range it {
-			enc, ok := strings.CutPrefix(name, attrCircuitOpens)
-			if !ok {
-				continue
-			}
-			b, err := base64.RawURLEncoding.DecodeString(enc)
-			if err != nil {
-				continue
-			}
-			h := byHost[string(b)]
-			if h == nil {
-				h = &CircuitHost{Host: string(b)}
-				byHost[h.Host] = h
-			}
-			h.Opens += it.Int(name)
-			if at := time.UnixMilli(it.Int(attrCircuitOpened + enc)); at.After(h.OpenedAt) {
-				h.OpenedAt = at
-			}
+	eachHostNote(items, attrCircuitOpens, func(it table.Item, host, enc string, n int64) {
+		h := byHost[host]
+		if h == nil {
+			h = &CircuitHost{Host: host}
+			byHost[host] = h
 		}
-	}
+		h.Opens += n
+		if at := time.UnixMilli(it.Int(attrCircuitOpened + enc)); at.After(h.OpenedAt) {
+			h.OpenedAt = at
+		}
+	})
 	// A closing may be noted in a shard that holds no opening of the host.
-	for _, it := range items {
-		for name := range it {
-			enc, ok := strings.CutPrefix(name, attrCircuitClosed)
-			if !ok {
-				continue
-			}
-			b, _ := base64.RawURLEncoding.DecodeString(enc)
-			if h := byHost[string(b)]; h != nil {
-				if at := time.UnixMilli(it.Int(name)); at.After(h.ClosedAt) {
-					h.ClosedAt = at
-				}
-			}
+	eachHostNote(items, attrCircuitClosed, func(_ table.Item, host, _ string, ms int64) {
+		if h := byHost[host]; h != nil && time.UnixMilli(ms).After(h.ClosedAt) {
+			h.ClosedAt = time.UnixMilli(ms)
 		}
-	}
+	})
 	out := make([]CircuitHost, 0, len(byHost))
 	for _, h := range byHost {
 		out = append(out, *h)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].OpenedAt.Equal(out[j].OpenedAt) {
-			return out[i].OpenedAt.After(out[j].OpenedAt)
-		}
-		return out[i].Host < out[j].Host
-	})
+	latestFirst(out, func(h CircuitHost) (time.Time, string) { return h.OpenedAt, h.Host })
 	return out
 }

@@ -68,29 +68,18 @@ func hostAttr(host string) string { return base64.RawURLEncoding.EncodeToString(
 // raised first.
 func throttledIn(items map[string]table.Item) []ThrottledHost {
 	byHost := map[string]*ThrottledHost{}
-	for _, it := range items {
-		for name := range it {
-			enc, ok := strings.CutPrefix(name, attrThrottleRaises)
-			if !ok {
-				continue
-			}
-			b, err := base64.RawURLEncoding.DecodeString(enc)
-			if err != nil {
-				continue // not a note of this version's
-			}
-			host := string(b)
-			h := byHost[host]
-			if h == nil {
-				h = &ThrottledHost{Host: host}
-				byHost[host] = h
-			}
-			h.Raises += it.Int(name)
-			if at := time.UnixMilli(it.Int(attrThrottleAt + enc)); at.After(h.RaisedAt) {
-				h.RaisedAt, h.Gap = at, time.Duration(it.Int(attrThrottleGap+enc))*time.Millisecond
-				h.Why = it.String(attrThrottleWhy + enc)
-			}
+	eachHostNote(items, attrThrottleRaises, func(it table.Item, host, enc string, n int64) {
+		h := byHost[host]
+		if h == nil {
+			h = &ThrottledHost{Host: host}
+			byHost[host] = h
 		}
-	}
+		h.Raises += n
+		if at := time.UnixMilli(it.Int(attrThrottleAt + enc)); at.After(h.RaisedAt) {
+			h.RaisedAt, h.Gap = at, time.Duration(it.Int(attrThrottleGap+enc))*time.Millisecond
+			h.Why = it.String(attrThrottleWhy + enc)
+		}
+	})
 	out := make([]ThrottledHost, 0, len(byHost))
 	for _, h := range byHost {
 		if h.Why == "" {
@@ -98,11 +87,37 @@ func throttledIn(items map[string]table.Item) []ThrottledHost {
 		}
 		out = append(out, *h)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].RaisedAt.Equal(out[j].RaisedAt) {
-			return out[i].RaisedAt.After(out[j].RaisedAt)
-		}
-		return out[i].Host < out[j].Host
-	})
+	latestFirst(out, func(h ThrottledHost) (time.Time, string) { return h.RaisedAt, h.Host })
 	return out
+}
+
+// eachHostNote calls fn for every attribute of the items named prefix and a host (hostAttr), with
+// the item, the host, the host as it is spelled in names, and the attribute's number. Names that
+// do not decode are not this version's notes, and are left out.
+func eachHostNote(items map[string]table.Item, prefix string, fn func(it table.Item, host, enc string, n int64)) {
+	for _, it := range items {
+		for name := range it {
+			enc, ok := strings.CutPrefix(name, prefix)
+			if !ok {
+				continue
+			}
+			b, err := base64.RawURLEncoding.DecodeString(enc)
+			if err != nil {
+				continue
+			}
+			fn(it, string(b), enc, it.Int(name))
+		}
+	}
+}
+
+// latestFirst sorts notes of hosts by their time, the latest first, then by host.
+func latestFirst[T any](out []T, key func(T) (time.Time, string)) {
+	sort.Slice(out, func(i, j int) bool {
+		ti, hi := key(out[i])
+		tj, hj := key(out[j])
+		if !ti.Equal(tj) {
+			return ti.After(tj)
+		}
+		return hi < hj
+	})
 }

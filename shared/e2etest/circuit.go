@@ -1,7 +1,6 @@
 package e2etest
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -95,20 +94,12 @@ func CheckCircuitOpensAndCloses(t testing.TB, main MainFunc, concurrency int, ru
 	}
 	args := append([]string{"run", "--json", "--quiet", "--allow-net", "127.0.0.0/8", "--concurrency", fmt.Sprint(concurrency),
 		"--host-concurrency", fmt.Sprint(concurrency), "--circuit-failures", fmt.Sprint(CircuitFailures), "--circuit-probe", CircuitProbe.String(), "--retry-wait", "1s"}, runFlags...)
-	code, stdout, stderr := main(append(args, seeds)...)
-	if code != 0 {
-		t.Fatalf("crawl %s: exit %d\nstdout %s\nstderr %s", strings.Join(args, " "), code, stdout, stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	var sum struct {
-		Crawl   string `json:"crawl"`
-		Fetched int64  `json:"fetched"`
-		Failed  int64  `json:"failed"`
+		Fetched int64 `json:"fetched"`
 		circuitJSON
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-		t.Fatalf("the summary is not JSON: %v\n%s", err, stdout)
-	}
+	var st circuitJSON
+	text := runThenStatus(t, main, append(args, seeds), adminFlags, &sum, &st)
 
 	site.mu.Lock()
 	failed, served := append([]time.Time(nil), site.failed...), len(site.served)
@@ -128,22 +119,12 @@ func CheckCircuitOpensAndCloses(t testing.TB, main MainFunc, concurrency int, ru
 			" and fewer than its %d pages", len(failed), span.Round(time.Millisecond), bound, CircuitFailures, concurrency, CircuitProbe, pages)
 	}
 	checkCircuit(t, "the summary", sum.circuitJSON, host)
-	if !strings.Contains(stderr, "hosts whose circuit opened") || !strings.Contains(stderr, host) {
-		t.Errorf("the summary's text does not list %s's circuit:\n%s", host, stderr)
-	}
-
-	code, stdout, stderr = main(append(append([]string{"status"}, adminFlags...), "--json", sum.Crawl)...)
-	if code != 0 {
-		t.Fatalf("crawl status --json: exit %d\n%s%s", code, stdout, stderr)
-	}
-	var st circuitJSON
-	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, stdout)
-	}
 	checkCircuit(t, "status", st, host)
-	code, stdout, stderr = main(append(append([]string{"status"}, adminFlags...), sum.Crawl)...)
-	if code != 0 || !strings.Contains(stdout, "hosts whose circuit opened") || !strings.Contains(stdout, "closed by a probe") {
-		t.Errorf("crawl status: exit %d, and its text does not show %s's circuit closed:\n%s%s", code, host, stdout, stderr)
+	if !strings.Contains(text.run, "hosts whose circuit opened") || !strings.Contains(text.run, host) {
+		t.Errorf("the summary's text does not list %s's circuit:\n%s", host, text.run)
+	}
+	if !strings.Contains(text.status, "hosts whose circuit opened") || !strings.Contains(text.status, "closed by a probe") {
+		t.Errorf("crawl status's text does not show %s's circuit closed:\n%s", host, text.status)
 	}
 }
 
