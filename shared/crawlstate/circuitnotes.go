@@ -52,11 +52,7 @@ func (s *Store) noteCircuit(ctx context.Context, crawl, host, what string, at ti
 func circuitsIn(items map[string]table.Item) []CircuitHost {
 	byHost := map[string]*CircuitHost{}
 	eachHostNote(items, attrCircuitOpens, func(it table.Item, host, enc string, n int64) {
-		h := byHost[host]
-		if h == nil {
-			h = &CircuitHost{Host: host}
-			byHost[host] = h
-		}
+		h := hostOf(byHost, host, func() *CircuitHost { return &CircuitHost{Host: host} })
 		h.Opens += n
 		if at := time.UnixMilli(it.Int(attrCircuitOpened + enc)); at.After(h.OpenedAt) {
 			h.OpenedAt = at

@@ -69,11 +69,7 @@ func hostAttr(host string) string { return base64.RawURLEncoding.EncodeToString(
 func throttledIn(items map[string]table.Item) []ThrottledHost {
 	byHost := map[string]*ThrottledHost{}
 	eachHostNote(items, attrThrottleRaises, func(it table.Item, host, enc string, n int64) {
-		h := byHost[host]
-		if h == nil {
-			h = &ThrottledHost{Host: host}
-			byHost[host] = h
-		}
+		h := hostOf(byHost, host, func() *ThrottledHost { return &ThrottledHost{Host: host} })
 		h.Raises += n
 		if at := time.UnixMilli(it.Int(attrThrottleAt + enc)); at.After(h.RaisedAt) {
 			h.RaisedAt, h.Gap = at, time.Duration(it.Int(attrThrottleGap+enc))*time.Millisecond
@@ -108,6 +104,16 @@ func eachHostNote(items map[string]table.Item, prefix string, fn func(it table.I
 			fn(it, string(b), enc, it.Int(name))
 		}
 	}
+}
+
+// hostOf returns byHost's entry of host, made by mk when it has none.
+func hostOf[T any](byHost map[string]*T, host string, mk func() *T) *T {
+	h := byHost[host]
+	if h == nil {
+		h = mk()
+		byHost[host] = h
+	}
+	return h
 }
 
 // latestFirst sorts notes of hosts by their time, the latest first, then by host.
