@@ -120,6 +120,25 @@ func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duratio
 	return 0, true, nil
 }
 
+// ReleaseProbe gives back the probe that CircuitWait gave this caller, which sends no request
+// after all (its URL was done already, or must wait for its politeness slot): the next URL to ask
+// takes it at once, rather than after CircuitProbe. Without it, messages of URLs that are done,
+// each taking a probe in turn, would hold an open circuit open for as long as they keep coming.
+func (s *Store) ReleaseProbe(ctx context.Context, host string) error {
+	now := s.Now().UnixMilli()
+	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now}},
+		table.And(table.Exists(attrOpenUntil), table.Gt(attrOpenUntil, now)))
+	if cf, gone := table.IsConditionFailed(err); gone {
+		s.learn(host, cf.Item) // closed by an answer meanwhile, or due already
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("give back the circuit probe of %s: %w", host, err)
+	}
+	s.learn(host, it)
+	return nil
+}
+
 // HostFailed notes a failed request to the host: no connection, a timeout or a 5xx. first says
 // whether it was its URL's first request; only those count (see above). The second failure in a
 // row raises the host's gap (SlowDownFor, Why5xx), as does each one after; the CircuitFailures-th

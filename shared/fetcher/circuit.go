@@ -36,6 +36,18 @@ func (h *Handler) waitForCircuit(ctx, fctx context.Context, f *fetched, host str
 	return true, h.requeue(ctx, f, wait)
 }
 
+// probeSent gives the host's probe back when the record took it but sent no request (see
+// crawlstate.ReleaseProbe); a failed write is only logged: the probe is then due again after
+// its interval.
+func (h *Handler) probeSent(ctx context.Context, host string, probe, sent bool) {
+	if !probe || sent {
+		return
+	}
+	if err := h.state.ReleaseProbe(ctx, host); err != nil {
+		h.log.Warn("give back a host's circuit probe", "host", host, "err", err.Error())
+	}
+}
+
 // circuitShut tells whether a quick retry must stop for the host's circuit: it is open, and its
 // probe is not due or was taken by another request. A retry due when the probe is takes it.
 func (h *Handler) circuitShut(ctx context.Context, host string) bool {

@@ -18,6 +18,8 @@ func TestAnOpenCircuitHoldsTheHostsURLsUntilAProbeAnswers(t *testing.T) {
 	e := newEnv(t, nil)
 	e.state.CircuitFailures, e.state.CircuitProbe = 2, time.Hour
 	host := strings.TrimPrefix(e.site.srv.URL, "http://")
+	e.handle(e.record("msg-0", "/", 1)) // fetched before the host fails
+	e.received(parseQ)
 	e.handle(e.record("msg-1", "/busy", 1))
 	if w := e.state.CircuitOpen(host); w != 0 {
 		t.Fatalf("after one 503 the circuit waits %v, want it closed", w)
@@ -45,10 +47,15 @@ func TestAnOpenCircuitHoldsTheHostsURLsUntilAProbeAnswers(t *testing.T) {
 		t.Errorf("url = %+v, want queued and unclaimed", it)
 	}
 
-	// An hour later the probe is due: the URL goes as the probe, its answer closes the circuit.
+	// An hour later the probe is due. A message of a URL that is done already takes it and sends
+	// nothing: it gives the probe back, and the next URL goes as the probe at once; its answer
+	// closes the circuit.
 	later := time.Now().Add(time.Hour + time.Minute)
 	e.state.Now = func() time.Time { return later }
 	e.h.Now = e.state.Now
+	if got := e.handle(e.record("msg-dup", "/", 1)); len(got) != 0 || e.site.hitsOf("/") != 1 {
+		t.Errorf("a message of a URL done already: failures %v, %d requests for it; want it dropped without one", got, e.site.hitsOf("/"))
+	}
 	if got := e.handle(e.record("msg-4", "/about", 1)); len(got) != 0 {
 		t.Errorf("BatchItemFailures = %v, want none", got)
 	}

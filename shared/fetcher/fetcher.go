@@ -267,10 +267,11 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	// A host throttled for its recent 429s, failures or slow answers takes a wider gap
 	// (crawlstate.SlowDown, HostFailed, HostAnswered).
 	interval := max(h.interval(crawl.rps, rules.CrawlDelay), h.state.Throttled(u.Host))
-	probe := false
+	probe, sent := false, false
 	if done, err := h.waitForCircuit(ctx, fctx, f, u.Host, &probe); done {
 		return nil, err // the host's circuit is open: no slot, no claim until its probe
 	}
+	defer func() { h.probeSent(ctx, u.Host, probe, sent) }()
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
 	release, err := h.hosts.acquire(fctx, u.Host)
@@ -313,13 +314,14 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 				return 0, errSlotBusy
 			}
 		}
-		sent := h.Now()
+		start := h.Now()
+		sent = true
 		r, err := h.http.GetFollowing(fctx, u.String(), h.follow(fctx, m, u, crawl.scope))
 		status := 0
 		if r != nil {
 			status = r.Status
 		}
-		h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && attempt == 1, err, status, h.Now().Sub(sent), interval)
+		h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && attempt == 1 && sqsbatch.ReceiveCount(f.rec) <= 1, err, status, h.Now().Sub(start), interval)
 		if err != nil {
 			lastErr = err
 			return 0, err
