@@ -232,6 +232,10 @@ func (s *Store) speedUp(ctx context.Context, host string) error {
 	return nil
 }
 
+// maxAnswerHosts bounds the hosts whose usual answer time a process keeps: a wide crawl meets
+// millions. When it is reached the averages start again, each host's after slowSamples answers.
+const maxAnswerHosts = 10_000
+
 // answerTimes keeps the usual time of each host's answers in this process: a moving average.
 type answerTimes struct {
 	mu    sync.Mutex
@@ -255,6 +259,9 @@ func (a *answerTimes) slow(host string, took time.Duration) bool {
 	}
 	h := a.hosts[host]
 	if h == nil {
+		if len(a.hosts) >= maxAnswerHosts {
+			clear(a.hosts)
+		}
 		h = &answerTime{}
 		a.hosts[host] = h
 	}

@@ -2,6 +2,7 @@ package crawlstate
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -140,5 +141,20 @@ func TestSlowAnswersThrottleAndGoodOnesSpeedUp(t *testing.T) {
 	}
 	if got := other.Throttled(host); got < left/2-time.Millisecond || got > left/2 {
 		t.Errorf("after a good answer a second later the gap is %v, want half of %v", got, left)
+	}
+}
+
+// The answer times of at most maxAnswerHosts hosts are kept: the next host starts them again.
+func TestAnswerTimesAreBounded(t *testing.T) {
+	var a answerTimes
+	for i := range maxAnswerHosts {
+		a.slow(fmt.Sprint("h", i, ".test"), time.Millisecond)
+	}
+	if len(a.hosts) != maxAnswerHosts {
+		t.Fatalf("%d hosts kept, want %d", len(a.hosts), maxAnswerHosts)
+	}
+	a.slow("one-more.test", time.Millisecond)
+	if len(a.hosts) != 1 {
+		t.Errorf("after one host more, %d hosts kept; want them started again with it alone", len(a.hosts))
 	}
 }
