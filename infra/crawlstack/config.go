@@ -40,6 +40,13 @@ type Config struct {
 	// TLSFingerprint is the TLS ClientHello of the fetches: "" (Go's own) or "chrome" (see
 	// fingerprint.go).
 	TLSFingerprint string
+	// Proxies is a comma-separated list of proxy URLs without credentials (http://, https://,
+	// socks5://host:port) that carry every fetch; ProxyRotation is request (they take turns, the
+	// default) or host (a host's requests through one). ProxiesSecret names an SSM parameter
+	// ("ssm:<name>", a SecureString) or a Secrets Manager secret ("secretsmanager:<name or ARN>")
+	// that lists proxy URLs with their credentials: only the fetch function may read it, and only
+	// when it is set (see proxies.go).
+	Proxies, ProxyRotation, ProxiesSecret string
 	// AllowNet is a comma-separated list of CIDRs that fetch may reach even
 	// though they are not public. Empty by default.
 	AllowNet string
@@ -255,6 +262,7 @@ func (c Config) Validate() error {
 		bad("userAgent", "must not be empty")
 	}
 	checkFingerprint(c, bad)
+	checkProxies(c, bad)
 	if c.AllowNet != "" {
 		for _, p := range strings.Split(c.AllowNet, ",") {
 			if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {

@@ -87,9 +87,15 @@ func TestLeastPrivilege(t *testing.T) {
 // "action resource" strings, with resources named by logical id less its hash.
 func rolePermissions(t *testing.T, roleName string) map[string]bool {
 	t.Helper()
-	role := logicalID(t, "AWS::IAM::Role", roleName)
+	return rolePermissionsIn(t, tmplJSON, roleName)
+}
+
+// rolePermissionsIn is rolePermissions in another parsed template (synthWith's).
+func rolePermissionsIn(t *testing.T, template map[string]any, roleName string) map[string]bool {
+	t.Helper()
+	role := logicalIDIn(t, template, "AWS::IAM::Role", roleName)
 	perms := map[string]bool{}
-	for _, r := range resources() {
+	for _, r := range resourcesOf(template) {
 		if r["Type"] != "AWS::IAM::Policy" {
 			continue
 		}

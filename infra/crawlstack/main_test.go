@@ -178,8 +178,14 @@ var hashSuffix = regexp.MustCompile(`[0-9A-F]{8}$`)
 // is name plus CDK's hash suffix.
 func logicalID(t *testing.T, typ, name string) string {
 	t.Helper()
+	return logicalIDIn(t, tmplJSON, typ, name)
+}
+
+// logicalIDIn is logicalID in another parsed template (synthWith's).
+func logicalIDIn(t *testing.T, template map[string]any, typ, name string) string {
+	t.Helper()
 	var found []string
-	for id, r := range resources() {
+	for id, r := range resourcesOf(template) {
 		if r["Type"] == typ && hashSuffix.ReplaceAllString(id, "") == name {
 			found = append(found, id)
 		}

@@ -54,6 +54,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 		fns[name] = newCrawlFunction(stack, name, cfg, env, queues[name].Queue)
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
+	grantProxiesSecret(cfg, fns[FnFetch].Function)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
 	mon := newMonitoring(stack, cfg, table, queues, fns)
 	newFinish(stack, cfg, fns[FnSchedule].Function, mon.Topic)
@@ -124,6 +125,9 @@ func configEnv(cfg Config) map[string]string {
 	}
 	if cfg.TLSFingerprint != "" {
 		env["CRAWL_TLS_FINGERPRINT"] = cfg.TLSFingerprint
+	}
+	for k, v := range proxiesEnv(cfg) {
+		env[k] = v
 	}
 	if !cfg.Metrics {
 		env["OTEL_METRICS_EXPORTER"] = "none" // package telemetry: no EMF line, no OTLP metric

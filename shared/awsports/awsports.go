@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
@@ -20,6 +23,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/eventbus"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/proxysecret"
 	"github.com/crawlstack/crawlstack/shared/s3blob"
 	"github.com/crawlstack/crawlstack/shared/sqsqueue"
 	"github.com/crawlstack/crawlstack/shared/telemetry"
@@ -32,6 +36,8 @@ type Ports struct {
 	Blobs *s3blob.Store
 	// Events is the account's default event bus, where a crawl's end is announced.
 	Events *eventbus.Bus
+	// Secrets reads the proxies that CRAWL_PROXIES_SECRET names (fetch alone, at init).
+	Secrets proxysecret.Source
 }
 
 // Open loads the SDK configuration (AWS_ENDPOINT_URL and the per-service variables select
@@ -59,7 +65,8 @@ func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorde
 	}
 	c := awsconfig.NewClients(cfg)
 	return Ports{Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName), Blobs: s3blob.New(c.S3, bucket),
-		Events: eventbus.New(eventbridge.NewFromConfig(cfg), eventbus.DefaultBus)}, nil
+		Events:  eventbus.New(eventbridge.NewFromConfig(cfg), eventbus.DefaultBus),
+		Secrets: proxysecret.Source{SSM: ssm.NewFromConfig(cfg), Secrets: secretsmanager.NewFromConfig(cfg)}}, nil
 }
 
 // NewHandlers builds the three handlers of a Lambda function from its environment: the crawl
@@ -83,11 +90,31 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ProxiesSecret != "" && slices.Contains(names, pipeline.Fetch) {
+		if cfg, err = SecretProxies(ctx, cfg, p.Secrets); err != nil {
+			return nil, err
+		}
+	}
 	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}
 	if cfg.FinishEvery > 0 { // the stack sets it on schedule, which runs the drain checks
 		ports.Events = p.Events
 	}
 	return pipeline.NewOnly(cfg, ports, log, names...)
+}
+
+// SecretProxies returns cfg with the proxies that cfg.ProxiesSecret names added to its own. Its
+// errors name the parameter or secret, never its value.
+func SecretProxies(ctx context.Context, cfg pipeline.Config, src proxysecret.Source) (pipeline.Config, error) {
+	ref, err := proxysecret.ParseRef(cfg.ProxiesSecret)
+	if err != nil {
+		return cfg, err
+	}
+	proxies, err := src.Proxies(ctx, ref)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Proxies = append(slices.Clip(cfg.Proxies), proxies...)
+	return cfg, cfg.Validate()
 }
 
 // recorder returns the call recorder that CRAWL_CALL_LOG asks for (package callrecord), or nil

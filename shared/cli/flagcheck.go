@@ -94,6 +94,12 @@ func checkRunFlags(o RunOptions) error {
 	if o.RetryWait <= 0 || o.RetryWait > time.Minute {
 		bad("retry-wait", o.RetryWait, "want more than 0 and at most 1m")
 	}
+	if o.CircuitFailures == 0 || o.CircuitFailures < -1 || o.CircuitFailures > 1000 {
+		bad("circuit-failures", o.CircuitFailures, "want 1 to 1000 failures in a row, or -1 for no circuit")
+	}
+	if o.CircuitProbe < time.Second || o.CircuitProbe > time.Hour {
+		bad("circuit-probe", o.CircuitProbe, "want 1s to 1h")
+	}
 	if o.BudgetUSD < 0 {
 		bad("budget-usd", o.BudgetUSD, "must be 0 (no budget) or more")
 	}

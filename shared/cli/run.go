@@ -107,8 +107,11 @@ type Summary struct {
 	Records string `json:"records,omitempty"`
 	// GaveUp lists some of the failed URLs (crawlstate.MaxGaveUp at most), with why.
 	GaveUp []GaveUp `json:"gaveUp,omitempty"`
-	// Throttled are the hosts whose gap the crawl widened after their 429s, with their gap now.
-	Throttled   []Throttled    `json:"throttled,omitempty"`
+	// Throttled are the hosts whose gap the crawl widened after their 429s, failures in a row or
+	// slow answers, with their gap now.
+	Throttled []Throttled `json:"throttled,omitempty"`
+	// Circuits are the hosts whose circuit the crawl opened after their failures in a row.
+	Circuits    []Circuit      `json:"circuits,omitempty"`
 	DeadLetters map[string]int `json:"deadLetters"`
 	// CostUSD is the crawl's ledger priced, on a metered backend (--backend aws).
 	CostUSD float64 `json:"costUsd,omitempty"`

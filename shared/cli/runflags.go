@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
@@ -44,6 +45,8 @@ type RunOptions struct {
 	MaxReceive      int
 	MaxTries        int
 	RetryWait       time.Duration
+	CircuitFailures int
+	CircuitProbe    time.Duration
 	Quiet           bool
 	StopGrace       time.Duration
 	Fresh           bool
@@ -100,6 +103,8 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")
 	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next is 4 times longer, at most 15 times this")
+	fs.IntVar(&o.CircuitFailures, "circuit-failures", crawlstate.DefaultCircuitFailures, "failed first requests of a host in a row (no connection, timeout, 5xx) that open its circuit: its URLs wait, without a request, until a probe answers (-1: no circuit)")
+	fs.DurationVar(&o.CircuitProbe, "circuit-probe", crawlstate.DefaultCircuitProbe, "time between the probes of a host whose circuit is open: one URL is sent, and its answer closes the circuit")
 	o.Log.register(fs, "warn")
 	fs.StringVar(&o.OTel, "otel", "", "an OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (docs/operating.md)")
 	if wantSeed {
@@ -187,6 +192,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
 	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
 	c.MaxTries, c.RetryWait = o.MaxTries, o.RetryWait
+	c.CircuitFailures, c.CircuitProbe = o.CircuitFailures, o.CircuitProbe
 	c.Proxies, c.ProxyRotation = o.Proxies, o.ProxyRotation
 	if len(o.AllowPorts) > 0 {
 		c.Ports = append([]int{80, 443}, o.AllowPorts...)

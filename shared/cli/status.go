@@ -38,8 +38,11 @@ type Status struct {
 	// End is how far the crawl's end is announced (package finish): "announced" once its
 	// Crawl Finished event was sent, "pending" between its decision and the send; empty before.
 	End string `json:"end,omitempty"`
-	// Throttled are the hosts whose gap the crawl widened after their 429s, with their gap now.
+	// Throttled are the hosts whose gap the crawl widened after their 429s, failures in a row or
+	// slow answers, with their gap now.
 	Throttled []Throttled `json:"throttled"`
+	// Circuits are the hosts whose circuit the crawl opened after their failures in a row.
+	Circuits []Circuit `json:"circuits"`
 
 	metered bool // the backend's calls are metered (AWS): CostUSD is what they cost
 }
@@ -236,7 +239,7 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 	}
 	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
 		CostUSD: meter.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End)}
-	s.Throttled = throttledOf(n.Throttled, now)
+	s.Throttled, s.Circuits = throttledOf(n.Throttled, now), circuitsOf(n.Circuits)
 	if !c.Started.IsZero() && now.After(c.Started) && s.Pending > 0 {
 		s.PagesPerSecond = float64(n.Fetched) / now.Sub(c.Started).Seconds()
 	}
@@ -281,7 +284,10 @@ func waitingFor(s Status) []string {
 		}
 	}
 	if slow := slowedNow(s.Throttled); s.Pending > 0 && slow > 0 {
-		why = append(why, fmt.Sprintf("%d hosts throttled after their 429s: their requests are spaced wider until the gap decays", slow))
+		why = append(why, fmt.Sprintf("%d hosts throttled after their 429s, failures or slow answers: their requests are spaced wider until the gap decays", slow))
+	}
+	if open := openNow(s.Circuits); s.Pending > 0 && open > 0 {
+		why = append(why, fmt.Sprintf("%d hosts with their circuit open after failures in a row: their URLs wait for a probe to answer", open))
 	}
 	for _, name := range []string{"schedule", "fetch", "parse"} {
 		if d := s.Queues[name+"-dlq"]; d.Visible+d.InFlight > 0 {
@@ -329,6 +335,7 @@ func printStatus(w io.Writer, s Status) {
 	}
 	fmt.Fprintf(w, "%s (visible+in flight or delayed)\n", strings.Join(parts, ", "))
 	printThrottled(w, s.Throttled)
+	printCircuits(w, s.Circuits)
 	for _, why := range s.Waiting {
 		fmt.Fprintf(w, "  waiting: %s\n", why)
 	}

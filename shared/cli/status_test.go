@@ -62,3 +62,12 @@ func TestOptOutEmbedded(t *testing.T) {
 	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
 	e2etest.CheckOptOut(t, main, []string{"--state", state, "--host-rps", "0"}, []string{"--state", state})
 }
+
+// TestCircuitOpensAndClosesEmbedded: a host that fails for a few seconds opens its circuit, its
+// URLs wait without requests until a probe answers, and the summary and status show it (shared/awse2e
+// runs the same check with --backend aws).
+func TestCircuitOpensAndClosesEmbedded(t *testing.T) {
+	state := t.TempDir()
+	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
+	e2etest.CheckCircuitOpensAndCloses(t, main, 4, []string{"--state", state, "--host-rps", "0"}, []string{"--state", state})
+}

@@ -31,7 +31,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})
 	}
 	sum.Stopped = c.Stopped
-	sum.Throttled = throttledOf(c.Throttled, time.Now())
+	sum.Throttled, sum.Circuits = throttledOf(c.Throttled, time.Now()), circuitsOf(c.Circuits)
 	if be.Metered {
 		sum.CostUSD = sum.prices.Cost(c.Cost).Total
 	}
@@ -116,6 +116,7 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 		}
 	}
 	printThrottled(w, s.Throttled)
+	printCircuits(w, s.Circuits)
 	if s.CostUSD > 0 {
 		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)
 	}

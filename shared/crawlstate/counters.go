@@ -117,8 +117,11 @@ type Counters struct {
 	Stopped string
 	// GaveUp are some of the failed URLs, at most MaxGaveUp (Tally only).
 	GaveUp []URL
-	// Throttled are the hosts whose gap the crawl widened after their 429s (see throttled.go).
+	// Throttled are the hosts whose gap the crawl widened after their 429s, failures or slow answers
+	// (see throttled.go).
 	Throttled []ThrottledHost
+	// Circuits are the hosts whose circuit the crawl opened after their failures (circuitnotes.go).
+	Circuits []CircuitHost
 }
 
 // MaxGaveUp bounds the failed URLs that Tally lists.
@@ -172,7 +175,7 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 			c.Stopped = r
 		}
 	}
-	c.Throttled = throttledIn(items)
+	c.Throttled, c.Circuits = throttledIn(items), circuitsIn(items)
 	return c, nil
 }
 
@@ -216,7 +219,7 @@ func (s *Store) tally(ctx context.Context, crawl string, visit func(URL)) (Count
 	if err != nil {
 		return Counters{}, err
 	}
-	c.ParseErrors, c.Cost, c.Stopped, c.Throttled = counted.ParseErrors, counted.Cost, counted.Stopped, counted.Throttled
+	c.ParseErrors, c.Cost, c.Stopped, c.Throttled, c.Circuits = counted.ParseErrors, counted.Cost, counted.Stopped, counted.Throttled, counted.Circuits
 	// These are counted, not recorded on URL items: a page's parse error, a quarantined message,
 	// a link not admitted once the crawl's money ran out.
 	for _, cl := range []errclass.Class{errclass.Parse, errclass.Poison, errclass.Budget} {

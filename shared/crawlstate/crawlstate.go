@@ -98,11 +98,18 @@ type Store struct {
 	// all share one store, so it writes them every 100 ms and at the end rather than at the end of
 	// each of thousands of invocations. A Lambda function must not: a frozen container keeps them.
 	HoldCounters bool
+	// CircuitFailures is how many failed first requests in a row open a host's circuit
+	// (0: DefaultCircuitFailures; below 0: never); CircuitProbe is how long an open circuit waits
+	// before each probe (0: DefaultCircuitProbe). See circuit.go.
+	CircuitFailures int
+	CircuitProbe    time.Duration
 
 	starts    sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen  sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
 	spare     sync.Map // spareKey -> *spares, the host's slots booked and not yet given out (BookSlots)
 	throttles sync.Map // host -> its throttled gap as this store last saw it (throttle)
+	circuits  sync.Map // host -> its circuit as this store last saw it (circuit)
+	answers   answerTimes
 	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
 	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
 

@@ -31,6 +31,7 @@ var tableTests = []struct {
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
 	{"EraseAndMovePage", testEraseAndMovePage},
+	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

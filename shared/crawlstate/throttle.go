@@ -61,11 +61,12 @@ func (s *Store) Throttled(host string) time.Duration {
 	return v.(throttle).left(s.Now())
 }
 
-// learn keeps the throttled gap that the host's slot item holds.
+// learn keeps the throttled gap and the circuit that the host's slot item holds.
 func (s *Store) learn(host string, it table.Item) {
 	if it != nil && it.Has(attrSlowAt) {
 		s.throttles.Store(host, throttle{gap: it.Int(attrSlowGap), at: it.Int(attrSlowAt)})
 	}
+	s.learnCircuit(host, it)
 }
 
 // SlowDown raises the host's throttled gap after an answer that says it is overloaded: to twice
@@ -74,6 +75,18 @@ func (s *Store) learn(host string, it table.Item) {
 // throttled gap now. A raise is noted for the crawl's summary and status (Counters.Throttled),
 // unless crawl is "".
 func (s *Store) SlowDown(ctx context.Context, crawl, host string, interval time.Duration) (time.Duration, error) {
+	return s.SlowDownFor(ctx, crawl, host, interval, Why429)
+}
+
+// Why a host's gap was raised, as its note for the summary and status says (ThrottledHost.Why).
+const (
+	Why429  = "429"  // the host answered 429 Too Many Requests
+	Why5xx  = "5xx"  // the host's answers turned to failures (5xx, timeouts, no connection)
+	WhySlow = "slow" // the host's answers turned slow
+)
+
+// SlowDownFor is SlowDown for another reason than a 429: why is one of Why429, Why5xx, WhySlow.
+func (s *Store) SlowDownFor(ctx context.Context, crawl, host string, interval time.Duration, why string) (time.Duration, error) {
 	now := s.Now()
 	gap := min(max(2*max(interval, s.Throttled(host)), minThrottleGap), MaxThrottleGap)
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
@@ -88,7 +101,7 @@ func (s *Store) SlowDown(ctx context.Context, crawl, host string, interval time.
 	}
 	s.learn(host, it)
 	if crawl != "" {
-		if err := s.noteThrottled(ctx, crawl, host, gap, now); err != nil {
+		if err := s.noteThrottled(ctx, crawl, host, gap, now, why); err != nil {
 			return gap, err
 		}
 	}

@@ -287,8 +287,14 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, h.requeue(ctx, f, time.Second) // too little time left: a fresh invocation
 	}
 	defer fctx.cancel()
-	// A host throttled for its recent 429s, 5xx or timeouts takes a wider gap (crawlstate.SlowDown).
+	// A host throttled for its recent 429s, failures or slow answers takes a wider gap
+	// (crawlstate.SlowDown, HostFailed, HostAnswered).
 	interval := max(h.interval(crawl.rps, rules.CrawlDelay), h.state.Throttled(u.Host))
+	probe, sent := false, false
+	if done, err := h.waitForCircuit(ctx, fctx, f, u.Host, &probe); done {
+		return nil, err // the host's circuit is open: no slot, no claim until its probe
+	}
+	defer func() { h.probeSent(ctx, u.Host, probe, sent) }()
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
 	release, err := h.hosts.acquire(fctx, u.Host)
@@ -303,6 +309,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		}
 	} else if slot, err = h.takeSlot(ctx, fctx, f, u.Host, interval); err != nil || slot.IsZero() {
 		return nil, err
+	}
+	if done, err := h.waitForCircuit(ctx, fctx, f, u.Host, &probe); done {
+		return nil, err // booking the slot told of a circuit that opened meanwhile
 	}
 	if dup, err := h.claim(ctx, f); dup || err != nil {
 		return nil, err
@@ -320,13 +329,23 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	attempt := 0
 	tries := &retry.PolicyBackOff{P: h.policy(), Made: m.Retries}
 	err = retry.DoWith(fctx, retry.Options{MaxQuick: maxQuick, BackOff: tries}, func() (time.Duration, error) {
-		if attempt++; attempt > 1 && interval > 0 {
+		if attempt++; attempt > 1 && h.circuitShut(fctx, u.Host) {
+			return 0, errCircuitOpen
+		}
+		if attempt > 1 && interval > 0 {
 			// A quick retry is a request like any other: it takes the host's next slot too.
 			if wait, _, err := h.reserveSlot(fctx, u.Host, interval); err != nil || wait > 0 {
 				return 0, errSlotBusy
 			}
 		}
+		start := h.Now()
+		sent = true
 		r, err := h.http.GetFollowing(conditional(fctx, prior), u.String(), h.follow(fctx, m, u, crawl.scope))
+		status := 0
+		if r != nil {
+			status = r.Status
+		}
+		h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && attempt == 1 && sqsbatch.ReceiveCount(f.rec) <= 1, err, status, h.Now().Sub(start), interval)
 		if err != nil {
 			lastErr = err
 			return 0, err
@@ -343,6 +362,10 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	})
 	var deferred *retry.Deferred
 	var spent *retry.Exhausted
+	if wait, open := h.circuitRetry(err, u.Host); open {
+		// The host's circuit opened while this URL was being retried: it waits for the probe.
+		return nil, h.requeueRetry(ctx, f, wait, tries.Made)
+	}
 	switch {
 	case errors.Is(err, errSlotBusy):
 		// The host's next slot belongs to another worker: retry through the queue.

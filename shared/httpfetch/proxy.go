@@ -122,8 +122,22 @@ func (p *proxyPool) pick(host string) (*proxyState, error) {
 			return s, nil
 		}
 	}
-	return nil, errclass.Errorf(errclass.Connect, "every proxy is out after failing %d times in a row (each is probed again %v after it went out)",
-		p.failures, p.cooldown)
+	return nil, proxiesOut{errclass.Errorf(errclass.Connect, "every proxy is out after failing %d times in a row (each is probed again %v after it went out)",
+		p.failures, p.cooldown)}
+}
+
+// proxiesOut is pick's error when every proxy is out.
+type proxiesOut struct{ error }
+
+func (e proxiesOut) Unwrap() error { return e.error }
+
+// ViaProxy tells whether err is a request's failure on its way through a proxy, or the pool's
+// refusal when every proxy is out: the proxy's trouble as much as the target's, which the proxy's
+// own breaker counts, so that a host's circuit (crawlstate.Store.HostFailed) leaves it out.
+func ViaProxy(err error) bool {
+	var pe *proxyError
+	var out proxiesOut
+	return errors.As(err, &pe) || errors.As(err, &out)
 }
 
 // take reports whether the proxy may carry a request now, and marks it probing when this

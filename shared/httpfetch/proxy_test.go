@@ -317,3 +317,26 @@ func TestProxyKinds(t *testing.T) {
 		t.Errorf("through an https proxy with an unknown certificate: %v, carried %d", err, p.carried.Load())
 	}
 }
+
+// ViaProxy tells a failure on the way through a proxy, or with every proxy out, from a target's
+// own: a dead proxy's failures are the proxy's, and so is the refusal once it is out; a target
+// that refuses connections, reached without a proxy, fails on its own; an answer is no failure.
+func TestViaProxy(t *testing.T) {
+	bad, _ := deadProxy(t)
+	site := target(t)
+	c := newClient(t, Options{Proxies: []string{bad}, ProxyFailures: 1, ProxyCooldown: time.Hour})
+	for i, want := range []string{"through the dead proxy", "with every proxy out"} {
+		_, err := c.Get(context.Background(), fmt.Sprintf("%s/%d", site.URL, i))
+		if err == nil || !ViaProxy(err) {
+			t.Errorf("%s: err %v, ViaProxy false; want a failure via the proxy", want, err)
+		}
+	}
+	closed := listen(t, func(c net.Conn) { c.Close() })
+	direct := newClient(t, Options{})
+	if _, err := direct.Get(context.Background(), "http://"+closed+"/"); err == nil || ViaProxy(err) {
+		t.Errorf("a target that hangs up, without a proxy: err %v; want a failure not via a proxy", err)
+	}
+	if ViaProxy(nil) {
+		t.Error("ViaProxy(nil) is true")
+	}
+}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/netguard"
+	"github.com/crawlstack/crawlstack/shared/proxysecret"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/retry"
 	"github.com/crawlstack/crawlstack/shared/scope"
@@ -49,6 +51,10 @@ type Config struct {
 	// the URLs and never logged); ProxyRotation is httpfetch.RotatePerRequest or StickyPerHost.
 	Proxies       []string
 	ProxyRotation string
+	// ProxiesSecret names where a deployed crawl's proxies are kept with their credentials:
+	// "ssm:<parameter name>" or "secretsmanager:<secret name or ARN>" (package proxysecret). The
+	// fetch function reads them at init and adds them to Proxies; the value is never logged.
+	ProxiesSecret string
 	MaxBodyBytes  int64
 	FetchTimeout  time.Duration
 
@@ -60,6 +66,13 @@ type Config struct {
 	// to the queue with its wait and burns no receive (retry.Tries).
 	MaxTries  int
 	RetryWait time.Duration
+
+	// CircuitFailures is how many failed first requests in a row (no connection, a timeout, a
+	// 5xx) open a host's circuit, whose URLs then wait without a request until a probe answers
+	// (0: crawlstate.DefaultCircuitFailures; -1: never); CircuitProbe is the time between probes
+	// (0: crawlstate.DefaultCircuitProbe).
+	CircuitFailures int
+	CircuitProbe    time.Duration
 
 	RecrawlPrefix string
 
@@ -171,6 +184,14 @@ func (c Config) Validate() error {
 			errs = append(errs, err) // its message holds no password
 		}
 	}
+	if c.ProxiesSecret != "" {
+		if _, err := proxysecret.ParseRef(c.ProxiesSecret); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Fingerprint == httpfetch.FingerprintChrome {
+			errs = append(errs, errors.New("proxies and the chrome TLS fingerprint do not go together yet: use one or the other"))
+		}
+	}
 	if r := c.ProxyRotation; r != "" && r != httpfetch.RotatePerRequest && r != httpfetch.StickyPerHost {
 		errs = append(errs, fmt.Errorf("proxy rotation %q: want %s or %s", r, httpfetch.RotatePerRequest, httpfetch.StickyPerHost))
 	}
@@ -208,6 +229,13 @@ func (c Config) Validate() error {
 	if c.WARCIndex != IndexEachFile && c.WARCIndex != IndexPerCrawl {
 		errs = append(errs, fmt.Errorf("warc index %q: want %s (a CDXJ index beside each WARC file) or %s (crawl index builds one per crawl)",
 			c.WARCIndex, IndexEachFile, IndexPerCrawl))
+	}
+	if c.CircuitFailures < -1 || c.CircuitFailures > 1000 {
+		errs = append(errs, fmt.Errorf("circuit failures %d: want 1 to 1000 failures in a row, 0 for the default (%d) or -1 for no circuit",
+			c.CircuitFailures, crawlstate.DefaultCircuitFailures))
+	}
+	if c.CircuitProbe < 0 || c.CircuitProbe > time.Hour {
+		errs = append(errs, fmt.Errorf("circuit probe %v: want 0 (the default, %v) up to an hour", c.CircuitProbe, crawlstate.DefaultCircuitProbe))
 	}
 	if c.MaxReceive < 1 {
 		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
@@ -293,6 +321,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	str("CRAWL_PRICES", &c.Prices)
 	num("CRAWL_MAX_TRIES", &c.MaxTries)
 	duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
+	num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
+	duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)
 	duration("CRAWL_SLOT_LEAD", &c.SlotLead)
 	str("CRAWL_WARC_INDEX", &c.WARCIndex)
 	duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
@@ -303,6 +333,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	list("CRAWL_ALLOW_NET", &c.AllowNets)
 	list("CRAWL_PROXIES", &c.Proxies)
 	str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
+	str("CRAWL_PROXIES_SECRET", &c.ProxiesSecret)
 	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
 		c.Ports = []int{80, 443}
 		for _, f := range strings.Split(v, ",") {

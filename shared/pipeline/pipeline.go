@@ -101,6 +101,7 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	state := crawlstate.New(p.Table)
 	state.BufferCounters = true // one counter write per crawl and invocation; the handlers flush
 	state.RunCheck = cfg.RunCheck
+	state.CircuitFailures, state.CircuitProbe = cfg.CircuitFailures, cfg.CircuitProbe
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}

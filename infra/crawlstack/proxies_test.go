@@ -1,0 +1,95 @@
+package crawlstack
+
+import (
+	"maps"
+	"os"
+	"strings"
+	"testing"
+)
+
+// The stack's proxy settings are spelled as the fetch function reads them.
+func TestProxySettingsMatchTheFetcher(t *testing.T) {
+	for file, wants := range map[string][]string{
+		"../../shared/proxysecret/proxysecret.go": {`KindSSM            = "` + secretKindSSM + `"`, `KindSecretsManager = "` + secretKindSecretsManager + `"`},
+		"../../shared/httpfetch/proxy.go":         {`RotatePerRequest = "request"`, `StickyPerHost = "host"`},
+		"../../shared/pipeline/config.go":         {`"CRAWL_PROXIES"`, `"CRAWL_PROXY_ROTATION"`, `"CRAWL_PROXIES_SECRET"`},
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s has no %s: the stack's setting and the fetch function's differ", file, want)
+			}
+		}
+	}
+}
+
+// proxiesSecret grants the fetch function, and only it, the read of that one parameter or
+// secret, besides exactly what it has without; a stack without it grants none (TestLeastPrivilege
+// holds the default stack's roles to their lists). The functions get the reference, never a value.
+func TestProxiesSecretIsGrantedToFetchAlone(t *testing.T) {
+	base := map[string]map[string]bool{}
+	_, plain := synthWith(t, map[string]any{"proxies": "http://proxy.example:3128"})
+	for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+		base[fn] = rolePermissionsIn(t, plain, fn+"FunctionServiceRole")
+	}
+	for _, tt := range []struct {
+		ref, grant string
+	}{
+		{"ssm:/crawl/proxies", "ssm:GetParameter arn:AWS::Partition:ssm:AWS::Region:AWS::AccountId:parameter/crawl/proxies"},
+		{"secretsmanager:crawl-proxies", "secretsmanager:GetSecretValue arn:AWS::Partition:secretsmanager:AWS::Region:AWS::AccountId:secret:crawl-proxies-??????"},
+		{"secretsmanager:arn:aws:secretsmanager:eu-west-1:123456789012:secret:p-AbCdEf",
+			"secretsmanager:GetSecretValue arn:aws:secretsmanager:eu-west-1:123456789012:secret:p-AbCdEf"},
+	} {
+		t.Run(tt.ref, func(t *testing.T) {
+			_, parsed := synthWith(t, map[string]any{"proxies": "http://proxy.example:3128", "proxiesSecret": tt.ref})
+			for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+				got := rolePermissionsIn(t, parsed, fn+"FunctionServiceRole")
+				want := maps.Clone(base[fn])
+				if fn == "Fetch" {
+					want[tt.grant] = true
+				}
+				if !maps.Equal(got, want) {
+					for p := range got {
+						if !want[p] {
+							t.Errorf("%s: extra permission %s", fn, p)
+						}
+					}
+					for p := range want {
+						if !got[p] {
+							t.Errorf("%s: missing permission %s", fn, p)
+						}
+					}
+				}
+			}
+			for id, env := range crawlFunctionEnvs(parsed) {
+				if env["CRAWL_PROXIES_SECRET"] != tt.ref || env["CRAWL_PROXIES"] != "http://proxy.example:3128" {
+					t.Errorf("%s's environment: CRAWL_PROXIES_SECRET %v, CRAWL_PROXIES %v; want the reference and the proxy",
+						id, env["CRAWL_PROXIES_SECRET"], env["CRAWL_PROXIES"])
+				}
+			}
+		})
+	}
+}
+
+// Bad proxy settings are refused with a message that names the setting and shows no password.
+func TestBadProxySettings(t *testing.T) {
+	for _, tt := range []struct {
+		ctx  map[string]any
+		want string
+	}{
+		{map[string]any{"proxies": "http://user:pw-SECRET@proxy.example:3128"}, "proxiesSecret"},
+		{map[string]any{"proxies": "ftp://proxy.example:21"}, "socks5://"},
+		{map[string]any{"proxies": "http://proxy.example"}, "host:port"},
+		{map[string]any{"proxyRotation": "random"}, `"proxyRotation"`},
+		{map[string]any{"proxiesSecret": "/crawl/proxies"}, `"proxiesSecret"`},
+		{map[string]any{"proxiesSecret": "ssm:/crawl/proxies", "tlsFingerprint": "chrome"}, "do not go together"},
+	} {
+		_, err := ConfigFromContext(func(key string) any { return tt.ctx[key] })
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "pw-SECRET") {
+			t.Errorf("context %v: error %v; want one that says %q and shows no password", tt.ctx, err, tt.want)
+		}
+	}
+}
