@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"time"
 
@@ -76,118 +75,6 @@ func (m *Links) LastModAt(i int) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(m.LastMod[i], 0).UTC()
-}
-
-// Fetch asks fetch to get one admitted URL (Target), or several (URLs): the frontier packs the
-// URLs it admits together and sends back at the same second into one message, and the fetcher
-// works on each as if it came alone (Split).
-type Fetch struct {
-	Header
-	Target
-	// URLs, when set, are the message's URLs, and Target is empty.
-	URLs []Target `json:"urls,omitempty"`
-}
-
-// MaxFetchURLs bounds the URLs of one Fetch message. A fetch batch of 100 messages then holds at
-// most 1,000 URLs, each waiting for its host's slot inside the invocation: more would leave the
-// last ones to start after their slots had gone by.
-const MaxFetchURLs = 10
-
-// Target is one URL to fetch, with what the fetch needs to know of it.
-type Target struct {
-	URL   string `json:"url,omitempty"`
-	Root  string `json:"root,omitempty"`
-	Depth int    `json:"depth,omitempty"`
-	// Sitemap: the URL is a sitemap (see Links.Sitemap).
-	Sitemap bool `json:"sitemap,omitempty"`
-	// Group is the group the URL was admitted in, where the fetcher claims it and records its
-	// outcome (crawlstate.AdmitIn); "": the URL's own.
-	Group string `json:"g,omitempty"`
-	// Prev are the claim's owners of the messages that re-queued this URL as this one, the latest
-	// first (at most MaxPrev): a claim one of them holds passes to this message's
-	// (crawlstate.Store.ClaimGroup) without being given back.
-	Prev []string `json:"prev,omitempty"`
-	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
-	Waits int `json:"waits,omitempty"`
-	// Retries counts the failed requests (and robots.txt checks) of earlier deliveries: the retry
-	// policy bounds them.
-	Retries int `json:"retries,omitempty"`
-	// NotBefore, when set, is the earliest time to fetch: a wait longer than SQS's 15-minute
-	// delay is chained through it.
-	NotBefore time.Time `json:"notBefore,omitzero"`
-	// Slot, when set, is the host's politeness slot this message holds: it was reserved for it
-	// before it was re-queued to wait, and the fetch goes out then without asking again.
-	Slot time.Time `json:"slot,omitzero"`
-	// LastMod is the lastmod a sitemap gave the URL, if any (Links.LastMod).
-	LastMod time.Time `json:"lastMod,omitzero"`
-	// Gap is the interval, in milliseconds, between the host's slots when Slot was reserved. A
-	// fetcher that must space the host's requests further (robots.txt Crawl-delay) does not use
-	// the slot. 0: the slot was reserved at the fetcher's own interval.
-	Gap int64 `json:"gap,omitempty"`
-}
-
-// Split returns the message's URLs as messages of one URL each: m itself when it has one.
-func (m *Fetch) Split() []*Fetch {
-	if len(m.URLs) == 0 {
-		return []*Fetch{m}
-	}
-	out := make([]*Fetch, len(m.URLs))
-	for i, t := range m.URLs {
-		out[i] = &Fetch{Header: m.Header, Target: t}
-	}
-	return out
-}
-
-// MaxPrev bounds Target.Prev. An owner joins the list only when it may hold the claim without
-// knowing it (a redelivery, whose earlier delivery may have claimed, or a URL of a message of
-// several, whose others claim it with them), and the list starts again from an owner that holds
-// it, so a longer list takes that many such re-queues in a row within one lease.
-const MaxPrev = 8
-
-// Requeued marks every URL of the message as re-queued by owner (Target.Prev): held says that
-// owner holds the URL's claim, so the owners before it no longer may; otherwise owner may hold
-// it, and joins them.
-func (m *Fetch) Requeued(owner string, held bool) {
-	if len(m.URLs) == 0 {
-		m.Prev = withOwner(m.Prev, owner, held)
-	}
-	for i := range m.URLs {
-		m.URLs[i].Prev = withOwner(m.URLs[i].Prev, owner, held)
-	}
-}
-
-func withOwner(prev []string, owner string, held bool) []string {
-	out := []string{owner}
-	if held {
-		return out
-	}
-	for _, p := range prev {
-		if p != owner && len(out) < MaxPrev {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// URLList returns the message's URLs, whichever form it has.
-func (m *Fetch) URLList() []string {
-	parts := m.Split()
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		out[i] = p.URL
-	}
-	return out
-}
-
-// Pack returns one message of crawl for targets: the single-URL form for one, the list otherwise.
-func Pack(crawl string, targets []Target) *Fetch {
-	m := &Fetch{Header: Header{Crawl: crawl}}
-	if len(targets) == 1 {
-		m.Target = targets[0]
-	} else {
-		m.URLs = targets
-	}
-	return m
 }
 
 // Ref addresses one record inside a WARC file in the blob store.
@@ -359,36 +246,6 @@ func (m *Links) validate() error {
 	}
 	if len(m.LastMod) > 0 && len(m.LastMod) != len(m.URLs) {
 		return fmt.Errorf("%d lastmod values for %d urls", len(m.LastMod), len(m.URLs))
-	}
-	return nil
-}
-
-func (m *Fetch) validate() error {
-	if len(m.URLs) == 0 {
-		return m.Target.validate()
-	}
-	switch {
-	case !reflect.ValueOf(m.Target).IsZero():
-		return errors.New("both one url and a list of urls")
-	case len(m.URLs) > MaxFetchURLs:
-		return fmt.Errorf("%d urls, over the limit of %d", len(m.URLs), MaxFetchURLs)
-	}
-	for i, t := range m.URLs {
-		if err := t.validate(); err != nil {
-			return fmt.Errorf("url %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
-func (t Target) validate() error {
-	switch {
-	case t.URL == "":
-		return errors.New("no url")
-	case t.Root == "":
-		return errors.New("no root")
-	case t.Depth < 0 || t.Waits < 0 || t.Retries < 0:
-		return errors.New("negative depth, waits or retries")
 	}
 	return nil
 }
