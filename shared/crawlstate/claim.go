@@ -214,3 +214,18 @@ func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
 	}
 	return s.count(ctx, crawl, map[string]int64{"seen": -1})
 }
+
+// Done reports whether the URL with the key is done in its group: it has an outcome that no
+// redrive may take back, or its admission was taken back (a tombstone). A message of such a URL
+// is a duplicate; Done lets one that came back to wait (a re-queue, a retry, a redelivery) end
+// before it books a politeness slot, with a read where a claim would take a write.
+func (s *Store) Done(ctx context.Context, crawl, group, key string) (bool, error) {
+	g, err := s.t.Get(ctx, groupKey(crawl, group))
+	if errors.Is(err, table.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the group of %s: %w", key, err)
+	}
+	return g.Has(tombstoneAttr(key)) || g.Has(outcomeAttr(key)) && !g.Bool(redriveAttr(key)), nil
+}

@@ -248,6 +248,21 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if done, err := h.endIfStopped(ctx, f); done {
 		return nil, err
 	}
+	if cameBack(m, rec) {
+		// A copy that came back to wait may find its URL done by another: it ends here, before it
+		// asks robots.txt or books a slot. Left to wait for a slot, such copies go on booking the
+		// host's slots, and each re-queue of a duplicated message is duplicated in turn.
+		if done, err := h.state.Done(ctx, m.Crawl, f.group, f.key); err != nil {
+			return nil, err
+		} else if done {
+			h.log.Debug("duplicate fetch message of a done url", "url", m.URL)
+			again, err := h.resendParse(ctx, m, f.key, f.owner)
+			if again == nil || err != nil {
+				return nil, err
+			}
+			f.prev, f.claimed = again.State, true // its stored page is gone: taken back to fetch again
+		}
+	}
 	if err := h.guard.CheckURL(u); err != nil {
 		return nil, h.finish(ctx, f, crawlstate.Skipped, err)
 	}

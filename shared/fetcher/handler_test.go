@@ -1261,3 +1261,42 @@ func TestAnOverloadedHostIsThrottled(t *testing.T) {
 		})
 	}
 }
+
+// TestACopyThatCameBackForADoneURLEndsBeforeItsSlot: a message re-queued to wait whose URL
+// another message has since ended is dropped before it asks for the host's slot: no request, no
+// re-queue, though the host is busy (a first send holds its slot and goes to the claim).
+func TestACopyThatCameBackForADoneURLEndsBeforeItsSlot(t *testing.T) {
+	interval := 100 * time.Second
+	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
+	ctx := context.Background()
+	rec := e.record("msg-2", "/about", 1)
+	m, err := message.DecodeFetch(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := urlnorm.Key(m.URL)
+	if _, err := e.state.Claim(ctx, crawl, key, "msg-1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.state.Finish(ctx, crawl, key, "msg-1", crawlstate.Queued, crawlstate.Skipped,
+		errclass.Errorf(errclass.Robots, "disallowed")); !ok || err != nil {
+		t.Fatalf("Finish = %v, %v", ok, err)
+	}
+	u, _ := url.Parse(e.url("/"))
+	if _, err := e.state.ReserveSlot(ctx, u.Host, interval); err != nil {
+		t.Fatal(err)
+	}
+	m.Waits = 1 // it came back from a politeness wait
+	if rec.Body, err = message.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.handle(rec); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none: the copy is a duplicate", got)
+	}
+	if msgs := e.received(fetchQ); len(msgs) != 0 {
+		t.Errorf("the copy of a done URL was re-queued %d times, want dropped", len(msgs))
+	}
+	if n := e.site.hitsOf("/about"); n != 0 {
+		t.Errorf("%d requests for a done URL", n)
+	}
+}

@@ -136,6 +136,12 @@ func mayHold(rec events.SQSMessage) bool {
 	return sqsbatch.ReceiveCount(rec) > 1 || ownerOf(rec.MessageId) != rec.MessageId
 }
 
+// cameBack reports whether the record's message came back to the queue: re-queued to wait or
+// to be tried again (by a fetcher, or split from a message of several), or delivered again.
+func cameBack(m *message.Fetch, rec events.SQSMessage) bool {
+	return m.Waits > 0 || m.Retries > 0 || len(m.Prev) > 0 || sqsbatch.ReceiveCount(rec) > 1
+}
+
 // resendUnclaimed re-sends the record's message m, which did not claim its URL, to wait.
 func (h *Handler) resendUnclaimed(ctx context.Context, rec events.SQSMessage, m *message.Fetch, wait time.Duration) error {
 	if mayHold(rec) {
