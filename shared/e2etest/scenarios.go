@@ -201,6 +201,9 @@ func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int
 	// The retry policy's waits (2 s, 8 s) are not what this scenario is about: CheckFailingURLGivesUp
 	// checks the policy. Short ones keep the run's length to the faults and the host's rate.
 	cfg.RetryWait = 50 * time.Millisecond
+	// Nor is the host's circuit, which the 503s may open when several come in a row: its probe
+	// comes every second here, not every 30 s (CheckCircuitOpensAndCloses checks the circuit).
+	cfg.CircuitProbe = time.Second
 	crawl, err := h.Crawl(context.Background(), cfg, ports, q, concurrency, h.Site.PageURLs()...)
 	if err != nil {
 		t.Fatalf("the crawl with transient faults ended with %v, want it to finish", err)
