@@ -26,7 +26,7 @@ func announceEnd(ctx context.Context, h *pipeline.Handlers, be *Backend, s *Summ
 		if !a.Finished || a.Crawl == "" || h.Finish == nil {
 			return
 		}
-		e, put, err := h.Finish.End(ctx, a.Crawl, runBy)
+		e, put, err := h.Finish.End(ctx, a.Crawl, runBy, a.tally)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl: announce the end of crawl %s: %v (run the same command again to announce it)\n", a.Crawl, err)
 			ok = false

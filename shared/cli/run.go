@@ -121,9 +121,10 @@ type Summary struct {
 	// Event is the crawl's end as announced (package finish), once the crawl has finished.
 	Event *finish.Event `json:"event,omitempty"`
 
-	eventFile     string       // where Event was written
-	prices        meter.Prices // what CostUSD is costed at
-	fetchedBefore int64        // the pages the crawl had fetched before this run
+	eventFile     string              // where Event was written
+	prices        meter.Prices        // what CostUSD is costed at
+	fetchedBefore int64               // the pages the crawl had fetched before this run
+	tally         crawlstate.Counters // the exact counts the summary shows (crawlstate.Tally)
 }
 
 // crawlRun runs one crawl of o.SeedFile and returns its summary.

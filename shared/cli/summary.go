@@ -24,7 +24,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 	if err != nil {
 		return sum, err
 	}
-	sum.Counts = countsOf(c)
+	sum.Counts, sum.tally = countsOf(c), c
 	sum.Pages = existing(be, fetcher.PagesPrefix+crawl+"/", c.Fetched)
 	sum.Records = existing(be, records.Dir(crawl), c.Fetched)
 	for _, u := range c.GaveUp {

@@ -189,7 +189,8 @@ func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
 // tally is Tally, calling visit (unless nil) with every URL it counts.
 func (s *Store) tally(ctx context.Context, crawl string, visit func(URL)) (Counters, error) {
 	c := Counters{Classes: map[errclass.Class]int64{}}
-	err := s.ScanURLs(ctx, crawl, func(u URL) error {
+	// A tally alone reads only states and classes: the outcomes are held brief.
+	err := s.scanURLs(ctx, crawl, visit == nil, func(u URL) error {
 		if visit != nil {
 			visit(u)
 		}

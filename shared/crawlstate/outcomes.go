@@ -211,16 +211,43 @@ func (u *URL) fromGroup(crawl string, g table.Item) error {
 	if u.State != Queued || g == nil {
 		return nil
 	}
-	if g.Has(tombstoneAttr(u.Key)) {
+	return u.fromHeld(crawl, heldIn(g, u.Key))
+}
+
+// held is what a group's item holds of one of its URLs.
+type held struct {
+	outcome, owner string
+	lease          int64 // Unix milliseconds
+	redrive, gone  bool
+	brief          bool // outcome is cut to what a tally reads (briefOutcome)
+}
+
+// heldIn is what group item g holds of the URL key.
+func heldIn(g table.Item, key string) held {
+	k := shortKey(key)
+	return held{outcome: g.String("o" + k), owner: g.String("w" + k), lease: g.Int("l" + k),
+		redrive: g.Bool("x" + k), gone: g.Has("t" + k)}
+}
+
+// fromHeld sets what its group holds of u, a URL queued in its own item: a tombstone, an outcome,
+// or a claim.
+func (u *URL) fromHeld(crawl string, h held) error {
+	if u.State != Queued {
+		return nil
+	}
+	if h.gone {
 		u.gone = true
 		return nil
 	}
-	if raw := g.String(outcomeAttr(u.Key)); raw != "" {
-		u.redrive = g.Bool(redriveAttr(u.Key))
-		return u.apply(crawl, raw)
+	if h.outcome != "" {
+		u.redrive = h.redrive
+		if h.brief {
+			return u.applyBrief(h.outcome)
+		}
+		return u.apply(crawl, h.outcome)
 	}
-	if w := g.String(ownerAttr(u.Key)); w != "" {
-		u.Owner, u.Lease = w, time.UnixMilli(g.Int(leaseAttr(u.Key)))
+	if h.owner != "" {
+		u.Owner, u.Lease = h.owner, time.UnixMilli(h.lease)
 	}
 	return nil
 }

@@ -184,3 +184,101 @@ func testTakenOverURLIsNotRecordedByItsOldOwner(t *testing.T, tb table.Table) {
 		t.Errorf("a recorded URL was taken over once its lease ran out: %v", err)
 	}
 }
+
+// testTallyReadsEachURLAsGetDoes: Tally, which holds only the states, classes and details of its
+// groups' outcomes, counts every kind of URL as Get reads each one: fetched, skipped and failed in
+// their groups, claimed and not yet recorded, queued and never claimed, skipped before its send,
+// rejected at admission; and a full ScanURLs reads the same state, class and detail of each.
+func testTallyReadsEachURLAsGetDoes(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	s := New(tb)
+	crawl := crawlName(t)
+	var keys []string
+	admit := func(group string, n int) []string {
+		t.Helper()
+		var ks []string
+		for i := range n {
+			u := "http://" + group + ".test/" + string(rune('a'+i))
+			k := urlnorm.Key(u)
+			if res, _, err := s.AdmitIn(ctx, crawl, group, k, u, u, 0, "L"); err != nil || res != Admitted {
+				t.Fatalf("AdmitIn %s = %v, %v", u, res, err)
+			}
+			ks = append(ks, k)
+		}
+		keys = append(keys, ks...)
+		return ks
+	}
+	g1, g2 := admit("g1", 3), admit("g2", 4)
+	if _, err := s.ClaimGroup(ctx, crawl, "g1", "M", nil, time.Minute, g1); err != nil {
+		t.Fatal(err)
+	}
+	file := "pages/" + crawl + "/a.warc.gz"
+	page := Page{WARCKey: file, Offset: 1, Length: 2, FinalURL: "http://g1.test/a", Status: 200, Msg: message.PartName(file, 0)}
+	if _, err := s.Record(ctx, crawl, "g1", []Outcome{
+		{Key: g1[0], URL: "http://g1.test/a", State: Fetched, Prev: Queued, Page: &page, Owner: "M"},
+		{Key: g1[1], URL: "http://g1.test/b", State: Skipped, Prev: Queued, Cause: errclass.Errorf(errclass.Robots, "disallowed by rule 3"), Owner: "M"},
+		{Key: g1[2], URL: "http://g1.test/c", State: Failed, Prev: Queued, Cause: errclass.Errorf(errclass.HTTP5xx, "status 503"), Redrivable: true, Owner: "M"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ClaimGroup(ctx, crawl, "g2", "N", nil, time.Minute, g2[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SkipQueued(ctx, crawl, "g2", g2[2], errclass.Errorf(errclass.OptedOut, "opted out")); err != nil {
+		t.Fatal(err)
+	}
+	rejected := urlnorm.Key("http://r.test/")
+	if _, err := s.Reject(ctx, crawl, rejected, "http://r.test/", 1, errclass.Errorf(errclass.Robots, "robots.txt")); err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, rejected)
+
+	want := Counters{Classes: map[errclass.Class]int64{}}
+	byGet := map[string]URL{}
+	for _, k := range keys {
+		u, err := s.Get(ctx, crawl, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byGet[k] = u
+		want.Seen++
+		switch u.State {
+		case Fetched:
+			want.Fetched++
+		case Skipped:
+			want.Skipped++
+		case Failed:
+			want.Failed++
+		}
+		if u.State.Terminal() && u.Class != "" {
+			want.Classes[u.Class]++
+		}
+	}
+	if want.Fetched != 1 || want.Skipped != 3 || want.Failed != 1 || want.Seen != 8 {
+		t.Fatalf("Get read %+v; the test wants 1 fetched, 3 skipped, 1 failed of 8", want)
+	}
+	got, err := s.Tally(ctx, crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Seen != want.Seen || got.Fetched != want.Fetched || got.Skipped != want.Skipped || got.Failed != want.Failed ||
+		got.Pending() != 3 || !reflect.DeepEqual(got.Classes, want.Classes) {
+		t.Errorf("Tally = %+v (pending %d), want %+v (pending 3: one claimed, two never claimed)", got, got.Pending(), want)
+	}
+	if len(got.GaveUp) != 1 || got.GaveUp[0].URL != "http://g1.test/c" || got.GaveUp[0].Class != errclass.HTTP5xx ||
+		got.GaveUp[0].Detail != byGet[g1[2]].Detail || got.GaveUp[0].Detail == "" {
+		t.Errorf("Tally's GaveUp = %+v, want http://g1.test/c with its class and detail %q", got.GaveUp, byGet[g1[2]].Detail)
+	}
+	seen := 0
+	if err := s.ScanURLs(ctx, crawl, func(u URL) error {
+		seen++
+		g := byGet[u.Key]
+		if u.State != g.State || u.Class != g.Class || u.Detail != g.Detail || u.Owner != g.Owner || (u.Page == nil) != (g.Page == nil) {
+			t.Errorf("ScanURLs read %s as %s/%s %q owner %q page %v; Get as %s/%s %q owner %q page %v",
+				u.URL, u.State, u.Class, u.Detail, u.Owner, u.Page, g.State, g.Class, g.Detail, g.Owner, g.Page)
+		}
+		return nil
+	}); err != nil || seen != len(keys) {
+		t.Errorf("ScanURLs read %d URLs, %v; want %d", seen, err, len(keys))
+	}
+}

@@ -2,7 +2,11 @@ package crawlstate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
+
+	"github.com/crawlstack/crawlstack/shared/errclass"
 
 	"github.com/crawlstack/crawlstack/shared/table"
 )
@@ -49,12 +53,50 @@ func (s *Store) Unsent(ctx context.Context, crawl, key, by string) (bool, string
 }
 
 // ScanURLs calls fn for every URL item of the crawl, as Get reads it (for tests, audits and
-// reports; not the hot path). It holds the crawl's groups in memory, about a hundred bytes a URL.
+// reports; not the hot path). It holds what the crawl's groups say of each URL in memory (about 125
+// bytes a URL, and its outcome: some 250 bytes a page fetched).
 func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) error {
-	groups := map[string]table.Item{}
+	return s.scanURLs(ctx, crawl, false, fn)
+}
+
+// scanURLs is ScanURLs. With brief, a URL's outcome is cut to its state, class and detail (no
+// Page, nothing of a recrawl): what a tally reads, at about 125 bytes a URL in all.
+func (s *Store) scanURLs(ctx context.Context, crawl string, brief bool, fn func(URL) error) error {
+	heldBy := map[string]held{} // by group + "#" + the URL's short key
+	briefs := map[string]string{}
 	gprefix := groupKey(crawl, "")
 	err := s.t.Scan(ctx, gprefix, func(key string, it table.Item) error {
-		groups[key[len(gprefix):]] = it
+		group := key[len(gprefix):]
+		for name, v := range it {
+			if len(name) < 2 || !strings.ContainsRune(perURLAttrs, rune(name[0])) {
+				continue
+			}
+			k := group + "#" + name[1:] // a new string: the item's are let go
+			h := heldBy[k]
+			switch name[0] {
+			case 'o':
+				raw, _ := v.(string)
+				if brief {
+					b, err := briefOutcome(raw, briefs)
+					if err != nil {
+						return fmt.Errorf("outcome %s of group %s: %w", name, group, err)
+					}
+					h.outcome, h.brief = b, true
+				} else {
+					h.outcome = strings.Clone(raw)
+				}
+			case 'w':
+				owner, _ := v.(string)
+				h.owner = strings.Clone(owner)
+			case 'l':
+				h.lease = it.Int(name)
+			case 'x':
+				h.redrive = it.Bool(name)
+			case 't':
+				h.gone = true
+			}
+			heldBy[k] = h
+		}
 		return nil
 	})
 	if err != nil {
@@ -63,9 +105,52 @@ func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) 
 	prefix := URLKey(crawl, "")
 	return s.t.Scan(ctx, prefix, func(key string, it table.Item) error {
 		u := urlFrom(key[len(prefix):], it)
-		if err := u.fromGroup(crawl, groups[GroupOf(u)]); err != nil {
+		if err := u.fromHeld(crawl, heldBy[GroupOf(u)+"#"+shortKey(u.Key)]); err != nil {
 			return err
 		}
 		return fn(u)
 	})
+}
+
+// perURLAttrs are the first letters of the attributes a group's item holds of each of its URLs, a
+// short key after each (outcomeAttr and the others).
+const perURLAttrs = "oxwlt"
+
+// briefOutcome is an outcome as its group's item holds it, cut to what a tally reads: its state's
+// letter, its class and its detail, joined by NULs (URL.applyBrief reads it); the same ones share
+// one string in briefs.
+func briefOutcome(raw string, briefs map[string]string) (string, error) {
+	var st struct {
+		S string         `json:"s"`
+		C errclass.Class `json:"c"`
+		D string         `json:"d"`
+	}
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return "", err
+	}
+	b := st.S + "\x00" + string(st.C) + "\x00" + st.D
+	if s, ok := briefs[b]; ok {
+		return s, nil
+	}
+	if st.D == "" {
+		briefs[b] = b // details vary; the rest repeat
+	}
+	return b, nil
+}
+
+// applyBrief sets u's state, class and detail from its outcome as briefOutcome cut it.
+func (u *URL) applyBrief(brief string) error {
+	code, rest, _ := strings.Cut(brief, "\x00")
+	class, detail, _ := strings.Cut(rest, "\x00")
+	u.State = ""
+	for state, c := range stateCodes {
+		if c == code {
+			u.State = state
+		}
+	}
+	if u.State == "" {
+		return fmt.Errorf("outcome of %s: unknown state %q", u.Key, code)
+	}
+	u.Class, u.Detail = errclass.Class(class), detail
+	return nil
 }

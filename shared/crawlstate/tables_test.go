@@ -29,6 +29,7 @@ var tableTests = []struct {
 	{"RunState", testRunState},
 	{"Outcomes", testOutcomes},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
+	{"TallyReadsEachURLAsGetDoes", testTallyReadsEachURLAsGetDoes},
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
 	{"EraseAndMovePage", testEraseAndMovePage},
 	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},

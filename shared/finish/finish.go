@@ -237,19 +237,16 @@ func (c *Checker) announce(ctx context.Context, crawl, stored string) error {
 }
 
 // End announces the end of a crawl that the caller knows has drained (`crawl run`, whose queues
-// ran out), as by: it decides the end with the crawl's exact tally unless it is decided already,
-// puts the decided event unless it was announced already, and returns it, with whether this call
-// put it.
-func (c *Checker) End(ctx context.Context, crawl, by string) (Event, bool, error) {
+// ran out), as by: it decides the end with exact, the crawl's exact tally (crawlstate.Tally) since
+// it drained, unless the end is decided already; puts the decided event unless it was announced
+// already; and returns it, with whether this call put it. The caller has the tally from its
+// summary: a second scan of the crawl's items would double the time and memory its end takes.
+func (c *Checker) End(ctx context.Context, crawl, by string, exact crawlstate.Counters) (Event, bool, error) {
 	ch, err := c.State.ChecksOf(ctx, crawl)
 	if err != nil {
 		return Event{}, false, err
 	}
 	if ch.End == "" {
-		exact, _, err := c.State.Drained(ctx, crawl)
-		if err != nil {
-			return Event{}, false, err
-		}
 		b, err := json.Marshal(eventOf(ch, exact, c.now(), c.Prices))
 		if err != nil {
 			return Event{}, false, fmt.Errorf("encode the end of crawl %s: %w", crawl, err)
