@@ -60,7 +60,7 @@ func (s sample) cpuPer1000() float64     { return s.CPU / float64(s.Pages) * 100
 
 func benchMain(ctx context.Context, args []string) error {
 	var o benchOptions
-	names, sites := "ours,colly,ceiling,wget", "10000,2000,2000@50ms,1000@200ms"
+	names, sites := "ours,colly,ceiling,wget", "10000,2000,5000@50ms,5000@200ms"
 	fs := flag.NewFlagSet("crawlbench", flag.ContinueOnError)
 	fs.StringVar(&sites, "sites", sites, "comma-separated sites to crawl, each `PAGES[@LATENCY]` (a Go duration the site waits before each response)")
 	fs.IntVar(&o.Links, "links", 20, "links per page")
