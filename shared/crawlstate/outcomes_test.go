@@ -76,15 +76,7 @@ func testOutcomes(t *testing.T, tb table.Table) {
 			t.Errorf("%s: %s = %s/%s, want failed/http_5xx", how, urls[2], u.State, u.Class)
 		}
 	}
-	byGet := map[string]URL{}
-	for _, k := range keys {
-		u, err := s.Get(ctx, crawl, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byGet[k] = u
-	}
-	check("Get", byGet)
+	check("Get", getEach(t, s, crawl, keys))
 	byScan := map[string]URL{}
 	if err := s.ScanURLs(ctx, crawl, func(u URL) error { byScan[u.Key] = u; return nil }); err != nil {
 		t.Fatal(err)
@@ -234,13 +226,8 @@ func testTallyReadsEachURLAsGetDoes(t *testing.T, tb table.Table) {
 	keys = append(keys, rejected)
 
 	want := Counters{Classes: map[errclass.Class]int64{}}
-	byGet := map[string]URL{}
-	for _, k := range keys {
-		u, err := s.Get(ctx, crawl, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byGet[k] = u
+	byGet := getEach(t, s, crawl, keys)
+	for _, u := range byGet {
 		want.Seen++
 		switch u.State {
 		case Fetched:
@@ -281,4 +268,18 @@ func testTallyReadsEachURLAsGetDoes(t *testing.T, tb table.Table) {
 	}); err != nil || seen != len(keys) {
 		t.Errorf("ScanURLs read %d URLs, %v; want %d", seen, err, len(keys))
 	}
+}
+
+// getEach reads each of the crawl's keys with Get.
+func getEach(t *testing.T, s *Store, crawl string, keys []string) map[string]URL {
+	t.Helper()
+	byGet := map[string]URL{}
+	for _, k := range keys {
+		u, err := s.Get(context.Background(), crawl, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byGet[k] = u
+	}
+	return byGet
 }
