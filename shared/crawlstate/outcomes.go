@@ -124,6 +124,16 @@ type stored struct {
 // stateCodes are the letters of the terminal states in stored.
 var stateCodes = map[State]string{Fetched: "f", Skipped: "s", Failed: "x", Stopped: "t"}
 
+// stateOf is the terminal state whose letter in stored is code, or "" for none.
+func stateOf(code string) State {
+	for state, c := range stateCodes {
+		if c == code {
+			return state
+		}
+	}
+	return ""
+}
+
 // The usual WARC file name, which stored shortens.
 const (
 	pagesPrefix = "pages/"
@@ -177,13 +187,7 @@ func (u *URL) apply(crawl, raw string) error {
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		return fmt.Errorf("outcome of %s: %w", u.Key, err)
 	}
-	u.State = ""
-	for state, code := range stateCodes {
-		if code == st.S {
-			u.State = state
-		}
-	}
-	if u.State == "" {
+	if u.State = stateOf(st.S); u.State == "" {
 		return fmt.Errorf("outcome of %s: unknown state %q", u.Key, st.S)
 	}
 	u.Class, u.Detail, u.outcome = st.C, st.D, raw

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
-
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -142,13 +141,7 @@ func briefOutcome(raw string, briefs map[string]string) (string, error) {
 func (u *URL) applyBrief(brief string) error {
 	code, rest, _ := strings.Cut(brief, "\x00")
 	class, detail, _ := strings.Cut(rest, "\x00")
-	u.State = ""
-	for state, c := range stateCodes {
-		if c == code {
-			u.State = state
-		}
-	}
-	if u.State == "" {
+	if u.State = stateOf(code); u.State == "" {
 		return fmt.Errorf("outcome of %s: unknown state %q", u.Key, code)
 	}
 	u.Class, u.Detail = errclass.Class(class), detail
