@@ -245,8 +245,9 @@ const (
 	Unsent
 	// Known: the URL is done, or held by a worker: its fetch message went out.
 	Known
-	// Theirs: another Links message admitted the URL and no worker holds it yet. That message
-	// sends it, and may not have yet: the URL must not be remembered as sent.
+	// Theirs: another Links message admitted the URL and no worker holds it yet, or is taking its
+	// admission back (Unadmit: a tombstone in its group, its item not yet gone). That message
+	// sends it, or its redelivery admits it afresh: the URL must not be remembered as sent.
 	Theirs
 )
 
@@ -290,7 +291,7 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	switch {
 	case u.Unsent(by):
 		return Unsent, GroupOf(u), nil
-	case u.State == Queued && u.Owner == "" && !u.gone:
+	case u.State == Queued && u.Owner == "":
 		return Theirs, GroupOf(u), nil
 	}
 	return Known, GroupOf(u), nil

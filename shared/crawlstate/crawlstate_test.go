@@ -113,6 +113,31 @@ func TestAdmitTellsWhoMustSend(t *testing.T) {
 	}
 }
 
+// A URL whose admission is being taken back (Unadmit has written its tombstone and not yet
+// deleted its item) is Theirs for another message, not Known: the frontier remembers a Known URL
+// as sent, and would then refuse every later link to it, the redelivery of the message that
+// takes it back too, once the item is gone. A make test run lost a page that way.
+func TestAURLBeingTakenBackIsNotKnown(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	if res, _, err := s.AdmitIn(ctx, "c", "G", "k", "http://a.test/k", "http://a.test/", 1, "L"); err != nil || res != Admitted {
+		t.Fatalf("AdmitIn = %v, %v", res, err)
+	}
+	// Unadmit's first write, alone.
+	if _, err := s.t.Update(ctx, groupKey("c", "G"), table.Update{Set: map[string]any{tombstoneAttr("k"): true}}, table.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := s.AdmitIn(ctx, "c", "H", "k", "http://a.test/k", "http://a.test/", 1, "M"); err != nil || res != Theirs {
+		t.Errorf("AdmitIn by another message while the admission is taken back = %v, %v; want Theirs", res, err)
+	}
+	if err := s.Unadmit(ctx, "c", "G", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := s.AdmitIn(ctx, "c", "H", "k", "http://a.test/k", "http://a.test/", 1, "L"); err != nil || res != Admitted {
+		t.Errorf("AdmitIn by the redelivery once taken back = %v, %v; want Admitted", res, err)
+	}
+}
+
 func TestOnlyARedrivenFailureIsClaimedAgain(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)

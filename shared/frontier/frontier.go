@@ -396,8 +396,8 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
-			groups.give(m.Crawl, u.Host, taken)
 			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
+				groups.give(m.Crawl, u.Host, taken)
 				if err := f.state.SkipQueued(ctx, m.Crawl, group, key, err); err != nil {
 					return pending{}, 0, err
 				}
@@ -408,7 +408,8 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 			// the URL afresh and reserves its budget then (an unsent item would skip that). A
 			// concurrent delivery of the same message may have sent the URL meanwhile: its fetch
 			// message finds no item and is dropped (the fetcher), and the URL is not remembered
-			// there (resent), so the redelivery admits it here again.
+			// there (resent), so the redelivery admits it here again. The group is not given
+			// back: its tombstone would drop the URL if a link of this batch admitted it there.
 			if uerr := f.state.Unadmit(ctx, m.Crawl, group, key); uerr != nil {
 				f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
 			}
