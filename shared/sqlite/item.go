@@ -158,8 +158,8 @@ func scanFlatItem(doc string) (it table.Item, ok bool) {
 }
 
 // jsonString reads the string that starts at doc[i] ('"') of a document encoding/json has
-// validated. A string with escapes is unquoted by encoding/json; ok is false for anything that
-// is not a string.
+// validated. A string with escapes is unquoted as encoding/json would (unquote); ok is false for
+// anything that is not a string.
 func jsonString(doc string, i int) (s string, next int, ok bool) {
 	if i >= len(doc) || doc[i] != '"' {
 		return "", 0, false
@@ -179,13 +179,26 @@ func jsonString(doc string, i int) (s string, next int, ok bool) {
 		case '\\':
 			j++ // the escaped byte
 		case '"':
-			if err := json.Unmarshal([]byte(doc[i:j+1]), &s); err != nil {
-				return "", 0, false
-			}
-			return s, j + 1, true
+			s, ok := unquote(doc[i : j+1])
+			return s, j + 1, ok
 		}
 	}
 	return "", 0, false
+}
+
+// unquote unescapes a string literal of a document encoding/json has validated, as encoding/json
+// would. strconv.Unquote reads JSON's escapes alike, but for the two it refuses: `\/`, and a \u
+// escape of half a surrogate pair (which encoding/json joins with the next, or replaces with
+// U+FFFD); those, and invalid UTF-8 (which encoding/json replaces), go to encoding/json.
+func unquote(lit string) (string, bool) {
+	if utf8.ValidString(lit) {
+		if s, err := strconv.Unquote(lit); err == nil {
+			return s, true
+		}
+	}
+	var s string
+	err := json.Unmarshal([]byte(lit), &s)
+	return s, err == nil
 }
 
 func skipSpace(doc string, i int) int {
