@@ -82,6 +82,9 @@ type DB struct {
 	tables map[string]*Table
 }
 
+// readers is how many reader connections a DB keeps.
+const readers = 4
+
 // Open opens (creating if needed) the SQLite file at path.
 func Open(path string) (*DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
@@ -108,8 +111,8 @@ func Open(path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s for reading: %w", path, err)
 	}
-	r.SetMaxOpenConns(4)
-	r.SetMaxIdleConns(4)
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
 	conn, err := w.Conn(context.Background())
 	if err != nil {
 		w.Close()
