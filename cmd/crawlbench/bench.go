@@ -198,6 +198,10 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, spec siteSpe
 	if crawler == "wget" {
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // -nv would print a line a page
 	}
+	// The earlier runs' files are written back now, not while this one crawls: the kernel writes
+	// dirty pages back some 30 s after they were written, and a crawler's file syncs wait behind
+	// that writeback (docs/bench.md, round twelve).
+	syscall.Sync()
 	before, known := readCPUTimes()
 	track.restart()
 	start := time.Now()
