@@ -44,12 +44,22 @@ import (
 // groupKey is the table key of a group's item.
 func groupKey(crawl, group string) string { return "r#" + crawl + "#" + group }
 
-// The attributes of a URL in its group's item.
-func outcomeAttr(key string) string   { return "o" + shortKey(key) }
-func redriveAttr(key string) string   { return "x" + shortKey(key) }
-func ownerAttr(key string) string     { return "w" + shortKey(key) }
-func leaseAttr(key string) string     { return "l" + shortKey(key) }
-func tombstoneAttr(key string) string { return "t" + shortKey(key) }
+// The attributes of a URL in its group's item: a letter, then the URL's short key.
+const (
+	outcomeLetter   = "o"
+	redriveLetter   = "x"
+	ownerLetter     = "w"
+	leaseLetter     = "l"
+	tombstoneLetter = "t"
+	// perURLAttrs are the letters of them all.
+	perURLAttrs = outcomeLetter + redriveLetter + ownerLetter + leaseLetter + tombstoneLetter
+)
+
+func outcomeAttr(key string) string   { return outcomeLetter + shortKey(key) }
+func redriveAttr(key string) string   { return redriveLetter + shortKey(key) }
+func ownerAttr(key string) string     { return ownerLetter + shortKey(key) }
+func leaseAttr(key string) string     { return leaseLetter + shortKey(key) }
+func tombstoneAttr(key string) string { return tombstoneLetter + shortKey(key) }
 
 func shortKey(key string) string {
 	if len(key) > 16 {
@@ -228,9 +238,8 @@ type held struct {
 
 // heldIn is what group item g holds of the URL key.
 func heldIn(g table.Item, key string) held {
-	k := shortKey(key)
-	return held{outcome: g.String("o" + k), owner: g.String("w" + k), lease: g.Int("l" + k),
-		redrive: g.Bool("x" + k), gone: g.Has("t" + k)}
+	return held{outcome: g.String(outcomeAttr(key)), owner: g.String(ownerAttr(key)), lease: g.Int(leaseAttr(key)),
+		redrive: g.Bool(redriveAttr(key)), gone: g.Has(tombstoneAttr(key))}
 }
 
 // fromHeld sets what its group holds of u, a URL queued in its own item: a tombstone, an outcome,

@@ -67,13 +67,14 @@ func (s *Store) scanURLs(ctx context.Context, crawl string, brief bool, fn func(
 	err := s.t.Scan(ctx, gprefix, func(key string, it table.Item) error {
 		group := key[len(gprefix):]
 		for name, v := range it {
-			if len(name) < 2 || !strings.ContainsRune(perURLAttrs, rune(name[0])) {
+			if len(name) < 2 || !strings.Contains(perURLAttrs, name[:1]) {
 				continue
 			}
+			letter := name[:1]
 			k := group + "#" + name[1:] // a new string: the item's are let go
 			h := heldBy[k]
-			switch name[0] {
-			case 'o':
+			switch letter {
+			case outcomeLetter:
 				raw, _ := v.(string)
 				if brief {
 					b, err := briefOutcome(raw, briefs)
@@ -84,14 +85,14 @@ func (s *Store) scanURLs(ctx context.Context, crawl string, brief bool, fn func(
 				} else {
 					h.outcome = strings.Clone(raw)
 				}
-			case 'w':
+			case ownerLetter:
 				owner, _ := v.(string)
 				h.owner = strings.Clone(owner)
-			case 'l':
+			case leaseLetter:
 				h.lease = it.Int(name)
-			case 'x':
+			case redriveLetter:
 				h.redrive = it.Bool(name)
-			case 't':
+			case tombstoneLetter:
 				h.gone = true
 			}
 			heldBy[k] = h
@@ -110,10 +111,6 @@ func (s *Store) scanURLs(ctx context.Context, crawl string, brief bool, fn func(
 		return fn(u)
 	})
 }
-
-// perURLAttrs are the first letters of the attributes a group's item holds of each of its URLs, a
-// short key after each (outcomeAttr and the others).
-const perURLAttrs = "oxwlt"
 
 // briefOutcome is an outcome as its group's item holds it, cut to what a tally reads: its state's
 // letter, its class and its detail, joined by NULs (URL.applyBrief reads it); the same ones share
