@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/crawlstack/crawlstack/shared/flatjson"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -64,13 +64,10 @@ func storedAsIs(it table.Item) bool {
 // decodeItem reads an item stored by encodeItem; numbers come back as int64.
 //
 // It runs on every read of the table, so the flat objects encodeItem writes (strings, integers,
-// bools) are read by a direct scan once encoding/json has validated the
-// document; anything else takes encoding/json's generic path.
+// bools) are read by flatjson in one pass; anything else takes encoding/json's generic path.
 func decodeItem(doc string) (table.Item, error) {
-	if json.Valid([]byte(doc)) {
-		if it, ok := scanFlatItem(doc); ok {
-			return it, nil
-		}
+	if it, ok := flatjson.Object(doc); ok {
+		return it, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(doc))
 	dec.UseNumber()
@@ -91,121 +88,6 @@ func decodeItem(doc string) (table.Item, error) {
 		it[name] = v
 	}
 	return it, nil
-}
-
-// scanFlatItem reads a valid JSON object whose values are all strings, integers or bools. ok is false for anything else, and the caller decodes it generically.
-func scanFlatItem(doc string) (it table.Item, ok bool) {
-	i := skipSpace(doc, 0)
-	if i >= len(doc) || doc[i] != '{' {
-		return nil, false
-	}
-	it = make(table.Item, 8)
-	i = skipSpace(doc, i+1)
-	if i < len(doc) && doc[i] == '}' {
-		return it, true
-	}
-	for i < len(doc) {
-		name, next, ok := jsonString(doc, i)
-		if !ok {
-			return nil, false
-		}
-		i = skipSpace(doc, next)
-		if i >= len(doc) || doc[i] != ':' {
-			return nil, false
-		}
-		i = skipSpace(doc, i+1)
-		if i >= len(doc) {
-			return nil, false
-		}
-		switch c := doc[i]; {
-		case c == '"':
-			v, next, ok := jsonString(doc, i)
-			if !ok {
-				return nil, false
-			}
-			it[name], i = v, next
-		case strings.HasPrefix(doc[i:], "true"):
-			it[name], i = true, i+4
-		case strings.HasPrefix(doc[i:], "false"):
-			it[name], i = false, i+5
-		case c == '-' || c >= '0' && c <= '9':
-			end := i + 1
-			for end < len(doc) && doc[end] >= '0' && doc[end] <= '9' {
-				end++
-			}
-			n, err := strconv.ParseInt(doc[i:end], 10, 64)
-			if err != nil {
-				return nil, false // a fraction, an exponent or out of range
-			}
-			it[name], i = n, end
-		default:
-			return nil, false
-		}
-		i = skipSpace(doc, i)
-		if i >= len(doc) {
-			return nil, false
-		}
-		switch doc[i] {
-		case '}':
-			return it, true
-		case ',':
-			i = skipSpace(doc, i+1)
-		default:
-			return nil, false // such as the '.' of a fraction
-		}
-	}
-	return nil, false
-}
-
-// jsonString reads the string that starts at doc[i] ('"') of a document encoding/json has
-// validated. A string with escapes is unquoted as encoding/json would (unquote); ok is false for
-// anything that is not a string.
-func jsonString(doc string, i int) (s string, next int, ok bool) {
-	if i >= len(doc) || doc[i] != '"' {
-		return "", 0, false
-	}
-	end := strings.IndexAny(doc[i+1:], "\\\"")
-	if end < 0 {
-		return "", 0, false
-	}
-	if j := i + 1 + end; doc[j] == '"' {
-		if !utf8.ValidString(doc[i+1 : j]) {
-			return "", 0, false // encoding/json replaces invalid UTF-8: let it
-		}
-		return doc[i+1 : j], j + 1, true
-	}
-	for j := i + 1 + end; j < len(doc); j++ {
-		switch doc[j] {
-		case '\\':
-			j++ // the escaped byte
-		case '"':
-			s, ok := unquote(doc[i : j+1])
-			return s, j + 1, ok
-		}
-	}
-	return "", 0, false
-}
-
-// unquote unescapes a string literal of a document encoding/json has validated, as encoding/json
-// would. strconv.Unquote reads JSON's escapes alike, but for the two it refuses: `\/`, and a \u
-// escape of half a surrogate pair (which encoding/json joins with the next, or replaces with
-// U+FFFD); those, and invalid UTF-8 (which encoding/json replaces), go to encoding/json.
-func unquote(lit string) (string, bool) {
-	if utf8.ValidString(lit) {
-		if s, err := strconv.Unquote(lit); err == nil {
-			return s, true
-		}
-	}
-	var s string
-	err := json.Unmarshal([]byte(lit), &s)
-	return s, err == nil
-}
-
-func skipSpace(doc string, i int) int {
-	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // asInt64 converts any Go integer to int64.
