@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/flatjson"
 	"github.com/crawlstack/crawlstack/shared/table"
 )
 
@@ -116,22 +117,60 @@ func (s *Store) scanURLs(ctx context.Context, crawl string, brief bool, fn func(
 // letter, its class and its detail, joined by NULs (URL.applyBrief reads it); the same ones share
 // one string in briefs.
 func briefOutcome(raw string, briefs map[string]string) (string, error) {
+	s, c, d, err := briefParts(raw)
+	if err != nil {
+		return "", err
+	}
+	b := s + "\x00" + c + "\x00" + d
+	if s, ok := briefs[b]; ok {
+		return s, nil
+	}
+	if d == "" {
+		briefs[b] = b // details vary; the rest repeat
+	}
+	return b, nil
+}
+
+// briefParts reads the state's letter, the class and the detail of a stored outcome: read flat
+// (flatjson) when it is, as encoding/json would read them into stored, and by encoding/json
+// otherwise (a revisit's nested un, or a document flatjson does not read).
+func briefParts(raw string) (s, c, d string, err error) {
+	flat := true
+	read := flatjson.Members(raw, func(name string, v flatjson.Value) {
+		var dst *string
+		switch name {
+		case "s":
+			dst = &s
+		case "c":
+			dst = &c
+		case "d":
+			dst = &d
+		default:
+			// encoding/json matches a field's name to a member's without regard to case: "S" would
+			// be read as s. Such a document is left to it.
+			if len(name) <= 2 && (strings.EqualFold(name, "s") || strings.EqualFold(name, "c") || strings.EqualFold(name, "d")) {
+				flat = false
+			}
+			return
+		}
+		str, isString := v.String()
+		if !isString {
+			flat = false // encoding/json's error to report
+		}
+		*dst = str
+	})
+	if read && flat {
+		return s, c, d, nil
+	}
 	var st struct {
 		S string         `json:"s"`
 		C errclass.Class `json:"c"`
 		D string         `json:"d"`
 	}
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return "", err
+		return "", "", "", err
 	}
-	b := st.S + "\x00" + string(st.C) + "\x00" + st.D
-	if s, ok := briefs[b]; ok {
-		return s, nil
-	}
-	if st.D == "" {
-		briefs[b] = b // details vary; the rest repeat
-	}
-	return b, nil
+	return st.S, string(st.C), st.D, nil
 }
 
 // applyBrief sets u's state, class and detail from its outcome as briefOutcome cut it.
