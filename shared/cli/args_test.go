@@ -46,6 +46,20 @@ func TestFlagsAfterTheSeedFile(t *testing.T) {
 	}
 }
 
+// TestAdmitConcurrencyOfEachBackend: on the embedded backend schedule admits more URLs at once
+// (their SQLite writes share commits); with --backend aws it keeps the functions' default.
+func TestAdmitConcurrencyOfEachBackend(t *testing.T) {
+	for backend, want := range map[string]int{"embedded": embeddedAdmitConcurrency, "aws": 0} {
+		o, err := parseRunFlags("run", []string{"--backend", backend, "seeds.txt"}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.config(Resources{}).AdmitConcurrency; got != want {
+			t.Errorf("--backend %s: AdmitConcurrency %d, want %d", backend, got, want)
+		}
+	}
+}
+
 // TestFlagsFirst checks the reordering that lets flags follow arguments, case by case.
 func TestFlagsFirst(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)

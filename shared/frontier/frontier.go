@@ -51,8 +51,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
-// admitConcurrency bounds the URLs of one message admitted at once.
-const admitConcurrency = 8
+// DefaultAdmitConcurrency is how many URLs of one Links message are admitted at once, unless
+// Config.AdmitConcurrency says otherwise: a schedule invocation works on up to its batch
+// concurrency messages at once, each admission a few table requests.
+const DefaultAdmitConcurrency = 8
 
 // DefaultSpareSlots is how many of a host's slots a booking takes beyond its batch's URLs. A wide
 // crawl's schedule batch brings a host a URL or two, so each booking was a write for about one
@@ -83,6 +85,10 @@ type Config struct {
 	// SlotLead brings a fetch message back this much before its slot, on top of the second SQS
 	// delays round to: the fetch event source's batching window, which may hold it that long.
 	SlotLead time.Duration
+	// AdmitConcurrency is how many URLs of one Links message are admitted at once (0:
+	// DefaultAdmitConcurrency). On the embedded backend the table's writes made at once share a
+	// commit, so more at once admits a message's URLs sooner (crawl run sets it).
+	AdmitConcurrency int
 	// SpareSlots is how many of a host's slots a booking takes beyond the URLs at hand, kept for
 	// the host's next ones (crawlstate.Store.BookSlots): 0 is DefaultSpareSlots, below 0 none.
 	SpareSlots int
@@ -147,6 +153,9 @@ type Frontier struct {
 func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logger) *Frontier {
 	if cfg.BloomCapacity == 0 {
 		cfg.BloomCapacity = 1_000_000
+	}
+	if cfg.AdmitConcurrency <= 0 {
+		cfg.AdmitConcurrency = DefaultAdmitConcurrency
 	}
 	if cfg.BloomFalsePositive == 0 {
 		cfg.BloomFalsePositive = 1e-4
@@ -238,7 +247,7 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	}
 	results := make([]result, len(m.URLs))
 	var g errgroup.Group
-	g.SetLimit(admitConcurrency)
+	g.SetLimit(f.cfg.AdmitConcurrency)
 	memory := 0 // links known from the warm cache alone, for crawl.dedup.hits
 	for i, raw := range m.URLs {
 		if f.recentlyConfirmed(m.Crawl, raw) {

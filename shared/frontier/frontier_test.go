@@ -726,3 +726,71 @@ func TestAFetchMessageHoldsOneURLOfEachHost(t *testing.T) {
 		t.Errorf("fetch messages = %v, want one of a.test's URLs with b.test's and c.test's, and two alone", got)
 	}
 }
+
+// gatedPuts holds each admission's write of a URL item until want of them are waiting at once,
+// and records the most that ever were.
+type gatedPuts struct {
+	table.Table
+	prefix string
+	want   int
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	opened   bool
+	reached  chan struct{}
+}
+
+func (g *gatedPuts) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+	if !strings.HasPrefix(key, g.prefix) {
+		return g.Table.Put(ctx, key, it, c)
+	}
+	g.mu.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	if g.inFlight == g.want && !g.opened {
+		g.opened = true
+		close(g.reached)
+	}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.reached:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Table.Put(ctx, key, it, c)
+}
+
+// TestAdmitConcurrencyBoundsTheURLsAdmittedAtOnce: a message's URLs are admitted
+// Config.AdmitConcurrency at a time, DefaultAdmitConcurrency unless set. Each admission's write
+// waits until that many are waiting: fewer at once would never get through, more would be seen.
+func TestAdmitConcurrencyBoundsTheURLsAdmittedAtOnce(t *testing.T) {
+	for _, tc := range []struct{ set, want int }{{0, DefaultAdmitConcurrency}, {3, 3}, {20, 20}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := &gatedPuts{Table: db.Table("crawl"), prefix: crawlstate.URLKey("c1", ""), want: tc.want, reached: make(chan struct{})}
+		f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", AdmitConcurrency: tc.set}, crawlstate.New(tb), &fakeSender{}, quiet())
+		var urls []string
+		for i := range 60 {
+			urls = append(urls, fmt.Sprintf("http://h%d.test/", i))
+		}
+		res, err := f.Admit(ctx, seeds(urls...))
+		if err != nil || res.Sent != len(urls) {
+			t.Errorf("AdmitConcurrency %d: Admit = %+v, %v; want all %d sent (a bound below %d never lets the writes through)",
+				tc.set, res, err, len(urls), tc.want)
+		}
+		if tb.most != tc.want {
+			t.Errorf("AdmitConcurrency %d: %d admissions at once at most, want %d", tc.set, tb.most, tc.want)
+		}
+		cancel()
+		db.Close()
+	}
+}

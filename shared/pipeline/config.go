@@ -39,6 +39,10 @@ type Config struct {
 	HostConcurrency int
 	// BatchConcurrency is how many records of one batch a handler works on at once.
 	BatchConcurrency int
+	// AdmitConcurrency is how many URLs of one Links message schedule admits at once (0:
+	// frontier.DefaultAdmitConcurrency). crawl run raises it on the embedded backend, whose writes
+	// made at once share a commit.
+	AdmitConcurrency int
 	// FetchInFlight is the most GETs the process has in flight at once, over all its fetch
 	// batches (0: no bound beyond BatchConcurrency per batch). A Lambda function runs one batch at
 	// a time and needs none; `crawl run` sets it to its concurrency and runs more fetch batches
@@ -201,8 +205,8 @@ func (c Config) Validate() error {
 	if c.HostRPS < 0 {
 		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))
 	}
-	if c.HostConcurrency < 0 || c.BatchConcurrency < 1 || c.FetchInFlight < 0 {
-		errs = append(errs, errors.New("host concurrency and fetches in flight must be 0 or more, batch concurrency 1 or more"))
+	if c.HostConcurrency < 0 || c.BatchConcurrency < 1 || c.FetchInFlight < 0 || c.AdmitConcurrency < 0 {
+		errs = append(errs, errors.New("host concurrency, fetches in flight and admit concurrency must be 0 or more, batch concurrency 1 or more"))
 	}
 	if _, err := netguard.ParseCIDRs(c.AllowNets); err != nil {
 		errs = append(errs, fmt.Errorf("allow-net: %w", err))

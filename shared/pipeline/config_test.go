@@ -148,7 +148,7 @@ func TestTheDefaultsGiveUpOnABadURLWithinTwoMinutes(t *testing.T) {
 	}
 }
 
-func TestValidateFetchInFlight(t *testing.T) {
+func TestValidateFetchInFlightAndAdmitConcurrency(t *testing.T) {
 	for _, c := range []struct {
 		n  int
 		ok bool
@@ -159,6 +159,13 @@ func TestValidateFetchInFlight(t *testing.T) {
 			t.Errorf("FetchInFlight %d: Validate = %v, want ok %v", c.n, err, c.ok)
 		} else if err != nil && !strings.Contains(err.Error(), "in flight") {
 			t.Errorf("FetchInFlight %d: %v does not name the setting", c.n, err)
+		}
+		cfg = DefaultConfig()
+		cfg.AdmitConcurrency = c.n
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("AdmitConcurrency %d: Validate = %v, want ok %v", c.n, err, c.ok)
+		} else if err != nil && !strings.Contains(err.Error(), "admit concurrency") {
+			t.Errorf("AdmitConcurrency %d: %v does not name the setting", c.n, err)
 		}
 	}
 }

@@ -132,7 +132,8 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				return nil, fmt.Errorf("configuration: %w", err)
 			}
 			front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls},
+				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls,
+				AdmitConcurrency: cfg.AdmitConcurrency},
 				state, p.Queue, log.With("fn", "schedule"))
 			front.OptOuts = &optout.Matcher{Store: optout.Store{T: p.Table}}
 			h.Frontier = front
