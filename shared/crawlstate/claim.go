@@ -73,8 +73,7 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 		g := cf.Item
 		changed := false
 		for k, st := range want {
-			owned := g.String(ownerAttr(k))
-			held := owned != "" && owned != me && !was[owned] && g.Int(leaseAttr(k)) >= now.UnixMilli()
+			held := heldByAnother(g, k, me, was, now)
 			switch {
 			case g.Has(tombstoneAttr(k)), held:
 				delete(want, k)
@@ -216,16 +215,34 @@ func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
 }
 
 // Done reports whether the URL with the key is done in its group: it has an outcome that no
-// redrive may take back, or its admission was taken back (a tombstone). A message of such a URL
-// is a duplicate; Done lets one that came back to wait (a re-queue, a retry, a redelivery) end
-// before it books a politeness slot, with a read where a claim would take a write.
-func (s *Store) Done(ctx context.Context, crawl, group, key string) (bool, error) {
+// redrive may take back, or its admission was taken back (a tombstone); and, when it is not,
+// whether another owner's live claim holds it, one that does not pass to owner (the fetch message's
+// id) from prev (the owners that re-queued it as this message, message.Target.Prev). A message of
+// such a URL is a duplicate, which ClaimGroup would refuse: Done lets one that came back to wait (a
+// re-queue, a retry, a redelivery) end before it books a politeness slot, with a read where a
+// claim would take a write.
+func (s *Store) Done(ctx context.Context, crawl, group, key, owner string, prev []string) (done, held bool, err error) {
 	g, err := s.t.Get(ctx, groupKey(crawl, group))
 	if errors.Is(err, table.ErrNotFound) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read the group of %s: %w", key, err)
+		return false, false, fmt.Errorf("read the group of %s: %w", key, err)
 	}
-	return g.Has(tombstoneAttr(key)) || g.Has(outcomeAttr(key)) && !g.Bool(redriveAttr(key)), nil
+	if g.Has(tombstoneAttr(key)) || g.Has(outcomeAttr(key)) && !g.Bool(redriveAttr(key)) {
+		return true, false, nil
+	}
+	was := map[string]bool{}
+	for _, p := range prev {
+		was[ownerTag(p)] = true
+	}
+	return false, heldByAnother(g, key, ownerTag(owner), was, s.Now()), nil
+}
+
+// heldByAnother reports whether the group item g shows the URL with the key claimed by an owner
+// other than me (an owner's tag) whose lease has not ended, and whose claim does not pass to me
+// (was holds the tags of the owners it passes from).
+func heldByAnother(g table.Item, key, me string, was map[string]bool, now time.Time) bool {
+	owned := g.String(ownerAttr(key))
+	return owned != "" && owned != me && !was[owned] && g.Int(leaseAttr(key)) >= now.UnixMilli()
 }

@@ -235,8 +235,9 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxHeldWait+h.cfg.SlotLead {
 		return nil, h.resendUnclaimed(ctx, rec, m, wait) // early for its politeness slot: keep waiting
 	}
-	// The URL is claimed only once its politeness slot is in hand: a message that must wait for
-	// its host goes back to the queue holding its slot, and never takes and gives back a claim.
+	// The URL is claimed once its politeness slot is in hand: a message that must wait for its
+	// host goes back to the queue holding its slot, and never takes and gives back a claim. Only
+	// a message that lost the slot it held claims before it books another (below).
 	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: ownerOf(rec.MessageId), group: m.Group}
 	if f.group == "" {
 		f.group = f.key // admitted as a group of its own
@@ -249,11 +250,15 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		return nil, err
 	}
 	if cameBack(m, rec) {
-		// A copy that came back to wait may find its URL done by another: it ends here, before it
-		// asks robots.txt or books a slot. Left to wait for a slot, such copies go on booking the
-		// host's slots, and each re-queue of a duplicated message is duplicated in turn.
-		if done, err := h.state.Done(ctx, m.Crawl, f.group, f.key); err != nil {
+		// A copy that came back to wait may find its URL done by another, or held by another's
+		// live claim: it ends here, before it asks robots.txt or books a slot. Left to wait for a
+		// slot, such copies go on booking the host's slots, and each re-queue of a duplicated
+		// message is duplicated in turn.
+		if done, held, err := h.state.Done(ctx, m.Crawl, f.group, f.key, f.owner, m.Prev); err != nil {
 			return nil, err
+		} else if held {
+			h.log.Debug("duplicate fetch message of a url another message holds", "url", m.URL)
+			return nil, nil
 		} else if done {
 			h.log.Debug("duplicate fetch message of a done url", "url", m.URL)
 			again, err := h.resendParse(ctx, m, f.key, f.owner)
@@ -320,8 +325,18 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		if err := h.awaitSlot(fctx, m.Slot); err != nil {
 			return nil, h.fail(ctx, f, err)
 		}
-	} else if slot, err = h.takeSlot(ctx, fctx, f, u.Host, interval); err != nil || slot.IsZero() {
-		return nil, err
+	} else {
+		if !m.Slot.IsZero() {
+			// The message lost the slot it was sent back to wait for: it came late, or the host's
+			// gap was raised since. Its copies lost the same slot; the first to claim the URL books
+			// the next one, and the others end here as duplicates rather than book one each.
+			if dup, err := h.claim(ctx, f); dup || err != nil {
+				return nil, err
+			}
+		}
+		if slot, err = h.takeSlot(ctx, fctx, f, u.Host, interval); err != nil || slot.IsZero() {
+			return nil, err
+		}
 	}
 	if done, err := h.waitForCircuit(ctx, fctx, f, u.Host, &probe); done {
 		return nil, err // booking the slot told of a circuit that opened meanwhile
