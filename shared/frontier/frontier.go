@@ -240,7 +240,8 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 		}
 		root = r
 	}
-	// The URLs are independent: admit them at once, so their table writes share commits.
+	// The URLs are independent: admit them at once, so their table writes share commits. Only
+	// their budget is taken in turn (budgetTurn).
 	type result struct {
 		p       pending
 		outcome outcome
@@ -249,14 +250,18 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	var g errgroup.Group
 	g.SetLimit(f.cfg.AdmitConcurrency)
 	memory := 0 // links known from the warm cache alone, for crawl.dedup.hits
+	before := closedTurn
 	for i, raw := range m.URLs {
 		if f.recentlyConfirmed(m.Crawl, raw) {
 			results[i] = result{outcome: outKnown} // most links of a crawl: no goroutine for them
 			memory++
 			continue
 		}
+		turn := budgetTurn{after: before, done: make(chan struct{})}
+		before = turn.done
 		g.Go(func() error {
-			p, o, err := f.admitOne(ctx, m, lim, by, root, raw)
+			defer close(turn.done)
+			p, o, err := f.admitOne(ctx, m, lim, by, root, raw, turn)
 			if err != nil {
 				o = outFailed
 			}
@@ -290,6 +295,22 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	return st, admitErr
 }
 
+// budgetTurn orders the budget reservations of one message's URLs, whose admissions overlap: a
+// URL reserves its page once the URL before it in the message is done, so that a budget too small
+// for the message goes to its first URLs (a page's links in the page's order), as it would if they
+// were admitted one by one.
+type budgetTurn struct {
+	after <-chan struct{} // closed when the URL before is done
+	done  chan struct{}   // closed when this one is
+}
+
+// closedTurn is the turn before a message's first URL: over.
+var closedTurn = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 type outcome int
 
 const (
@@ -300,7 +321,7 @@ const (
 	outFailed // the admission failed: the redelivery tries again
 )
 
-func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string) (pending, outcome, error) {
+func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string, turn budgetTurn) (pending, outcome, error) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
 		f.log.Debug("dropping an invalid url", "url", raw, "err", err.Error())
@@ -404,6 +425,9 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		// the URL unsent here too, not in the memory of confirmed URLs.
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
+		if lim.maxPages > 0 || lim.maxPagesPerHost > 0 {
+			<-turn.after
+		}
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
 			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
 				groups.give(m.Crawl, u.Host, taken)

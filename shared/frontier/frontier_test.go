@@ -346,6 +346,44 @@ func TestPerHostBudgetStopsATrap(t *testing.T) {
 	}
 }
 
+// TestTheBudgetGoesToAMessagesFirstURLs: a message of more URLs than the crawl's budget has pages
+// left, all admitted at once, sends its first URLs and refuses the rest, in the message's order,
+// every time; so does the per-host budget.
+func TestTheBudgetGoesToAMessagesFirstURLs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"crawl", Config{MaxPages: 7}},
+		{"host", Config{MaxPagesPerHost: 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var urls []string
+			for i := range 24 {
+				urls = append(urls, fmt.Sprintf("http://a.test/%d", i))
+			}
+			for range 10 {
+				ctx := context.Background()
+				snd := &fakeSender{}
+				cfg := tc.cfg
+				cfg.Rules, cfg.FetchQueue, cfg.AdmitConcurrency = scope.DefaultRules(), "fetch", len(urls)
+				f := New(cfg, newStore(t), snd, quiet())
+				res, err := f.Admit(ctx, seeds(urls...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := snd.urls(t)
+				slices.Sort(got)
+				want := slices.Clone(urls[:7])
+				slices.Sort(want)
+				if res.Sent != 7 || !slices.Equal(got, want) {
+					t.Fatalf("admit = %+v, sent %v; want the message's first 7 URLs", res, got)
+				}
+			}
+		})
+	}
+}
+
 // failBudget fails the first n updates of budget items, as a throttled table would.
 type failBudget struct {
 	table.Table
