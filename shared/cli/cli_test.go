@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -133,7 +135,8 @@ func TestBadSeedLinesAreReportedAndTheRestCrawled(t *testing.T) {
 }
 
 // TestTheCrawlCountersAreWrittenByTheEnd checks the counters that crawl run's handlers buffer
-// for their process: by the end of the run the crawl's record holds them all.
+// for their process: by the end of the run the crawl's record holds them all, and the summary,
+// read from them, counts what a scan of the crawl's items does.
 func TestTheCrawlCountersAreWrittenByTheEnd(t *testing.T) {
 	site := demosite.New(40, 4, 500)
 	srv := httptest.NewServer(site)
@@ -145,18 +148,41 @@ func TestTheCrawlCountersAreWrittenByTheEnd(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	s := lastJSON(t, stdout)
+	c := checkSummaryCountsTheItems(t, state, s)
+	if s.Fetched == 0 || c.Fetched != s.Fetched || c.Skipped != s.Skipped || c.Seen != s.Seen {
+		t.Errorf("crawl counters %+v; the summary counted %d seen, %d fetched, %d skipped", c, s.Seen, s.Fetched, s.Skipped)
+	}
+}
+
+// checkSummaryCountsTheItems holds the counts of the summary s of a run on the embedded state
+// against a scan of its crawl's items (crawlstate.Store.Tally), the oracle of a summary read from
+// the crawl's counters, and returns the counters as written.
+func checkSummaryCountsTheItems(t *testing.T, state string, s Summary) crawlstate.Counters {
+	t.Helper()
 	be, err := OpenEmbedded(state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	c, err := crawlstate.New(be.Table).Counters(context.Background(), s.Crawl)
+	st := crawlstate.New(be.Table)
+	items, err := st.Tally(context.Background(), s.Crawl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Fetched == 0 || c.Fetched != s.Fetched || c.Skipped != s.Skipped || c.Seen != s.Seen {
-		t.Errorf("crawl counters %+v; the summary counted %d seen, %d fetched, %d skipped", c, s.Seen, s.Fetched, s.Skipped)
+	if want := countsOf(items); !reflect.DeepEqual(s.Counts.classless(), want.classless()) || !maps.Equal(s.Classes, want.Classes) {
+		t.Errorf("the summary counts %+v; the crawl's items %+v", s.Counts, want)
 	}
+	c, err := st.Counters(context.Background(), s.Crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// classless is n without its classes and rate, to compare the rest.
+func (n Counts) classless() Counts {
+	n.Classes, n.PagesPerSecond = nil, 0
+	return n
 }
 
 // TestARefusedSeedSaysWhyAndWhatToDo runs the command as a newcomer does, on a seed of their own

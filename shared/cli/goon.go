@@ -89,7 +89,7 @@ func goOn(ctx context.Context, o RunOptions, be *Backend, res Resources, h *pipe
 		if tallyOf(c) == tallyOf(before[id]) && before[id].Pending() == 0 {
 			continue
 		}
-		a, err := summarize(wctx, h.State, be, res, id, start, Summary{Crawl: id, fetchedBefore: before[id].Fetched, prices: sum.prices})
+		a, err := summarize(wctx, h.State, be, res, id, start, Summary{Crawl: id, fetchedBefore: before[id].Fetched, prices: sum.prices}, false)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", id, err)
 			continue

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,12 +102,14 @@ func TestMaxPagesFetchesThatManyPages(t *testing.T) {
 			srv := httptest.NewServer(site)
 			defer srv.Close()
 			seeds := writeFile(t, "seeds.txt", srv.URL+"/\n")
-			code, stdout, stderr := runBin(t, "", nil, "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
+			dir := t.TempDir()
+			code, stdout, stderr := runBin(t, dir, nil, "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
 				"--max-pages", "20", "--json", seeds)
 			if code != ExitOK {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
 			s := lastJSON(t, stdout)
+			checkSummaryCountsTheItems(t, filepath.Join(dir, "st"), s)
 			served := site.htmlServed()
 			if s.Fetched != 20 || len(served) != 20 || s.Pending != 0 {
 				t.Errorf("the summary says %d fetched (%d pending) and the site served %d HTML pages; want 20, 0 and 20 with --max-pages 20",

@@ -264,7 +264,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	crawl := p.id
 	sum.Crawl, sum.fetchedBefore = crawl, p.fetched
 	if p.ended {
-		sum, err = summarize(ctx, h.State, be, res, crawl, time.Now(), sum)
+		sum, err = summarize(ctx, h.State, be, res, crawl, time.Now(), sum, false)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
 			return sum, ExitFailed
@@ -311,16 +311,18 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	released()
 	prog.stop()
 	releaseBudgets(ctx, h.State, log)
-	stopCounters()
+	counted := stopCounters()
 
-	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum)
+	// A crawl this run started on its own state, and ended cleanly, has every transition counted.
+	exact := be.Name == "embedded" && p.created && runErr == nil && counted == nil
+	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum, exact)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
 	}
 	sum.Finished = runErr == nil
 	for _, a := range others {
 		a.prices = sum.prices
-		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, a.Crawl, start, a)
+		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, a.Crawl, start, a, false)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", a.Crawl, err)
 			continue
@@ -412,21 +414,23 @@ const counterInterval = 100 * time.Millisecond
 // holdCounters has every handler of this process buffer its counter increments, and writes them
 // every interval instead of at the end of each invocation: one write where thousands of batches
 // each made their own, on the way between two invocations. The returned function writes what is
-// left, also after an interrupt.
-func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Duration, log *slog.Logger) func() {
+// left, also after an interrupt, and returns an error if it could not.
+func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Duration, log *slog.Logger) func() error {
 	st.BufferCounters, st.HoldCounters = true, true
 	stop := localrun.Every(ctx, interval, func() {
 		if err := st.WriteCounters(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("write the crawl counters", "err", err.Error())
 		}
 	})
-	return func() {
+	return func() error {
 		stop()
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := st.WriteCounters(wctx); err != nil {
+		err := st.WriteCounters(wctx)
+		if err != nil {
 			log.Warn("write the crawl counters", "err", err.Error())
 		}
+		return err
 	}
 }
 

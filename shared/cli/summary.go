@@ -16,11 +16,12 @@ import (
 	"golang.org/x/term"
 )
 
-// summarize reads the crawl's counters and the dead-letter queues' depths.
-func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resources, crawl string, start time.Time, sum Summary) (Summary, error) {
+// summarize reads the crawl's counts (finalCounts, exact as it says) and the dead-letter queues'
+// depths.
+func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resources, crawl string, start time.Time, sum Summary, exact bool) (Summary, error) {
 	elapsed := time.Since(start)
 	sum.ElapsedSeconds = elapsed.Seconds()
-	c, err := st.Tally(ctx, crawl)
+	c, err := finalCounts(ctx, st, crawl, exact)
 	if err != nil {
 		return sum, err
 	}
@@ -53,6 +54,26 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 		}
 	}
 	return sum, nil
+}
+
+// finalCounts counts the crawl's URLs for its summary. Its counters may drift by one for each
+// process that died between a URL's transition and its count, so the count is a scan of its items
+// (crawlstate.Store.Tally), unless exact says that the counters missed nothing: one process
+// counted every transition of the crawl, from its start to a clean end (crawl run on the embedded
+// backend, whose state it locks, of a crawl it started). Then the counters are read instead, a
+// few milliseconds where the scan of a crawl of 5,000 URLs takes 40 to 50; but not for a crawl with
+// failed URLs, which the summary lists from their items, nor for a stopped one.
+func finalCounts(ctx context.Context, st *crawlstate.Store, crawl string, exact bool) (crawlstate.Counters, error) {
+	if exact {
+		c, err := st.Counters(ctx, crawl)
+		if err != nil {
+			return c, err
+		}
+		if c.Failed == 0 && c.StoppedURLs == 0 && c.Stopped == "" && c.Classes[errclass.Stopped] == 0 {
+			return c, nil
+		}
+	}
+	return st.Tally(ctx, crawl)
 }
 
 // existing is where the objects under prefix are, or "" when there are none: on the embedded

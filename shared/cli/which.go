@@ -24,6 +24,8 @@ type pick struct {
 	note string
 	// fetched is how many pages the crawl had fetched before this run.
 	fetched int64
+	// created says that the crawl has no record yet: this run starts it.
+	created bool
 }
 
 // crawlState is what a crawl's record says: whether it exists, and its counts.
@@ -89,7 +91,7 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 	}
 	if n == 1 {
 		id := scheduler.CrawlID(bucket, key, version)
-		return pick{key: key, version: version, id: id, note: "new crawl " + id}, nil
+		return pick{key: key, version: version, id: id, note: "new crawl " + id, created: true}, nil
 	}
 	prev := pick{key: key, version: generation(version, n-1)}
 	prev.id = scheduler.CrawlID(bucket, key, prev.version)
@@ -104,7 +106,7 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 		prev.fetched = last.c.Fetched
 		return prev, nil
 	}
-	next := pick{key: key, version: generation(version, n)}
+	next := pick{key: key, version: generation(version, n), created: true}
 	next.id = scheduler.CrawlID(bucket, key, next.version)
 	switch {
 	case fresh:
