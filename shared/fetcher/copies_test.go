@@ -32,6 +32,16 @@ func (e *env) comeBack(id, path string, prev []string, slot time.Time, gap time.
 	return rec
 }
 
+// hostBusy books the site's host's next politeness slot at interval, as another worker that has
+// just fetched from it would.
+func (e *env) hostBusy(interval time.Duration) {
+	e.t.Helper()
+	u, _ := url.Parse(e.url("/"))
+	if _, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // nextSlotIn is how far off the host's next free politeness slot is, booked as a probe.
 func (e *env) nextSlotIn(interval time.Duration) time.Duration {
 	e.t.Helper()
@@ -67,10 +77,7 @@ func TestACopyThatCameBackForAURLAnotherHoldsEndsBeforeItsSlot(t *testing.T) {
 			if _, err := e.state.Claim(context.Background(), crawl, keyOf(t, e.url("/about")), "msg-1", tc.lease); err != nil {
 				t.Fatal(err)
 			}
-			u, _ := url.Parse(e.url("/"))
-			if _, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil {
-				t.Fatal(err)
-			}
+			e.hostBusy(interval)
 			if got := e.handle(rec); len(got) != 0 {
 				t.Errorf("BatchItemFailures = %v, want none", got)
 			}
@@ -116,10 +123,7 @@ func TestCopiesThatLostTheirSlotBookOneBetweenThem(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, func(c *fetcher.Config) { c.HostRPS = float64(time.Second) / float64(interval) })
-			u, _ := url.Parse(e.url("/"))
-			if _, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil {
-				t.Fatal(err)
-			}
+			e.hostBusy(interval)
 			slot := time.Now().Add(tc.slot)
 			for _, id := range []string{"copy-a", "copy-b"} {
 				if got := e.handle(e.comeBack(id, "/about", []string{"msg-0"}, slot, tc.gap)); len(got) != 0 {

@@ -801,10 +801,7 @@ func TestARedeliveryThatWaitsPassesItsEarlierClaimOn(t *testing.T) {
 	if _, err := e.state.Claim(context.Background(), m.Crawl, key, "msg-1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(e.url("/"))
-	if _, err := e.state.ReserveSlot(context.Background(), u.Host, interval); err != nil {
-		t.Fatal(err)
-	}
+	e.hostBusy(interval)
 	if got := e.handle(rec); len(got) != 0 {
 		t.Errorf("BatchItemFailures = %v, want none", got)
 	}
