@@ -34,11 +34,7 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 	if err != nil {
 		return nil, err
 	}
-	me := ownerTag(owner)
-	was := map[string]bool{}
-	for _, p := range prev {
-		was[ownerTag(p)] = true
-	}
+	me, was := ownerTag(owner), passedFrom(prev)
 	want := map[string]State{}
 	for _, k := range keys {
 		want[k] = Queued
@@ -232,11 +228,16 @@ func (s *Store) Done(ctx context.Context, crawl, group, key, owner string, prev 
 	if g.Has(tombstoneAttr(key)) || g.Has(outcomeAttr(key)) && !g.Bool(redriveAttr(key)) {
 		return true, false, nil
 	}
-	was := map[string]bool{}
+	return false, heldByAnother(g, key, ownerTag(owner), passedFrom(prev), s.Now()), nil
+}
+
+// passedFrom are the tags of the owners prev, whose claims pass to the message that names them.
+func passedFrom(prev []string) map[string]bool {
+	was := make(map[string]bool, len(prev))
 	for _, p := range prev {
 		was[ownerTag(p)] = true
 	}
-	return false, heldByAnother(g, key, ownerTag(owner), was, s.Now()), nil
+	return was
 }
 
 // heldByAnother reports whether the group item g shows the URL with the key claimed by an owner

@@ -241,7 +241,9 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 		root = r
 	}
 	// The URLs are independent: admit them at once, so their table writes share commits. Only
-	// their budget is taken in turn (budgetTurn).
+	// their budget is taken in turn: a URL reserves its page once the URL before it in the message
+	// is done, so that a budget too small for the message goes to its first URLs (a page's links
+	// in the page's order), as it would if they were admitted one by one.
 	type result struct {
 		p       pending
 		outcome outcome
@@ -257,11 +259,11 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 			memory++
 			continue
 		}
-		turn := budgetTurn{after: before, done: make(chan struct{})}
-		before = turn.done
+		after, done := before, make(chan struct{})
+		before = done
 		g.Go(func() error {
-			defer close(turn.done)
-			p, o, err := f.admitOne(ctx, m, lim, by, root, raw, turn)
+			defer close(done)
+			p, o, err := f.admitOne(ctx, m, lim, by, root, raw, after)
 			if err != nil {
 				o = outFailed
 			}
@@ -295,16 +297,7 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	return st, admitErr
 }
 
-// budgetTurn orders the budget reservations of one message's URLs, whose admissions overlap: a
-// URL reserves its page once the URL before it in the message is done, so that a budget too small
-// for the message goes to its first URLs (a page's links in the page's order), as it would if they
-// were admitted one by one.
-type budgetTurn struct {
-	after <-chan struct{} // closed when the URL before is done
-	done  chan struct{}   // closed when this one is
-}
-
-// closedTurn is the turn before a message's first URL: over.
+// closedTurn is the turn of the budget before a message's first URL: over.
 var closedTurn = func() <-chan struct{} {
 	c := make(chan struct{})
 	close(c)
@@ -321,7 +314,7 @@ const (
 	outFailed // the admission failed: the redelivery tries again
 )
 
-func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string, turn budgetTurn) (pending, outcome, error) {
+func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string, budgetTurn <-chan struct{}) (pending, outcome, error) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
 		f.log.Debug("dropping an invalid url", "url", raw, "err", err.Error())
@@ -426,7 +419,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		return pending{}, outKnown, nil
 	case crawlstate.Admitted:
 		if lim.maxPages > 0 || lim.maxPagesPerHost > 0 {
-			<-turn.after
+			<-budgetTurn // closed when the URL before it in the message is done
 		}
 		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
 			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
