@@ -141,6 +141,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		if h.handoff != nil && p.unchanged == nil { // a revisit is not parsed: parse reuses (shared/recrawl)
 			stored := storedPage(p.resp)
 			stored.Header, stored.FetchedAt = warcfile.StoredHeader(stored), stored.FetchedAt.UTC()
+			stored.Digest = p.record.PayloadDigest() // parse need not hash the body again
 			h.handoff.Offer(message.Ref{Key: key, Offset: refs[i].Offset, Length: refs[i].Length}, stored)
 		}
 	}

@@ -207,7 +207,7 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 // parseBody fills the record of p from its page as stored: links, metadata and fields.
 func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page warcfile.Page) (*parsed, error) {
 	pg := p.page
-	p.out.Digest = warcfile.PayloadDigest(page.Body)
+	p.out.Digest = page.BodyDigest()
 	p.out.ETag, p.out.LastModified = page.Header.Get("ETag"), page.Header.Get("Last-Modified")
 	final, err := url.Parse(pg.FinalURL)
 	if err != nil {

@@ -43,3 +43,20 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkEncodeRecord(b *testing.B) {
+	for _, name := range []string{"with-request", "response-only"} {
+		b.Run(name, func(b *testing.B) {
+			p := benchPages()[0]
+			if name == "response-only" {
+				p.Request = nil
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := EncodeRecord(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -10,5 +10,8 @@ import (
 // did not change have the same one; a record carries it so that crawls can be compared.
 func PayloadDigest(body []byte) string {
 	sum := sha256.Sum256(body)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return digestPrefix + hex.EncodeToString(sum[:])
 }
+
+// digestPrefix starts every payload digest: its algorithm.
+const digestPrefix = "sha256:"

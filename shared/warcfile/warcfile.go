@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,6 +45,19 @@ type Page struct {
 	// Revisit is set on a page Decode read from a revisit record (EncodeRevisit): its Body is
 	// empty, and the payload is the record's it refers to.
 	Revisit *Revisit
+	// Digest is the page's WARC-Payload-Digest when it is known without hashing the body again:
+	// Decode reads it from the record, and a writer that encoded the page may set it
+	// (Record.PayloadDigest). Encoding ignores it. BodyDigest returns it, or computes it.
+	Digest string
+}
+
+// BodyDigest returns p's payload digest (see PayloadDigest): p.Digest when it is one in that form,
+// or else the digest of p.Body.
+func (p Page) BodyDigest() string {
+	if strings.HasPrefix(p.Digest, digestPrefix) && len(p.Digest) == len(digestPrefix)+2*sha256.Size {
+		return p.Digest
+	}
+	return PayloadDigest(p.Body)
 }
 
 // Span is where a record sits in the encoded file.
@@ -324,7 +338,8 @@ func Decode(data []byte) (Page, error) {
 		return Page{}, fmt.Errorf("read warc payload: %w", err)
 	}
 	body := buf.Bytes()
-	p := Page{URL: rec.WarcHeader().Get(gowarc.WarcTargetURI), Status: blk.HttpStatusCode(), Body: body}
+	p := Page{URL: rec.WarcHeader().Get(gowarc.WarcTargetURI), Status: blk.HttpStatusCode(), Body: body,
+		Digest: rec.WarcHeader().Get(gowarc.WarcPayloadDigest)}
 	if h := blk.HttpHeader(); h != nil {
 		p.Header = *h
 	}

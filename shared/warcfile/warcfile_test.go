@@ -154,3 +154,32 @@ func gunzip(t *testing.T, b []byte) string {
 	}
 	return string(all)
 }
+
+// TestDecodeKnowsTheBodysDigest: a decoded page carries its record's payload digest, which is the
+// SHA-256 of its body as the standard library computes it, so parse need not hash the body again;
+// BodyDigest hashes a body whose digest is missing or not in that form.
+func TestDecodeKnowsTheBodysDigest(t *testing.T) {
+	body := []byte("<html><title>A</title><p>" + strings.Repeat("x", 5000) + "</p></html>")
+	sum := sha256.Sum256(body)
+	want := "sha256:" + hex.EncodeToString(sum[:])
+	rec, err := EncodeRecord(Page{URL: "http://a.test/", Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+		Body: body, FetchedAt: time.Now(), Request: http.Header{"User-Agent": {"t"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.PayloadDigest() != want {
+		t.Errorf("record's payload digest = %q, want %q", rec.PayloadDigest(), want)
+	}
+	got, err := Decode(rec.Response)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != want || got.BodyDigest() != want {
+		t.Errorf("decoded digest = %q, BodyDigest %q, want %q", got.Digest, got.BodyDigest(), want)
+	}
+	for _, d := range []string{"", "sha1:" + hex.EncodeToString(sum[:20]), "sha256:" + hex.EncodeToString(sum[:16]), "md5:x"} {
+		if got := (Page{Body: body, Digest: d}).BodyDigest(); got != want {
+			t.Errorf("BodyDigest with Digest %q = %q, want the body's %q", d, got, want)
+		}
+	}
+}
