@@ -23,6 +23,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/finish"
+	"github.com/crawlstack/crawlstack/shared/gctune"
 	"github.com/crawlstack/crawlstack/shared/handoff"
 	"github.com/crawlstack/crawlstack/shared/ledger"
 	"github.com/crawlstack/crawlstack/shared/localrun"
@@ -180,6 +181,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	if be.SyncsFiles {
 		defer spareProc()()
 	}
+	defer gctune.Start()() // less collection for some memory (docs/bench.md, round fifteen)
 	if o.Backend == "embedded" {
 		unlock, err := lockState(o.State)
 		if err != nil {
