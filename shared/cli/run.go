@@ -443,8 +443,9 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // them (the run's Config.FetchInFlight). With one set of batches, a crawl of a site that answers
 // in 50 ms had 19 to 21 of its 32 fetches in flight on average, at 0.60x to 0.67x of the pages/s
 // of a client that GETs the known URL list; with two, 25 to 26, at 0.78x to 0.83x
-// (docs/bench.md); a third set covers for batches held up by a slow disk (fetchSets). At most about fetchSets x concurrency pages are fetched but not yet recorded at any
-// moment: the most a crash can make the next run fetch again.
+// (docs/bench.md); a third set covers for batches held up by a slow disk (fetchSets). At most
+// about fetchSets x concurrency pages are fetched but not yet recorded at any moment: the most a
+// crash can make the next run fetch again.
 //
 // Unlike the stack, schedule and parse also take batches of up to 10, with no batching window:
 // on the embedded backend a batch costs no billed request, and `make bench` was no faster with

@@ -4,7 +4,7 @@
 // and holds little, so it collects often. Start raises the percentage to Percent and caps the
 // heap with a soft memory limit that is never under Floor, nor under twice the live heap (plus
 // Slack): a small heap grows by up to Percent percent, and a heap too large for the floor is
-// collected as often as GOGC=100 would, never more often. The limit follows the live heap as it
+// collected about as often as with GOGC=100, not more. The limit follows the live heap as it
 // grows, checked every Interval.
 package gctune
 
