@@ -443,9 +443,8 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // them (the run's Config.FetchInFlight). With one set of batches, a crawl of a site that answers
 // in 50 ms had 19 to 21 of its 32 fetches in flight on average, at 0.60x to 0.67x of the pages/s
 // of a client that GETs the known URL list; with two, 25 to 26, at 0.78x to 0.83x
-// (docs/bench.md); a third set covers for batches held up by a slow disk (fetchSets). At most
-// about fetchSets x concurrency pages are fetched but not yet recorded at any moment: the most a
-// crash can make the next run fetch again.
+// (docs/bench.md). At most about fetchSets x concurrency pages are fetched but not yet recorded at any
+// moment: the most a crash can make the next run fetch again.
 //
 // Unlike the stack, schedule and parse also take batches of up to 10, with no batching window:
 // on the embedded backend a batch costs no billed request, and `make bench` was no faster with
@@ -466,12 +465,8 @@ func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurren
 	}}
 }
 
-// fetchSets is how many sets of fetch batches NewRunner runs: three without a per-host rate, one
-// with it. Without a rate a third set keeps GETs going while the other sets' batches wait for
-// their file syncs: a 3,000-page crawl at 50 ms a page whose file syncs stalled for 150 ms every
-// 1.5 s took 5.31 to 5.41 s with three sets against 5.51 to 5.61 s with two, and as long either
-// way without the stalls (docs/bench.md, round fifteen); a crash may leave a third more pages to
-// fetch again. With a rate (8 per second in TestTransientFaultsDuringARunThatFinishes, which also
+// fetchSets is how many sets of fetch batches NewRunner runs: two without a per-host rate, one
+// with it. With a rate (8 per second in TestTransientFaultsDuringARunThatFinishes, which also
 // delivers every message twice), two sets left hundreds of fetch messages re-queued for later
 // politeness slots after every URL of the crawl was done, and the run did not end in 2 minutes
 // (with one set: 30 s). With a rate the host's slots, not the fetches in flight, bound a crawl.
@@ -479,7 +474,7 @@ func fetchSets(hostRPS float64) int {
 	if hostRPS > 0 {
 		return 1
 	}
-	return 3
+	return 2
 }
 
 // signalContext ends on SIGINT or SIGTERM.
