@@ -54,6 +54,9 @@ type Source struct {
 	// Poll is how long a receive waits for a batch's first message (a long poll; 0: a second).
 	// Lambda's pollers wait 20 s, so an idle queue costs few requests.
 	Poll time.Duration
+	// Spare is how many more batches may be worked on while handlers wait: a handler that calls
+	// turn.GiveBack lets one spare take a batch until it returns (spare.go). 0: none.
+	Spare int
 }
 
 // Stats counts what the runner did.
@@ -114,13 +117,11 @@ func (r *Runner) RunGraceful(stop, abort context.Context) error {
 	r.settled = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for _, s := range r.Sources {
-		for i := 0; i < max(s.Pollers, 1); i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r.poll(rctx, hctx, s, log.With("fn", s.Name))
-			}()
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.runSource(rctx, hctx, s, log.With("fn", s.Name))
+		}()
 	}
 	err := r.waitIdle(rctx, log)
 	endReceives()
@@ -128,33 +129,78 @@ func (r *Runner) RunGraceful(stop, abort context.Context) error {
 	return err
 }
 
-// poll is one poller of s. Like Lambda's pollers, it receives the next batch while the handler
-// works on the current one, and deletes a finished batch's successes while the handler goes on
-// to the next: neither round trip to the queue waits between two invocations. It receives until
-// rctx ends, and a batch's handler runs under hctx.
-func (r *Runner) poll(rctx, hctx context.Context, s Source, log *slog.Logger) {
-	batches := make(chan received) // unbuffered: at most one batch waits, received ahead
-	go r.receive(rctx, hctx, s, batches, log)
+// runSource runs s's pollers until rctx ends. Like Lambda's pollers, each receives the next batch
+// while a handler works on the current one, and deletes a finished batch's successes while the
+// handler goes on to the next: neither round trip to the queue waits between two invocations.
+// The batches received go to any of the source's handler loops: its Pollers, and the spares that
+// work while a handler waits (spare.go), so that a batch received ahead need not wait for the
+// handler that waits. A batch's handler runs under hctx.
+func (r *Runner) runSource(rctx, hctx context.Context, s Source, log *slog.Logger) {
+	batches := make(chan received) // unbuffered: each receiver holds at most one batch ahead
+	var receivers, handlers sync.WaitGroup
+	var l *lender
+	if s.Spare > 0 {
+		l = newLender()
+	}
+	for i := 0; i < max(s.Pollers, 1); i++ {
+		receivers.Add(1)
+		go func() {
+			defer receivers.Done()
+			r.receive(rctx, hctx, s, batches, log)
+		}()
+		handlers.Add(1)
+		go func() {
+			defer handlers.Done()
+			r.handle(rctx, hctx, s, batches, l, log)
+		}()
+	}
+	for i := 0; i < s.Spare; i++ {
+		handlers.Add(1)
+		go func() {
+			defer handlers.Done()
+			r.handleSpare(rctx, hctx, s, batches, l, log)
+		}()
+	}
+	receivers.Wait()
+	close(batches)
+	handlers.Wait()
+}
+
+// handle is one of s's handler loops: it invokes the handler on each batch received until the
+// receivers are done, and gives back a batch received as the run stopped. A handler that waits
+// lends its turn to l's spares (nil: the source has none).
+func (r *Runner) handle(rctx, hctx context.Context, s Source, batches <-chan received, l *lender, log *slog.Logger) {
 	var deletes sync.WaitGroup
 	defer deletes.Wait()
 	for b := range batches {
-		if rctx.Err() != nil {
-			r.giveBack(s, b, log) // handed over as the run stopped: never started
-			continue
-		}
-		done := r.invoke(hctx, s, b, log)
-		if hctx.Err() != nil {
-			r.Stats.CutShort.Add(1)
-		}
-		deletes.Add(1)
-		go func() {
-			defer deletes.Done()
-			r.delete(hctx, s, done, log)
-			r.putDown(s.Queue, b.msgs)
-			if r.busy.Add(-1) == 0 {
-				r.signalSettled()
-			}
-		}()
+		r.handleOne(rctx, hctx, s, b, l, &deletes, log)
+	}
+}
+
+// handleOne invokes the handler on b, or gives b back if the run stopped, and leaves its deletes
+// to a goroutine that deletes counts.
+func (r *Runner) handleOne(rctx, hctx context.Context, s Source, b received, l *lender, deletes *sync.WaitGroup, log *slog.Logger) {
+	if rctx.Err() != nil {
+		r.giveBack(s, b, log) // handed over as the run stopped: never started
+		return
+	}
+	done := r.invoke(hctx, s, b, l, log)
+	if hctx.Err() != nil {
+		r.Stats.CutShort.Add(1)
+	}
+	deletes.Add(1)
+	go func() {
+		defer deletes.Done()
+		r.finish(hctx, s, b, done, log)
+	}()
+}
+
+// finish deletes a handled batch's successes and lets go of the batch.
+func (r *Runner) finish(ctx context.Context, s Source, b received, done []queue.Message, log *slog.Logger) {
+	r.delete(ctx, s, done, log)
+	r.putDown(s.Queue, b.msgs)
+	if r.busy.Add(-1) == 0 {
+		r.signalSettled()
 	}
 }
 
@@ -172,10 +218,9 @@ func (b received) stopHeartbeat() {
 	}
 }
 
-// receive fills batches until rctx ends, then closes it. The batches' heartbeats run under hctx,
-// so that a batch still in hand after the receives stopped stays invisible.
+// receive fills batches until rctx ends. The batches' heartbeats run under hctx, so that a batch
+// still in hand after the receives stopped stays invisible.
 func (r *Runner) receive(rctx, hctx context.Context, s Source, batches chan<- received, log *slog.Logger) {
-	defer close(batches)
 	for rctx.Err() == nil {
 		b, ok := r.gather(rctx, hctx, s, log)
 		if !ok {
@@ -334,13 +379,16 @@ func (h *holding) get() string {
 	return h.receipt
 }
 
-// invoke runs one batch and returns its successes, to delete.
-func (r *Runner) invoke(ctx context.Context, s Source, b received, log *slog.Logger) []queue.Message {
+// invoke runs one batch and returns its successes, to delete. While the handler waits, its turn
+// goes to l's spares (l may be nil).
+func (r *Runner) invoke(ctx context.Context, s Source, b received, l *lender, log *slog.Logger) []queue.Message {
 	msgs := b.msgs
 	ev := Event(s.Name, msgs)
 	r.Stats.Batches.Add(1)
 	r.Stats.Records.Add(int64(len(msgs)))
+	ctx, returned := l.lend(ctx)
 	resp, err := safeInvoke(ctx, s.Handler, ev)
+	returned()
 	b.stopHeartbeat()
 	if err != nil {
 		// A returned error fails the whole batch, as in Lambda.
