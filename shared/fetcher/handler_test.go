@@ -37,6 +37,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/robots"
 	"github.com/crawlstack/crawlstack/shared/scope"
 	"github.com/crawlstack/crawlstack/shared/sqlite"
+	"github.com/crawlstack/crawlstack/shared/turn"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 	"github.com/crawlstack/crawlstack/shared/warcfile/warctest"
@@ -1295,5 +1296,37 @@ func TestACopyThatCameBackForADoneURLEndsBeforeItsSlot(t *testing.T) {
 	}
 	if n := e.site.hitsOf("/about"); n != 0 {
 		t.Errorf("%d requests for a done URL", n)
+	}
+}
+
+// A batch gives back its turn (`crawl run` lets a spare batch fetch meanwhile) once its pages are
+// recorded as fetched and only the WARC file's sync is left, before its parse message goes out:
+// the state and the parse queue, seen from inside the call, are the oracle.
+func TestTheTurnIsGivenBackOnlyForTheSync(t *testing.T) {
+	e := newEnv(t, nil)
+	var calls int
+	var stateThen crawlstate.State
+	parseThen := -1
+	ctx := turn.With(context.Background(), func() {
+		calls++
+		stateThen = e.item("/about").State
+		v, nv, err := e.q.Depth(context.Background(), parseQ)
+		if err != nil {
+			t.Error(err)
+		}
+		parseThen = v + nv
+	})
+	resp, err := e.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{e.record("msg-1", "/about", 1)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp.BatchItemFailures, err)
+	}
+	if calls == 0 {
+		t.Fatal("the handler never gave its turn back")
+	}
+	if stateThen != crawlstate.Fetched || parseThen != 0 {
+		t.Errorf("when the turn was given back: url %s and %d parse messages, want fetched and none", stateThen, parseThen)
+	}
+	if msgs := e.received(parseQ); len(msgs) != 1 {
+		t.Errorf("sent %d parse messages, want 1", len(msgs))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/queue"
 	"github.com/crawlstack/crawlstack/shared/table"
+	"github.com/crawlstack/crawlstack/shared/turn"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/warcfile"
 )
@@ -108,6 +109,8 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			failed = append(failed, id) // a record without a page, booked with this crawl's
 		}
 	}
+	// Only the sync is left to wait for: a spare batch may fetch meanwhile (`crawl run`).
+	turn.GiveBack(ctx)
 	if err := <-synced; err != nil {
 		// The file is whole but may not survive a power loss: write it again, durably.
 		h.log.Warn("sync the fetched pages; writing them again", "key", key, "err", err.Error())
