@@ -32,10 +32,15 @@ type pick struct {
 type crawlState struct {
 	exists bool
 	c      crawlstate.Counters
+	// unparsed counts the fetched pages not yet parsed, once exact has looked (0 before).
+	unparsed int64
 }
 
-// done is whether the crawl has ended: URLs seen and none pending.
-func (s crawlState) done() bool { return s.exists && s.c.Seen > 0 && s.c.Pending() == 0 }
+// done is whether the crawl has ended: URLs seen, none pending, and (once exact has looked) no
+// fetched page waiting to be parsed.
+func (s crawlState) done() bool {
+	return s.exists && s.c.Seen > 0 && s.c.Pending() == 0 && s.unparsed == 0
+}
 
 // readCrawl reads a crawl's record and its counters. Counters may drift by one after a crash, so
 // a crawl they say has ended is counted again exactly (Tally); that scans the table (on DynamoDB
@@ -53,13 +58,15 @@ func readCrawl(ctx context.Context, st *crawlstate.Store, id string) (crawlState
 	return crawlState{exists: true, c: c}, nil
 }
 
-// exact is s with its counts from a count of the crawl's URL items.
+// exact is s with its counts from a count of the crawl's URL items, and the fetched pages not yet
+// parsed among them: a run interrupted after its last fetch leaves their parse messages queued,
+// and their links still to come, with no URL pending.
 func exact(ctx context.Context, st *crawlstate.Store, id string, s crawlState) (crawlState, error) {
-	c, err := st.Tally(ctx, id)
+	c, left, err := st.Drained(ctx, id)
 	if err != nil {
 		return s, fmt.Errorf("count crawl %s: %w", id, err)
 	}
-	s.c = c
+	s.c, s.unparsed = c, left.Unparsed
 	return s, nil
 }
 
@@ -102,7 +109,7 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 		}
 	}
 	if !last.done() {
-		prev.note = fmt.Sprintf("resuming crawl %s (%d fetched, %d pending)", prev.id, last.c.Fetched, last.c.Pending())
+		prev.note = fmt.Sprintf("resuming crawl %s (%d fetched, %d pending)", prev.id, last.c.Fetched, last.c.Pending()+last.unparsed)
 		prev.fetched = last.c.Fetched
 		return prev, nil
 	}
