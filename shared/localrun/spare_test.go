@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,8 @@ func (c *concurrency) max() int {
 	return c.most
 }
 
+// TestASpareTakesABatchWhileAHandlerWaits: with one poller, a batch whose handler gave its turn
+// back does not hold up the next one (received ahead by the poller, taken by the spare).
 func TestASpareTakesABatchWhileAHandlerWaits(t *testing.T) {
 	q, src, _ := newQueue(t, 5)
 	send(t, q, src, "waits", "quick")
@@ -73,13 +76,11 @@ func TestASpareTakesABatchWhileAHandlerWaits(t *testing.T) {
 	}
 }
 
+// TestSparesWorkOnlyWhileTurnsAreLent: handlers that never give their turn back run one at a time
+// with one poller, however many spares the source has.
 func TestSparesWorkOnlyWhileTurnsAreLent(t *testing.T) {
 	q, src, _ := newQueue(t, 5)
-	bodies := make([]string, 12)
-	for i := range bodies {
-		bodies[i] = "m"
-	}
-	send(t, q, src, bodies...)
+	send(t, q, src, slices.Repeat([]string{"m"}, 12)...)
 	var c concurrency
 	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		c.enter()
@@ -107,13 +108,11 @@ func TestSparesWorkOnlyWhileTurnsAreLent(t *testing.T) {
 	}
 }
 
+// TestSparesAreBounded: when every handler waits, Pollers + Spare batches are handled at once and
+// no more; the queue's count of messages in flight is the oracle for the batches in hand.
 func TestSparesAreBounded(t *testing.T) {
 	q, src, _ := newQueue(t, 5)
-	bodies := make([]string, 10)
-	for i := range bodies {
-		bodies[i] = "m"
-	}
-	send(t, q, src, bodies...)
+	send(t, q, src, slices.Repeat([]string{"m"}, 10)...)
 	var c concurrency
 	gate := make(chan struct{})
 	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
