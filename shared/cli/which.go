@@ -42,9 +42,10 @@ func (s crawlState) done() bool {
 	return s.exists && s.c.Seen > 0 && s.c.Pending() == 0 && s.unparsed == 0
 }
 
-// readCrawl reads a crawl's record and its counters. Counters may drift by one after a crash, so
-// a crawl they say has ended is counted again exactly (Tally); that scans the table (on DynamoDB
-// the whole table), so it is done only then, at most once per run.
+// readCrawl reads a crawl's record and its counters. Counters may drift by one after a crash, and
+// do not count the pages left to parse, so a crawl they say has ended is counted again exactly,
+// with those pages (exact); that scans the table (on DynamoDB the whole table), so it is done only
+// then, at most once per run.
 func readCrawl(ctx context.Context, st *crawlstate.Store, id string) (crawlState, error) {
 	if _, err := st.CrawlOf(ctx, id); errors.Is(err, table.ErrNotFound) {
 		return crawlState{}, nil
