@@ -446,7 +446,7 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // (docs/bench.md). At most about fetchSets x concurrency pages are fetched but not yet recorded at any
 // moment: the most a crash can make the next run fetch again. A batch that has recorded its pages
 // and only waits for its file's sync lends its turn to a spare (fetchSpares): on a busy disk a
-// 5,000-page crawl at 50 ms took 9.2 to 10.0 s instead of 10.3 to 11.6 s, and the same as before
+// 5,000-page crawl at 50 ms took 9.3 to 10.7 s instead of 10.4 to 11.7 s, and the same as before
 // on a quiet one (docs/bench.md, round sixteen).
 //
 // Unlike the stack, schedule and parse also take batches of up to 10, with no batching window:
