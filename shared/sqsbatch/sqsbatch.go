@@ -43,10 +43,10 @@ func (r *Runner) Run(ctx context.Context, ev events.SQSEvent, fn func(context.Co
 	for i, rec := range ev.Records {
 		sem <- struct{}{}
 		wg.Add(1)
-		go func() {
+		pool.Go(func() {
 			defer func() { <-sem; wg.Done() }()
-			failed[i] = !r.one(ctx, rec, fn)
-		}()
+			failed[i] = !r.one(ctx, rec, fn) // one recovers a panic
+		})
 	}
 	wg.Wait()
 	var resp events.SQSEventResponse
@@ -122,14 +122,14 @@ func Each(n, limit int, id func(i int) string, fn func(i int) error) []string {
 	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
-		go func() {
+		pool.Go(func() {
 			defer func() { <-sem; wg.Done() }()
 			if err := safely(func() error { return fn(i) }); err != nil {
 				mu.Lock()
 				failed = append(failed, id(i))
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return failed
