@@ -5,7 +5,8 @@
 // renamed into place (Put) or hard-linked into place (PutIfAbsent, which fails if the name exists),
 // so a reader sees the old object or the new one, never a part. Writes are durable: the directory
 // is synced after the rename or link (and a new directory's parent after the mkdir), as a rename is
-// durable only once its directory is, so an object survives a power loss once Put returns.
+// durable only once its directory is, so an object survives a power loss once Put returns. One
+// sync of a directory serves every object moved into it before the sync began (dirSyncs).
 // PutDeferred is Put with the syncs left for later: its object is whole at once and survives a
 // killed process, and it survives a power loss once the caller asks (fetch records a batch's pages
 // while their WARC file syncs).
@@ -41,7 +42,8 @@ var (
 // Store is a blob store on files under one root directory. It is safe for concurrent use, also
 // by several processes.
 type Store struct {
-	root string
+	root  string
+	syncs dirSyncs
 }
 
 // New returns a store rooted at root, creating the directory if needed.
@@ -97,13 +99,14 @@ func (s *Store) PutDeferred(ctx context.Context, key string, body []byte, conten
 	if err != nil {
 		return nil, fmt.Errorf("put %s: %w", key, err)
 	}
+	ticket := s.syncs.moved()
 	return func() error {
 		err := f.Sync()
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err == nil {
-			err = syncDir(filepath.Dir(final))
+			err = s.syncs.sync(filepath.Dir(final), ticket)
 		}
 		if err != nil {
 			return fmt.Errorf("sync %s: %w", key, err)
@@ -131,11 +134,11 @@ func (s *Store) write(ctx context.Context, key string, body []byte, absent bool)
 		if err = os.Link(tmp, final); errors.Is(err, fs.ErrExist) {
 			err = blob.ErrExists
 		} else if err == nil {
-			err = syncDir(filepath.Dir(final))
+			err = s.syncs.sync(filepath.Dir(final), s.syncs.moved())
 		}
 	default:
 		if err = os.Rename(tmp, final); err == nil {
-			return syncDir(filepath.Dir(final)) // the temporary name is gone
+			return s.syncs.sync(filepath.Dir(final), s.syncs.moved()) // the temporary name is gone
 		}
 	}
 	os.Remove(tmp) // after a failure, or the spare name of a link
