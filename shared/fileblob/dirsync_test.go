@@ -12,11 +12,7 @@ import (
 // TestOneDirectorySyncCoversTheObjectsMovedBeforeIt puts two objects into one directory and makes
 // both durable: the second needs no sync of its own. An object in another directory does.
 func TestOneDirectorySyncCoversTheObjectsMovedBeforeIt(t *testing.T) {
-	root := t.TempDir()
-	s, err := New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, root := newTestStore(t)
 	ctx := context.Background()
 	synced := watchDirSyncs(t)
 	var durables []func() error
@@ -49,11 +45,7 @@ func TestOneDirectorySyncCoversTheObjectsMovedBeforeIt(t *testing.T) {
 // moved into the directory: that object's durable must not return on the sync that began before
 // its move, but on one of its own, and a failed sync fails the objects it was to cover.
 func TestAnObjectMovedDuringASyncWaitsForTheNext(t *testing.T) {
-	root := t.TempDir()
-	s, err := New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := newTestStore(t)
 	ctx := context.Background()
 	if err := s.Put(ctx, "d/first", []byte("1"), ""); err != nil { // the directory exists
 		t.Fatal(err)
@@ -107,4 +99,15 @@ func TestAnObjectMovedDuringASyncWaitsForTheNext(t *testing.T) {
 	if syncs != 2 {
 		t.Errorf("%d syncs, want 2", syncs)
 	}
+}
+
+// newTestStore is a store in a new temporary directory, and that directory.
+func newTestStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, root
 }
