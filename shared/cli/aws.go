@@ -28,7 +28,7 @@ func openBackend(ctx context.Context, o RunOptions) (*Backend, error) {
 // is an error, not a new empty one.
 func openExisting(ctx context.Context, o RunOptions) (*Backend, error) {
 	if o.Backend == "embedded" {
-		if _, err := os.Stat(filepath.Join(o.State, "state.db")); err != nil {
+		if _, err := os.Stat(filepath.Join(o.State, stateFile)); err != nil {
 			return nil, fmt.Errorf("no crawl state in %s: crawl run makes one there; --state (or CRAWL_STATE) names another", o.State)
 		}
 	}

@@ -74,12 +74,15 @@ type Resources struct {
 	ScheduleDLQ, FetchDLQ, ParseDLQ string
 }
 
+// stateFile is the SQLite file of an embedded state directory: its queues and table.
+const stateFile = "state.db"
+
 // OpenEmbedded opens the embedded backend on a state directory.
 func OpenEmbedded(dir string) (*Backend, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
-	db, err := sqlite.Open(filepath.Join(dir, "state.db"))
+	db, err := sqlite.Open(filepath.Join(dir, stateFile))
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
 	}
@@ -98,7 +101,7 @@ func OpenEmbedded(dir string) (*Backend, error) {
 			return err == nil
 		},
 		Close:      db.Close,
-		Compact:    func(ctx context.Context) error { return sqlite.Vacuum(ctx, filepath.Join(dir, "state.db")) },
+		Compact:    func(ctx context.Context) error { return sqlite.Vacuum(ctx, filepath.Join(dir, stateFile)) },
 		IdleCheck:  embeddedIdleCheck,
 		SyncsFiles: true,
 	}, nil

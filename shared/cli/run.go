@@ -161,7 +161,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitUsage
 	}
 	if o.SeedFile == "" {
-		if _, err := os.Stat(filepath.Join(o.State, "state.db")); err != nil {
+		if _, err := os.Stat(filepath.Join(o.State, stateFile)); err != nil {
 			fmt.Fprintf(stderr, "crawl run: no SEEDFILE, and no crawl state in %s to go on with: give a SEEDFILE (crawl run --help)\n", o.State)
 			return sum, ExitUsage
 		}
@@ -172,6 +172,10 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitUsage
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
+	fetching := warmRobots(ctx, o, body) // while the state opens
+	if fetching != nil {
+		defer fetching.Close()
+	}
 	be, err := openBackend(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
@@ -212,7 +216,8 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	log := slog.New(interruptQuiet{Handler: logger.Handler(), ctx: ctx})
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
 	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
-		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: finish.BlobPublisher{Blobs: be.Blobs}}, log)
+		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: finish.BlobPublisher{Blobs: be.Blobs},
+		Fetching: fetching}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return sum, ExitUsage

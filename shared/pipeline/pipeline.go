@@ -4,6 +4,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/table"
 	"github.com/crawlstack/crawlstack/shared/telemetry"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
 // Ports are the backends, AWS or embedded.
@@ -44,7 +46,58 @@ type Ports struct {
 	// Config.FinishEvery, schedule runs each crawl's drain checks, and Handlers.Finish announces
 	// the end of a crawl that its caller saw drain.
 	Events finish.Publisher
+	// Fetching, if set, is fetch's HTTP client and robots.txt cache, made by NewFetching from the
+	// same Config before the other ports (crawl run warms the cache while it opens its state);
+	// nil: New makes them.
+	Fetching *Fetching
 }
+
+// Fetching is fetch's side of the web: its address guard, HTTP client and robots.txt cache.
+type Fetching struct {
+	guard  *netguard.Guard
+	client *httpfetch.Client
+	traced telemetry.Fetches // a span per outbound fetch, robots.txt too
+	robots *robots.Cache
+}
+
+// NewFetching makes fetch's address guard, HTTP client and robots.txt cache from cfg, as New
+// does. Close it, or the Handlers it is given to.
+func NewFetching(cfg Config) (*Fetching, error) {
+	nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
+	guard := netguard.New(nets, cfg.Ports)
+	client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.SentUserAgent(), Guard: guard,
+		MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
+		Proxies: cfg.Proxies, ProxyRotation: cfg.ProxyRotation,
+		MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency), MaxInFlight: cfg.FetchInFlight})
+	if err != nil {
+		return nil, fmt.Errorf("http client: %w", err)
+	}
+	traced := telemetry.Fetches{Next: client}
+	return &Fetching{guard: guard, client: client, traced: traced, robots: robots.New(traced, cfg.SentUserAgent(), 24*time.Hour)}, nil
+}
+
+// WarmRobots starts fetching the robots.txt files of the first hosts of urls, at most hosts of
+// them, and returns without waiting: fetch's first check of each host then finds its rules, or
+// joins the fetch in flight. The files are fetched as fetch would fetch them for a crawl with
+// the Config's own settings (User-Agent, headers, TLS fingerprint), through the same guard;
+// a URL that is not an http(s) URL with a host is passed over.
+func (f *Fetching) WarmRobots(ctx context.Context, urls []string, hosts int) {
+	seen := map[string]bool{}
+	for _, raw := range urls {
+		if len(seen) >= hosts {
+			return
+		}
+		u, err := urlnorm.Normalize(raw)
+		if err != nil || seen[u.Host] {
+			continue
+		}
+		seen[u.Host] = true
+		_ = f.robots.Prefetch(ctx, u) // fails only for a URL Check refuses too
+	}
+}
+
+// Close releases the HTTP client's connections.
+func (f *Fetching) Close() { f.client.Close() }
 
 // Handlers are the three wired handlers and the state they share.
 type Handlers struct {
@@ -143,17 +196,14 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				h.Schedule.Checks = h.Finish
 			}
 		case Fetch:
-			nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
-			guard := netguard.New(nets, cfg.Ports)
-			client, err := httpfetch.New(httpfetch.Options{UserAgent: ua, Guard: guard,
-				MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
-				Proxies: cfg.Proxies, ProxyRotation: cfg.ProxyRotation,
-				MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency), MaxInFlight: cfg.FetchInFlight})
-			if err != nil {
-				return nil, fmt.Errorf("http client: %w", err)
+			fx := p.Fetching
+			if fx == nil {
+				var err error
+				if fx, err = NewFetching(cfg); err != nil {
+					return nil, err
+				}
 			}
-			h.http = client
-			traced := telemetry.Fetches{Next: client} // a span per outbound fetch, robots.txt too
+			h.http = fx.client
 			fcfg := fetcher.DefaultConfig()
 			fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
 			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
@@ -163,8 +213,8 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			if cfg.PauseWait > 0 {
 				fcfg.PauseWait = cfg.PauseWait
 			}
-			fdeps := fetcher.Deps{State: state, HTTP: traced, Robots: robots.New(traced, ua, 24*time.Hour),
-				Scope: rules, Guard: guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls,
+			fdeps := fetcher.Deps{State: state, HTTP: fx.traced, Robots: fx.robots,
+				Scope: rules, Guard: fx.guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls,
 				OptOuts: &optout.Matcher{Store: optout.Store{T: p.Table}}}
 			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 				fdeps.Handoff = p.Handoff

@@ -312,6 +312,52 @@ func TestConcurrentChecksShareOneFetch(t *testing.T) {
 	}
 }
 
+// TestPrefetch starts a fetch without waiting for it: Prefetch returns while the fetch is held,
+// the Check that comes next shares it, and a host already cached is not fetched again.
+func TestPrefetch(t *testing.T) {
+	var fetches atomic.Int64
+	started := make(chan context.Context, 1)
+	release := make(chan struct{})
+	g := getterFunc(func(ctx context.Context, rawURL string, _ int64, _ int) (*httpfetch.Response, error) {
+		fetches.Add(1)
+		started <- ctx
+		<-release
+		return &httpfetch.Response{Status: 200, Body: []byte("user-agent: *\ndisallow: /no\n")}, nil
+	})
+	c := New(g, testUA, time.Hour)
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "the crawl's"))
+	if err := c.Prefetch(ctx, mustURL(t, "http://a.test/seed")); err != nil { // returns with the fetch held
+		t.Fatal(err)
+	}
+	cancel() // the run's set-up ended: the fetch goes on
+	fetchCtx := <-started
+	if fetchCtx.Value(key{}) != "the crawl's" || fetchCtx.Err() != nil {
+		t.Errorf("the fetch's context: value %v, err %v; want the caller's values and no cancellation", fetchCtx.Value(key{}), fetchCtx.Err())
+	}
+	checked := make(chan Decision)
+	go func() {
+		d, err := c.Check(context.Background(), mustURL(t, "http://a.test/no"))
+		if err != nil {
+			t.Error(err)
+		}
+		checked <- d
+	}()
+	close(release)
+	if d := <-checked; d.Allowed {
+		t.Errorf("Check after Prefetch allowed /no (%s), want the prefetched rules' disallow", d.Reason)
+	}
+	if err := c.Prefetch(context.Background(), mustURL(t, "http://a.test/other")); err != nil {
+		t.Fatal(err)
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Errorf("fetches = %d, want 1: the Check joins the prefetch, and a cached host is not fetched again", n)
+	}
+	if err := c.Prefetch(context.Background(), mustURL(t, "ftp://a.test/")); err == nil {
+		t.Error("Prefetch of an ftp URL succeeded, want an error")
+	}
+}
+
 func TestCheckCancelled(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)

@@ -201,15 +201,46 @@ func hostKey(u *url.URL) (string, error) {
 	return scheme + "://" + host + ":" + port, nil
 }
 
+// Prefetch starts fetching the robots.txt that decides u, unless it is cached or already being
+// fetched, and returns without waiting: a later Check of the host finds the rules, or joins the
+// fetch. A crawl warms the cache this way for its seeds' hosts while it sets up, so its first
+// Check waits less. The fetch is the one Check would make, under ctx's values (a crawl's
+// User-Agent and headers) and not its cancellation.
+func (c *Cache) Prefetch(ctx context.Context, u *url.URL) error {
+	key, err := hostKey(u)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cachedOrFetching(ctx, key)
+	return nil
+}
+
 // rulesFor returns the cached rules for key, or fetches them, sharing the fetch with
 // concurrent callers.
 func (c *Cache) rulesFor(ctx context.Context, key string) (*rules, error) {
 	c.mu.Lock()
+	r, cl := c.cachedOrFetching(ctx, key)
+	c.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	select {
+	case <-cl.done:
+		return cl.rules, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("robots.txt for %s: %w", key, ctx.Err())
+	}
+}
+
+// cachedOrFetching returns key's unexpired rules, or else the fetch of them in flight, which it
+// starts if there is none. c.mu must be held.
+func (c *Cache) cachedOrFetching(ctx context.Context, key string) (*rules, *call) {
 	if el, ok := c.entries[key]; ok {
 		e := el.Value.(*entry)
 		if c.now().Before(e.expires) {
 			c.lru.MoveToFront(el)
-			c.mu.Unlock()
 			return e.rules, nil
 		}
 		c.lru.Remove(el)
@@ -224,13 +255,7 @@ func (c *Cache) rulesFor(ctx context.Context, key string) (*rules, error) {
 	} else if c.onJoin != nil {
 		c.onJoin()
 	}
-	c.mu.Unlock()
-	select {
-	case <-cl.done:
-		return cl.rules, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("robots.txt for %s: %w", key, ctx.Err())
-	}
+	return nil, cl
 }
 
 func (c *Cache) fetch(ctx context.Context, key string, cl *call) {
