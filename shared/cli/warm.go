@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -9,9 +10,10 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
+	"github.com/crawlstack/crawlstack/shared/seeds"
 )
 
-// warmRobots starts fetching the robots.txt files of the seeds' first hosts, as many as the run
+// warmRobots starts fetching the robots.txt files of the seeds' first origins, as many as the run
 // fetches at once, before the run opens its state, and returns fetch's HTTP side for the pipeline
 // to use (nil when it warms nothing). A new state takes 20 to 40 ms to set up before fetch's first
 // request (docs/bench.md, round eighteen); meanwhile the robots.txt files are on their way, and
@@ -32,6 +34,29 @@ func warmRobots(ctx context.Context, o RunOptions, body []byte) *pipeline.Fetchi
 	if err != nil {
 		return nil
 	}
-	fx.WarmRobots(ctx, seedURLsOf(o, body), max(o.Concurrency, 1))
+	n := max(o.Concurrency, 1)
+	fx.WarmRobots(ctx, firstHosts(body, n), n)
 	return fx
+}
+
+// errEnough stops firstHosts' scan.
+var errEnough = errors.New("enough origins")
+
+// firstHosts returns the first seed URL of each of the first n origins (scheme, host and port:
+// one robots.txt each) of a URL list, reading no further than it needs: a list of a million
+// seeds is read in full by the run later.
+func firstHosts(body []byte, n int) []string {
+	var urls []string
+	seen := map[string]bool{}
+	_ = seeds.Scan(bytes.NewReader(body), 0, func(s seeds.Seed) error {
+		if origin := s.URL.Scheme + "://" + s.URL.Host; !seen[origin] { // a robots.txt each
+			seen[origin] = true
+			urls = append(urls, s.URL.String())
+		}
+		if len(urls) >= n {
+			return errEnough
+		}
+		return nil
+	}, nil) // a bad line is the run's to report
+	return urls
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +146,22 @@ func TestWarmRobots(t *testing.T) {
 	o.State, o.SeedFile = t.TempDir(), "crawl.yaml"
 	if fx := warmRobots(t.Context(), o, []byte("version: 1\nseeds: ["+hosts[2]+"/]\nuser_agent: specbot/1.0\n")); fx != nil {
 		t.Error("warmRobots warmed the cache for a crawl spec, whose settings decide its robots.txt requests")
+	}
+}
+
+// firstHosts takes each host's first seed, in file order, and stops at n hosts.
+func TestFirstHosts(t *testing.T) {
+	body := []byte("\xEF\xBB\xBF# seeds\nhttp://a.test/1\n\nnot a url\nhttp://A.test/2\nhttps://a.test/\nhttp://b.test:8080/x\nhttp://c.test/\n")
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{1, []string{"http://a.test/1"}},
+		{3, []string{"http://a.test/1", "https://a.test/", "http://b.test:8080/x"}},
+		{9, []string{"http://a.test/1", "https://a.test/", "http://b.test:8080/x", "http://c.test/"}},
+	} {
+		if got := firstHosts(body, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("firstHosts(%d) = %q, want %q", tc.n, got, tc.want)
+		}
 	}
 }

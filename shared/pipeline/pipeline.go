@@ -76,22 +76,26 @@ func NewFetching(cfg Config) (*Fetching, error) {
 	return &Fetching{guard: guard, client: client, traced: traced, robots: robots.New(traced, cfg.SentUserAgent(), 24*time.Hour)}, nil
 }
 
-// WarmRobots starts fetching the robots.txt files of the first hosts of urls, at most hosts of
-// them, and returns without waiting: fetch's first check of each host then finds its rules, or
-// joins the fetch in flight. The files are fetched as fetch would fetch them for a crawl with
-// the Config's own settings (User-Agent, headers, TLS fingerprint), through the same guard;
-// a URL that is not an http(s) URL with a host is passed over.
-func (f *Fetching) WarmRobots(ctx context.Context, urls []string, hosts int) {
+// WarmRobots starts fetching the robots.txt files of the first origins (scheme, host and port)
+// of urls, at most origins of them, and returns without waiting: fetch's first check of each
+// then finds its rules, or joins the fetch in flight. The files are fetched as fetch would fetch
+// them for a crawl with the Config's own settings (User-Agent, headers, TLS fingerprint), through
+// the same guard; a URL that is not an http(s) URL with a host is passed over.
+func (f *Fetching) WarmRobots(ctx context.Context, urls []string, origins int) {
 	seen := map[string]bool{}
 	for _, raw := range urls {
-		if len(seen) >= hosts {
+		if len(seen) >= origins {
 			return
 		}
 		u, err := urlnorm.Normalize(raw)
-		if err != nil || seen[u.Host] {
+		if err != nil {
 			continue
 		}
-		seen[u.Host] = true
+		origin := u.Scheme + "://" + u.Host // one robots.txt each
+		if seen[origin] {
+			continue
+		}
+		seen[origin] = true
 		_ = f.robots.Prefetch(ctx, u) // fails only for a URL Check refuses too
 	}
 }
