@@ -34,18 +34,17 @@ func warmRobots(ctx context.Context, o RunOptions, body []byte) *pipeline.Fetchi
 	if err != nil {
 		return nil
 	}
-	n := max(o.Concurrency, 1)
-	fx.WarmRobots(ctx, firstHosts(body, n), n)
+	fx.WarmRobots(ctx, firstOrigins(body, max(o.Concurrency, 1)))
 	return fx
 }
 
-// errEnough stops firstHosts' scan.
+// errEnough stops firstOrigins' scan.
 var errEnough = errors.New("enough origins")
 
-// firstHosts returns the first seed URL of each of the first n origins (scheme, host and port:
+// firstOrigins returns the first seed URL of each of the first n origins (scheme, host and port:
 // one robots.txt each) of a URL list, reading no further than it needs: a list of a million
 // seeds is read in full by the run later.
-func firstHosts(body []byte, n int) []string {
+func firstOrigins(body []byte, n int) []string {
 	var urls []string
 	seen := map[string]bool{}
 	_ = seeds.Scan(bytes.NewReader(body), 0, func(s seeds.Seed) error {

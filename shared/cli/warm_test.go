@@ -149,8 +149,8 @@ func TestWarmRobots(t *testing.T) {
 	}
 }
 
-// firstHosts takes each host's first seed, in file order, and stops at n hosts.
-func TestFirstHosts(t *testing.T) {
+// firstOrigins takes each origin's first seed, in file order, and stops at n origins.
+func TestFirstOrigins(t *testing.T) {
 	body := []byte("\xEF\xBB\xBF# seeds\nhttp://a.test/1\n\nnot a url\nhttp://A.test/2\nhttps://a.test/\nhttp://b.test:8080/x\nhttp://c.test/\n")
 	for _, tc := range []struct {
 		n    int
@@ -160,8 +160,8 @@ func TestFirstHosts(t *testing.T) {
 		{3, []string{"http://a.test/1", "https://a.test/", "http://b.test:8080/x"}},
 		{9, []string{"http://a.test/1", "https://a.test/", "http://b.test:8080/x", "http://c.test/"}},
 	} {
-		if got := firstHosts(body, tc.n); !slices.Equal(got, tc.want) {
-			t.Errorf("firstHosts(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := firstOrigins(body, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("firstOrigins(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }

@@ -76,27 +76,16 @@ func NewFetching(cfg Config) (*Fetching, error) {
 	return &Fetching{guard: guard, client: client, traced: traced, robots: robots.New(traced, cfg.SentUserAgent(), 24*time.Hour)}, nil
 }
 
-// WarmRobots starts fetching the robots.txt files of the first origins (scheme, host and port)
-// of urls, at most origins of them, and returns without waiting: fetch's first check of each
-// then finds its rules, or joins the fetch in flight. The files are fetched as fetch would fetch
-// them for a crawl with the Config's own settings (User-Agent, headers, TLS fingerprint), through
-// the same guard; a URL that is not an http(s) URL with a host is passed over.
-func (f *Fetching) WarmRobots(ctx context.Context, urls []string, origins int) {
-	seen := map[string]bool{}
+// WarmRobots starts fetching the robots.txt that decides each of urls, once per origin (scheme,
+// host and port), and returns without waiting: fetch's first check of each origin then finds its
+// rules, or joins the fetch in flight. The files are fetched as fetch would fetch them for a crawl
+// with the Config's own settings (User-Agent, headers, TLS fingerprint), through the same guard; a
+// URL that is not an http(s) URL with a host is passed over.
+func (f *Fetching) WarmRobots(ctx context.Context, urls []string) {
 	for _, raw := range urls {
-		if len(seen) >= origins {
-			return
+		if u, err := urlnorm.Normalize(raw); err == nil {
+			_ = f.robots.Prefetch(ctx, u) // fails only for a URL Check refuses too
 		}
-		u, err := urlnorm.Normalize(raw)
-		if err != nil {
-			continue
-		}
-		origin := u.Scheme + "://" + u.Host // one robots.txt each
-		if seen[origin] {
-			continue
-		}
-		seen[origin] = true
-		_ = f.robots.Prefetch(ctx, u) // fails only for a URL Check refuses too
 	}
 }
 
