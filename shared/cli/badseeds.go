@@ -1,15 +1,42 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/seeds"
 )
+
+// readSeeds checks the seed file before anything is created: a crawl spec must have no problem
+// at all (each is printed with its line, and the run stops), a URL list's bad lines are printed
+// and skipped. It returns the good and bad seed counts.
+func readSeeds(o RunOptions, body []byte, stderr io.Writer) (good, bad, code int) {
+	if crawlspec.IsSpec(o.SeedFile, body) {
+		spec, err := crawlspec.Parse(body, o.config(Resources{}).SpecBounds())
+		var es crawlspec.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				fmt.Fprintf(stderr, "crawl: %s: %v\n", o.SeedFile, e)
+			}
+			fmt.Fprintf(stderr, "crawl: %s: %d problem(s) in the crawl spec (docs/spec.md): nothing crawled\n", o.SeedFile, len(es))
+			return 0, 0, ExitUsage
+		}
+		return len(spec.Seeds), 0, ExitOK
+	}
+	seedsOK, lines, err := seeds.Parse(bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
+		return 0, 0, ExitUsage
+	}
+	reportBadSeeds(stderr, o.SeedFile, lines)
+	return len(seedsOK), len(lines), ExitOK
+}
 
 // maxBadSeedsShown is how many bad seed lines a run reports one by one; the rest are counted.
 const maxBadSeedsShown = 20

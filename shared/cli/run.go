@@ -5,7 +5,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/errclass"
 	"github.com/crawlstack/crawlstack/shared/finish"
@@ -30,7 +28,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/meter"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/queue"
-	"github.com/crawlstack/crawlstack/shared/seeds"
 	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
@@ -362,31 +359,6 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		return sum, ExitFailed
 	}
 	return sum, ExitOK
-}
-
-// readSeeds checks the seed file before anything is created: a crawl spec must have no problem
-// at all (each is printed with its line, and the run stops), a URL list's bad lines are printed
-// and skipped. It returns the good and bad seed counts.
-func readSeeds(o RunOptions, body []byte, stderr io.Writer) (good, bad, code int) {
-	if crawlspec.IsSpec(o.SeedFile, body) {
-		spec, err := crawlspec.Parse(body, o.config(Resources{}).SpecBounds())
-		var es crawlspec.Errors
-		if errors.As(err, &es) {
-			for _, e := range es {
-				fmt.Fprintf(stderr, "crawl: %s: %v\n", o.SeedFile, e)
-			}
-			fmt.Fprintf(stderr, "crawl: %s: %d problem(s) in the crawl spec (docs/spec.md): nothing crawled\n", o.SeedFile, len(es))
-			return 0, 0, ExitUsage
-		}
-		return len(spec.Seeds), 0, ExitOK
-	}
-	seedsOK, lines, err := seeds.Parse(bytes.NewReader(body))
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl: reading %s: %v\n", o.SeedFile, err)
-		return 0, 0, ExitUsage
-	}
-	reportBadSeeds(stderr, o.SeedFile, lines)
-	return len(seedsOK), len(lines), ExitOK
 }
 
 // runPauseWait is how long a paused crawl's fetch messages wait between looks under crawl run.
