@@ -94,13 +94,10 @@ func TestTheSeedsRobotsTxtIsFetchedOnceWhileTheStateOpens(t *testing.T) {
 // returns without waiting for them; it asks nothing of a state that exists or for a crawl spec.
 func TestWarmRobots(t *testing.T) {
 	held := make(chan struct{})
-	var mu sync.Mutex
-	asked := map[string]int{}
+	asked := make(chan string, 10) // each request, as it arrives
 	site := func() string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			asked[r.Host+r.URL.Path]++
-			mu.Unlock()
+			asked <- r.Host + r.URL.Path
 			<-held
 			http.NotFound(w, r)
 		}))
@@ -120,18 +117,18 @@ func TestWarmRobots(t *testing.T) {
 	}
 	defer fx.Close()
 	want := map[string]int{strings.TrimPrefix(hosts[0], "http://") + "/robots.txt": 1, strings.TrimPrefix(hosts[1], "http://") + "/robots.txt": 1}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		got := maps.Clone(asked)
-		mu.Unlock()
-		if maps.Equal(got, want) {
-			break
+	got := map[string]int{}
+	timeout := time.After(10 * time.Second)
+	for range len(want) {
+		select {
+		case req := <-asked:
+			got[req]++
+		case <-timeout:
+			t.Fatalf("requests %v after 10 s, want %v: the first two hosts' robots.txt, once each", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("requests %v, want %v: the first two hosts' robots.txt, once each", got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("requests %v, want %v: the first two hosts' robots.txt, once each", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(o.State, stateFile)); err == nil {
 		t.Error("warmRobots made the state file")
