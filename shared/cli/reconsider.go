@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
@@ -119,7 +120,7 @@ func (r reconsidered) note() string {
 // flags on record (new, or last run by an older crawl) has nothing to reconsider. It scans the
 // crawl's URLs: crawl run does it on the embedded backend only, where a scan is a local query.
 func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, crawl string, now refusalFlags,
-	seedURLs []string, userAgent string) (reconsidered, error) {
+	seedURLs func() []string, userAgent string) (reconsidered, error) {
 	var r reconsidered
 	raw, err := be.Blobs.Get(ctx, refusalFlagsKey(crawl))
 	if errors.Is(err, blob.ErrNotFound) {
@@ -167,9 +168,10 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 // sendAgain forgets the refused URLs of the crawl (crawlstate.Reopen, and forget: a frontier's
 // memory of them, when one already worked on the crawl) and sends them to schedule (res.Schedule)
 // again, at their depth, from their scope root. It returns how many it sent, by class; a URL
-// another worker moved on meanwhile is left alone.
+// another worker moved on meanwhile is left alone. seedURLs (nil: none) is called only for a URL
+// refused at its admission, whose item names no scope root.
 func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, crawl string, refused []crawlstate.URL,
-	seedURLs []string, forget func(crawl, url string)) (map[errclass.Class]int64, error) {
+	seedURLs func() []string, forget func(crawl, url string)) (map[errclass.Class]int64, error) {
 	sent := map[errclass.Class]int64{}
 	type batch struct {
 		root  string
@@ -189,8 +191,8 @@ func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.S
 			forget(crawl, u.URL)
 		}
 		root := u.Root
-		if u.Depth > 0 && root == "" {
-			root = rootFor(u.URL, seedURLs) // refused at its admission: its item names no root
+		if u.Depth > 0 && root == "" && seedURLs != nil {
+			root = rootFor(u.URL, seedURLs()) // refused at its admission: its item names no root
 		}
 		b := batch{root: root, depth: u.Depth}
 		again[b] = append(again[b], u.URL)
@@ -256,9 +258,12 @@ func seedURLsOf(o RunOptions, body []byte) []string {
 
 // reconsiderRefused reconsiders the URLs of the picked crawl that flags changed since its last
 // run refused (an ended crawl then goes on), tells why in p's note, and keeps this run's flags.
+// The seed file is parsed again only if a refused URL needs its seeds: a new crawl has nothing to
+// reconsider, and a list of a million seeds takes seconds to parse.
 func reconsiderRefused(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, o RunOptions, body []byte, p *pick) error {
 	now := refusalFlagsOf(o)
-	r, err := reconsider(ctx, be, res, st, p.id, now, seedURLsOf(o, body), o.UserAgent)
+	seedURLs := sync.OnceValue(func() []string { return seedURLsOf(o, body) })
+	r, err := reconsider(ctx, be, res, st, p.id, now, seedURLs, o.UserAgent)
 	if err != nil {
 		return err
 	}

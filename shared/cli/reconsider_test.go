@@ -1,14 +1,20 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/demosite"
+	"github.com/crawlstack/crawlstack/shared/errclass"
+	"github.com/crawlstack/crawlstack/shared/message"
+	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
 // twoHosts serves a 5-page demo site on 127.0.0.1 whose home page also links to a 5-page demo
@@ -134,4 +140,54 @@ func TestAWiderScopeOrDepthSendsTheLinksAgain(t *testing.T) {
 			t.Errorf("summary: %d fetched, %d pending; want 40 and 0", s.Fetched, s.Pending)
 		}
 	})
+}
+
+// TestReconsiderReadsTheSeedsOnlyWhenARefusedURLNeedsThem: the seed file is parsed again only for
+// a URL refused at its admission, whose item names no scope root. A new crawl (no flags on record)
+// does not parse it, and a crawl with such a URL parses it once and sends the URL from the seed of
+// its host, read back from the schedule queue.
+func TestReconsiderReadsTheSeedsOnlyWhenARefusedURLNeedsThem(t *testing.T) {
+	ctx := context.Background()
+	be, err := OpenEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	res, err := be.Setup(ctx, QueueSettings{Visibility: time.Minute, MaxReceiveCount: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := crawlstate.New(be.Table)
+	const crawl, seed, refused = "c1", "http://127.0.0.2/docs/", "http://127.0.0.2/docs/secret"
+	parsed := 0
+	seedURLs := func() []string { parsed++; return []string{"http://127.0.0.1/", seed} }
+	now := refusalFlags{Scope: "host", MaxDepth: -1}
+
+	if r, err := reconsider(ctx, be, res, st, crawl, now, seedURLs, "test"); err != nil || r.any() || parsed != 0 {
+		t.Fatalf("a new crawl: reconsidered %+v, err %v, the seeds parsed %d times; want nothing, no error, none", r, err, parsed)
+	}
+
+	was := now
+	was.Exclude = []string{"secret"}
+	if err := keepRefusalFlags(ctx, be, crawl, was); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Reject(ctx, crawl, urlnorm.Key(refused), refused, 2, errclass.Errorf(errclass.Scope, "excluded")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reconsider(ctx, be, res, st, crawl, now, seedURLs, "test")
+	if err != nil || r.n != 1 || parsed != 1 {
+		t.Fatalf("--exclude dropped: reconsidered %d URLs, err %v, the seeds parsed %d times; want 1, no error, once", r.n, err, parsed)
+	}
+	msgs, err := be.Queue.Receive(ctx, res.Schedule, 10, time.Minute, 0)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("schedule queue: %d messages, err %v; want 1", len(msgs), err)
+	}
+	m, err := message.DecodeLinks(msgs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Root != seed || m.Depth != 2 || len(m.URLs) != 1 || m.URLs[0] != refused {
+		t.Errorf("sent again: root %q, depth %d, urls %v; want root %q (the seed of its host), depth 2, [%s]", m.Root, m.Depth, m.URLs, seed, refused)
+	}
 }
