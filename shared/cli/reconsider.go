@@ -120,7 +120,7 @@ func (r reconsidered) note() string {
 // flags on record (new, or last run by an older crawl) has nothing to reconsider. It scans the
 // crawl's URLs: crawl run does it on the embedded backend only, where a scan is a local query.
 func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, crawl string, now refusalFlags,
-	seedURLs func() []string, userAgent string) (reconsidered, error) {
+	seeds func() seedRoots, userAgent string) (reconsidered, error) {
 	var r reconsidered
 	raw, err := be.Blobs.Get(ctx, refusalFlagsKey(crawl))
 	if errors.Is(err, blob.ErrNotFound) {
@@ -158,7 +158,7 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 		return r, fmt.Errorf("find the URLs refused before: %w", err)
 	}
 	r.flags = flags
-	r.classes, err = sendAgain(ctx, be, res, st, crawl, refused, seedURLs, nil)
+	r.classes, err = sendAgain(ctx, be, res, st, crawl, refused, seeds, nil)
 	for _, n := range r.classes {
 		r.n += n
 	}
@@ -168,10 +168,10 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 // sendAgain forgets the refused URLs of the crawl (crawlstate.Reopen, and forget: a frontier's
 // memory of them, when one already worked on the crawl) and sends them to schedule (res.Schedule)
 // again, at their depth, from their scope root. It returns how many it sent, by class; a URL
-// another worker moved on meanwhile is left alone. seedURLs (nil: none) is called only for a URL
+// another worker moved on meanwhile is left alone. seeds (nil: none) is called only for a URL
 // refused at its admission, whose item names no scope root.
 func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, crawl string, refused []crawlstate.URL,
-	seedURLs func() []string, forget func(crawl, url string)) (map[errclass.Class]int64, error) {
+	seeds func() seedRoots, forget func(crawl, url string)) (map[errclass.Class]int64, error) {
 	sent := map[errclass.Class]int64{}
 	type batch struct {
 		root  string
@@ -191,8 +191,8 @@ func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.S
 			forget(crawl, u.URL)
 		}
 		root := u.Root
-		if u.Depth > 0 && root == "" && seedURLs != nil {
-			root = rootFor(u.URL, seedURLs()) // refused at its admission: its item names no root
+		if u.Depth > 0 && root == "" && seeds != nil {
+			root = seeds().rootFor(u.URL) // refused at its admission: its item names no root
 		}
 		b := batch{root: root, depth: u.Depth}
 		again[b] = append(again[b], u.URL)
@@ -224,19 +224,38 @@ func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.S
 	return sent, nil
 }
 
-// rootFor is the seed whose scope a URL refused at its admission is checked against again: the
-// seed of its host, or else the first seed.
-func rootFor(rawURL string, seedURLs []string) string {
-	u, err := url.Parse(rawURL)
+// seedRoots are the scope roots a URL refused at its admission is checked against again: the
+// first seed of each host, and the first seed of all. Built once, so that a list of many seeds
+// is not read again for each URL.
+type seedRoots struct {
+	byHost map[string]string
+	first  string
+}
+
+// rootsOf indexes the seed URLs by host.
+func rootsOf(seedURLs []string) seedRoots {
+	r := seedRoots{byHost: make(map[string]string)}
 	for _, s := range seedURLs {
-		if su, serr := url.Parse(s); err == nil && serr == nil && su.Host == u.Host {
+		if r.first == "" {
+			r.first = s
+		}
+		if u, err := url.Parse(s); err == nil {
+			if _, ok := r.byHost[u.Host]; !ok {
+				r.byHost[u.Host] = s
+			}
+		}
+	}
+	return r
+}
+
+// rootFor is the seed of rawURL's host, or else the first seed ("" without seeds).
+func (r seedRoots) rootFor(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		if s, ok := r.byHost[u.Host]; ok {
 			return s
 		}
 	}
-	if len(seedURLs) > 0 {
-		return seedURLs[0]
-	}
-	return ""
+	return r.first
 }
 
 // seedURLsOf are the seed URLs of a seed file's body (a URL list or a crawl spec).
@@ -262,8 +281,8 @@ func seedURLsOf(o RunOptions, body []byte) []string {
 // reconsider, and a list of a million seeds takes seconds to parse.
 func reconsiderRefused(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, o RunOptions, body []byte, p *pick) error {
 	now := refusalFlagsOf(o)
-	seedURLs := sync.OnceValue(func() []string { return seedURLsOf(o, body) })
-	r, err := reconsider(ctx, be, res, st, p.id, now, seedURLs, o.UserAgent)
+	seeds := sync.OnceValue(func() seedRoots { return rootsOf(seedURLsOf(o, body)) })
+	r, err := reconsider(ctx, be, res, st, p.id, now, seeds, o.UserAgent)
 	if err != nil {
 		return err
 	}

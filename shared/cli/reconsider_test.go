@@ -160,10 +160,13 @@ func TestReconsiderReadsTheSeedsOnlyWhenARefusedURLNeedsThem(t *testing.T) {
 	st := crawlstate.New(be.Table)
 	const crawl, seed, refused = "c1", "http://127.0.0.2/docs/", "http://127.0.0.2/docs/secret"
 	parsed := 0
-	seedURLs := func() []string { parsed++; return []string{"http://127.0.0.1/", seed} }
+	seeds := func() seedRoots {
+		parsed++
+		return rootsOf([]string{"http://127.0.0.1/", seed, "http://127.0.0.2/other/"})
+	}
 	now := refusalFlags{Scope: "host", MaxDepth: -1}
 
-	if r, err := reconsider(ctx, be, res, st, crawl, now, seedURLs, "test"); err != nil || r.any() || parsed != 0 {
+	if r, err := reconsider(ctx, be, res, st, crawl, now, seeds, "test"); err != nil || r.any() || parsed != 0 {
 		t.Fatalf("a new crawl: reconsidered %+v, err %v, the seeds parsed %d times; want nothing, no error, none", r, err, parsed)
 	}
 
@@ -175,7 +178,7 @@ func TestReconsiderReadsTheSeedsOnlyWhenARefusedURLNeedsThem(t *testing.T) {
 	if _, err := st.Reject(ctx, crawl, urlnorm.Key(refused), refused, 2, errclass.Errorf(errclass.Scope, "excluded")); err != nil {
 		t.Fatal(err)
 	}
-	r, err := reconsider(ctx, be, res, st, crawl, now, seedURLs, "test")
+	r, err := reconsider(ctx, be, res, st, crawl, now, seeds, "test")
 	if err != nil || r.n != 1 || parsed != 1 {
 		t.Fatalf("--exclude dropped: reconsidered %d URLs, err %v, the seeds parsed %d times; want 1, no error, once", r.n, err, parsed)
 	}
@@ -189,5 +192,25 @@ func TestReconsiderReadsTheSeedsOnlyWhenARefusedURLNeedsThem(t *testing.T) {
 	}
 	if m.Root != seed || m.Depth != 2 || len(m.URLs) != 1 || m.URLs[0] != refused {
 		t.Errorf("sent again: root %q, depth %d, urls %v; want root %q (the seed of its host), depth 2, [%s]", m.Root, m.Depth, m.URLs, seed, refused)
+	}
+}
+
+// TestSeedRootsTakeTheFirstSeedOfTheURLsHost: a URL refused at its admission is checked again
+// from the first seed of its host (port included), else from the first seed of all.
+func TestSeedRootsTakeTheFirstSeedOfTheURLsHost(t *testing.T) {
+	r := rootsOf([]string{"https://a.example/", "https://b.example/x/", "https://b.example/y/", "https://b.example:8443/"})
+	for u, want := range map[string]string{
+		"https://b.example/y/page": "https://b.example/x/",
+		"https://b.example:8443/p": "https://b.example:8443/",
+		"https://c.example/":       "https://a.example/",
+		"https://a.example/deep/1": "https://a.example/",
+		"%%not a url":              "https://a.example/",
+	} {
+		if got := r.rootFor(u); got != want {
+			t.Errorf("rootFor(%q) = %q, want %q", u, got, want)
+		}
+	}
+	if got := rootsOf(nil).rootFor("https://a.example/"); got != "" {
+		t.Errorf("without seeds: rootFor = %q, want none", got)
 	}
 }
