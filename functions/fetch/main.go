@@ -9,12 +9,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/crawlstack/crawlstack/shared/awsports"
+	"github.com/crawlstack/crawlstack/shared/awssecrets"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 	"github.com/crawlstack/crawlstack/shared/telemetry"
 )
 
 func main() {
-	f, err := awsports.NewFunction(context.Background(), os.Getenv, pipeline.Fetch)
+	f, err := awsports.NewFunction(context.Background(), os.Getenv, pipeline.Fetch, awssecrets.Proxies)
 	if err != nil {
 		f.Log.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)

@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	f, err := awsports.NewFunction(context.Background(), os.Getenv, pipeline.Schedule)
+	f, err := awsports.NewFunction(context.Background(), os.Getenv, pipeline.Schedule, nil)
 	if err != nil {
 		f.Log.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)

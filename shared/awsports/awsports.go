@@ -12,9 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 
 	"github.com/crawlstack/crawlstack/shared/awsconfig"
@@ -36,9 +35,14 @@ type Ports struct {
 	Blobs *s3blob.Store
 	// Events is the account's default event bus, where a crawl's end is announced.
 	Events *eventbus.Bus
-	// Secrets reads the proxies that CRAWL_PROXIES_SECRET names (fetch alone, at init).
-	Secrets proxysecret.Source
+	// sdk is the configuration the clients were built with, for the proxies' read (ReadProxies).
+	sdk aws.Config
 }
+
+// ReadProxies reads the proxy URLs that ref names with a client built from cfg:
+// awssecrets.Proxies. The mains that run fetch pass it (package awssecrets links the SSM and
+// Secrets Manager clients); the parse and schedule functions pass nil and do not link them.
+type ReadProxies func(ctx context.Context, cfg aws.Config, ref proxysecret.Ref) ([]string, error)
 
 // Open loads the SDK configuration (AWS_ENDPOINT_URL and the per-service variables select
 // LocalStack or the emulators) and builds the adapters for the named table and bucket.
@@ -65,19 +69,19 @@ func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorde
 	}
 	c := awsconfig.NewClients(cfg)
 	return Ports{Queue: sqsqueue.New(c.SQS), Table: dynamotable.New(c.DynamoDB, tableName), Blobs: s3blob.New(c.S3, bucket),
-		Events:  eventbus.New(eventbridge.NewFromConfig(cfg), eventbus.DefaultBus),
-		Secrets: proxysecret.Source{SSM: ssm.NewFromConfig(cfg), Secrets: secretsmanager.NewFromConfig(cfg)}}, nil
+		Events: eventbus.New(eventbridge.NewFromConfig(cfg), eventbus.DefaultBus), sdk: cfg}, nil
 }
 
 // NewHandlers builds the three handlers of a Lambda function from its environment: the crawl
 // configuration (pipeline.FromEnv), CRAWL_TABLE and CRAWL_BUCKET. Any missing or malformed value
-// is an error that names it, so the function fails at init rather than inside a handler.
-func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger) (*pipeline.Handlers, error) {
-	return newHandlers(ctx, getenv, log, pipeline.Schedule, pipeline.Fetch, pipeline.Parse)
+// is an error that names it, so the function fails at init rather than inside a handler. read
+// reads the proxies that CRAWL_PROXIES_SECRET names; with it unset, read may be nil.
+func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read ReadProxies) (*pipeline.Handlers, error) {
+	return newHandlers(ctx, getenv, log, read, pipeline.Schedule, pipeline.Fetch, pipeline.Parse)
 }
 
 // newHandlers is NewHandlers for the named handlers alone (pipeline.NewOnly).
-func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, names ...string) (*pipeline.Handlers, error) {
+func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read ReadProxies, names ...string) (*pipeline.Handlers, error) {
 	cfg, err := pipeline.FromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -91,7 +95,11 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 		return nil, err
 	}
 	if cfg.ProxiesSecret != "" && slices.Contains(names, pipeline.Fetch) {
-		if cfg, err = SecretProxies(ctx, cfg, p.Secrets); err != nil {
+		if read == nil {
+			return nil, errors.New("CRAWL_PROXIES_SECRET is set, but this program reads no secrets: the fetch function's main passes awssecrets.Proxies")
+		}
+		proxies := func(ctx context.Context, ref proxysecret.Ref) ([]string, error) { return read(ctx, p.sdk, ref) }
+		if cfg, err = SecretProxies(ctx, cfg, proxies); err != nil {
 			return nil, err
 		}
 	}
@@ -102,14 +110,14 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	return pipeline.NewOnly(cfg, ports, log, names...)
 }
 
-// SecretProxies returns cfg with the proxies that cfg.ProxiesSecret names added to its own. Its
-// errors name the parameter or secret, never its value.
-func SecretProxies(ctx context.Context, cfg pipeline.Config, src proxysecret.Source) (pipeline.Config, error) {
+// SecretProxies returns cfg with the proxies that cfg.ProxiesSecret names, as read reads them,
+// added to its own. Its errors name the parameter or secret, never its value.
+func SecretProxies(ctx context.Context, cfg pipeline.Config, read func(context.Context, proxysecret.Ref) ([]string, error)) (pipeline.Config, error) {
 	ref, err := proxysecret.ParseRef(cfg.ProxiesSecret)
 	if err != nil {
 		return cfg, err
 	}
-	proxies, err := src.Proxies(ctx, ref)
+	proxies, err := read(ctx, ref)
 	if err != nil {
 		return cfg, err
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/crawlstack/crawlstack/shared/awssecrets"
 	"github.com/crawlstack/crawlstack/shared/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/embedtest"
 	"github.com/crawlstack/crawlstack/shared/message"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
-	"github.com/crawlstack/crawlstack/shared/proxysecret"
 	"github.com/crawlstack/crawlstack/shared/urlnorm"
 )
 
@@ -64,8 +64,8 @@ func TestSecretProxiesAreUsedAndNeverLogged(t *testing.T) {
 	cfg := pipeline.DefaultConfig()
 	cfg.AllowNets, cfg.HostRPS, cfg.MaxTries = []string{"127.0.0.0/8"}, 0, 1
 	cfg.ProxiesSecret = "ssm:/crawl/proxies"
-	src := proxysecret.Source{SSM: parameter{name: "/crawl/proxies", value: "http://crawler:" + password + "@" + dead.Addr().String()}}
-	cfg, err = SecretProxies(context.Background(), cfg, src)
+	src := awssecrets.Source{SSM: parameter{name: "/crawl/proxies", value: "http://crawler:" + password + "@" + dead.Addr().String()}}
+	cfg, err = SecretProxies(context.Background(), cfg, src.Proxies)
 	if err != nil || len(cfg.Proxies) != 1 {
 		t.Fatalf("the proxies from the parameter: %d, %v; want the one it lists", len(cfg.Proxies), err)
 	}
@@ -99,7 +99,7 @@ func TestSecretProxiesAreUsedAndNeverLogged(t *testing.T) {
 
 	// A parameter that lists a bad proxy stops the function at init; main logs the error.
 	src.SSM = parameter{name: "/crawl/proxies", value: "ftp://crawler:" + password + "@" + dead.Addr().String()}
-	_, err = SecretProxies(ctx, cfg, src)
+	_, err = SecretProxies(ctx, cfg, src.Proxies)
 	if err == nil {
 		t.Fatal("a bad proxy in the parameter: no error")
 	}
@@ -111,5 +111,27 @@ func TestSecretProxiesAreUsedAndNeverLogged(t *testing.T) {
 	}
 	if strings.Contains(out, password) {
 		t.Errorf("the proxy's password is in the log:\n%s", out)
+	}
+}
+
+// A program that runs fetch with CRAWL_PROXIES_SECRET set, but passes no reader, stops at init
+// with an error that says so, rather than crawling without the proxies; parse and schedule, which
+// use no proxy, start without one.
+func TestASecretWithoutAReaderStopsFetchAlone(t *testing.T) {
+	env := map[string]string{"CRAWL_TABLE": "crawl", "CRAWL_BUCKET": "bucket", "CRAWL_PROXIES_SECRET": "ssm:/crawl/proxies",
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+	getenv := func(k string) string { return env[k] }
+	log := slog.New(slog.DiscardHandler)
+	_, err := newHandlers(context.Background(), getenv, log, nil, pipeline.Fetch)
+	if err == nil || !strings.Contains(err.Error(), "CRAWL_PROXIES_SECRET is set, but this program reads no secrets") {
+		t.Errorf("fetch with a secret and no reader: %v; want an error that names CRAWL_PROXIES_SECRET", err)
+	}
+	for _, name := range []string{pipeline.Parse, pipeline.Schedule} {
+		h, err := newHandlers(context.Background(), getenv, log, nil, name)
+		if err != nil {
+			t.Errorf("%s with a secret and no reader: %v; want it built", name, err)
+			continue
+		}
+		h.Close()
 	}
 }

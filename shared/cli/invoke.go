@@ -20,6 +20,7 @@ import (
 	samples "github.com/crawlstack/crawlstack/events"
 
 	"github.com/crawlstack/crawlstack/shared/awsports"
+	"github.com/crawlstack/crawlstack/shared/awssecrets"
 	"github.com/crawlstack/crawlstack/shared/blob"
 	"github.com/crawlstack/crawlstack/shared/pipeline"
 )
@@ -114,7 +115,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // invokeHandlers builds the handlers on the chosen backend and returns what releases them.
 func invokeHandlers(ctx context.Context, backend, state, eventFile string, hostRPS float64, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
 	if backend == "aws" {
-		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log)
+		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log, awssecrets.Proxies)
 		if err != nil {
 			return nil, nil, fmt.Errorf("configure the handlers from the environment (or use --backend embedded): %w", err)
 		}

@@ -1,23 +1,21 @@
-// Package proxysecret reads a deployed crawl's proxies, with their credentials, from AWS Systems
-// Manager Parameter Store or AWS Secrets Manager, so that no password sits in the stack's
-// settings, the function's environment or a log line. The fetch function reads them once, when
-// it starts (CRAWL_PROXIES_SECRET); the stack grants it the read of that one parameter or secret.
+// Package proxysecret names where a deployed crawl's proxies are kept, with their credentials, in
+// AWS Systems Manager Parameter Store or AWS Secrets Manager, so that no password sits in the
+// stack's settings, the function's environment or a log line, and reads the list such a value
+// holds. The fetch function reads the value once, when it starts (CRAWL_PROXIES_SECRET; package
+// awssecrets makes the call); the stack grants it the read of that one parameter or secret.
 //
 // A reference is "ssm:<parameter name>" (a SecureString, decrypted) or
 // "secretsmanager:<secret name or ARN>". Its value lists proxy URLs, with their credentials
 // (http://user:password@host:port, https://, socks5://), separated by commas, spaces or new lines.
-// No error of this package holds the value or any part of it.
+// No error of this package holds the value or any part of it. It links no AWS SDK client, so
+// that the configuration (package pipeline) checks a reference in every function without the
+// parse and schedule functions paying for the clients' start (docs/localstack.md, cold starts).
 package proxysecret
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/crawlstack/crawlstack/shared/httpfetch"
 )
@@ -45,31 +43,12 @@ func ParseRef(s string) (Ref, error) {
 	return Ref{Kind: kind, Name: strings.TrimSpace(name)}, nil
 }
 
-// ParameterGetter reads a parameter (the SSM client).
-type ParameterGetter interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
-}
-
-// SecretGetter reads a secret's value (the Secrets Manager client).
-type SecretGetter interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
-}
-
-// Source reads references; a kind without its client is refused.
-type Source struct {
-	SSM     ParameterGetter
-	Secrets SecretGetter
-}
-
 // ErrEmpty is returned for a parameter or secret that lists no proxy.
 var ErrEmpty = errors.New("lists no proxy")
 
-// Proxies reads the proxy URLs that ref names and checks each (httpfetch.ParseProxy).
-func (s Source) Proxies(ctx context.Context, ref Ref) ([]string, error) {
-	value, err := s.read(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
+// List returns the proxy URLs that value, read from ref, lists, and checks each
+// (httpfetch.ParseProxy).
+func List(ref Ref, value string) ([]string, error) {
 	fields := strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
 	if len(fields) == 0 {
 		return nil, fmt.Errorf("proxies secret %s: %w", ref, ErrEmpty)
@@ -81,28 +60,4 @@ func (s Source) Proxies(ctx context.Context, ref Ref) ([]string, error) {
 		}
 	}
 	return fields, nil
-}
-
-func (s Source) read(ctx context.Context, ref Ref) (string, error) {
-	switch {
-	case ref.Kind == KindSSM && s.SSM != nil:
-		out, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(ref.Name), WithDecryption: aws.Bool(true)})
-		if err != nil {
-			return "", fmt.Errorf("read the proxies from %s: %w", ref, err)
-		}
-		if out.Parameter == nil {
-			return "", fmt.Errorf("read the proxies from %s: no parameter in the answer", ref)
-		}
-		return aws.ToString(out.Parameter.Value), nil
-	case ref.Kind == KindSecretsManager && s.Secrets != nil:
-		out, err := s.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(ref.Name)})
-		if err != nil {
-			return "", fmt.Errorf("read the proxies from %s: %w", ref, err)
-		}
-		if out.SecretString == nil {
-			return "", fmt.Errorf("read the proxies from %s: the secret holds no string (a binary secret is not read)", ref)
-		}
-		return *out.SecretString, nil
-	}
-	return "", fmt.Errorf("read the proxies from %s: no client for %s", ref, ref.Kind)
 }
