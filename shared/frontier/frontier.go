@@ -15,8 +15,8 @@
 //
 // The Bloom filter only ever holds URLs confirmed as sent (by this process), held by a worker or
 // done, so a false positive costs one extra read, never a lost URL; a URL another message admitted
-// and may not have sent yet is never put in it. In front of it, a bounded LRU set of the most
-// recently confirmed URLs, in normalised form, answers most repeats exactly: a page's links mostly
+// and may not have sent yet is never put in it. In front of it, a bounded set of the most
+// recently confirmed URLs, in normalised form (recent.go), answers most repeats exactly: a page's links mostly
 // point at pages the crawl met a moment ago, and parse sends them normalised, so such a link costs
 // neither normalising, the SHA-256 of its key nor a table read: only a fast hash of it as sent.
 package frontier
@@ -35,7 +35,6 @@ import (
 	"time"
 
 	"github.com/bits-and-blooms/bloom/v3"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/crawlstack/crawlstack/shared/crawlspec"
@@ -74,7 +73,8 @@ type Config struct {
 	// BloomCapacity and BloomFalsePositive size the warm-memory filter.
 	BloomCapacity      uint
 	BloomFalsePositive float64
-	// RecentCapacity bounds the exact set of recently confirmed URLs (about 120 bytes each).
+	// RecentCapacity bounds the exact set of recently confirmed URLs (about 70 bytes each, none of
+	// them scanned by the collector: recent.go).
 	RecentCapacity int
 	// BudgetUSD stops admitting URLs once the crawl's ledger, at Prices, reaches it (0: none).
 	BudgetUSD float64
@@ -145,7 +145,7 @@ type Frontier struct {
 
 	mu     sync.Mutex
 	known  *bloom.BloomFilter
-	recent *lru.Cache[recentKey, struct{}]
+	recent *recentSet
 	seeds  [2]maphash.Seed // recentKey's
 }
 
@@ -169,10 +169,7 @@ func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logge
 	if log == nil {
 		log = slog.Default()
 	}
-	recent, err := lru.New[recentKey, struct{}](max(cfg.RecentCapacity, 1))
-	if err != nil {
-		panic(err) // only for a size below 1, which max rules out
-	}
+	recent := newRecentSet(cfg.RecentCapacity)
 	return &Frontier{cfg: cfg, state: state, send: send, log: log, now: time.Now,
 		known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive), recent: recent,
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
