@@ -16,9 +16,10 @@
 // The Bloom filter only ever holds URLs confirmed as sent (by this process), held by a worker or
 // done, so a false positive costs one extra read, never a lost URL; a URL another message admitted
 // and may not have sent yet is never put in it. In front of it, a bounded set of the most
-// recently confirmed URLs, in normalised form (recent.go), answers most repeats exactly: a page's links mostly
-// point at pages the crawl met a moment ago, and parse sends them normalised, so such a link costs
-// neither normalising, the SHA-256 of its key nor a table read: only a fast hash of it as sent.
+// recently confirmed URLs, in normalised form (recent.go), answers most repeats exactly: a page's
+// links mostly point at pages the crawl met a moment ago, and parse sends them normalised, so such
+// a link costs neither normalising, the SHA-256 of its key nor a table read: only a fast hash of
+// it as sent.
 package frontier
 
 import (
