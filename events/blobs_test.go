@@ -16,8 +16,8 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
-	"github.com/crawlstack/crawlstack/shared/message"
-	"github.com/crawlstack/crawlstack/shared/warcfile"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 )
 
 // writeBlobs writes the objects under blobs/ that the samples refer to, and points the parse

@@ -10,8 +10,8 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
-	"github.com/crawlstack/crawlstack/shared/message"
-	"github.com/crawlstack/crawlstack/shared/scheduler"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
 )
 
 // roundTrip decodes sample into a value of type T, encodes it again, and checks that every field

@@ -17,7 +17,7 @@ endif
 # and the -X fallback covers checkouts it does not read (a git worktree).
 CRAWL_BIN ?= dist/crawl
 crawl: ## build the crawl command into dist/crawl (CRAWL_BIN=path elsewhere)
-	$(GO) build -buildvcs=auto -ldflags "-X github.com/crawlstack/crawlstack/shared/cli.commit=$$(git rev-parse HEAD 2>/dev/null)" -o $(CRAWL_BIN) ./cmd/crawl
+	$(GO) build -buildvcs=auto -ldflags "-X github.com/crawlstack/crawlstack/shared/app/cli.commit=$$(git rev-parse HEAD 2>/dev/null)" -o $(CRAWL_BIN) ./cmd/crawl
 
 test: vet test-unit test-emulators test-infra ## every test: vet, unit and end-to-end, integration on the AWS emulators, CDK stack
 

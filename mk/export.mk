@@ -1,8 +1,8 @@
 # csv-parse, the independent reader that the tests check the CSV files of `crawl export` with
-# (shared/export/exporttest). `make test` (and its parts that export) install it first.
+# (shared/ops/export/exporttest). `make test` (and its parts that export) install it first.
 
 CSVPARSE_DIR := .cache/csvparse
-CSVPARSE_LOCK := shared/export/exporttest/package.json shared/export/exporttest/package-lock.json
+CSVPARSE_LOCK := shared/ops/export/exporttest/package.json shared/ops/export/exporttest/package-lock.json
 
 .PHONY: csvparse-deps
 

@@ -1,7 +1,7 @@
 # lambda.mk: the real function binaries under the Lambda Runtime Interface Emulator.
 # The bootstraps are built as `make deploy` builds them (LAMBDA_BUILD_FLAGS), for the host's
 # architecture, into .cache/lambda/dist; the stack is synthesized from them with cdk synth, as
-# `make synth` does, into .cache/lambda/cdk.out. shared/stacke2e (run by test-emulators) deploys
+# `make synth` does, into .cache/lambda/cdk.out. shared/testkit/stacke2e (run by test-emulators) deploys
 # that template onto the local emulators and runs the bootstraps under aws-lambda-rie;
 # `make coldstart` measures their init.
 
@@ -35,7 +35,7 @@ $(LAMBDA_TEMPLATE): $(INFRA_SOURCES) mk/lambda.mk | infra/node_modules $(LAMBDA_
 
 lambda-test-deps: $(RIE) lambda-host $(LAMBDA_TEMPLATE)
 
-# The variables shared/stacke2e reads.
+# The variables shared/testkit/stacke2e reads.
 LAMBDA_TEST_ENV = CRAWL_TEST_STACK_TEMPLATE=$(abspath $(LAMBDA_TEMPLATE)) \
 	CRAWL_TEST_LAMBDA_DIST=$(abspath $(LAMBDA_DIST)) CRAWL_TEST_RIE=$(abspath $(RIE))
 

@@ -1,8 +1,8 @@
 # warcio.js, the independent reader that the tests check every WARC file and CDXJ index with
-# (shared/warcfile/warctest). `make test` (and its parts that read WARC files) install it first.
+# (shared/crawl/warcfile/warctest). `make test` (and its parts that read WARC files) install it first.
 
 WARCIO_DIR := .cache/warcio
-WARCIO_LOCK := shared/warcfile/warctest/package.json shared/warcfile/warctest/package-lock.json
+WARCIO_LOCK := shared/crawl/warcfile/warctest/package.json shared/crawl/warcfile/warctest/package-lock.json
 
 .PHONY: warcio-deps
 

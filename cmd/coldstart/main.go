@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/crawlstack/crawlstack/shared/coldstart"
+	"github.com/crawlstack/crawlstack/shared/bench/coldstart"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/app/cli"
 )
 
 func main() {

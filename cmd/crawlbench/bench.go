@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/demosite"
+	"github.com/crawlstack/crawlstack/shared/demo/demosite"
 )
 
 // crawlers are the crawlers the benchmark knows, in the order it runs them.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/demosite"
+	"github.com/crawlstack/crawlstack/shared/demo/demosite"
 )
 
 // benchCrawl crawls a fresh 300-page site with crawl in-process, for profiling:

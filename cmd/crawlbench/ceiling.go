@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/crawlstack/crawlstack/shared/demosite"
+	"github.com/crawlstack/crawlstack/shared/demo/demosite"
 )
 
 // crawlCeiling is the ceiling of any crawler of the site: it knows the site's URL list up front

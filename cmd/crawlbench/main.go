@@ -1,4 +1,4 @@
-// Command crawlbench is `make bench`: it serves generated loopback sites (shared/demosite), some
+// Command crawlbench is `make bench`: it serves generated loopback sites (shared/demo/demosite), some
 // with a latency per response, and crawls each with this project's crawler (the real `crawl run`
 // on the embedded backend, with robots.txt, dedup and page storage on), with Colly as the peer,
 // with a ceiling client that GETs the site's known URL list, and with GNU wget, each in a process

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/crawlstack/crawlstack/shared/cli"
+	"github.com/crawlstack/crawlstack/shared/app/cli"
 )
 
-// crawlOurs runs the real `crawl run` (shared/cli) on the embedded backend in o.State: robots.txt,
+// crawlOurs runs the real `crawl run` (shared/app/cli) on the embedded backend in o.State: robots.txt,
 // dedup and page storage all on, no per-host rate limit and no per-host page budget (it is our own
 // site: the default budget of 100,000 pages cut a 100,000-page crawl one page short, since the
 // robots-disallowed link counts too), no depth limit.

@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/crawlstack/crawlstack/shared/costrun"
+	"github.com/crawlstack/crawlstack/shared/bench/costrun"
 )
 
 func main() {

@@ -11,10 +11,10 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/crawlstack/crawlstack/shared/awsconfig"
-	"github.com/crawlstack/crawlstack/shared/costrun"
-	"github.com/crawlstack/crawlstack/shared/meter"
-	"github.com/crawlstack/crawlstack/shared/recrawlbench"
+	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/bench/costrun"
+	"github.com/crawlstack/crawlstack/shared/bench/recrawlbench"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
 )
 
 func main() {

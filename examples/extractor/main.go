@@ -15,8 +15,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/crawlstack/crawlstack/shared/cli"
-	"github.com/crawlstack/crawlstack/shared/extract"
+	"github.com/crawlstack/crawlstack/shared/app/cli"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 )
 
 func init() {

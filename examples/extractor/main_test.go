@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crawlstack/crawlstack/shared/cli"
-	"github.com/crawlstack/crawlstack/shared/records"
+	"github.com/crawlstack/crawlstack/shared/app/cli"
+	"github.com/crawlstack/crawlstack/shared/crawl/records"
 )
 
 // The example's extractor runs in a crawl of a spec that names it: each record carries its value,

@@ -8,10 +8,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/crawlstack/crawlstack/shared/awsports"
-	"github.com/crawlstack/crawlstack/shared/awssecrets"
-	"github.com/crawlstack/crawlstack/shared/pipeline"
-	"github.com/crawlstack/crawlstack/shared/telemetry"
+	"github.com/crawlstack/crawlstack/shared/app/awsports"
+	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/aws/awssecrets"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
 
 func main() {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/crawlstack/crawlstack/shared/awsports"
-	"github.com/crawlstack/crawlstack/shared/pipeline"
-	"github.com/crawlstack/crawlstack/shared/telemetry"
+	"github.com/crawlstack/crawlstack/shared/app/awsports"
+	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
 
 func main() {

@@ -243,7 +243,7 @@ func patterns(n int) []any {
 }
 
 // TestDefaultFunctionsMatchTheSharedCopy holds the function defaults against
-// testdata/function-defaults.json, which shared/costrun's tests hold
+// testdata/function-defaults.json, which shared/bench/costrun's tests hold
 // StackFunctions against: `make cost` must meter the stack's settings.
 func TestDefaultFunctionsMatchTheSharedCopy(t *testing.T) {
 	raw, err := os.ReadFile("testdata/function-defaults.json")
@@ -271,7 +271,7 @@ func TestDefaultFunctionsMatchTheSharedCopy(t *testing.T) {
 	}
 	for name, g := range got {
 		if w := want[name]; g != w {
-			t.Errorf("%s: DefaultFunctions %+v, testdata/function-defaults.json %+v: change the copy and shared/costrun.StackFunctions with the defaults",
+			t.Errorf("%s: DefaultFunctions %+v, testdata/function-defaults.json %+v: change the copy and shared/bench/costrun.StackFunctions with the defaults",
 				name, g, w)
 		}
 	}

@@ -3,7 +3,7 @@ package crawlstack
 import "strings"
 
 // The values of the tlsFingerprint and userAgent settings that the fetch function knows
-// (shared/httpfetch: FingerprintChrome, UserAgentBrowser). infra is a module of its own, so they
+// (shared/crawl/web/httpfetch: FingerprintChrome, UserAgentBrowser). infra is a module of its own, so they
 // are spelled here again; TestFingerprintSettingsMatchTheFetcher holds them to the fetcher's.
 const (
 	fingerprintChrome = "chrome"

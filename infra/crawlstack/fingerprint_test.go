@@ -9,7 +9,7 @@ import (
 // The stack's fingerprint settings are spelled as the fetch function reads them.
 func TestFingerprintSettingsMatchTheFetcher(t *testing.T) {
 	var src strings.Builder
-	for _, f := range []string{"../../shared/httpfetch/httpfetch.go", "../../shared/httpfetch/fingerprint.go"} {
+	for _, f := range []string{"../../shared/crawl/web/httpfetch/httpfetch.go", "../../shared/crawl/web/httpfetch/fingerprint.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -18,7 +18,7 @@ func TestFingerprintSettingsMatchTheFetcher(t *testing.T) {
 	}
 	for _, want := range []string{`FingerprintChrome = "` + fingerprintChrome + `"`, `UserAgentBrowser = "` + userAgentBrowser + `"`} {
 		if !strings.Contains(src.String(), want) {
-			t.Errorf("shared/httpfetch has no %s: the stack's setting and the fetcher's differ", want)
+			t.Errorf("shared/crawl/web/httpfetch has no %s: the stack's setting and the fetcher's differ", want)
 		}
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// A crawl's end, announced once (shared/finish): schedule runs each crawl's
+// A crawl's end, announced once (shared/crawl/finish): schedule runs each crawl's
 // drain checks and puts a "Crawl Finished" event on the default bus.
 
-// The event's source and detail-type (shared/finish Source and DetailType).
+// The event's source and detail-type (shared/crawl/finish Source and DetailType).
 const (
 	finishSource     = "crawlstack"
 	finishDetailType = "Crawl Finished"

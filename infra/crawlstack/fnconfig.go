@@ -51,7 +51,7 @@ func (f FunctionConfig) VisibilityTimeoutSeconds() int {
 	return visibilityFactor*f.TimeoutSeconds + f.BatchWindowSeconds
 }
 
-// DefaultFunctions returns the default sizes of the three functions. shared/costrun
+// DefaultFunctions returns the default sizes of the three functions. shared/bench/costrun
 // (in the root module, which cannot import this one) meters a crawl with the
 // same settings: testdata/function-defaults.json is the copy both modules'
 // tests hold their defaults against.

@@ -13,7 +13,7 @@ import (
 )
 
 // recordColumnsJSON is the Glue columns of the records, one for each field of the JSON lines
-// parse writes (shared/records.Record); that package's tests hold the Record type against it.
+// parse writes (shared/crawl/records.Record); that package's tests hold the Record type against it.
 //
 //go:embed record-columns.json
 var recordColumnsJSON []byte
@@ -52,7 +52,7 @@ func glueDatabaseName(stackName string) string {
 
 // newResultsTable defines a Glue database named after the stack and, in it, the table
 // RecordsTableName over the records that parse writes under
-// records/crawl=<crawl>/dt=<yyyy-mm-dd>/ (shared/records). Its partitions are projected
+// records/crawl=<crawl>/dt=<yyyy-mm-dd>/ (shared/crawl/records). Its partitions are projected
 // (partition projection), so Athena queries a crawl as soon as its first records land, with no
 // Glue crawler and no MSCK REPAIR: crawl is injected (a query names the crawl or crawls it
 // reads, which keeps it from listing every crawl's records), dt is a date. The OpenX JSON SerDe

@@ -10,7 +10,7 @@ import (
 
 // TestRecordsTableColumnsAreTheRecordsFields holds the Glue table's columns and partition keys,
 // as the template has them, against record-columns.json, the copy of the record's fields that
-// shared/records' tests hold the Record type against.
+// shared/crawl/records' tests hold the Record type against.
 func TestRecordsTableColumnsAreTheRecordsFields(t *testing.T) {
 	raw, err := os.ReadFile("record-columns.json")
 	if err != nil {
@@ -63,7 +63,7 @@ func toMaps(t *testing.T, v any) []map[string]any {
 }
 
 // TestRecordsTableProjectsThePartitions: Athena finds a crawl's records where parse writes them
-// (records/crawl=<crawl>/dt=<yyyy-mm-dd>/, shared/records.Key) with no Glue crawler, and reads
+// (records/crawl=<crawl>/dt=<yyyy-mm-dd>/, shared/crawl/records.Key) with no Glue crawler, and reads
 // them as JSON lines.
 func TestRecordsTableProjectsThePartitions(t *testing.T) {
 	db := logicalID(t, "AWS::Glue::Database", "ResultsDatabase")

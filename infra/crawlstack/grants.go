@@ -11,7 +11,7 @@ import (
 // admission back (crawlstate Unadmit) when it cannot reserve its budget.
 // Fetch puts an item for a redirect's target (crawlstate Reject), parse its
 // done marks. Schedule also reads a crawl's counter shards with BatchGetItem
-// when a budget is set, granted apart. shared/stacke2e holds every call of a
+// when a budget is set, granted apart. shared/testkit/stacke2e holds every call of a
 // crawl through the deployed stack against these grants.
 var tableActions = map[string][]string{
 	FnSchedule: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
@@ -58,7 +58,7 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Resources: jsii.Strings(seedReads...),
 	}))
 	// A crawl's ledger is its counter shards, read together (BatchGetItem) to check its budget
-	// (budgetUsd 0 is none), and by its drain checks (finishEvent: shared/finish), which also
+	// (budgetUsd 0 is none), and by its drain checks (finishEvent: shared/crawl/finish), which also
 	// scan the table once a crawl looks drained, to tally its items exactly.
 	if cfg.BudgetUSD > 0 || cfg.FinishEvent {
 		schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -85,7 +85,7 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*"))),
 	}))
 	// A crawl started from a seed file recrawls the file's last crawl, which the file's pointer
-	// names (shared/scheduler previous.go): listed, then read.
+	// names (shared/handler/scheduler previous.go): listed, then read.
 	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:ListBucket"),
 		Resources: jsii.Strings(*bucket.BucketArn()),
@@ -110,8 +110,8 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 
 	fetch := fns[FnFetch].Function
 	// GetObject: a fetch message delivered again for a page already stored reads the page back
-	// before it sends its parse message again (shared/fetcher checkStored). No
-	// AbortMultipartUpload: the S3 adapter (shared/s3blob) writes every object with one PutObject.
+	// before it sends its parse message again (shared/handler/fetcher checkStored). No
+	// AbortMultipartUpload: the S3 adapter (shared/aws/s3blob) writes every object with one PutObject.
 	fetch.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
@@ -123,7 +123,7 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
 	}))
 	// GetObject: a recrawl reuses the previous crawl's record of a page it found unchanged
-	// (shared/parser recrawl.go).
+	// (shared/handler/parser recrawl.go).
 	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(RecordsPrefix + "*"))),

@@ -11,11 +11,11 @@ import (
 )
 
 // Proxies on the stack: proxies lists proxy URLs without credentials, proxiesSecret names an SSM
-// parameter or a Secrets Manager secret that lists them with theirs (shared/proxysecret reads it
+// parameter or a Secrets Manager secret that lists them with theirs (shared/crawl/web/proxysecret reads it
 // in the fetch function, which alone is granted its read, and only when it is set).
 
-// The kinds of proxiesSecret reference and the rotations, as shared/proxysecret and
-// shared/httpfetch spell them (infra is a module of its own).
+// The kinds of proxiesSecret reference and the rotations, as shared/crawl/web/proxysecret and
+// shared/crawl/web/httpfetch spell them (infra is a module of its own).
 const (
 	secretKindSSM            = "ssm"
 	secretKindSecretsManager = "secretsmanager"

@@ -10,9 +10,9 @@ import (
 // The stack's proxy settings are spelled as the fetch function reads them.
 func TestProxySettingsMatchTheFetcher(t *testing.T) {
 	for file, wants := range map[string][]string{
-		"../../shared/proxysecret/proxysecret.go": {`KindSSM            = "` + secretKindSSM + `"`, `KindSecretsManager = "` + secretKindSecretsManager + `"`},
-		"../../shared/httpfetch/proxy.go":         {`RotatePerRequest = "request"`, `StickyPerHost = "host"`},
-		"../../shared/pipeline/config.go":         {`"CRAWL_PROXIES"`, `"CRAWL_PROXY_ROTATION"`, `"CRAWL_PROXIES_SECRET"`},
+		"../../shared/crawl/web/proxysecret/proxysecret.go": {`KindSSM            = "` + secretKindSSM + `"`, `KindSecretsManager = "` + secretKindSecretsManager + `"`},
+		"../../shared/crawl/web/httpfetch/proxy.go":         {`RotatePerRequest = "request"`, `StickyPerHost = "host"`},
+		"../../shared/app/pipeline/config.go":               {`"CRAWL_PROXIES"`, `"CRAWL_PROXY_ROTATION"`, `"CRAWL_PROXIES_SECRET"`},
 	} {
 		b, err := os.ReadFile(file)
 		if err != nil {

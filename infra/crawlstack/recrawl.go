@@ -12,7 +12,7 @@ import (
 // schedule expression with the standard "Scheduled Event" payload; schedule
 // then re-crawls every seed file under RecrawlPrefix, each as an incremental
 // recrawl of the file's previous crawl, which schedule names from the file's
-// pointer (shared/scheduler previous.go, shared/recrawl). The rule is disabled
+// pointer (shared/handler/scheduler previous.go, shared/crawl/recrawl). The rule is disabled
 // unless ScheduleEnabled is set, so a fresh deploy never crawls on its own.
 func newRecrawlRule(stack awscdk.Stack, cfg Config, schedule awslambda.Function) awsevents.Rule {
 	return awsevents.NewRule(stack, jsii.String("RecrawlRule"), &awsevents.RuleProps{

@@ -25,7 +25,7 @@ const (
 	// CrawlsPrefix holds each crawl's seed report (crawls/<crawl>/seeds.json) and settings
 	// (crawls/<crawl>/spec.json, SpecObject), written by schedule.
 	CrawlsPrefix = "crawls/"
-	// LatestPrefix holds each seed file's pointer to its last crawl (shared/scheduler.LatestPrefix).
+	// LatestPrefix holds each seed file's pointer to its last crawl (shared/handler/scheduler.LatestPrefix).
 	LatestPrefix = CrawlsPrefix + "latest/"
 	SpecObject   = "spec.json"
 	// QuarantinePrefix holds malformed messages, each handler under its own name.

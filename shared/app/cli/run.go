@@ -1,0 +1,475 @@
+// Package cli is the `crawl` command: `crawl run` crawls a seed file on the embedded backend (or
+// on AWS), `crawl demo` serves a generated site on loopback and crawls it, and `crawl redrive`
+// moves a dead-letter queue's messages back. Main is what cmd/crawl calls and what the
+// end-to-end tests drive.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/local/gctune"
+	"github.com/crawlstack/crawlstack/shared/local/handoff"
+	"github.com/crawlstack/crawlstack/shared/local/localrun"
+	"github.com/crawlstack/crawlstack/shared/observe/ledger"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+)
+
+// Exit codes.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// GaveUp is a URL the crawl failed, and why.
+type GaveUp struct {
+	URL    string `json:"url"`
+	Class  string `json:"class"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Counts are a crawl's URLs by state and class, as a run's summary and crawl status show them
+// (the same JSON fields in both).
+type Counts struct {
+	Seen        int64 `json:"seen"`
+	Fetched     int64 `json:"fetched"`
+	Skipped     int64 `json:"skipped"`
+	Failed      int64 `json:"failed"`
+	StoppedURLs int64 `json:"stoppedUrls"`
+	Pending     int64 `json:"pending"`
+	ParseErrors int64 `json:"parseErrors"`
+	// PagesPerSecond is the fetched pages per second: over the run in a summary, over the time
+	// since the crawl started in a status.
+	PagesPerSecond float64          `json:"pagesPerSecond"`
+	Classes        map[string]int64 `json:"classes"`
+}
+
+// countsOf are the counts of c.
+func countsOf(c crawlstate.Counters) Counts {
+	n := Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed, StoppedURLs: c.StoppedURLs,
+		Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{}}
+	for cl, k := range c.Classes {
+		n.Classes[string(cl)] = k
+	}
+	return n
+}
+
+// classLine is the counts by class, in name order: "robots 1, timeout 2".
+func classLine(classes map[string]int64) string {
+	names := make([]string, 0, len(classes))
+	for c := range classes {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, c := range names {
+		parts[i] = fmt.Sprintf("%s %d", c, classes[c])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Summary is the result of a run, printed as text and, with --json, as the one JSON document on stdout.
+type Summary struct {
+	Crawl    string `json:"crawl"`
+	Finished bool   `json:"finished"`
+	// Also are the summaries of the other crawls this run advanced: unfinished crawls of the same
+	// state, whose messages it took from the queues too.
+	Also []Summary `json:"also,omitempty"`
+	// AlreadyEnded is set when the crawl had ended before this run, which only showed it.
+	AlreadyEnded   bool    `json:"alreadyEnded,omitempty"`
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	Counts
+	// FetchedThisRun are the pages this run fetched (PagesPerSecond is their rate).
+	FetchedThisRun int64 `json:"fetchedThisRun"`
+	BadSeedLines   int   `json:"badSeedLines"`
+	// Pages and Records are where the crawl's WARC files and records are; empty when it stored none.
+	Pages   string `json:"pages,omitempty"`
+	Records string `json:"records,omitempty"`
+	// GaveUp lists some of the failed URLs (crawlstate.MaxGaveUp at most), with why.
+	GaveUp []GaveUp `json:"gaveUp,omitempty"`
+	// Throttled are the hosts whose gap the crawl widened after their 429s, failures in a row or
+	// slow answers, with their gap now.
+	Throttled []Throttled `json:"throttled,omitempty"`
+	// Circuits are the hosts whose circuit the crawl opened after their failures in a row.
+	Circuits    []Circuit      `json:"circuits,omitempty"`
+	DeadLetters map[string]int `json:"deadLetters"`
+	// CostUSD is the crawl's ledger priced, on a metered backend (--backend aws).
+	CostUSD float64 `json:"costUsd,omitempty"`
+	// BudgetUSD is --budget-usd; Stopped says "budget" when the crawl reached it.
+	BudgetUSD float64 `json:"budgetUsd,omitempty"`
+	Stopped   string  `json:"stopped,omitempty"`
+	// Event is the crawl's end as announced (package finish), once the crawl has finished.
+	Event *finish.Event `json:"event,omitempty"`
+
+	eventFile     string              // where Event was written
+	prices        meter.Prices        // what CostUSD is costed at
+	fetchedBefore int64               // the pages the crawl had fetched before this run
+	tally         crawlstate.Counters // the exact counts the summary shows (crawlstate.Tally)
+}
+
+// crawlRun runs one crawl of o.SeedFile and returns its summary.
+func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summary, int) {
+	var sum Summary
+	// Bad flags are reported before anything is read or created (checkRunFlags has said what is
+	// wrong with each): the pipeline's own check, with stand-in queue names, is a backstop.
+	if err := o.config(Resources{Schedule: "schedule", Fetch: "fetch", Parse: "parse"}).Validate(); err != nil {
+		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
+		return sum, ExitUsage
+	}
+	var body []byte
+	if o.SeedFile != "" {
+		var err error
+		if body, err = os.ReadFile(o.SeedFile); err != nil {
+			fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
+			return sum, ExitUsage
+		}
+		good, bad, code := readSeeds(o, body, stderr)
+		if code != ExitOK {
+			return sum, code
+		}
+		sum.BadSeedLines = bad
+		if good == 0 {
+			fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, bad)
+			return sum, ExitUsage
+		}
+	}
+	sum.BudgetUSD = o.BudgetUSD
+	var err error
+	if sum.prices, err = o.config(Resources{}).PriceTable(); err != nil {
+		fmt.Fprintf(stderr, "crawl: --prices: %v\n", err)
+		return sum, ExitUsage
+	}
+	if o.SeedFile == "" {
+		if _, err := os.Stat(filepath.Join(o.State, stateFile)); err != nil {
+			fmt.Fprintf(stderr, "crawl run: no SEEDFILE, and no crawl state in %s to go on with: give a SEEDFILE (crawl run --help)\n", o.State)
+			return sum, ExitUsage
+		}
+	}
+	tel, err := telemetry.Setup(ctx, os.Getenv, telemetry.Options{Service: "crawlstack-run", Endpoint: o.OTel})
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: --otel: %v\n", err)
+		return sum, ExitUsage
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	fetching := warmRobots(ctx, o, body) // while the state opens
+	if fetching != nil {
+		defer fetching.Close()
+	}
+	be, err := openBackend(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
+	defer be.Close()
+	if be.SyncsFiles {
+		defer spareProc()()
+	}
+	defer gctune.Start()() // less collection for some memory (docs/bench.md, round fifteen)
+	if o.Backend == "embedded" {
+		unlock, err := lockState(o.State)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		defer unlock()
+	}
+	if be.Existing != nil {
+		fmt.Fprintln(stderr, "crawl: using the queues of a deployed stack: its Lambda functions consume them too, so they share this crawl's work")
+	}
+	res, err := be.Setup(ctx, QueueSettings{Visibility: o.Visibility, MaxReceiveCount: o.MaxReceive})
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
+		return sum, ExitFailed
+	}
+	if r, ok := be.Queue.(reclaimer); ok && o.Backend == "embedded" {
+		n, err := r.ReclaimInFlight(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		if n > 0 {
+			fmt.Fprintf(stderr, "crawl: took back %d messages that a run which did not end cleanly (killed?) had in flight\n", n)
+		}
+	}
+	logger, _ := o.Log.Logger(stderr) // checked with the flags
+	log := slog.New(interruptQuiet{Handler: logger.Handler(), ctx: ctx})
+	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
+	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
+		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: finish.BlobPublisher{Blobs: be.Blobs},
+		Fetching: fetching}, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitUsage
+	}
+	defer h.Close()
+
+	if o.SeedFile == "" {
+		return goOn(ctx, o, be, res, h, log, sum, stdout, stderr)
+	}
+	key, version := seedObject(be, filepath.Base(o.SeedFile), body)
+	if o.Name != "" {
+		key, version = namedObject(be, o.Name)
+	}
+	p, err := chooseCrawl(ctx, h.State, be.Bucket, key, version, o.Fresh)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
+	if be.Name == "embedded" && !p.ended && p.fetched > 0 {
+		// The counters miss the pages a killed run recorded but had not counted yet: this run's
+		// count of its own pages starts from the exact one (a scan is a local query here).
+		c, err := h.State.Tally(ctx, p.id)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+		p.fetched = c.Fetched
+	}
+	if be.Name == "embedded" {
+		if err := reconsiderRefused(ctx, be, res, h.State, o, body, &p); err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+	}
+	var others []Summary
+	if be.Name == "embedded" && !p.ended {
+		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			return sum, ExitFailed
+		}
+	}
+	if len(others) > 0 {
+		ids := make([]string, len(others))
+		for i, a := range others {
+			ids[i] = a.Crawl
+		}
+		p.note += fmt.Sprintf("; unfinished crawl%s %s %s here too: their messages share the queues, so this run advances them as well",
+			map[bool]string{true: "s"}[len(others) > 1], strings.Join(ids, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
+	}
+	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
+	crawl := p.id
+	sum.Crawl, sum.fetchedBefore = crawl, p.fetched
+	if p.ended {
+		sum, err = summarize(ctx, h.State, be, res, crawl, time.Now(), sum, false)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
+			return sum, ExitFailed
+		}
+		sum.Finished, sum.AlreadyEnded = true, true
+		announced := announceEnd(ctx, h, be, &sum, stderr) // a run that died before announcing it left it to this one
+		printSummary(stdout, stderr, sum, o.JSON)
+		if !announced {
+			return sum, ExitFailed
+		}
+		return sum, ExitOK
+	}
+	if err := startSeed(ctx, be, res, p.key, p.version, body); err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
+	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
+	runner.IdleCheck = be.IdleCheck
+	if be.Metered {
+		bookCosts(runner, h.State, log)
+		h.State.CostCheck = budgetCheck
+	}
+	start := time.Now()
+	stopCounters := holdCounters(ctx, h.State, counterInterval, log)
+	every := progressEmbedded
+	if o.Backend == "aws" {
+		every = progressAWS
+	}
+	prog := startProgress(ctx, stderr, o.Quiet, progressOf{crawl: crawl, st: h.State, start: start, every: every,
+		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, res)})
+	work, released := graceful(ctx, o.StopGrace, stderr)
+	runErr := runner.RunGraceful(ctx, work)
+	for pass := 0; runErr == nil && be.Name == "embedded" && pass < maxReadmitPasses; pass++ {
+		// Pages of the budget left, and links refused over it: they go on.
+		n, err := readmitOverBudget(ctx, be, res, h, crawl)
+		if err != nil {
+			runErr = err
+		}
+		if n == 0 || err != nil {
+			break
+		}
+		runErr = runner.RunGraceful(ctx, work)
+	}
+	released()
+	prog.stop()
+	releaseBudgets(ctx, h.State, log)
+	counted := stopCounters()
+
+	// A crawl this run started on its own state, and ended cleanly, has every transition counted.
+	exact := be.Name == "embedded" && p.created && runErr == nil && counted == nil
+	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum, exact)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
+	}
+	sum.Finished = runErr == nil
+	for _, a := range others {
+		a.prices = sum.prices
+		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, a.Crawl, start, a, false)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", a.Crawl, err)
+			continue
+		}
+		also.Finished = runErr == nil && also.Pending == 0
+		sum.Also = append(sum.Also, also)
+	}
+	announced := announceEnd(context.WithoutCancel(ctx), h, be, &sum, stderr) // the queues ran out: the crawls drained
+	printSummary(stdout, stderr, sum, o.JSON)
+	if sum.Classes[string(errclass.SSRF)] > 0 {
+		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched,
+			be.Name == "embedded")
+	}
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		where := o.State
+		if o.Backend != "embedded" {
+			where = be.Where("")
+		}
+		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s%s; run the same command again to resume\n",
+			sum.Fetched, crawl, where, cutShortNote(runner.Stats.CutShort.Load()))
+		return sum, ExitInterrupted
+	case runErr != nil:
+		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		return sum, ExitFailed
+	case sum.Fetched == 0:
+		fmt.Fprintf(stderr, "crawl: no page could be fetched (crawl failures %s lists why)\n", crawl)
+		return sum, ExitFailed
+	case !announced:
+		return sum, ExitFailed
+	}
+	return sum, ExitOK
+}
+
+// runPauseWait is how long a paused crawl's fetch messages wait between looks under crawl run.
+const runPauseWait = 5 * time.Second
+
+// budgetCheck is how often crawl run reads its crawl's ledger against --budget-usd: the ledger is
+// 129 items, a read unit each, and its counters are written every counterInterval.
+const budgetCheck = time.Second
+
+// bookCosts adds what each of the runner's invocations is metered for to its crawls' ledgers (the
+// AWS backend's SDK calls; no Lambda bills a local run), so that a budget can stop the crawl.
+func bookCosts(r *localrun.Runner, st *crawlstate.Store, log *slog.Logger) {
+	l := &ledger.Ledger{State: st, Log: log}
+	for i := range r.Sources {
+		r.Sources[i].Handler = localrun.Invoke(l.Wrap(ledger.Handler(r.Sources[i].Handler)))
+	}
+}
+
+// releaseBudgets gives back to the table the pages of the crawls' budgets (--max-pages) that this
+// run took and did not use, once its handlers are done: the next run can use them.
+func releaseBudgets(ctx context.Context, st *crawlstate.Store, log *slog.Logger) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := st.ReleaseBudgets(wctx); err != nil {
+		log.Warn("give the unused pages of the budget back", "err", err.Error())
+	}
+}
+
+// counterInterval is how often crawl run writes the crawl counters its handlers buffer.
+const counterInterval = 100 * time.Millisecond
+
+// holdCounters has every handler of this process buffer its counter increments, and writes them
+// every interval instead of at the end of each invocation: one write where thousands of batches
+// each made their own, on the way between two invocations. The returned function writes what is
+// left, also after an interrupt, and returns an error if it could not.
+func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Duration, log *slog.Logger) func() error {
+	st.BufferCounters, st.HoldCounters = true, true
+	stop := localrun.Every(ctx, interval, func() {
+		if err := st.WriteCounters(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("write the crawl counters", "err", err.Error())
+		}
+	})
+	return func() error {
+		stop()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err := st.WriteCounters(wctx)
+		if err != nil {
+			log.Warn("write the crawl counters", "err", err.Error())
+		}
+		return err
+	}
+}
+
+// NewRunner plays Lambda's event source mappings for the three handlers: about concurrency
+// fetches in flight, in batches of up to 10. A fetch batch records its pages together at its end,
+// and its GETs are done while it does: so fetch runs fetchSets times as many batches as
+// concurrency needs, and the HTTP client keeps at most concurrency GETs in flight over all of
+// them (the run's Config.FetchInFlight). With one set of batches, a crawl of a site that answers
+// in 50 ms had 19 to 21 of its 32 fetches in flight on average, at 0.60x to 0.67x of the pages/s
+// of a client that GETs the known URL list; with two, 25 to 26, at 0.78x to 0.83x
+// (docs/bench.md). At most about fetchSets x concurrency pages are fetched but not yet recorded at any
+// moment: the most a crash can make the next run fetch again. A batch that has recorded its pages
+// and only waits for its file's sync lends its turn to a spare (fetchSpares): on a busy disk a
+// 5,000-page crawl at 50 ms took 9.3 to 10.7 s instead of 10.4 to 11.7 s, and the same as before
+// on a quiet one (docs/bench.md, round sixteen).
+//
+// Unlike the stack, schedule and parse also take batches of up to 10, with no batching window:
+// on the embedded backend a batch costs no billed request, and `make bench` was no faster with
+// schedule and parse batches of 32 gathered for 20 ms (0.95x and 1.04x of Colly's pages/s in two
+// sets of 3 runs, against 1.07x and 1.10x with these), though its peak memory was lower.
+func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurrency int, visibility time.Duration, log *slog.Logger) *localrun.Runner {
+	sets := fetchSets(h.HostRPS)
+	pollers := (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
+	batch := (concurrency + pollers - 1) / pollers // so pollers x batch stays close to concurrency
+	src := func(name, q string, inv localrun.Invoke, n int) localrun.Source {
+		inv = telemetry.Invocation(nil, name, inv) // a span per batch, as per Lambda invocation
+		return localrun.Source{Name: name, Queue: q, Handler: inv, Pollers: n, BatchSize: batch, Visibility: visibility}
+	}
+	fetch := src("fetch", res.Fetch, h.Fetch.Handle, max(sets, 1)*pollers)
+	fetch.Spare = fetch.Pollers * fetchSpares(h.HostRPS)
+	return &localrun.Runner{Queues: q, Log: log, Sources: []localrun.Source{
+		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2)),
+		fetch,
+		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2)),
+	}}
+}
+
+// fetchSets is how many sets of fetch batches NewRunner runs: two without a per-host rate, one
+// with it. With a rate (8 per second in TestTransientFaultsDuringARunThatFinishes, which also
+// delivers every message twice), two sets left hundreds of fetch messages re-queued for later
+// politeness slots after every URL of the crawl was done, and the run did not end in 2 minutes
+// (with one set: 30 s). With a rate the host's slots, not the fetches in flight, bound a crawl.
+func fetchSets(hostRPS float64) int {
+	if hostRPS > 0 {
+		return 1
+	}
+	return 2
+}
+
+// fetchSpares is how many spare fetch handler loops NewRunner runs for each fetch poller: they take
+// batches only while fetch batches wait for their WARC files' syncs (localrun.Source.Spare). None
+// with a per-host rate, for the reason fetchSets gives.
+func fetchSpares(hostRPS float64) int {
+	if hostRPS > 0 {
+		return 0
+	}
+	return 1
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}

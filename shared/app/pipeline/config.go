@@ -1,0 +1,406 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
+	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/proxysecret"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+)
+
+// DefaultUserAgent is honest and identifiable: it names the crawler and where to learn about it.
+const DefaultUserAgent = "crawlstack/0.1 (+https://github.com/crawlstack/crawlstack)"
+
+// Config is the crawl's configuration, the same for the Lambda functions (from the environment)
+// and for `crawl run` (from flags).
+type Config struct {
+	ScheduleQueue, FetchQueue, ParseQueue string
+
+	Scope           scope.Mode
+	Include         []string
+	Exclude         []string
+	MaxDepth        int
+	MaxPages        int
+	MaxPagesPerHost int
+
+	UserAgent       string
+	HostRPS         float64
+	HostConcurrency int
+	// BatchConcurrency is how many records of one batch a handler works on at once.
+	BatchConcurrency int
+	// AdmitConcurrency is how many URLs of one Links message schedule admits at once (0:
+	// frontier.DefaultAdmitConcurrency). crawl run raises it on the embedded backend, whose writes
+	// made at once share a commit.
+	AdmitConcurrency int
+	// FetchInFlight is the most GETs the process has in flight at once, over all its fetch
+	// batches (0: no bound beyond BatchConcurrency per batch). A Lambda function runs one batch at
+	// a time and needs none; `crawl run` sets it to its concurrency and runs more fetch batches
+	// than that at once, so that one batch's GETs go on while another stores its pages.
+	FetchInFlight int
+	AllowNets     []string
+	Ports         []int
+	Fingerprint   string
+	// Proxies carry every fetch when set (httpfetch.Options.Proxies: their credentials are in
+	// the URLs and never logged); ProxyRotation is httpfetch.RotatePerRequest or StickyPerHost.
+	Proxies       []string
+	ProxyRotation string
+	// ProxiesSecret names where a deployed crawl's proxies are kept with their credentials:
+	// "ssm:<parameter name>" or "secretsmanager:<secret name or ARN>" (package proxysecret). The
+	// fetch function reads them at init and adds them to Proxies; the value is never logged.
+	ProxiesSecret string
+	MaxBodyBytes  int64
+	FetchTimeout  time.Duration
+
+	// MaxReceive must equal the queues' maxReceiveCount.
+	MaxReceive int
+	// MaxTries bounds the requests of a URL whose fetch fails with a class worth trying again
+	// (http_5xx, http_429, timeout, connect, robots.txt down); RetryWait is the wait after its
+	// first failure, each next one 4 times longer, at most 15 times RetryWait. A retry goes back
+	// to the queue with its wait and burns no receive (retry.Tries).
+	MaxTries  int
+	RetryWait time.Duration
+
+	// CircuitFailures is how many failed first requests in a row (no connection, a timeout, a
+	// 5xx) open a host's circuit, whose URLs then wait without a request until a probe answers
+	// (0: crawlstate.DefaultCircuitFailures; -1: never); CircuitProbe is the time between probes
+	// (0: crawlstate.DefaultCircuitProbe).
+	CircuitFailures int
+	CircuitProbe    time.Duration
+
+	RecrawlPrefix string
+
+	// SlotLead is the fetch event source's batching window: fetch messages waiting for a politeness
+	// slot come back that much earlier, so that the window does not make them late for it.
+	SlotLead time.Duration
+
+	// BudgetUSD stops a crawl from admitting URLs once its ledger costs this much (0: no budget).
+	BudgetUSD float64
+	// Prices overrides some of the prices the ledger is costed at (meter.ParsePrices: "sqs=0.40,...").
+	Prices string
+
+	// RunCheck is how long the handlers keep a crawl's run state (pause, resume, stop) once read
+	// (0: crawlstate.DefaultRunCheck; below 0: they read it for every batch).
+	RunCheck time.Duration
+	// PauseWait is how long a paused crawl's fetch messages wait in the queue between looks
+	// (0: fetcher.DefaultPauseWait).
+	PauseWait time.Duration
+
+	// FinishEvery is the time between two drain checks of a crawl (package finish); 0 sends none:
+	// `crawl run` sees the end of its queues itself. FinishQuiet is how long a crawl's counters
+	// must stay unchanged before a check tallies its items (0: finish.DefaultQuiet).
+	FinishEvery, FinishQuiet time.Duration
+
+	// WARCIndex says where the CDXJ index of the WARC files is: IndexEachFile (beside each file,
+	// as it is stored) or IndexPerCrawl (none beside the files: `crawl index` builds the crawl's
+	// from them, a PUT fewer per fetch batch).
+	WARCIndex string
+}
+
+// The places of the WARC files' CDXJ index (Config.WARCIndex).
+const (
+	IndexEachFile = "file"
+	IndexPerCrawl = "crawl"
+)
+
+// RetryPolicy is the fetcher's retry policy of c.MaxTries and c.RetryWait.
+func (c Config) RetryPolicy() retry.Tries {
+	p := retry.DefaultPolicy()
+	p.Max, p.First, p.Last = c.MaxTries, c.RetryWait, 15*c.RetryWait
+	return p
+}
+
+// SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
+// host and rate, and its include patterns when c has its own.
+func (c Config) SpecBounds() crawlspec.Bounds {
+	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
+		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint}
+	if c.MaxDepth >= 0 {
+		b.MaxDepth = &c.MaxDepth
+	}
+	return b
+}
+
+// SentUserAgent is the User-Agent the requests send: UserAgent, or the browser's own for
+// httpfetch.UserAgentBrowser (Validate has checked that it agrees with the TLS fingerprint).
+func (c Config) SentUserAgent() string {
+	ua, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint)
+	if err != nil {
+		return c.UserAgent
+	}
+	return ua
+}
+
+// PriceTable is the prices a crawl's ledger is costed at: the list prices with c.Prices over them.
+func (c Config) PriceTable() (meter.Prices, error) {
+	return meter.DefaultPrices().Override(c.Prices)
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		ScheduleQueue: "schedule", FetchQueue: "fetch", ParseQueue: "parse",
+		Scope: scope.Host, MaxDepth: 16, MaxPagesPerHost: 100_000,
+		UserAgent: DefaultUserAgent, HostRPS: 1, HostConcurrency: 2, BatchConcurrency: 10,
+		FetchTimeout: 30 * time.Second, MaxReceive: 5, MaxTries: 4, RetryWait: 2 * time.Second, RecrawlPrefix: "seeds/",
+		WARCIndex: IndexEachFile,
+	}
+}
+
+// Validate checks the configuration and says what is wrong, one line per problem.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ScheduleQueue == "" || c.FetchQueue == "" || c.ParseQueue == "" {
+		errs = append(errs, errors.New("the schedule, fetch and parse queues must all be set"))
+	}
+	if _, err := scope.ParseMode(string(c.Scope)); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := scope.ParsePatterns(c.Include); err != nil {
+		errs = append(errs, fmt.Errorf("include: %w", err))
+	}
+	if _, err := scope.ParsePatterns(c.Exclude); err != nil {
+		errs = append(errs, fmt.Errorf("exclude: %w", err))
+	}
+	if c.MaxPages < 0 || c.MaxPagesPerHost < 0 {
+		errs = append(errs, errors.New("max pages must be 0 (no limit) or more"))
+	}
+	if strings.TrimSpace(c.UserAgent) == "" {
+		errs = append(errs, errors.New("the user agent must not be empty: crawlers say who they are"))
+	}
+	if !httpfetch.ValidFingerprint(c.Fingerprint) {
+		errs = append(errs, fmt.Errorf("tls fingerprint %q: want %s, or none for Go's own", c.Fingerprint, httpfetch.FingerprintChrome))
+	} else if _, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range c.Proxies {
+		if _, err := httpfetch.ParseProxy(p); err != nil {
+			errs = append(errs, err) // its message holds no password
+		}
+	}
+	if c.ProxiesSecret != "" {
+		if _, err := proxysecret.ParseRef(c.ProxiesSecret); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Fingerprint == httpfetch.FingerprintChrome {
+			errs = append(errs, errors.New("proxies and the chrome TLS fingerprint do not go together yet: use one or the other"))
+		}
+	}
+	if r := c.ProxyRotation; r != "" && r != httpfetch.RotatePerRequest && r != httpfetch.StickyPerHost {
+		errs = append(errs, fmt.Errorf("proxy rotation %q: want %s or %s", r, httpfetch.RotatePerRequest, httpfetch.StickyPerHost))
+	}
+	if len(c.Proxies) > 0 && c.Fingerprint == httpfetch.FingerprintChrome {
+		errs = append(errs, errors.New("proxies and the chrome TLS fingerprint do not go together yet: use one or the other"))
+	}
+	if c.HostRPS < 0 {
+		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))
+	}
+	if c.HostConcurrency < 0 || c.BatchConcurrency < 1 || c.FetchInFlight < 0 || c.AdmitConcurrency < 0 {
+		errs = append(errs, errors.New("host concurrency, fetches in flight and admit concurrency must be 0 or more, batch concurrency 1 or more"))
+	}
+	if _, err := netguard.ParseCIDRs(c.AllowNets); err != nil {
+		errs = append(errs, fmt.Errorf("allow-net: %w", err))
+	}
+	if c.MaxBodyBytes < 0 || c.FetchTimeout < 0 {
+		errs = append(errs, errors.New("max body bytes and fetch timeout must not be negative"))
+	}
+	if c.BudgetUSD < 0 {
+		errs = append(errs, fmt.Errorf("budget $%v: must be 0 (no budget) or more", c.BudgetUSD))
+	}
+	if _, err := c.PriceTable(); err != nil {
+		errs = append(errs, fmt.Errorf("prices: %w", err))
+	}
+	if c.FinishEvery < 0 || c.FinishEvery > queue.MaxDelay || c.FinishQuiet < 0 {
+		errs = append(errs, fmt.Errorf("finish checks every %s, quiet %s: want 0 to %s between checks, and a quiet time not below 0",
+			c.FinishEvery, c.FinishQuiet, queue.MaxDelay))
+	}
+	if c.MaxTries < 1 || c.MaxTries > 20 {
+		errs = append(errs, fmt.Errorf("max tries %d: want 1 to 20 requests of a failing URL", c.MaxTries))
+	}
+	if c.RetryWait <= 0 || c.RetryWait > time.Minute {
+		errs = append(errs, fmt.Errorf("retry wait %v: want more than 0 and at most a minute", c.RetryWait))
+	}
+	if c.WARCIndex != IndexEachFile && c.WARCIndex != IndexPerCrawl {
+		errs = append(errs, fmt.Errorf("warc index %q: want %s (a CDXJ index beside each WARC file) or %s (crawl index builds one per crawl)",
+			c.WARCIndex, IndexEachFile, IndexPerCrawl))
+	}
+	if c.CircuitFailures < -1 || c.CircuitFailures > 1000 {
+		errs = append(errs, fmt.Errorf("circuit failures %d: want 1 to 1000 failures in a row, 0 for the default (%d) or -1 for no circuit",
+			c.CircuitFailures, crawlstate.DefaultCircuitFailures))
+	}
+	if c.CircuitProbe < 0 || c.CircuitProbe > time.Hour {
+		errs = append(errs, fmt.Errorf("circuit probe %v: want 0 (the default, %v) up to an hour", c.CircuitProbe, crawlstate.DefaultCircuitProbe))
+	}
+	if c.MaxReceive < 1 {
+		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
+	}
+	return errors.Join(errs...)
+}
+
+// FromEnv reads the Lambda functions' configuration. Unset variables keep their defaults; set but
+// malformed ones are errors that name the variable.
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := DefaultConfig()
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = v
+		}
+	}
+	num := func(name string, dst *int) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: not a whole number", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	float := func(name string, dst *float64) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: not a number", name, v))
+				return
+			}
+			*dst = f
+		}
+	}
+	duration := func(name string, dst *time.Duration) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: not a duration such as 2s", name, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	list := func(name string, dst *[]string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = strings.Split(v, ",")
+			for i := range *dst {
+				(*dst)[i] = strings.TrimSpace((*dst)[i])
+			}
+		}
+	}
+	str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
+	str("FETCH_QUEUE_URL", &c.FetchQueue)
+	str("PARSE_QUEUE_URL", &c.ParseQueue)
+	var mode string
+	str("CRAWL_SCOPE", &mode)
+	if mode != "" {
+		c.Scope = scope.Mode(mode)
+	}
+	patterns := func(name string, dst *[]string) {
+		ps, err := ParsePatternList(getenv(name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		if ps != nil {
+			*dst = ps
+		}
+	}
+	patterns("CRAWL_INCLUDE", &c.Include)
+	patterns("CRAWL_EXCLUDE", &c.Exclude)
+	num("CRAWL_MAX_DEPTH", &c.MaxDepth)
+	num("CRAWL_MAX_PAGES", &c.MaxPages)
+	num("CRAWL_MAX_PAGES_PER_HOST", &c.MaxPagesPerHost)
+	str("CRAWL_USER_AGENT", &c.UserAgent)
+	float("CRAWL_HOST_RPS", &c.HostRPS)
+	num("CRAWL_HOST_CONCURRENCY", &c.HostConcurrency)
+	float("CRAWL_BUDGET_USD", &c.BudgetUSD)
+	str("CRAWL_PRICES", &c.Prices)
+	num("CRAWL_MAX_TRIES", &c.MaxTries)
+	duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
+	num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
+	duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)
+	duration("CRAWL_SLOT_LEAD", &c.SlotLead)
+	str("CRAWL_WARC_INDEX", &c.WARCIndex)
+	duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
+	duration("CRAWL_FINISH_QUIET", &c.FinishQuiet)
+	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
+	// parses at once.
+	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)
+	list("CRAWL_ALLOW_NET", &c.AllowNets)
+	list("CRAWL_PROXIES", &c.Proxies)
+	str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
+	str("CRAWL_PROXIES_SECRET", &c.ProxiesSecret)
+	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
+		c.Ports = []int{80, 443}
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 65535 {
+				errs = append(errs, fmt.Errorf("CRAWL_ALLOW_PORTS=%q: %q is not a port", v, f))
+				continue
+			}
+			c.Ports = append(c.Ports, n)
+		}
+	}
+	if v := strings.TrimSpace(getenv("CRAWL_MAX_BODY_BYTES")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("CRAWL_MAX_BODY_BYTES=%q: not a positive whole number", v))
+		}
+		c.MaxBodyBytes = n
+	}
+	if v := strings.TrimSpace(getenv("CRAWL_FETCH_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("CRAWL_FETCH_TIMEOUT=%q: not a positive duration such as 30s", v))
+		}
+		c.FetchTimeout = d
+	}
+	str("CRAWL_TLS_FINGERPRINT", &c.Fingerprint)
+	num("CRAWL_MAX_RECEIVE", &c.MaxReceive)
+	str("CRAWL_RECRAWL_PREFIX", &c.RecrawlPrefix)
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, c.Validate()
+}
+
+// ParsePatternList reads CRAWL_INCLUDE or CRAWL_EXCLUDE, for the functions and for the crawl
+// command. A regexp may contain commas, so the list is not comma-separated: a value that starts with "[" is a JSON array of strings (what the CDK
+// stack writes), anything else one pattern per line (blank lines ignored), so one regexp is
+// written as it is (one that itself starts with "[" goes in a JSON array). Each pattern must
+// compile. An empty value gives nil: the default stays.
+func ParsePatternList(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	var out []string
+	if strings.HasPrefix(v, "[") {
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			return nil, fmt.Errorf("not a JSON array of strings: %w", err)
+		}
+		for i, p := range out {
+			if strings.TrimSpace(p) == "" {
+				return nil, fmt.Errorf("pattern %d is empty", i+1)
+			}
+		}
+	} else {
+		for _, line := range strings.Split(v, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+	}
+	if _, err := scope.ParsePatterns(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

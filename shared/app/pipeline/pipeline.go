@@ -1,0 +1,238 @@
+// Package pipeline wires the three handlers (schedule, fetch, parse) to the queue, table and blob
+// ports from one Config. The Lambda mains and the local runner both build their handlers here, so
+// the code that runs on a laptop is the code that runs in Lambda.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
+	"github.com/crawlstack/crawlstack/shared/crawl/optout"
+	"github.com/crawlstack/crawlstack/shared/crawl/quarantine"
+	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
+	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/specstore"
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
+	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
+	"github.com/crawlstack/crawlstack/shared/handler/parser"
+	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
+	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/local/handoff"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
+	"github.com/crawlstack/crawlstack/shared/port/blob"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// Ports are the backends, AWS or embedded.
+type Ports struct {
+	Queue queue.Sender
+	Table table.Table
+	Blobs blob.Store
+	// Handoff, if set, passes each stored page from fetch to parse in memory, so that parse need
+	// not read it back. Set it only where both handlers run in one process (crawl run); in Lambda
+	// they never do.
+	Handoff *handoff.Pages
+	// Events, if set, is where a crawl's end is announced (package finish): with
+	// Config.FinishEvery, schedule runs each crawl's drain checks, and Handlers.Finish announces
+	// the end of a crawl that its caller saw drain.
+	Events finish.Publisher
+	// Fetching, if set, is fetch's HTTP client and robots.txt cache, made by NewFetching from the
+	// same Config before the other ports (crawl run warms the cache while it opens its state);
+	// nil: New makes them.
+	Fetching *Fetching
+}
+
+// Fetching is fetch's side of the web: its address guard, HTTP client and robots.txt cache.
+type Fetching struct {
+	guard  *netguard.Guard
+	client *httpfetch.Client
+	traced telemetry.Fetches // a span per outbound fetch, robots.txt too
+	robots *robots.Cache
+}
+
+// NewFetching makes fetch's address guard, HTTP client and robots.txt cache from cfg, as New
+// does. Close it, or the Handlers it is given to.
+func NewFetching(cfg Config) (*Fetching, error) {
+	nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
+	guard := netguard.New(nets, cfg.Ports)
+	client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.SentUserAgent(), Guard: guard,
+		MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
+		Proxies: cfg.Proxies, ProxyRotation: cfg.ProxyRotation,
+		MaxIdleConnsPerHost: idleConnsPerHost(cfg.HostConcurrency), MaxInFlight: cfg.FetchInFlight})
+	if err != nil {
+		return nil, fmt.Errorf("http client: %w", err)
+	}
+	traced := telemetry.Fetches{Next: client}
+	return &Fetching{guard: guard, client: client, traced: traced, robots: robots.New(traced, cfg.SentUserAgent(), 24*time.Hour)}, nil
+}
+
+// WarmRobots starts fetching the robots.txt that decides each of urls, once per origin (scheme,
+// host and port), and returns without waiting: fetch's first check of each origin then finds its
+// rules, or joins the fetch in flight. The files are fetched as fetch would fetch them for a crawl
+// with the Config's own settings (User-Agent, headers, TLS fingerprint), through the same guard; a
+// URL that is not an http(s) URL with a host is passed over.
+func (f *Fetching) WarmRobots(ctx context.Context, urls []string) {
+	for _, raw := range urls {
+		if u, err := urlnorm.Normalize(raw); err == nil {
+			_ = f.robots.Prefetch(ctx, u) // fails only for a URL Check refuses too
+		}
+	}
+}
+
+// Close releases the HTTP client's connections.
+func (f *Fetching) Close() { f.client.Close() }
+
+// Handlers are the three wired handlers and the state they share.
+type Handlers struct {
+	Schedule *scheduler.Handler
+	Fetch    *fetcher.Handler
+	Parse    *parser.Handler
+	State    *crawlstate.Store
+	// Frontier is schedule's frontier (nil without schedule): crawl run makes it forget the URLs
+	// it sends again (frontier.Forget).
+	Frontier *frontier.Frontier
+	// HostRPS is the crawl's per-host rate (0: none), for a runner that sizes its fetch batches
+	// by it.
+	HostRPS float64
+	// Finish announces crawls' ends, when Ports.Events is set (nil otherwise).
+	Finish *finish.Checker
+	http   *httpfetch.Client
+}
+
+// Close releases the HTTP client's connections.
+func (h *Handlers) Close() {
+	if h.http != nil {
+		h.http.Close()
+	}
+}
+
+// The handlers by name, for NewOnly.
+const (
+	Schedule = "schedule"
+	Fetch    = "fetch"
+	Parse    = "parse"
+)
+
+// New validates cfg and builds the three handlers.
+func New(cfg Config, p Ports, log *slog.Logger) (*Handlers, error) {
+	return NewOnly(cfg, p, log, Schedule, Fetch, Parse)
+}
+
+// NewOnly validates cfg and builds the named handlers alone; the others are nil. A Lambda function
+// runs one handler, and builds no other in its init: schedule no HTTP client or robots cache,
+// fetch and parse no frontier (whose Bloom filter takes about 2.4 MB).
+func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	log = safelog.Wrap(log) // strings from the web are cut before they reach a log line
+	rules := scope.DefaultRules()
+	rules.Mode = cfg.Scope
+	rules.MaxDepth = cfg.MaxDepth
+	rules.Include, _ = scope.ParsePatterns(cfg.Include)
+	rules.Exclude, _ = scope.ParsePatterns(cfg.Exclude)
+	state := crawlstate.New(p.Table)
+	state.BufferCounters = true // one counter write per crawl and invocation; the handlers flush
+	state.RunCheck = cfg.RunCheck
+	state.CircuitFailures, state.CircuitProbe = cfg.CircuitFailures, cfg.CircuitProbe
+	batch := func(source string) *sqsbatch.Runner {
+		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
+	}
+	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
+	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
+		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint})
+	ua := cfg.SentUserAgent()
+	h := &Handlers{State: state, HostRPS: cfg.HostRPS}
+	if p.Events != nil {
+		prices, err := cfg.PriceTable()
+		if err != nil {
+			return nil, fmt.Errorf("configuration: %w", err)
+		}
+		quiet := cfg.FinishQuiet
+		if quiet == 0 {
+			quiet = finish.DefaultQuiet
+		}
+		h.Finish = &finish.Checker{State: state, Pub: p.Events, Send: telemetry.Sender{Next: p.Queue}, Queue: cfg.ScheduleQueue,
+			Every: cfg.FinishEvery, Quiet: quiet, Prices: prices, Log: log.With("fn", "finish")}
+	}
+	// Every message sent carries the trace context of its send (a no-op without telemetry).
+	p.Queue = telemetry.Sender{Next: p.Queue}
+	for _, name := range names {
+		switch name {
+		case Schedule:
+			prices, err := cfg.PriceTable()
+			if err != nil {
+				return nil, fmt.Errorf("configuration: %w", err)
+			}
+			front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
+				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls,
+				AdmitConcurrency: cfg.AdmitConcurrency},
+				state, p.Queue, log.With("fn", "schedule"))
+			front.OptOuts = &optout.Matcher{Store: optout.Store{T: p.Table}}
+			h.Frontier = front
+			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
+				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
+			if h.Finish != nil && cfg.FinishEvery > 0 {
+				h.Schedule.Checks = h.Finish
+			}
+		case Fetch:
+			fx := p.Fetching
+			if fx == nil {
+				var err error
+				if fx, err = NewFetching(cfg); err != nil {
+					return nil, err
+				}
+			}
+			h.http = fx.client
+			fcfg := fetcher.DefaultConfig()
+			fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
+			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
+			fcfg.Concurrency, fcfg.MaxReceive, fcfg.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
+			fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
+			fcfg.IndexEachFile = cfg.WARCIndex != IndexPerCrawl
+			if cfg.PauseWait > 0 {
+				fcfg.PauseWait = cfg.PauseWait
+			}
+			fdeps := fetcher.Deps{State: state, HTTP: fx.traced, Robots: fx.robots,
+				Scope: rules, Guard: fx.guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls,
+				OptOuts: &optout.Matcher{Store: optout.Store{T: p.Table}}}
+			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
+				fdeps.Handoff = p.Handoff
+			}
+			h.Fetch = fetcher.New(fcfg, fdeps)
+		case Parse:
+			h.Parse = parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
+				UserAgentToken: robots.ProductToken(ua), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
+				state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
+			h.Parse.Prior = p.Blobs // a recrawl reuses the previous crawl's records (records/)
+			if p.Handoff != nil {
+				h.Parse.Handoff = p.Handoff
+			}
+		default:
+			return nil, fmt.Errorf("no handler is called %q", name)
+		}
+	}
+	return h, nil
+}
+
+// idleConnsPerHost keeps as many idle connections per host as may be in flight to it, so that
+// keep-alive works; with no per-host bound (a site of one's own), enough for a busy crawl.
+func idleConnsPerHost(hostConcurrency int) int {
+	if hostConcurrency <= 0 {
+		return 64
+	}
+	return max(hostConcurrency, 2)
+}

@@ -1,0 +1,254 @@
+package costrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/demo/multisite"
+	"github.com/crawlstack/crawlstack/shared/local/localrun"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
+)
+
+func TestEmulatedWantsEveryServiceOverridden(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL_SQS": "x", "AWS_ENDPOINT_URL_DYNAMODB": "y"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL_SQS": "x", "AWS_ENDPOINT_URL_DYNAMODB": "y", "AWS_ENDPOINT_URL_S3": "z"}, true},
+	} {
+		if got := Emulated(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("Emulated(%v) = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
+	k := &keyWrites{}
+	for key, n := range map[string]int{"p#a.test": 7, "b#c1#a.test": 9, "c#c1": 4, "u#c1#x": 2, "r#c1#m": 3} {
+		for i := range n {
+			fn := "schedule"
+			if i%2 == 1 {
+				fn = "fetch"
+			}
+			k.count(fn, key)
+		}
+	}
+	if got, want := k.kindByFunction("slot"), map[string]int64{"schedule": 4, "fetch": 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("slot writes by function = %v, want %v", got, want)
+	}
+	host, hostN, other, otherN := k.hottest()
+	if host != "b#c1#a.test" || hostN != 9 || other != "c#c1" || otherN != 4 {
+		t.Errorf("hottest = %s %d, %s %d; want b#c1#a.test 9, c#c1 4", host, hostN, other, otherN)
+	}
+	if key, n := k.hottestOf("crawl"); key != "c#c1" || n != 4 {
+		t.Errorf("hottestOf(crawl) = %s %d, want c#c1 4", key, n)
+	}
+	if key, n := k.hottestOf("other"); key != "" || n != 0 {
+		t.Errorf("hottestOf(other) = %q %d, want none", key, n)
+	}
+	want := map[string]int64{"slot": 7, "host budget": 9, "crawl": 4, "url": 2, "groups": 3}
+	if got := k.byKind(); !reflect.DeepEqual(got, want) {
+		t.Errorf("byKind = %v, want %v", got, want)
+	}
+}
+
+// TestPrintGivesDollarsPerMillionPages checks the table against figures worked out by hand.
+func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
+	p := meter.DefaultPrices()
+	p.SQSPerMillion.USD, p.DynamoDBWritePerMillion.USD, p.DynamoDBReadPerMillion.USD = 0.40, 0.625, 0.125
+	p.S3ClassAPerThousand.USD, p.S3ClassBPerThousand.USD = 0.005, 0.0004
+	p.LambdaRequestsPerMillion.USD, p.LambdaGBSecond.USD, p.LogsPerGB.USD = 0.20, 0.0000133334, 0.50
+	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: meter.Units{
+		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
+		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
+		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
+		Writes:     map[string]int64{"url": 4500, "slot": 2250, "crawl": 50},
+		SlotWrites: map[string]int64{"schedule": 2000, "fetch": 250},
+		Batches:    map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}},
+		SQSCalls:   map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
+		Ledger:     meter.Units{DynamoDBWriteUnits: 1600}}
+	var b bytes.Buffer
+	r.Print(&b, p)
+	out := b.String()
+	// Per million pages: SQS 5 requests/page x $0.40/M = $2.00; DynamoDB 14 x 0.625 + 2 x 0.125 =
+	// $9.00; S3 0.1 x $5 + 1 x $0.40 = $0.90; Lambda 0.3 x 0.20 + 0.15 GB-s x $13.3334 = $2.06;
+	// logs 1 MiB / 1000 pages = 1048.576 bytes/page, x 1e6 / 2^30 x $0.50 = $0.49; total $14.45.
+	for _, want := range []string{"SQS  5.00 requests  2.00", "DynamoDB  14.00 WRU, 2.00 RRU  9.00",
+		"S3  0.100 PUT/LIST, 1.000 GET  0.90", "Lambda  0.300 requests, 0.1500 GB-s  2.06",
+		"Logs  1049 bytes  0.49", "total  14.45", "p#a, 200.0 writes per 1,000 pages",
+		"2.00 per page of its host", "a host of 500 pages/s",
+		"grow with the crawl's rate): c#c1#7, 4.0 writes per 1,000 pages (a crawl of 250000 pages/s at most)",
+		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
+		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05",
+		"politeness slot writes per page by function: schedule 2.00, fetch 0.25",
+		"invocations per page by function: fetch 0.250 (8.0 records each), parse 0.020 (50.0 records each)",
+		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10",
+		"the crawl's own ledger (its record): $1.00 per million pages"} {
+		if !strings.Contains(squeeze(out), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// squeeze turns every run of two or more spaces into two, so that the test does not pin column
+// widths.
+func squeeze(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(wide.ReplaceAllString(l, "  "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+var wide = regexp.MustCompile(`  +`)
+
+// TestIntegrationCostRunMetersAWholeCrawl crawls a small web of three hosts on the emulators:
+// every page is fetched once, and every billed item is metered.
+func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
+	cfg := awstest.Config(t)
+	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
+		awstest.RequireService(t, s)
+	}
+	pc := pipeline.DefaultConfig()
+	pc.AllowNets = []string{"127.0.0.0/8"}
+	pc.HostRPS = 0
+	pc.WARCIndex = pipeline.IndexPerCrawl // as the stack stores them: the index built from the files after
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Options{Name: "small", Pipeline: pc, Visibility: 30 * time.Second,
+		Web: multisite.Options{Hosts: 3, Pages: 60, Links: 5, CrossHost: 0.2, PageBytes: 2000}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pages != 60 || r.Twice != 0 {
+		t.Errorf("%d pages fetched, %d twice; want 60 and 0", r.Pages, r.Twice)
+	}
+	if r.IndexLines != 60 || r.IndexFiles == 0 {
+		t.Errorf("the crawl's index has %d lines from %d files, want a line for each of the 60 pages", r.IndexLines, r.IndexFiles)
+	}
+	u := r.Units
+	if u.SQSRequests == 0 || u.DynamoDBWriteUnits == 0 || u.DynamoDBReadUnits == 0 || u.S3ClassA == 0 ||
+		u.S3ClassB == 0 || u.LambdaRequests == 0 || u.LambdaGBSeconds == 0 || u.LogBytes == 0 {
+		t.Errorf("units = %+v: want every item metered", u)
+	}
+	if u.DynamoDBUnmetered != 0 {
+		t.Errorf("%d DynamoDB answers carried no consumed capacity", u.DynamoDBUnmetered)
+	}
+	// Each admitted URL's item is written once at least (its admission), and the group of a fetch
+	// message, which holds at most message.MaxFetchURLs URLs, twice (the claim and the outcomes): 1
+	// write unit a page and two for every MaxFetchURLs pages is a floor no metering can go under.
+	if per, floor := u.DynamoDBWriteUnits/60, 1+2/float64(message.MaxFetchURLs); per < floor {
+		t.Errorf("%.2f write units per page, want at least %.2f", per, floor)
+	}
+	if r.HotOther == "" || r.HotOtherWrites == 0 {
+		t.Errorf("no hot item found: %+v", r)
+	}
+	// Every page's URL went out once at least, in messages of up to MaxFetchURLs URLs of one group.
+	if r.FirstURLs < 60 || r.FirstMessages*message.MaxFetchURLs < r.FirstURLs || r.Groups == 0 || r.Groups > r.FirstMessages {
+		t.Errorf("first sends: %d messages of %d URLs in %d groups, want the 60 pages' URLs in messages of at most %d, groups no more than messages",
+			r.FirstMessages, r.FirstURLs, r.Groups, message.MaxFetchURLs)
+	}
+	var b bytes.Buffer
+	r.Print(&b, meter.DefaultPrices())
+	t.Logf("\n%s", b.String())
+}
+
+// TestStackFunctionsMatchTheStack holds StackFunctions against the copy of the stack's defaults
+// that infra/crawlstack's tests hold DefaultFunctions against (infra is a module of its own, so
+// neither can import the other): make cost must meter the stack's settings.
+func TestStackFunctionsMatchTheStack(t *testing.T) {
+	const path = "../../../infra/crawlstack/testdata/function-defaults.json"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byName); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	delete(byName, "_comment")
+	want := map[string]Function{}
+	for name, v := range byName {
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		var f Function
+		if err := dec.Decode(&f); err != nil {
+			t.Fatalf("%s, %s: %v", path, name, err)
+		}
+		want[name] = f
+	}
+	if got := StackFunctions(); !reflect.DeepEqual(got, want) {
+		t.Errorf("StackFunctions = %+v\nthe stack's defaults (%s) = %+v\nchange them together", got, path, want)
+	}
+}
+
+func TestOverrideFunctions(t *testing.T) {
+	base := StackFunctions()
+	got, err := OverrideFunctions(base, "fetch.batchSize=10, fetch.batchWindowSeconds=0,parse.memoryMB=1024")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := StackFunctions()
+	f, p := want["fetch"], want["parse"]
+	f.BatchSize, f.BatchWindowSeconds, p.MemoryMB = 10, 0, 1024
+	want["fetch"], want["parse"] = f, p
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("OverrideFunctions = %+v, want %+v", got, want)
+	}
+	if !reflect.DeepEqual(base, StackFunctions()) {
+		t.Error("OverrideFunctions changed its argument")
+	}
+	for _, bad := range []string{"fetch.batchSize", "fetch=10", "crawl.batchSize=1", "fetch.size=1", "fetch.batchSize=ten"} {
+		if _, err := OverrideFunctions(base, bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+// instantQueues answers every receive at once: with the messages it holds for the queue, or empty.
+type instantQueues struct {
+	localrun.Queues // the rest is never called
+	msgs            map[string][]queue.Message
+}
+
+func (q instantQueues) Receive(_ context.Context, name string, _ int, _, _ time.Duration) ([]queue.Message, error) {
+	return q.msgs[name], nil
+}
+
+// An empty answer to a long poll that came before its wait was over is the emulator's, and is
+// taken out of the bill; an answer with messages, or to a short poll, is not.
+func TestEarlyEmptyReceivesAreNotBilled(t *testing.T) {
+	e := &earlyEmpty{}
+	q := e.wrap(instantQueues{msgs: map[string][]queue.Message{"http://q/crawlcost-x-parse": {{ID: "m"}}}})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := q.Receive(ctx, "http://q/crawlcost-x-fetch", 10, time.Minute, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.Receive(ctx, "http://q/crawlcost-x-fetch", 10, time.Minute, 0); err != nil { // a short poll
+		t.Fatal(err)
+	}
+	if _, err := q.Receive(ctx, "http://q/crawlcost-x-parse", 10, time.Minute, 20*time.Second); err != nil { // got a message
+		t.Fatal(err)
+	}
+	u := meter.Units{SQSRequests: 10}
+	calls := map[string]int64{"ReceiveMessage fetch": 4, "ReceiveMessage parse": 1}
+	if n := e.takeFrom(&u, calls); n != 3 || u.SQSRequests != 7 || calls["ReceiveMessage fetch"] != 1 || calls["ReceiveMessage parse"] != 1 {
+		t.Errorf("took %d: units %d, calls %v; want 3 early empty receives of fetch taken out", n, u.SQSRequests, calls)
+	}
+}

@@ -1,0 +1,282 @@
+package costrun
+
+// The ports of a measured crawl, wrapped to count what the report shows besides the meter's
+// units: the table's writes by item and function, the fetch messages sent and sent again, the
+// runner's early empty receives and the handlers' log bytes; and the queue depths the runner reads,
+// which no event source mapping makes, left out of the meter.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/local/localrun"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// keyWrites counts the writes each table item receives, and each function's by kind of item;
+// each function writes through its own view of the table (of).
+type keyWrites struct {
+	t    table.Table
+	mu   sync.Mutex
+	n    map[string]int64
+	byFn map[string]map[string]int64 // function -> kind (kindOf) -> writes
+}
+
+func (k *keyWrites) count(fn, key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n, k.byFn = map[string]int64{}, map[string]map[string]int64{}
+	}
+	k.n[key]++
+	if k.byFn[fn] == nil {
+		k.byFn[fn] = map[string]int64{}
+	}
+	k.byFn[fn][kindOf(key)]++
+}
+
+// of returns the table as the function fn writes it, its writes counted as fn's too.
+func (k *keyWrites) of(fn string) table.Table { return fnWrites{Table: k.t, k: k, fn: fn} }
+
+// kindByFunction returns each function's writes to items of the kind.
+func (k *keyWrites) kindByFunction(kind string) map[string]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int64{}
+	for fn, kinds := range k.byFn {
+		if n := kinds[kind]; n > 0 {
+			out[fn] = n
+		}
+	}
+	return out
+}
+
+// fnWrites is the table of one function: keyWrites that also knows whose writes they are.
+type fnWrites struct {
+	table.Table // the table itself: reads pass through
+	k           *keyWrites
+	fn          string
+}
+
+func (f fnWrites) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+	f.k.count(f.fn, key)
+	return f.Table.Put(ctx, key, it, c)
+}
+
+func (f fnWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+	f.k.count(f.fn, key)
+	return f.Table.Update(ctx, key, u, c)
+}
+
+func (f fnWrites) Delete(ctx context.Context, key string, c table.Cond) error {
+	f.k.count(f.fn, key)
+	return f.Table.Delete(ctx, key, c)
+}
+
+// perHost reports whether key is an item of one host: its politeness slot ("p#host") or its
+// budget in a crawl ("b#crawl#host"). Their writes are bounded by the host's rate.
+func perHost(key string) bool { return strings.HasPrefix(key, "p#") || strings.HasPrefix(key, "b#") }
+
+// byKind returns the writes by kind of item, as the table's keys tell them: "url" (u#),
+// "groups" (r#, the claims and outcomes of a group of URLs, which a fetch message carries), "slot" (p#, a host's politeness slot), "host
+// budget" (b#), "crawl" (c#) and "other".
+func (k *keyWrites) byKind() map[string]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int64{}
+	for key, n := range k.n {
+		out[kindOf(key)] += n
+	}
+	return out
+}
+
+func kindOf(key string) string {
+	switch {
+	case strings.HasPrefix(key, "u#"):
+		return "url"
+	case strings.HasPrefix(key, "r#"):
+		return "groups"
+	case strings.HasPrefix(key, "p#"):
+		return "slot"
+	case strings.HasPrefix(key, "b#"):
+		return "host budget"
+	case strings.HasPrefix(key, "c#"):
+		return "crawl"
+	}
+	return "other"
+}
+
+// hottestOf returns the item of the kind (see kindOf) that took the most writes.
+func (k *keyWrites) hottestOf(kind string) (key string, n int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for kk, nn := range k.n {
+		if kindOf(kk) == kind && nn > n {
+			key, n = kk, nn
+		}
+	}
+	return key, n
+}
+
+// hottest returns the per-host item and the other item that took the most writes.
+func (k *keyWrites) hottest() (host string, hostN int64, other string, otherN int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key, n := range k.n {
+		switch {
+		case perHost(key) && n > hostN:
+			host, hostN = key, n
+		case !perHost(key) && n > otherN:
+			other, otherN = key, n
+		}
+	}
+	return host, hostN, other, otherN
+}
+
+// fetchSends counts the fetch messages: those sent with a delay (to wait for a politeness slot
+// booked at admission, or re-sent to wait again), the re-sends, which are the sends of a URL's
+// message after its first, and the first sends: how many messages, URLs and groups (the
+// fetcher claims a message's URLs of a group in one write: crawlstate.ClaimGroup).
+type fetchSends struct {
+	queue.Sender
+	queue   string
+	delayed atomic.Int64
+	mu      sync.Mutex
+	sends   map[string]int64 // URL -> its fetch messages sent
+	// firstMsgs and firstURLs count the messages that carried their URLs for the first time, and
+	// groups their groups.
+	firstMsgs, firstURLs int64
+	groups               map[string]bool
+}
+
+func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
+	err := d.Sender.SendBatch(ctx, q, entries)
+	if q != d.queue {
+		return err
+	}
+	var be *queue.BatchError
+	errors.As(err, &be)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sends == nil {
+		d.sends = map[string]int64{}
+	}
+	for _, e := range entries {
+		if (err != nil && be == nil) || (be != nil && be.Failed[e.ID] != nil) {
+			continue // not sent
+		}
+		if e.Delay > 0 {
+			d.delayed.Add(1)
+		}
+		if m, derr := message.DecodeFetch(e.Body); derr == nil {
+			parts := m.Split()
+			if d.sends[parts[0].URL] == 0 {
+				if d.groups == nil {
+					d.groups = map[string]bool{}
+				}
+				d.firstMsgs, d.firstURLs, d.groups[parts[0].Group] = d.firstMsgs+1, d.firstURLs+int64(len(parts)), true
+			}
+			for _, p := range parts {
+				d.sends[p.URL]++
+			}
+		}
+	}
+	return err
+}
+
+// first returns the messages that carried their URLs for the first time, those URLs, and their
+// groups.
+func (d *fetchSends) first() (msgs, urls, groups int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.firstMsgs, d.firstURLs, int64(len(d.groups))
+}
+
+// resent is how many fetch messages were sent for a URL that had one already.
+func (d *fetchSends) resent() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n int64
+	for _, c := range d.sends {
+		n += c - 1
+	}
+	return n
+}
+
+// earlyEmpty counts the runner's receives that came back empty before their long poll's wait
+// was over. SQS answers a long poll with nothing only once its wait time has passed ("Amazon SQS
+// short and long polling" in the SQS developer guide); fauxqs answers every waiting receive of a
+// queue as soon as a message arrives, one with the message and the rest empty, so a poller waiting
+// on a busy queue sends a receive for nearly every message that others take. Those receives would
+// not be made against SQS, and are taken out of the bill.
+type earlyEmpty struct {
+	mu      sync.Mutex
+	byQueue map[string]int64
+}
+
+// earlySlack is how much sooner than its wait an empty answer may come and still count as a
+// wait that ran out (the wait is in whole seconds on the wire).
+const earlySlack = 250 * time.Millisecond
+
+func (e *earlyEmpty) wrap(q localrun.Queues) localrun.Queues { return earlyQueues{Queues: q, e: e} }
+
+type earlyQueues struct {
+	localrun.Queues
+	e *earlyEmpty
+}
+
+func (q earlyQueues) Receive(ctx context.Context, name string, max int, visibility, wait time.Duration) ([]queue.Message, error) {
+	start := time.Now()
+	msgs, err := q.Queues.Receive(ctx, name, max, visibility, wait)
+	if err == nil && len(msgs) == 0 && ctx.Err() == nil && wait >= time.Second && time.Since(start) < wait-earlySlack {
+		q.e.mu.Lock()
+		if q.e.byQueue == nil {
+			q.e.byQueue = map[string]int64{}
+		}
+		q.e.byQueue[name]++
+		q.e.mu.Unlock()
+	}
+	return msgs, err
+}
+
+// takeFrom takes the early empty receives out of u and calls, and returns how many there were.
+func (e *earlyEmpty) takeFrom(u *meter.Units, calls map[string]int64) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var n int64
+	for q, k := range e.byQueue {
+		n += k
+		call := "ReceiveMessage " + q[strings.LastIndexAny(q, "/-")+1:]
+		calls[call] = max(calls[call]-k, 0)
+	}
+	u.SQSRequests = max(u.SQSRequests-n, 0)
+	return n
+}
+
+// depthUnmetered is the runner's queues with their depth read on an unmetered client: the runner
+// looks at the queues' depths to find the end of the crawl, which an event source mapping never
+// does, so those requests are no part of what the stack would pay. Its receives and deletes are
+// the mapping's, and are metered.
+type depthUnmetered struct {
+	localrun.Queues
+	depth localrun.Queues
+}
+
+func (d depthUnmetered) Depth(ctx context.Context, q string) (int, int, error) {
+	return d.depth.Depth(ctx, q)
+}
+
+// logBytes is the handlers' log destination: it meters the bytes CloudWatch Logs would ingest.
+type logBytes struct{ m *meter.Meter }
+
+func (l *logBytes) Write(p []byte) (int, error) {
+	l.m.AddLogBytes(len(p))
+	return len(p), nil
+}

@@ -1,0 +1,153 @@
+package costrun
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/demo/multisite"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+)
+
+// Main is the crawlcost command: it parses args, runs the crawls they ask for and prints their
+// reports on stdout. It returns the exit code: 0, 1 when a crawl failed, 2 for bad usage.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("crawlcost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pages := fs.Int("pages", 10_000, "pages of the wide crawl (0: skip it)")
+	hosts := fs.Int("hosts", 100, "hosts of the wide crawl, on 127.0.1.1 upwards")
+	links := fs.Int("links", 20, "links per page")
+	cross := fs.Float64("cross-host", 0.2, "share of a page's links that point at another host")
+	latency := fs.Duration("latency", 200*time.Millisecond, "how long each answer of the web takes")
+	singlePages := fs.Int("single-pages", 300, "pages of the single-host crawl (0: skip it)")
+	singleRPS := fs.Float64("single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
+	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
+	every := fs.Duration("progress", 15*time.Second, "how often to print progress on stderr (0: never)")
+	fnFlag := fs.String("functions", "", "function settings over the stack's defaults, e.g. fetch.batchSize=10,fetch.batchWindowSeconds=0 "+
+		"(keys: the stack's context keys without the function name: timeoutSeconds, memoryMB, maxConcurrency, batchSize, batchWindowSeconds, batchConcurrency)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fns, err := OverrideFunctions(StackFunctions(), *fnFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawlcost: --functions: %v\n", err)
+		return 2
+	}
+	p, err := meter.DefaultPrices().Override(*prices)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawlcost: --prices: %v\n", err)
+		return 2
+	}
+	if !Emulated(os.Getenv) {
+		fmt.Fprintln(stderr, "crawlcost: no AWS endpoint set: it crawls on the local emulators or LocalStack, never on AWS "+
+			"itself. Run `make cost`, or set AWS_ENDPOINT_URL (or _SQS, _DYNAMODB and _S3).")
+		return 2
+	}
+	cfg, err := awsconfig.Load(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawlcost: %v\n", err)
+		return 1
+	}
+	base := pipeline.DefaultConfig()
+	base.AllowNets = []string{"127.0.0.0/8"}
+	base.WARCIndex = pipeline.IndexPerCrawl // the stack's default (infra's warcIndex): one index per crawl
+	var runs []Options
+	if *pages > 0 {
+		runs = append(runs, Options{Name: "wide", Pipeline: base, Web: multisite.Options{Hosts: *hosts, Pages: *pages,
+			Links: *links, CrossHost: *cross, PageBytes: 20_000, Latency: *latency}})
+	}
+	if *singlePages > 0 {
+		single := base
+		single.HostRPS = *singleRPS
+		runs = append(runs, Options{Name: "single-host", Pipeline: single, Web: multisite.Options{Hosts: 1,
+			Pages: *singlePages, Links: *links, PageBytes: 20_000, Latency: *latency}})
+	}
+	for i, o := range runs {
+		o.Visibility, o.Progress, o.ProgressEvery, o.Functions = 2*time.Minute, stderr, *every, fns
+		r, err := Run(ctx, o, cfg)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintln(stderr, "crawlcost: interrupted")
+			} else {
+				fmt.Fprintf(stderr, "crawlcost: %s crawl: %v\n", o.Name, err)
+			}
+			return 1
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		r.Print(stdout, p)
+	}
+	fmt.Fprintf(stdout, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
+	fmt.Fprintf(stdout, "functions: %s\n", describe(fns))
+	return 0
+}
+
+// Emulated reports whether every service the crawl calls has an endpoint other than AWS's:
+// AWS_ENDPOINT_URL, or the SQS, DynamoDB and S3 variables all set.
+func Emulated(getenv func(string) string) bool {
+	if getenv(awsconfig.EnvEndpoint) != "" {
+		return true
+	}
+	for _, v := range []string{awsconfig.EnvEndpointSQS, awsconfig.EnvEndpointDynamoDB, awsconfig.EnvEndpointS3} {
+		if getenv(v) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// describe says in one line what each function is given, in the stack's terms.
+func describe(fns map[string]Function) string {
+	var parts []string
+	for _, name := range []string{"schedule", "fetch", "parse"} {
+		f := fns[name]
+		parts = append(parts, fmt.Sprintf("%s %d MB, %d batches at once of up to %d records (window %d s, %d records at once)",
+			name, f.MemoryMB, f.MaxConcurrency, f.BatchSize, f.BatchWindowSeconds, f.BatchConcurrency))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// OverrideFunctions returns fns with the settings of spec, a comma-separated list of
+// function.key=value (fetch.batchSize=10), changed. The keys are the stack's per-function context
+// keys without the function's name.
+func OverrideFunctions(fns map[string]Function, spec string) (map[string]Function, error) {
+	out := make(map[string]Function, len(fns))
+	for k, v := range fns {
+		out[k] = v
+	}
+	for _, item := range strings.Split(spec, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(item, "=")
+		name, field, ok2 := strings.Cut(key, ".")
+		if !ok || !ok2 {
+			return nil, fmt.Errorf("%q: want function.key=value, such as fetch.batchSize=10", item)
+		}
+		f, known := out[name]
+		if !known {
+			return nil, fmt.Errorf("%q: no function %q (schedule, fetch or parse)", item, name)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %q is not a whole number", item, value)
+		}
+		dst := map[string]*int{"timeoutSeconds": &f.TimeoutSeconds, "memoryMB": &f.MemoryMB, "maxConcurrency": &f.MaxConcurrency,
+			"batchSize": &f.BatchSize, "batchWindowSeconds": &f.BatchWindowSeconds, "batchConcurrency": &f.BatchConcurrency}[field]
+		if dst == nil {
+			return nil, fmt.Errorf("%q: no setting %q", item, field)
+		}
+		*dst = n
+		out[name] = f
+	}
+	return out, nil
+}

@@ -1,0 +1,105 @@
+package costrun
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+)
+
+// Print writes r as a table of units per page and dollars per million pages, by item, at prices
+// p, then the hottest table items per 1,000 pages.
+func (r Report) Print(w io.Writer, p meter.Prices) {
+	u, c := r.Units, p.Cost(r.Units)
+	per := func(x float64) float64 { return x / float64(max(r.Pages, 1)) }
+	perM := func(usd float64) float64 { return usd / float64(max(r.Pages, 1)) * 1e6 }
+	hosts := "hosts"
+	if r.Hosts == 1 {
+		hosts = "host"
+	}
+	fmt.Fprintf(w, "%s crawl: %d pages on %d %s in %v; %d fetched twice; %d fetch messages re-sent (%.2f per page); %d sent with a delay\n",
+		r.Name, r.Pages, r.Hosts, hosts, r.Elapsed.Round(100*time.Millisecond), r.Twice, r.Requeued, per(float64(r.Requeued)), r.Delayed)
+	if r.FirstMessages > 0 {
+		fmt.Fprintf(w, "first fetch messages: %d, %.1f URLs each, in %d groups (%.2f messages a group)\n", r.FirstMessages,
+			float64(r.FirstURLs)/float64(r.FirstMessages), r.Groups, float64(r.FirstMessages)/float64(max(r.Groups, 1)))
+	}
+	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v\n",
+		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes)
+	if r.IndexFiles > 0 {
+		fmt.Fprintf(w, "the crawl's CDXJ index (crawl index): %d lines from %d WARC files, its GETs and PUT in the S3 figures\n",
+			r.IndexLines, r.IndexFiles)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "item\tunits per page\t$ per million pages\t")
+	fmt.Fprintf(tw, "SQS\t%.2f requests\t%.2f\t\n", per(float64(u.SQSRequests)), perM(c.SQS))
+	fmt.Fprintf(tw, "DynamoDB\t%.2f WRU, %.2f RRU\t%.2f\t\n", per(u.DynamoDBWriteUnits), per(u.DynamoDBReadUnits), perM(c.DynamoDB))
+	fmt.Fprintf(tw, "S3\t%.3f PUT/LIST, %.3f GET\t%.2f\t\n", per(float64(u.S3ClassA)), per(float64(u.S3ClassB)), perM(c.S3))
+	fmt.Fprintf(tw, "Lambda\t%.3f requests, %.4f GB-s\t%.2f\t\n", per(float64(u.LambdaRequests)), per(u.LambdaGBSeconds), perM(c.Lambda))
+	fmt.Fprintf(tw, "Logs\t%.0f bytes\t%.2f\t\n", per(float64(u.LogBytes)), perM(c.Logs))
+	fmt.Fprintf(tw, "total\t\t%.2f\t\n", perM(c.Total))
+	tw.Flush()
+	var kinds []string
+	for _, k := range []string{"url", "groups", "slot", "host budget", "crawl", "other"} {
+		if n := r.Writes[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %.2f", k, per(float64(n))))
+		}
+	}
+	fmt.Fprintf(w, "table writes per page by item: %s\n", strings.Join(kinds, ", "))
+	if len(r.SlotWrites) > 0 {
+		var by []string
+		for _, fn := range []string{"schedule", "fetch", "parse"} {
+			if n := r.SlotWrites[fn]; n > 0 {
+				by = append(by, fmt.Sprintf("%s %.2f", fn, per(float64(n))))
+			}
+		}
+		fmt.Fprintf(w, "politeness slot writes per page by function: %s\n", strings.Join(by, ", "))
+	}
+	var fns []string
+	for _, fn := range []string{"schedule", "fetch", "parse"} {
+		if b := r.Batches[fn]; b.Invocations > 0 {
+			fns = append(fns, fmt.Sprintf("%s %.3f (%.1f records each)", fn, per(float64(b.Invocations)),
+				float64(b.Records)/float64(b.Invocations)))
+		}
+	}
+	if len(fns) > 0 {
+		fmt.Fprintf(w, "invocations per page by function: %s\n", strings.Join(fns, ", "))
+	}
+	if len(r.SQSCalls) > 0 {
+		calls := slices.SortedFunc(maps.Keys(r.SQSCalls), func(a, b string) int {
+			return cmp.Or(cmp.Compare(r.SQSCalls[b], r.SQSCalls[a]), cmp.Compare(a, b))
+		})
+		parts := make([]string, 0, len(calls))
+		for _, c := range calls {
+			parts = append(parts, fmt.Sprintf("%s %.2f", c, per(float64(r.SQSCalls[c]))))
+		}
+		fmt.Fprintf(w, "SQS requests per page by call and queue: %s\n", strings.Join(parts, ", "))
+	}
+	if r.Ledger != (meter.Units{}) {
+		fmt.Fprintf(w, "the crawl's own ledger (its record): $%.2f per million pages of the $%.2f metered here "+
+			"(it leaves out the set-up, and the receives and deletes of the event source mappings)\n", perM(p.Cost(r.Ledger).Total), perM(c.Total))
+	}
+	if r.EarlyEmpty > 0 {
+		fmt.Fprintf(w, "not counted: %d empty receives the emulator answered before their wait was over (%.2f per page), which SQS never does\n",
+			r.EarlyEmpty, per(float64(r.EarlyEmpty)))
+	}
+	if u.DynamoDBUnmetered > 0 {
+		fmt.Fprintf(w, "warning: %d DynamoDB answers carried no consumed capacity: its units are too low\n", u.DynamoDBUnmetered)
+	}
+	k := float64(max(r.Pages, 1)) / 1000
+	// The web's pages are split evenly between its hosts (multisite): a host has Pages/Hosts.
+	perHostPage := float64(r.HotHostWrites) / max(float64(r.Pages)/float64(max(r.Hosts, 1)), 1)
+	fmt.Fprintf(w, "hottest per-host item: %s, %.1f writes per 1,000 pages (%.2f per page of its host, bounded by its host's rate: "+
+		"1,000 writes/s would take a host of %.0f pages/s)\n", r.HotHost, float64(r.HotHostWrites)/k, perHostPage, 1000/max(perHostPage, 1e-9))
+	fmt.Fprintf(w, "hottest other item: %s, %.1f writes per 1,000 pages (one partition takes 1,000 writes/s: a crawl of %.0f pages/s at most)\n",
+		r.HotOther, float64(r.HotOtherWrites)/k, 1000/max(float64(r.HotOtherWrites)/float64(max(r.Pages, 1)), 1e-9))
+	if r.HotCrawl != "" {
+		fmt.Fprintf(w, "hottest crawl item (the crawl's item or a counter shard, whose writes grow with the crawl's rate): %s, %.1f writes per 1,000 pages (a crawl of %.0f pages/s at most)\n",
+			r.HotCrawl, float64(r.HotCrawlWrites)/k, 1000/max(float64(r.HotCrawlWrites)/float64(max(r.Pages, 1)), 1e-9))
+	}
+}

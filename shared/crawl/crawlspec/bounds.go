@@ -1,0 +1,191 @@
+package crawlspec
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
+)
+
+// Bounds are the stack's ceilings on what a spec may set; the zero Bounds sets none. The stack's settings are a spec's
+// defaults; these few are its limits too, so that whoever runs the stack decides how much and how
+// fast any crawl may go, and a spec decides where it goes and what it keeps.
+type Bounds struct {
+	// MaxDepth, when set, bounds max_depth (CRAWL_MAX_DEPTH, --max-depth).
+	MaxDepth *int
+	// MaxPages bounds max_pages (CRAWL_MAX_PAGES, --max-pages; 0: no bound). With a bound, a
+	// spec that sets no max_pages gets it.
+	MaxPages int
+	// MaxPagesPerHost bounds max_pages_per_host (CRAWL_MAX_PAGES_PER_HOST; 0: no bound).
+	MaxPagesPerHost int
+	// HostRPS bounds rate (CRAWL_HOST_RPS, --host-rps; 0: no bound).
+	HostRPS float64
+	// Include is set when the stack has include patterns (CRAWL_INCLUDE): they bound every crawl,
+	// and a spec may not replace them with its own. Exclude patterns always add up.
+	Include bool
+	// UserAgent and Fingerprint are the stack's (CRAWL_USER_AGENT, CRAWL_TLS_FINGERPRINT): a spec
+	// that sets one of the two must still agree with the other (httpfetch.UserAgentFor).
+	UserAgent, Fingerprint string
+}
+
+// bounds checks the spec's settings against b, at the lines of the settings.
+func (d *decoder) bounds(root *yaml.Node, s *Spec, b Bounds) {
+	at := func(key string) *yaml.Node {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == key {
+				return root.Content[i+1]
+			}
+		}
+		return root
+	}
+	over := func(key, env string, got, bound any) {
+		d.fail(at(key), key, "%v is over the stack's bound of %v (%s)", got, bound, env)
+	}
+	if s.MaxDepth != nil && b.MaxDepth != nil && *s.MaxDepth > *b.MaxDepth {
+		over("max_depth", "CRAWL_MAX_DEPTH, --max-depth", *s.MaxDepth, *b.MaxDepth)
+	}
+	if s.MaxPages != nil && b.MaxPages > 0 && *s.MaxPages > b.MaxPages {
+		over("max_pages", "CRAWL_MAX_PAGES, --max-pages", *s.MaxPages, b.MaxPages)
+	}
+	if s.MaxPagesPerHost != nil && b.MaxPagesPerHost > 0 && *s.MaxPagesPerHost > b.MaxPagesPerHost {
+		over("max_pages_per_host", "CRAWL_MAX_PAGES_PER_HOST, --max-pages-per-host", *s.MaxPagesPerHost, b.MaxPagesPerHost)
+	}
+	if s.Rate != nil && b.HostRPS > 0 && *s.Rate > b.HostRPS {
+		over("rate", "CRAWL_HOST_RPS, --host-rps", *s.Rate, b.HostRPS)
+	}
+	if s.UserAgent != "" || s.TLSFingerprint != "" {
+		ua, fp := cmp.Or(s.UserAgent, b.UserAgent), b.Fingerprint
+		if s.TLSFingerprint != "" {
+			fp = fingerprintOf(s.TLSFingerprint)
+		}
+		if _, err := httpfetch.UserAgentFor(ua, fp); err != nil {
+			key := "user_agent"
+			if s.UserAgent == "" {
+				key = "tls_fingerprint"
+			}
+			d.fail(at(key), key, "%v", err)
+		}
+	}
+	if len(s.Include) > 0 && b.Include {
+		d.fail(at("include"), "include", "the stack sets include patterns (CRAWL_INCLUDE, --include) that bound every crawl: a spec may add exclude patterns only")
+	}
+}
+
+// Crawl is what the handlers work with for one crawl: the stack's settings, with its spec's over
+// them.
+type Crawl struct {
+	Rules           scope.Rules
+	MaxPages        int
+	MaxPagesPerHost int
+	// HostRPS is the rate per host (0: no limit).
+	HostRPS float64
+	// UserAgent is the User-Agent sent, whose product token picks the robots.txt group. Over
+	// resolves httpfetch.UserAgentBrowser to the browser's own.
+	UserAgent string
+	// Fingerprint is the TLS fingerprint of the crawl's requests (httpfetch.FingerprintGo or
+	// FingerprintChrome).
+	Fingerprint string
+	// Header holds the spec's extra request headers (nil: none).
+	Header http.Header
+	// Fields are the spec's extraction rules (nil: none).
+	Fields *extract.Set
+	// Spec is the crawl's spec settings; nil for a crawl of a URL list.
+	Spec *Settings
+	// Previous is the crawl this one recrawls ("": none; see Settings.Previous).
+	Previous string
+}
+
+// Over returns base with s's settings over it. s was checked when its spec was read, against the
+// bounds of the stack then; Over compiles its patterns and fields again, and fails only on
+// settings a spec file could not have held.
+func (s *Settings) Over(base Crawl) (*Crawl, error) {
+	c := base
+	if s == nil {
+		return c.resolved()
+	}
+	c.Spec = s
+	c.Previous = s.Previous
+	if s.Version != Version {
+		return nil, fmt.Errorf("crawl settings of schema version %d: this crawler reads version %d", s.Version, Version)
+	}
+	if s.Scope != "" {
+		m, err := scope.ParseMode(string(s.Scope))
+		if err != nil {
+			return nil, err
+		}
+		c.Rules.Mode = m
+	}
+	if len(s.Include) > 0 {
+		inc, err := scope.ParsePatterns(s.Include)
+		if err != nil {
+			return nil, fmt.Errorf("include: %w", err)
+		}
+		c.Rules.Include = inc
+	}
+	if len(s.Exclude) > 0 {
+		exc, err := scope.ParsePatterns(s.Exclude)
+		if err != nil {
+			return nil, fmt.Errorf("exclude: %w", err)
+		}
+		c.Rules.Exclude = append(slices.Clip(base.Rules.Exclude), exc...)
+	}
+	if s.MaxDepth != nil {
+		c.Rules.MaxDepth = *s.MaxDepth
+	}
+	if s.MaxPages != nil {
+		c.MaxPages = *s.MaxPages
+	}
+	if s.MaxPagesPerHost != nil {
+		c.MaxPagesPerHost = *s.MaxPagesPerHost
+	}
+	if s.Rate != nil {
+		c.HostRPS = *s.Rate
+	}
+	if s.UserAgent != "" {
+		c.UserAgent = s.UserAgent
+	}
+	if s.TLSFingerprint != "" {
+		c.Fingerprint = fingerprintOf(s.TLSFingerprint)
+	}
+	if len(s.Headers) > 0 {
+		c.Header = s.Headers.Clone()
+	}
+	if len(s.Extract) > 0 {
+		set, err := extract.Compile(s.Extract)
+		if err != nil {
+			return nil, fmt.Errorf("extract: %w", err)
+		}
+		c.Fields = set
+	}
+	return c.resolved()
+}
+
+// resolved is c with its User-Agent as sent: the browser's own for httpfetch.UserAgentBrowser.
+func (c Crawl) resolved() (*Crawl, error) {
+	ua, err := httpfetch.UserAgentFor(c.UserAgent, c.Fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	c.UserAgent = ua
+	return &c, nil
+}
+
+// The values of tls_fingerprint.
+const (
+	FingerprintChrome = httpfetch.FingerprintChrome
+	FingerprintGo     = "go"
+)
+
+// fingerprintOf is the httpfetch fingerprint of a tls_fingerprint value.
+func fingerprintOf(v string) string {
+	if v == FingerprintGo {
+		return httpfetch.FingerprintGo
+	}
+	return v
+}

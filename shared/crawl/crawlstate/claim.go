@@ -1,0 +1,249 @@
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// Claiming URLs in their group's item (see outcomes.go), and the other moves of a URL that its
+// group decides: taking a fetched URL back whose page is gone, skipping a queued URL that no
+// message holds, and taking an admission back.
+
+// maxClaimRounds bounds the conditional updates of one ClaimGroup: each refused round drops the
+// URLs found done or held, or turns a redriven failure into a claim of its own, so a round that
+// changes nothing means the item moves under it faster than it can be read.
+const maxClaimRounds = 8
+
+// ClaimGroup takes the URLs of group with the keys for owner (the fetch message's id), for lease,
+// in one write. A URL is claimed when it has no outcome, or a redrivable one (its message went on
+// to the DLQ and came back through a redrive), and no tombstone, and no other owner holds it with
+// a live lease; prev are the owners of the messages that re-queued the URL as this one
+// (message.Target.Prev), whose claims pass to owner. It returns the claimed URLs' states before the claim (Queued,
+// or Failed for a redriven failure), by key; a key left out is done, held or gone: its message is
+// a duplicate.
+func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev []string, lease time.Duration, keys []string) (map[string]State, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return nil, err
+	}
+	me, was := ownerTag(owner), passedFrom(prev)
+	want := map[string]State{}
+	for _, k := range keys {
+		want[k] = Queued
+	}
+	for range maxClaimRounds {
+		now := s.Now()
+		set := map[string]any{attrUpdated: now.UnixMilli(), table.TTLAttr: expires}
+		var remove []string
+		conds := make([]table.Cond, 0, len(want))
+		for k, st := range want {
+			set[ownerAttr(k)], set[leaseAttr(k)] = me, now.Add(lease).UnixMilli()
+			free := table.NotExists(outcomeAttr(k))
+			if st == Failed {
+				free = table.Eq(redriveAttr(k), true)
+				remove = append(remove, outcomeAttr(k), redriveAttr(k))
+			}
+			holders := []table.Cond{table.NotExists(ownerAttr(k)), table.Eq(ownerAttr(k), me), table.Lt(leaseAttr(k), now.UnixMilli())}
+			for w := range was {
+				holders = append(holders, table.Eq(ownerAttr(k), w))
+			}
+			conds = append(conds, free, table.NotExists(tombstoneAttr(k)), table.Or(holders...))
+		}
+		_, err := s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: set, Remove: remove}, table.And(conds...))
+		cf, refused := table.IsConditionFailed(err)
+		if err != nil && !refused {
+			return nil, fmt.Errorf("claim %d urls of group %s: %w", len(want), group, err)
+		}
+		if !refused {
+			return want, nil
+		}
+		// Learn from the item as it was which URLs are done, held or gone, and try the others.
+		g := cf.Item
+		changed := false
+		for k, st := range want {
+			held := heldByAnother(g, k, me, was, now)
+			switch {
+			case g.Has(tombstoneAttr(k)), held:
+				delete(want, k)
+				changed = true
+			case g.Has(outcomeAttr(k)) && g.Bool(redriveAttr(k)):
+				if st != Failed {
+					want[k] = Failed
+					changed = true
+				}
+			case g.Has(outcomeAttr(k)):
+				delete(want, k) // done
+				changed = true
+			case st == Failed:
+				want[k] = Queued // its redrive was claimed and recorded meanwhile; ask again
+				changed = true
+			}
+		}
+		if len(want) == 0 {
+			return want, nil
+		}
+		if !changed {
+			// Refused, yet the item as returned allows every claim: it moved in between.
+			continue
+		}
+	}
+	return nil, fmt.Errorf("claim %d urls of group %s: the item kept changing", len(want), group)
+}
+
+// Claim takes one URL for owner, in its group (ClaimGroup), reading its item first for the
+// group. It returns the URL, with its state before the claim and its claim as written (Owner is
+// OwnerTag(owner)), or ErrClaimed.
+func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.Duration) (URL, error) {
+	it, err := s.t.Get(ctx, URLKey(crawl, key))
+	if errors.Is(err, table.ErrNotFound) {
+		return URL{}, ErrClaimed // no item: nothing to claim
+	}
+	if err != nil {
+		return URL{}, fmt.Errorf("claim %s: %w", key, err)
+	}
+	u := urlFrom(key, it)
+	if u.State != Queued {
+		return URL{}, ErrClaimed // refused at its admission, or skipped before its send
+	}
+	got, err := s.ClaimGroup(ctx, crawl, GroupOf(u), owner, nil, lease, []string{key})
+	if err != nil {
+		return URL{}, err
+	}
+	prev, ok := got[key]
+	if !ok {
+		return URL{}, ErrClaimed
+	}
+	if u, err = s.withGroup(ctx, crawl, u); err != nil {
+		return URL{}, err
+	}
+	u.State = prev
+	return u, nil
+}
+
+// Refetch takes a fetched URL back for owner, claimed as ClaimGroup claims it, because the page
+// stored for it is gone: missing or damaged. After a power loss, the embedded file store may lose
+// a file whose record survived (fetch records a page while its file is being synced). lost is the
+// URL as read before the page was found gone. Refetch returns ErrClaimed when the URL has moved on
+// since: fetched again by another worker. The crawl's fetched count gives the page back.
+func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease time.Duration, lost URL) (URL, error) {
+	if lost.outcome == "" || lost.State != Fetched {
+		return URL{}, ErrClaimed
+	}
+	now := s.Now()
+	_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(lost)), table.Update{
+		Set:    map[string]any{ownerAttr(key): ownerTag(owner), leaseAttr(key): now.Add(lease).UnixMilli(), attrUpdated: now.UnixMilli()},
+		Remove: []string{outcomeAttr(key), redriveAttr(key)},
+	}, table.Eq(outcomeAttr(key), lost.outcome))
+	if _, moved := table.IsConditionFailed(err); moved {
+		return URL{}, ErrClaimed
+	}
+	if err != nil {
+		return URL{}, fmt.Errorf("refetch %s: %w", key, err)
+	}
+	u := lost
+	u.State, u.Page, u.outcome, u.Owner, u.Lease = Queued, nil, "", ownerTag(owner), now.Add(lease)
+	return u, s.count(ctx, crawl, map[string]int64{string(Fetched): -1})
+}
+
+// SkipQueued moves a queued URL of group that no message holds to skipped: its budget ran out
+// before its fetch message was sent, or its page was already fetched as another URL's redirect
+// target.
+func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause error) error {
+	class := errclass.Of(cause)
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return err
+	}
+	v, err := encodeOutcome(crawl, Outcome{Key: key, State: Skipped, Cause: cause})
+	if err != nil {
+		return fmt.Errorf("skip %s: %w", key, err)
+	}
+	_, err = s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: map[string]any{
+		outcomeAttr(key): v, attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires,
+	}}, table.And(table.NotExists(ownerAttr(key)), table.NotExists(outcomeAttr(key)), table.NotExists(tombstoneAttr(key))))
+	if _, done := table.IsConditionFailed(err); done {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("skip %s: %w", key, err)
+	}
+	return s.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
+}
+
+// Unadmit takes back an admission that AdmitIn just made in group, as long as no message has
+// claimed the URL since: a tombstone in the group keeps any fetch message sent for it meanwhile
+// (by a concurrent delivery of the same Links message) from claiming it, then the URL's item goes
+// and is uncounted, so that the redelivered Links message admits the URL afresh.
+func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return err
+	}
+	_, err = s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: map[string]any{
+		tombstoneAttr(key): true, table.TTLAttr: expires,
+	}}, table.And(table.NotExists(ownerAttr(key)), table.NotExists(outcomeAttr(key))))
+	if _, moved := table.IsConditionFailed(err); moved {
+		return nil // a message holds it or is done with it: it is theirs now
+	}
+	if err != nil {
+		return fmt.Errorf("unadmit %s: %w", key, err)
+	}
+	inGroup := table.Eq(attrGroup, group)
+	if group == key {
+		inGroup = table.NotExists(attrGroup) // admitted as a group of its own
+	}
+	err = s.t.Delete(ctx, URLKey(crawl, key), table.And(table.Eq(attrState, string(Queued)), inGroup))
+	if _, moved := table.IsConditionFailed(err); moved {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unadmit %s: %w", key, err)
+	}
+	return s.count(ctx, crawl, map[string]int64{"seen": -1})
+}
+
+// Done reports whether the URL with the key is done in its group: it has an outcome that no
+// redrive may take back, or its admission was taken back (a tombstone); and, when it is not,
+// whether another owner's live claim holds it, one that does not pass to owner (the fetch message's
+// id) from prev (the owners that re-queued it as this message, message.Target.Prev). A message of
+// such a URL is a duplicate, which ClaimGroup would refuse: Done lets one that came back to wait (a
+// re-queue, a retry, a redelivery) end before it books a politeness slot, with a read where a
+// claim would take a write.
+func (s *Store) Done(ctx context.Context, crawl, group, key, owner string, prev []string) (done, held bool, err error) {
+	g, err := s.t.Get(ctx, groupKey(crawl, group))
+	if errors.Is(err, table.ErrNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("read the group of %s: %w", key, err)
+	}
+	if g.Has(tombstoneAttr(key)) || g.Has(outcomeAttr(key)) && !g.Bool(redriveAttr(key)) {
+		return true, false, nil
+	}
+	return false, heldByAnother(g, key, ownerTag(owner), passedFrom(prev), s.Now()), nil
+}
+
+// passedFrom are the tags of the owners prev, whose claims pass to the message that names them.
+func passedFrom(prev []string) map[string]bool {
+	was := make(map[string]bool, len(prev))
+	for _, p := range prev {
+		was[ownerTag(p)] = true
+	}
+	return was
+}
+
+// heldByAnother reports whether the group item g shows the URL with the key claimed by an owner
+// other than me (an owner's tag) whose lease has not ended, and whose claim does not pass to me
+// (was holds the tags of the owners it passes from).
+func heldByAnother(g table.Item, key, me string, was map[string]bool, now time.Time) bool {
+	owned := g.String(ownerAttr(key))
+	return owned != "" && owned != me && !was[owned] && g.Int(leaseAttr(key)) >= now.UnixMilli()
+}

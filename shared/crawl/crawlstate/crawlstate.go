@@ -1,0 +1,353 @@
+// Package crawlstate keeps the crawl's durable state in the table port: one item per URL with its
+// state machine, one item per fetch message with its URLs' outcomes, one item per crawl with its
+// start and page budget, the crawl's counters spread over CounterShards items, and one politeness
+// slot per host. Every transition is a single conditional write, so duplicate deliveries and
+// concurrent workers cannot move a URL twice (DESIGN invariants 1 to 4).
+//
+// A URL's life:
+//
+//	(absent) --AdmitIn--> queued --ClaimGroup--> claimed --Record--> fetched | skipped | failed | stopped
+//	(absent) --Reject--> skipped                                 failed --(redrive) ClaimGroup--> ...
+//	                                   fetched, unparsed, its stored page gone --Refetch--> claimed
+//
+// A URL's item is written once, at its admission, with the group it is sent in; its claim and
+// its outcome are written in its group's item (outcomes.go), one write for all of a fetch
+// message's URLs each. Get and ScanURLs read a URL's state from there.
+//
+// Keys: "u#<crawl>#<sha256(url)>" for URLs, "r#<crawl>#<group>" for a group's claims and
+// outcomes, "c#<crawl>" for crawls, "c#<crawl>#<n>" for the crawl's counter shards,
+// "b#<crawl>#<host>" for the per-host page budget, and "p#<host>" for the politeness slot that
+// every crawl and worker shares.
+package crawlstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// State is a URL's state.
+type State string
+
+// The URL states. Queued is the only non-terminal one; Failed may be claimed again after a redrive.
+// Stopped ends the URLs a stopped crawl never fetched (see SetRun).
+const (
+	Queued  State = "queued"
+	Fetched State = "fetched"
+	Skipped State = "skipped"
+	Failed  State = "failed"
+	Stopped State = "stopped"
+)
+
+// Attribute names of the items (all aliased in expressions by the DynamoDB adapter).
+const (
+	attrState    = "state"
+	attrClass    = "class"
+	attrDetail   = "detail"
+	attrURL      = "url"
+	attrRoot     = "root"
+	attrDepth    = "depth"
+	attrBy       = "by"       // the Links message that admitted the URL (see Admit)
+	attrEnqueued = "enqueued" // only on items admitted before attrBy: true once the fetch message was sent
+	attrGroup    = "g"        // the group the URL is claimed and recorded in (see outcomes.go)
+	attrParsed   = "parsed"
+	attrRedrive  = "redrivable"
+	attrPage     = "page" // the stored response of a fetched URL, as JSON (see Page)
+	attrUpdated  = "updatedAt"
+	attrNext     = "nextAt"
+	attrBudget   = "budget"
+	attrPages    = "pages"
+	// On the crawl item: why and when the crawl stopped admitting URLs (see BudgetOpen).
+	attrStopped   = "stopped"
+	attrStoppedAt = "stoppedAt"
+)
+
+// ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
+// done: the message at hand is a duplicate and can be acknowledged.
+var ErrClaimed = errors.New("url already claimed or done")
+
+// ErrBudget is returned by ReserveBudget when the crawl has used up its pages (--max-pages); the
+// URL ends skipped with class budget, the class the docs name for it.
+var ErrBudget = errclass.Errorf(errclass.Budget, "page budget used up")
+
+// Store is the crawl state on a table. It is safe for concurrent use.
+type Store struct {
+	t table.Table
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// CostCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
+	CostCheck time.Duration
+	// RunCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
+	RunCheck time.Duration
+	// Retention is how long a crawl's items live after the crawl starts before the table's TTL
+	// may delete them (see MarkStarted and AdmissionOpen).
+	Retention time.Duration
+	// BufferCounters keeps counter increments in memory until Flush, one write per crawl instead
+	// of one per transition. Handlers flush at the end of every invocation.
+	BufferCounters bool
+	// HoldCounters, with BufferCounters, makes Flush keep the increments for WriteCounters, which
+	// the process that owns the store calls on its own schedule. crawl run holds them: its handlers
+	// all share one store, so it writes them every 100 ms and at the end rather than at the end of
+	// each of thousands of invocations. A Lambda function must not: a frozen container keeps them.
+	HoldCounters bool
+	// CircuitFailures is how many failed first requests in a row open a host's circuit
+	// (0: DefaultCircuitFailures; below 0: never); CircuitProbe is how long an open circuit waits
+	// before each probe (0: DefaultCircuitProbe). See circuit.go.
+	CircuitFailures int
+	CircuitProbe    time.Duration
+
+	starts    sync.Map // crawl -> its start (time.Time; zero when none is on record)
+	slotSeen  sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
+	spare     sync.Map // spareKey -> *spares, the host's slots booked and not yet given out (BookSlots)
+	throttles sync.Map // host -> its throttled gap as this store last saw it (throttle)
+	circuits  sync.Map // host -> its circuit as this store last saw it (circuit)
+	answers   answerTimes
+	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
+	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
+
+	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
+	budgets sync.Map // budget item key -> *blockBudget, this store's block of that budget
+
+	mu      sync.Mutex
+	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
+}
+
+// New returns a Store on t with a 30-day retention.
+func New(t table.Table) *Store {
+	return &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
+}
+
+// URLKey is the table key of a URL item; key is urlnorm.Key of the normalised URL.
+func URLKey(crawl, key string) string { return "u#" + crawl + "#" + key }
+
+// CrawlKey is the table key of a crawl item.
+func CrawlKey(crawl string) string { return "c#" + crawl }
+
+func budgetKey(crawl, host string) string { return "b#" + crawl + "#" + host }
+func slotKey(host string) string          { return "p#" + host }
+
+// Page is where a fetched URL's response is stored, kept on its item so that a lost parse message
+// can be sent again without fetching the page again (the fetch stage's outbox).
+type Page struct {
+	WARCKey     string    `json:"k"`
+	Offset      int64     `json:"o"`
+	Length      int64     `json:"l"`
+	FinalURL    string    `json:"u"`
+	Status      int       `json:"s"`
+	ContentType string    `json:"t,omitempty"`
+	FetchedAt   time.Time `json:"f"`
+	// Msg names the parse message that carries the page (message.Parse.Name): parse marks it done
+	// under that name (MarkMessageParsed).
+	Msg string `json:"m,omitempty"`
+	// ETag, LastModified and Digest are the response's validators and its payload digest: a
+	// recrawl sends them in its conditional request, and compares digests (shared/crawl/recrawl).
+	ETag         string `json:"e,omitempty"`
+	LastModified string `json:"lm,omitempty"`
+	Digest       string `json:"d,omitempty"`
+	// Unchanged is set when a recrawl found the page unchanged and stored a revisit record: where
+	// its payload is, and which earlier record of it to reuse (shared/crawl/recrawl).
+	Unchanged *message.Unchanged `json:"un,omitempty"`
+}
+
+// URL is a URL item.
+type URL struct {
+	Key    string
+	URL    string
+	Root   string
+	Depth  int
+	State  State
+	Class  errclass.Class
+	Detail string
+	Owner  string
+	Lease  time.Time
+	Parsed bool
+	// Group is the group the URL was admitted in ("": its own, see GroupOf).
+	Group string
+	// Page is set once the URL is fetched.
+	Page *Page
+	by   string // the Links message that admitted the URL
+	// marked and enqueued: an item admitted before attrBy carries an enqueued mark instead.
+	marked, enqueued bool
+	// redrive: a failure whose message went on to the DLQ (see Outcome.Redrivable).
+	redrive bool
+	// outcome is the outcome as its group holds it (see Record), when it came from there.
+	outcome string
+	// gone: its group holds a tombstone (Unadmit).
+	gone bool
+}
+
+// Unsent reports whether the Links message by must send this URL's fetch message (again): the URL
+// is queued, no worker holds it (as its group says: read it with Get), and by admitted it, so an earlier delivery of by may have stopped
+// between the admission and the send (DESIGN invariant 3). A URL another message admitted is that
+// message's to send. An item admitted before items named their message is unsent until marked
+// enqueued, whoever asks.
+func (u URL) Unsent(by string) bool {
+	if u.State != Queued || u.Owner != "" || u.gone {
+		return false
+	}
+	if u.marked {
+		return !u.enqueued
+	}
+	return u.by == by
+}
+
+func urlFrom(key string, it table.Item) URL {
+	return URL{
+		Key: key, URL: it.String(attrURL), Root: it.String(attrRoot), Depth: int(it.Int(attrDepth)),
+		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
+		Detail: it.String(attrDetail), Parsed: it.Bool(attrParsed), Group: it.String(attrGroup),
+		Page: pageFrom(it.String(attrPage)), by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
+		redrive: it.Bool(attrRedrive),
+	}
+}
+
+func pageFrom(s string) *Page {
+	if s == "" {
+		return nil
+	}
+	var p Page
+	if json.Unmarshal([]byte(s), &p) != nil {
+		return nil
+	}
+	return &p
+}
+
+// Terminal reports whether s ends a URL's life.
+func (s State) Terminal() bool { return s == Fetched || s == Skipped || s == Failed || s == Stopped }
+
+// counter is the name of the crawl counter of URLs in state s. Stopped URLs are counted apart from
+// the crawl item's "stopped" attribute, which holds why the crawl stopped admitting (Counters.Stopped).
+func (s State) counter() string {
+	if s == Stopped {
+		return "stopped_urls"
+	}
+	return string(s)
+}
+
+// AdmitResult says what Admit found.
+type AdmitResult int
+
+// The outcomes of Admit.
+const (
+	// Admitted: the URL is new; its item is queued and its fetch message must be sent.
+	Admitted AdmitResult = iota
+	// Unsent: the same Links message admitted the URL before, and no worker holds it yet: an
+	// earlier delivery may have stopped between the write and the send, so send it again (the
+	// outbox rule, invariant 3). If it was sent, the copy is a duplicate that the claim drops.
+	Unsent
+	// Known: the URL is done, or held by a worker: its fetch message went out.
+	Known
+	// Theirs: another Links message admitted the URL and no worker holds it yet, or is taking its
+	// admission back (Unadmit: a tombstone in its group, its item not yet gone). That message
+	// sends it, or its redelivery admits it afresh: the URL must not be remembered as sent.
+	Theirs
+)
+
+// Admit is AdmitIn with the URL as a group of its own.
+func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
+	res, _, err := s.AdmitIn(ctx, crawl, "", key, rawURL, root, depth, by)
+	return res, err
+}
+
+// AdmitIn writes a queued item for the URL in group unless one exists. by names the Links message
+// that admits it, the same for every delivery of that message (frontier.Source): the admission
+// needs no second write to mark the fetch message sent, and a URL that two messages admit at once
+// is sent once. It returns the URL's group: group when admitted, the item's own otherwise, which
+// any fetch message sent for the URL again must name. For an item found there, the URL's group is
+// read too, to tell a URL a message holds (or is done with) from one nobody sent yet.
+func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
+	now := s.Now()
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return Known, "", err
+	}
+	item := table.Item{
+		attrState: string(Queued), attrURL: rawURL, attrRoot: root, attrDepth: int64(depth),
+		attrBy: by, attrUpdated: now.UnixMilli(), table.TTLAttr: expires,
+	}
+	if group != "" {
+		item[attrGroup] = group
+	}
+	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
+	if err == nil {
+		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
+	}
+	cf, ok := table.IsConditionFailed(err)
+	if !ok {
+		return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
+	}
+	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
+	if err != nil {
+		return Known, "", err
+	}
+	switch {
+	case u.Unsent(by):
+		return Unsent, GroupOf(u), nil
+	case u.State == Queued && u.Owner == "":
+		return Theirs, GroupOf(u), nil
+	}
+	return Known, GroupOf(u), nil
+}
+
+// Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
+// false when the URL was already known.
+func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
+	now := s.Now()
+	class := errclass.Of(cause)
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return false, err
+	}
+	item := table.Item{
+		attrState: string(Skipped), attrClass: string(class), attrDetail: safelog.Truncate(cause.Error()),
+		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires,
+	}
+	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
+	if _, dup := table.IsConditionFailed(err); dup {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reject %s: %w", rawURL, err)
+	}
+	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
+}
+
+// Finish records a terminal state for the URL claimed by owner (whose state was prev when
+// claimed) in its group (see Record), and counts it. It returns false, and records nothing, when
+// another owner took the URL over. It reads the URL's item for its group: the fetcher records a
+// message's URLs with one Record instead.
+func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
+	return s.finish(ctx, crawl, Outcome{Key: key, State: to, Prev: prev, Cause: cause, Owner: owner})
+}
+
+// FinishFetched is Finish to fetched, with where the response is stored: a redelivered fetch
+// message finds it there and sends the parse message again, without fetching again.
+func (s *Store) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
+	return s.finish(ctx, crawl, Outcome{Key: key, State: Fetched, Prev: prev, Page: &page, Owner: owner})
+}
+
+// FailRedrivable is Finish to failed, for a message that goes on to the dead-letter queue: a
+// redrive of that message may claim the URL again.
+func (s *Store) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
+	return s.finish(ctx, crawl, Outcome{Key: key, State: Failed, Prev: prev, Cause: cause, Redrivable: true, Owner: owner})
+}
+
+func (s *Store) finish(ctx context.Context, crawl string, o Outcome) (bool, error) {
+	it, err := s.t.Get(ctx, URLKey(crawl, o.Key))
+	if err != nil {
+		return false, fmt.Errorf("finish %s: %w", o.Key, err)
+	}
+	lost, err := s.Record(ctx, crawl, GroupOf(urlFrom(o.Key, it)), []Outcome{o})
+	if err != nil {
+		return false, err
+	}
+	return len(lost) == 0, nil
+}

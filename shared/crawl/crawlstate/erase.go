@@ -1,0 +1,85 @@
+package crawlstate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// An erasure (crawl purge, docs/erasure.md) removes what the state holds of a URL, and moves
+// the stored page of a URL whose WARC file was rewritten without another page's records.
+
+// Erase deletes what the crawl's state holds of the URLs with these keys (urlnorm.Key): their
+// claims, outcomes and tombstones in every group's item, then their items. Run again after
+// a failure, it finishes what the failed run left: the items go last, so a URL whose outcome is
+// left still has its item for the next run to find.
+func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, k := range keys {
+		for _, attr := range []func(string) string{outcomeAttr, redriveAttr, ownerAttr, leaseAttr, tombstoneAttr} {
+			names[attr(k)] = true
+		}
+	}
+	type change struct {
+		key    string
+		remove []string
+	}
+	var changes []change
+	err := s.t.Scan(ctx, groupKey(crawl, ""), func(key string, it table.Item) error {
+		var rm []string
+		for name := range it {
+			if names[name] {
+				rm = append(rm, name)
+			}
+		}
+		if len(rm) > 0 {
+			changes = append(changes, change{key, rm})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("erase from the outcomes of %s: %w", crawl, err)
+	}
+	for _, c := range changes {
+		if _, err := s.t.Update(ctx, c.key, table.Update{Remove: c.remove}, table.ItemExists()); err != nil {
+			if _, gone := table.IsConditionFailed(err); !gone {
+				return fmt.Errorf("erase outcomes from %s: %w", c.key, err)
+			}
+		}
+	}
+	for _, k := range keys {
+		if err := s.t.Delete(ctx, URLKey(crawl, k), table.Cond{}); err != nil {
+			return fmt.Errorf("erase the item of %s in %s: %w", k, crawl, err)
+		}
+	}
+	return nil
+}
+
+// MovePage says that u's stored response is now at offset and length in the same WARC file, in
+// its outcome in its group. The write is conditional on what u was read with, so a page that
+// changed since is not overwritten.
+func (s *Store) MovePage(ctx context.Context, crawl string, u URL, offset, length int64) error {
+	if u.outcome == "" {
+		return nil
+	}
+	var st stored
+	if err := json.Unmarshal([]byte(u.outcome), &st); err != nil {
+		return fmt.Errorf("outcome of %s: %w", u.Key, err)
+	}
+	st.O, st.L = offset, length
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("outcome of %s: %w", u.Key, err)
+	}
+	attr := outcomeAttr(u.Key)
+	if _, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: string(b)}},
+		table.Eq(attr, u.outcome)); err != nil {
+		return fmt.Errorf("move the page of %s in its outcome: %w", u.Key, err)
+	}
+	return nil
+}

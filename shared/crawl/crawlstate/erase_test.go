@@ -1,0 +1,76 @@
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// testEraseAndMovePage: MovePage moves a fetched URL's page where its state is read from (its
+// outcome), and Erase leaves nothing of a URL (item, outcome) and nothing else changed.
+func testEraseAndMovePage(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	s := New(tb)
+	crawl := crawlName(t)
+	urls := []string{"http://a.test/1", "http://a.test/2"}
+	keys := make([]string, len(urls))
+	file := "pages/" + crawl + "/a.warc.gz"
+	var outs []Outcome
+	for i, u := range urls {
+		keys[i] = urlnorm.Key(u)
+		if res, _, err := s.AdmitIn(ctx, crawl, "G", keys[i], u, u, 0, "L"); err != nil || res != Admitted {
+			t.Fatalf("AdmitIn %s = %v, %v", u, res, err)
+		}
+		p := &Page{WARCKey: file, Offset: int64(100 + 1000*i), Length: 900, FinalURL: u, Status: 200, FetchedAt: time.Now().UTC()}
+		outs = append(outs, Outcome{Key: keys[i], URL: u, State: Fetched, Prev: Queued, Page: p, Owner: "M"})
+	}
+	if got, err := s.ClaimGroup(ctx, crawl, "G", "M", nil, time.Minute, keys); err != nil || len(got) != len(keys) {
+		t.Fatalf("ClaimGroup = %v, %v", got, err)
+	}
+	if _, err := s.Record(ctx, crawl, "G", outs); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.Get(ctx, crawl, keys[1])
+	if err != nil || kept.Page == nil {
+		t.Fatalf("Get = %+v, %v", kept, err)
+	}
+	if err := s.MovePage(ctx, crawl, kept, 100, 900); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := s.Get(ctx, crawl, keys[1])
+	if err != nil || moved.Page == nil || moved.Page.Offset != 100 || moved.Page.Length != 900 || moved.Page.WARCKey != file ||
+		moved.State != Fetched || moved.Page.FinalURL != urls[1] {
+		t.Errorf("after MovePage the URL is %+v (page %+v), %v; want fetched at 100+900 of its file", moved, moved.Page, err)
+	}
+	if err := s.MovePage(ctx, crawl, kept, 5, 5); err == nil {
+		t.Error("MovePage from a page that is no longer there: no error")
+	}
+
+	if err := s.Erase(ctx, crawl, keys[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, crawl, keys[0]); !errors.Is(err, table.ErrNotFound) {
+		t.Errorf("Get of an erased URL: %v, want not found", err)
+	}
+	err = tb.Scan(ctx, "r#"+crawl+"#", func(key string, it table.Item) error {
+		for name := range it {
+			if len(name) > 1 && name[1:] == shortKey(keys[0]) {
+				t.Errorf("the group %s still holds %s of the erased URL", key, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err := s.Get(ctx, crawl, keys[1]); err != nil || left.State != Fetched || left.Page == nil || left.Page.Offset != 100 {
+		t.Errorf("the other URL after the erasure: %+v, %v; want it fetched, at its moved page", left, err)
+	}
+	if err := s.Erase(ctx, crawl, keys[:1]); err != nil {
+		t.Errorf("Erase again: %v, want nothing to do", err)
+	}
+}

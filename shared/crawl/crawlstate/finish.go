@@ -1,0 +1,228 @@
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// A crawl's end, announced once (package finish). The crawl item records a chain of drain checks
+// (message.Check) and the end once it is decided:
+//
+//	(no end) --DecideEnd or a Step with an Event--> pending --MarkAnnounced--> announced
+//
+// The decision is one conditional write, so duplicate deliveries and concurrent checks decide at
+// most once, and the event decided is stored with it: whoever announces it, again after a crash,
+// sends the same event.
+
+// Attributes of the crawl item for its drain checks and its end.
+const (
+	attrCheckSeq    = "checkSeq"    // the seq of the chain's next check
+	attrCheckBy     = "checkBy"     // the message that took the chain to checkSeq
+	attrCheckAt     = "checkAt"     // when (Unix ms)
+	attrQuietFP     = "quietFp"     // the crawl's counters, as a fingerprint, as the last check saw them
+	attrQuietSince  = "quietSince"  // since when the fingerprint has not changed (Unix ms)
+	attrTallyFP     = "tallyFp"     // the fingerprint when the crawl's items were last tallied
+	attrTallyAt     = "tallyAt"     // when (Unix ms)
+	attrEnd         = "end"         // EndPending or EndAnnounced
+	attrEndBy       = "endBy"       // what decided the end (a check message's id, "crawl run")
+	attrEndAt       = "endAt"       // when (Unix ms)
+	attrEndEvent    = "endEvent"    // the event decided, as JSON
+	attrAnnouncedAt = "announcedAt" // when it was announced (Unix ms)
+)
+
+// End is how far a crawl's end is announced.
+type End string
+
+// The ends. A crawl with none is not known to have ended.
+const (
+	EndPending   End = "pending"   // decided, and its event stored; not yet known to be sent
+	EndAnnounced End = "announced" // its event was sent
+)
+
+// ErrStale is a Step's answer to a check that the crawl's chain of checks has passed (a copy of
+// an older check, or a check of a crawl whose end is decided): it has nothing to do.
+var ErrStale = errors.New("a check the crawl's chain has passed")
+
+// Checks is what the crawl item records of the crawl's drain checks and its end.
+type Checks struct {
+	Crawl
+	// Seq is the seq of the chain's next check; By the message that took the chain there.
+	Seq int
+	By  string
+	// QuietFP is the counters' fingerprint as the last check saw it, unchanged since QuietSince.
+	QuietFP    int64
+	QuietSince time.Time
+	// TallyFP and TallyAt are the fingerprint and the time when the crawl's items were last
+	// tallied (Tallied: they were).
+	TallyFP int64
+	TallyAt time.Time
+	Tallied bool
+	// End, EndBy, EndAt and Event: the end decided, what decided it (or took it over: TakeEnd)
+	// and when, and its event (JSON).
+	End   End
+	EndBy string
+	EndAt time.Time
+	Event string
+}
+
+// ChecksOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
+func (s *Store) ChecksOf(ctx context.Context, crawl string) (Checks, error) {
+	it, err := s.t.Get(ctx, CrawlKey(crawl))
+	if err != nil {
+		return Checks{}, fmt.Errorf("read crawl %s: %w", crawl, err)
+	}
+	return checksFrom(crawl, it), nil
+}
+
+func checksFrom(crawl string, it table.Item) Checks {
+	c := Checks{Crawl: crawlFrom(crawl, it), Seq: int(it.Int(attrCheckSeq)), By: it.String(attrCheckBy),
+		QuietFP: it.Int(attrQuietFP), TallyFP: it.Int(attrTallyFP), Tallied: it.Has(attrTallyFP),
+		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent)}
+	if it.Has(attrQuietSince) {
+		c.QuietSince = time.UnixMilli(it.Int(attrQuietSince))
+	}
+	if it.Has(attrEndAt) {
+		c.EndAt = time.UnixMilli(it.Int(attrEndAt))
+	}
+	if it.Has(attrTallyAt) {
+		c.TallyAt = time.UnixMilli(it.Int(attrTallyAt))
+	}
+	return c
+}
+
+// Step is what one check found, written by StepCheck.
+type Step struct {
+	// Seq and By are the check message's seq and id.
+	Seq int
+	By  string
+	// QuietFP and QuietSince are the counters' fingerprint and since when it has not changed.
+	QuietFP    int64
+	QuietSince time.Time
+	// Tallied: the check tallied the crawl's items, at QuietFP.
+	Tallied bool
+	// Event, when set, decides the crawl's end with this event (JSON).
+	Event string
+}
+
+// StepCheck records a check of the crawl and takes its chain to Seq+1, when the chain is at
+// st.Seq, or when st.By took it to Seq+1 already (its own earlier delivery, which stopped before
+// the next check was sent). With an Event it also decides the crawl's end. A check the chain has
+// passed, or one of a crawl whose end is decided, gets ErrStale and changes nothing.
+func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, error) {
+	at := table.Eq(attrCheckSeq, int64(st.Seq))
+	if st.Seq == 0 {
+		at = table.Or(table.NotExists(attrCheckSeq), at)
+	}
+	mine := table.And(table.Eq(attrCheckSeq, int64(st.Seq+1)), table.Eq(attrCheckBy, st.By))
+	now := s.Now().UnixMilli()
+	set := map[string]any{attrCheckSeq: int64(st.Seq + 1), attrCheckBy: st.By, attrCheckAt: now,
+		attrQuietFP: st.QuietFP, attrQuietSince: st.QuietSince.UnixMilli()}
+	if st.Tallied {
+		set[attrTallyFP], set[attrTallyAt] = st.QuietFP, now
+	}
+	if st.Event != "" {
+		set[attrEnd], set[attrEndBy], set[attrEndAt], set[attrEndEvent] = string(EndPending), st.By, now, st.Event
+	}
+	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: set},
+		table.And(table.ItemExists(), table.NotExists(attrEnd), table.Or(at, mine)))
+	if _, stale := table.IsConditionFailed(err); stale {
+		return Checks{}, fmt.Errorf("check %d of crawl %s: %w", st.Seq, crawl, ErrStale)
+	}
+	if err != nil {
+		return Checks{}, fmt.Errorf("check %d of crawl %s: %w", st.Seq, crawl, err)
+	}
+	return checksFrom(crawl, it), nil
+}
+
+// DecideEnd decides the crawl's end with event (JSON), by (what decided it), unless its end is
+// decided already. It returns the crawl item as it is afterwards: its Event is the one decided,
+// by this call or before it.
+func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks, error) {
+	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
+		attrEnd: string(EndPending), attrEndBy: by, attrEndAt: s.Now().UnixMilli(), attrEndEvent: event,
+	}}, table.And(table.ItemExists(), table.NotExists(attrEnd)))
+	if cf, decided := table.IsConditionFailed(err); decided {
+		if len(cf.Item) == 0 {
+			return Checks{}, fmt.Errorf("end crawl %s: %w", crawl, ErrUnknownCrawl)
+		}
+		return checksFrom(crawl, cf.Item), nil
+	}
+	if err != nil {
+		return Checks{}, fmt.Errorf("end crawl %s: %w", crawl, err)
+	}
+	return checksFrom(crawl, it), nil
+}
+
+// TakeEnd hands a pending end from from (its EndBy) to to, who will announce it, and restarts its
+// EndAt: for a check that finds the end's decider gone. It returns ErrStale when the end is no
+// longer pending or another took it first.
+func (s *Store) TakeEnd(ctx context.Context, crawl, from, to string) error {
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrEndBy: to, attrEndAt: s.Now().UnixMilli()}},
+		table.And(table.Eq(attrEnd, string(EndPending)), table.Eq(attrEndBy, from)))
+	if _, moved := table.IsConditionFailed(err); moved {
+		return fmt.Errorf("take the end of crawl %s: %w", crawl, ErrStale)
+	}
+	if err != nil {
+		return fmt.Errorf("take the end of crawl %s: %w", crawl, err)
+	}
+	return nil
+}
+
+// MarkAnnounced records that the crawl's end event was sent. It is a no-op once recorded.
+func (s *Store) MarkAnnounced(ctx context.Context, crawl string) error {
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
+		attrEnd: string(EndAnnounced), attrAnnouncedAt: s.Now().UnixMilli(),
+	}}, table.Eq(attrEnd, string(EndPending)))
+	if _, done := table.IsConditionFailed(err); done {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mark the end of crawl %s announced: %w", crawl, err)
+	}
+	return nil
+}
+
+// Left is the work a crawl's items still show.
+type Left struct {
+	// Queued are the URLs admitted and not yet ended.
+	Queued int64
+	// Unparsed are the fetched pages whose parse message is not marked done.
+	Unparsed int64
+}
+
+// Done reports whether the items show no work left.
+func (l Left) Done() bool { return l.Queued == 0 && l.Unparsed == 0 }
+
+// Drained tallies the crawl's items exactly (as Tally does) and counts the work they still show:
+// URLs not ended, and fetched pages not parsed. Links that a parse sent and schedule has not yet
+// admitted leave no item: no table read can see them (package finish says how its checks wait for
+// them). It scans the table, as Tally does: for the end of a crawl, not for its progress.
+func (s *Store) Drained(ctx context.Context, crawl string) (Counters, Left, error) {
+	parsed := map[string]bool{}
+	prefix := parsedKey(crawl, "")
+	prefix = prefix[:len(prefix)-32] // "m#<crawl>#": parsedKey ends in 32 hex digits
+	err := s.t.Scan(ctx, prefix, func(key string, _ table.Item) error {
+		parsed[key] = true
+		return nil
+	})
+	if err != nil {
+		return Counters{}, Left{}, fmt.Errorf("scan the parse marks of crawl %s: %w", crawl, err)
+	}
+	var left Left
+	c, err := s.tally(ctx, crawl, func(u URL) {
+		switch {
+		case u.State == Queued:
+			left.Queued++
+		case u.State == Fetched && !u.Parsed && u.Page != nil:
+			if !parsed[parsedKey(crawl, u.Page.Msg)] && !parsed[parsedKey(crawl, message.PageName(u.Page.WARCKey, u.Page.Offset))] {
+				left.Unparsed++
+			}
+		}
+	})
+	return c, left, err
+}

@@ -1,0 +1,96 @@
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// Pages given back to a budget: --max-pages counts the pages fetched, so a URL that took a page
+// of the crawl's budget at its admission and then ended skipped (robots.txt, content type, size)
+// gives it back, for another URL to be admitted. The crawl never holds more than its budget: a
+// page goes back only once its URL is done, and the budget's item counts every page a store took
+// less those given back.
+//
+// Giving back costs no write per page. A store that holds a block of the budget (the store of
+// crawl run, whose handlers share it) puts the page back into its block, in memory. A store that
+// holds none (a fetch container on AWS) gathers the pages and gives them back to the table a
+// block at a time (BlockSize: one write per page for a budget under 200 pages, as taking it
+// does); those it holds when it goes are lost, as the unused part of a block is. ReleaseBudgets
+// gives back what a store holds, at the end of a run.
+
+// ReturnPages gives n pages of the crawl's budget (maxPages) back.
+func (s *Store) ReturnPages(ctx context.Context, crawl string, n, maxPages int) error {
+	if n <= 0 || maxPages <= 0 {
+		return nil
+	}
+	b := s.budget(CrawlKey(crawl), attrBudget)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.holds {
+		b.left += n
+		return nil
+	}
+	b.returned += n
+	if b.returned < BlockSize(maxPages) {
+		return nil
+	}
+	return b.writeBack(ctx, s, b.returned)
+}
+
+// ReleaseBudgets gives back to the table every page of the crawls' budgets that this store holds:
+// the unused part of its blocks and the pages it gathered (ReturnPages). crawl run calls it when
+// its handlers are done, so that the next run can use them. The store takes new blocks if it goes
+// on. The hosts' budgets, a spider-trap guard of 100,000 pages by default, keep their unused
+// blocks: a write per host for nothing that matters.
+func (s *Store) ReleaseBudgets(ctx context.Context) error {
+	var errs []error
+	s.budgets.Range(func(_, v any) bool {
+		b := v.(*blockBudget)
+		if b.attr != attrBudget {
+			return true
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		n := b.left + b.returned
+		if n == 0 {
+			return true
+		}
+		b.left = 0
+		if err := b.writeBack(ctx, s, n); err != nil {
+			b.returned = n // not lost: the next release tries again
+			errs = append(errs, err)
+		}
+		return true
+	})
+	return errors.Join(errs...)
+}
+
+// writeBack takes n pages off the budget's count of pages taken, and forgets the gathered ones.
+// b.mu is held. A budget with no count (nothing was ever taken from it) has nothing to give back.
+func (b *blockBudget) writeBack(ctx context.Context, s *Store, n int) error {
+	_, err := s.t.Update(ctx, b.key, table.Update{Add: map[string]int64{b.attr: -int64(n)}}, table.Exists(b.attr))
+	if _, none := table.IsConditionFailed(err); err != nil && !none {
+		return fmt.Errorf("give %d pages back to the budget %s: %w", n, b.key, err)
+	}
+	b.returned = 0
+	b.seen -= int64(n)
+	b.usedUp = 0
+	return nil
+}
+
+// BudgetLeft is how many pages of the crawl's budget this store holds and has not handed out:
+// the rest of its block, and the pages given back to it. At the end of crawl run, when no worker
+// admits any more, they are pages the crawl may still fetch.
+func (s *Store) BudgetLeft(crawl string) int {
+	v, ok := s.budgets.Load(CrawlKey(crawl))
+	if !ok {
+		return 0
+	}
+	b := v.(*blockBudget)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.left
+}

@@ -1,0 +1,16 @@
+package crawlstate
+
+import (
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
+)
+
+// TestIntegrationCountersAndBudgetOnDynamoDB runs the counter and budget tests on DynamoDB at the
+// configured endpoint, in one fresh table (each test uses a crawl of its own).
+func TestIntegrationCountersAndBudgetOnDynamoDB(t *testing.T) {
+	tb, _, _ := awstest.DynamoTable(t, "crawlstate")
+	for _, tt := range tableTests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, tb) })
+	}
+}

@@ -1,0 +1,352 @@
+package crawlstate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// A URL's claim and outcome live in its group's item, "r#<crawl>#<group>", not in its own. The
+// group is fixed when the URL is admitted (AdmitIn, on the URL's item): schedule gives the URLs
+// of a batch groups of at most message.MaxFetchURLs, one URL of a host each, and sends each
+// group's URLs in one fetch message (two or more only when their slots come due apart). Every
+// message that carries the URL names its group: the first send, a Links message's redelivery that
+// sends it again (it reads the group back from the item its admission found), a fetcher's re-queue
+// and a redrive. So the fetcher claims all of a message's URLs in one conditional update of their
+// group's item, and records their outcomes in a second: two writes a message, where a claim
+// write on each URL's item cost one a URL.
+//
+// For each of its URLs the group's item holds, named by the first 16 hex digits of the URL's key:
+//
+//	w<k> the claim's owner (ownerTag of the fetch message's id), l<k> its lease (Unix ms);
+//	o<k> the outcome (JSON, see stored), x<k> true when the outcome is a redrivable failure;
+//	t<k> a tombstone: the admission was taken back (Unadmit), and no message may claim the URL.
+//
+// A claim holds when the URL has no outcome (or a redrivable one, after a redrive) and no
+// tombstone, and no other owner's lease is live; the message that re-queued a URL carries its
+// owner (message.Target.Prev), so its claim passes to the new message without a write to give it
+// back. An outcome is written only while its owner still holds the claim: an owner whose lease
+// ran out and whose URL another took over records nothing, and nothing is counted twice.
+//
+// A URL admitted without a group (Admit) is a group of its own, named by its key.
+
+// groupKey is the table key of a group's item.
+func groupKey(crawl, group string) string { return "r#" + crawl + "#" + group }
+
+// The attributes of a URL in its group's item: a letter, then the URL's short key.
+const (
+	outcomeLetter   = "o"
+	redriveLetter   = "x"
+	ownerLetter     = "w"
+	leaseLetter     = "l"
+	tombstoneLetter = "t"
+	// perURLAttrs are the letters of them all.
+	perURLAttrs = outcomeLetter + redriveLetter + ownerLetter + leaseLetter + tombstoneLetter
+)
+
+func outcomeAttr(key string) string   { return outcomeLetter + shortKey(key) }
+func redriveAttr(key string) string   { return redriveLetter + shortKey(key) }
+func ownerAttr(key string) string     { return ownerLetter + shortKey(key) }
+func leaseAttr(key string) string     { return leaseLetter + shortKey(key) }
+func tombstoneAttr(key string) string { return tombstoneLetter + shortKey(key) }
+
+func shortKey(key string) string {
+	if len(key) > 16 {
+		return key[:16]
+	}
+	return key
+}
+
+// OwnerTag is what a group's item holds of a claim's owner, and URL.Owner says: a fetch
+// message's id is 36 bytes, and a group's item is billed by its size.
+func OwnerTag(owner string) string { return ownerTag(owner) }
+
+func ownerTag(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(owner))
+	return base64.RawURLEncoding.EncodeToString(h[:9])
+}
+
+// GroupOf is the group of u: the one it was admitted in, or its own.
+func GroupOf(u URL) string {
+	if u.Group != "" {
+		return u.Group
+	}
+	return u.Key
+}
+
+// Outcome is the terminal state of one URL of a group.
+type Outcome struct {
+	// Key is the URL's key (urlnorm.Key); URL is the URL as the fetch message named it.
+	Key, URL string
+	State    State
+	// Prev is the URL's state when claimed: Failed for a URL redriven from the DLQ.
+	Prev  State
+	Cause error
+	// Redrivable marks a failure whose message goes on to the dead-letter queue: a redrive of it
+	// may claim the URL again.
+	Redrivable bool
+	// Page is where a fetched URL's response is stored.
+	Page *Page
+	// Owner is the claim's owner: the outcome is recorded only while it holds the URL.
+	Owner string
+}
+
+// stored is an Outcome as its group's item holds it: short names, the state as a letter, the
+// page's parts that can be derived left out, and its WARC file's name shortened when it is the
+// usual pages/<crawl>/<day>/<batch>.warc.gz (a group's item is billed by its size, a unit a
+// kilobyte, and holds up to message.MaxFetchURLs outcomes). Whether a failure may be redriven is
+// the item's x<k> attribute.
+type stored struct {
+	S string         `json:"s"`
+	C errclass.Class `json:"c,omitempty"`
+	D string         `json:"d,omitempty"`
+	K string         `json:"k,omitempty"` // the WARC file
+	B string         `json:"b,omitempty"` // the WARC file, as <day>/<batch> of pages/<crawl>/<day>/<batch>.warc.gz
+	O int64          `json:"o,omitempty"` // offset
+	L int64          `json:"l,omitempty"` // length
+	U string         `json:"u,omitempty"` // the final URL, when not the URL itself
+	H int            `json:"h,omitempty"` // HTTP status
+	T string         `json:"t,omitempty"` // content type
+	F int64          `json:"f,omitempty"` // fetched at, Unix nanoseconds
+	P *int           `json:"p,omitempty"` // the parse message's part, when named message.PartName(K, P)
+	M string         `json:"m,omitempty"` // the parse message's name otherwise
+	// The recrawl's: the validators, the payload digest, and a revisit's reference (recrawl.go).
+	E  string             `json:"e,omitempty"`
+	LM string             `json:"lm,omitempty"`
+	G  string             `json:"g,omitempty"`
+	UN *message.Unchanged `json:"un,omitempty"`
+}
+
+// stateCodes are the letters of the terminal states in stored.
+var stateCodes = map[State]string{Fetched: "f", Skipped: "s", Failed: "x", Stopped: "t"}
+
+// stateOf is the terminal state whose letter in stored is code, or "" for none.
+func stateOf(code string) State {
+	for state, c := range stateCodes {
+		if c == code {
+			return state
+		}
+	}
+	return ""
+}
+
+// The usual WARC file name, which stored shortens.
+const (
+	pagesPrefix = "pages/"
+	warcSuffix  = ".warc.gz"
+)
+
+func encodeOutcome(crawl string, o Outcome) (string, error) {
+	code, ok := stateCodes[o.State]
+	if !ok {
+		return "", fmt.Errorf("%q is not a terminal state", o.State)
+	}
+	st := stored{S: code}
+	if o.Cause != nil {
+		st.C, st.D = errclass.Of(o.Cause), safelog.Truncate(o.Cause.Error())
+	}
+	if p := o.Page; p != nil {
+		st.K, st.O, st.L, st.H, st.T, st.F = p.WARCKey, p.Offset, p.Length, p.Status, p.ContentType, p.FetchedAt.UnixNano()
+		if rest, ok := strings.CutPrefix(p.WARCKey, pagesPrefix+crawl+"/"); ok && strings.HasSuffix(rest, warcSuffix) {
+			st.K, st.B = "", strings.TrimSuffix(rest, warcSuffix)
+		}
+		if p.FinalURL != o.URL {
+			st.U = p.FinalURL
+		}
+		storeRecrawl(&st, p)
+		if part, ok := partOf(p.WARCKey, p.Msg); ok {
+			st.P = &part
+		} else {
+			st.M = p.Msg
+		}
+	}
+	b, err := json.Marshal(st)
+	return string(b), err
+}
+
+// partOf returns n when msg is message.PartName(file, n).
+func partOf(file, msg string) (int, bool) {
+	rest, ok := strings.CutPrefix(msg, file+"#")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || message.PartName(file, n) != msg {
+		return 0, false
+	}
+	return n, true
+}
+
+// apply sets u, a URL of crawl, from its outcome as its group's item holds it.
+func (u *URL) apply(crawl, raw string) error {
+	var st stored
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return fmt.Errorf("outcome of %s: %w", u.Key, err)
+	}
+	if u.State = stateOf(st.S); u.State == "" {
+		return fmt.Errorf("outcome of %s: unknown state %q", u.Key, st.S)
+	}
+	u.Class, u.Detail, u.outcome = st.C, st.D, raw
+	if st.B != "" {
+		st.K = pagesPrefix + crawl + "/" + st.B + warcSuffix
+	}
+	if st.K != "" {
+		p := &Page{WARCKey: st.K, Offset: st.O, Length: st.L, FinalURL: st.U, Status: st.H, ContentType: st.T,
+			FetchedAt: time.Unix(0, st.F).UTC(), Msg: st.M}
+		if p.FinalURL == "" {
+			p.FinalURL = u.URL
+		}
+		if st.P != nil {
+			p.Msg = message.PartName(st.K, *st.P)
+		}
+		loadRecrawl(p, st)
+		u.Page = p
+	}
+	return nil
+}
+
+// fromGroup sets what u's group item g holds of it: its outcome, or its claim. A URL queued in its
+// own item is as its group says; one skipped or failed in its own item (Reject) has no group.
+func (u *URL) fromGroup(crawl string, g table.Item) error {
+	if u.State != Queued || g == nil {
+		return nil
+	}
+	return u.fromHeld(crawl, heldIn(g, u.Key))
+}
+
+// held is what a group's item holds of one of its URLs.
+type held struct {
+	outcome, owner string
+	lease          int64 // Unix milliseconds
+	redrive, gone  bool
+	brief          bool // outcome is cut to what a tally reads (briefOutcome)
+}
+
+// heldIn is what group item g holds of the URL key.
+func heldIn(g table.Item, key string) held {
+	return held{outcome: g.String(outcomeAttr(key)), owner: g.String(ownerAttr(key)), lease: g.Int(leaseAttr(key)),
+		redrive: g.Bool(redriveAttr(key)), gone: g.Has(tombstoneAttr(key))}
+}
+
+// fromHeld sets what its group holds of u, a URL queued in its own item: a tombstone, an outcome,
+// or a claim.
+func (u *URL) fromHeld(crawl string, h held) error {
+	if u.State != Queued {
+		return nil
+	}
+	if h.gone {
+		u.gone = true
+		return nil
+	}
+	if h.outcome != "" {
+		u.redrive = h.redrive
+		if h.brief {
+			return u.applyBrief(h.outcome)
+		}
+		return u.apply(crawl, h.outcome)
+	}
+	if h.owner != "" {
+		u.Owner, u.Lease = h.owner, time.UnixMilli(h.lease)
+	}
+	return nil
+}
+
+// withGroup reads u's group and sets what it holds of u (fromGroup).
+func (s *Store) withGroup(ctx context.Context, crawl string, u URL) (URL, error) {
+	if u.State != Queued {
+		return u, nil
+	}
+	g, err := s.t.Get(ctx, groupKey(crawl, GroupOf(u)))
+	if errors.Is(err, table.ErrNotFound) {
+		return u, nil
+	}
+	if err != nil {
+		return u, fmt.Errorf("read the group of %s: %w", u.Key, err)
+	}
+	return u, u.fromGroup(crawl, g)
+}
+
+// Record writes the outcomes of URLs of group, claimed by their Owners, in one write, and counts
+// them. It leaves out, and returns, the keys of URLs whose claims another owner took over since
+// (their leases ran out): those are theirs to record.
+func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome) (lost []string, err error) {
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	expires, err := s.expiry(ctx, crawl)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		set := map[string]any{attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires}
+		var remove []string
+		conds := make([]table.Cond, 0, len(outs))
+		for _, o := range outs {
+			if !o.State.Terminal() {
+				return lost, fmt.Errorf("record %s: %q is not a terminal state", o.Key, o.State)
+			}
+			v, err := encodeOutcome(crawl, o)
+			if err != nil {
+				return lost, fmt.Errorf("record %s: %w", o.Key, err)
+			}
+			set[outcomeAttr(o.Key)] = v
+			if o.Redrivable {
+				set[redriveAttr(o.Key)] = true
+			} else {
+				remove = append(remove, redriveAttr(o.Key))
+			}
+			// The claim has done its work: the outcome keeps every other message off the URL.
+			remove = append(remove, ownerAttr(o.Key), leaseAttr(o.Key))
+			conds = append(conds, table.Eq(ownerAttr(o.Key), ownerTag(o.Owner)))
+		}
+		_, err := s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: set, Remove: remove}, table.And(conds...))
+		cf, taken := table.IsConditionFailed(err)
+		if err != nil && !taken {
+			return lost, fmt.Errorf("record the outcomes of %s: %w", group, err)
+		}
+		if taken {
+			// Another owner took some of these URLs over: record the others.
+			kept := outs[:0:0]
+			for _, o := range outs {
+				if cf.Item.String(ownerAttr(o.Key)) != ownerTag(o.Owner) {
+					lost = append(lost, o.Key)
+				} else {
+					kept = append(kept, o)
+				}
+			}
+			if len(kept) == len(outs) {
+				return lost, fmt.Errorf("record the outcomes of %s: %w", group, err)
+			}
+			outs = kept
+			if len(outs) == 0 {
+				return lost, nil
+			}
+			continue
+		}
+		counts := map[string]int64{}
+		for _, o := range outs {
+			counts[o.State.counter()]++
+			if o.Prev == Failed {
+				counts[string(Failed)]--
+			}
+			if o.Cause != nil {
+				counts["class_"+string(errclass.Of(o.Cause))]++
+			}
+		}
+		return lost, s.count(ctx, crawl, counts)
+	}
+}

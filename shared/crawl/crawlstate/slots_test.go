@@ -1,0 +1,83 @@
+package crawlstate
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// raceCounter counts the table updates whose condition failed: each one is a billed write.
+type raceCounter struct {
+	table.Table
+	failed atomic.Int64
+}
+
+func (r *raceCounter) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+	it, err := r.Table.Update(ctx, key, u, c)
+	if _, ok := table.IsConditionFailed(err); ok {
+		r.failed.Add(1)
+	}
+	return it, err
+}
+
+func TestReserveSlotsBooksARunUpToTheHorizon(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	t0 := c.t
+	got, err := s.ReserveSlots(ctx, "a.test", time.Second, 5, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.N != 3 || !got.Start.Equal(t0) || !got.At(2).Equal(t0.Add(2*time.Second)) || !got.Free.Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("5 slots with a 3s horizon: %+v, want 3 from now, free at +3s", got)
+	}
+	if got, _ := s.ReserveSlots(ctx, "a.test", time.Second, 2, 3*time.Second); got.N != 0 || !got.Free.Equal(t0.Add(3*time.Second)) {
+		t.Errorf("a host booked to the horizon: %+v, want none, free at +3s", got)
+	}
+	c.t = t0.Add(1500 * time.Millisecond)
+	if got, _ := s.ReserveSlots(ctx, "a.test", time.Second, 4, 3*time.Second); got.N != 2 || !got.Start.Equal(t0.Add(3*time.Second)) {
+		t.Errorf("1.5s later: %+v, want 2 slots from +3s (the horizon ends at +4.5s)", got)
+	}
+	if got, _ := s.ReserveSlots(ctx, "a.test", time.Second, 3, 0); got.N != 3 || !got.Start.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("no horizon: %+v, want 3 slots from +5s", got)
+	}
+	if got, _ := s.ReserveSlots(ctx, "b.test", 0, 3, time.Second); got.N != 3 || !got.Start.Equal(c.t) {
+		t.Errorf("no interval: %+v, want 3 slots now", got)
+	}
+}
+
+func TestReserveSlotsGuessesWithoutABilledRace(t *testing.T) {
+	ctx := context.Background()
+	a, c := newStore(t)
+	rc := &raceCounter{Table: a.t}
+	a.t = rc
+	b := New(rc) // another worker on the same table, which has not seen the host
+	b.Now = c.now
+	if _, err := a.ReserveSlots(ctx, "a.test", time.Second, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ReserveSlots(ctx, "a.test", time.Second, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := rc.failed.Load(); n != 0 {
+		t.Errorf("one worker, one host: %d failed conditional writes, want 0", n)
+	}
+	got, err := b.ReserveSlots(ctx, "a.test", time.Second, 1, 0)
+	if err != nil || !got.Start.Equal(c.t.Add(4*time.Second)) {
+		t.Fatalf("the other worker: %+v, %v, want the slot at +4s", got, err)
+	}
+	if n := rc.failed.Load(); n != 1 {
+		t.Errorf("a worker that had not seen the busy host: %d failed writes, want 1", n)
+	}
+	// A day later the host is idle: a worker that last saw it busy needs no failed write either.
+	c.t = c.t.Add(24 * time.Hour)
+	if got, err := a.ReserveSlots(ctx, "a.test", time.Second, 1, 0); err != nil || !got.Start.Equal(c.t) {
+		t.Fatalf("a day later: %+v, %v, want a slot now", got, err)
+	}
+	if n := rc.failed.Load(); n != 1 {
+		t.Errorf("an idle host used before: %d failed writes in all, want still 1", n)
+	}
+}

@@ -1,0 +1,110 @@
+package finish
+
+import (
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+)
+
+// The event's envelope, as EventBridge delivers it: source "crawlstack", detail-type
+// "Crawl Finished", and the Event as its detail.
+const (
+	Source     = "crawlstack"
+	DetailType = "Crawl Finished"
+)
+
+// The ends of a crawl (Event.End).
+const (
+	EndDrained = "drained" // every URL it admitted ended, every page was parsed
+	EndStopped = "stopped" // its user stopped it (crawl stop) and its messages ran out
+	EndBudget  = "budget"  // its budget ran out, so it admitted no more URLs, and the rest ran out
+)
+
+// Event is the detail of a crawl's "Crawl Finished" event: its counts and cost when it ended.
+type Event struct {
+	// EventID is the same for every copy of one crawl's event ("crawlstack:<crawl>:finished"):
+	// EventBridge has no deduplication of its own, so a consumer that must act once keys on it.
+	EventID string `json:"eventId"`
+	Crawl   string `json:"crawl"`
+	// End says why the crawl ended: EndDrained, EndStopped or EndBudget.
+	End        string     `json:"end"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	FinishedAt time.Time  `json:"finishedAt"`
+	Counts     Counts     `json:"counts"`
+	// CostUSD is the crawl's ledger priced at the stack's prices; Cost the same by service.
+	CostUSD float64 `json:"costUsd"`
+	Cost    Cost    `json:"cost"`
+}
+
+// Counts are the crawl's URLs by state and class, tallied exactly from its items when it ended.
+type Counts struct {
+	Seen        int64            `json:"seen"`
+	Fetched     int64            `json:"fetched"`
+	Skipped     int64            `json:"skipped"`
+	Failed      int64            `json:"failed"`
+	StoppedURLs int64            `json:"stoppedUrls"`
+	ParseErrors int64            `json:"parseErrors"`
+	Classes     map[string]int64 `json:"classes"`
+}
+
+// Cost is the crawl's ledger in dollars by service.
+type Cost struct {
+	SQS      float64 `json:"sqs"`
+	DynamoDB float64 `json:"dynamodb"`
+	S3       float64 `json:"s3"`
+	Lambda   float64 `json:"lambda"`
+	Logs     float64 `json:"logs"`
+}
+
+// EventID is the id of the crawl's event.
+func EventID(crawl string) string { return "crawlstack:" + crawl + ":finished" }
+
+// eventOf is the event of crawl ch, ended now with counts c (exact) priced at prices.
+func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices meter.Prices) Event {
+	e := Event{EventID: EventID(ch.ID), Crawl: ch.ID, End: EndDrained, FinishedAt: now.UTC().Truncate(time.Millisecond),
+		Counts: Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed,
+			StoppedURLs: c.StoppedURLs, ParseErrors: c.ParseErrors, Classes: map[string]int64{}}}
+	switch {
+	case ch.Run == crawlstate.StoppedBy:
+		e.End = EndStopped
+	case ch.Stopped == crawlstate.StopBudget || c.Stopped == crawlstate.StopBudget:
+		e.End = EndBudget
+	}
+	if !ch.Started.IsZero() {
+		t := ch.Started.UTC()
+		e.StartedAt = &t
+	}
+	for cl, n := range c.Classes {
+		e.Counts.Classes[string(cl)] = n
+	}
+	cost := prices.Cost(c.Cost)
+	e.CostUSD = cost.Total
+	e.Cost = Cost{SQS: cost.SQS, DynamoDB: cost.DynamoDB, S3: cost.S3, Lambda: cost.Lambda, Logs: cost.Logs}
+	return e
+}
+
+// fingerprint sums up the crawl's counters of URLs and parse errors (not its ledger, which every
+// check adds to): it changes whenever a URL is admitted or ends.
+func fingerprint(c crawlstate.Counters) int64 {
+	h := fnv.New64a()
+	for _, n := range []int64{c.Seen, c.Fetched, c.Skipped, c.Failed, c.StoppedURLs, c.ParseErrors} {
+		h.Write(strconv.AppendInt(nil, n, 10))
+		h.Write([]byte{0})
+	}
+	classes := make([]errclass.Class, 0, len(c.Classes))
+	for cl := range c.Classes {
+		classes = append(classes, cl)
+	}
+	sort.Slice(classes, func(i, j int) bool { return classes[i] < classes[j] })
+	for _, cl := range classes {
+		h.Write([]byte(cl))
+		h.Write(strconv.AppendInt(nil, c.Classes[cl], 10))
+		h.Write([]byte{0})
+	}
+	return int64(h.Sum64())
+}

@@ -1,0 +1,474 @@
+// Package frontier admits URLs to a crawl: the heart of the schedule handler. For each URL of a
+// Links message it normalises, checks scope, depth, traps and budgets, drops duplicates (a Bloom
+// filter in warm memory, confirmed by the table, then a conditional write) and sends fetch messages.
+// A schedule batch admits its Links messages one by one (Stage) and sends the fetch messages of all
+// of them at once (Send): the URLs due back at the same second share one message, whichever Links
+// message admitted them (a wide crawl's links come a host to a message, a second apart), which
+// cuts the fetch queue's sends, receives and deletes several times over.
+//
+// Admission is safe across crashes (DESIGN invariant 3): the URL's item is written before its fetch
+// message is sent, and names the Links message that admitted it (Source, a digest of the message,
+// the same for every delivery of it). When the message is delivered again, every URL it admitted
+// that no worker holds yet is sent again: the send may not have happened, and if it did, the claim
+// drops the copy. A URL that another message admitted is that message's to send, so two messages
+// that admit one URL at once send it once.
+//
+// The Bloom filter only ever holds URLs confirmed as sent (by this process), held by a worker or
+// done, so a false positive costs one extra read, never a lost URL; a URL another message admitted
+// and may not have sent yet is never put in it. In front of it, a bounded set of the most
+// recently confirmed URLs, in normalised form (recent.go), answers most repeats exactly: a page's
+// links mostly point at pages the crawl met a moment ago, and parse sends them normalised, so such
+// a link costs neither normalising, the SHA-256 of its key nor a table read: only a fast hash of
+// it as sent.
+package frontier
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/optout"
+	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// DefaultAdmitConcurrency is how many URLs of one Links message are admitted at once, unless
+// Config.AdmitConcurrency says otherwise: a schedule invocation works on up to its batch
+// concurrency messages at once, each admission a few table requests.
+const DefaultAdmitConcurrency = 8
+
+// DefaultSpareSlots is how many of a host's slots a booking takes beyond its batch's URLs. A wide
+// crawl's schedule batch brings a host a URL or two, so each booking was a write for about one
+// URL; with two spares, the host's next two URLs need none. make cost measured the change
+// (docs/cost.md).
+const DefaultSpareSlots = 2
+
+// Config is what admission needs to know about the crawl.
+type Config struct {
+	Rules scope.Rules
+	// MaxPages bounds the pages admitted per crawl (0: unlimited).
+	MaxPages int
+	// MaxPagesPerHost bounds the pages admitted per host and crawl (0: unlimited): a trap guard.
+	MaxPagesPerHost int
+	// FetchQueue is the fetch queue's address.
+	FetchQueue string
+	// BloomCapacity and BloomFalsePositive size the warm-memory filter.
+	BloomCapacity      uint
+	BloomFalsePositive float64
+	// RecentCapacity bounds the exact set of recently confirmed URLs (about 70 bytes each, none of
+	// them scanned by the collector: recent.go).
+	RecentCapacity int
+	// BudgetUSD stops admitting URLs once the crawl's ledger, at Prices, reaches it (0: none).
+	BudgetUSD float64
+	Prices    meter.Prices
+	// HostInterval is the gap between two requests to one host (the fetcher's, before any
+	// robots.txt Crawl-delay); 0 books no politeness slots here and leaves them to the fetcher.
+	HostInterval time.Duration
+	// SlotLead brings a fetch message back this much before its slot, on top of the second SQS
+	// delays round to: the fetch event source's batching window, which may hold it that long.
+	SlotLead time.Duration
+	// AdmitConcurrency is how many URLs of one Links message are admitted at once (0:
+	// DefaultAdmitConcurrency). On the embedded backend the table's writes made at once share a
+	// commit, so more at once admits a message's URLs sooner (crawl run sets it).
+	AdmitConcurrency int
+	// SpareSlots is how many of a host's slots a booking takes beyond the URLs at hand, kept for
+	// the host's next ones (crawlstate.Store.BookSlots): 0 is DefaultSpareSlots, below 0 none.
+	SpareSlots int
+	// Crawls, if set, gives each crawl's rules, page bounds and rate (a spec's over the stack's);
+	// nil: Rules, MaxPages, MaxPagesPerHost and HostInterval for every crawl.
+	Crawls CrawlSettings
+}
+
+// OptOuts tells whether a URL is on the opt-out list (optout.Matcher): its owner asked not to be
+// crawled, or its page was purged.
+type OptOuts interface {
+	OptedOut(ctx context.Context, u *url.URL) (optout.Entry, bool, error)
+}
+
+// CrawlSettings tells the settings of one crawl (specstore.Store).
+type CrawlSettings interface {
+	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
+}
+
+// limits are the admission settings of one crawl.
+type limits struct {
+	rules                     scope.Rules
+	maxPages, maxPagesPerHost int
+	interval                  time.Duration
+}
+
+// limitsOf returns crawl's admission settings.
+func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
+	if f.cfg.Crawls == nil {
+		return limits{f.cfg.Rules, f.cfg.MaxPages, f.cfg.MaxPagesPerHost, f.cfg.HostInterval}, nil
+	}
+	c, err := f.cfg.Crawls.For(ctx, crawl)
+	if err != nil {
+		return limits{}, err
+	}
+	interval := f.cfg.HostInterval
+	if c.Spec != nil && c.Spec.Rate != nil {
+		interval = crawlstate.IntervalOf(c.HostRPS)
+	}
+	return limits{c.Rules, c.MaxPages, c.MaxPagesPerHost, interval}, nil
+}
+
+// Frontier admits URLs. It is safe for concurrent use.
+type Frontier struct {
+	// OptOuts, if set, is checked for every URL in scope: one on the list ends skipped with class
+	// opted_out (docs/erasure.md).
+	OptOuts OptOuts
+
+	cfg   Config
+	state *crawlstate.Store
+	send  queue.Sender
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu     sync.Mutex
+	known  *bloom.BloomFilter
+	recent *recentSet
+	seeds  [2]maphash.Seed // recentKey's
+}
+
+// New returns a Frontier.
+func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logger) *Frontier {
+	if cfg.BloomCapacity == 0 {
+		cfg.BloomCapacity = 1_000_000
+	}
+	if cfg.AdmitConcurrency <= 0 {
+		cfg.AdmitConcurrency = DefaultAdmitConcurrency
+	}
+	if cfg.BloomFalsePositive == 0 {
+		cfg.BloomFalsePositive = 1e-4
+	}
+	if cfg.RecentCapacity == 0 {
+		cfg.RecentCapacity = 100_000
+	}
+	if cfg.SpareSlots == 0 {
+		cfg.SpareSlots = DefaultSpareSlots
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	recent := newRecentSet(cfg.RecentCapacity)
+	return &Frontier{cfg: cfg, state: state, send: send, log: log, now: time.Now,
+		known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive), recent: recent,
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+}
+
+// Result counts what one Admit call did.
+type Result struct {
+	Sent, Known, Rejected, Invalid int
+}
+
+type pending struct {
+	crawl string
+	key   string
+	group string // the group it was admitted in (groups.go)
+	place int    // its place among its host's URLs of the batch, as its group was guessed (-1: none)
+	host  string // the URL's host and port, whose politeness slots it takes
+	// interval is the gap between the host's requests at the crawl's rate (0: none booked here).
+	interval time.Duration
+	msg      message.Target
+	// resent: the URL was admitted by an earlier delivery of the same message, which may still be
+	// at work (and may take its admission back): the URL is sent but not remembered.
+	resent bool
+}
+
+// Admit admits the URLs of one Links message and sends their fetch messages (Stage, then Send).
+// It returns an error (and the caller retries the whole message) only when the table or the queue
+// failed; per-URL refusals are recorded, not errors.
+func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) {
+	st, err := f.Stage(ctx, m)
+	sendErr := f.Send(ctx, []*Staged{st})[0]
+	return st.Result, errors.Join(err, sendErr)
+}
+
+// Staged is a Links message admitted and not yet sent: Send sends the fetch messages of many.
+type Staged struct {
+	crawl string
+	out   []pending
+	// Result counts what admission did; Send adds the URLs it sent.
+	Result Result
+}
+
+// Crawl is the crawl of the staged message.
+func (s *Staged) Crawl() string { return s.crawl }
+
+// Stage admits the URLs of one Links message, and returns the fetch messages left to send. It
+// returns an error (and the caller retries the whole message) when the table failed; the URLs
+// admitted all the same are in the Staged, to be sent: a URL that fails stops no other, and the
+// redelivery of m redoes only the rest (the sent ones are known to this frontier by then), so a
+// message of many links gets through a table that fails now and then.
+func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error) {
+	st := &Staged{crawl: m.Crawl}
+	if _, ok := ctx.Value(groupsKey{}).(*groups); !ok {
+		ctx = WithGroups(ctx) // a message staged alone has groups of its own
+	}
+	lim, err := f.limitsOf(ctx, m.Crawl)
+	if err != nil {
+		return st, err
+	}
+	by := Source(m)
+	var root *url.URL
+	if m.Root != "" {
+		r, err := urlnorm.Normalize(m.Root)
+		if err != nil {
+			return st, fmt.Errorf("links message root %q: %w", m.Root, err)
+		}
+		root = r
+	}
+	// The URLs are independent: admit them at once, so their table writes share commits. Only
+	// their budget is taken in turn: a URL reserves its page once the URL before it in the message
+	// is done, so that a budget too small for the message goes to its first URLs (a page's links
+	// in the page's order), as it would if they were admitted one by one.
+	type result struct {
+		p       pending
+		outcome outcome
+	}
+	results := make([]result, len(m.URLs))
+	var g errgroup.Group
+	g.SetLimit(f.cfg.AdmitConcurrency)
+	memory := 0 // links known from the warm cache alone, for crawl.dedup.hits
+	before := closedTurn
+	for i, raw := range m.URLs {
+		if f.recentlyConfirmed(m.Crawl, raw) {
+			results[i] = result{outcome: outKnown} // most links of a crawl: no goroutine for them
+			memory++
+			continue
+		}
+		after, done := before, make(chan struct{})
+		before = done
+		g.Go(func() error {
+			defer close(done)
+			p, o, err := f.admitOne(ctx, m, lim, by, root, raw, after)
+			if err != nil {
+				o = outFailed
+			}
+			p.msg.LastMod = m.LastModAt(i) // a sitemap's, for the recrawl (shared/crawl/recrawl)
+			results[i] = result{p, o}
+			return err
+		})
+	}
+	admitErr := g.Wait()
+	queued := make(map[string]int, len(m.URLs)) // key -> index in st.out, plus one
+	for _, r := range results {
+		p, outcome := r.p, r.outcome
+		switch {
+		case outcome == outSend && queued[p.key] > 0:
+			st.Result.Known++ // the same URL twice in one message: this delivery admitted it if either did
+			st.out[queued[p.key]-1].resent = st.out[queued[p.key]-1].resent && p.resent
+		case outcome == outSend:
+			st.out = append(st.out, p)
+			queued[p.key] = len(st.out)
+		case outcome == outKnown:
+			st.Result.Known++
+		case outcome == outRejected:
+			st.Result.Rejected++
+		case outcome == outInvalid:
+			st.Result.Invalid++
+		}
+	}
+	telemetry.Admitted(ctx, len(st.out))
+	telemetry.DedupHits(ctx, "memory", memory)
+	telemetry.DedupHits(ctx, "table", st.Result.Known-memory)
+	return st, admitErr
+}
+
+// closedTurn is the turn of the budget before a message's first URL: over.
+var closedTurn = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+type outcome int
+
+const (
+	outSend outcome = iota
+	outKnown
+	outRejected
+	outInvalid
+	outFailed // the admission failed: the redelivery tries again
+)
+
+func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string, budgetTurn <-chan struct{}) (pending, outcome, error) {
+	u, err := urlnorm.Normalize(raw)
+	if err != nil {
+		f.log.Debug("dropping an invalid url", "url", raw, "err", err.Error())
+		return pending{}, outInvalid, nil
+	}
+	norm := u.String()
+	key := urlnorm.Key(norm)
+	if f.seen(m.Crawl, key) {
+		if f.recentlyConfirmed(m.Crawl, norm) {
+			return pending{}, outKnown, nil // confirmed by the table a moment ago
+		}
+		unsent, _, err := f.state.Unsent(ctx, m.Crawl, key, by)
+		switch {
+		case err == nil && !unsent:
+			return pending{}, outKnown, nil
+		case err != nil && !errors.Is(err, table.ErrNotFound):
+			return pending{}, 0, err
+		}
+		// a Bloom false positive, or an item this message may not have sent: let the table decide
+	}
+	r := root
+	if r == nil {
+		r = u // a seed is its own scope root
+	}
+	if err := lim.rules.Check(r, u, m.Depth, f.now()); err != nil {
+		if lim.rules.Check(u, u, 0, f.now()) == nil {
+			// Out of scope from this root, or too deep on this path: another seed's page, or a
+			// shorter path, may still bring the URL in. Nothing is recorded or remembered.
+			return pending{}, outRejected, nil
+		}
+		// Refused whoever links it (an exclude pattern, a trap): recorded skipped, once.
+		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
+			return pending{}, 0, err
+		}
+		f.remember(m.Crawl, key, norm)
+		return pending{}, outRejected, nil
+	}
+	if f.OptOuts != nil {
+		e, out, err := f.OptOuts.OptedOut(ctx, u)
+		if err != nil {
+			return pending{}, 0, err
+		}
+		if out {
+			// On the opt-out list: recorded skipped, whichever crawl or link brings it.
+			why := errclass.Errorf(errclass.OptedOut, "on the opt-out list (%s %s)", e.Kind, e.Value)
+			if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, why); err != nil {
+				return pending{}, 0, err
+			}
+			f.remember(m.Crawl, key, norm)
+			return pending{}, outRejected, nil
+		}
+	}
+	if err := f.state.AdmissionOpen(ctx, m.Crawl); err != nil {
+		if errclass.Of(err) != errclass.Scope {
+			return pending{}, 0, err
+		}
+		// The crawl is too old to admit more: its items would expire too soon after.
+		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
+			return pending{}, 0, err
+		}
+		f.remember(m.Crawl, key, norm)
+		return pending{}, outRejected, nil
+	}
+	if err := f.state.BudgetOpen(ctx, m.Crawl, f.cfg.BudgetUSD, f.cfg.Prices); err != nil {
+		if errclass.Of(err) != errclass.Budget {
+			return pending{}, 0, err
+		}
+		// The crawl's money is spent: a link is no longer admitted, only counted. What was admitted
+		// before goes on to its end, and the crawl drains.
+		if err := f.state.CountBudgetRefusal(ctx, m.Crawl); err != nil {
+			return pending{}, 0, err
+		}
+		return pending{}, outRejected, nil
+	}
+	if run, err := f.state.RunOf(ctx, m.Crawl); err != nil {
+		return pending{}, 0, err
+	} else if run == crawlstate.StoppedBy {
+		// Stopped by its user (crawl stop): a link is counted, not admitted.
+		if err := f.state.CountStopRefusal(ctx, m.Crawl); err != nil {
+			return pending{}, 0, err
+		}
+		return pending{}, outRejected, nil
+	}
+	groups := groupsIn(ctx)
+	taken, place := groups.take(m.Crawl, u.Host, f.state.Now(), func(k int) time.Time {
+		return f.state.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
+	})
+	res, group, err := f.state.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
+	if res != crawlstate.Admitted || err != nil {
+		groups.give(m.Crawl, u.Host, taken)
+	}
+	if err != nil {
+		return pending{}, 0, err
+	}
+	switch res {
+	case crawlstate.Known:
+		f.remember(m.Crawl, key, norm)
+		return pending{}, outKnown, nil
+	case crawlstate.Theirs:
+		// Not remembered: if that message stopped before its send, its redelivery must find
+		// the URL unsent here too, not in the memory of confirmed URLs.
+		return pending{}, outKnown, nil
+	case crawlstate.Admitted:
+		if lim.maxPages > 0 || lim.maxPagesPerHost > 0 {
+			<-budgetTurn // closed when the URL before it in the message is done
+		}
+		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
+			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
+				groups.give(m.Crawl, u.Host, taken)
+				if err := f.state.SkipQueued(ctx, m.Crawl, group, key, err); err != nil {
+					return pending{}, 0, err
+				}
+				f.remember(m.Crawl, key, norm)
+				return pending{}, outRejected, nil
+			}
+			// A backend failure: take the admission back, so that the redelivered message admits
+			// the URL afresh and reserves its budget then (an unsent item would skip that). A
+			// concurrent delivery of the same message may have sent the URL meanwhile: its fetch
+			// message finds no item and is dropped (the fetcher), and the URL is not remembered
+			// there (resent), so the redelivery admits it here again. The group is not given
+			// back: its tombstone would drop the URL if a link of this batch admitted it there.
+			if uerr := f.state.Unadmit(ctx, m.Crawl, group, key); uerr != nil {
+				f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
+			}
+			return pending{}, 0, err
+		}
+	}
+	if res != crawlstate.Admitted {
+		place = -1 // sent again in its old group, after the batch's own
+	}
+	return pending{crawl: m.Crawl, key: key, group: group, place: place, host: u.Host, interval: lim.interval, msg: message.Target{URL: norm, Root: r.String(),
+		Depth: m.Depth, Sitemap: m.Sitemap, Group: group}, resent: res == crawlstate.Unsent}, outSend, nil
+}
+
+// Source names the Links message m in the items it admits: a digest of its content, so the same
+// for every delivery of it (SQS may deliver a message twice, and a redrive may give it a new
+// id) and different for different messages. Two messages with the same content share a name,
+// which costs at most a duplicate fetch message that the claim drops.
+func Source(m *message.Links) string {
+	h := sha256.New()
+	for _, s := range []string{m.Crawl, m.Root, m.Parent, strconv.Itoa(m.Depth)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, u := range m.URLs {
+		h.Write([]byte(u))
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).
+func (f *Frontier) Flush(ctx context.Context) error { return f.state.Flush(ctx) }
+
+// Start records that the crawl started now, unless its start is on record already: its items
+// live, and it admits URLs, for a time counted from then (crawlstate.AdmissionOpen).
+func (f *Frontier) Start(ctx context.Context, crawl string) error {
+	return f.state.MarkStarted(ctx, crawl)
+}

@@ -1,0 +1,109 @@
+package frontier
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"sync"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+)
+
+// A URL is admitted in a group (crawlstate.Store.AdmitIn), and its fetch messages name it: the
+// fetcher claims a message's URLs, and records their outcomes, in one write each on their group's
+// item. So a group is what schedule will send as one fetch message: at most
+// message.MaxFetchURLs URLs, one of each host (a message's URLs all go out when it arrives), due
+// at the same second. The slots are booked after admission, with the batch's (Send), so the
+// second is guessed from what the store knows of each host's next slots (SlotGuess); a URL whose
+// slot turns out another second goes in a message of its own group's, which costs a message and a
+// claim more, not a fetch.
+
+// groups hands out the groups of one schedule batch's URLs, shared by its Links messages.
+type groups struct {
+	mu    sync.Mutex
+	start time.Time // the first take's time: the guessed slots are grouped by their second from then
+	open  map[dueKey][]*group
+	taken map[string]int // crawl and host -> URLs of the host given a group in this batch
+}
+
+type dueKey struct {
+	crawl string
+	due   int64 // the guessed slot's second from the batch's start
+}
+
+type group struct {
+	name  string
+	hosts map[string]bool
+}
+
+type groupsKey struct{}
+
+// WithGroups returns ctx with a fresh group allocator: the Links messages of one schedule batch
+// staged with it share their groups, and so their fetch messages.
+func WithGroups(ctx context.Context) context.Context {
+	return context.WithValue(ctx, groupsKey{}, newGroups())
+}
+
+func newGroups() *groups {
+	return &groups{open: map[dueKey][]*group{}, taken: map[string]int{}}
+}
+
+// groupsIn returns ctx's allocator (Stage sees that there is one).
+func groupsIn(ctx context.Context) *groups {
+	return ctx.Value(groupsKey{}).(*groups)
+}
+
+// take gives a URL of host a group: the first open one of its crawl and guessed second without a
+// URL of the host. guess tells the start of the host's kth next slot; k is returned, the URL's
+// place among the host's URLs of the batch, which Send books the host's slots in.
+func (g *groups) take(crawl, host string, now time.Time, guess func(k int) time.Time) (name string, k int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.start.IsZero() {
+		g.start = now
+	}
+	hk := crawl + "\x00" + host
+	k = g.taken[hk]
+	g.taken[hk]++
+	// Rounded, not truncated: the guesses are whole milliseconds and the start is not, so a guess a
+	// whole number of seconds after another may come a hair short of it.
+	d := dueKey{crawl, int64(guess(k).Sub(g.start).Round(time.Second) / time.Second)}
+	for _, gr := range g.open[d] {
+		if !gr.hosts[host] && len(gr.hosts) < message.MaxFetchURLs {
+			gr.hosts[host] = true
+			return gr.name, k
+		}
+	}
+	gr := &group{name: groupName(), hosts: map[string]bool{host: true}}
+	g.open[d] = append(g.open[d], gr)
+	return gr.name, k
+}
+
+// give takes back the place a URL of host took in the named group: it was not admitted there.
+func (g *groups) give(crawl, host, name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	hk := crawl + "\x00" + host
+	if g.taken[hk] > 0 {
+		g.taken[hk]--
+	}
+	for d, list := range g.open {
+		if d.crawl != crawl {
+			continue
+		}
+		for _, gr := range list {
+			if gr.name == name {
+				delete(gr.hosts, host)
+				return
+			}
+		}
+	}
+}
+
+// groupName names a new group: 72 random bits, unique in a crawl.
+func groupName() string {
+	var b [9]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24 and later)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,264 @@
+package httpfetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
+)
+
+// Proxy rotations that Options.ProxyRotation accepts.
+const (
+	// RotatePerRequest sends each request through the next proxy in turn.
+	RotatePerRequest = "request"
+	// StickyPerHost sends all of a host's requests through one proxy while it is up.
+	StickyPerHost = "host"
+)
+
+// Defaults of the proxies' circuit breakers.
+const (
+	// DefaultProxyFailures is how many failures in a row take a proxy out.
+	DefaultProxyFailures = 3
+	// DefaultProxyCooldown is how long a proxy stays out before one request probes it.
+	DefaultProxyCooldown = 30 * time.Second
+)
+
+// ParseProxy checks a proxy's URL: http, https or socks5, with a host and port, and no path.
+// Its errors never hold the URL's password.
+func ParseProxy(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, errors.New("proxy: not a URL") // url's error would quote the password
+	}
+	switch u.Scheme {
+	case "http", "https", "socks5":
+	default:
+		return nil, fmt.Errorf("proxy %s: want an http://, https:// or socks5:// URL", u.Redacted())
+	}
+	if u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return nil, fmt.Errorf("proxy %s: want scheme://[user:password@]host:port", u.Redacted())
+	}
+	return u, nil
+}
+
+// proxyPool chooses the proxy of each request among the configured ones, and keeps a circuit
+// breaker per proxy: failures in a row take it out for a cooldown, then one request probes it,
+// and it is back in when that succeeds.
+type proxyPool struct {
+	proxies  []*proxyState
+	sticky   bool
+	failures int
+	cooldown time.Duration
+	now      func() time.Time
+	next     atomic.Uint64
+}
+
+// proxyState is a proxy and its breaker.
+type proxyState struct {
+	url  *url.URL
+	addr string // host:port, as the transport dials it
+
+	mu        sync.Mutex
+	fails     int
+	openUntil time.Time // out until then (zero: in)
+	probing   bool      // a probe is in flight: no other request goes through it
+}
+
+func newProxyPool(raw []string, rotation string, failures int, cooldown time.Duration, now func() time.Time) (*proxyPool, error) {
+	if rotation != RotatePerRequest && rotation != StickyPerHost && rotation != "" {
+		return nil, fmt.Errorf("proxy rotation %q: want %s or %s", rotation, RotatePerRequest, StickyPerHost)
+	}
+	p := &proxyPool{sticky: rotation == StickyPerHost, failures: max(failures, 1), cooldown: cooldown, now: now}
+	if p.cooldown <= 0 {
+		p.cooldown = DefaultProxyCooldown
+	}
+	for _, r := range raw {
+		u, err := ParseProxy(r)
+		if err != nil {
+			return nil, err
+		}
+		port := u.Port()
+		p.proxies = append(p.proxies, &proxyState{url: u, addr: net.JoinHostPort(u.Hostname(), port)})
+	}
+	return p, nil
+}
+
+// isProxy reports whether addr is a configured proxy's: the one address a dial may reach
+// without the SSRF guard, because the user configured it.
+func (p *proxyPool) isProxy(addr string) bool {
+	for _, s := range p.proxies {
+		if s.addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// pick returns the proxy for a request to host: the next one in turn, or the host's own, skipping
+// those that are out. A proxy whose cooldown is over takes this request as its probe.
+func (p *proxyPool) pick(host string) (*proxyState, error) {
+	n := len(p.proxies)
+	start := int(p.next.Add(1) % uint64(n))
+	if p.sticky {
+		h := fnv.New32a()
+		h.Write([]byte(host))
+		start = int(h.Sum32() % uint32(n))
+	}
+	now := p.now()
+	for i := range n {
+		s := p.proxies[(start+i)%n]
+		if s.take(now) {
+			return s, nil
+		}
+	}
+	return nil, proxiesOut{errclass.Errorf(errclass.Connect, "every proxy is out after failing %d times in a row (each is probed again %v after it went out)",
+		p.failures, p.cooldown)}
+}
+
+// proxiesOut is pick's error when every proxy is out.
+type proxiesOut struct{ error }
+
+func (e proxiesOut) Unwrap() error { return e.error }
+
+// ViaProxy tells whether err is a request's failure on its way through a proxy, or the pool's
+// refusal when every proxy is out: the proxy's trouble as much as the target's, which the proxy's
+// own breaker counts, so that a host's circuit (crawlstate.Store.HostFailed) leaves it out.
+func ViaProxy(err error) bool {
+	var pe *proxyError
+	var out proxiesOut
+	return errors.As(err, &pe) || errors.As(err, &out)
+}
+
+// take reports whether the proxy may carry a request now, and marks it probing when this
+// request is the probe of a proxy that was out.
+func (s *proxyState) take(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.openUntil.IsZero():
+		return true
+	case s.probing || now.Before(s.openUntil):
+		return false
+	}
+	s.probing = true
+	return true
+}
+
+// report records how a request through the proxy went.
+func (p *proxyPool) report(s *proxyState, failed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !failed {
+		s.fails, s.openUntil, s.probing = 0, time.Time{}, false
+		return
+	}
+	s.fails++
+	if s.probing || s.fails >= p.failures {
+		s.openUntil = p.now().Add(p.cooldown)
+	}
+	s.probing = false
+}
+
+type proxyKey struct{}
+
+// proxyTransport sends every request through a proxy of the pool. Before it does, it resolves
+// the target's host and refuses it unless the SSRF guard allows every address (the proxy would
+// reach it on the crawler's behalf); every redirect hop comes through here again.
+type proxyTransport struct {
+	next     http.RoundTripper
+	pool     *proxyPool
+	guard    *netguard.Guard
+	resolver *net.Resolver
+}
+
+func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.checkTarget(req.Context(), req.URL); err != nil {
+		return nil, err
+	}
+	s, err := t.pool.pick(req.URL.Host)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.next.RoundTrip(req.WithContext(context.WithValue(req.Context(), proxyKey{}, s)))
+	switch {
+	case err != nil && req.Context().Err() != nil:
+		// The caller gave up or its deadline passed: not the proxy's fault.
+		t.pool.report(s, errors.Is(req.Context().Err(), context.DeadlineExceeded))
+	case err != nil:
+		t.pool.report(s, true)
+		return nil, &proxyError{proxy: s.url.Redacted(), err: err}
+	case resp.StatusCode == http.StatusProxyAuthRequired:
+		t.pool.report(s, true)
+	default:
+		t.pool.report(s, false)
+	}
+	return resp, err
+}
+
+// proxyError names the proxy (without its password) a request failed through, and keeps the
+// error's timeout, which net/url's error reads without unwrapping.
+type proxyError struct {
+	proxy string
+	err   error
+}
+
+func (e *proxyError) Error() string { return fmt.Sprintf("through proxy %s: %v", e.proxy, e.err) }
+func (e *proxyError) Unwrap() error { return e.err }
+func (e *proxyError) Timeout() bool {
+	var ne net.Error
+	return errors.As(e.err, &ne) && ne.Timeout()
+}
+
+// checkTarget resolves u's host and checks every address with the guard.
+func (t *proxyTransport) checkTarget(ctx context.Context, u *url.URL) error {
+	if err := t.guard.CheckURL(u); err != nil {
+		return err
+	}
+	port, err := netip.ParseAddrPort(net.JoinHostPort("0.0.0.0", portOf(u)))
+	if err != nil {
+		return errclass.Errorf(errclass.SSRF, "port of %s: %v", u.Redacted(), err)
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return t.guard.CheckAddr(netip.AddrPortFrom(ip, port.Port()))
+	}
+	ips, err := t.resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return classify(ctx, err, &idleTimer{})
+	}
+	for _, ip := range ips {
+		if err := t.guard.CheckAddr(netip.AddrPortFrom(ip.Unmap(), port.Port())); err != nil {
+			return fmt.Errorf("%s resolves to %s: %w", host, ip, err)
+		}
+	}
+	return nil
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// proxyOf is the proxy the pool chose for the request (http.Transport.Proxy).
+func proxyOf(req *http.Request) (*url.URL, error) {
+	if s, ok := req.Context().Value(proxyKey{}).(*proxyState); ok {
+		return s.url, nil
+	}
+	return nil, errclass.Errorf(errclass.Internal, "a request without a proxy chosen")
+}

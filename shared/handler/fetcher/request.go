@@ -1,0 +1,149 @@
+package fetcher
+
+import (
+	"context"
+	"mime"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
+)
+
+// What one fetch runs with: its retry policy, its crawl's settings, its share of the invocation's
+// time, its redirect policy, and what a response or a failure ends in.
+
+// policy is the retry policy of failed fetches.
+func (h *Handler) policy() retry.Policy {
+	if h.cfg.Policy == nil {
+		return retry.DefaultPolicy()
+	}
+	return h.cfg.Policy
+}
+
+// storedPage is what the WARC record of resp holds.
+func storedPage(resp *httpfetch.Response) warcfile.Page {
+	return warcfile.Page{URL: resp.URL, Status: resp.Status, Header: resp.Header, Body: resp.Body, FetchedAt: resp.FetchedAt,
+		Truncated: resp.Truncated, Request: resp.Request}
+}
+
+// follow is the redirect policy of one fetch. Following a redirect fetches its target, so the
+// target must pass what schedule checks for a link (the crawl's scope, from the same seed and at
+// the same depth) and robots.txt for its host. A seed's redirect is checked as a seed of its own
+// (include, exclude and the trap rules only): http://example.com/ moving to
+// https://www.example.com/ is the usual start of a site, and the target becomes the crawl's root
+// (see seedRoot).
+func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc ScopeChecker) func(*url.URL) error {
+	return func(target *url.URL) error {
+		t, err := urlnorm.Normalize(target.String())
+		if err != nil {
+			return errclass.Errorf(errclass.Redirect, "redirect target: %v", err)
+		}
+		if sc != nil {
+			root := u
+			if r, err := urlnorm.Normalize(m.Root); m.Root != "" && err == nil {
+				root = r
+			}
+			if m.Depth == 0 {
+				root = t
+			}
+			if err := sc.Check(root, t, m.Depth, h.Now()); err != nil {
+				return err
+			}
+		}
+		if err := h.optedOut(ctx, t); err != nil {
+			return err
+		}
+		rules, err := h.robots.Check(ctx, t)
+		switch {
+		case err != nil:
+			return err
+		case !rules.Allowed && rules.RetryAfter > 0:
+			// The target's robots.txt is down for now: try the whole fetch again later.
+			return errclass.Errorf(errclass.Connect, "robots.txt of the redirect target is unavailable: %s", rules.Reason)
+		case !rules.Allowed:
+			return errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason)
+		}
+		return nil
+	}
+}
+
+// storeReserve is the time kept, inside an invocation's deadline, for storing a batch's pages
+// after their GETs: the WARC write, the parse messages and the final states.
+const storeReserve = 10 * time.Second
+
+// minFetchTime is the least time worth starting a GET with; with less, the URL is re-queued.
+const minFetchTime = 5 * time.Second
+
+// fetchContext is the context a record's GET runs in, with its cancel.
+type fetchContext struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+// budget bounds the record's GET and quick retries by what is left of the invocation: in Lambda
+// the context's deadline is the function's timeout, and a batch that overruns it is lost whole.
+// ok is false when too little time is left to start.
+func (h *Handler) budget(ctx context.Context) (fetchContext, time.Duration, bool) {
+	dl, has := ctx.Deadline()
+	if !has {
+		c, cancel := context.WithCancel(ctx)
+		return fetchContext{c, cancel}, h.cfg.MaxQuickRetry, true
+	}
+	left := time.Until(dl) - storeReserve
+	if left < minFetchTime {
+		return fetchContext{}, 0, false
+	}
+	c, cancel := context.WithTimeout(ctx, left)
+	return fetchContext{c, cancel}, min(h.cfg.MaxQuickRetry, left/2), true
+}
+
+func (h *Handler) parseable(r *httpfetch.Response) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return true // let the parser sniff it
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && slices.Contains(h.cfg.ParseTypes, mt)
+}
+
+// terminalFor is the terminal state of a permanent failure: policy refusals are skips.
+func terminalFor(c errclass.Class) crawlstate.State {
+	switch c {
+	case errclass.SSRF, errclass.Robots, errclass.Scope, errclass.Trap, errclass.TooLarge, errclass.Type, errclass.OptedOut:
+		return crawlstate.Skipped
+	}
+	return crawlstate.Failed
+}
+
+// crawlSettings are what a fetch uses of its crawl's settings.
+type crawlSettings struct {
+	rps   float64
+	scope ScopeChecker
+	// previous is the crawl this one recrawls ("": none).
+	previous string
+}
+
+// crawlContext returns ctx with the crawl's User-Agent, headers and TLS fingerprint for its
+// requests and robots.txt checks, and its rate and scope: the handler's own without CrawlSettings.
+func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Context, crawlSettings, error) {
+	if h.crawls == nil {
+		return ctx, crawlSettings{rps: h.cfg.HostRPS, scope: h.scope}, nil
+	}
+	c, err := h.crawls.For(ctx, crawl)
+	if err != nil {
+		return ctx, crawlSettings{}, err
+	}
+	if c.UserAgent != "" {
+		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
+	}
+	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
+	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous}, nil
+}

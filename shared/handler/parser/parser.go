@@ -1,0 +1,415 @@
+// Package parser is the parse handler: it reads the stored responses a parse message names (the
+// pages one fetch batch stored in one WARC file, or a single page) back from their file, extracts
+// the title, links, robots directives and the crawl spec's fields (shared/crawl/web/extract), writes one
+// structured record per page (shared/crawl/records: JSON lines, one object in the blob store per
+// batch), and sends the links it may follow back to schedule, packed. A page fetched as a sitemap
+// (or a robots.txt read for its Sitemap: lines) is read with shared/crawl/web/sitemap instead.
+//
+// A message is marked parsed, with one table item for all its pages, only after its records are
+// stored and its links are sent, so a crash loses nothing: the redelivered message parses its pages
+// again (their links are deduplicated by schedule; their records may appear twice in records/,
+// with the same url and fetchedAt).
+package parser
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/records"
+	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/links"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
+	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+)
+
+// Blobs is what parse needs of the blob store.
+type Blobs interface {
+	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
+	Put(ctx context.Context, key string, body []byte, contentType string) error
+}
+
+// Handoff hands over pages a fetch handler in the same process has just stored (handoff.Pages).
+type Handoff interface {
+	Take(ref message.Ref) (warcfile.Page, bool)
+}
+
+// Config tunes the handler.
+type Config struct {
+	ScheduleQueue string
+	// MaxDepth stops sending links deeper than this (negative: no limit); schedule checks again.
+	MaxDepth int
+	// UserAgentToken is the crawler's product token, for <meta name="token"> and X-Robots-Tag.
+	UserAgentToken string
+	// MaxLinks caps the links taken from one page.
+	MaxLinks int
+	// Concurrency is how many records of a batch are parsed at once.
+	Concurrency int
+	// Crawls, if set, gives each crawl's depth, User-Agent and extraction fields (a spec's over
+	// the stack's); nil: MaxDepth and UserAgentToken for every crawl, and no fields.
+	Crawls CrawlSettings
+}
+
+// CrawlSettings tells the settings of one crawl (specstore.Store).
+type CrawlSettings interface {
+	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
+}
+
+// Handler is the parse handler.
+type Handler struct {
+	cfg   Config
+	state *crawlstate.Store
+	blobs Blobs
+	send  queue.Sender
+	batch *sqsbatch.Runner
+	log   *slog.Logger
+	// Prior, if set, reads the previous crawl's records, which a recrawl reuses for the pages it
+	// found unchanged (recrawl.go); nil parses their payload instead.
+	Prior PriorRecords
+	prior priorCache
+	// Handoff, if set, is asked for each page before it is read from the blob store: the page as
+	// stored, without reading and decoding its record again, and without the read that checks for
+	// a duplicate delivery. Set it only when fetch runs in the same process and offers each page to
+	// the same handoff before the page's parse message goes out.
+	Handoff Handoff
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// New returns a Handler.
+func New(cfg Config, state *crawlstate.Store, blobs Blobs, send queue.Sender, batch *sqsbatch.Runner, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	if batch == nil {
+		batch = &sqsbatch.Runner{Log: log}
+	}
+	b := *batch
+	b.Concurrency = max(cfg.Concurrency, 1)
+	return &Handler{cfg: cfg, state: state, blobs: blobs, send: send, batch: &b, log: log, Now: time.Now}
+}
+
+// parsed is a page waiting for the batch's records file.
+type parsed struct {
+	crawl string
+	page  message.Page
+	out   records.Record
+	links []string
+	// sitemaps are the sitemaps a sitemap index or a robots.txt lists, to fetch as sitemaps.
+	sitemaps []string
+	// lastMod are the lastmods a sitemap gives its links, by URL (Unix seconds).
+	lastMod map[string]int64
+}
+
+// work is one parse message: its pages, parsed.
+type work struct {
+	rec   events.SQSMessage
+	crawl string
+	name  string // message.Parse.Name, under which the message is marked done
+	pages []parsed
+}
+
+// Handle processes one SQS batch of parse messages.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	pages := newSpanReader(h.blobs, ev)
+	parse := func(ctx context.Context, rec events.SQSMessage) (*work, error) { return h.parseOne(ctx, rec, pages) }
+	resp := sqsbatch.Collect(ctx, h.batch, ev, parse, h.storeAll)
+	if err := h.state.Flush(ctx); err != nil {
+		h.log.Warn("flush the crawl counters", "err", err.Error())
+	}
+	return resp, nil
+}
+
+// parseOne parses the pages of one message. It returns (nil, nil) for a message already done.
+func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *spanReader) (*work, error) {
+	m, err := pages.decode(rec)
+	if err != nil {
+		return nil, err
+	}
+	file, list := m.PageList()
+	for _, pg := range list {
+		if _, err := urlnorm.Normalize(pg.URL); err != nil {
+			return nil, errclass.Errorf(errclass.Poison, "parse message url: %v", err)
+		}
+	}
+	w := &work{rec: rec, crawl: m.Crawl, name: m.Name()}
+	// Pages still in the handoff have not been parsed: fetch offered them before their first parse
+	// message went out, and the first take forgets them. Any other delivery may be a duplicate.
+	handed := make([]*warcfile.Page, len(list))
+	all := true
+	for i, pg := range list {
+		if page, ok := h.takeHandedOver(pg.Ref(file)); ok {
+			handed[i] = &page
+		} else {
+			all = false
+		}
+	}
+	if !all {
+		done, err := h.state.IsMessageParsed(ctx, m.Crawl, w.name)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return nil, nil // a duplicate delivery
+		}
+	}
+	for i, pg := range list {
+		p, err := h.parsePage(ctx, m.Crawl, file, pg, handed[i], pages)
+		if err != nil {
+			return nil, err
+		}
+		w.pages = append(w.pages, *p)
+	}
+	return w, nil
+}
+
+// parsePage parses one page of a message: the one handed over, or read from its WARC file. A page
+// that does not decode or parse is recorded with its error; a failed read fails the message.
+func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.Page, handed *warcfile.Page, pages *spanReader) (*parsed, error) {
+	ref := pg.Ref(file)
+	p := &parsed{crawl: crawl, page: pg, out: records.Record{Crawl: crawl, URL: pg.URL, FinalURL: pg.FinalURL,
+		Depth: pg.Depth, Status: pg.Status, ContentType: pg.ContentType, FetchedAt: pg.FetchedAt, WARC: ref, OutLinks: []string{}}}
+	if un := pg.Unchanged; un != nil {
+		return h.parseUnchanged(ctx, crawl, p, un, pages)
+	}
+	var page warcfile.Page
+	if handed != nil {
+		page = *handed
+	} else {
+		raw, err := pages.read(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref.Key, err)
+		}
+		if page, err = warcfile.Decode(raw); err != nil {
+			return h.parseError(ctx, p, err)
+		}
+	}
+	return h.parseBody(ctx, crawl, p, page)
+}
+
+// parseBody fills the record of p from its page as stored: links, metadata and fields.
+func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page warcfile.Page) (*parsed, error) {
+	pg := p.page
+	p.out.Digest = page.BodyDigest()
+	p.out.ETag, p.out.LastModified = page.Header.Get("ETag"), page.Header.Get("Last-Modified")
+	final, err := url.Parse(pg.FinalURL)
+	if err != nil {
+		return h.parseError(ctx, p, err)
+	}
+	maxDepth, token, fields, err := h.crawlSettings(ctx, crawl)
+	if err != nil {
+		return nil, err
+	}
+	if pg.Sitemap {
+		return h.parseSitemap(ctx, p, page, final, maxDepth)
+	}
+	lf, err := LinksOf(page, final, token, h.cfg.MaxLinks)
+	if err != nil {
+		return h.parseError(ctx, p, err)
+	}
+	if fields.Len() > 0 {
+		res := fields.Extract(final, page.Body, page.Header.Get("Content-Type"))
+		p.out.Data, p.out.DataErrors = res.Data, res.Errors
+	}
+	p.out.Title, p.out.Canonical, p.out.Charset = lf.Found.Title, lf.Found.Canonical, lf.Found.Charset
+	p.out.NoIndex, p.out.NoFollow = lf.NoIndex, lf.NoFollow
+	for _, l := range lf.Found.Links {
+		p.out.OutLinks = append(p.out.OutLinks, l.URL)
+		if l.NoFollow {
+			p.out.NoFollowLinks = append(p.out.NoFollowLinks, l.URL)
+		}
+	}
+	p.links = lf.Follow
+	if maxDepth >= 0 && pg.Depth+1 > maxDepth {
+		p.links = nil
+	}
+	return p, nil
+}
+
+// PageLinks are the links of a stored page as parse reads them.
+type PageLinks struct {
+	Found links.Page
+	// Follow are the links to follow: all found, less those that the page's meta robots, its
+	// X-Robots-Tag header or the link's rel marks nofollow.
+	Follow            []string
+	NoIndex, NoFollow bool
+}
+
+// LinksOf extracts the links of page, fetched from final, as parse does (token is the crawler's
+// robots product token; maxLinks bounds them). crawl run uses it too, to send the links of pages
+// parsed before again when a flag that left some out has changed.
+func LinksOf(page warcfile.Page, final *url.URL, token string, maxLinks int) (PageLinks, error) {
+	found, err := links.Extract(page.Body, page.Header.Get("Content-Type"), final,
+		links.Options{MaxLinks: maxLinks, UserAgentToken: token})
+	if err != nil {
+		return PageLinks{}, err
+	}
+	hdrNoIndex, hdrNoFollow := links.XRobotsTag(page.Header.Values("X-Robots-Tag"), token)
+	pl := PageLinks{Found: found, NoIndex: found.NoIndex || hdrNoIndex, NoFollow: found.NoFollow || hdrNoFollow}
+	for _, l := range found.Links {
+		if !pl.NoFollow && !l.NoFollow {
+			pl.Follow = append(pl.Follow, l.URL)
+		}
+	}
+	return pl, nil
+}
+
+// crawlSettings are the depth, product token and fields of crawl.
+func (h *Handler) crawlSettings(ctx context.Context, crawl string) (maxDepth int, token string, fields *extract.Set, err error) {
+	if h.cfg.Crawls == nil {
+		return h.cfg.MaxDepth, h.cfg.UserAgentToken, nil, nil
+	}
+	c, err := h.cfg.Crawls.For(ctx, crawl)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	return c.Rules.MaxDepth, robots.ProductToken(c.UserAgent), c.Fields, nil
+}
+
+func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {
+	if h.Handoff == nil {
+		return warcfile.Page{}, false
+	}
+	return h.Handoff.Take(ref)
+}
+
+// parseError records a page that could not be parsed; its URL stays fetched.
+func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*parsed, error) {
+	p.out.Class, p.out.Error = errclass.Parse, safelog.Truncate(cause.Error())
+	if err := h.state.CountParseError(ctx, p.crawl, errclass.Parse); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// storeAll writes each crawl's records, sends the links and marks the messages parsed. It returns
+// the message ids to deliver again.
+func (h *Handler) storeAll(ctx context.Context, works []work) []string {
+	order, byCrawl := message.ByCrawl(works, func(w work) string { return w.crawl })
+	var failed []string
+	for _, crawl := range order {
+		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
+	}
+	return failed
+}
+
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []string {
+	retryAll := func(err error) []string {
+		h.log.Error("storing parse results failed", "crawl", crawl, "messages", len(works), "err", err.Error())
+		ids := make([]string, len(works))
+		for i, w := range works {
+			ids[i] = w.rec.MessageId
+		}
+		return ids
+	}
+	var pages []parsed
+	for _, w := range works {
+		pages = append(pages, w.pages...)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	var entries []queue.Entry
+	for _, p := range pages {
+		if err := enc.Encode(p.out); err != nil {
+			return retryAll(err)
+		}
+	}
+	for _, m := range packLinks(crawl, pages) {
+		body, err := message.Encode(m)
+		if err != nil {
+			return retryAll(err)
+		}
+		entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: body})
+	}
+	// The links go out before the records are stored: a failed send then leaves no records behind
+	// for the redelivery to store a second time, while links sent twice are deduplicated by schedule.
+	if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
+		// Some links may be sent already; the redelivery sends them again and schedule dedups.
+		return retryAll(fmt.Errorf("send links: %w", err))
+	}
+	key := records.Key(crawl, h.Now(), strings.ToLower(rand.Text()))
+	if err := h.blobs.Put(ctx, key, buf.Bytes(), records.ContentType); err != nil {
+		return retryAll(fmt.Errorf("put %s: %w", key, err))
+	}
+	// One mark per message, for all its pages.
+	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
+		_, err := h.state.MarkMessageParsedIn(ctx, crawl, works[i].name, key)
+		if err != nil {
+			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
+		}
+		return err
+	})
+}
+
+// packLinks puts the links of the batch's pages into as few Links messages as schedule can take:
+// one list per scope root, depth and kind (pages, or sitemaps to read), each link once, split at
+// message.MaxLinks. Pages of one site link mostly to the same pages, so a batch's links shrink a
+// lot, and schedule receives, admits and deletes a message per batch rather than one per page. A
+// list from one page names it as the parent.
+func packLinks(crawl string, pages []parsed) []message.Links {
+	type group struct {
+		tmpl    message.Links
+		pages   int
+		urls    []string
+		seen    map[string]bool
+		lastMod []int64 // each URL's, when a sitemap gives any
+	}
+	var order []*group
+	groups := map[string]*group{}
+	add := func(p parsed, urls []string, sitemap bool) {
+		if len(urls) == 0 {
+			return
+		}
+		k := p.page.Root + "\x00" + strconv.Itoa(p.page.Depth) + "\x00" + strconv.FormatBool(sitemap)
+		g := groups[k]
+		if g == nil {
+			g = &group{tmpl: message.Links{Header: message.Header{Crawl: crawl}, Root: p.page.Root, Parent: p.page.URL,
+				Depth: p.page.Depth + 1, Sitemap: sitemap}, seen: map[string]bool{}}
+			groups[k] = g
+			order = append(order, g)
+		}
+		if g.pages++; g.pages > 1 {
+			g.tmpl.Parent = ""
+		}
+		for _, l := range urls {
+			if !g.seen[l] {
+				g.seen[l] = true
+				g.urls = append(g.urls, l)
+				if lm := p.lastMod[l]; lm > 0 && !sitemap {
+					g.lastMod = append(g.lastMod, make([]int64, len(g.urls)-len(g.lastMod)-1)...)
+					g.lastMod = append(g.lastMod, lm)
+				}
+			}
+		}
+	}
+	for _, p := range pages {
+		add(p, p.links, false)
+		add(p, p.sitemaps, true)
+	}
+	var out []message.Links
+	for _, g := range order {
+		if len(g.lastMod) > 0 {
+			g.lastMod = append(g.lastMod, make([]int64, len(g.urls)-len(g.lastMod))...)
+		}
+		out = append(out, message.SplitLinksLastMod(g.tmpl, g.urls, g.lastMod)...)
+	}
+	return out
+}

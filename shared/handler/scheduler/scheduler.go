@@ -1,0 +1,278 @@
+// Package scheduler is the schedule handler, the crawl's frontier. It takes three kinds of input:
+//
+//   - an S3 ObjectCreated notification for a seed file (delivered through the schedule queue):
+//     the seed file is read, bad lines are reported with their line numbers, and the good URLs are
+//     fanned out as Links messages of depth 0 to the schedule queue. A seed file may be a crawl
+//     spec (shared/crawl/crawlspec): its settings are stored for the other handlers (shared/crawl/specstore)
+//     before its seeds go out, and a spec with any problem starts nothing;
+//   - a Links message (seeds, or the out-links of a parsed page): its URLs are admitted by the
+//     frontier and fetch messages go out in batches of 10;
+//   - an EventBridge "Scheduled Event", invoked directly: every seed file under the re-crawl prefix
+//     starts a new crawl, which recrawls the file's previous crawl (previous.go).
+//
+// S3's own s3:TestEvent message, sent when a notification is configured, is acknowledged and ignored.
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+)
+
+// SeedsPrefix is where seed files are dropped; ReportsPrefix is where seed reports are written.
+const (
+	SeedsPrefix   = "seeds/"
+	ReportsPrefix = "crawls/"
+	// MaxSeedBytes bounds a seed file read in one invocation (about a million URLs): the file is
+	// read whole, and the schedule function has 256 MB of memory by default. Split bigger lists.
+	MaxSeedBytes = 64 << 20
+)
+
+// Blobs is what schedule needs of the blob store.
+type Blobs interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Put(ctx context.Context, key string, body []byte, contentType string) error
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// Admitter admits the URLs of Links messages (the frontier): each message's on its own, then the
+// fetch messages of a whole batch's together. It writes the bookkeeping it buffered when the
+// invocation ends.
+type Admitter interface {
+	Stage(ctx context.Context, m *message.Links) (*frontier.Staged, error)
+	Send(ctx context.Context, staged []*frontier.Staged) []error
+	// Start records the crawl's start, once (see frontier.Frontier.Start).
+	Start(ctx context.Context, crawl string) error
+	Flush(ctx context.Context) error
+}
+
+// Checks runs a crawl's drain checks (finish.Checker): Begin sends a started crawl's first, and
+// Check runs one delivered as message id.
+type Checks interface {
+	Begin(ctx context.Context, crawl string) error
+	Check(ctx context.Context, m *message.Check, id string) error
+}
+
+// Config tunes the handler.
+type Config struct {
+	ScheduleQueue string
+	// RecrawlPrefix is the prefix whose seed files a scheduled tick crawls again.
+	RecrawlPrefix string
+	// Concurrency is how many records of a batch run at once.
+	Concurrency int
+	// Bounds are the stack's ceilings on what a crawl spec may set.
+	Bounds crawlspec.Bounds
+}
+
+// Handler is the schedule handler.
+type Handler struct {
+	cfg      Config
+	frontier Admitter
+	blobs    Blobs
+	send     queue.Sender
+	batch    *sqsbatch.Runner
+	log      *slog.Logger
+	// Checks, if set, runs each crawl's drain checks, which announce its end (the stack's); nil
+	// sends none, and acknowledges a check that comes (crawl run sees the end of its queues itself).
+	Checks Checks
+}
+
+// New returns a Handler.
+func New(cfg Config, f Admitter, blobs Blobs, send queue.Sender, batch *sqsbatch.Runner, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	if batch == nil {
+		batch = &sqsbatch.Runner{Log: log}
+	}
+	if cfg.RecrawlPrefix == "" {
+		cfg.RecrawlPrefix = SeedsPrefix
+	}
+	b := *batch
+	b.Concurrency = max(cfg.Concurrency, 1)
+	return &Handler{cfg: cfg, frontier: f, blobs: blobs, send: send, batch: &b, log: log}
+}
+
+// Invoke is the Lambda entry point: it tells an SQS event from an EventBridge event.
+func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+		DetailType string `json:"detail-type"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("schedule: unrecognised event: %w", err)
+	}
+	switch {
+	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs":
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("schedule: sqs event: %w", err)
+		}
+		return h.Handle(ctx, ev)
+	case probe.DetailType != "":
+		var ev events.EventBridgeEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("schedule: eventbridge event: %w", err)
+		}
+		return nil, h.Tick(ctx, ev)
+	}
+	return nil, errors.New("schedule: unrecognised event: neither SQS records nor an EventBridge event")
+}
+
+// Handle processes one SQS batch of the schedule queue.
+//
+// Each Links message is admitted on its own; then the fetch messages of the whole batch go out
+// together, so that URLs of many messages (a wide crawl's links come a host to a message) due at
+// the same second share one. A message whose URLs could not all be sent fails, to send them when
+// it comes again.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	ctx = frontier.WithGroups(ctx) // the batch's URLs share their groups, and so their fetch messages
+	var mu sync.Mutex
+	var staged []*frontier.Staged
+	var ids []string
+	resp := h.batch.Run(ctx, ev, func(ctx context.Context, rec events.SQSMessage) error {
+		st, err := h.record(ctx, rec)
+		if st != nil {
+			mu.Lock()
+			staged, ids = append(staged, st), append(ids, rec.MessageId)
+			mu.Unlock()
+		}
+		return err
+	})
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	for i, err := range h.frontier.Send(ctx, staged) {
+		if err != nil && !failed[ids[i]] {
+			h.log.Warn("send fetch messages", "messageId", ids[i], "err", err.Error())
+			failed[ids[i]] = true
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ids[i]})
+		}
+		r := staged[i].Result
+		h.log.Debug("admitted", "crawl", staged[i].Crawl(), "sent", r.Sent, "known", r.Known, "rejected", r.Rejected, "invalid", r.Invalid)
+	}
+	h.flush(ctx)
+	return resp, nil
+}
+
+// flush writes the counters buffered during the invocation.
+func (h *Handler) flush(ctx context.Context) {
+	if err := h.frontier.Flush(ctx); err != nil {
+		h.log.Warn("flush the crawl counters", "err", err.Error())
+	}
+}
+
+// record admits the URLs of a Links message and returns its fetch messages, to be sent with the
+// batch's; it handles any other record at once.
+func (h *Handler) record(ctx context.Context, rec events.SQSMessage) (*frontier.Staged, error) {
+	m, err := message.DecodeLinks(rec.Body)
+	if err != nil {
+		return nil, h.notification(ctx, rec, err)
+	}
+	return h.frontier.Stage(ctx, m)
+}
+
+// notification handles a record that is not a Links message: an S3 notification of a seed file,
+// or S3's test event. Anything else is poison, for the reason the Links decoder gave (notLinks).
+// Links messages are nearly all the queue carries, so they are decoded first and only once.
+func (h *Handler) notification(ctx context.Context, rec events.SQSMessage, notLinks error) error {
+	var probe struct {
+		Records json.RawMessage `json:"Records"`
+		Event   string          `json:"Event"`
+		Kind    message.Kind    `json:"kind"`
+	}
+	if err := json.Unmarshal([]byte(rec.Body), &probe); err != nil {
+		return errclass.Errorf(errclass.Poison, "not a JSON message: %v", err)
+	}
+	switch {
+	case probe.Kind == message.KindCheck:
+		return h.check(ctx, rec)
+	case probe.Event == "s3:TestEvent":
+		h.log.Info("acknowledged the S3 test event")
+		return nil
+	case probe.Records != nil:
+		var ev events.S3Event
+		if err := json.Unmarshal([]byte(rec.Body), &ev); err != nil {
+			return errclass.Errorf(errclass.Poison, "s3 notification: %v", err)
+		}
+		for _, r := range ev.Records {
+			if err := h.seedFile(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return notLinks
+}
+
+func (h *Handler) seedFile(ctx context.Context, r events.S3EventRecord) error {
+	if !strings.HasPrefix(r.EventName, "ObjectCreated:") {
+		h.log.Info("ignoring an S3 event that is not ObjectCreated", "event", r.EventName)
+		return nil
+	}
+	key := r.S3.Object.URLDecodedKey
+	if key == "" {
+		key = r.S3.Object.Key
+	}
+	version := r.S3.Object.Sequencer
+	if version == "" {
+		version = r.S3.Object.ETag
+	}
+	crawl := CrawlID(r.S3.Bucket.Name, key, version)
+	if r.S3.Object.Size > MaxSeedBytes { // refuse before reading it into memory
+		return h.writeReport(ctx, oversize(crawl, key, r.S3.Object.Size))
+	}
+	return h.StartCrawl(ctx, key, crawl)
+}
+
+// check runs a crawl's drain check.
+func (h *Handler) check(ctx context.Context, rec events.SQSMessage) error {
+	m, err := message.DecodeCheck(rec.Body)
+	if err != nil {
+		return err
+	}
+	if h.Checks == nil {
+		h.log.Info("a drain check with no checker here: acknowledged", "crawl", m.Crawl, "seq", m.Seq)
+		return nil
+	}
+	return h.Checks.Check(ctx, m, rec.MessageId)
+}
+
+// Tick handles an EventBridge scheduled event: each seed file under the re-crawl prefix starts a
+// new crawl, named after the file and the tick's time.
+func (h *Handler) Tick(ctx context.Context, ev events.EventBridgeEvent) error {
+	keys, err := h.blobs.List(ctx, h.cfg.RecrawlPrefix)
+	if err != nil {
+		return fmt.Errorf("list seed files: %w", err)
+	}
+	var errs []error
+	for _, key := range keys {
+		if strings.HasSuffix(key, "/") {
+			continue
+		}
+		id := CrawlID("", key, "tick@"+ev.Time.UTC().Format(time.RFC3339))
+		if err := h.startCrawl(ctx, key, id, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	h.log.Info("scheduled re-crawl", "seedFiles", len(keys), "failed", len(errs))
+	h.flush(ctx)
+	return errors.Join(errs...)
+}

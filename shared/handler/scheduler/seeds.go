@@ -1,0 +1,250 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/seeds"
+	"github.com/crawlstack/crawlstack/shared/crawl/specstore"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+)
+
+// A seed file's crawl: its id, its report, and reading the file to fan its URLs out.
+
+// CrawlID names the crawl of one seed file version: readable, and stable for the same version so
+// that a repeated event resumes the crawl instead of starting it again.
+func CrawlID(bucket, key, version string) string {
+	sum := sha256.Sum256([]byte(bucket + "/" + key + "@" + version))
+	base := strings.TrimSuffix(path.Base(key), path.Ext(key))
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, base)
+	if len(clean) > 40 {
+		clean = clean[:40]
+	}
+	return clean + "-" + hex.EncodeToString(sum[:6])
+}
+
+// SeedReport is written to crawls/<crawl>/seeds.json for every seed file read.
+type SeedReport struct {
+	Crawl    string     `json:"crawl"`
+	SeedFile string     `json:"seedFile"`
+	Accepted int        `json:"accepted"`
+	Bad      []BadLine  `json:"bad"`
+	ReadAt   time.Time  `json:"readAt"`
+	Errors   int        `json:"errors"`
+	Limits   SeedLimits `json:"limits"`
+	// Spec is set when the seed file is a crawl spec. A spec with Errors starts no crawl.
+	Spec bool `json:"spec,omitempty"`
+	// Previous names the crawl this one recrawls (the seed file's crawl before it), if any.
+	Previous string `json:"previous,omitempty"`
+}
+
+// BadLine is a seed line that was not crawled, and why.
+type BadLine struct {
+	Line  int    `json:"line"`
+	Text  string `json:"text"`
+	Error string `json:"error"`
+}
+
+// SeedLimits records the bounds applied to the seed file.
+type SeedLimits struct {
+	MaxBytes   int `json:"maxBytes"`
+	MaxLine    int `json:"maxLine"`
+	MaxReports int `json:"maxReportedBadLines"`
+}
+
+const maxReportedBad = 1000
+
+// StartCrawl reads one seed file, a URL list or a crawl spec (crawlspec.IsSpec), and fans its URLs
+// out to the schedule queue as Links messages. A spec's settings are stored first, for every
+// handler to find (specstore); a spec with any problem starts nothing, and its report lists them
+// with their lines. A repeated call (a redelivered event) sends the same messages again;
+// admission drops the repeats.
+func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
+	return h.startCrawl(ctx, key, crawl, false)
+}
+
+// startCrawl is StartCrawl; a tick passes over a spec that asks for no recrawl.
+func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) error {
+	body, err := h.blobs.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read seed file %s: %w", key, err)
+	}
+	if len(body) > MaxSeedBytes {
+		return h.writeReport(ctx, oversize(crawl, key, int64(len(body))))
+	}
+	report := newReport(crawl, key)
+	var spec *crawlspec.Spec
+	if crawlspec.IsSpec(key, body) {
+		report.Spec = true
+		if spec, err = crawlspec.Parse(body, h.cfg.Bounds); err != nil {
+			return h.badSpec(ctx, report, err)
+		}
+		if tick && !spec.Recrawls() {
+			h.log.Info("spec asks for no recrawl", "seedFile", key)
+			return nil
+		}
+	}
+	var settings *crawlspec.Settings
+	if spec != nil {
+		settings = &spec.Settings
+	}
+	previous, err := h.previousOf(ctx, key, crawl)
+	if err != nil {
+		return err
+	}
+	if previous != "" {
+		if settings == nil {
+			settings = &crawlspec.Settings{Version: crawlspec.Version}
+		}
+		settings.Previous = previous
+	}
+	if err := specstore.Save(ctx, h.blobs, crawl, settings); err != nil {
+		return err
+	}
+	if err := h.setLatest(ctx, key, crawl, previous); err != nil {
+		return err
+	}
+	report.Previous = previous
+	if err := h.frontier.Start(ctx, crawl); err != nil {
+		return err
+	}
+	var batch []string
+	var entries []queue.Entry
+	flush := func() error {
+		for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}}, batch) {
+			b, err := message.Encode(m)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: b})
+			if len(entries) == queue.MaxBatch {
+				if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
+					return fmt.Errorf("send seed links: %w", err)
+				}
+				entries = entries[:0]
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	add := func(u string) error {
+		report.Accepted++
+		batch = append(batch, u)
+		if len(batch) == message.MaxLinks {
+			return flush()
+		}
+		return nil
+	}
+	if spec != nil {
+		for _, u := range spec.Seeds {
+			if err = add(u); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = h.sitemapLinks(ctx, crawl, spec, &entries)
+		}
+	} else {
+		err = h.scanSeeds(body, crawl, key, &report, add)
+	}
+	if err == nil {
+		err = flush()
+	}
+	if err == nil && len(entries) > 0 {
+		err = h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries)
+	}
+	if err == nil && h.Checks != nil {
+		err = h.Checks.Begin(ctx, crawl) // after the seeds: a check never finds the crawl before them
+	}
+	if err != nil {
+		return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)
+	}
+	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors, "recrawls", previous)
+	return h.writeReport(ctx, report)
+}
+
+// sitemapLinks adds, for a spec that reads sitemaps, the Links message of each seed origin's
+// robots.txt and /sitemap.xml, marked as sitemaps, to entries.
+func (h *Handler) sitemapLinks(ctx context.Context, crawl string, spec *crawlspec.Spec, entries *[]queue.Entry) error {
+	for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}, Sitemap: true}, spec.SitemapURLs()) {
+		b, err := message.Encode(m)
+		if err != nil {
+			return err
+		}
+		*entries = append(*entries, queue.Entry{ID: strconv.Itoa(len(*entries)), Body: b})
+	}
+	return nil
+}
+
+// scanSeeds reads a URL list, passing each good URL to add and reporting the bad lines.
+func (h *Handler) scanSeeds(body []byte, crawl, key string, report *SeedReport, add func(string) error) error {
+	return seeds.Scan(bytes.NewReader(body), 0, func(s seeds.Seed) error {
+		return add(s.URL.String())
+	}, func(le seeds.LineError) {
+		report.Errors++
+		h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
+		if len(report.Bad) < maxReportedBad {
+			report.Bad = append(report.Bad, BadLine{Line: le.Line, Text: le.Text, Error: le.Err.Error()})
+		}
+	})
+}
+
+// badSpec reports a spec that starts no crawl, with each of its problems at its line.
+func (h *Handler) badSpec(ctx context.Context, report SeedReport, err error) error {
+	var es crawlspec.Errors
+	if !errors.As(err, &es) {
+		es = crawlspec.Errors{{Msg: err.Error()}}
+	}
+	for _, e := range es {
+		report.Errors++
+		if len(report.Bad) < maxReportedBad {
+			report.Bad = append(report.Bad, BadLine{Line: e.Line, Error: e.Error()})
+		}
+	}
+	h.log.Warn("crawl spec refused: nothing crawled", "crawl", report.Crawl, "seedFile", report.SeedFile, "problems", len(es), "err", err.Error())
+	return h.writeReport(ctx, report)
+}
+
+func newReport(crawl, key string) SeedReport {
+	return SeedReport{Crawl: crawl, SeedFile: key, ReadAt: time.Now().UTC(), Bad: []BadLine{},
+		Limits: SeedLimits{MaxBytes: MaxSeedBytes, MaxLine: seeds.DefaultMaxLine, MaxReports: maxReportedBad}}
+}
+
+// oversize is the report of a seed file too big to crawl: nothing of it is read.
+func oversize(crawl, key string, size int64) SeedReport {
+	r := newReport(crawl, key)
+	r.Errors = 1
+	r.Bad = append(r.Bad, BadLine{Error: fmt.Sprintf("seed file is %d bytes, over the %d-byte limit: split it into smaller files", size, MaxSeedBytes)})
+	return r
+}
+
+func (h *Handler) writeReport(ctx context.Context, r SeedReport) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	key := ReportsPrefix + r.Crawl + "/seeds.json"
+	if err := h.blobs.Put(ctx, key, b, "application/json"); err != nil {
+		return fmt.Errorf("write seed report %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+package turn_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/handler/turn"
+)
+
+func TestGiveBackCallsTheInvokersFunction(t *testing.T) {
+	calls := 0
+	ctx := turn.With(context.Background(), func() { calls++ })
+	turn.GiveBack(ctx)
+	turn.GiveBack(context.WithoutCancel(ctx)) // a derived context carries it too
+	turn.GiveBack(context.Background())       // nobody listens: nothing happens
+	if calls != 2 {
+		t.Fatalf("giveBack called %d times, want 2", calls)
+	}
+}

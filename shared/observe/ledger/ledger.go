@@ -1,0 +1,196 @@
+// Package ledger keeps each crawl's bill. It wraps a handler so that every invocation runs with a
+// meter account in its context (meter.WithAccount): the SDK calls it makes count there, however
+// many invocations run at once, and so do its duration at the function's memory and its log
+// bytes. When the invocation ends, its units go to the ledger of the crawls its records belong
+// to, shared by how many records each had, and are written with the crawl counters.
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
+)
+
+// LambdaReportBytes is what Lambda itself logs for each invocation at its default system log level
+// (the START, END and REPORT lines), which CloudWatch Logs ingests like the function's own lines.
+const LambdaReportBytes = 280
+
+// Recorder keeps the crawls' ledgers (crawlstate.Store).
+type Recorder interface {
+	AddCost(ctx context.Context, crawl string, u meter.Units) error
+	Flush(ctx context.Context) error
+}
+
+// Ledger meters invocations.
+type Ledger struct {
+	State Recorder
+	// MemoryMB is the function's memory, to bill its duration at; 0 bills no Lambda compute or
+	// requests (a handler run by `crawl run`, which no Lambda bills).
+	MemoryMB int
+	// Logs, when set, counts the invocation's log bytes (see LogCounter.Handler).
+	Logs *LogCounter
+	// ReportBytes is what Lambda itself logs for each invocation: LambdaReportBytes at its
+	// default system log level (INFO), 0 at WARN, where it writes no START or REPORT line.
+	ReportBytes int
+	Log         *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// Handler is an SQS batch handler.
+type Handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// Wrap meters h.
+func (l *Ledger) Wrap(h Handler) Handler {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
+		resp, err := h(meter.WithAccount(ctx, acct), ev)
+		l.book(ctx, acct, start, logs, crawlsOf(ev.Records))
+		return resp, err
+	}
+}
+
+// Invoker is a handler of any event (the schedule function's).
+type Invoker func(context.Context, json.RawMessage) (any, error)
+
+// WrapInvoke meters h, sharing the units of an SQS batch by its records' crawls. The units of
+// other events (a seed file's notification, a tick) are booked to no crawl.
+func (l *Ledger) WrapInvoke(h Invoker) Invoker {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
+		out, err := h(meter.WithAccount(ctx, acct), raw)
+		var ev events.SQSEvent
+		if json.Unmarshal(raw, &ev) == nil {
+			l.book(ctx, acct, start, logs, crawlsOf(ev.Records))
+		}
+		return out, err
+	}
+}
+
+func (l *Ledger) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+// book adds the invocation's units to its crawls' ledgers and writes them.
+func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, logsBefore int64, crawls []weight) {
+	if l.MemoryMB > 0 {
+		acct.AddLambda(l.now().Sub(start), l.MemoryMB)
+		acct.AddLogBytes(l.ReportBytes)
+	}
+	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
+	telemetry.CostUnits(ctx, acct.Snapshot()) // crawl.cost.*, when metrics are on
+	if len(crawls) == 0 {
+		return
+	}
+	ws := make([]int, len(crawls))
+	for i, c := range crawls {
+		ws[i] = c.records
+	}
+	ctx = context.WithoutCancel(ctx) // book what was spent even when the invocation ran out of time
+	for i, part := range acct.Snapshot().Share(ws) {
+		if err := l.State.AddCost(ctx, crawls[i].crawl, part); err != nil {
+			l.logger().Warn("add to the crawl's ledger", "crawl", crawls[i].crawl, "err", err.Error())
+		}
+	}
+	if err := l.State.Flush(ctx); err != nil {
+		l.logger().Warn("write the crawl's ledger", "err", err.Error())
+	}
+}
+
+func (l *Ledger) logger() *slog.Logger {
+	if l.Log != nil {
+		return l.Log
+	}
+	return slog.Default()
+}
+
+type weight struct {
+	crawl   string
+	records int
+}
+
+// crawlsOf counts a batch's records by crawl, in the order the crawls first appear. A record
+// whose body names no crawl (poison) counts for none.
+func crawlsOf(recs []events.SQSMessage) []weight {
+	var out []weight
+	at := map[string]int{}
+	for _, r := range recs {
+		var h struct {
+			Crawl string `json:"crawl"`
+		}
+		if json.Unmarshal([]byte(r.Body), &h) != nil || h.Crawl == "" {
+			continue
+		}
+		i, ok := at[h.Crawl]
+		if !ok {
+			i = len(out)
+			at[h.Crawl] = i
+			out = append(out, weight{crawl: h.Crawl})
+		}
+		out[i].records++
+	}
+	return out
+}
+
+// LogCounter counts the bytes a process logs. The zero value is ready; a nil one counts nothing.
+type LogCounter struct{ n atomic.Int64 }
+
+func (c *LogCounter) taken() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.n.Load()
+}
+
+// Writer returns w counting the bytes written through it.
+func (c *LogCounter) Writer(w io.Writer) io.Writer { return countingWriter{w: w, c: c} }
+
+type countingWriter struct {
+	w io.Writer
+	c *LogCounter
+}
+
+func (cw countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.c.n.Add(int64(n))
+	if err != nil {
+		return n, fmt.Errorf("log: %w", err)
+	}
+	return n, nil
+}
+
+// Handler returns h counting, in c, the bytes of every record it handles, as h's JSON would write
+// them: a Lambda function's logger writes to its standard output, out of reach of a Writer.
+func (c *LogCounter) Handler(h slog.Handler) slog.Handler {
+	return countingHandler{Handler: h, size: slog.NewJSONHandler(c.Writer(io.Discard), &slog.HandlerOptions{Level: slog.LevelDebug})}
+}
+
+type countingHandler struct {
+	slog.Handler
+	size slog.Handler // formats each record into the counter
+}
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	_ = h.size.Handle(ctx, r) // only counts: writing to io.Discard cannot fail
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return countingHandler{Handler: h.Handler.WithAttrs(as), size: h.size.WithAttrs(as)}
+}
+
+func (h countingHandler) WithGroup(name string) slog.Handler {
+	return countingHandler{Handler: h.Handler.WithGroup(name), size: h.size.WithGroup(name)}
+}

@@ -1,0 +1,11 @@
+// Package awse2e holds the end-to-end tests of the crawler on the AWS adapters: the three
+// handlers, wired by shared/app/pipeline and driven by the local runner (or by `crawl run --backend
+// aws` itself), against SQS, DynamoDB and S3 APIs served by LocalStack or the local emulators.
+//
+// The package has tests only. Each test is a TestIntegration* that skips when no AWS endpoint is
+// set (shared/testkit/awstest), creates its own uniquely named queues, table and bucket, and crawls a
+// generated site (shared/demo/demosite) served on 127.0.0.1. Together they prove DESIGN invariants
+// 1, 2 and 4 through the real APIs: a full crawl, duplicate deliveries, a crash and resume, a
+// poison message through the dead-letter queue and `crawl redrive`, a lease that expires, and
+// politeness waits that never burn receive counts.
+package awse2e

@@ -1,0 +1,134 @@
+package stacke2e
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/aws/callrecord"
+	"github.com/crawlstack/crawlstack/shared/testkit/iampolicy"
+)
+
+// kept are the grants that no call of the run uses, each with why it stays, keyed by function
+// ("*": any), action and resource kind (own: the function's queue; send: a queue it sends to;
+// table; or the key pattern in the bucket). Any other unused grant fails the test: remove it
+// from the stack (infra/crawlstack/grants.go), or add it here with its reason.
+var kept = map[string]string{
+	// CDK's Queue.grantSendMessages grants these beside sqs:SendMessage; the functions send to
+	// the queue URLs in their environment and never look a queue up or read its attributes.
+	"* sqs:GetQueueAttributes on send": "part of CDK's grantSendMessages",
+	"* sqs:GetQueueUrl on send":        "part of CDK's grantSendMessages",
+	// The event source mapping's grant (CDK's SqsEventSource): Lambda's pollers use these with
+	// the function's role. The local mapping (shared/local/localrun) reads no attributes, looks up no
+	// URL, and extends no visibility within the template's timeouts.
+	"* sqs:GetQueueAttributes on own":      "the event source mapping's grant: Lambda's pollers read the queue's attributes",
+	"* sqs:GetQueueUrl on own":             "the event source mapping's grant: Lambda's pollers look the queue up",
+	"* sqs:ChangeMessageVisibility on own": "the event source mapping's grant: Lambda's pollers change visibility",
+	// Paths of the code that this crawl does not take.
+	"schedule dynamodb:DeleteItem on table": "the frontier takes an admission back (crawlstate Unadmit) when the table fails while it reserves the URL's budget",
+	"fetch dynamodb:PutItem on table":       "a redirect's target is recorded as skipped (crawlstate Reject); the test site has no redirects",
+	"fetch sqs:SendMessage on own":          "a URL whose host's politeness slot is taken is sent again with a delay; the test template's host rate (100/s) made no URL wait",
+	// The test's two crawls of one seed file (the upload's and the tick's) run at once, the later
+	// started recrawling the other: whether a previous record is there to reuse depends on timing.
+	"parse s3:GetObject on records/*": "a recrawl reuses the previous crawl's record of a page it found unchanged (shared/handler/parser recrawl.go)",
+}
+
+// checkIAM holds every recorded call of each function against its role's policies in the
+// template, and lists the grants no call used.
+func checkIAM(t *testing.T, d *deployment) {
+	for _, name := range []string{"schedule", "fetch", "parse"} {
+		f := d.stack.Functions[name]
+		calls := d.calls(name)
+		if len(calls) == 0 {
+			t.Errorf("%s: no call was recorded", name)
+			continue
+		}
+		var reqs []iampolicy.Request
+		denied := map[string]int{} // by missing statement
+		var first []struct{ msg, key string }
+		for _, c := range calls {
+			r := iampolicy.Request{Action: c.Action, Resource: c.Resource, Context: c.Context}
+			reqs = append(reqs, r)
+			if ok, by := f.Policy.Decide(r); !ok {
+				key := missing(c)
+				if denied[key] == 0 {
+					why := "no statement allows it"
+					if by != nil {
+						why = "denied by " + by.String()
+					}
+					first = append(first, struct{ msg, key string }{fmt.Sprintf("%s: %s (%s) on %s: %s; missing statement: %s",
+						name, c.Action, c.Operation, c.Resource, why, key), key})
+				}
+				denied[key]++
+			}
+		}
+		for _, f := range first {
+			t.Errorf("%s (%d calls like it)", f.msg, denied[f.key])
+		}
+		actions := map[string]int{}
+		for _, c := range calls {
+			actions[c.Action]++
+		}
+		t.Logf("%s: %d calls allowed by its role: %v", name, len(calls), sortedCounts(actions))
+		for _, g := range f.Policy.Unused(reqs) {
+			kind := resourceKind(f.Mapping.QueueARN, g.Resource)
+			why, ok := kept[name+" "+g.Action+" on "+kind]
+			if !ok {
+				why, ok = kept["* "+g.Action+" on "+kind]
+			}
+			if ok {
+				t.Logf("%s: unused grant %s: kept, %s", name, g, why)
+				continue
+			}
+			t.Errorf("%s: unused grant %s: remove it, or say in stacke2e's kept why it stays", name, g)
+		}
+	}
+}
+
+// missing is the statement that would allow c: its action on its resource, an object's key
+// widened to its first folder (pages/abc.warc.gz: pages/*).
+func missing(c callrecord.Call) string {
+	res := c.Resource
+	if rest, ok := strings.CutPrefix(res, "arn:aws:s3:::"); ok {
+		if bucket, key, ok := strings.Cut(rest, "/"); ok {
+			dir, _, _ := strings.Cut(key, "/")
+			res = "arn:aws:s3:::" + bucket + "/" + dir + "/*"
+		}
+	}
+	return fmt.Sprintf(`{"Effect": "Allow", "Action": %q, "Resource": %q}`, c.Action, res)
+}
+
+// resourceKind names a resource for kept: own (the function's queue), send (another queue),
+// table, or an object pattern's key part (pages/*).
+func resourceKind(own, res string) string {
+	switch {
+	case res == own:
+		return "own"
+	case strings.HasPrefix(res, "arn:aws:sqs:"):
+		return "send"
+	case strings.HasPrefix(res, "arn:aws:dynamodb:"):
+		return "table"
+	case strings.HasPrefix(res, "arn:aws:s3:::"):
+		if _, key, ok := strings.Cut(strings.TrimPrefix(res, "arn:aws:s3:::"), "/"); ok {
+			return key
+		}
+	}
+	return res
+}
+
+func sortedCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, m[k])
+	}
+	return b.String()
+}

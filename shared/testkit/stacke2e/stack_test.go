@@ -1,0 +1,253 @@
+package stacke2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/aws/s3blob"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
+	"github.com/crawlstack/crawlstack/shared/demo/demosite"
+	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
+	"github.com/crawlstack/crawlstack/shared/testkit/stackrun"
+)
+
+// runTimeout bounds the crawl: two crawls of a 30-page site at depth 3, each hop waiting out a
+// batching window of the template (2 s by default).
+const runTimeout = 2 * time.Minute
+
+// TestIntegrationDeployedStack deploys the synthesized template onto the emulators and runs the
+// crawl a user starts: a seed file uploaded under seeds/ makes S3 notify the schedule queue, and
+// the three real bootstraps under the runtime emulator crawl the loopback site through their
+// queues, fed by the template's event source mappings. A recrawl tick, as the EventBridge rule
+// sends it, starts a second crawl of the same seed file meanwhile. A malformed message waits in
+// each queue, and every fetch batch is delivered twice (SQS delivers at least once). Both crawls
+// must end with every invariant held, their pages in WARC files and their records in the
+// bucket, and every AWS call of every function must be allowed by its role (TestIAM).
+func TestIntegrationDeployedStack(t *testing.T) {
+	d := deploy(t)
+	site := e2etest.NewSite(t, 30, 6)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+
+	sched := d.stack.Functions["schedule"]
+	bucket, tableName := sched.Env["CRAWL_BUCKET"], sched.Env["CRAWL_TABLE"]
+	blobs := s3blob.New(d.clients.S3, bucket)
+	h := &e2etest.Harness{T: t, Site: site, DLQSettle: 10 * time.Second, Backend: e2etest.Backend{
+		Queue: d.looker, Table: dynamotable.New(d.clients.DynamoDB, tableName), Blobs: blobs,
+		Res: e2etest.Resources{
+			Schedule: sched.Mapping.QueueURL, ScheduleDLQ: sched.Mapping.DLQURL,
+			Fetch: d.stack.Functions["fetch"].Mapping.QueueURL, FetchDLQ: d.stack.Functions["fetch"].Mapping.DLQURL,
+			Parse: d.stack.Functions["parse"].Mapping.QueueURL, ParseDLQ: d.stack.Functions["parse"].Mapping.DLQURL,
+		}}}
+
+	for _, name := range []string{"schedule", "fetch", "parse"} {
+		if err := d.looker.SendBatch(ctx, d.stack.Functions[name].Mapping.QueueURL,
+			[]queue.Entry{{ID: "poison", Body: "{not a message of the crawler"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("seeds/x.txt"),
+		Body: bytes.NewReader([]byte(site.URL + "\n")), ContentType: aws.String("text/plain")}); err != nil {
+		t.Fatalf("upload the seed file: %v", err)
+	}
+	tick(ctx, t, d)
+
+	dup := &duplicates{}
+	r := d.runner(func(name string, inv stackrun.Invoker) stackrun.Invoker {
+		if name == "fetch" {
+			dup.inv = inv
+			return dup
+		}
+		return inv
+	})
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("the crawl did not finish within %v: %v; pending:\n%s", runTimeout, err, h.Pending(""))
+	}
+	t.Logf("invocations: schedule %d, fetch %d (%d of them a batch delivered again), parse %d; batches %d, records %d, failed records %d",
+		d.pools["schedule"].Invocations(), d.pools["fetch"].Invocations(), dup.count(), d.pools["parse"].Invocations(),
+		r.Stats.Batches.Load(), r.Stats.Records.Load(), r.Stats.Failures.Load())
+
+	crawls := seedReports(t, blobs)
+	if len(crawls) != 2 {
+		t.Fatalf("seed reports = %v: want two crawls of seeds/x.txt, the upload's and the tick's", crawls)
+	}
+	for i := range site.Pages { // before checkWARC, which asks the site for each page again
+		if n := site.Hits(demosite.Path(i)); n != len(crawls) {
+			t.Errorf("page %d was served %d times, want once per crawl (%d)", i, n, len(crawls))
+		}
+	}
+	ends := d.bus.ends(t)
+	for _, c := range crawls {
+		h.CheckNothingLost(c)
+		checkWARC(t, h, c)
+		// Each crawl's end was put once, with its pages, and the run ended with the last one.
+		if e := ends[c]; len(e) != 1 || e[0].EventID != finish.EventID(c) || e[0].End != finish.EndDrained ||
+			e[0].Counts.Fetched != int64(site.Pages) {
+			t.Errorf("crawl %s: ends put %+v, want one, drained, with %d pages fetched", c, e, site.Pages)
+		}
+	}
+	if len(ends) != len(crawls) {
+		t.Errorf("ends put for crawls %v, want one for each of %v", ends, crawls)
+	}
+	for _, name := range []string{"schedule", "fetch", "parse"} {
+		keys, err := blobs.List(ctx, "quarantine/"+name+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 1 {
+			t.Errorf("quarantine/%s/ holds %d objects, want the one malformed message", name, len(keys))
+		}
+	}
+	t.Run("IAM", func(t *testing.T) { checkIAM(t, d) })
+}
+
+// tick invokes schedule as the template's EventBridge rule does when it is enabled: directly,
+// with the "Scheduled Event" that a rule without an Input sends.
+func tick(ctx context.Context, t *testing.T, d *deployment) {
+	t.Helper()
+	var rule *stackrun.Rule
+	for i := range d.stack.Rules {
+		if d.stack.Rules[i].Target == "schedule" {
+			rule = &d.stack.Rules[i]
+		}
+	}
+	if rule == nil {
+		t.Fatal("the template has no rule that targets schedule")
+	}
+	ev := events.EventBridgeEvent{Version: "0", ID: "stacke2e-tick", DetailType: "Scheduled Event", Source: "aws.events",
+		AccountID: d.stack.Physical.Account, Time: time.Now().UTC().Truncate(time.Second), Region: d.stack.Physical.Region,
+		Resources: []string{rule.ARN}, Detail: json.RawMessage(`{}`)}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.pools["schedule"].Invoke(ctx, payload); err != nil {
+		t.Fatalf("the recrawl tick of %s (%s): %v", rule.LogicalID, rule.Schedule, err)
+	}
+}
+
+// duplicates invokes fetch with every batch twice in a row, as SQS may deliver a message again:
+// the second delivery finds its pages fetched and not yet parsed (parse gathers its batches for
+// the template's window), so fetch reads each stored page back and sends its parse message again.
+type duplicates struct {
+	inv stackrun.Invoker
+	mu  sync.Mutex
+	n   int
+}
+
+func (d *duplicates) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := d.inv.Invoke(ctx, payload)
+	if err != nil {
+		return out, err
+	}
+	d.mu.Lock()
+	d.n++
+	d.mu.Unlock()
+	return d.inv.Invoke(ctx, payload)
+}
+
+func (d *duplicates) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// seedReports returns the crawls whose seed report names seeds/x.txt.
+func seedReports(t *testing.T, blobs *s3blob.Store) []string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := blobs.List(ctx, "crawls/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, k := range keys {
+		if !strings.HasSuffix(k, "/seeds.json") {
+			continue // a crawl's settings (spec.json) live beside its report
+		}
+		b, err := blobs.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep scheduler.SeedReport
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		if rep.SeedFile != "seeds/x.txt" || rep.Accepted != 1 {
+			t.Errorf("%s: seed file %q with %d seeds accepted, want seeds/x.txt with 1", k, rep.SeedFile, rep.Accepted)
+		}
+		out = append(out, rep.Crawl)
+	}
+	return out
+}
+
+// checkWARC reads every fetched page of the crawl back from its WARC file and holds it against what
+// the site serves for that URL.
+func checkWARC(t *testing.T, h *e2etest.Harness, crawl string) {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	err := crawlstate.New(h.Table).ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+		if u.State != crawlstate.Fetched || u.Page == nil {
+			return nil
+		}
+		at := message.Ref{Key: u.Page.WARCKey, Offset: u.Page.Offset, Length: u.Page.Length}
+		if un := u.Page.Unchanged; un != nil {
+			// A recrawl found the page unchanged (the tick's crawl and the upload's recrawl one
+			// another): its payload is in the record the revisit refers to.
+			at = un.Payload
+		}
+		raw, err := h.Blobs.GetRange(ctx, at.Key, at.Offset, at.Length)
+		if err != nil {
+			return err
+		}
+		page, err := warcfile.Decode(raw)
+		if err != nil {
+			t.Errorf("%s in %s: %v", u.URL, u.Page.WARCKey, err)
+			return nil
+		}
+		if want := served(t, h.Site, u.URL); !bytes.Equal(page.Body, want) || page.URL != u.URL {
+			t.Errorf("the WARC record of %s in %s holds %d bytes of %s, want the %d bytes the site serves",
+				u.URL, u.Page.WARCKey, len(page.Body), page.URL, len(want))
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != h.Site.Pages {
+		t.Errorf("crawl %s: %d pages read back from WARC files, want %d", crawl, n, h.Site.Pages)
+	}
+}
+
+// served is the body the site answers for u.
+func served(t *testing.T, s *e2etest.Site, u string) []byte {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.Site.ServeHTTP(rec, httptest.NewRequest("GET", p.RequestURI(), nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return body
+}
