@@ -11,10 +11,11 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/bench/costrun"
 	"github.com/crawlstack/crawlstack/shared/bench/recrawlbench"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 )
 
 func main() {
@@ -49,7 +50,7 @@ func run(ctx context.Context) int {
 		fmt.Fprintf(os.Stderr, "crawlrecrawl: %v\n", err)
 		return 1
 	}
-	p := meter.DefaultPrices()
+	p := cost.DefaultPrices()
 	recrawlbench.Print(os.Stdout, o, full, again, p)
 	fmt.Fprintf(os.Stdout, "prices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
 	return 0

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -26,7 +28,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/local/handoff"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/ledger"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
@@ -120,7 +121,7 @@ type Summary struct {
 	Event *finish.Event `json:"event,omitempty"`
 
 	eventFile     string              // where Event was written
-	prices        meter.Prices        // what CostUSD is costed at
+	prices        cost.Prices         // what CostUSD is costed at
 	fetchedBefore int64               // the pages the crawl had fetched before this run
 	tally         crawlstate.Counters // the exact counts the summary shows (crawlstate.Tally)
 }

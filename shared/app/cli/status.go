@@ -11,9 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
@@ -238,7 +239,7 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 		return Status{}, err
 	}
 	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
-		CostUSD: meter.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End)}
+		CostUSD: cost.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End)}
 	s.Throttled, s.Circuits = throttledOf(n.Throttled, now), circuitsOf(n.Circuits)
 	if !c.Started.IsZero() && now.After(c.Started) && s.Pending > 0 {
 		s.PagesPerSecond = float64(n.Fetched) / now.Sub(c.Started).Seconds()

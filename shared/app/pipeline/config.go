@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
@@ -15,7 +17,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/proxysecret"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -86,7 +87,7 @@ type Config struct {
 
 	// BudgetUSD stops a crawl from admitting URLs once its ledger costs this much (0: no budget).
 	BudgetUSD float64
-	// Prices overrides some of the prices the ledger is costed at (meter.ParsePrices: "sqs=0.40,...").
+	// Prices overrides some of the prices the ledger is costed at (cost.ParsePrices: "sqs=0.40,...").
 	Prices string
 
 	// RunCheck is how long the handlers keep a crawl's run state (pause, resume, stop) once read
@@ -142,8 +143,8 @@ func (c Config) SentUserAgent() string {
 }
 
 // PriceTable is the prices a crawl's ledger is costed at: the list prices with c.Prices over them.
-func (c Config) PriceTable() (meter.Prices, error) {
-	return meter.DefaultPrices().Override(c.Prices)
+func (c Config) PriceTable() (cost.Prices, error) {
+	return cost.DefaultPrices().Override(c.Prices)
 }
 
 // DefaultConfig returns the documented defaults.

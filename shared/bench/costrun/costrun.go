@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
@@ -84,7 +86,7 @@ type Report struct {
 	Pages, Twice int
 	Hosts        int
 	Elapsed      time.Duration
-	Units        meter.Units
+	Units        cost.Units
 	// IndexFiles and IndexLines are what the crawl's CDXJ index took in: its WARC files and their
 	// response records (none when each file was stored with its own index).
 	IndexFiles, IndexLines int
@@ -93,7 +95,7 @@ type Report struct {
 	// Ledger is the crawl's own bill, as its record holds it (package ledger): the units its
 	// handlers' invocations booked, which leaves out the set-up (queues, table, bucket) and the
 	// pollers' receives between invocations.
-	Ledger meter.Units
+	Ledger cost.Units
 	// EarlyEmpty counts the empty receives the emulator answered before their wait was over,
 	// which SQS never does: left out of Units and SQSCalls (see earlyEmpty).
 	EarlyEmpty int64
@@ -228,7 +230,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	if o.Progress != nil && o.ProgressEvery > 0 {
 		stop = localrun.Every(ctx, o.ProgressEvery, func() {
 			pages, _ := web.Fetched()
-			c := meter.DefaultPrices().Cost(m.Snapshot())
+			c := cost.DefaultPrices().Cost(m.Snapshot())
 			fmt.Fprintf(o.Progress, "%s: %d pages in %v, $%.4f so far\n", o.Name, pages, time.Since(start).Round(time.Second), c.Total)
 		})
 	}

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
 )
@@ -68,11 +69,11 @@ func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 
 // TestPrintGivesDollarsPerMillionPages checks the table against figures worked out by hand.
 func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
-	p := meter.DefaultPrices()
+	p := cost.DefaultPrices()
 	p.SQSPerMillion.USD, p.DynamoDBWritePerMillion.USD, p.DynamoDBReadPerMillion.USD = 0.40, 0.625, 0.125
 	p.S3ClassAPerThousand.USD, p.S3ClassBPerThousand.USD = 0.005, 0.0004
 	p.LambdaRequestsPerMillion.USD, p.LambdaGBSecond.USD, p.LogsPerGB.USD = 0.20, 0.0000133334, 0.50
-	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: meter.Units{
+	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: cost.Units{
 		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
 		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
 		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
@@ -80,7 +81,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		SlotWrites: map[string]int64{"schedule": 2000, "fetch": 250},
 		Batches:    map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}},
 		SQSCalls:   map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
-		Ledger:     meter.Units{DynamoDBWriteUnits: 1600}}
+		Ledger:     cost.Units{DynamoDBWriteUnits: 1600}}
 	var b bytes.Buffer
 	r.Print(&b, p)
 	out := b.String()
@@ -163,7 +164,7 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 			r.FirstMessages, r.FirstURLs, r.Groups, message.MaxFetchURLs)
 	}
 	var b bytes.Buffer
-	r.Print(&b, meter.DefaultPrices())
+	r.Print(&b, cost.DefaultPrices())
 	t.Logf("\n%s", b.String())
 }
 
@@ -246,7 +247,7 @@ func TestEarlyEmptyReceivesAreNotBilled(t *testing.T) {
 	if _, err := q.Receive(ctx, "http://q/crawlcost-x-parse", 10, time.Minute, 20*time.Second); err != nil { // got a message
 		t.Fatal(err)
 	}
-	u := meter.Units{SQSRequests: 10}
+	u := cost.Units{SQSRequests: 10}
 	calls := map[string]int64{"ReceiveMessage fetch": 4, "ReceiveMessage parse": 1}
 	if n := e.takeFrom(&u, calls); n != 3 || u.SQSRequests != 7 || calls["ReceiveMessage fetch"] != 1 || calls["ReceiveMessage parse"] != 1 {
 		t.Errorf("took %d: units %d, calls %v; want 3 early empty receives of fetch taken out", n, u.SQSRequests, calls)

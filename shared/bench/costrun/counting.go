@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
@@ -247,7 +249,7 @@ func (q earlyQueues) Receive(ctx context.Context, name string, max int, visibili
 }
 
 // takeFrom takes the early empty receives out of u and calls, and returns how many there were.
-func (e *earlyEmpty) takeFrom(u *meter.Units, calls map[string]int64) int64 {
+func (e *earlyEmpty) takeFrom(u *cost.Units, calls map[string]int64) int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var n int64

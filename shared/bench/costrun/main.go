@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 )
 
 // Main is the crawlcost command: it parses args, runs the crawls they ask for and prints their
@@ -41,7 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawlcost: --functions: %v\n", err)
 		return 2
 	}
-	p, err := meter.DefaultPrices().Override(*prices)
+	p, err := cost.DefaultPrices().Override(*prices)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawlcost: --prices: %v\n", err)
 		return 2

@@ -10,12 +10,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 )
 
 // Print writes r as a table of units per page and dollars per million pages, by item, at prices
 // p, then the hottest table items per 1,000 pages.
-func (r Report) Print(w io.Writer, p meter.Prices) {
+func (r Report) Print(w io.Writer, p cost.Prices) {
 	u, c := r.Units, p.Cost(r.Units)
 	per := func(x float64) float64 { return x / float64(max(r.Pages, 1)) }
 	perM := func(usd float64) float64 { return usd / float64(max(r.Pages, 1)) * 1e6 }
@@ -80,7 +80,7 @@ func (r Report) Print(w io.Writer, p meter.Prices) {
 		}
 		fmt.Fprintf(w, "SQS requests per page by call and queue: %s\n", strings.Join(parts, ", "))
 	}
-	if r.Ledger != (meter.Units{}) {
+	if r.Ledger != (cost.Units{}) {
 		fmt.Fprintf(w, "the crawl's own ledger (its record): $%.2f per million pages of the $%.2f metered here "+
 			"(it leaves out the set-up, and the receives and deletes of the event source mappings)\n", perM(p.Cost(r.Ledger).Total), perM(c.Total))
 	}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
@@ -58,7 +60,7 @@ type Figures struct {
 	Records, Unchanged int
 	// Fetched is the crawl's fetched count (its items).
 	Fetched int64
-	Units   meter.Units
+	Units   cost.Units
 	Elapsed time.Duration
 }
 
@@ -132,7 +134,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (full, again Figures, e
 		defer stop()
 		return r.Run(ctx)
 	}
-	measure := func(crawl string, start time.Time, before meter.Units) (Figures, error) {
+	measure := func(crawl string, start time.Time, before cost.Units) (Figures, error) {
 		f := Figures{Crawl: crawl, Elapsed: time.Since(start), Units: m.Snapshot().Sub(before)}
 		t := site.Traffic()
 		f.Requests, f.NotModified, f.Bytes = t.Requests, t.NotModified, t.Bytes
@@ -162,7 +164,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (full, again Figures, e
 	if err := run(first); err != nil {
 		return full, again, fmt.Errorf("the full crawl: %w", err)
 	}
-	if full, err = measure(first, start, meter.Units{}); err != nil {
+	if full, err = measure(first, start, cost.Units{}); err != nil {
 		return full, again, err
 	}
 	for i := 0; i < o.Pages; i++ {
@@ -216,7 +218,7 @@ func sizes(ctx context.Context, s blob.Store, prefix string) (int64, error) {
 
 // Print writes the two crawls' figures side by side, with the recrawl's share of the full
 // crawl's, and their cost at prices p.
-func Print(w io.Writer, o Options, full, again Figures, p meter.Prices) {
+func Print(w io.Writer, o Options, full, again Figures, p cost.Prices) {
 	fc, ac := p.Cost(full.Units), p.Cost(again.Units)
 	ratio := func(a, b float64) string {
 		if b == 0 {

@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -112,7 +113,7 @@ type Counters struct {
 	StoppedURLs int64
 	Classes     map[errclass.Class]int64
 	// Cost is the crawl's ledger: the billed units its handlers were metered for (AddCost).
-	Cost meter.Units
+	Cost cost.Units
 	// Stopped is why the crawl stopped admitting URLs before its end (StopBudget), if it did.
 	Stopped string
 	// GaveUp are some of the failed URLs, at most MaxGaveUp (Tally only).
@@ -152,7 +153,7 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 		for _, a := range counterAttrs {
 			sum[a] += it.Int(a)
 		}
-		for _, a := range meter.CounterNames {
+		for _, a := range cost.CounterNames {
 			sum[a] += it.Int(a)
 		}
 		for _, cl := range errclass.All {
@@ -163,7 +164,7 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
 		Failed: sum[string(Failed)], StoppedURLs: sum[Stopped.counter()], ParseErrors: sum["parse_errors"],
 		Classes: map[errclass.Class]int64{},
-		Cost:    meter.UnitsFromCounters(func(name string) int64 { return sum[name] }),
+		Cost:    cost.UnitsFromCounters(func(name string) int64 { return sum[name] }),
 	}
 	for _, cl := range errclass.All {
 		if n := sum["class_"+string(cl)]; n != 0 {

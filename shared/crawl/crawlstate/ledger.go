@@ -6,14 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
 // AddCost adds u, billed units spent on the crawl, to its ledger: counters kept and written like
 // the others (see Flush), so that the crawl record shows what the crawl has cost so far.
-func (s *Store) AddCost(ctx context.Context, crawl string, u meter.Units) error {
+func (s *Store) AddCost(ctx context.Context, crawl string, u cost.Units) error {
 	c := u.Counters()
 	if len(c) == 0 {
 		return nil
@@ -41,7 +42,7 @@ type spent struct {
 // projected is what the crawl will have cost once the URLs it has admitted are done: its ledger,
 // plus its pending URLs at the average cost of a page so far. A budget checked against the ledger
 // alone would let a crawl admit a whole frontier's worth of URLs past it, all fetched to the end.
-func projected(c Counters, prices meter.Prices) float64 {
+func projected(c Counters, prices cost.Prices) float64 {
 	cost := prices.Cost(c.Cost).Total
 	if done := c.Fetched + c.Skipped + c.Failed; done > 0 && c.Pending() > 0 {
 		cost += float64(c.Pending()) * cost / float64(done)
@@ -55,7 +56,7 @@ func projected(c Counters, prices meter.Prices) float64 {
 // admit past its budget what it admits in that time, and its handlers may have metered units they
 // have not written yet: a budget is a bound to within some seconds of crawling, not to the cent.
 // The first store to find the budget spent marks the crawl record stopped (Counters.Stopped).
-func (s *Store) BudgetOpen(ctx context.Context, crawl string, usd float64, prices meter.Prices) error {
+func (s *Store) BudgetOpen(ctx context.Context, crawl string, usd float64, prices cost.Prices) error {
 	if usd <= 0 {
 		return nil
 	}

@@ -5,15 +5,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 )
 
 func TestBudgetStopsAdmissionsOnceTheLedgerReachesIt(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
-	prices := meter.DefaultPrices()
+	prices := cost.DefaultPrices()
 	// A million write units: $0.625 at list price.
-	if err := s.AddCost(ctx, "c", meter.Units{DynamoDBWriteUnits: 1_000_000}); err != nil {
+	if err := s.AddCost(ctx, "c", cost.Units{DynamoDBWriteUnits: 1_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.count(ctx, "c", map[string]int64{"seen": 10, string(Fetched): 10}); err != nil {

@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 )
 
 // The event's envelope, as EventBridge delivers it: source "crawlstack", detail-type
@@ -65,7 +66,7 @@ type Cost struct {
 func EventID(crawl string) string { return "crawlstack:" + crawl + ":finished" }
 
 // eventOf is the event of crawl ch, ended now with counts c (exact) priced at prices.
-func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices meter.Prices) Event {
+func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices cost.Prices) Event {
 	e := Event{EventID: EventID(ch.ID), Crawl: ch.ID, End: EndDrained, FinishedAt: now.UTC().Truncate(time.Millisecond),
 		Counts: Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed,
 			StoppedURLs: c.StoppedURLs, ParseErrors: c.ParseErrors, Classes: map[string]int64{}}}

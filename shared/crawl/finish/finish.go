@@ -40,11 +40,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -85,7 +86,7 @@ type Checker struct {
 	// counters must not change before its items are tallied.
 	Every, Quiet time.Duration
 	// Prices cost the crawl's ledger in the event.
-	Prices meter.Prices
+	Prices cost.Prices
 	Log    *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time

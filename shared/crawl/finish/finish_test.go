@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/local/sqlite"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -91,7 +92,7 @@ func newFixture(t *testing.T, quiet time.Duration) *fixture {
 	f.st.Now = func() time.Time { return f.now }
 	f.st.RunCheck = -1
 	f.c = &finish.Checker{State: f.st, Pub: f.pub, Send: f.send, Queue: "schedule", Every: time.Minute, Quiet: quiet,
-		Prices: meter.DefaultPrices(), Now: func() time.Time { return f.now }}
+		Prices: cost.DefaultPrices(), Now: func() time.Time { return f.now }}
 	if err := f.st.MarkStarted(context.Background(), crawl); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/bits-and-blooms/bloom/v3"
 	"golang.org/x/sync/errgroup"
 
@@ -45,7 +47,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/optout"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
@@ -79,7 +80,7 @@ type Config struct {
 	RecentCapacity int
 	// BudgetUSD stops admitting URLs once the crawl's ledger, at Prices, reaches it (0: none).
 	BudgetUSD float64
-	Prices    meter.Prices
+	Prices    cost.Prices
 	// HostInterval is the gap between two requests to one host (the fetcher's, before any
 	// robots.txt Crawl-delay); 0 books no politeness slots here and leaves them to the fetcher.
 	HostInterval time.Duration

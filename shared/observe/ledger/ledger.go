@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
@@ -26,7 +28,7 @@ const LambdaReportBytes = 280
 
 // Recorder keeps the crawls' ledgers (crawlstate.Store).
 type Recorder interface {
-	AddCost(ctx context.Context, crawl string, u meter.Units) error
+	AddCost(ctx context.Context, crawl string, u cost.Units) error
 	Flush(ctx context.Context) error
 }
 

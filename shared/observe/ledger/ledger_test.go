@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -24,15 +26,15 @@ import (
 // books records what the ledger adds.
 type books struct {
 	mu      sync.Mutex
-	units   map[string]meter.Units
+	units   map[string]cost.Units
 	flushes int
 }
 
-func (b *books) AddCost(_ context.Context, crawl string, u meter.Units) error {
+func (b *books) AddCost(_ context.Context, crawl string, u cost.Units) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.units == nil {
-		b.units = map[string]meter.Units{}
+		b.units = map[string]cost.Units{}
 	}
 	b.units[crawl] = b.units[crawl].Add(u)
 	return nil

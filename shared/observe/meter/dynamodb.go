@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -65,19 +67,19 @@ func setTotal[T any](in *T, field func(*T) *types.ReturnConsumedCapacity) *T {
 
 // dynamoUnits returns the units of one answered DynamoDB attempt: those of the output's
 // ConsumedCapacity, those of a failed conditional write, or none.
-func dynamoUnits(op string, input, result any, err error) Units {
+func dynamoUnits(op string, input, result any, err error) cost.Units {
 	if err != nil {
-		return Units{DynamoDBWriteUnits: failedWriteUnits(input, err)}
+		return cost.Units{DynamoDBWriteUnits: failedWriteUnits(input, err)}
 	}
 	ccs, ok := consumedCapacity(result)
 	if !ok {
-		return Units{} // not a data-plane call: not billed per request
+		return cost.Units{} // not a data-plane call: not billed per request
 	}
 	if len(ccs) == 0 {
-		return Units{DynamoDBUnmetered: 1}
+		return cost.Units{DynamoDBUnmetered: 1}
 	}
 	write := isWrite(op, input)
-	var u Units
+	var u cost.Units
 	for _, cc := range ccs {
 		r, w := capacityUnits(cc, write)
 		u.DynamoDBReadUnits += r

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -78,7 +80,7 @@ func TestDynamoDBConsumedCapacity(t *testing.T) {
 	}
 	// Writes: put 1 + update 2 + transaction 4 = 7; reads: get 0.5 + update 1 + batch 1.5 + 0.5 = 3.5.
 	// DescribeTable is not billed per request.
-	want := meter.Units{DynamoDBWriteUnits: 7, DynamoDBReadUnits: 3.5}
+	want := cost.Units{DynamoDBWriteUnits: 7, DynamoDBReadUnits: 3.5}
 	if got := m.Snapshot(); got != want {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
 	}
@@ -92,21 +94,21 @@ func TestDynamoDBFailedConditionalWrites(t *testing.T) {
 		name string
 		ans  answer
 		call func(*dynamodb.Client) error
-		want meter.Units
+		want cost.Units
 	}{
 		{"put without old item: the item sent", ccfAnswer(""), func(c *dynamodb.Client) error {
 			_, err := c.PutItem(testContext(t), &dynamodb.PutItemInput{TableName: aws.String("t"),
 				Item:                map[string]types.AttributeValue{"pk": s("k1"), "body": s(big)},
 				ConditionExpression: aws.String("attribute_not_exists(pk)")})
 			return err
-		}, meter.Units{DynamoDBWriteUnits: 2}},
+		}, cost.Units{DynamoDBWriteUnits: 2}},
 		{"put with a larger old item: the old item", ccfAnswer(`{"pk":{"S":"k1"},"blob":{"S":"` + old + `"}}`), func(c *dynamodb.Client) error {
 			_, err := c.PutItem(testContext(t), &dynamodb.PutItemInput{TableName: aws.String("t"),
 				Item:                                map[string]types.AttributeValue{"pk": s("k1"), "body": s(big)},
 				ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 			return err
-		}, meter.Units{DynamoDBWriteUnits: 3}},
+		}, cost.Units{DynamoDBWriteUnits: 3}},
 		{"update with old item", ccfAnswer(`{"pk":{"S":"k1"},"blob":{"S":"` + small + `"}}`), func(c *dynamodb.Client) error {
 			_, err := c.UpdateItem(testContext(t), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
 				Key: map[string]types.AttributeValue{"pk": s("k1")}, UpdateExpression: aws.String("SET n = :n"),
@@ -114,19 +116,19 @@ func TestDynamoDBFailedConditionalWrites(t *testing.T) {
 				ConditionExpression:                 aws.String("attribute_not_exists(n)"),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 			return err
-		}, meter.Units{DynamoDBWriteUnits: 2}},
+		}, cost.Units{DynamoDBWriteUnits: 2}},
 		{"update without old item: one unit", ccfAnswer(""), func(c *dynamodb.Client) error {
 			_, err := c.UpdateItem(testContext(t), &dynamodb.UpdateItemInput{TableName: aws.String("t"),
 				Key: map[string]types.AttributeValue{"pk": s("k1")}, UpdateExpression: aws.String("SET n = :n"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{":n": s("1")},
 				ConditionExpression:       aws.String("attribute_not_exists(n)")})
 			return err
-		}, meter.Units{DynamoDBWriteUnits: 1}},
+		}, cost.Units{DynamoDBWriteUnits: 1}},
 		{"delete without old item: one unit", ccfAnswer(""), func(c *dynamodb.Client) error {
 			_, err := c.DeleteItem(testContext(t), &dynamodb.DeleteItemInput{TableName: aws.String("t"),
 				Key: map[string]types.AttributeValue{"pk": s("k1")}, ConditionExpression: aws.String("attribute_exists(x)")})
 			return err
-		}, meter.Units{DynamoDBWriteUnits: 1}},
+		}, cost.Units{DynamoDBWriteUnits: 1}},
 		// Two items at the transactional rate: the put's 1508-byte item 2 x 2, the update 2 x 1.
 		{"transaction cancelled by a condition", answer{status: 400, body: `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
 			`"Message":"Transaction cancelled","CancellationReasons":[{"Code":"ConditionalCheckFailed","Message":"The conditional request failed"},{"Code":"None"}]}`},
@@ -138,7 +140,7 @@ func TestDynamoDBFailedConditionalWrites(t *testing.T) {
 						UpdateExpression: aws.String("SET n = :n"), ExpressionAttributeValues: map[string]types.AttributeValue{":n": s("1")}}},
 				}})
 				return err
-			}, meter.Units{DynamoDBWriteUnits: 6}},
+			}, cost.Units{DynamoDBWriteUnits: 6}},
 		{"transaction cancelled by a conflict: nothing", answer{status: 400, body: `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
 			`"Message":"Transaction cancelled","CancellationReasons":[{"Code":"TransactionConflict"}]}`},
 			func(c *dynamodb.Client) error {
@@ -146,12 +148,12 @@ func TestDynamoDBFailedConditionalWrites(t *testing.T) {
 					{Put: &types.Put{TableName: aws.String("t"), Item: map[string]types.AttributeValue{"pk": s("k1")}}},
 				}})
 				return err
-			}, meter.Units{}},
+			}, cost.Units{}},
 		{"validation error: nothing", answer{status: 400, body: `{"__type":"com.amazon.coral.validate#ValidationException","message":"bad"}`},
 			func(c *dynamodb.Client) error {
 				_, err := c.PutItem(testContext(t), &dynamodb.PutItemInput{TableName: aws.String("t"), Item: map[string]types.AttributeValue{"pk": s("k1")}})
 				return err
-			}, meter.Units{}},
+			}, cost.Units{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +189,7 @@ func TestDynamoDBThrottledThenSucceeded(t *testing.T) {
 		t.Fatalf("server got %d PutItem attempts, want 3 (two throttled)", n)
 	}
 	// Throttled attempts are not billed: only the successful one's unit counts.
-	if got, want := m.Snapshot(), (meter.Units{DynamoDBWriteUnits: 1}); got != want {
+	if got, want := m.Snapshot(), (cost.Units{DynamoDBWriteUnits: 1}); got != want {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
 	}
 }
@@ -202,7 +204,7 @@ func TestDynamoDBUnmetered(t *testing.T) {
 	if got := f.got(ddb + "DeleteItem"); len(got) != 1 || !strings.Contains(got[0], `"ReturnConsumedCapacity":"NONE"`) {
 		t.Errorf("DeleteItem request = %q, want the caller's NONE kept", got)
 	}
-	if got, want := m.Snapshot(), (meter.Units{DynamoDBUnmetered: 1}); got != want {
+	if got, want := m.Snapshot(), (cost.Units{DynamoDBUnmetered: 1}); got != want {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -47,7 +49,7 @@ func TestIntegrationMeterDynamoDB(t *testing.T) {
 	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
 		t.Fatalf("wait for table %s: %v", name, err)
 	}
-	if got := m.Snapshot(); got != (meter.Units{}) {
+	if got := m.Snapshot(); got != (cost.Units{}) {
 		t.Errorf("after the control-plane calls: Snapshot = %+v, want nothing", got)
 	}
 
@@ -60,7 +62,7 @@ func TestIntegrationMeterDynamoDB(t *testing.T) {
 	if _, err := client.PutItem(ctx, put); err != nil {
 		t.Fatalf("PutItem: %v", err)
 	}
-	if got, want := m.Snapshot().Sub(before), (meter.Units{DynamoDBWriteUnits: 1}); got != want {
+	if got, want := m.Snapshot().Sub(before), (cost.Units{DynamoDBWriteUnits: 1}); got != want {
 		t.Errorf("put: units = %+v, want %+v", got, want)
 	}
 
@@ -70,7 +72,7 @@ func TestIntegrationMeterDynamoDB(t *testing.T) {
 	if !errors.As(err, &ccf) {
 		t.Fatalf("second PutItem error = %v, want ConditionalCheckFailedException", err)
 	}
-	if got, want := m.Snapshot().Sub(before), (meter.Units{DynamoDBWriteUnits: 1}); got != want {
+	if got, want := m.Snapshot().Sub(before), (cost.Units{DynamoDBWriteUnits: 1}); got != want {
 		t.Errorf("failed conditional put: units = %+v, want %+v", got, want)
 	}
 
@@ -83,10 +85,10 @@ func TestIntegrationMeterDynamoDB(t *testing.T) {
 	if out.Item == nil {
 		t.Fatal("GetItem found no item")
 	}
-	if got, want := m.Snapshot().Sub(before), (meter.Units{DynamoDBReadUnits: 0.5}); got != want {
+	if got, want := m.Snapshot().Sub(before), (cost.Units{DynamoDBReadUnits: 0.5}); got != want {
 		t.Errorf("eventually consistent get: units = %+v, want %+v", got, want)
 	}
-	if got, want := m.Snapshot(), (meter.Units{DynamoDBWriteUnits: 2, DynamoDBReadUnits: 0.5}); got != want {
+	if got, want := m.Snapshot(), (cost.Units{DynamoDBWriteUnits: 2, DynamoDBReadUnits: 0.5}); got != want {
 		t.Errorf("total: Snapshot = %+v, want %+v", got, want)
 	}
 }

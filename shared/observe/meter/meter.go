@@ -1,5 +1,5 @@
-// Package meter counts the units that AWS bills a crawl for, from the requests the code really
-// makes, and prices them.
+// Package meter counts the units that AWS bills a crawl for (cost.Units), from the requests the
+// code really makes: it is the AWS SDK side of the cost model in shared/crawl/cost.
 //
 // A Meter is middleware on the aws-sdk-go-v2 clients (Register or APIOption) plus an account of
 // Lambda invocations (AddLambda) and log bytes (AddLogBytes). Per operation it counts:
@@ -26,8 +26,8 @@
 //   - Other services: nothing.
 //
 // Every attempt the SDK makes is counted on its own (a retried request is billed again), and an
-// attempt that got no HTTP answer counts nothing. Prices (DefaultPrices, ParsePrices) turn Units
-// into dollars with Cost. docs/cost.md says more, with the sources of the prices.
+// attempt that got no HTTP answer counts nothing. cost.Prices turn the Units into dollars.
+// docs/cost.md says more, with the sources of the prices.
 package meter
 
 import (
@@ -35,68 +35,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Units are the billed units counted so far. The zero value is no usage.
-type Units struct {
-	// SQSRequests are SQS requests, one per started 64 KiB chunk of a call's payload.
-	SQSRequests int64
-	// DynamoDBReadUnits are on-demand read request units (an eventually consistent read of up
-	// to 4 KB is 0.5).
-	DynamoDBReadUnits float64
-	// DynamoDBWriteUnits are on-demand write request units, failed conditional writes included.
-	DynamoDBWriteUnits float64
-	// DynamoDBUnmetered counts successful DynamoDB data-plane calls whose answer carried no
-	// ConsumedCapacity; they add no units, so a non-zero count means the units are too low.
-	DynamoDBUnmetered int64
-	// S3ClassA are S3 PUT, COPY, POST and LIST requests.
-	S3ClassA int64
-	// S3ClassB are S3 GET, HEAD and other non-free requests.
-	S3ClassB int64
-	// LambdaRequests are Lambda invocations.
-	LambdaRequests int64
-	// LambdaGBSeconds is billed Lambda duration (rounded up to the millisecond) times memory.
-	LambdaGBSeconds float64
-	// LogBytes are bytes ingested by CloudWatch Logs.
-	LogBytes int64
-}
-
-// Add returns u plus v, item by item.
-func (u Units) Add(v Units) Units {
-	return Units{
-		SQSRequests:        u.SQSRequests + v.SQSRequests,
-		DynamoDBReadUnits:  u.DynamoDBReadUnits + v.DynamoDBReadUnits,
-		DynamoDBWriteUnits: u.DynamoDBWriteUnits + v.DynamoDBWriteUnits,
-		DynamoDBUnmetered:  u.DynamoDBUnmetered + v.DynamoDBUnmetered,
-		S3ClassA:           u.S3ClassA + v.S3ClassA,
-		S3ClassB:           u.S3ClassB + v.S3ClassB,
-		LambdaRequests:     u.LambdaRequests + v.LambdaRequests,
-		LambdaGBSeconds:    u.LambdaGBSeconds + v.LambdaGBSeconds,
-		LogBytes:           u.LogBytes + v.LogBytes,
-	}
-}
-
-// Sub returns u minus v, item by item: the usage between two snapshots when v is the earlier.
-func (u Units) Sub(v Units) Units {
-	return Units{
-		SQSRequests:        u.SQSRequests - v.SQSRequests,
-		DynamoDBReadUnits:  u.DynamoDBReadUnits - v.DynamoDBReadUnits,
-		DynamoDBWriteUnits: u.DynamoDBWriteUnits - v.DynamoDBWriteUnits,
-		DynamoDBUnmetered:  u.DynamoDBUnmetered - v.DynamoDBUnmetered,
-		S3ClassA:           u.S3ClassA - v.S3ClassA,
-		S3ClassB:           u.S3ClassB - v.S3ClassB,
-		LambdaRequests:     u.LambdaRequests - v.LambdaRequests,
-		LambdaGBSeconds:    u.LambdaGBSeconds - v.LambdaGBSeconds,
-		LogBytes:           u.LogBytes - v.LogBytes,
-	}
-}
-
 // Meter accumulates Units. It is safe for concurrent use; the zero value is ready to use.
 type Meter struct {
 	mu    sync.Mutex
-	units Units
+	units cost.Units
 	calls map[string]int64 // SQS requests by call and queue (see SQSCalls)
 }
 
@@ -104,7 +52,7 @@ type Meter struct {
 func New() *Meter { return &Meter{} }
 
 // Snapshot returns the units counted so far.
-func (m *Meter) Snapshot() Units {
+func (m *Meter) Snapshot() cost.Units {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.units
@@ -132,7 +80,7 @@ func (m *Meter) addCall(call string, n int64) {
 }
 
 // add counts u.
-func (m *Meter) add(u Units) {
+func (m *Meter) add(u cost.Units) {
 	m.mu.Lock()
 	m.units = m.units.Add(u)
 	m.mu.Unlock()
@@ -141,20 +89,7 @@ func (m *Meter) add(u Units) {
 // AddLambda counts one Lambda invocation that ran for d with memoryMB of memory. Lambda bills
 // the duration rounded up to the millisecond; the meter bills at least 1 ms.
 func (m *Meter) AddLambda(d time.Duration, memoryMB int) {
-	m.add(Units{LambdaRequests: 1, LambdaGBSeconds: lambdaGBSeconds(d, memoryMB)})
-}
-
-// lambdaGBSeconds is the billed compute of one invocation: whole milliseconds (rounded up, at
-// least one) times memory in GB (1 GB = 1024 MB, as Lambda's memory setting counts).
-func lambdaGBSeconds(d time.Duration, memoryMB int) float64 {
-	if memoryMB <= 0 {
-		return 0
-	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	if ms < 1 {
-		ms = 1
-	}
-	return float64(ms) / 1000 * float64(memoryMB) / 1024
+	m.add(cost.Units{LambdaRequests: 1, LambdaGBSeconds: cost.LambdaGBSeconds(d, memoryMB)})
 }
 
 // AddLogBytes counts n bytes ingested by CloudWatch Logs. A negative n counts nothing.
@@ -162,7 +97,7 @@ func (m *Meter) AddLogBytes(n int) {
 	if n <= 0 {
 		return
 	}
-	m.add(Units{LogBytes: int64(n)})
+	m.add(cost.Units{LogBytes: int64(n)})
 }
 
 // Register installs the meter's middleware on every client that is built from cfg afterwards.

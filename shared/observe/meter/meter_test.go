@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -28,24 +30,9 @@ func TestMeterConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	got := m.Snapshot()
-	want := meter.Units{LambdaRequests: 1000, LambdaGBSeconds: 125, LogBytes: 100_000}
+	want := cost.Units{LambdaRequests: 1000, LambdaGBSeconds: 125, LogBytes: 100_000}
 	if got != want {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
-	}
-}
-
-func TestUnitsAddSub(t *testing.T) {
-	a := meter.Units{SQSRequests: 3, DynamoDBReadUnits: 1.5, DynamoDBWriteUnits: 2, DynamoDBUnmetered: 1,
-		S3ClassA: 4, S3ClassB: 5, LambdaRequests: 6, LambdaGBSeconds: 0.5, LogBytes: 7}
-	b := meter.Units{SQSRequests: 1, DynamoDBReadUnits: 0.5, DynamoDBWriteUnits: 1, S3ClassA: 1, S3ClassB: 2,
-		LambdaRequests: 3, LambdaGBSeconds: 0.25, LogBytes: 2}
-	sum := meter.Units{SQSRequests: 4, DynamoDBReadUnits: 2, DynamoDBWriteUnits: 3, DynamoDBUnmetered: 1,
-		S3ClassA: 5, S3ClassB: 7, LambdaRequests: 9, LambdaGBSeconds: 0.75, LogBytes: 9}
-	if got := a.Add(b); got != sum {
-		t.Errorf("Add = %+v, want %+v", got, sum)
-	}
-	if got := sum.Sub(b); got != a {
-		t.Errorf("Sub = %+v, want %+v", got, a)
 	}
 }
 

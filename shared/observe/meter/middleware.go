@@ -3,6 +3,8 @@ package meter
 import (
 	"context"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -62,17 +64,17 @@ func (d deserializeMiddleware) HandleDeserialize(ctx context.Context, in middlew
 	}
 	input := middleware.GetStackValue(ctx, inputKey{})
 	op := awsmiddleware.GetOperationName(ctx)
-	var u Units
+	var u cost.Units
 	switch awsmiddleware.GetServiceID(ctx) {
 	case serviceDynamoDB:
 		u = dynamoUnits(op, input, out.Result, err)
 	case serviceSQS:
-		u = Units{SQSRequests: sqsRequests(op, input, out.Result)}
+		u = cost.Units{SQSRequests: sqsRequests(op, input, out.Result)}
 		d.m.addCall(op+" "+queueOf(input), u.SQSRequests)
 	case serviceS3:
 		u = s3Units(op, resp.StatusCode)
 	}
-	if u != (Units{}) {
+	if u != (cost.Units{}) {
 		d.m.add(u)
 		if a := accountOf(ctx); a != nil && a != d.m {
 			a.add(u)

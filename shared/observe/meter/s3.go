@@ -1,6 +1,10 @@
 package meter
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+)
 
 // s3Units returns the units of one answered S3 call. S3 bills an answer with a 2xx, 3xx or 4xx
 // status and not one with a 5xx status ("Billing for Amazon S3 error responses" in the S3 user
@@ -9,17 +13,17 @@ import "strings"
 //     RestoreObject, and DeleteObjects (a POST);
 //   - free, "DELETE and CANCEL": the other Delete* calls and AbortMultipartUpload;
 //   - class B, "GET, SELECT, and all other requests": everything else (GetObject, HeadObject ...).
-func s3Units(op string, status int) Units {
+func s3Units(op string, status int) cost.Units {
 	if status >= 500 {
-		return Units{}
+		return cost.Units{}
 	}
 	switch s3Class(op) {
 	case classA:
-		return Units{S3ClassA: 1}
+		return cost.Units{S3ClassA: 1}
 	case classB:
-		return Units{S3ClassB: 1}
+		return cost.Units{S3ClassB: 1}
 	}
-	return Units{}
+	return cost.Units{}
 }
 
 // s3RequestClass is the price class of an S3 request.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -102,8 +104,8 @@ func TestLambdaGBSeconds(t *testing.T) {
 		{time.Second, 0, 0},
 	}
 	for _, tt := range tests {
-		if got := lambdaGBSeconds(tt.d, tt.mem); !near(got, tt.wantGB) {
-			t.Errorf("lambdaGBSeconds(%v, %d) = %v, want %v", tt.d, tt.mem, got, tt.wantGB)
+		if got := cost.LambdaGBSeconds(tt.d, tt.mem); !near(got, tt.wantGB) {
+			t.Errorf("cost.LambdaGBSeconds(%v, %d) = %v, want %v", tt.d, tt.mem, got, tt.wantGB)
 		}
 	}
 }
@@ -121,10 +123,10 @@ func TestS3Class(t *testing.T) {
 			t.Errorf("s3Class(%s) = %d, want %d", op, got, want)
 		}
 	}
-	if got := s3Units("GetObject", 503); got != (Units{}) {
+	if got := s3Units("GetObject", 503); got != (cost.Units{}) {
 		t.Errorf("s3Units(GetObject, 503) = %+v, want nothing (5xx is not billed)", got)
 	}
-	if got := s3Units("HeadObject", 404); got != (Units{S3ClassB: 1}) {
+	if got := s3Units("HeadObject", 404); got != (cost.Units{S3ClassB: 1}) {
 		t.Errorf("s3Units(HeadObject, 404) = %+v, want one class B (4xx is billed)", got)
 	}
 }

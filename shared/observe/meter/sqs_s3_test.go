@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 )
 
 const queueURL = "http://127.0.0.1/000000000000/q"
@@ -78,7 +78,7 @@ func TestSQSRequests(t *testing.T) {
 	if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String("x")}); err == nil {
 		t.Fatal("SendMessage to a missing queue succeeded, want the canned error")
 	}
-	want := meter.Units{SQSRequests: 1 + 2 + 4 + 2 + 1 + 1 + 1}
+	want := cost.Units{SQSRequests: 1 + 2 + 4 + 2 + 1 + 1 + 1}
 	if got := m.Snapshot(); got != want {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
 	}
@@ -126,7 +126,7 @@ func TestS3Requests(t *testing.T) {
 	}
 	// Class A: the PUT and the LIST. Class B: the GET that succeeded and the HEAD's 404; the 503
 	// is not billed, nor is the DELETE.
-	want := meter.Units{S3ClassA: 2, S3ClassB: 2}
+	want := cost.Units{S3ClassA: 2, S3ClassB: 2}
 	if got := m.Snapshot(); got != want {
 		t.Errorf("Snapshot = %+v, want %+v", got, want)
 	}

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
 
@@ -98,7 +99,7 @@ func TestEMFDimensions(t *testing.T) {
 	telemetry.CountStates(ctx, map[string]int64{"seen": 1, "fetched": 1})
 	telemetry.CountStates(ctx, map[string]int64{"class_budget": 2})
 	telemetry.CountStates(ctx, map[string]int64{"fetched": -1}) // a correction is no page
-	telemetry.CostUnits(ctx, meter.Units{SQSRequests: 3, DynamoDBWriteUnits: 1.5})
+	telemetry.CostUnits(ctx, cost.Units{SQSRequests: 3, DynamoDBWriteUnits: 1.5})
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/crawlstack/crawlstack/shared/observe/meter"
 )
 
 // The crawl's instruments, made on the meter provider that Setup (or a test) installs. With none
@@ -150,7 +150,7 @@ var CostUnitNames = []string{"sqs_requests", "ddb_read_units", "ddb_write_units"
 	"lambda_requests", "lambda_gb_seconds", "log_bytes"}
 
 // CostUnits records the billed units of one invocation (package meter).
-func CostUnits(ctx context.Context, u meter.Units) {
+func CostUnits(ctx context.Context, u cost.Units) {
 	if !MetricsEnabled() {
 		return
 	}

@@ -1,4 +1,4 @@
-package meter
+package cost
 
 import (
 	"math"
@@ -44,4 +44,25 @@ func TestShareAddsUp(t *testing.T) {
 	if got := u.Share(nil); len(got) != 0 {
 		t.Errorf("no weights gave %v", got)
 	}
+}
+
+func TestUnitsAddSub(t *testing.T) {
+	a := Units{SQSRequests: 3, DynamoDBReadUnits: 1.5, DynamoDBWriteUnits: 2, DynamoDBUnmetered: 1,
+		S3ClassA: 4, S3ClassB: 5, LambdaRequests: 6, LambdaGBSeconds: 0.5, LogBytes: 7}
+	b := Units{SQSRequests: 1, DynamoDBReadUnits: 0.5, DynamoDBWriteUnits: 1, S3ClassA: 1, S3ClassB: 2,
+		LambdaRequests: 3, LambdaGBSeconds: 0.25, LogBytes: 2}
+	sum := Units{SQSRequests: 4, DynamoDBReadUnits: 2, DynamoDBWriteUnits: 3, DynamoDBUnmetered: 1,
+		S3ClassA: 5, S3ClassB: 7, LambdaRequests: 9, LambdaGBSeconds: 0.75, LogBytes: 9}
+	if got := a.Add(b); got != sum {
+		t.Errorf("Add = %+v, want %+v", got, sum)
+	}
+	if got := sum.Sub(b); got != a {
+		t.Errorf("Sub = %+v, want %+v", got, a)
+	}
+}
+
+// near tells whether two float sums agree to within rounding.
+func near(a, b float64) bool {
+	d := a - b
+	return d < 1e-9 && d > -1e-9
 }
