@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 )
@@ -12,7 +14,7 @@ import (
 // A crawl's end, announced once (package finish). `crawl run` sends no drain checks: it sees the
 // end itself, when its queues run out (localrun), and announces then the end of every crawl the
 // run finished, as the stack's checks do, with the same once-only record on the crawl item. Its
-// event goes beside the crawl's seed report (finish.BlobPublisher), in EventBridge's envelope.
+// event goes beside the crawl's seed report (eventbus.BlobPublisher), in EventBridge's envelope.
 
 // runBy is what decides a crawl's end when `crawl run` does (crawlstate.Checks.EndBy).
 const runBy = "crawl run"
@@ -32,7 +34,7 @@ func announceEnd(ctx context.Context, h *pipeline.Handlers, be *Backend, s *Summ
 			ok = false
 			return
 		}
-		a.Event, a.eventFile = &e, be.Where(finish.Key(a.Crawl))
+		a.Event, a.eventFile = &e, be.Where(layout.Finished(a.Crawl))
 		if put {
 			fmt.Fprintf(stderr, "crawl: crawl %s ended (%s): its %q event is in %s\n", a.Crawl, e.End, finish.DetailType, a.eventFile)
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
@@ -17,7 +19,7 @@ import (
 // readEvent reads a crawl's end event from the state directory's files, as a user would.
 func readEvent(t *testing.T, state, crawl string) (events.EventBridgeEvent, finish.Event) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(state, "blobs", finish.Key(crawl)))
+	b, err := os.ReadFile(filepath.Join(state, "blobs", layout.Finished(crawl)))
 	if err != nil {
 		t.Fatalf("the end event: %v", err)
 	}
@@ -77,7 +79,7 @@ func TestCrawlRunEndsWithItsEvent(t *testing.T) {
 	}
 	crawl := CrawlOf(be, "seeds.txt", body)
 	be.Close()
-	blocker := filepath.Join(state, "blobs", finish.Key(crawl))
+	blocker := filepath.Join(state, "blobs", layout.Finished(crawl))
 	if err := os.MkdirAll(filepath.Join(blocker, "in-the-way"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +126,13 @@ func TestCrawlRunEndsWithItsEvent(t *testing.T) {
 	}
 
 	// Announced once: the same command again shows the crawl and writes nothing.
-	if err := os.Remove(filepath.Join(state, "blobs", finish.Key(crawl))); err != nil {
+	if err := os.Remove(filepath.Join(state, "blobs", layout.Finished(crawl))); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, stderr := runMain(t, args...); code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(state, "blobs", finish.Key(crawl))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(state, "blobs", layout.Finished(crawl))); !os.IsNotExist(err) {
 		t.Errorf("a run of an announced crawl wrote its event again (%v)", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -71,7 +73,7 @@ func (now refusalFlags) changed(was refusalFlags) (flags []string, classes map[e
 }
 
 // refusalFlagsKey is where a crawl's refusal flags are kept, beside its spec and report.
-func refusalFlagsKey(crawl string) string { return "crawls/" + crawl + "/refusal-flags.json" }
+func refusalFlagsKey(crawl string) string { return layout.RefusalFlags(crawl) }
 
 // keepRefusalFlags stores the run's refusal flags for its crawl.
 func keepRefusalFlags(ctx context.Context, be *Backend, crawl string, f refusalFlags) error {

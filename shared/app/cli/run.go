@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/aws/eventbus"
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
@@ -214,7 +215,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	log := slog.New(interruptQuiet{Handler: logger.Handler(), ctx: ctx})
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
 	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
-		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: finish.BlobPublisher{Blobs: be.Blobs},
+		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: eventbus.BlobPublisher{Blobs: be.Blobs},
 		Fetching: fetching}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)

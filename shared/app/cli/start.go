@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
@@ -60,7 +62,7 @@ func seedObject(be *Backend, name string, body []byte) (key, version string) {
 	digest := sha256.Sum256(seedLines(body))
 	prefix := be.SeedsPrefix
 	if prefix == "" {
-		prefix = scheduler.SeedsPrefix
+		prefix = layout.Seeds
 	}
 	return prefix + name, hex.EncodeToString(digest[:])
 }
@@ -70,7 +72,7 @@ func seedObject(be *Backend, name string, body []byte) (key, version string) {
 func namedObject(be *Backend, name string) (key, version string) {
 	prefix := be.SeedsPrefix
 	if prefix == "" {
-		prefix = scheduler.SeedsPrefix
+		prefix = layout.Seeds
 	}
 	return prefix + "named/" + name, "named"
 }

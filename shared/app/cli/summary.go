@@ -8,11 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 	"github.com/crawlstack/crawlstack/shared/crawl/records"
-	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
 	"golang.org/x/term"
 )
 
@@ -26,7 +27,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 		return sum, err
 	}
 	sum.Counts, sum.tally = countsOf(c), c
-	sum.Pages = existing(be, fetcher.PagesPrefix+crawl+"/", c.Fetched)
+	sum.Pages = existing(be, layout.PagesDir(crawl), c.Fetched)
 	sum.Records = existing(be, records.Dir(crawl), c.Fetched)
 	for _, u := range c.GaveUp {
 		sum.GaveUp = append(sum.GaveUp, GaveUp{URL: u.URL, Class: string(u.Class), Detail: u.Detail})

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
@@ -153,7 +155,7 @@ func DefaultConfig() Config {
 		ScheduleQueue: "schedule", FetchQueue: "fetch", ParseQueue: "parse",
 		Scope: scope.Host, MaxDepth: 16, MaxPagesPerHost: 100_000,
 		UserAgent: DefaultUserAgent, HostRPS: 1, HostConcurrency: 2, BatchConcurrency: 10,
-		FetchTimeout: 30 * time.Second, MaxReceive: 5, MaxTries: 4, RetryWait: 2 * time.Second, RecrawlPrefix: "seeds/",
+		FetchTimeout: 30 * time.Second, MaxReceive: 5, MaxTries: 4, RetryWait: 2 * time.Second, RecrawlPrefix: layout.Seeds,
 		WARCIndex: IndexEachFile,
 	}
 }

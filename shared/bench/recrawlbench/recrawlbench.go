@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -139,7 +141,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (full, again Figures, e
 		t := site.Traffic()
 		f.Requests, f.NotModified, f.Bytes = t.Requests, t.NotModified, t.Bytes
 		// Read with the unmetered clients: the figures' own reads are not the crawl's bill.
-		if f.WARCBytes, err = sizes(ctx, quiet.Blobs, "pages/"+crawl+"/"); err != nil {
+		if f.WARCBytes, err = sizes(ctx, quiet.Blobs, layout.PagesDir(crawl)); err != nil {
 			return f, err
 		}
 		if _, err := records.Read(ctx, quiet.Blobs, crawl, nil, func(r records.Record) error {

@@ -8,10 +8,11 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
-	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
@@ -26,7 +27,7 @@ func (s *Store) CountPoison(ctx context.Context, crawl string) error {
 }
 
 func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
-	telemetry.CountStates(ctx, add) // crawl.pages, when metrics are on
+	metrics.CountStates(ctx, add) // crawl.pages, when metrics are on
 	if s.BufferCounters {
 		s.buffer(crawl, add)
 		return nil

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
@@ -146,7 +148,7 @@ func stateOf(code string) State {
 
 // The usual WARC file name, which stored shortens.
 const (
-	pagesPrefix = "pages/"
+	pagesPrefix = layout.Pages
 	warcSuffix  = ".warc.gz"
 )
 

@@ -42,8 +42,6 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
@@ -267,42 +265,4 @@ func (c *Checker) End(ctx context.Context, crawl, by string, exact crawlstate.Co
 		return ev, false, err
 	}
 	return ev, true, nil
-}
-
-// Envelope is the event as EventBridge delivers it to a rule's target (and as `crawl run` writes
-// it): the detail under EventBridge's own fields. id is EventBridge's id of one put.
-func Envelope(e Event, id, account, region string) (events.EventBridgeEvent, error) {
-	detail, err := json.Marshal(e)
-	if err != nil {
-		return events.EventBridgeEvent{}, fmt.Errorf("encode the end of crawl %s: %w", e.Crawl, err)
-	}
-	return events.EventBridgeEvent{Version: "0", ID: id, DetailType: DetailType, Source: Source, AccountID: account,
-		Time: e.FinishedAt.UTC().Truncate(time.Second), Region: region, Resources: []string{}, Detail: detail}, nil
-}
-
-// BlobPublisher writes a crawl's end event, in EventBridge's envelope, beside its seed report:
-// crawls/<crawl>/finished.json. It is `crawl run`'s Publisher.
-type BlobPublisher struct {
-	Blobs interface {
-		Put(ctx context.Context, key string, body []byte, contentType string) error
-	}
-}
-
-// Key is where BlobPublisher writes the crawl's event.
-func Key(crawl string) string { return "crawls/" + crawl + "/finished.json" }
-
-// Publish writes e.
-func (p BlobPublisher) Publish(ctx context.Context, e Event) error {
-	env, err := Envelope(e, e.EventID, "local", "local")
-	if err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(env, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode the end of crawl %s: %w", e.Crawl, err)
-	}
-	if err := p.Blobs.Put(ctx, Key(e.Crawl), append(b, '\n'), "application/json"); err != nil {
-		return fmt.Errorf("write %s: %w", Key(e.Crawl), err)
-	}
-	return nil
 }

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -47,7 +49,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/optout"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
-	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -290,9 +291,9 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 			st.Result.Invalid++
 		}
 	}
-	telemetry.Admitted(ctx, len(st.out))
-	telemetry.DedupHits(ctx, "memory", memory)
-	telemetry.DedupHits(ctx, "table", st.Result.Known-memory)
+	metrics.Admitted(ctx, len(st.out))
+	metrics.DedupHits(ctx, "memory", memory)
+	metrics.DedupHits(ctx, "table", st.Result.Known-memory)
 	return st, admitErr
 }
 

@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 )
 
 // Prefix is where quarantined messages live in the blob store.
-const Prefix = "quarantine/"
+const Prefix = layout.Quarantine
 
 // Putter is the blob store method the quarantine needs.
 type Putter interface {

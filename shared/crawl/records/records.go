@@ -14,12 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 )
 
 // Prefix is where the records of every crawl lie.
-const Prefix = "records/"
+const Prefix = layout.Records
 
 // ContentType is the media type of a records file.
 const ContentType = "application/x-ndjson"
@@ -70,7 +72,7 @@ type Record struct {
 }
 
 // Dir is the prefix of crawl's records: records/crawl=<crawl>/.
-func Dir(crawl string) string { return Prefix + "crawl=" + crawl + "/" }
+func Dir(crawl string) string { return layout.RecordsDir(crawl) }
 
 // DateLayout is the layout of the dt partition's values, in UTC.
 const DateLayout = "2006-01-02"

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
@@ -18,14 +20,14 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/blob"
 )
 
-// Prefix is where the crawls' reports and settings live (scheduler.ReportsPrefix).
-const Prefix = "crawls/"
+// Prefix is where the crawls' reports and settings live (layout.Crawls).
+const Prefix = layout.Crawls
 
 // cacheSize bounds the crawls whose settings one process keeps.
 const cacheSize = 256
 
 // Key is the key of crawl's settings.
-func Key(crawl string) string { return Prefix + crawl + "/spec.json" }
+func Key(crawl string) string { return layout.Spec(crawl) }
 
 // Putter stores the settings.
 type Putter interface {

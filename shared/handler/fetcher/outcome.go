@@ -7,12 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
-	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -105,7 +106,7 @@ func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval
 // previous one. made, when not negative, makes it a retry after made requests; otherwise it is a
 // wait, counted against MaxWaits.
 func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duration, slot time.Time, gap time.Duration, made int) error {
-	telemetry.Requeued(ctx, requeueReason(slot, made))
+	metrics.Requeued(ctx, requeueReason(slot, made))
 	next := *f.msg
 	next.Slot, next.Gap = slot, gap.Milliseconds()
 	if made >= 0 {

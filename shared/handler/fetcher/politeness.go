@@ -6,10 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
-	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -82,7 +83,7 @@ func (h *Handler) awaitSlot(ctx context.Context, slot time.Time) error {
 	if wait <= 0 {
 		return nil
 	}
-	telemetry.PolitenessWait(ctx, wait)
+	metrics.PolitenessWait(ctx, wait)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
@@ -24,7 +26,7 @@ import (
 )
 
 // PagesPrefix is where fetch writes its WARC files.
-const PagesPrefix = "pages/"
+const PagesPrefix = layout.Pages
 
 // storeAll writes the batch's pages as one WARC file per crawl, sends their parse messages and
 // records them as fetched. It returns the message ids that must be delivered again.

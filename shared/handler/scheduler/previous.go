@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/port/blob"
 )
 
@@ -19,7 +21,7 @@ import (
 // per page; the pointer lives beside the crawls' reports, which only schedule writes.
 
 // LatestPrefix is where the seed files' pointers lie.
-const LatestPrefix = ReportsPrefix + "latest/"
+const LatestPrefix = layout.Latest
 
 // LatestKey is the key of the pointer of the seed file at key. Crawl ids never are "latest" (they
 // end in a digest), so the pointers never mix with a crawl's reports.

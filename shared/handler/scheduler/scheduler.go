@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
@@ -35,8 +37,8 @@ import (
 
 // SeedsPrefix is where seed files are dropped; ReportsPrefix is where seed reports are written.
 const (
-	SeedsPrefix   = "seeds/"
-	ReportsPrefix = "crawls/"
+	SeedsPrefix   = layout.Seeds
+	ReportsPrefix = layout.Crawls
 	// MaxSeedBytes bounds a seed file read in one invocation (about a million URLs): the file is
 	// read whole, and the schedule function has 256 MB of memory by default. Split bigger lists.
 	MaxSeedBytes = 64 << 20

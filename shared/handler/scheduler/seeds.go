@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/seeds"
@@ -242,7 +244,7 @@ func (h *Handler) writeReport(ctx context.Context, r SeedReport) error {
 	if err != nil {
 		return err
 	}
-	key := ReportsPrefix + r.Crawl + "/seeds.json"
+	key := layout.SeedReport(r.Crawl)
 	if err := h.blobs.Put(ctx, key, b, "application/json"); err != nil {
 		return fmt.Errorf("write seed report %s: %w", key, err)
 	}

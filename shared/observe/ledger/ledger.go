@@ -14,12 +14,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
-	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
 
 // LambdaReportBytes is what Lambda itself logs for each invocation at its default system log level
@@ -92,7 +93,7 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 		acct.AddLogBytes(l.ReportBytes)
 	}
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
-	telemetry.CostUnits(ctx, acct.Snapshot()) // crawl.cost.*, when metrics are on
+	metrics.CostUnits(ctx, acct.Snapshot()) // crawl.cost.*, when metrics are on
 	if len(crawls) == 0 {
 		return
 	}

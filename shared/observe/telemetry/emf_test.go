@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,8 +31,8 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 	defer tel.Shutdown(context.Background())
 	n := 0
 	h := telemetry.Invocation(tel, "schedule", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		telemetry.Admitted(ctx, n)
-		telemetry.PolitenessWait(ctx, 1500*time.Millisecond)
+		metrics.Admitted(ctx, n)
+		metrics.PolitenessWait(ctx, 1500*time.Millisecond)
 		return events.SQSEventResponse{}, nil
 	})
 	for _, n = range []int{3, 4} {
@@ -96,10 +98,10 @@ func TestEMFDimensions(t *testing.T) {
 	}
 	defer tel.Shutdown(context.Background())
 	ctx := context.Background()
-	telemetry.CountStates(ctx, map[string]int64{"seen": 1, "fetched": 1})
-	telemetry.CountStates(ctx, map[string]int64{"class_budget": 2})
-	telemetry.CountStates(ctx, map[string]int64{"fetched": -1}) // a correction is no page
-	telemetry.CostUnits(ctx, cost.Units{SQSRequests: 3, DynamoDBWriteUnits: 1.5})
+	metrics.CountStates(ctx, map[string]int64{"seen": 1, "fetched": 1})
+	metrics.CountStates(ctx, map[string]int64{"class_budget": 2})
+	metrics.CountStates(ctx, map[string]int64{"fetched": -1}) // a correction is no page
+	metrics.CostUnits(ctx, cost.Units{SQSRequests: 3, DynamoDBWriteUnits: 1.5})
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -35,7 +37,7 @@ var _ HTTPClient = Fetches{}
 
 // GetFollowing fetches a page through Next in a span.
 func (f Fetches) GetFollowing(ctx context.Context, rawURL string, follow func(target *url.URL) error) (*httpfetch.Response, error) {
-	if !Enabled() && !MetricsEnabled() {
+	if !Enabled() && !metrics.Enabled() {
 		return f.Next.GetFollowing(ctx, rawURL, follow)
 	}
 	ctx, span, start := startFetch(ctx, rawURL, "page")
@@ -46,7 +48,7 @@ func (f Fetches) GetFollowing(ctx context.Context, rawURL string, follow func(ta
 
 // GetLimited fetches a robots.txt file (or any bounded body) through Next in a span.
 func (f Fetches) GetLimited(ctx context.Context, rawURL string, maxBody int64, maxRedirects int) (*httpfetch.Response, error) {
-	if !Enabled() && !MetricsEnabled() {
+	if !Enabled() && !metrics.Enabled() {
 		return f.Next.GetLimited(ctx, rawURL, maxBody, maxRedirects)
 	}
 	ctx, span, start := startFetch(ctx, rawURL, "robots")
@@ -75,7 +77,7 @@ func endFetch(ctx context.Context, span trace.Span, kind string, start time.Time
 	if err != nil {
 		class = string(errclass.Of(err))
 	}
-	fetched(ctx, kind, class, size, time.Since(start))
+	metrics.Fetched(ctx, kind, class, size, time.Since(start))
 	if !span.IsRecording() {
 		return
 	}

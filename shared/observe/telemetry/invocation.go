@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,7 +26,7 @@ const flushTimeout = 2 * time.Second
 func Invocation[In, Out any](t *Telemetry, fn string, h func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
 	return func(ctx context.Context, in In) (Out, error) {
 		if !Enabled() {
-			if !MetricsEnabled() {
+			if !metrics.Enabled() {
 				return h(ctx, in)
 			}
 			out, err := h(ctx, in)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/aws/aws-lambda-go/events"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -98,12 +100,12 @@ func Producer(rec events.SQSMessage) trace.SpanContext {
 // (crawl.message.age). End it with EndRecord. With telemetry off it returns ctx and a span that
 // records nothing.
 func StartRecord(ctx context.Context, rec events.SQSMessage) (context.Context, trace.Span) {
-	if !Enabled() && !MetricsEnabled() {
+	if !Enabled() && !metrics.Enabled() {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	name := QueueName(rec.EventSourceARN)
 	if ms, err := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64); err == nil {
-		messageAge(ctx, name, time.UnixMilli(ms))
+		metrics.MessageAge(ctx, name, time.UnixMilli(ms))
 	}
 	if !Enabled() {
 		return ctx, trace.SpanFromContext(context.Background())

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -31,7 +33,7 @@ import (
 )
 
 // ScopeName names the crawler's tracer (and meter).
-const ScopeName = "github.com/crawlstack/crawlstack"
+const ScopeName = metrics.ScopeName
 
 // The environment variables that Setup reads; the OTLP exporter reads the rest of the standard
 // OTEL_EXPORTER_OTLP_* set (headers, timeout, protocol details) itself.
@@ -94,7 +96,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		}
 	}
 	if t.meter != nil {
-		inst.Store(nil)
+		metrics.Off()
 		if err := t.meter.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop metrics: %w", err))
 		}
@@ -176,7 +178,7 @@ func Setup(ctx context.Context, getenv func(string) string, opts Options) (*Tele
 		// crawl run at its end, so that nothing is exported from a frozen container.
 		t.meter = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(time.Minute))))
-		UseMeter(t.meter)
+		metrics.UseMeter(t.meter)
 	}
 	return t, nil
 }

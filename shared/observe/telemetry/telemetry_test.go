@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+
 	"github.com/aws/aws-lambda-go/events"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -187,16 +189,16 @@ func TestSetup(t *testing.T) {
 	}))
 	defer srv.Close()
 	on, err := telemetry.Setup(ctx, env(map[string]string{telemetry.EnvEndpoint: srv.URL}), telemetry.Options{Service: "s"})
-	if err != nil || !telemetry.Enabled() || !telemetry.MetricsEnabled() {
-		t.Fatalf("with an endpoint: %v, tracing %v, metrics %v; want both on", err, telemetry.Enabled(), telemetry.MetricsEnabled())
+	if err != nil || !telemetry.Enabled() || !metrics.Enabled() {
+		t.Fatalf("with an endpoint: %v, tracing %v, metrics %v; want both on", err, telemetry.Enabled(), metrics.Enabled())
 	}
-	telemetry.Admitted(ctx, 1)
+	metrics.Admitted(ctx, 1)
 	_, span := telemetry.StartRecord(ctx, events.SQSMessage{MessageId: "m"})
 	telemetry.EndRecord(span, nil)
 	if err := on.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	if telemetry.Enabled() || telemetry.MetricsEnabled() {
+	if telemetry.Enabled() || metrics.Enabled() {
 		t.Errorf("still on after Shutdown")
 	}
 	mu.Lock()

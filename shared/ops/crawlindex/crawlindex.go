@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
-	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
 )
 
 // Prefix is where crawl indexes are stored.
-const Prefix = "indexes/"
+const Prefix = layout.Indexes
 
 // Key is the key of crawl's index.
 func Key(crawl string) string { return Prefix + crawl + warcfile.IndexSuffix }
@@ -41,7 +42,7 @@ func Build(ctx context.Context, s Store, crawl string, progress func(done, total
 	if crawl == "" || strings.ContainsAny(crawl, "/#") {
 		return Result{}, fmt.Errorf("crawl id %q: want a crawl's id, as crawl status lists them", crawl)
 	}
-	prefix := fetcher.PagesPrefix + crawl + "/"
+	prefix := layout.PagesDir(crawl)
 	keys, err := s.List(ctx, prefix)
 	if err != nil {
 		return Result{}, fmt.Errorf("list the WARC files of %s: %w", crawl, err)

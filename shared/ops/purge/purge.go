@@ -20,11 +20,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/optout"
-	"github.com/crawlstack/crawlstack/shared/crawl/records"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
-	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
 	"github.com/crawlstack/crawlstack/shared/port/blob"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -61,7 +61,7 @@ type Purger struct {
 }
 
 // AuditPrefix is where the audit records lie: audit/purge/<time>-<target>.json.
-const AuditPrefix = "audit/purge/"
+const AuditPrefix = layout.Audit
 
 // Purge does what r asks and returns what it did (or, with DryRun, would do). An error names the
 // step and the object it failed on; what was done before it is in the report, and running the
@@ -135,7 +135,7 @@ func (p *Purger) crawls(ctx context.Context, asked []string) ([]string, error) {
 	for _, c := range list {
 		known[c.ID] = true
 	}
-	for _, prefix := range []string{fetcher.PagesPrefix, records.Prefix + "crawl="} {
+	for _, prefix := range []string{layout.Pages, layout.RecordsCrawls} {
 		keys, err := p.B.List(ctx, prefix)
 		if err != nil {
 			return nil, fmt.Errorf("purge: list %s: %w", prefix, err)

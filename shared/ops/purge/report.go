@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/optout"
-	"github.com/crawlstack/crawlstack/shared/crawl/quarantine"
-	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
 )
 
 // Report is what a purge did (or, dry-running, would do). Stored as JSON, it is the audit record.
@@ -54,7 +54,7 @@ func (r Report) Totals() CrawlReport {
 
 // leftoverPrefixes hold objects that may name a URL and that a purge does not change: the seed
 // files, the quarantined messages and the crawls' reports.
-var leftoverPrefixes = []string{"seeds/", quarantine.Prefix, scheduler.ReportsPrefix}
+var leftoverPrefixes = []string{layout.Seeds, layout.Quarantine, layout.Crawls}
 
 // leftovers lists the objects under leftoverPrefixes that name value.
 func (p *Purger) leftovers(ctx context.Context, value string) ([]string, error) {

@@ -8,9 +8,10 @@ import (
 	"path"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
-	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
 	"github.com/crawlstack/crawlstack/shared/port/blob"
 )
 
@@ -48,7 +49,7 @@ func (f *warcFile) find(url string, old int64) (warcfile.Span, bool) {
 // (a purge stopped between the two writes) is written again. It returns every file of the crawl
 // as it is now, with its lines of the crawl's index when crawlIndex is set.
 func (p *Purger) warcs(ctx context.Context, crawl string, m matcher, gone []crawlstate.URL, crawlIndex bool, cr *CrawlReport) (map[string]*warcFile, error) {
-	prefix := fetcher.PagesPrefix + crawl + "/"
+	prefix := layout.PagesDir(crawl)
 	keys, err := p.B.List(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list the WARC files: %w", err)

@@ -1,4 +1,9 @@
-package telemetry
+// Package metrics records the crawl's OpenTelemetry metrics (pages by outcome, fetches, admissions,
+// politeness waits, requeues, message age, billed units) through the OTel metric API alone, so that
+// the crawl domain and the handlers can count without linking an SDK or an exporter. Until a
+// provider is installed (UseMeter, which observe/telemetry's Setup calls) every helper returns at
+// once.
+package metrics
 
 import (
 	"context"
@@ -29,14 +34,17 @@ type instruments struct {
 	costUnits     map[string]metric.Float64Counter // crawl.cost.<unit>, by unit name
 }
 
+// ScopeName names the crawler's meter (and observe/telemetry's tracer).
+const ScopeName = "github.com/crawlstack/crawlstack"
+
 var (
 	inst        atomic.Pointer[instruments] // nil: metrics are off
 	emptyAttrs  = metric.WithAttributes()
 	secondsHist = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 )
 
-// MetricsEnabled reports whether metrics are being recorded.
-func MetricsEnabled() bool { return inst.Load() != nil }
+// Enabled reports whether metrics are being recorded.
+func Enabled() bool { return inst.Load() != nil }
 
 func meters() *instruments { return inst.Load() }
 
@@ -90,7 +98,7 @@ func newInstruments(m metric.Meter) *instruments {
 // has one; a link refused for a spent budget or a stopped crawl (a class with no outcome) becomes
 // crawl.refusals. Other keys (seen, parse errors, ledger units) and decrements are not pages.
 func CountStates(ctx context.Context, add map[string]int64) {
-	if !MetricsEnabled() {
+	if !Enabled() {
 		return
 	}
 	class := ""
@@ -116,7 +124,7 @@ func CountStates(ctx context.Context, add map[string]int64) {
 
 // Admitted counts n URLs admitted to a crawl.
 func Admitted(ctx context.Context, n int) {
-	if MetricsEnabled() && n > 0 {
+	if Enabled() && n > 0 {
 		meters().admissions.Add(ctx, int64(n))
 	}
 }
@@ -124,14 +132,14 @@ func Admitted(ctx context.Context, n int) {
 // DedupHits counts n links dropped as known by layer ("memory": the frontier's warm cache of
 // confirmed URLs; "table": the table, after the Bloom filter or its conditional write).
 func DedupHits(ctx context.Context, layer string, n int) {
-	if MetricsEnabled() && n > 0 {
+	if Enabled() && n > 0 {
 		meters().dedupHits.Add(ctx, int64(n), metric.WithAttributes(attribute.String("layer", layer)))
 	}
 }
 
 // PolitenessWait counts a wait in place of d for a host's slot.
 func PolitenessWait(ctx context.Context, d time.Duration) {
-	if MetricsEnabled() && d > 0 {
+	if Enabled() && d > 0 {
 		meters().waits.Add(ctx, 1)
 		meters().waitTime.Add(ctx, d.Seconds())
 	}
@@ -140,7 +148,7 @@ func PolitenessWait(ctx context.Context, d time.Duration) {
 // Requeued counts a fetch message sent back to wait: for its politeness slot ("slot"), for a
 // retry ("retry"), or for a fresh invocation or a host's turn ("wait").
 func Requeued(ctx context.Context, reason string) {
-	if MetricsEnabled() {
+	if Enabled() {
 		meters().requeues.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
 	}
 }
@@ -151,7 +159,7 @@ var CostUnitNames = []string{"sqs_requests", "ddb_read_units", "ddb_write_units"
 
 // CostUnits records the billed units of one invocation (package meter).
 func CostUnits(ctx context.Context, u cost.Units) {
-	if !MetricsEnabled() {
+	if !Enabled() {
 		return
 	}
 	values := []float64{float64(u.SQSRequests), u.DynamoDBReadUnits, u.DynamoDBWriteUnits, float64(u.S3ClassA),
@@ -163,16 +171,16 @@ func CostUnits(ctx context.Context, u cost.Units) {
 	}
 }
 
-// messageAge records how long a record waited in its queue.
-func messageAge(ctx context.Context, queue string, sentAt time.Time) {
-	if MetricsEnabled() && !sentAt.IsZero() {
+// MessageAge records how long a record waited in its queue.
+func MessageAge(ctx context.Context, queue string, sentAt time.Time) {
+	if Enabled() && !sentAt.IsZero() {
 		meters().messageAge.Record(ctx, max(time.Since(sentAt).Seconds(), 0), metric.WithAttributes(attribute.String("queue", queue)))
 	}
 }
 
-// fetched records one outbound fetch.
-func fetched(ctx context.Context, kind, class string, bytes int, d time.Duration) {
-	if !MetricsEnabled() {
+// Fetched records one outbound fetch.
+func Fetched(ctx context.Context, kind, class string, bytes int, d time.Duration) {
+	if !Enabled() {
 		return
 	}
 	m := meters()
@@ -180,3 +188,6 @@ func fetched(ctx context.Context, kind, class string, bytes int, d time.Duration
 	m.fetchBytes.Add(ctx, int64(bytes), emptyAttrs)
 	m.fetchDuration.Record(ctx, d.Seconds(), emptyAttrs)
 }
+
+// Off turns metrics off (observe/telemetry's Stop, before it shuts its provider down).
+func Off() { inst.Store(nil) }
