@@ -35,7 +35,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
 	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
-	"github.com/crawlstack/crawlstack/shared/handler/turn"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 	"github.com/crawlstack/crawlstack/shared/local/fileblob"
 	"github.com/crawlstack/crawlstack/shared/local/handoff"
 	"github.com/crawlstack/crawlstack/shared/local/sqlite"

@@ -19,7 +19,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
-	"github.com/crawlstack/crawlstack/shared/handler/turn"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 	"github.com/crawlstack/crawlstack/shared/port/blob"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"

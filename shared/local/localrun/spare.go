@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/crawlstack/crawlstack/shared/handler/turn"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 // Spares: a source's handler that calls turn.GiveBack while it waits (fetch, on its WARC file's

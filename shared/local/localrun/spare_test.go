@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/crawlstack/crawlstack/shared/handler/turn"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 // concurrency tracks how many handlers run at once, and the most that did.

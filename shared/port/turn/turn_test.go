@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/crawlstack/crawlstack/shared/handler/turn"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 func TestGiveBackCallsTheInvokersFunction(t *testing.T) {
