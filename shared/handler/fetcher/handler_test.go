@@ -35,11 +35,11 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
 	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
-	"github.com/crawlstack/crawlstack/shared/port/turn"
 	"github.com/crawlstack/crawlstack/shared/local/fileblob"
 	"github.com/crawlstack/crawlstack/shared/local/handoff"
 	"github.com/crawlstack/crawlstack/shared/local/sqlite"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 	"github.com/crawlstack/crawlstack/shared/testkit/embedtest"
 )
 

@@ -19,10 +19,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
-	"github.com/crawlstack/crawlstack/shared/port/turn"
 	"github.com/crawlstack/crawlstack/shared/port/blob"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 // PagesPrefix is where fetch writes its WARC files.
