@@ -44,13 +44,9 @@ type Ports struct {
 // Secrets Manager clients); the parse and schedule functions pass nil and do not link them.
 type ReadProxies func(ctx context.Context, cfg aws.Config, ref proxysecret.Ref) ([]string, error)
 
-// Open loads the SDK configuration (AWS_ENDPOINT_URL and the per-service variables select
-// LocalStack or the emulators) and builds the adapters for the named table and bucket.
-func Open(ctx context.Context, tableName, bucket string) (Ports, error) {
-	return open(ctx, tableName, bucket, nil)
-}
-
-// open is Open with the recorder rec (nil: none) on every client.
+// open loads the SDK configuration (AWS_ENDPOINT_URL and the per-service variables select
+// LocalStack or the emulators) and builds the adapters for the named table and bucket, with the
+// recorder rec (nil: none) on every client.
 func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorder) (Ports, error) {
 	if strings.TrimSpace(tableName) == "" || strings.TrimSpace(bucket) == "" {
 		return Ports{}, errors.New("the table and the bucket must be named (CRAWL_TABLE, CRAWL_BUCKET)")

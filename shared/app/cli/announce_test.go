@@ -77,7 +77,7 @@ func TestCrawlRunEndsWithItsEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crawl := CrawlOf(be, "seeds.txt", body)
+	crawl := crawlOf(be, "seeds.txt", body)
 	be.Close()
 	blocker := filepath.Join(state, "blobs", layout.Finished(crawl))
 	if err := os.MkdirAll(filepath.Join(blocker, "in-the-way"), 0o755); err != nil {

@@ -301,7 +301,7 @@ func heldAfterKill(t *testing.T, state, seedFile string) map[string]bool {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	held, err := e2etest.Held(context.Background(), be.Table, CrawlOf(be, filepath.Base(seedFile), body))
+	held, err := e2etest.Held(context.Background(), be.Table, crawlOf(be, filepath.Base(seedFile), body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,8 +49,8 @@ func startSeed(ctx context.Context, be *Backend, res Resources, key, version str
 	return nil
 }
 
-// CrawlOf is the id of the crawl that StartCrawl starts for a seed file of that name and body.
-func CrawlOf(be *Backend, name string, body []byte) string {
+// crawlOf is the id of the crawl that StartCrawl starts for a seed file of that name and body.
+func crawlOf(be *Backend, name string, body []byte) string {
 	key, version := seedObject(be, name, body)
 	return scheduler.CrawlID(be.Bucket, key, version)
 }

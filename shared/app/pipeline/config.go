@@ -89,7 +89,7 @@ type Config struct {
 
 	// BudgetUSD stops a crawl from admitting URLs once its ledger costs this much (0: no budget).
 	BudgetUSD float64
-	// Prices overrides some of the prices the ledger is costed at (cost.ParsePrices: "sqs=0.40,...").
+	// Prices overrides some of the prices the ledger is costed at (cost.Prices.Override: "sqs=0.40,...").
 	Prices string
 
 	// RunCheck is how long the handlers keep a crawl's run state (pause, resume, stop) once read

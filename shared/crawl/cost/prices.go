@@ -12,7 +12,7 @@ import (
 type Price struct {
 	// USD is the price in dollars per the unit that the Prices field names.
 	USD float64
-	// Source is the page that publishes the price, or "override" for a price set by ParsePrices.
+	// Source is the page that publishes the price, or "override" for a price set by Override.
 	Source string
 	// Checked is the date (YYYY-MM-DD) the price was last checked against its source.
 	Checked string
@@ -73,7 +73,7 @@ func DefaultPrices() Prices {
 	}
 }
 
-// priceKeys maps the names that Override and ParsePrices accept to the Prices fields.
+// priceKeys maps the names that Override accepts to the Prices fields.
 var priceKeys = map[string]func(*Prices) *Price{
 	"sqs":             func(p *Prices) *Price { return &p.SQSPerMillion },
 	"ddb_write":       func(p *Prices) *Price { return &p.DynamoDBWritePerMillion },
@@ -85,7 +85,7 @@ var priceKeys = map[string]func(*Prices) *Price{
 	"logs_gb":         func(p *Prices) *Price { return &p.LogsPerGB },
 }
 
-// PriceKeys returns the names that Override and ParsePrices accept, sorted.
+// PriceKeys returns the names that Override accepts, sorted.
 func PriceKeys() []string {
 	keys := make([]string, 0, len(priceKeys))
 	for k := range priceKeys {
@@ -93,12 +93,6 @@ func PriceKeys() []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// ParsePrices returns DefaultPrices with the overrides in s applied (see Prices.Override), for a
-// flag or an environment variable.
-func ParsePrices(s string) (Prices, error) {
-	return DefaultPrices().Override(s)
 }
 
 // Override returns p with the prices that s names replaced. s is a comma-separated list of

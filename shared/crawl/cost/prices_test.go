@@ -48,8 +48,8 @@ func TestDefaultPricesHaveSources(t *testing.T) {
 	}
 }
 
-func TestParsePrices(t *testing.T) {
-	p, err := ParsePrices(" sqs=0.5, ddb_write=1.25 ,s3_get=0,")
+func TestOverride(t *testing.T) {
+	p, err := DefaultPrices().Override(" sqs=0.5, ddb_write=1.25 ,s3_get=0,")
 	if err != nil {
 		t.Fatalf("ParsePrices: %v", err)
 	}
@@ -62,18 +62,18 @@ func TestParsePrices(t *testing.T) {
 	if p.DynamoDBReadPerMillion != DefaultPrices().DynamoDBReadPerMillion {
 		t.Errorf("ddb_read = %+v, want the default", p.DynamoDBReadPerMillion)
 	}
-	if p, err := ParsePrices(""); err != nil || p != DefaultPrices() {
-		t.Errorf(`ParsePrices("") = %+v, %v, want the defaults`, p, err)
+	if p, err := DefaultPrices().Override(""); err != nil || p != DefaultPrices() {
+		t.Errorf(`DefaultPrices().Override("") = %+v, %v, want the defaults`, p, err)
 	}
 	// Every name is accepted.
 	for _, k := range PriceKeys() {
-		if _, err := ParsePrices(k + "=1"); err != nil {
-			t.Errorf("ParsePrices(%s=1): %v", k, err)
+		if _, err := DefaultPrices().Override(k + "=1"); err != nil {
+			t.Errorf("DefaultPrices().Override(%s=1): %v", k, err)
 		}
 	}
 }
 
-func TestParsePricesErrors(t *testing.T) {
+func TestOverrideErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"sqs", "want name=dollars"},
 		{"sqs=", "want name=dollars"},
@@ -87,9 +87,9 @@ func TestParsePricesErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			_, err := ParsePrices(tt.in)
+			_, err := DefaultPrices().Override(tt.in)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "parse prices: ") {
-				t.Errorf("ParsePrices(%q) error = %v, want one containing %q", tt.in, err, tt.want)
+				t.Errorf("DefaultPrices().Override(%q) error = %v, want one containing %q", tt.in, err, tt.want)
 			}
 		})
 	}

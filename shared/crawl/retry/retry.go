@@ -79,14 +79,10 @@ type Options struct {
 	DeferAfter time.Duration
 }
 
-// Do runs op until it succeeds, fails with a class that is not retryable (that error is
-// returned as is), or needs a wait that does not fit in maxQuick (a *Deferred is returned).
-// A Retry-After returned by op replaces the backoff wait. A cancelled ctx ends Do with ctx's error.
-func Do(ctx context.Context, maxQuick time.Duration, op Op) error {
-	return DoWith(ctx, Options{MaxQuick: maxQuick}, op)
-}
-
-// DoWith is Do with options.
+// DoWith runs op until it succeeds, fails with a class that is not retryable (that error is
+// returned as is), or needs a wait that does not fit in opts.MaxQuick (a *Deferred is returned).
+// A Retry-After returned by op replaces the backoff wait. A cancelled ctx ends DoWith with ctx's
+// error.
 func DoWith(ctx context.Context, opts Options, op Op) error {
 	inner := opts.BackOff
 	if inner == nil {

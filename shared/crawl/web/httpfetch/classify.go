@@ -13,15 +13,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 )
 
-// IsNotFound reports whether err is a DNS answer that the name does not exist (NXDOMAIN or no
-// such host). That failure is permanent and classed errclass.DNS; other DNS failures (a
-// timeout, SERVFAIL, an unreachable server) are temporary and classed errclass.Timeout or
-// errclass.Connect, so that they are retried.
-func IsNotFound(err error) bool {
-	var de *net.DNSError
-	return errors.As(err, &de) && de.IsNotFound
-}
-
 // classify gives err an errclass class. Errors that already have one keep it.
 func classify(ctx context.Context, err error, idle *idleTimer) error {
 	var ce *errclass.Error
