@@ -1,4 +1,4 @@
-package events
+package samples
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	lambdaevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
@@ -74,7 +74,7 @@ func TestBlobsHoldWhatTheSamplesReadFromTheBucket(t *testing.T) {
 
 // writeSampleBlobs writes the page's WARC file at path, and the span of its record into the
 // parse sample (its body and the body's MD5).
-func writeSampleBlobs(t *testing.T, path string, m message.Parse, rec lambdaevents.SQSMessage) {
+func writeSampleBlobs(t *testing.T, path string, m message.Parse, rec events.SQSMessage) {
 	b, spans, err := warcfile.Encode([]warcfile.Page{samplePage()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-// Package events holds the project's sample Lambda events: real-shaped JSON documents, as AWS
+// Package samples holds the project's sample Lambda events: real-shaped JSON documents, as AWS
 // delivers them, for the handler tests and for `crawl invoke` (see docs/events.md).
 //
 //   - s3-put-seed.json: an S3 ObjectCreated:Put notification for "seeds/my seeds.txt", wrapped in
@@ -10,7 +10,11 @@
 //
 // The URLs in the samples are on example.test, which never resolves: a test that fetches them
 // serves them itself and rewrites the host (see Rewrite).
-package events
+//
+// The folder is events/, where the project's layout puts sample events; the package is named
+// samples so that it never shadows aws-lambda-go's events package, whose types the samples decode
+// into.
+package samples
 
 import (
 	"embed"
@@ -18,7 +22,7 @@ import (
 	"fmt"
 	"strings"
 
-	lambdaevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // BlobsDir is the folder, beside the samples, of the bucket objects they make their handlers
@@ -62,8 +66,8 @@ func Rewrite(sample []byte, origin string) []byte {
 }
 
 // SQS returns the named sample as an SQS event.
-func SQS(name string) (lambdaevents.SQSEvent, error) {
-	var ev lambdaevents.SQSEvent
+func SQS(name string) (events.SQSEvent, error) {
+	var ev events.SQSEvent
 	b, err := Read(name)
 	if err != nil {
 		return ev, err

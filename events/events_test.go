@@ -1,4 +1,4 @@
-package events
+package samples
 
 import (
 	"crypto/md5"
@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	lambdaevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
@@ -82,9 +82,9 @@ func read(t *testing.T, name string) []byte {
 }
 
 // sqsEvent round-trips an SQS sample and checks what every SQS record carries.
-func sqsEvent(t *testing.T, name string) lambdaevents.SQSEvent {
+func sqsEvent(t *testing.T, name string) events.SQSEvent {
 	t.Helper()
-	ev := roundTrip[lambdaevents.SQSEvent](t, read(t, name))
+	ev := roundTrip[events.SQSEvent](t, read(t, name))
 	if len(ev.Records) == 0 {
 		t.Fatalf("%s has no records", name)
 	}
@@ -136,9 +136,9 @@ func TestS3PutSeed(t *testing.T) {
 }
 
 // roundTripS3 round-trips an S3 notification; aws-lambda-go adds urlDecodedKey on the way.
-func roundTripS3(t *testing.T, body []byte) lambdaevents.S3Event {
+func roundTripS3(t *testing.T, body []byte) events.S3Event {
 	t.Helper()
-	return roundTrip[lambdaevents.S3Event](t, body)
+	return roundTrip[events.S3Event](t, body)
 }
 
 func TestS3TestEvent(t *testing.T) {
@@ -190,7 +190,7 @@ func TestMessageBatches(t *testing.T) {
 func seedCrawl(t *testing.T) string {
 	t.Helper()
 	ev := sqsEvent(t, S3PutSeed)
-	var s3 lambdaevents.S3Event
+	var s3 events.S3Event
 	if err := json.Unmarshal([]byte(ev.Records[0].Body), &s3); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func seedCrawl(t *testing.T) string {
 }
 
 func TestEventBridgeTick(t *testing.T) {
-	ev := roundTrip[lambdaevents.EventBridgeEvent](t, read(t, EventBridgeTick))
+	ev := roundTrip[events.EventBridgeEvent](t, read(t, EventBridgeTick))
 	if ev.DetailType != "Scheduled Event" || ev.Source != "aws.events" || ev.Time.IsZero() || len(ev.Resources) != 1 {
 		t.Errorf("event = %+v, want an EventBridge scheduled event from one rule", ev)
 	}
@@ -224,7 +224,7 @@ func TestEverySampleIsTested(t *testing.T) {
 }
 
 func TestRewrite(t *testing.T) {
-	ev := lambdaevents.SQSEvent{}
+	ev := events.SQSEvent{}
 	if err := json.Unmarshal(Rewrite(read(t, SQSFetch), "http://127.0.0.1:8080/"), &ev); err != nil {
 		t.Fatal(err)
 	}
