@@ -1,4 +1,6 @@
-// Package scheduler is the schedule handler, the crawl's frontier. It takes three kinds of input:
+// Package scheduler is the schedule handler: it turns the crawl's inputs into Links messages and hands
+// their URLs to the frontier (package frontier, which decides what is admitted). It takes three
+// kinds of input:
 //
 //   - an S3 ObjectCreated notification for a seed file (delivered through the schedule queue):
 //     the seed file is read, bad lines are reported with their line numbers, and the good URLs are
