@@ -1,6 +1,7 @@
 // Package frontier is the crawl's frontier: it decides which URLs are admitted to a crawl, for the
-// schedule handler (package scheduler, which feeds it). For each URL of a Links message it normalises, checks scope, depth, traps and budgets, drops duplicates (a Bloom
-// filter in warm memory, confirmed by the table, then a conditional write) and sends fetch messages.
+// schedule handler (package scheduler, which feeds it). For each URL of a Links message it
+// normalises, checks scope, depth, traps and budgets, drops duplicates (a Bloom filter in warm
+// memory, confirmed by the table, then a conditional write) and sends fetch messages.
 // A schedule batch admits its Links messages one by one (Stage) and sends the fetch messages of all
 // of them at once (Send): the URLs due back at the same second share one message, whichever Links
 // message admitted them (a wide crawl's links come a host to a message, a second apart), which
