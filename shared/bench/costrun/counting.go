@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
@@ -28,7 +30,7 @@ type keyWrites struct {
 	t    table.Table
 	mu   sync.Mutex
 	n    map[string]int64
-	byFn map[string]map[string]int64 // function -> kind (kindOf) -> writes
+	byFn map[string]map[string]int64 // function -> kind (crawlstate.KindOf) -> writes
 }
 
 func (k *keyWrites) count(fn, key string) {
@@ -41,7 +43,7 @@ func (k *keyWrites) count(fn, key string) {
 	if k.byFn[fn] == nil {
 		k.byFn[fn] = map[string]int64{}
 	}
-	k.byFn[fn][kindOf(key)]++
+	k.byFn[fn][crawlstate.KindOf(key)]++
 }
 
 // of returns the table as the function fn writes it, its writes counted as fn's too.
@@ -84,43 +86,28 @@ func (f fnWrites) Delete(ctx context.Context, key string, c table.Cond) error {
 
 // perHost reports whether key is an item of one host: its politeness slot ("p#host") or its
 // budget in a crawl ("b#crawl#host"). Their writes are bounded by the host's rate.
-func perHost(key string) bool { return strings.HasPrefix(key, "p#") || strings.HasPrefix(key, "b#") }
+func perHost(key string) bool {
+	kind := crawlstate.KindOf(key)
+	return kind == "slot" || kind == "host budget"
+}
 
-// byKind returns the writes by kind of item, as the table's keys tell them: "url" (u#),
-// "groups" (r#, the claims and outcomes of a group of URLs, which a fetch message carries), "slot" (p#, a host's politeness slot), "host
-// budget" (b#), "crawl" (c#) and "other".
+// byKind returns the writes by kind of item, as the table's keys tell them (crawlstate.KindOf).
 func (k *keyWrites) byKind() map[string]int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := map[string]int64{}
 	for key, n := range k.n {
-		out[kindOf(key)] += n
+		out[crawlstate.KindOf(key)] += n
 	}
 	return out
 }
 
-func kindOf(key string) string {
-	switch {
-	case strings.HasPrefix(key, "u#"):
-		return "url"
-	case strings.HasPrefix(key, "r#"):
-		return "groups"
-	case strings.HasPrefix(key, "p#"):
-		return "slot"
-	case strings.HasPrefix(key, "b#"):
-		return "host budget"
-	case strings.HasPrefix(key, "c#"):
-		return "crawl"
-	}
-	return "other"
-}
-
-// hottestOf returns the item of the kind (see kindOf) that took the most writes.
+// hottestOf returns the item of the kind (see crawlstate.KindOf) that took the most writes.
 func (k *keyWrites) hottestOf(kind string) (key string, n int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for kk, nn := range k.n {
-		if kindOf(kk) == kind && nn > n {
+		if crawlstate.KindOf(kk) == kind && nn > n {
 			key, n = kk, nn
 		}
 	}

@@ -45,7 +45,7 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 	fmt.Fprintf(tw, "total\t\t%.2f\t\n", perM(c.Total))
 	tw.Flush()
 	var kinds []string
-	for _, k := range []string{"url", "groups", "slot", "host budget", "crawl", "other"} {
+	for _, k := range []string{"url", "groups", "parsed", "slot", "host budget", "crawl", "other"} {
 		if n := r.Writes[k]; n > 0 {
 			kinds = append(kinds, fmt.Sprintf("%s %.2f", k, per(float64(n))))
 		}

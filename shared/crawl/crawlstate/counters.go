@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/crawlstack/crawlstack/shared/observe/metrics"
@@ -46,9 +45,6 @@ func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) e
 // partition takes its 1,000 writes/s. Spread over 128 items it is 3 per 1,000 pages for each.
 // Reading them all (Counters) takes two BatchGetItem calls; nothing on the handlers' path does.
 const CounterShards = 128
-
-// ShardKey is the table key of counter shard n (0 to CounterShards-1) of the crawl.
-func ShardKey(crawl string, n int) string { return CrawlKey(crawl) + "#" + strconv.Itoa(n) }
 
 // shardKey returns the shard that the store's next counter write of the crawl goes to. A store
 // goes round a crawl's shards from a place picked at random, so that each of its writes lands on

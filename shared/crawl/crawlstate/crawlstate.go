@@ -14,10 +14,7 @@
 // its outcome are written in its group's item (outcomes.go), one write for all of a fetch
 // message's URLs each. Get and ScanURLs read a URL's state from there.
 //
-// Keys: "u#<crawl>#<sha256(url)>" for URLs, "r#<crawl>#<group>" for a group's claims and
-// outcomes, "c#<crawl>" for crawls, "c#<crawl>#<n>" for the crawl's counter shards,
-// "b#<crawl>#<host>" for the per-host page budget, and "p#<host>" for the politeness slot that
-// every crawl and worker shares.
+// The table's key layout is in one place, keys.go.
 package crawlstate
 
 import (
@@ -124,15 +121,6 @@ type Store struct {
 func New(t table.Table) *Store {
 	return &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
 }
-
-// URLKey is the table key of a URL item; key is urlnorm.Key of the normalised URL.
-func URLKey(crawl, key string) string { return "u#" + crawl + "#" + key }
-
-// CrawlKey is the table key of a crawl item.
-func CrawlKey(crawl string) string { return "c#" + crawl }
-
-func budgetKey(crawl, host string) string { return "b#" + crawl + "#" + host }
-func slotKey(host string) string          { return "p#" + host }
 
 // Page is where a fetched URL's response is stored, kept on its item so that a lost parse message
 // can be sent again without fetching the page again (the fetch stage's outbox).

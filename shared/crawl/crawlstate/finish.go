@@ -204,8 +204,7 @@ func (l Left) Done() bool { return l.Queued == 0 && l.Unparsed == 0 }
 // them). It scans the table, as Tally does: for the end of a crawl, not for its progress.
 func (s *Store) Drained(ctx context.Context, crawl string) (Counters, Left, error) {
 	parsed := map[string]bool{}
-	prefix := parsedKey(crawl, "")
-	prefix = prefix[:len(prefix)-32] // "m#<crawl>#": parsedKey ends in 32 hex digits
+	prefix := parsedPrefix(crawl)
 	err := s.t.Scan(ctx, prefix, func(key string, _ table.Item) error {
 		parsed[key] = true
 		return nil

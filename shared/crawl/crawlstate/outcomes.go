@@ -44,7 +44,6 @@ import (
 // A URL admitted without a group (Admit) is a group of its own, named by its key.
 
 // groupKey is the table key of a group's item.
-func groupKey(crawl, group string) string { return "r#" + crawl + "#" + group }
 
 // The attributes of a URL in its group's item: a letter, then the URL's short key.
 const (

@@ -2,21 +2,12 @@ package crawlstate
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
-
-// A parse message is marked done once, with one item for all its pages (a fetch batch's WARC
-// file), rather than one write on each page's URL item: "m#<crawl>#<sha256(name)>".
-func parsedKey(crawl, name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return "m#" + crawl + "#" + hex.EncodeToString(sum[:16])
-}
 
 // MarkMessageParsed records that the parse message named name (message.Parse.Name) is done. It
 // returns false when it already was.

@@ -25,12 +25,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
 // Key is the table key of the opt-out list.
-const Key = "x#optout"
+const Key = crawlstate.OptOutKey
 
 // Kind is what an entry matches.
 type Kind string

@@ -130,7 +130,7 @@ func (p *Purger) movePages(ctx context.Context, st *crawlstate.Store, crawl stri
 
 // budgets deletes the crawl's page budget items of the purged hosts ("b#<crawl>#<host>").
 func (p *Purger) budgets(ctx context.Context, crawl string, m matcher, cr *CrawlReport) error {
-	prefix := "b#" + crawl + "#"
+	prefix := crawlstate.BudgetPrefix(crawl)
 	var keys []string
 	err := p.T.Scan(ctx, prefix, func(key string, _ table.Item) error {
 		if m.matchHost(strings.TrimPrefix(key, prefix)) {

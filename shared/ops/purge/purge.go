@@ -189,8 +189,8 @@ func (m matcher) matchHost(host string) bool {
 // hostSlots deletes the politeness slot of the purged hosts, which every crawl shares ("p#host").
 func (p *Purger) hostSlots(ctx context.Context, m matcher) error {
 	var keys []string
-	err := p.T.Scan(ctx, "p#", func(key string, _ table.Item) error {
-		if m.matchHost(strings.TrimPrefix(key, "p#")) {
+	err := p.T.Scan(ctx, crawlstate.SlotPrefix, func(key string, _ table.Item) error {
+		if m.matchHost(strings.TrimPrefix(key, crawlstate.SlotPrefix)) {
 			keys = append(keys, key)
 		}
 		return nil
