@@ -187,7 +187,7 @@ func validName(name string) bool {
 // commits the writes made at once together, so a message of a few hundred new links (a crawl's
 // first pages) is admitted in fewer commits. At the start of a crawl of a site answering in 200 ms,
 // its first 1.2 s kept 17.9 fetches in flight on average with 32, against 17.3 to 17.8 with 8
-// (medians of 6 and 8 alternated runs; docs/bench.md, round thirteen).
+// (medians of 6 and 8 alternated runs; docs/bench-history.md, round thirteen).
 const embeddedAdmitConcurrency = 32
 
 // config turns the flags into the pipeline's configuration.
