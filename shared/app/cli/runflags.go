@@ -65,8 +65,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // runFlags defines the flags of `crawl run` (and of `crawl demo` after "--", without the
 // seed file's) on a new flag set that fills o. Their usage strings are the flags' one
-// documentation: `crawl run --help` prints them, and the README's flag table is generated from
-// them (TestREADMEFlagTable).
+// documentation: `crawl run --help` prints them, and the flag table of docs/cli.md is generated
+// from them (TestCLIDocFlagTable).
 func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	d := pipeline.DefaultConfig()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
