@@ -200,7 +200,7 @@ func crawlOnce(ctx context.Context, o benchOptions, crawler string, spec siteSpe
 	}
 	// The earlier runs' files are written back now, not while this one crawls: the kernel writes
 	// dirty pages back some 30 s after they were written, and a crawler's file syncs wait behind
-	// that writeback (docs/bench.md, round twelve).
+	// that writeback (docs/bench-history.md, round twelve).
 	syscall.Sync()
 	before, known := readCPUTimes()
 	track.restart()

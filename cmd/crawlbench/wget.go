@@ -9,7 +9,7 @@ import (
 // one connection kept alive, robots.txt honoured (its default), every page saved into dir. The
 // pages stay until the set of runs ends, as ours' files do: wget's --delete-after removed 10,000
 // files during a set, and on ext4 without a journal the next run's file creates then step over
-// every inode freed in the last minutes (docs/bench.md, round seventeen).
+// every inode freed in the last minutes (docs/bench-history.md, round seventeen).
 func wgetArgs(url, dir string) []string {
 	return []string{"--recursive", "--level=inf", "--no-parent", "--no-directories",
 		"--quiet", "--execute", "robots=on", "--directory-prefix", dir, url}

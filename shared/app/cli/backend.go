@@ -157,7 +157,7 @@ func (b *Backend) Setup(ctx context.Context, s QueueSettings) (Resources, error)
 // file holds its P while the kernel writes (a millisecond or so), until the runtime's monitor
 // hands the P to another thread; with the embedded backend's thousands of syncs per crawl, the
 // cores sat idle while goroutines were ready to run: busy 81% of the time. With a spare P they
-// were busy 87% and a 10,000-page crawl took about 7% less time (docs/bench.md, round eight).
+// were busy 87% and a 10,000-page crawl took about 7% less time (docs/bench-history.md, round eight).
 // Runs in one process (tests) share the one spare P.
 func spareProc() (giveBack func()) {
 	if os.Getenv("GOMAXPROCS") != "" {

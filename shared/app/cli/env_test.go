@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestFlagsOverEnvironmentOverDefaults runs the built command with CRAWL_* variables, as the
-// README documents them: a variable sets its flag's value, a flag on the command line wins over
+// TestFlagsOverEnvironmentOverDefaults runs the built command with CRAWL_* variables, as
+// docs/cli.md documents them: a variable sets its flag's value, a flag on the command line wins over
 // it, and a bad value names the variable. The site counts what each run fetched.
 func TestFlagsOverEnvironmentOverDefaults(t *testing.T) {
 	site, seeds := demoSeeds(t, 10, 4, 500)

@@ -131,7 +131,7 @@ func (h cmdHelp) render(fs *flag.FlagSet) string {
 	return b.String()
 }
 
-// argNames are the placeholders of the flags' values in help and in the README.
+// argNames are the placeholders of the flags' values in help and in docs/cli.md.
 var argNames = map[string]string{
 	"state": "DIR", "backend": "embedded|aws", "scope": "host|domain|any", "user-agent": "UA", "allow-net": "CIDR",
 	"include": "RE", "exclude": "RE", "tls-fingerprint": "chrome", "prices": "k=v,...", "name": "NAME",
@@ -269,9 +269,9 @@ func version() string {
 	return fmt.Sprintf("%s, commit %s (%s%s)", out, rev, when, modified)
 }
 
-// Markers around the README's generated table of crawl run flags.
+// Markers around the generated table of crawl run flags in docs/cli.md.
 const (
-	tableStart = "<!-- crawl run flags: generated from the flag definitions (TestREADMEFlagTable); edit them, not this table -->\n"
+	tableStart = "<!-- crawl run flags: generated from the flag definitions (TestCLIDocFlagTable); edit them, not this table -->\n"
 	tableEnd   = "<!-- end of crawl run flags -->\n"
 )
 
@@ -292,12 +292,12 @@ func flagTable(fs *flag.FlagSet) string {
 	return b.String()
 }
 
-// flagTableIn is the generated table in a README, markers included.
+// flagTableIn is the generated table in a document, markers included.
 func flagTableIn(readme string) (string, error) {
 	i := strings.Index(readme, tableStart)
 	j := strings.Index(readme, tableEnd)
 	if i < 0 || j < i {
-		return "", errors.New("the README has no generated flag table (its markers are missing)")
+		return "", errors.New("the document has no generated flag table (its markers are missing)")
 	}
 	return readme[i : j+len(tableEnd)], nil
 }

@@ -75,14 +75,15 @@ func TestVersionNamesTheCommit(t *testing.T) {
 	}
 }
 
-// updateREADME rewrites the README's generated flag table instead of checking it.
-var updateREADME = flag.Bool("update-readme", false, "rewrite the README's crawl run flag table from the flag definitions")
+// updateCLIDoc rewrites the generated flag table of docs/cli.md instead of checking it.
+var updateCLIDoc = flag.Bool("update-cli-doc", false, "rewrite the crawl run flag table of docs/cli.md from the flag definitions")
 
-// TestREADMEFlagTable holds the README's table of crawl run flags to the flag definitions, the
-// one place each flag is documented: `go test ./shared/app/cli -run TestREADMEFlagTable -update-readme`
-// writes it.
-func TestREADMEFlagTable(t *testing.T) {
-	const path = "../../../README.md"
+// TestCLIDocFlagTable holds the table of crawl run flags in docs/cli.md, the command reference, to
+// the flag definitions, the one place each flag is documented:
+// `go test ./shared/app/cli -run TestCLIDocFlagTable -update-cli-doc` writes it. The README links
+// to that page and keeps no table of its own.
+func TestCLIDocFlagTable(t *testing.T) {
+	const path = "../../../docs/cli.md"
 	body, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -95,13 +96,13 @@ func TestREADMEFlagTable(t *testing.T) {
 	if got == want {
 		return
 	}
-	if *updateREADME {
+	if *updateCLIDoc {
 		if err := os.WriteFile(path, []byte(strings.Replace(string(body), got, want, 1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("the README's flag table differs from the flags of crawl run; run\n  go test ./shared/app/cli -run TestREADMEFlagTable -update-readme\nwant:\n%s\ngot:\n%s", want, got)
+	t.Errorf("the flag table of docs/cli.md differs from the flags of crawl run; run\n  go test ./shared/app/cli -run TestCLIDocFlagTable -update-cli-doc\nwant:\n%s\ngot:\n%s", want, got)
 }
 
 // TestErrorsSayOneThingAndNameTheFlag runs the built command with bad input: each bad seed line

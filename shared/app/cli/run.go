@@ -184,7 +184,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	if be.SyncsFiles {
 		defer spareProc()()
 	}
-	defer gctune.Start()() // less collection for some memory (docs/bench.md, round fifteen)
+	defer gctune.Start()() // less collection for some memory (docs/bench-history.md, round fifteen)
 	if o.Backend == "embedded" {
 		unlock, err := lockState(o.State)
 		if err != nil {
@@ -422,11 +422,11 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // them (the run's Config.FetchInFlight). With one set of batches, a crawl of a site that answers
 // in 50 ms had 19 to 21 of its 32 fetches in flight on average, at 0.60x to 0.67x of the pages/s
 // of a client that GETs the known URL list; with two, 25 to 26, at 0.78x to 0.83x
-// (docs/bench.md). At most about fetchSets x concurrency pages are fetched but not yet recorded at any
+// (docs/bench-history.md, round ten). At most about fetchSets x concurrency pages are fetched but not yet recorded at any
 // moment: the most a crash can make the next run fetch again. A batch that has recorded its pages
 // and only waits for its file's sync lends its turn to a spare (fetchSpares): on a busy disk a
 // 5,000-page crawl at 50 ms took 9.3 to 10.7 s instead of 10.4 to 11.7 s, and the same as before
-// on a quiet one (docs/bench.md, round sixteen).
+// on a quiet one (docs/bench-history.md, round sixteen).
 //
 // Unlike the stack, schedule and parse also take batches of up to 10, with no batching window:
 // on the embedded backend a batch costs no billed request, and `make bench` was no faster with

@@ -65,8 +65,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // runFlags defines the flags of `crawl run` (and of `crawl demo` after "--", without the
 // seed file's) on a new flag set that fills o. Their usage strings are the flags' one
-// documentation: `crawl run --help` prints them, and the README's flag table is generated from
-// them (TestREADMEFlagTable).
+// documentation: `crawl run --help` prints them, and the flag table of docs/cli.md is generated
+// from them (TestCLIDocFlagTable).
 func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	d := pipeline.DefaultConfig()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -187,7 +187,7 @@ func validName(name string) bool {
 // commits the writes made at once together, so a message of a few hundred new links (a crawl's
 // first pages) is admitted in fewer commits. At the start of a crawl of a site answering in 200 ms,
 // its first 1.2 s kept 17.9 fetches in flight on average with 32, against 17.3 to 17.8 with 8
-// (medians of 6 and 8 alternated runs; docs/bench.md, round thirteen).
+// (medians of 6 and 8 alternated runs; docs/bench-history.md, round thirteen).
 const embeddedAdmitConcurrency = 32
 
 // config turns the flags into the pipeline's configuration.

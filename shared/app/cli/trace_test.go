@@ -50,7 +50,7 @@ func (g spanGraph) ancestors(s tracetest.SpanStub) map[trace.SpanID]tracetest.Sp
 }
 
 // path walks back from s to a root, by the parent or else the first link, and prints each span
-// as a person reading the trace would see it (the README shows one).
+// as a person reading the trace would see it (docs/operating.md shows one).
 func (g spanGraph) path(s tracetest.SpanStub) string {
 	var b strings.Builder
 	for i := 0; i < 64; i++ {

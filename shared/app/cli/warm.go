@@ -16,7 +16,7 @@ import (
 // warmRobots starts fetching the robots.txt files of the seeds' first origins, as many as the run
 // fetches at once, before the run opens its state, and returns fetch's HTTP side for the pipeline
 // to use (nil when it warms nothing). A new state takes 20 to 40 ms to set up before fetch's first
-// request (docs/bench.md, round eighteen); meanwhile the robots.txt files are on their way, and
+// request (docs/bench-history.md, round eighteen); meanwhile the robots.txt files are on their way, and
 // fetch's first check of each host waits for the rest of its fetch only.
 //
 // Only for a URL list on a new embedded state. A crawl spec may ask for its own User-Agent,

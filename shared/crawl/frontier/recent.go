@@ -8,7 +8,7 @@ import "sync"
 // collector never scans it. It replaced hashicorp/golang-lru, whose list of 100,000 keys was a third
 // of a 100,000-page crawl's live heap, 132 bytes a key, all of it scanned at every collection:
 // without it such a crawl spent half the collector's CPU (gctrace) and 7.6% less CPU in all
-// (docs/bench.md, round twenty-one). Its eviction is by age alone, as the LRU's was in effect: the
+// (docs/bench-history.md, round twenty-one). Its eviction is by age alone, as the LRU's was in effect: the
 // frontier looks with Contains, which never made a key younger, and adds a key once the table has
 // confirmed it, that is when the set did not hold it.
 type recentSet struct {

@@ -168,7 +168,7 @@ func compress(rec gowarc.WarcRecord, sizeHint int) ([]byte, error) {
 
 // pooledCopy is a record whose block the marshaler copies with a reused buffer. gowarc's marshaler
 // copies a block with io.Copy, and the io.MultiReader that its HTTP blocks return allocates a new
-// 32 KiB buffer for each copy: two a page, 22% of the bytes a crawl allocated (docs/bench.md,
+// 32 KiB buffer for each copy: two a page, 22% of the bytes a crawl allocated (docs/bench-history.md,
 // rounds fifteen and seventeen).
 type pooledCopy struct{ gowarc.WarcRecord }
 

@@ -117,7 +117,7 @@ type Config struct {
 	IndexEachFile bool
 }
 
-// DefaultConfig returns the defaults documented in the README.
+// DefaultConfig returns the defaults documented in docs/safety.md and docs/cli.md.
 func DefaultConfig() Config {
 	return Config{HostRPS: 1, HostConcurrency: 2, Concurrency: 10, MaxReceive: 5, Lease: 5 * time.Minute,
 		MaxQuickRetry: 10 * time.Second, Policy: retry.DefaultPolicy(), MaxWaits: 2000, PauseWait: DefaultPauseWait,

@@ -5,7 +5,7 @@ import "time"
 // workers run functions on goroutines that, when a function returns, wait up to idleFor for the
 // next one instead of ending. A record's handler grows its goroutine's stack (SQLite, the HTML
 // tokenizer, gzip); with a new goroutine for every record, copying stacks as they grew was 4% of
-// a crawl's CPU (docs/bench.md, round seventeen).
+// a crawl's CPU (docs/bench-history.md, round seventeen).
 type workers struct {
 	work    chan func()
 	idleFor time.Duration

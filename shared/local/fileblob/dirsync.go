@@ -8,7 +8,7 @@ import (
 // dirSyncs makes each directory sync count for every object moved into the directory before the
 // sync began. An object whose move such a sync covers, done or under way, does not sync the
 // directory again: a fetch batch's WARC file and its index share one sync, and so do the batches
-// that sync the same directory at once (docs/bench.md, round seventeen).
+// that sync the same directory at once (docs/bench-history.md, round seventeen).
 type dirSyncs struct {
 	moves atomic.Uint64 // the objects moved into place so far, in this process
 

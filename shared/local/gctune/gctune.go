@@ -18,7 +18,7 @@ import (
 )
 
 // The settings. A crawl of 100,000 pages on the embedded backend keeps its peak RSS under 150 MiB
-// with them (docs/bench.md, round fifteen).
+// with them (docs/bench-history.md, round fifteen).
 const (
 	Percent  = 200
 	Floor    = 96 << 20

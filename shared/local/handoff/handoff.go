@@ -28,7 +28,7 @@ import (
 
 // Defaults for New. With 16 MiB, a 10,000-page crawl of round eight (fetch running further ahead
 // of parse) found the handoff full for 1,561 and 2,790 pages, which parse then read back from
-// their WARC files; with 32 MiB it was about 3% faster, with 4% less CPU (docs/bench.md).
+// their WARC files; with 32 MiB it was about 3% faster, with 4% less CPU (docs/bench-history.md).
 const (
 	DefaultMaxBytes = 32 << 20
 	DefaultMaxAge   = time.Minute

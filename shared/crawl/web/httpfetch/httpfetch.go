@@ -301,7 +301,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 				// The request waiting for this slot is now ready to run, but only on this P once
 				// this goroutine stops (its caller goes on to store the page): yield, so that it
 				// goes out now. A crawl at 50 ms a page kept 31.1 of 32 requests in flight
-				// instead of 30.7 (docs/bench.md, round twelve).
+				// instead of 30.7 (docs/bench-history.md, round twelve).
 				runtime.Gosched()
 			}()
 		case <-ctx.Done():
