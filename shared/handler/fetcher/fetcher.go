@@ -2,7 +2,7 @@
 // and the host's politeness slot, GETs the page with class-aware retries, stores the responses of
 // the batch in one WARC file, sends one parse message naming the file's pages, and records each
 // URL's terminal state. A fetch message may carry several URLs; each is worked on as if it came
-// alone (see split.go).
+// alone (see work.go).
 //
 // Waiting never burns receive counts (DESIGN invariant 4): a URL that must wait for its host, or for
 // a long Retry-After, is re-sent with a delay and its current message is acknowledged. A transient
@@ -25,7 +25,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/recrawl"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
-	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
@@ -176,17 +175,18 @@ func New(cfg Config, d Deps) *Handler {
 	}
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
+	cfg.Concurrency = b.Concurrency
 	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
 		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, optOuts: d.OptOuts, Now: time.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.
 type fetched struct {
-	rec  events.SQSMessage
+	w    *work
 	msg  *message.Fetch
 	key  string
 	prev crawlstate.State
-	// owner is the claim's owner: the id of the record's message (ownerOf); group is the URL's
+	// owner is the claim's owner: the id of the work's message (work.owner); group is the URL's
 	// group, where it is claimed and recorded (crawlstate.GroupOf).
 	owner, group string
 	// claimed: the URL is held for owner (see claim); prev is its state when claimed.
@@ -204,44 +204,38 @@ type fetched struct {
 // Handle processes one SQS batch of fetch messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	ctx, _ = withBook(ctx)
-	ev, held := h.holdPaused(ctx, ev)
-	one, parts := split(ev)
-	ctx = withClaims(ctx, parts)
-	resp := sqsbatch.Collect(ctx, h.batch, one, h.fetchOne, h.storeAll)
-	resp.BatchItemFailures = h.regroup(ctx, parts, resp.BatchItemFailures)
-	if len(held) > 0 {
-		resp.BatchItemFailures = append(held, resp.BatchItemFailures...)
+	ds := h.decode(ev)
+	held := h.holdPaused(ctx, ds)
+	all := workOf(ds)
+	ctx = withClaims(ctx, ds)
+	pages, failed := h.fetchAll(ctx, all)
+	for _, n := range h.storeAll(ctx, pages) {
+		failed[n] = true
 	}
+	resp := events.SQSEventResponse{BatchItemFailures: append(held, h.failures(ctx, ds, failed)...)}
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
 	return resp, nil
 }
 
-// fetchOne runs one record up to the fetched response. It returns (nil, nil) when the record is
-// done without a page to store (duplicate, skipped, failed for good, or re-queued to wait).
-func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched, error) {
-	m, err := message.DecodeFetch(rec.Body)
-	if err != nil {
-		return nil, err
+// fetchOne runs one URL up to the fetched response. It returns (nil, nil) when the URL is done
+// without a page to store (duplicate, skipped, failed for good, or re-queued to wait).
+func (h *Handler) fetchOne(ctx context.Context, w *work) (*fetched, error) {
+	if w.bad != nil {
+		return nil, w.bad
 	}
-	u, err := urlnorm.Normalize(m.URL)
-	if err != nil {
-		return nil, errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
-	}
+	m, u := w.msg, w.u
 	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
-		return nil, h.resendUnclaimed(ctx, rec, m, wait) // still inside a long Retry-After: keep waiting
+		return nil, h.resendUnclaimed(ctx, w, wait) // still inside a long Retry-After: keep waiting
 	}
 	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxHeldWait+h.cfg.SlotLead {
-		return nil, h.resendUnclaimed(ctx, rec, m, wait) // early for its politeness slot: keep waiting
+		return nil, h.resendUnclaimed(ctx, w, wait) // early for its politeness slot: keep waiting
 	}
 	// The URL is claimed once its politeness slot is in hand: a message that must wait for its
 	// host goes back to the queue holding its slot, and never takes and gives back a claim. Only
 	// a message that lost the slot it held claims before it books another (below).
-	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: ownerOf(rec.MessageId), group: m.Group}
-	if f.group == "" {
-		f.group = f.key // admitted as a group of its own
-	}
+	f := &fetched{w: w, msg: m, key: w.key, owner: w.owner(), group: w.group}
 	ctx, crawl, err := h.crawlContext(ctx, m.Crawl)
 	if err != nil {
 		return nil, err
@@ -249,7 +243,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 	if done, err := h.endIfStopped(ctx, f); done {
 		return nil, err
 	}
-	if cameBack(m, rec) {
+	if cameBack(w) {
 		// A copy that came back to wait may find its URL done by another, or held by another's
 		// live claim: it ends here, before it asks robots.txt or books a slot. Left to wait for a
 		// slot, such copies go on booking the host's slots, and each re-queue of a duplicated
@@ -373,7 +367,7 @@ func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched
 		if r != nil {
 			status = r.Status
 		}
-		h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && attempt == 1 && sqsbatch.ReceiveCount(f.rec) <= 1, err, status, h.Now().Sub(start), interval)
+		h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && attempt == 1 && w.receives() <= 1, err, status, h.Now().Sub(start), interval)
 		if err != nil {
 			lastErr = err
 			return 0, err

@@ -27,10 +27,10 @@ import (
 const PagesPrefix = "pages/"
 
 // storeAll writes the batch's pages as one WARC file per crawl, sends their parse messages and
-// records them as fetched. It returns the message ids that must be delivered again.
-func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
+// records them as fetched. It returns the work (by work.n) that must be tried again.
+func (h *Handler) storeAll(ctx context.Context, pages []fetched) []int {
 	order, byCrawl := message.ByCrawl(pages, func(p fetched) string { return p.msg.Crawl })
-	var failed []string
+	var failed []int
 	for _, crawl := range order {
 		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
 	}
@@ -42,14 +42,14 @@ func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
 	return failed
 }
 
-func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []string {
-	retryAll := func(err error) []string {
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []int {
+	retryAll := func(err error) []int {
 		h.log.Error("storing fetched pages failed", "crawl", crawl, "pages", len(pages), "err", err.Error())
-		// The records fail and keep their claims: a redelivery claims again under the same owner,
-		// and a URL of several goes back alone carrying it (split.go).
-		ids := make([]string, len(pages))
+		// The URLs fail and keep their claims: a redelivery claims again under the same owner,
+		// and a URL of several goes back alone carrying it (work.go).
+		ids := make([]int, len(pages))
 		for i, p := range pages {
-			ids[i] = p.rec.MessageId
+			ids[i] = p.w.n
 		}
 		return ids
 	}
@@ -93,19 +93,19 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	}
 	notRecorded, lost := h.record(ctx, crawl)
 	recorded := make([]bool, len(pages))
-	var failed []string
+	var failed []int
 	for i, p := range pages {
 		switch {
-		case notRecorded[p.rec.MessageId]:
+		case notRecorded[p.w.n]:
 			// The redelivery fetches it again: the WARC record written here stays unreferenced.
-			failed = append(failed, p.rec.MessageId)
-		case !lost[p.rec.MessageId]:
+			failed = append(failed, p.w.n)
+		case !lost[p.w.n]:
 			recorded[i] = true
 			h.recordRedirectTarget(ctx, crawl, p)
 		}
 	}
 	for id := range notRecorded {
-		if !slices.ContainsFunc(pages, func(p fetched) bool { return p.rec.MessageId == id }) {
+		if !slices.ContainsFunc(pages, func(p fetched) bool { return p.w.n == id }) {
 			failed = append(failed, id) // a record without a page, booked with this crawl's
 		}
 	}
@@ -119,14 +119,14 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			h.log.Error("storing fetched pages durably failed", "key", key, "err", err.Error())
 			for i, p := range pages {
 				if recorded[i] {
-					failed = append(failed, p.rec.MessageId)
+					failed = append(failed, p.w.n)
 				}
 			}
 			return failed
 		}
 	}
 	msgs := map[int]*message.Parse{}
-	senders := map[int][]string{} // part -> the fetch message ids of its pages
+	senders := map[int][]int{} // part -> the work of its pages
 	var order []int
 	for i, p := range pages {
 		if !recorded[i] {
@@ -140,7 +140,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			order = append(order, part)
 		}
 		m.Pages = append(m.Pages, parsePage(p.msg, refs[i]))
-		senders[part] = append(senders[part], p.rec.MessageId)
+		senders[part] = append(senders[part], p.w.n)
 		if h.handoff != nil && p.unchanged == nil { // a revisit is not parsed: parse reuses (shared/crawl/recrawl)
 			stored := storedPage(p.resp)
 			stored.Header, stored.FetchedAt = warcfile.StoredHeader(stored), stored.FetchedAt.UTC()
