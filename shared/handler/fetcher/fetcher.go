@@ -21,12 +21,15 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/optout"
 	"github.com/crawlstack/crawlstack/shared/crawl/recrawl"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
+	"github.com/crawlstack/crawlstack/shared/port/blob"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -76,6 +79,16 @@ type Handoff interface {
 type CrawlSettings interface {
 	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 }
+
+// The implementations in packages the handler imports anyway; the adapters' are held in
+// ports_test.go.
+var (
+	_ Getter        = (*httpfetch.Client)(nil)
+	_ Getter        = telemetry.Fetches{}
+	_ RobotsChecker = (*robots.Cache)(nil)
+	_ PageStore     = blob.Store(nil)
+	_ OptOuts       = (*optout.Matcher)(nil)
+)
 
 // Config tunes the handler.
 type Config struct {
@@ -137,8 +150,7 @@ type Handler struct {
 	log     *slog.Logger
 	hosts   hostLimiter
 	optOuts OptOuts
-	// Now is the clock; tests replace it.
-	Now func() time.Time
+	now     func() time.Time
 }
 
 // Deps are the handler's collaborators.
@@ -154,16 +166,21 @@ type Deps struct {
 	// message goes out. Only for a parse handler in the same process: on Lambda, leave it nil.
 	Handoff Handoff
 	Send    queue.Sender
-	Batch   *sqsbatch.Runner
-	Log     *slog.Logger
+	// Batch supplies the quarantine for poison messages and the logger of failed ones; nil
+	// quarantines nothing (poison then fails, to reach the DLQ). Config.Concurrency bounds the
+	// URLs worked on at once.
+	Batch *sqsbatch.Runner
+	Log   *slog.Logger
 	// Crawls, if set, gives each crawl's User-Agent, extra headers, rate and scope (a spec's);
 	// nil: the handler's own for every crawl.
 	Crawls CrawlSettings
 	// OptOuts, if set, is the opt-out list, checked again before each request (see OptOuts).
 	OptOuts OptOuts
+	// Now is the clock (nil: time.Now); tests set it.
+	Now func() time.Time
 }
 
-// New returns a Handler.
+// New returns a Handler, ready to use.
 func New(cfg Config, d Deps) *Handler {
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -171,11 +188,13 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Batch == nil {
 		d.Batch = &sqsbatch.Runner{Log: d.Log}
 	}
-	b := *d.Batch
-	b.Concurrency = max(cfg.Concurrency, 1)
-	cfg.Concurrency = b.Concurrency
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	cfg.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
-		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, optOuts: d.OptOuts, Now: time.Now}
+		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: d.Batch, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency},
+		optOuts: d.OptOuts, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.

@@ -75,10 +75,10 @@ type fetching struct {
 // Retry-After, or early for the politeness slot it holds.
 func (h *Handler) keepWaiting(ctx context.Context, w *work) (waiting bool, err error) {
 	m := w.msg
-	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
+	if wait := m.NotBefore.Sub(h.now()); !m.NotBefore.IsZero() && wait > 0 {
 		return true, h.resendUnclaimed(ctx, w, wait)
 	}
-	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxHeldWait+h.cfg.SlotLead {
+	if wait := m.Slot.Sub(h.now()); !m.Slot.IsZero() && wait > MaxHeldWait+h.cfg.SlotLead {
 		return true, h.resendUnclaimed(ctx, w, wait)
 	}
 	return false, nil
@@ -190,7 +190,7 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 		return nil, err
 	}
 	a.prior = h.priorOf(ctx, a.crawl.previous, f.key, f.msg.URL)
-	if a.interval > 0 && h.Now().Sub(a.slot) >= a.interval/2 {
+	if a.interval > 0 && h.now().Sub(a.slot) >= a.interval/2 {
 		// The claim took so long that the slot went by, and the next one may be in use: take
 		// the host's next free one.
 		if a.slot, err = h.takeSlot(ctx, a.fctx, f, host, a.interval); err != nil || a.slot.IsZero() {
@@ -249,14 +249,14 @@ func (h *Handler) get(a *fetching) error {
 // the wait its Retry-After asks for, if any.
 func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	fctx, m, u := a.fctx, a.f.msg, a.u
-	start := h.Now()
+	start := h.now()
 	a.sent = true
 	r, err := h.http.GetFollowing(conditional(fctx, a.prior), u.String(), h.follow(fctx, m, u, a.crawl.scope))
 	status := 0
 	if r != nil {
 		status = r.Status
 	}
-	h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && first && a.f.w.receives() <= 1, err, status, h.Now().Sub(start), a.interval)
+	h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && first && a.f.w.receives() <= 1, err, status, h.now().Sub(start), a.interval)
 	if err != nil {
 		a.lastErr = err
 		return 0, err
@@ -264,7 +264,7 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	a.resp = r
 	if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
 		// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.
-		after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
+		after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.now(), retry.MinRetryAfter, retry.MaxRetryAfter)
 		a.lastErr = errclass.Errorf(c, "status %d", r.Status)
 		a.interval = h.slowDown(fctx, m.Crawl, u.Host, r.Status, a.interval)
 		return after, a.lastErr

@@ -96,7 +96,7 @@ func (h *Handler) requeueRetry(ctx context.Context, f *fetched, wait time.Durati
 // requeueForSlot re-queues the message to wait for the politeness slot just reserved for it,
 // interval after the host's previous one.
 func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval time.Duration) error {
-	return h.requeueWith(ctx, f, wait, h.Now().Add(wait), interval, -1)
+	return h.requeueWith(ctx, f, wait, h.now().Add(wait), interval, -1)
 }
 
 // requeueWith re-queues the message; a held slot (not zero) was reserved gap after the host's
@@ -116,7 +116,7 @@ func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duratio
 		}
 	}
 	if wait > queue.MaxDelay {
-		next.NotBefore = h.Now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
+		next.NotBefore = h.now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
 	}
 	switch {
 	case f.claimed:

@@ -45,7 +45,7 @@ func (h *Handler) storeAll(ctx context.Context, pages []fetched) []int {
 // storeCrawl stores the pages of one crawl: one WARC file, their outcomes recorded before their
 // parse messages go out (the outbox). It returns the work (by work.n) that must be tried again.
 func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []int {
-	now := h.Now().UTC()
+	now := h.now().UTC()
 	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
 	file, err := assemble(key, now, pages)
 	if err != nil {
