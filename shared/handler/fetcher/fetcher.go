@@ -98,7 +98,7 @@ type Config struct {
 	HostRPS float64
 	// HostConcurrency bounds the fetches in flight per host in this process (0: no bound).
 	HostConcurrency int
-	// Concurrency is how many records of one batch are fetched at once.
+	// Concurrency is how many URLs of one batch are worked on at once.
 	Concurrency int
 	// MaxReceive is the queue's maxReceiveCount: on that receive a failing URL is recorded failed.
 	MaxReceive int

@@ -14,10 +14,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
-// A record's outcomes: the claim on its URL, its terminal state, a transient failure, and a
+// A URL's outcomes: the claim on it, its terminal state, a transient failure, and a
 // re-queue to wait (for the host, a server's Retry-After, or a fresh invocation).
 
-// claim takes the record's URL for its message, once. dup is true when the message is a
+// claim takes the URL for its message, once. dup is true when the message is a
 // duplicate with nothing left to do: the URL is done, or held by a live worker whose own message is
 // still in flight. A URL fetched but not parsed may have lost its parse message: it is sent again
 // (parse drops duplicates), or the URL is taken back to fetch again if its stored page is gone.
@@ -40,8 +40,8 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 	return false, nil
 }
 
-// finish records a terminal state for the record's URL, claiming it first if need be; the
-// record is done once its outcome is recorded with its message's others (book.go).
+// finish records a terminal state for the URL, claiming it first if need be; the
+// URL is done once its outcome is recorded with its message's others (book.go).
 func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, cause error) error {
 	if dup, err := h.claim(ctx, f); dup || err != nil {
 		return err
@@ -63,9 +63,9 @@ func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, c
 	return nil
 }
 
-// fail handles a transient failure: the record fails and is delivered again, except on its last
-// allowed receive, where the URL is recorded as failed and the message moves on to the DLQ. A
-// claim it holds stays: its redelivery claims again under the same owner, and a URL of a message
+// fail handles a transient failure: the URL fails and its message is delivered again, except on
+// its last allowed receive, where the URL is recorded as failed and the message moves on to the
+// DLQ. A claim it holds stays: its redelivery claims again under the same owner, and a URL of a message
 // of several goes back alone carrying the owner (work.go).
 func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 	if f.w.receives() >= h.cfg.MaxReceive {

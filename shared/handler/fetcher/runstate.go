@@ -80,8 +80,8 @@ func pausedBody(d *delivery) string {
 	return body
 }
 
-// endIfStopped ends the record's URL as stopped when its crawl is stopped. done is true when the
-// record needs nothing more (err then says whether it failed).
+// endIfStopped ends the URL as stopped when its crawl is stopped. done is true when the URL
+// needs nothing more (err then says whether it failed).
 func (h *Handler) endIfStopped(ctx context.Context, f *fetched) (done bool, err error) {
 	run, err := h.state.RunOf(ctx, f.msg.Crawl)
 	if err != nil {
