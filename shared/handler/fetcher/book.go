@@ -11,11 +11,11 @@ import (
 
 // A batch's outcomes wait in a book until they are recorded, one write per fetch message (its
 // URLs' group: crawlstate.Record) rather than one per URL. The pages' outcomes are recorded before
-// their parse messages go out (the outbox, see storeCrawl), the others with them; a record whose
+// their parse messages go out (the outbox, see storeCrawl), the others with them; a URL whose
 // outcome could not be recorded fails, and its redelivery claims the URL again (the same owner
 // may) and does it again.
 
-// book holds the outcomes of one invocation's records.
+// book holds the outcomes of one invocation's work.
 type book struct {
 	mu     sync.Mutex
 	groups map[groupRef][]booked
@@ -25,9 +25,9 @@ type book struct {
 // groupRef names a group of a crawl (crawlstate.GroupOf).
 type groupRef struct{ crawl, group string }
 
-// booked is one record's outcome.
+// booked is one URL's outcome.
 type booked struct {
-	rec string // the record's message id
+	n   int // the work's place in the batch (work.n)
 	out crawlstate.Outcome
 }
 
@@ -48,7 +48,7 @@ func (b *book) add(f *fetched, out crawlstate.Outcome) {
 	if _, ok := b.groups[ref]; !ok {
 		b.order = append(b.order, ref)
 	}
-	b.groups[ref] = append(b.groups[ref], booked{rec: f.rec.MessageId, out: out})
+	b.groups[ref] = append(b.groups[ref], booked{n: f.w.n, out: out})
 }
 
 // take removes and returns the booked groups of crawl ("" for every crawl).
@@ -91,10 +91,10 @@ func (h *Handler) recordOne(ctx context.Context, f *fetched, out crawlstate.Outc
 const recordConcurrency = 10
 
 // record writes the booked outcomes of crawl ("" for all), one write per group. It returns the
-// records whose outcomes were not recorded because the write failed (to be delivered again) and
+// work (by work.n) whose outcomes were not recorded because the write failed (to be delivered again) and
 // those whose URLs another owner took over meanwhile (theirs now: nothing to do).
-func (h *Handler) record(ctx context.Context, crawl string) (failed, lost map[string]bool) {
-	failed, lost = map[string]bool{}, map[string]bool{}
+func (h *Handler) record(ctx context.Context, crawl string) (failed, lost map[int]bool) {
+	failed, lost = map[int]bool{}, map[int]bool{}
 	b, ok := ctx.Value(bookKey{}).(*book)
 	if !ok {
 		return failed, lost
@@ -126,9 +126,9 @@ func (h *Handler) record(ctx context.Context, crawl string) (failed, lost map[st
 				switch {
 				case taken[e.out.Key]:
 					h.log.Warn("lost the claim before finishing", "url", e.out.URL)
-					lost[e.rec] = true
+					lost[e.n] = true
 				case err != nil:
-					failed[e.rec] = true
+					failed[e.n] = true
 				}
 			}
 			return nil

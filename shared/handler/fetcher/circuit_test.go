@@ -51,8 +51,7 @@ func TestAnOpenCircuitHoldsTheHostsURLsUntilAProbeAnswers(t *testing.T) {
 	// nothing: it gives the probe back, and the next URL goes as the probe at once; its answer
 	// closes the circuit.
 	later := time.Now().Add(time.Hour + time.Minute)
-	e.state.Now = func() time.Time { return later }
-	e.h.Now = e.state.Now
+	e.state.Now = func() time.Time { return later } // the handler's clock too (newEnv)
 	if got := e.handle(e.record("msg-dup", "/", 1)); len(got) != 0 || e.site.hitsOf("/") != 1 {
 		t.Errorf("a message of a URL done already: failures %v, %d requests for it; want it dropped without one", got, e.site.hitsOf("/"))
 	}

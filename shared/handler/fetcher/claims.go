@@ -9,9 +9,9 @@ import (
 )
 
 // A fetch message's URLs are claimed together, in one write on their group's item
-// (crawlstate.Store.ClaimGroup), when the first of its records comes to its claim: the records
-// of a message of several URLs (split.go) share one claim set, registered as the batch is split.
-// A message of one URL claims it alone.
+// (crawlstate.Store.ClaimGroup), when the first of them comes to its claim: the URLs of a message
+// of several (work.go) share one claim set, registered before the batch's work starts. A message
+// of one URL claims it alone.
 
 // claims holds one invocation's claim sets, by message and group.
 type claims struct {
@@ -34,29 +34,27 @@ type claimSet struct {
 
 type claimsKey struct{}
 
-// withClaims returns ctx carrying p's records' claim sets.
-func withClaims(ctx context.Context, p parted) context.Context {
+// withClaims returns ctx carrying the claim sets of the messages of several URLs in ds.
+func withClaims(ctx context.Context, ds []*delivery) context.Context {
 	c := &claims{sets: map[claimRef]*claimSet{}}
-	for _, pt := range p.parts {
-		if pt.key == "" {
-			continue // a part that does not decode claims nothing
+	for _, d := range ds {
+		if !d.several() {
+			continue
 		}
-		ref := claimRef{owner: pt.msg, group: pt.group, prev: strings.Join(pt.prev, " ")}
-		set := c.sets[ref]
-		if set == nil {
-			set = &claimSet{crawl: pt.crawl}
-			c.sets[ref] = set
+		for _, w := range d.work {
+			if w.bad != nil {
+				continue // a URL that does not normalise claims nothing
+			}
+			ref := claimRef{owner: w.owner(), group: w.group, prev: strings.Join(w.msg.Prev, " ")}
+			set := c.sets[ref]
+			if set == nil {
+				set = &claimSet{crawl: w.msg.Crawl}
+				c.sets[ref] = set
+			}
+			set.keys = append(set.keys, w.key)
 		}
-		set.keys = append(set.keys, pt.key)
 	}
 	return context.WithValue(ctx, claimsKey{}, c)
-}
-
-// ownerOf is the claim's owner of a record: its message's id (a part of a message of several URLs
-// is named id#i).
-func ownerOf(recordID string) string {
-	id, _, _ := strings.Cut(recordID, "#")
-	return id
 }
 
 // claimURL claims f's URL for its message, with the message's other URLs of its group when the

@@ -2,7 +2,7 @@
 // and the host's politeness slot, GETs the page with class-aware retries, stores the responses of
 // the batch in one WARC file, sends one parse message naming the file's pages, and records each
 // URL's terminal state. A fetch message may carry several URLs; each is worked on as if it came
-// alone (see split.go).
+// alone (see work.go).
 //
 // Waiting never burns receive counts (DESIGN invariant 4): a URL that must wait for its host, or for
 // a long Retry-After, is re-sent with a delay and its current message is acknowledged. A transient
@@ -12,7 +12,6 @@ package fetcher
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/url"
 	"time"
@@ -21,15 +20,16 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
-	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/optout"
 	"github.com/crawlstack/crawlstack/shared/crawl/recrawl"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
-	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
+	"github.com/crawlstack/crawlstack/shared/port/blob"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -80,6 +80,16 @@ type CrawlSettings interface {
 	For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 }
 
+// The implementations in packages the handler imports anyway; the adapters' are held in
+// ports_test.go.
+var (
+	_ Getter        = (*httpfetch.Client)(nil)
+	_ Getter        = telemetry.Fetches{}
+	_ RobotsChecker = (*robots.Cache)(nil)
+	_ PageStore     = blob.Store(nil)
+	_ OptOuts       = (*optout.Matcher)(nil)
+)
+
 // Config tunes the handler.
 type Config struct {
 	FetchQueue, ParseQueue string
@@ -88,7 +98,7 @@ type Config struct {
 	HostRPS float64
 	// HostConcurrency bounds the fetches in flight per host in this process (0: no bound).
 	HostConcurrency int
-	// Concurrency is how many records of one batch are fetched at once.
+	// Concurrency is how many URLs of one batch are worked on at once.
 	Concurrency int
 	// MaxReceive is the queue's maxReceiveCount: on that receive a failing URL is recorded failed.
 	MaxReceive int
@@ -140,8 +150,7 @@ type Handler struct {
 	log     *slog.Logger
 	hosts   hostLimiter
 	optOuts OptOuts
-	// Now is the clock; tests replace it.
-	Now func() time.Time
+	now     func() time.Time
 }
 
 // Deps are the handler's collaborators.
@@ -157,16 +166,21 @@ type Deps struct {
 	// message goes out. Only for a parse handler in the same process: on Lambda, leave it nil.
 	Handoff Handoff
 	Send    queue.Sender
-	Batch   *sqsbatch.Runner
-	Log     *slog.Logger
+	// Batch supplies the quarantine for poison messages and the logger of failed ones; nil
+	// quarantines nothing (poison then fails, to reach the DLQ). Config.Concurrency bounds the
+	// URLs worked on at once.
+	Batch *sqsbatch.Runner
+	Log   *slog.Logger
 	// Crawls, if set, gives each crawl's User-Agent, extra headers, rate and scope (a spec's);
 	// nil: the handler's own for every crawl.
 	Crawls CrawlSettings
 	// OptOuts, if set, is the opt-out list, checked again before each request (see OptOuts).
 	OptOuts OptOuts
+	// Now is the clock (nil: time.Now); tests set it.
+	Now func() time.Time
 }
 
-// New returns a Handler.
+// New returns a Handler, ready to use.
 func New(cfg Config, d Deps) *Handler {
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -174,19 +188,22 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Batch == nil {
 		d.Batch = &sqsbatch.Runner{Log: d.Log}
 	}
-	b := *d.Batch
-	b.Concurrency = max(cfg.Concurrency, 1)
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	cfg.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
-		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: &b, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, optOuts: d.OptOuts, Now: time.Now}
+		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: d.Batch, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency},
+		optOuts: d.OptOuts, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.
 type fetched struct {
-	rec  events.SQSMessage
+	w    *work
 	msg  *message.Fetch
 	key  string
 	prev crawlstate.State
-	// owner is the claim's owner: the id of the record's message (ownerOf); group is the URL's
+	// owner is the claim's owner: the id of the work's message (work.owner); group is the URL's
 	// group, where it is claimed and recorded (crawlstate.GroupOf).
 	owner, group string
 	// claimed: the URL is held for owner (see claim); prev is its state when claimed.
@@ -204,233 +221,17 @@ type fetched struct {
 // Handle processes one SQS batch of fetch messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	ctx, _ = withBook(ctx)
-	ev, held := h.holdPaused(ctx, ev)
-	one, parts := split(ev)
-	ctx = withClaims(ctx, parts)
-	resp := sqsbatch.Collect(ctx, h.batch, one, h.fetchOne, h.storeAll)
-	resp.BatchItemFailures = h.regroup(ctx, parts, resp.BatchItemFailures)
-	if len(held) > 0 {
-		resp.BatchItemFailures = append(held, resp.BatchItemFailures...)
+	ds := h.decode(ev)
+	held := h.holdPaused(ctx, ds)
+	all := workOf(ds)
+	ctx = withClaims(ctx, ds)
+	pages, failed := h.fetchAll(ctx, all)
+	for _, n := range h.storeAll(ctx, pages) {
+		failed[n] = true
 	}
+	resp := events.SQSEventResponse{BatchItemFailures: append(held, h.failures(ctx, ds, failed)...)}
 	if err := h.state.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
 	return resp, nil
-}
-
-// fetchOne runs one record up to the fetched response. It returns (nil, nil) when the record is
-// done without a page to store (duplicate, skipped, failed for good, or re-queued to wait).
-func (h *Handler) fetchOne(ctx context.Context, rec events.SQSMessage) (*fetched, error) {
-	m, err := message.DecodeFetch(rec.Body)
-	if err != nil {
-		return nil, err
-	}
-	u, err := urlnorm.Normalize(m.URL)
-	if err != nil {
-		return nil, errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
-	}
-	if wait := m.NotBefore.Sub(h.Now()); !m.NotBefore.IsZero() && wait > 0 {
-		return nil, h.resendUnclaimed(ctx, rec, m, wait) // still inside a long Retry-After: keep waiting
-	}
-	if wait := m.Slot.Sub(h.Now()); !m.Slot.IsZero() && wait > MaxHeldWait+h.cfg.SlotLead {
-		return nil, h.resendUnclaimed(ctx, rec, m, wait) // early for its politeness slot: keep waiting
-	}
-	// The URL is claimed once its politeness slot is in hand: a message that must wait for its
-	// host goes back to the queue holding its slot, and never takes and gives back a claim. Only
-	// a message that lost the slot it held claims before it books another (below).
-	f := &fetched{rec: rec, msg: m, key: urlnorm.Key(u.String()), owner: ownerOf(rec.MessageId), group: m.Group}
-	if f.group == "" {
-		f.group = f.key // admitted as a group of its own
-	}
-	ctx, crawl, err := h.crawlContext(ctx, m.Crawl)
-	if err != nil {
-		return nil, err
-	}
-	if done, err := h.endIfStopped(ctx, f); done {
-		return nil, err
-	}
-	if cameBack(m, rec) {
-		// A copy that came back to wait may find its URL done by another, or held by another's
-		// live claim: it ends here, before it asks robots.txt or books a slot. Left to wait for a
-		// slot, such copies go on booking the host's slots, and each re-queue of a duplicated
-		// message is duplicated in turn.
-		if done, held, err := h.state.Done(ctx, m.Crawl, f.group, f.key, f.owner, m.Prev); err != nil {
-			return nil, err
-		} else if held {
-			h.log.Debug("duplicate fetch message of a url another message holds", "url", m.URL)
-			return nil, nil
-		} else if done {
-			h.log.Debug("duplicate fetch message of a done url", "url", m.URL)
-			again, err := h.resendParse(ctx, m, f.key, f.owner)
-			if again == nil || err != nil {
-				return nil, err
-			}
-			f.prev, f.claimed = again.State, true // its stored page is gone: taken back to fetch again
-		}
-	}
-	if err := h.guard.CheckURL(u); err != nil {
-		return nil, h.finish(ctx, f, crawlstate.Skipped, err)
-	}
-	if err := h.optedOut(ctx, u); err != nil {
-		if errclass.Of(err) == errclass.OptedOut {
-			return nil, h.finish(ctx, f, crawlstate.Skipped, err)
-		}
-		return nil, err
-	}
-	if out, handled, err := h.unchangedBySitemap(ctx, f, crawl.previous); handled {
-		return out, err // no request: the sitemap says the page has not changed (recrawl.go)
-	}
-	rules, err := h.robots.Check(ctx, u)
-	if err != nil {
-		return nil, h.fail(ctx, f, err)
-	}
-	if !rules.Allowed && rules.RetryAfter > 0 {
-		// robots.txt is down for now (5xx, 429, unreachable): disallow, but only until it is back,
-		// and only for as many tries as the policy allows; then the URL is skipped.
-		cause := errclass.Errorf(errclass.RobotsUnavailable, "robots.txt is unavailable: %s", rules.Reason)
-		made := m.Retries + 1
-		if made >= h.policy().Attempts(errclass.RobotsUnavailable) {
-			return nil, h.finish(ctx, f, crawlstate.Skipped, cause)
-		}
-		// Each try waits for the robots.txt cache to let go of its failure, so that it asks again.
-		wait := max(h.policy().Delay(errclass.RobotsUnavailable, made), rules.RetryAfter)
-		return nil, h.requeueRetry(ctx, f, wait, made)
-	}
-	if !rules.Allowed {
-		return nil, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
-	}
-	// The GET must end in time to store the page inside this invocation (Lambda's deadline).
-	fctx, maxQuick, ok := h.budget(ctx)
-	if !ok {
-		return nil, h.requeue(ctx, f, time.Second) // too little time left: a fresh invocation
-	}
-	defer fctx.cancel()
-	// A host throttled for its recent 429s, failures or slow answers takes a wider gap
-	// (crawlstate.SlowDown, HostFailed, HostAnswered).
-	interval := max(h.interval(crawl.rps, rules.CrawlDelay), h.state.Throttled(u.Host))
-	probe, sent := false, false
-	if done, err := h.waitForCircuit(ctx, fctx, f, u.Host, &probe); done {
-		return nil, err // the host's circuit is open: no slot, no claim until its probe
-	}
-	defer func() { h.probeSent(ctx, u.Host, probe, sent) }()
-	// Take the process's per-host place first, then the shared politeness slot, so that the
-	// request goes out right after its slot and never later than the next one's.
-	release, err := h.hosts.acquire(fctx, u.Host)
-	if err != nil {
-		return nil, h.fail(ctx, f, err)
-	}
-	defer release()
-	slot := m.Slot
-	if h.heldSlot(m, interval) {
-		if err := h.awaitSlot(fctx, m.Slot); err != nil {
-			return nil, h.fail(ctx, f, err)
-		}
-	} else {
-		if !m.Slot.IsZero() {
-			// The message lost the slot it was sent back to wait for: it came late, or the host's
-			// gap was raised since. Its copies lost the same slot; the first to claim the URL books
-			// the next one, and the others end here as duplicates rather than book one each.
-			if dup, err := h.claim(ctx, f); dup || err != nil {
-				return nil, err
-			}
-		}
-		if slot, err = h.takeSlot(ctx, fctx, f, u.Host, interval); err != nil || slot.IsZero() {
-			return nil, err
-		}
-	}
-	if done, err := h.waitForCircuit(ctx, fctx, f, u.Host, &probe); done {
-		return nil, err // booking the slot told of a circuit that opened meanwhile
-	}
-	if dup, err := h.claim(ctx, f); dup || err != nil {
-		return nil, err
-	}
-	prior := h.priorOf(ctx, crawl.previous, f.key, m.URL)
-	if interval > 0 && h.Now().Sub(slot) >= interval/2 {
-		// The claim took so long that the slot went by, and the next one may be in use: take
-		// the host's next free one.
-		if slot, err = h.takeSlot(ctx, fctx, f, u.Host, interval); err != nil || slot.IsZero() {
-			return nil, err
-		}
-	}
-	var resp *httpfetch.Response
-	var lastErr error
-	attempt := 0
-	tries := &retry.PolicyBackOff{P: h.policy(), Made: m.Retries}
-	err = retry.DoWith(fctx, retry.Options{MaxQuick: maxQuick, BackOff: tries}, func() (time.Duration, error) {
-		if attempt++; attempt > 1 && h.circuitShut(fctx, u.Host) {
-			return 0, errCircuitOpen
-		}
-		if attempt > 1 && interval > 0 {
-			// A quick retry is a request like any other: it takes the host's next slot too.
-			if wait, _, err := h.reserveSlot(fctx, u.Host, interval); err != nil || wait > 0 {
-				return 0, errSlotBusy
-			}
-		}
-		start := h.Now()
-		sent = true
-		r, err := h.http.GetFollowing(conditional(fctx, prior), u.String(), h.follow(fctx, m, u, crawl.scope))
-		status := 0
-		if r != nil {
-			status = r.Status
-		}
-		h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && attempt == 1 && sqsbatch.ReceiveCount(f.rec) <= 1, err, status, h.Now().Sub(start), interval)
-		if err != nil {
-			lastErr = err
-			return 0, err
-		}
-		resp = r
-		if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
-			// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.
-			after, _ := retry.RetryAfter(r.Header.Get("Retry-After"), h.Now(), retry.MinRetryAfter, retry.MaxRetryAfter)
-			lastErr = errclass.Errorf(c, "status %d", r.Status)
-			interval = h.slowDown(fctx, m.Crawl, u.Host, r.Status, interval)
-			return after, lastErr
-		}
-		return 0, nil
-	})
-	var deferred *retry.Deferred
-	var spent *retry.Exhausted
-	if wait, open := h.circuitRetry(err, u.Host); open {
-		// The host's circuit opened while this URL was being retried: it waits for the probe.
-		return nil, h.requeueRetry(ctx, f, wait, tries.Made)
-	}
-	switch {
-	case errors.Is(err, errSlotBusy):
-		// The host's next slot belongs to another worker: retry through the queue.
-		return nil, h.fail(ctx, f, lastErr)
-	case errors.As(err, &spent) && h.policy().Limits(errclass.Of(spent.Err)):
-		// Every request the policy allows is made: the URL failed for good, with its class.
-		return nil, h.finish(ctx, f, crawlstate.Failed, spent.Err)
-	case errors.As(err, &deferred) && h.policy().Limits(errclass.Of(deferred.Err)):
-		// The next try is further off than this invocation waits: the message goes back to the
-		// queue with the wait (the policy's, or the server's Retry-After) and the requests made,
-		// burning no receive.
-		return nil, h.requeueRetry(ctx, f, deferred.After, tries.Made)
-	case errors.As(err, &deferred):
-		// A backend failure: SQS delivers the message again after its visibility timeout, and
-		// after maxReceiveCount receives it moves to the DLQ, recorded failed.
-		return nil, h.fail(ctx, f, deferred.Err)
-	case err != nil && errclass.Retryable(errclass.Of(err)):
-		return nil, h.fail(ctx, f, err)
-	case err != nil:
-		return nil, h.finish(ctx, f, terminalFor(errclass.Of(err)), err)
-	}
-	if c := errclass.FromStatus(resp.Status); c != "" {
-		return nil, h.finish(ctx, f, crawlstate.Failed, errclass.Errorf(c, "status %d", resp.Status))
-	}
-	f.resp = resp
-	if unchanged, err := revisit(f, prior); err != nil {
-		return nil, h.fail(ctx, f, err)
-	} else if unchanged {
-		return f, nil
-	}
-	if !m.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
-		return nil, h.finish(ctx, f, crawlstate.Skipped,
-			errclass.Errorf(errclass.Type, "content type %q is not parsed", resp.Header.Get("Content-Type")))
-	}
-	f.resp = resp
-	if f.record, err = warcfile.EncodeRecord(storedPage(resp)); err != nil {
-		return nil, h.fail(ctx, f, err)
-	}
-	return f, nil
 }

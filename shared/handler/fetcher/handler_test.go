@@ -173,7 +173,8 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
 	hand := handoff.New(0, 0)
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
-		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log})
+		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log,
+		Now: func() time.Time { return state.Now() }}) // the store's clock, which a test may move
 	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, urls: tbl, hand: hand,
 		client: client, h: h}
 }

@@ -7,20 +7,17 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/observe/metrics"
-
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
-	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
-// A record's outcomes: the claim on its URL, its terminal state, a transient failure, and a
+// A URL's outcomes: the claim on it, its terminal state, a transient failure, and a
 // re-queue to wait (for the host, a server's Retry-After, or a fresh invocation).
 
-// claim takes the record's URL for its message, once. dup is true when the message is a
+// claim takes the URL for its message, once. dup is true when the message is a
 // duplicate with nothing left to do: the URL is done, or held by a live worker whose own message is
 // still in flight. A URL fetched but not parsed may have lost its parse message: it is sent again
 // (parse drops duplicates), or the URL is taken back to fetch again if its stored page is gone.
@@ -43,8 +40,8 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 	return false, nil
 }
 
-// finish records a terminal state for the record's URL, claiming it first if need be; the
-// record is done once its outcome is recorded with its message's others (book.go).
+// finish records a terminal state for the URL, claiming it first if need be; the
+// URL is done once its outcome is recorded with its message's others (book.go).
 func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, cause error) error {
 	if dup, err := h.claim(ctx, f); dup || err != nil {
 		return err
@@ -66,12 +63,12 @@ func (h *Handler) finish(ctx context.Context, f *fetched, to crawlstate.State, c
 	return nil
 }
 
-// fail handles a transient failure: the record fails and is delivered again, except on its last
-// allowed receive, where the URL is recorded as failed and the message moves on to the DLQ. A
-// claim it holds stays: its redelivery claims again under the same owner, and a URL of a message
-// of several goes back alone carrying the owner (split.go).
+// fail handles a transient failure: the URL fails and its message is delivered again, except on
+// its last allowed receive, where the URL is recorded as failed and the message moves on to the
+// DLQ. A claim it holds stays: its redelivery claims again under the same owner, and a URL of a message
+// of several goes back alone carrying the owner (work.go).
 func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
-	if sqsbatch.ReceiveCount(f.rec) >= h.cfg.MaxReceive {
+	if f.w.receives() >= h.cfg.MaxReceive {
 		if dup, err := h.claim(ctx, f); dup || err != nil {
 			return errors.Join(cause, err) // a duplicate fails too: its message is not ours to drop
 		}
@@ -99,7 +96,7 @@ func (h *Handler) requeueRetry(ctx context.Context, f *fetched, wait time.Durati
 // requeueForSlot re-queues the message to wait for the politeness slot just reserved for it,
 // interval after the host's previous one.
 func (h *Handler) requeueForSlot(ctx context.Context, f *fetched, wait, interval time.Duration) error {
-	return h.requeueWith(ctx, f, wait, h.Now().Add(wait), interval, -1)
+	return h.requeueWith(ctx, f, wait, h.now().Add(wait), interval, -1)
 }
 
 // requeueWith re-queues the message; a held slot (not zero) was reserved gap after the host's
@@ -119,36 +116,38 @@ func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duratio
 		}
 	}
 	if wait > queue.MaxDelay {
-		next.NotBefore = h.Now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
+		next.NotBefore = h.now().Add(wait) // SQS delays stop at 15 minutes: the rest is chained
 	}
 	switch {
 	case f.claimed:
 		next.Requeued(f.owner, true)
-	case mayHold(f.rec):
+	case mayHold(f.w):
 		next.Requeued(f.owner, false)
 	}
 	return h.resend(ctx, &next, wait)
 }
 
-// mayHold reports whether the record's message may hold its URL's claim without the record having
+// mayHold reports whether the work's message may hold its URL's claim without the work having
 // claimed it: an earlier delivery of the message may have (a redelivery), or the message's other
-// URLs may have claimed it with theirs (a URL of several, split.go).
-func mayHold(rec events.SQSMessage) bool {
-	return sqsbatch.ReceiveCount(rec) > 1 || ownerOf(rec.MessageId) != rec.MessageId
+// URLs may have claimed it with theirs (a URL of several, work.go).
+func mayHold(w *work) bool {
+	return w.receives() > 1 || w.d.several()
 }
 
-// cameBack reports whether the record's message came back to the queue: re-queued to wait or
-// to be tried again (by a fetcher, or split from a message of several), or delivered again.
-func cameBack(m *message.Fetch, rec events.SQSMessage) bool {
-	return m.Waits > 0 || m.Retries > 0 || len(m.Prev) > 0 || sqsbatch.ReceiveCount(rec) > 1
+// cameBack reports whether the work's message came back to the queue: re-queued to wait or to be
+// tried again (by a fetcher, or sent back alone from a message of several), or delivered again.
+func cameBack(w *work) bool {
+	m := w.msg
+	return m.Waits > 0 || m.Retries > 0 || len(m.Prev) > 0 || w.receives() > 1
 }
 
-// resendUnclaimed re-sends the record's message m, which did not claim its URL, to wait.
-func (h *Handler) resendUnclaimed(ctx context.Context, rec events.SQSMessage, m *message.Fetch, wait time.Duration) error {
-	if mayHold(rec) {
-		m.Requeued(ownerOf(rec.MessageId), false)
+// resendUnclaimed re-sends the work's message, which did not claim its URL, to wait.
+func (h *Handler) resendUnclaimed(ctx context.Context, w *work, wait time.Duration) error {
+	next := *w.msg
+	if mayHold(w) {
+		next.Requeued(w.owner(), false)
 	}
-	return h.resend(ctx, m, wait)
+	return h.resend(ctx, &next, wait)
 }
 
 // resend sends m to the fetch queue again, delayed by wait (at least a second, at most SQS's

@@ -42,7 +42,7 @@ func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Du
 	if err != nil {
 		return 0, false, err
 	}
-	now := h.Now()
+	now := h.now()
 	if got.N == 0 {
 		// Come back when today's booking is over: the URLs booked ahead go first, and a message
 		// that asked again sooner would only find the booking moved on as far.
@@ -74,12 +74,12 @@ func (h *Handler) heldSlot(m *message.Fetch, interval time.Duration) bool {
 	if m.Gap > 0 && time.Duration(m.Gap)*time.Millisecond < interval {
 		return false
 	}
-	return !m.Slot.IsZero() && h.Now().Sub(m.Slot) < interval/2
+	return !m.Slot.IsZero() && h.now().Sub(m.Slot) < interval/2
 }
 
 // awaitSlot waits in place until the held slot starts.
 func (h *Handler) awaitSlot(ctx context.Context, slot time.Time) error {
-	wait := slot.Sub(h.Now())
+	wait := slot.Sub(h.now())
 	if wait <= 0 {
 		return nil
 	}
@@ -145,7 +145,7 @@ func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, h
 	case wait > 0:
 		return time.Time{}, h.requeue(ctx, f, wait)
 	}
-	return h.Now(), nil
+	return h.now(), nil
 }
 
 // slowDown throttles the host after a 429, the answer that asks a client to slow down

@@ -105,6 +105,6 @@ func (h *Handler) unchangedBySitemap(ctx context.Context, f *fetched, previous s
 	un := p.Unchanged
 	un.Profile = recrawl.ProfileSitemapLastmod
 	f.unchanged, f.prior = &un, p
-	f.resp = &httpfetch.Response{URL: un.URI, Status: http.StatusOK, Header: http.Header{}, FetchedAt: h.Now()}
+	f.resp = &httpfetch.Response{URL: un.URI, Status: http.StatusOK, Header: http.Header{}, FetchedAt: h.now()}
 	return f, true, nil
 }

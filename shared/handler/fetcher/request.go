@@ -54,7 +54,7 @@ func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc S
 			if m.Depth == 0 {
 				root = t
 			}
-			if err := sc.Check(root, t, m.Depth, h.Now()); err != nil {
+			if err := sc.Check(root, t, m.Depth, h.now()); err != nil {
 				return err
 			}
 		}

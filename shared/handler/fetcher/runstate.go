@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,51 +28,60 @@ import (
 // receive and a send per message and period (about $0.30 an hour per million messages at 5 minutes).
 const DefaultPauseWait = 5 * time.Minute
 
-// holdPaused takes the messages of paused crawls out of the batch, sends them back to the fetch
-// queue delayed by PauseWait, and returns the rest. A message that cannot be sent back fails.
-// A message whose run state cannot be read stays in the batch: fetchOne reads it again and fails
-// that record if the read fails again.
-func (h *Handler) holdPaused(ctx context.Context, ev events.SQSEvent) (events.SQSEvent, []events.SQSBatchItemFailure) {
-	var rest events.SQSEvent
-	var held []events.SQSMessage
-	for _, rec := range ev.Records {
-		m, err := message.DecodeFetch(rec.Body)
-		if err != nil {
-			rest.Records = append(rest.Records, rec) // quarantined as it is
+// holdPaused marks the messages of paused crawls held, sends them back to the fetch queue delayed
+// by PauseWait, and returns the failures of those that could not be sent back. A message whose run
+// state cannot be read is not held: fetchOne reads it again and fails its URL if the read fails
+// again. A message that does not decode is left to be quarantined.
+func (h *Handler) holdPaused(ctx context.Context, ds []*delivery) []events.SQSBatchItemFailure {
+	var held []*delivery
+	for _, d := range ds {
+		if d.msg == nil {
 			continue
 		}
-		if run, err := h.state.RunOf(ctx, m.Crawl); err != nil || run != crawlstate.Paused {
-			rest.Records = append(rest.Records, rec)
+		if run, err := h.state.RunOf(ctx, d.msg.Crawl); err != nil || run != crawlstate.Paused {
 			continue
 		}
-		held = append(held, rec)
+		d.held = true
+		held = append(held, d)
 	}
 	if len(held) == 0 {
-		return rest, nil
+		return nil
 	}
 	wait := min(max(h.cfg.PauseWait, time.Second), queue.MaxDelay)
 	entries := make([]queue.Entry, len(held))
-	for i, rec := range held {
-		body := rec.Body
-		if sqsbatch.ReceiveCount(rec) > 1 {
-			body = withPrev(body, rec.MessageId) // an earlier delivery may hold claims: they pass on
-		}
-		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body, Delay: wait}
+	for i, d := range held {
+		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: pausedBody(d), Delay: wait}
 	}
 	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, entries); err != nil {
 		h.log.Warn("send a paused crawl's messages back to wait; they are delivered again", "messages", len(held), "err", err.Error())
 		failed := make([]events.SQSBatchItemFailure, len(held))
-		for i, rec := range held {
-			failed[i] = events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId}
+		for i, d := range held {
+			failed[i] = events.SQSBatchItemFailure{ItemIdentifier: d.rec.MessageId}
 		}
-		return rest, failed
+		return failed
 	}
 	h.log.Debug("paused crawl: messages sent back to wait", "messages", len(held), "wait", wait)
-	return rest, nil
+	return nil
 }
 
-// endIfStopped ends the record's URL as stopped when its crawl is stopped. done is true when the
-// record needs nothing more (err then says whether it failed).
+// pausedBody is the body a paused crawl's message goes back with: its own, or, when an earlier
+// delivery may hold claims, the message re-queued by its id so that they pass on.
+func pausedBody(d *delivery) string {
+	if sqsbatch.ReceiveCount(d.rec) <= 1 {
+		return d.rec.Body
+	}
+	m := *d.msg
+	m.URLs = slices.Clone(m.URLs) // Requeued writes each URL's owners
+	m.Requeued(d.rec.MessageId, false)
+	body, err := message.Encode(&m)
+	if err != nil {
+		return d.rec.Body // sent as it came: its claims are given up to their lease
+	}
+	return body
+}
+
+// endIfStopped ends the URL as stopped when its crawl is stopped. done is true when the URL
+// needs nothing more (err then says whether it failed).
 func (h *Handler) endIfStopped(ctx context.Context, f *fetched) (done bool, err error) {
 	run, err := h.state.RunOf(ctx, f.msg.Crawl)
 	if err != nil {

@@ -29,10 +29,10 @@ import (
 const PagesPrefix = layout.Pages
 
 // storeAll writes the batch's pages as one WARC file per crawl, sends their parse messages and
-// records them as fetched. It returns the message ids that must be delivered again.
-func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
+// records them as fetched. It returns the work (by work.n) that must be tried again.
+func (h *Handler) storeAll(ctx context.Context, pages []fetched) []int {
 	order, byCrawl := message.ByCrawl(pages, func(p fetched) string { return p.msg.Crawl })
-	var failed []string
+	var failed []int
 	for _, crawl := range order {
 		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
 	}
@@ -44,72 +44,28 @@ func (h *Handler) storeAll(ctx context.Context, pages []fetched) []string {
 	return failed
 }
 
-func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []string {
-	retryAll := func(err error) []string {
-		h.log.Error("storing fetched pages failed", "crawl", crawl, "pages", len(pages), "err", err.Error())
-		// The records fail and keep their claims: a redelivery claims again under the same owner,
-		// and a URL of several goes back alone carrying it (split.go).
-		ids := make([]string, len(pages))
-		for i, p := range pages {
-			ids[i] = p.rec.MessageId
-		}
-		return ids
-	}
-	now := h.Now().UTC()
+// storeCrawl stores the pages of one crawl: one WARC file, their outcomes recorded before their
+// parse messages go out (the outbox). It returns the work (by work.n) that must be tried again.
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []int {
+	now := h.now().UTC()
 	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
 	file, err := assemble(key, now, pages)
 	if err != nil {
-		return retryAll(err)
+		return h.retryAll(crawl, pages, err)
 	}
-	spans := file.Spans
 	durable, err := h.putFile(ctx, key, file)
 	if err != nil {
-		return retryAll(err)
+		return h.retryAll(crawl, pages, err)
 	}
 	// A deferred file syncs while the pages are recorded, and their parse messages wait for it. A
 	// power loss before the sync may lose the file but keep the records: the redelivered fetch
 	// messages then find the pages gone and fetch them again (resendParse).
 	synced := make(chan error, 1)
 	go func() { synced <- durable() }()
-	// The outbox: record each page fetched, with where it is stored, before its parse message goes
-	// out. A crash in between leaves a fetched, unparsed URL, and its redelivered fetch message
-	// sends the parse message again from the record (resendParse), without fetching again.
-	refs := make([]crawlstate.Page, len(pages))
-	for i, p := range pages {
-		refs[i] = crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
-			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
-		noteValidators(&refs[i], &pages[i])
-	}
-	// The file's pages go to parse in as few messages as fit, each named by its part of the file
-	// before any page is recorded, so that the record of a page names the message that carries it.
-	parts := partition(pages, refs)
-	for i := range refs {
-		refs[i].Msg = message.PartName(key, parts[i])
-	}
-	// The pages' outcomes are recorded with their messages' others (book.go), one write a message.
-	for i, p := range pages {
-		if err := h.recordOne(ctx, &pages[i], crawlstate.Outcome{Key: p.key, URL: p.msg.URL, State: crawlstate.Fetched,
-			Prev: p.prev, Page: &refs[i]}); err != nil {
-			return retryAll(err) // no book: cannot happen inside Handle
-		}
-	}
-	notRecorded, lost := h.record(ctx, crawl)
-	recorded := make([]bool, len(pages))
-	var failed []string
-	for i, p := range pages {
-		switch {
-		case notRecorded[p.rec.MessageId]:
-			// The redelivery fetches it again: the WARC record written here stays unreferenced.
-			failed = append(failed, p.rec.MessageId)
-		case !lost[p.rec.MessageId]:
-			recorded[i] = true
-			h.recordRedirectTarget(ctx, crawl, p)
-		}
-	}
-	for id := range notRecorded {
-		if !slices.ContainsFunc(pages, func(p fetched) bool { return p.rec.MessageId == id }) {
-			failed = append(failed, id) // a record without a page, booked with this crawl's
-		}
+	refs, parts := pageRefs(key, file.Spans, pages)
+	recorded, failed, err := h.recordPages(ctx, crawl, pages, refs)
+	if err != nil {
+		return h.retryAll(crawl, pages, err)
 	}
 	// Only the sync is left to wait for: a spare batch may fetch meanwhile (`crawl run`).
 	turn.GiveBack(ctx)
@@ -121,14 +77,84 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			h.log.Error("storing fetched pages durably failed", "key", key, "err", err.Error())
 			for i, p := range pages {
 				if recorded[i] {
-					failed = append(failed, p.rec.MessageId)
+					failed = append(failed, p.w.n)
 				}
 			}
 			return failed
 		}
 	}
+	return append(failed, h.sendParse(ctx, crawl, key, pages, refs, parts, recorded)...)
+}
+
+// retryAll fails every page of a crawl that could not be stored. The URLs keep their claims: a
+// redelivery claims again under the same owner, and a URL of several goes back alone carrying it
+// (work.go).
+func (h *Handler) retryAll(crawl string, pages []fetched, err error) []int {
+	h.log.Error("storing fetched pages failed", "crawl", crawl, "pages", len(pages), "err", err.Error())
+	ids := make([]int, len(pages))
+	for i, p := range pages {
+		ids[i] = p.w.n
+	}
+	return ids
+}
+
+// pageRefs returns where each page is stored in the file at key, and the parse message (its part
+// of the file) each goes in. Each page's message is named before any page is recorded, so that
+// the record of a page names the message that carries it. The file's pages go to parse in as few
+// messages as fit.
+func pageRefs(key string, spans []warcfile.Span, pages []fetched) (refs []crawlstate.Page, parts []int) {
+	refs = make([]crawlstate.Page, len(pages))
+	for i, p := range pages {
+		refs[i] = crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
+			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
+		noteValidators(&refs[i], &pages[i])
+	}
+	parts = partition(pages, refs)
+	for i := range refs {
+		refs[i].Msg = message.PartName(key, parts[i])
+	}
+	return refs, parts
+}
+
+// recordPages records each page fetched, with where it is stored, before its parse message goes
+// out (the outbox): a crash in between leaves a fetched, unparsed URL, and its redelivered fetch
+// message sends the parse message again from the record (resendParse), without fetching again.
+// The outcomes are recorded with their messages' others (book.go), one write a message. It
+// returns which pages are recorded as this batch's, and the work that failed: pages whose
+// outcomes were not recorded, and the crawl's other work booked with them.
+func (h *Handler) recordPages(ctx context.Context, crawl string, pages []fetched, refs []crawlstate.Page) (recorded []bool, failed []int, err error) {
+	for i, p := range pages {
+		if err := h.recordOne(ctx, &pages[i], crawlstate.Outcome{Key: p.key, URL: p.msg.URL, State: crawlstate.Fetched,
+			Prev: p.prev, Page: &refs[i]}); err != nil {
+			return nil, nil, err // no book: cannot happen inside Handle
+		}
+	}
+	notRecorded, lost := h.record(ctx, crawl)
+	recorded = make([]bool, len(pages))
+	for i, p := range pages {
+		switch {
+		case notRecorded[p.w.n]:
+			// The redelivery fetches it again: the WARC record written here stays unreferenced.
+			failed = append(failed, p.w.n)
+		case !lost[p.w.n]:
+			recorded[i] = true
+			h.recordRedirectTarget(ctx, crawl, p)
+		}
+	}
+	for n := range notRecorded {
+		if !slices.ContainsFunc(pages, func(p fetched) bool { return p.w.n == n }) {
+			failed = append(failed, n) // work without a page, booked with this crawl's
+		}
+	}
+	return recorded, failed, nil
+}
+
+// sendParse sends the parse messages of the recorded pages, one per part of the file, and offers
+// each page to the handoff. It returns the work whose parse message was not sent: their URLs are
+// fetched, and the redelivered fetch messages send the parse messages again.
+func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetched, refs []crawlstate.Page, parts []int, recorded []bool) []int {
 	msgs := map[int]*message.Parse{}
-	senders := map[int][]string{} // part -> the fetch message ids of its pages
+	senders := map[int][]int{} // part -> the work of its pages
 	var order []int
 	for i, p := range pages {
 		if !recorded[i] {
@@ -142,14 +168,10 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 			order = append(order, part)
 		}
 		m.Pages = append(m.Pages, parsePage(p.msg, refs[i]))
-		senders[part] = append(senders[part], p.rec.MessageId)
-		if h.handoff != nil && p.unchanged == nil { // a revisit is not parsed: parse reuses (shared/crawl/recrawl)
-			stored := storedPage(p.resp)
-			stored.Header, stored.FetchedAt = warcfile.StoredHeader(stored), stored.FetchedAt.UTC()
-			stored.Digest = p.record.PayloadDigest() // parse need not hash the body again
-			h.handoff.Offer(message.Ref{Key: key, Offset: refs[i].Offset, Length: refs[i].Length}, stored)
-		}
+		senders[part] = append(senders[part], p.w.n)
+		h.offer(key, p, refs[i])
 	}
+	var failed []int
 	var entries []queue.Entry
 	for _, part := range order {
 		body, err := message.Encode(msgs[part])
@@ -160,7 +182,6 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		entries = append(entries, queue.Entry{ID: strconv.Itoa(part), Body: body})
 	}
 	if err := h.send.SendBatch(ctx, h.cfg.ParseQueue, entries); err != nil {
-		// Their URLs are fetched: the redelivered fetch messages send the parse messages again.
 		h.log.Warn("send parse messages", "err", err.Error())
 		var be *queue.BatchError
 		if !errors.As(err, &be) {
@@ -176,6 +197,18 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		}
 	}
 	return failed
+}
+
+// offer hands a stored page to a parse handler in the same process, if there is one. A revisit is
+// not parsed: parse reuses the previous crawl's record (shared/crawl/recrawl).
+func (h *Handler) offer(key string, p fetched, ref crawlstate.Page) {
+	if h.handoff == nil || p.unchanged != nil {
+		return
+	}
+	stored := storedPage(p.resp)
+	stored.Header, stored.FetchedAt = warcfile.StoredHeader(stored), stored.FetchedAt.UTC()
+	stored.Digest = p.record.PayloadDigest() // parse need not hash the body again
+	h.handoff.Offer(message.Ref{Key: key, Offset: ref.Offset, Length: ref.Length}, stored)
 }
 
 // partBytes bounds the pages' share of one parse message, below message.MaxBytes.

@@ -1,0 +1,236 @@
+package fetcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
+)
+
+// A batch's work. Each SQS message is decoded once, into the URLs it carries (message.Fetch.URLs:
+// the frontier packs the URLs of one group that come due within a second), and each URL is
+// claimed, fetched, stored and recorded as if its message came alone. A message's URLs are
+// claimed together under its id (claims.go).
+//
+// A message fails by its own id. A message of one URL fails when its URL must be tried again. A
+// URL of a message of several that must be tried again goes back to the queue alone, in a message
+// of its own that carries the claim's owner (message.Target.Prev), so that its claim passes to the
+// new message, and the message of several is acknowledged: its other URLs are done, or waiting in
+// messages of their own, and a redelivery would only send those again. Only if that send fails
+// does the message fail, to be delivered again whole (its done URLs are then found done in their
+// group).
+//
+// SQS may deliver one message twice in one batch: it is worked on once.
+
+// sendBackDelay is how long a URL that failed in a message of several waits before its own
+// message is delivered: about what a failed message waits for its visibility timeout, at least.
+const sendBackDelay = time.Second
+
+// delivery is one SQS message of the batch, decoded once.
+type delivery struct {
+	rec events.SQSMessage
+	msg *message.Fetch // nil when the body does not decode
+	// work is the message's URLs, one each; a body that does not decode is one piece of work, to
+	// be quarantined.
+	work []*work
+	// held: the message went back to the queue whole, to wait for its paused crawl (runstate.go).
+	held bool
+}
+
+// several reports whether the message carries several URLs.
+func (d *delivery) several() bool { return len(d.work) > 1 }
+
+// work is one URL of a delivery.
+type work struct {
+	d   *delivery
+	n   int            // its place in the batch's work
+	msg *message.Fetch // its URL, as a message of one (message.Fetch.Split)
+	// u is the URL normalised, key its table key and group where it is claimed and recorded (its
+	// own key when admitted alone); bad says why the body or the URL is poison.
+	u          *url.URL
+	key, group string
+	bad        error
+}
+
+// owner is the claim's owner of the work's URL: its message's id.
+func (w *work) owner() string { return w.d.rec.MessageId }
+
+// receives is the receive count of the work's message.
+func (w *work) receives() int { return sqsbatch.ReceiveCount(w.d.rec) }
+
+// decode decodes each message of the batch once; a second copy of a message is dropped.
+func (h *Handler) decode(ev events.SQSEvent) []*delivery {
+	seen := make(map[string]bool, len(ev.Records))
+	ds := make([]*delivery, 0, len(ev.Records))
+	for _, rec := range ev.Records {
+		if seen[rec.MessageId] {
+			h.log.Debug("a message delivered twice in one batch is worked on once", "messageId", rec.MessageId)
+			continue
+		}
+		seen[rec.MessageId] = true
+		d := &delivery{rec: rec}
+		m, err := message.DecodeFetch(rec.Body)
+		if err != nil {
+			d.work = []*work{{d: d, bad: err}}
+		} else {
+			d.msg = m
+		}
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// workOf returns the work of the deliveries not held, numbered in order.
+func workOf(ds []*delivery) []*work {
+	var all []*work
+	for _, d := range ds {
+		if d.held {
+			continue
+		}
+		if d.msg != nil {
+			for _, one := range d.msg.Split() {
+				d.work = append(d.work, newWork(d, one))
+			}
+		}
+		for _, w := range d.work {
+			w.n = len(all)
+			all = append(all, w)
+		}
+	}
+	return all
+}
+
+// newWork returns the work of one URL of d.
+func newWork(d *delivery, m *message.Fetch) *work {
+	w := &work{d: d, msg: m, group: m.Group}
+	u, err := urlnorm.Normalize(m.URL)
+	if err != nil {
+		w.bad = errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
+		return w
+	}
+	w.u, w.key = u, urlnorm.Key(u.String())
+	if w.group == "" {
+		w.group = w.key // admitted as a group of its own
+	}
+	return w
+}
+
+// fetchAll runs each piece of work up to its fetched response, Concurrency at once, and returns
+// the pages to store and which pieces failed.
+func (h *Handler) fetchAll(ctx context.Context, all []*work) (pages []fetched, failed []bool) {
+	failed = make([]bool, len(all))
+	var mu sync.Mutex
+	ids := sqsbatch.Each(len(all), h.cfg.Concurrency, strconv.Itoa, func(i int) error {
+		f, err := h.runOne(ctx, all[i])
+		if err == nil && f != nil {
+			mu.Lock()
+			pages = append(pages, *f)
+			mu.Unlock()
+		}
+		return err
+	})
+	for _, id := range ids {
+		i, _ := strconv.Atoi(id)
+		failed[i] = true
+	}
+	return pages, failed
+}
+
+// runOne works on one URL as sqsbatch.Runner works on a record: in a span of its own, a panic
+// failing only it, and poison quarantined with its message and acknowledged. A nil error means
+// the URL needs nothing more of this delivery.
+func (h *Handler) runOne(ctx context.Context, w *work) (f *fetched, err error) {
+	log := func() *slog.Logger {
+		return h.batchLog().With("messageId", w.owner(), "receiveCount", w.receives())
+	}
+	ctx, span := telemetry.StartRecord(ctx, w.d.rec)
+	defer func() { telemetry.EndRecord(span, err) }()
+	defer func() {
+		if p := recover(); p != nil {
+			log().ErrorContext(ctx, "record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			f, err = nil, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	f, err = h.fetchOne(ctx, w)
+	switch {
+	case err == nil:
+		return f, nil
+	case errclass.Of(err) != errclass.Poison:
+		log().WarnContext(ctx, "record failed", "class", errclass.Of(err), "err", err.Error())
+		return nil, err
+	case h.batch.Quarantine == nil:
+		log().ErrorContext(ctx, "poison record, no quarantine: failing it", "err", err.Error())
+		return nil, err
+	}
+	if qerr := h.batch.Quarantine.Quarantine(ctx, w.d.rec, err); qerr != nil {
+		log().ErrorContext(ctx, "quarantine failed", "err", qerr.Error(), "reason", err.Error())
+		return nil, err
+	}
+	log().WarnContext(ctx, "poison record quarantined", "reason", err.Error())
+	return nil, nil
+}
+
+func (h *Handler) batchLog() *slog.Logger {
+	if h.batch.Log != nil {
+		return h.batch.Log
+	}
+	return h.log
+}
+
+// failures returns the messages that must be delivered again, given the work that failed: a
+// message of one URL whose URL failed, and a message of several whose failed URLs could not be
+// sent back alone.
+func (h *Handler) failures(ctx context.Context, ds []*delivery, failed []bool) []events.SQSBatchItemFailure {
+	var out []events.SQSBatchItemFailure
+	for _, d := range ds {
+		var again []*work
+		for _, w := range d.work {
+			if failed[w.n] {
+				again = append(again, w)
+			}
+		}
+		if len(again) == 0 {
+			continue
+		}
+		if !d.several() || !h.sendBack(ctx, d, again) {
+			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: d.rec.MessageId})
+		}
+	}
+	return out
+}
+
+// sendBack sends the failed URLs of a message of several back alone, each carrying the message's
+// claim (message.Fetch.Requeued), and reports whether they went.
+func (h *Handler) sendBack(ctx context.Context, d *delivery, again []*work) bool {
+	entries := make([]queue.Entry, len(again))
+	for i, w := range again {
+		one := *w.msg
+		one.Requeued(d.rec.MessageId, false)
+		body, err := message.Encode(&one)
+		if err != nil {
+			h.log.Warn("encode a failed URL to send back alone; the whole message is delivered again",
+				"messageId", d.rec.MessageId, "err", err.Error())
+			return false
+		}
+		entries[i] = queue.Entry{ID: strconv.Itoa(i), Body: body, Delay: sendBackDelay}
+	}
+	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, entries); err != nil {
+		h.log.Warn("send failed URLs back alone; the whole message is delivered again", "messageId", d.rec.MessageId,
+			"urls", len(again), "err", err.Error())
+		return false
+	}
+	return true
+}
