@@ -2,10 +2,8 @@ package fetcher
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
+	"errors"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
-	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -149,45 +146,22 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (pages []fetched, f
 	return pages, failed
 }
 
-// runOne works on one URL as sqsbatch.Runner works on a record: in a span of its own, a panic
-// failing only it, and poison quarantined with its message and acknowledged. A nil error means
-// the URL needs nothing more of this delivery.
-func (h *Handler) runOne(ctx context.Context, w *work) (f *fetched, err error) {
-	log := func() *slog.Logger {
-		return h.batchLog().With("messageId", w.owner(), "receiveCount", w.receives())
+// runOne works on one URL as sqsbatch.Runner works on a record (Runner.One): in a span of its own,
+// a panic failing only it, and poison quarantined with its message and acknowledged. A nil error
+// means the URL needs nothing more of this delivery.
+func (h *Handler) runOne(ctx context.Context, w *work) (*fetched, error) {
+	var f *fetched
+	var err error
+	if h.batch.One(ctx, w.d.rec, func(ctx context.Context, _ events.SQSMessage) error {
+		f, err = h.fetchOne(ctx, w)
+		return err
+	}) {
+		return f, nil // fetched, done, or quarantined
 	}
-	ctx, span := telemetry.StartRecord(ctx, w.d.rec)
-	defer func() { telemetry.EndRecord(span, err) }()
-	defer func() {
-		if p := recover(); p != nil {
-			log().ErrorContext(ctx, "record panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			f, err = nil, fmt.Errorf("panic: %v", p)
-		}
-	}()
-	f, err = h.fetchOne(ctx, w)
-	switch {
-	case err == nil:
-		return f, nil
-	case errclass.Of(err) != errclass.Poison:
-		log().WarnContext(ctx, "record failed", "class", errclass.Of(err), "err", err.Error())
-		return nil, err
-	case h.batch.Quarantine == nil:
-		log().ErrorContext(ctx, "poison record, no quarantine: failing it", "err", err.Error())
-		return nil, err
+	if err == nil {
+		err = errors.New("fetch panicked") // One logged the panic
 	}
-	if qerr := h.batch.Quarantine.Quarantine(ctx, w.d.rec, err); qerr != nil {
-		log().ErrorContext(ctx, "quarantine failed", "err", qerr.Error(), "reason", err.Error())
-		return nil, err
-	}
-	log().WarnContext(ctx, "poison record quarantined", "reason", err.Error())
-	return nil, nil
-}
-
-func (h *Handler) batchLog() *slog.Logger {
-	if h.batch.Log != nil {
-		return h.batch.Log
-	}
-	return h.log
+	return nil, err
 }
 
 // failures returns the messages that must be delivered again, given the work that failed: a

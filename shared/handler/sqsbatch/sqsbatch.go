@@ -45,7 +45,7 @@ func (r *Runner) Run(ctx context.Context, ev events.SQSEvent, fn func(context.Co
 		wg.Add(1)
 		pool.Go(func() {
 			defer func() { <-sem; wg.Done() }()
-			failed[i] = !r.one(ctx, rec, fn) // one recovers a panic
+			failed[i] = !r.One(ctx, rec, fn) // One recovers a panic
 		})
 	}
 	wg.Wait()
@@ -59,8 +59,10 @@ func (r *Runner) Run(ctx context.Context, ev events.SQSEvent, fn func(context.Co
 	return resp
 }
 
-// one processes a record and reports whether it may be deleted.
-func (r *Runner) one(ctx context.Context, rec events.SQSMessage, fn func(context.Context, events.SQSMessage) error) (ok bool) {
+// One processes a record and reports whether it may be deleted: in a span of its own, a panic
+// failing only it, and poison quarantined with its reason and acknowledged. A handler that works
+// on a record in pieces (fetch, one piece per URL) calls it for each piece.
+func (r *Runner) One(ctx context.Context, rec events.SQSMessage, fn func(context.Context, events.SQSMessage) error) (ok bool) {
 	// The record's logger is made only when there is something to log: With costs more than a
 	// record's whole bookkeeping, and almost every record succeeds.
 	log := func() *slog.Logger {
