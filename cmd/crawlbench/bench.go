@@ -59,6 +59,32 @@ func (s sample) pagesPerSecond() float64 { return float64(s.Pages) / s.Seconds }
 func (s sample) cpuPer1000() float64     { return s.CPU / float64(s.Pages) * 1000 }
 
 func benchMain(ctx context.Context, args []string) error {
+	o, err := parseBenchFlags(args)
+	if err != nil {
+		return err
+	}
+	// Runs keep their state until the last one ends. Deleting a run's thousands of files just
+	// before the next run would slow that run's file creation: ext4 without a journal scans past
+	// the inodes freed in the last 30 seconds for each new file.
+	root, err := os.MkdirTemp("", "crawlbench-")
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	defer os.RemoveAll(root)
+	o.StateRoot = root
+	fmt.Printf("%d links and about %d bytes a page; concurrency %d; %d runs of %s on each site, interleaved\n",
+		o.Links, o.PageBytes, o.Concurrency, o.Runs, strings.Join(o.Crawlers, ", "))
+	all, err := runAll(ctx, o)
+	if err != nil {
+		return err
+	}
+	printMedians(o, all)
+	return nil
+}
+
+// parseBenchFlags parses and checks crawlbench's flags, and makes the -profile directory; without
+// a -wget path, wget is dropped from the crawlers, with a line that says so.
+func parseBenchFlags(args []string) (benchOptions, error) {
 	var o benchOptions
 	names, sites := "ours,colly,ceiling,wget", "10000,2000,5000@50ms,5000@200ms"
 	fs := flag.NewFlagSet("crawlbench", flag.ContinueOnError)
@@ -72,45 +98,40 @@ func benchMain(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.Timeline, "timeline", false, "print each run's mean fetches in flight and peak RSS in each tenth of its crawl")
 	fs.StringVar(&o.ProfileDir, "profile", "", "write CPU and allocation profiles of every `ours` crawl into this directory")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
 	var err error
 	if o.Sites, err = parseSites(sites); err != nil {
-		return fmt.Errorf("-sites: %w", err)
+		return o, fmt.Errorf("-sites: %w", err)
 	}
 	o.Crawlers = strings.Split(names, ",")
 	for _, c := range o.Crawlers {
 		if !slices.Contains(crawlers, c) {
-			return fmt.Errorf("-crawlers: unknown crawler %q (known: %s)", c, strings.Join(crawlers, ", "))
+			return o, fmt.Errorf("-crawlers: unknown crawler %q (known: %s)", c, strings.Join(crawlers, ", "))
 		}
 	}
 	if o.Runs < 1 || o.Concurrency < 1 {
-		return errors.New("-runs and -concurrency must be at least 1")
+		return o, errors.New("-runs and -concurrency must be at least 1")
 	}
 	if slices.Contains(o.Crawlers, "wget") {
 		if o.Wget == "" {
 			fmt.Println("wget: skipped (no -wget path; `make bench` installs GNU wget from Debian's packages into .cache/bin)")
 			o.Crawlers = slices.DeleteFunc(o.Crawlers, func(c string) bool { return c == "wget" })
 		} else if _, err := os.Stat(o.Wget); err != nil {
-			return fmt.Errorf("-wget: %w", err)
+			return o, fmt.Errorf("-wget: %w", err)
 		}
 	}
 	if o.ProfileDir != "" {
 		if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
-			return fmt.Errorf("-profile: %w", err)
+			return o, fmt.Errorf("-profile: %w", err)
 		}
 	}
-	// Runs keep their state until the last one ends. Deleting a run's thousands of files just
-	// before the next run would slow that run's file creation: ext4 without a journal scans past
-	// the inodes freed in the last 30 seconds for each new file.
-	root, err := os.MkdirTemp("", "crawlbench-")
-	if err != nil {
-		return fmt.Errorf("state dir: %w", err)
-	}
-	defer os.RemoveAll(root)
-	o.StateRoot = root
-	fmt.Printf("%d links and about %d bytes a page; concurrency %d; %d runs of %s on each site, interleaved\n",
-		o.Links, o.PageBytes, o.Concurrency, o.Runs, strings.Join(o.Crawlers, ", "))
+	return o, nil
+}
+
+// runAll crawls each site with each crawler o.Runs times, interleaved, printing a row for each
+// crawl, and returns the samples of each site by crawler.
+func runAll(ctx context.Context, o benchOptions) ([]map[string][]sample, error) {
 	all := make([]map[string][]sample, len(o.Sites))
 	for i, site := range o.Sites {
 		fmt.Printf("\n%s\n", site)
@@ -123,7 +144,7 @@ func benchMain(ctx context.Context, args []string) error {
 				}
 				s, err := crawlOnce(ctx, o, c, site, i, run)
 				if err != nil {
-					return fmt.Errorf("%s, %s, run %d: %w", c, site, run, err)
+					return nil, fmt.Errorf("%s, %s, run %d: %w", c, site, run, err)
 				}
 				all[i][c] = append(all[i][c], s)
 				printRow(os.Stdout, fmt.Sprintf("%s #%d", c, run), s)
@@ -133,6 +154,11 @@ func benchMain(ctx context.Context, args []string) error {
 			}
 		}
 	}
+	return all, nil
+}
+
+// printMedians prints the medians of each crawler's runs on each site, then ours' against the others'.
+func printMedians(o benchOptions, all []map[string][]sample) {
 	fmt.Printf("\nmedians of %d runs:\n", o.Runs)
 	for i, site := range o.Sites {
 		fmt.Printf("\n%s\n", site)
@@ -147,7 +173,6 @@ func benchMain(ctx context.Context, args []string) error {
 	for i, site := range o.Sites {
 		printRatios(os.Stdout, site, all[i])
 	}
-	return nil
 }
 
 // printRatios prints ours' medians against each other crawler's on one site.

@@ -224,6 +224,37 @@ func (c Config) Validate() error {
 	if !slices.Contains([]string{"DEBUG", "INFO", "WARN"}, c.SystemLogLevel) {
 		bad("systemLogLevel", "must be DEBUG, INFO or WARN, got %q", c.SystemLogLevel)
 	}
+	c.validateLimits(bad)
+	if a := c.OTelCollectorLayerARN; a != "" && !otelLayerARN.MatchString(a) {
+		bad("otelCollectorLayerArn", "must be a Lambda layer version ARN like arn:aws:lambda:us-east-1:123456789012:layer:NAME:3, got %q", a)
+	}
+	if c.BudgetUSD < 0 {
+		bad("budgetUsd", "must be 0 (no budget) or more, got %v", c.BudgetUSD)
+	}
+	if strings.TrimSpace(c.UserAgent) == "" {
+		bad("userAgent", "must not be empty")
+	}
+	checkFingerprint(c, bad)
+	checkProxies(c, bad)
+	if c.AllowNet != "" {
+		for _, p := range strings.Split(c.AllowNet, ",") {
+			if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {
+				bad("allowNet", "must be comma-separated CIDRs: %v", err)
+			}
+		}
+	}
+	c.validateRecrawl(bad)
+	c.validateAlarms(bad)
+	c.validateLifecycle(bad)
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		c.validateFunction(name, bad)
+	}
+	return errors.Join(errs...)
+}
+
+// validateLimits reports the bad limits of a crawl: its depth, pages, patterns (and their size in
+// each function's environment) and its rate per host.
+func (c Config) validateLimits(bad func(key, format string, args ...any)) {
 	if c.MaxDepth < 0 {
 		bad("maxDepth", "must be 0 or more, got %d", c.MaxDepth)
 	}
@@ -252,24 +283,12 @@ func (c Config) Validate() error {
 	if !(c.HostRPS > 0 && c.HostRPS <= 100) {
 		bad("hostRps", "must be more than 0 and at most 100, got %v", c.HostRPS)
 	}
-	if a := c.OTelCollectorLayerARN; a != "" && !otelLayerARN.MatchString(a) {
-		bad("otelCollectorLayerArn", "must be a Lambda layer version ARN like arn:aws:lambda:us-east-1:123456789012:layer:NAME:3, got %q", a)
-	}
-	if c.BudgetUSD < 0 {
-		bad("budgetUsd", "must be 0 (no budget) or more, got %v", c.BudgetUSD)
-	}
-	if strings.TrimSpace(c.UserAgent) == "" {
-		bad("userAgent", "must not be empty")
-	}
-	checkFingerprint(c, bad)
-	checkProxies(c, bad)
-	if c.AllowNet != "" {
-		for _, p := range strings.Split(c.AllowNet, ",") {
-			if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {
-				bad("allowNet", "must be comma-separated CIDRs: %v", err)
-			}
-		}
-	}
+}
+
+// validateRecrawl reports the bad settings of how crawls start again, end and retry: the
+// recrawl's prefix and schedule, the finish check, the receives of a message, the WARC index,
+// and the tries of a failing URL.
+func (c Config) validateRecrawl(bad func(key, format string, args ...any)) {
 	if c.RecrawlPrefix == "" || !strings.HasSuffix(c.RecrawlPrefix, "/") || strings.HasPrefix(c.RecrawlPrefix, "/") {
 		bad("recrawlPrefix", "must be a key prefix like \"seeds/\", got %q", c.RecrawlPrefix)
 	}
@@ -295,6 +314,11 @@ func (c Config) Validate() error {
 	if c.RetryWaitSeconds < 1 || c.RetryWaitSeconds > 60 {
 		bad("retryWaitSeconds", "must be 1 to 60 seconds, got %d", c.RetryWaitSeconds)
 	}
+}
+
+// validateAlarms reports the bad settings of the logs and alarms: the logs' retention, the
+// oldest message's alarm, and the email told about an alarm.
+func (c Config) validateAlarms(bad func(key, format string, args ...any)) {
 	if _, ok := logRetentions[c.LogRetentionDays]; !ok {
 		bad("logRetentionDays", "must be a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, 60, 90, ... 3653), got %d", c.LogRetentionDays)
 	}
@@ -309,32 +333,33 @@ func (c Config) Validate() error {
 			bad("alarmEmail", "is set but context \"alarms\" is false, so there is no alarm to notify about: set alarms to true or leave alarmEmail empty")
 		}
 	}
-	c.validateLifecycle(bad)
-	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
-		f := c.Function(name)
-		// 6x the timeout is the visibility timeout, which SQS caps at 12 hours;
-		// Lambda caps the timeout at 15 minutes.
-		if f.TimeoutSeconds < 1 || f.TimeoutSeconds > 900 {
-			bad(name+"TimeoutSeconds", "must be 1 to 900, got %d", f.TimeoutSeconds)
-		}
-		if f.MemoryMB < 128 || f.MemoryMB > 10240 {
-			bad(name+"MemoryMB", "must be 128 to 10240, got %d", f.MemoryMB)
-		}
-		if f.MaxConcurrency < 2 || f.MaxConcurrency > 1000 {
-			bad(name+"MaxConcurrency", "must be 2 to 1000 (the SQS event source limits), got %d", f.MaxConcurrency)
-		}
-		if f.BatchSize < 1 || f.BatchSize > maxBatchSize {
-			bad(name+"BatchSize", "must be 1 to %d (the SQS event source limit on a standard queue), got %d", maxBatchSize, f.BatchSize)
-		}
-		if f.BatchWindowSeconds < 0 || f.BatchWindowSeconds > maxBatchWindowSecond {
-			bad(name+"BatchWindowSeconds", "must be 0 to %d, got %d", maxBatchWindowSecond, f.BatchWindowSeconds)
-		} else if f.BatchSize > maxUnwindowedBatch && f.BatchWindowSeconds < 1 {
-			bad(name+"BatchWindowSeconds", "must be at least 1 when %sBatchSize is above %d (Lambda rejects a larger batch without a batching window), got %d",
-				name, maxUnwindowedBatch, f.BatchWindowSeconds)
-		}
-		if f.BatchConcurrency < 1 || f.BatchConcurrency > 1000 {
-			bad(name+"BatchConcurrency", "must be 1 to 1000, got %d", f.BatchConcurrency)
-		}
+}
+
+// validateFunction reports the bad settings of the function name: its timeout, memory,
+// concurrency, batches and batch concurrency.
+func (c Config) validateFunction(name string, bad func(key, format string, args ...any)) {
+	f := c.Function(name)
+	// 6x the timeout is the visibility timeout, which SQS caps at 12 hours;
+	// Lambda caps the timeout at 15 minutes.
+	if f.TimeoutSeconds < 1 || f.TimeoutSeconds > 900 {
+		bad(name+"TimeoutSeconds", "must be 1 to 900, got %d", f.TimeoutSeconds)
 	}
-	return errors.Join(errs...)
+	if f.MemoryMB < 128 || f.MemoryMB > 10240 {
+		bad(name+"MemoryMB", "must be 128 to 10240, got %d", f.MemoryMB)
+	}
+	if f.MaxConcurrency < 2 || f.MaxConcurrency > 1000 {
+		bad(name+"MaxConcurrency", "must be 2 to 1000 (the SQS event source limits), got %d", f.MaxConcurrency)
+	}
+	if f.BatchSize < 1 || f.BatchSize > maxBatchSize {
+		bad(name+"BatchSize", "must be 1 to %d (the SQS event source limit on a standard queue), got %d", maxBatchSize, f.BatchSize)
+	}
+	if f.BatchWindowSeconds < 0 || f.BatchWindowSeconds > maxBatchWindowSecond {
+		bad(name+"BatchWindowSeconds", "must be 0 to %d, got %d", maxBatchWindowSecond, f.BatchWindowSeconds)
+	} else if f.BatchSize > maxUnwindowedBatch && f.BatchWindowSeconds < 1 {
+		bad(name+"BatchWindowSeconds", "must be at least 1 when %sBatchSize is above %d (Lambda rejects a larger batch without a batching window), got %d",
+			name, maxUnwindowedBatch, f.BatchWindowSeconds)
+	}
+	if f.BatchConcurrency < 1 || f.BatchConcurrency > 1000 {
+		bad(name+"BatchConcurrency", "must be 1 to 1000, got %d", f.BatchConcurrency)
+	}
 }

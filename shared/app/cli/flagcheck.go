@@ -17,10 +17,27 @@ import (
 // own Validate, which names its settings as the Lambda functions' environment does, runs after
 // as a backstop.
 func checkRunFlags(o RunOptions) error {
-	var errs []error
-	bad := func(flag string, value any, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s %v: %s", flag, value, fmt.Sprintf(format, args...)))
-	}
+	var errs flagErrors
+	checkCrawlFlags(o, errs.bad)
+	checkFetchFlags(o, errs.bad)
+	checkRetryFlags(o, errs.bad)
+	return errors.Join(errs...)
+}
+
+// flagErrors are what is wrong with the bad flags, in the order they were checked.
+type flagErrors []error
+
+// flagProblem says what is wrong with one flag's value.
+type flagProblem func(flag string, value any, format string, args ...any)
+
+// bad adds what is wrong with one flag's value, in a sentence that names the flag.
+func (e *flagErrors) bad(flag string, value any, format string, args ...any) {
+	*e = append(*e, fmt.Errorf("--%s %v: %s", flag, value, fmt.Sprintf(format, args...)))
+}
+
+// checkCrawlFlags checks the flags that say how much of the web a crawl takes: its concurrency,
+// scope, limits and patterns.
+func checkCrawlFlags(o RunOptions, bad flagProblem) {
 	if o.Concurrency < 1 {
 		bad("concurrency", o.Concurrency, "must be at least 1")
 	}
@@ -57,6 +74,11 @@ func checkRunFlags(o RunOptions) error {
 			}
 		}
 	}
+}
+
+// checkFetchFlags checks the flags that say how a page is fetched: the body's limit, the timeout,
+// the user agent, the TLS fingerprint and the proxies.
+func checkFetchFlags(o RunOptions, bad flagProblem) {
 	if o.MaxBodyBytes < 1 {
 		bad("max-body-bytes", o.MaxBodyBytes, "must be at least 1")
 	}
@@ -79,6 +101,11 @@ func checkRunFlags(o RunOptions) error {
 	if len(o.Proxies) > 0 && o.Fingerprint == httpfetch.FingerprintChrome {
 		bad("proxy", "(redacted)", "not with --tls-fingerprint chrome yet: use one or the other")
 	}
+}
+
+// checkRetryFlags checks the flags that say how the run stops, retries and gives up: the grace of
+// a stop, the queues' visibility and receives, the tries, the circuits, and the budget's price.
+func checkRetryFlags(o RunOptions, bad flagProblem) {
 	if o.StopGrace < 0 {
 		bad("stop-grace", o.StopGrace, "must be 0 (stop at once) or more")
 	}
@@ -106,5 +133,4 @@ func checkRunFlags(o RunOptions) error {
 	if _, err := (pipeline.Config{Prices: o.Prices}).PriceTable(); err != nil {
 		bad("prices", o.Prices, "%v", err)
 	}
-	return errors.Join(errs...)
 }

@@ -129,69 +129,121 @@ type Summary struct {
 
 // crawlRun runs one crawl of o.SeedFile and returns its summary.
 func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summary, int) {
-	var sum Summary
+	sum, body, code := checkRun(o, stderr)
+	if code != ExitOK {
+		return sum, code
+	}
+	env, closeRun, code := openRun(ctx, o, body, stderr)
+	defer closeRun()
+	if code != ExitOK {
+		return sum, code
+	}
+	if o.SeedFile == "" {
+		return goOn(ctx, o, env.be, env.res, env.h, env.log, sum, stdout, stderr)
+	}
+	p, others, code := pickRunCrawl(ctx, o, env, body, stderr)
+	if code != ExitOK {
+		return sum, code
+	}
+	sum.Crawl, sum.fetchedBefore = p.id, p.fetched
+	if p.ended {
+		return showEnded(ctx, o, env, sum, stdout, stderr)
+	}
+	if err := startSeed(ctx, env.be, env.res, p.key, p.version, body); err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return sum, ExitFailed
+	}
+	out := runCrawl(ctx, o, env, p, stderr)
+	return reportRun(ctx, o, env, sum, others, out, stdout, stderr)
+}
+
+// runEnv is what a run works with once its backend is set up: the adapters, the queues, the
+// handlers in this process, and the log.
+type runEnv struct {
+	be  *Backend
+	res Resources
+	h   *pipeline.Handlers
+	log *slog.Logger
+}
+
+// checkRun checks what a run is given before it reads or creates anything: the flags, the seed
+// file, the price table, and, without a seed file, a state to go on with. It returns the summary
+// as far as it has filled it, and the seed file.
+func checkRun(o RunOptions, stderr io.Writer) (sum Summary, body []byte, code int) {
 	// Bad flags are reported before anything is read or created (checkRunFlags has said what is
 	// wrong with each): the pipeline's own check, with stand-in queue names, is a backstop.
 	if err := o.config(Resources{Schedule: "schedule", Fetch: "fetch", Parse: "parse"}).Validate(); err != nil {
 		fmt.Fprintf(stderr, "crawl: bad flags:\n%v\n", err)
-		return sum, ExitUsage
+		return sum, nil, ExitUsage
 	}
-	var body []byte
 	if o.SeedFile != "" {
 		var err error
 		if body, err = os.ReadFile(o.SeedFile); err != nil {
 			fmt.Fprintf(stderr, "crawl: cannot read the seed file: %v\n", err)
-			return sum, ExitUsage
+			return sum, nil, ExitUsage
 		}
 		good, bad, code := readSeeds(o, body, stderr)
 		if code != ExitOK {
-			return sum, code
+			return sum, nil, code
 		}
 		sum.BadSeedLines = bad
 		if good == 0 {
 			fmt.Fprintf(stderr, "crawl: %s has no valid seed URL (%d bad lines): nothing to crawl\n", o.SeedFile, bad)
-			return sum, ExitUsage
+			return sum, nil, ExitUsage
 		}
 	}
 	sum.BudgetUSD = o.BudgetUSD
 	var err error
 	if sum.prices, err = o.config(Resources{}).PriceTable(); err != nil {
 		fmt.Fprintf(stderr, "crawl: --prices: %v\n", err)
-		return sum, ExitUsage
+		return sum, nil, ExitUsage
 	}
 	if o.SeedFile == "" {
 		if _, err := os.Stat(filepath.Join(o.State, stateFile)); err != nil {
 			fmt.Fprintf(stderr, "crawl run: no SEEDFILE, and no crawl state in %s to go on with: give a SEEDFILE (crawl run --help)\n", o.State)
-			return sum, ExitUsage
+			return sum, nil, ExitUsage
+		}
+	}
+	return sum, body, ExitOK
+}
+
+// openRun starts the run's telemetry, opens and locks its backend, sets up its queues and builds
+// its handlers. closeRun undoes what it did, last first, also when it failed half way: the caller
+// defers it either way.
+func openRun(ctx context.Context, o RunOptions, body []byte, stderr io.Writer) (env runEnv, closeRun func(), code int) {
+	var undo []func()
+	closeRun = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
 		}
 	}
 	tel, err := telemetry.Setup(ctx, os.Getenv, telemetry.Options{Service: "crawlstack-run", Endpoint: o.OTel})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: --otel: %v\n", err)
-		return sum, ExitUsage
+		return env, closeRun, ExitUsage
 	}
-	defer tel.Shutdown(context.WithoutCancel(ctx))
+	undo = append(undo, func() { tel.Shutdown(context.WithoutCancel(ctx)) })
 	fetching := warmRobots(ctx, o, body) // while the state opens
 	if fetching != nil {
-		defer fetching.Close()
+		undo = append(undo, fetching.Close)
 	}
 	be, err := openBackend(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
-		return sum, ExitFailed
+		return env, closeRun, ExitFailed
 	}
-	defer be.Close()
+	undo = append(undo, func() { be.Close() })
 	if be.SyncsFiles {
-		defer spareProc()()
+		undo = append(undo, spareProc())
 	}
-	defer gctune.Start()() // less collection for some memory (docs/bench-history.md, round fifteen)
+	undo = append(undo, gctune.Start()) // less collection for some memory (docs/bench-history.md, round fifteen)
 	if o.Backend == "embedded" {
 		unlock, err := lockState(o.State)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl: %v\n", err)
-			return sum, ExitFailed
+			return env, closeRun, ExitFailed
 		}
-		defer unlock()
+		undo = append(undo, unlock)
 	}
 	if be.Existing != nil {
 		fmt.Fprintln(stderr, "crawl: using the queues of a deployed stack: its Lambda functions consume them too, so they share this crawl's work")
@@ -199,17 +251,11 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	res, err := be.Setup(ctx, QueueSettings{Visibility: o.Visibility, MaxReceiveCount: o.MaxReceive})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: set up the %s backend: %v\n", be.Name, err)
-		return sum, ExitFailed
+		return env, closeRun, ExitFailed
 	}
-	if r, ok := be.Queue.(reclaimer); ok && o.Backend == "embedded" {
-		n, err := r.ReclaimInFlight(ctx)
-		if err != nil {
-			fmt.Fprintf(stderr, "crawl: %v\n", err)
-			return sum, ExitFailed
-		}
-		if n > 0 {
-			fmt.Fprintf(stderr, "crawl: took back %d messages that a run which did not end cleanly (killed?) had in flight\n", n)
-		}
+	if err := reclaimInFlight(ctx, o, be, stderr); err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return env, closeRun, ExitFailed
 	}
 	logger, _ := o.Log.Logger(stderr) // checked with the flags
 	log := slog.New(interruptQuiet{Handler: logger.Handler(), ctx: ctx})
@@ -219,13 +265,34 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		Fetching: fetching}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
-		return sum, ExitUsage
+		return env, closeRun, ExitUsage
 	}
-	defer h.Close()
+	undo = append(undo, h.Close)
+	return runEnv{be: be, res: res, h: h, log: log}, closeRun, ExitOK
+}
 
-	if o.SeedFile == "" {
-		return goOn(ctx, o, be, res, h, log, sum, stdout, stderr)
+// reclaimInFlight takes back, on the embedded backend, the messages that a run which did not end
+// cleanly had in flight, and says how many there were.
+func reclaimInFlight(ctx context.Context, o RunOptions, be *Backend, stderr io.Writer) error {
+	r, ok := be.Queue.(reclaimer)
+	if !ok || o.Backend != "embedded" {
+		return nil
 	}
+	n, err := r.ReclaimInFlight(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Fprintf(stderr, "crawl: took back %d messages that a run which did not end cleanly (killed?) had in flight\n", n)
+	}
+	return nil
+}
+
+// pickRunCrawl chooses the crawl of the seed file the run goes on with (package which), brings
+// its counts and its refused links up to date on the embedded backend, finds the other unfinished
+// crawls the run advances too, and prints the note about that choice.
+func pickRunCrawl(ctx context.Context, o RunOptions, env runEnv, body []byte, stderr io.Writer) (p pick, others []Summary, code int) {
+	be, h := env.be, env.h
 	key, version := seedObject(be, filepath.Base(o.SeedFile), body)
 	if o.Name != "" {
 		key, version = namedObject(be, o.Name)
@@ -233,7 +300,7 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	p, err := chooseCrawl(ctx, h.State, be.Bucket, key, version, o.Fresh)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
-		return sum, ExitFailed
+		return p, nil, ExitFailed
 	}
 	if be.Name == "embedded" && !p.ended && p.fetched > 0 {
 		// The counters miss the pages a killed run recorded but had not counted yet: this run's
@@ -241,21 +308,20 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 		c, err := h.State.Tally(ctx, p.id)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl: %v\n", err)
-			return sum, ExitFailed
+			return p, nil, ExitFailed
 		}
 		p.fetched = c.Fetched
 	}
 	if be.Name == "embedded" {
-		if err := reconsiderRefused(ctx, be, res, h.State, o, body, &p); err != nil {
+		if err := reconsiderRefused(ctx, be, env.res, h.State, o, body, &p); err != nil {
 			fmt.Fprintf(stderr, "crawl: %v\n", err)
-			return sum, ExitFailed
+			return p, nil, ExitFailed
 		}
 	}
-	var others []Summary
 	if be.Name == "embedded" && !p.ended {
 		if others, err = unfinishedOthers(ctx, h.State, p.id); err != nil {
 			fmt.Fprintf(stderr, "crawl: %v\n", err)
-			return sum, ExitFailed
+			return p, nil, ExitFailed
 		}
 	}
 	if len(others) > 0 {
@@ -267,45 +333,60 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 			map[bool]string{true: "s"}[len(others) > 1], strings.Join(ids, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
 	}
 	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
-	crawl := p.id
-	sum.Crawl, sum.fetchedBefore = crawl, p.fetched
-	if p.ended {
-		sum, err = summarize(ctx, h.State, be, res, crawl, time.Now(), sum, false)
-		if err != nil {
-			fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
-			return sum, ExitFailed
-		}
-		sum.Finished, sum.AlreadyEnded = true, true
-		announced := announceEnd(ctx, h, be, &sum, stderr) // a run that died before announcing it left it to this one
-		printSummary(stdout, stderr, sum, o.JSON)
-		if !announced {
-			return sum, ExitFailed
-		}
-		return sum, ExitOK
-	}
-	if err := startSeed(ctx, be, res, p.key, p.version, body); err != nil {
-		fmt.Fprintf(stderr, "crawl: %v\n", err)
+	return p, others, ExitOK
+}
+
+// showEnded shows the summary of a crawl that had ended before this run, and announces its end
+// if a run that died before announcing it left that to this one.
+func showEnded(ctx context.Context, o RunOptions, env runEnv, sum Summary, stdout, stderr io.Writer) (Summary, int) {
+	sum, err := summarize(ctx, env.h.State, env.be, env.res, sum.Crawl, time.Now(), sum, false)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
 		return sum, ExitFailed
 	}
-	runner := NewRunner(be.Queue, res, h, o.Concurrency, o.Visibility, log)
+	sum.Finished, sum.AlreadyEnded = true, true
+	announced := announceEnd(ctx, env.h, env.be, &sum, stderr)
+	printSummary(stdout, stderr, sum, o.JSON)
+	if !announced {
+		return sum, ExitFailed
+	}
+	return sum, ExitOK
+}
+
+// runOutcome is how a run's handlers ended: what its report needs.
+type runOutcome struct {
+	start time.Time
+	err   error
+	// exact says that every transition of the crawl was counted (crawlstate.Tally is not needed).
+	exact bool
+	// cutShort are the batches a graceful stop cut short (localrun.Stats.CutShort).
+	cutShort int64
+}
+
+// runCrawl runs the handlers on the queues until they run out or the run is stopped, with
+// progress lines, buffered counters and, on a metered backend, the budget's check; on the
+// embedded backend it readmits the pages of the budget left and goes on while there are any.
+func runCrawl(ctx context.Context, o RunOptions, env runEnv, p pick, stderr io.Writer) runOutcome {
+	be, h := env.be, env.h
+	runner := NewRunner(be.Queue, env.res, h, o.Concurrency, o.Visibility, env.log)
 	runner.IdleCheck = be.IdleCheck
 	if be.Metered {
-		bookCosts(runner, h.State, log)
+		bookCosts(runner, h.State, env.log)
 		h.State.CostCheck = budgetCheck
 	}
 	start := time.Now()
-	stopCounters := holdCounters(ctx, h.State, counterInterval, log)
+	stopCounters := holdCounters(ctx, h.State, counterInterval, env.log)
 	every := progressEmbedded
 	if o.Backend == "aws" {
 		every = progressAWS
 	}
-	prog := startProgress(ctx, stderr, o.Quiet, progressOf{crawl: crawl, st: h.State, start: start, every: every,
-		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, res)})
+	prog := startProgress(ctx, stderr, o.Quiet, progressOf{crawl: p.id, st: h.State, start: start, every: every,
+		fetchedBefore: p.fetched, waiting: waitLine(be.Queue, env.res)})
 	work, released := graceful(ctx, o.StopGrace, stderr)
 	runErr := runner.RunGraceful(ctx, work)
 	for pass := 0; runErr == nil && be.Name == "embedded" && pass < maxReadmitPasses; pass++ {
 		// Pages of the budget left, and links refused over it: they go on.
-		n, err := readmitOverBudget(ctx, be, res, h, crawl)
+		n, err := readmitOverBudget(ctx, be, env.res, h, p.id)
 		if err != nil {
 			runErr = err
 		}
@@ -316,24 +397,31 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 	}
 	released()
 	prog.stop()
-	releaseBudgets(ctx, h.State, log)
+	releaseBudgets(ctx, h.State, env.log)
 	counted := stopCounters()
-
 	// A crawl this run started on its own state, and ended cleanly, has every transition counted.
 	exact := be.Name == "embedded" && p.created && runErr == nil && counted == nil
-	sum, err = summarize(context.WithoutCancel(ctx), h.State, be, res, crawl, start, sum, exact)
+	return runOutcome{start: start, err: runErr, exact: exact, cutShort: runner.Stats.CutShort.Load()}
+}
+
+// reportRun summarizes the run's crawl and the others it advanced, announces the ends, prints the
+// summary and says why the run ended the way it did: its exit code.
+func reportRun(ctx context.Context, o RunOptions, env runEnv, sum Summary, others []Summary, out runOutcome,
+	stdout, stderr io.Writer) (Summary, int) {
+	be, h, crawl := env.be, env.h, sum.Crawl
+	sum, err := summarize(context.WithoutCancel(ctx), h.State, be, env.res, crawl, out.start, sum, out.exact)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: summary: %v\n", err)
 	}
-	sum.Finished = runErr == nil
+	sum.Finished = out.err == nil
 	for _, a := range others {
 		a.prices = sum.prices
-		also, err := summarize(context.WithoutCancel(ctx), h.State, be, res, a.Crawl, start, a, false)
+		also, err := summarize(context.WithoutCancel(ctx), h.State, be, env.res, a.Crawl, out.start, a, false)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl: summary of %s: %v\n", a.Crawl, err)
 			continue
 		}
-		also.Finished = runErr == nil && also.Pending == 0
+		also.Finished = out.err == nil && also.Pending == 0
 		sum.Also = append(sum.Also, also)
 	}
 	announced := announceEnd(context.WithoutCancel(ctx), h, be, &sum, stderr) // the queues ran out: the crawls drained
@@ -343,16 +431,16 @@ func crawlRun(ctx context.Context, o RunOptions, stdout, stderr io.Writer) (Summ
 			be.Name == "embedded")
 	}
 	switch {
-	case errors.Is(runErr, context.Canceled):
+	case errors.Is(out.err, context.Canceled):
 		where := o.State
 		if o.Backend != "embedded" {
 			where = be.Where("")
 		}
 		fmt.Fprintf(stderr, "crawl: interrupted: %d pages of crawl %s are saved in %s%s; run the same command again to resume\n",
-			sum.Fetched, crawl, where, cutShortNote(runner.Stats.CutShort.Load()))
+			sum.Fetched, crawl, where, cutShortNote(out.cutShort))
 		return sum, ExitInterrupted
-	case runErr != nil:
-		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+	case out.err != nil:
+		fmt.Fprintf(stderr, "crawl: %v\n", out.err)
 		return sum, ExitFailed
 	case sum.Fetched == 0:
 		fmt.Fprintf(stderr, "crawl: no page could be fetched (crawl failures %s lists why)\n", crawl)
@@ -422,8 +510,8 @@ func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Durat
 // them (the run's Config.FetchInFlight). With one set of batches, a crawl of a site that answers
 // in 50 ms had 19 to 21 of its 32 fetches in flight on average, at 0.60x to 0.67x of the pages/s
 // of a client that GETs the known URL list; with two, 25 to 26, at 0.78x to 0.83x
-// (docs/bench-history.md, round ten). At most about fetchSets x concurrency pages are fetched but not yet recorded at any
-// moment: the most a crash can make the next run fetch again. A batch that has recorded its pages
+// (docs/bench-history.md, round ten). At most about fetchSets x concurrency pages are fetched but
+// not yet recorded at any moment: the most a crash can make the next run fetch again. A batch that has recorded its pages
 // and only waits for its file's sync lends its turn to a spare (fetchSpares): on a busy disk a
 // 5,000-page crawl at 50 ms took 9.3 to 10.7 s instead of 10.4 to 11.7 s, and the same as before
 // on a quiet one (docs/bench-history.md, round sixteen).

@@ -104,11 +104,7 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 	}
 	switch {
 	case s.Crawl == "":
-		fmt.Fprintf(w, "went on with the state directory's work in %.1fs: %d pages fetched\n", s.ElapsedSeconds, s.FetchedThisRun)
-		for _, a := range s.Also {
-			fmt.Fprintf(w, "  crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
-				a.Crawl, a.Seen, a.Fetched, a.Skipped, a.Failed, a.Pending)
-		}
+		printWentOn(w, s)
 		if asJSON {
 			b, _ := json.Marshal(s)
 			fmt.Fprintf(stdout, "%s\n", b)
@@ -127,32 +123,10 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
 	}
-	if len(s.GaveUp) > 0 {
-		more := ""
-		if int64(len(s.GaveUp)) < s.Failed {
-			more = fmt.Sprintf(" (the first %d of %d)", len(s.GaveUp), s.Failed)
-		}
-		fmt.Fprintf(w, "  given up%s:\n", more)
-		for _, g := range s.GaveUp {
-			fmt.Fprintf(w, "    %q  %s  %q\n", g.URL, g.Class, g.Detail) // quoted: both come from the web
-		}
-	}
+	printGaveUp(w, s.GaveUp, s.Failed)
 	printThrottled(w, s.Throttled)
 	printCircuits(w, s.Circuits)
-	if s.CostUSD > 0 {
-		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)
-	}
-	if n := s.Classes[string(errclass.Budget)]; n > 0 && s.Stopped != crawlstate.StopBudget {
-		fmt.Fprintf(w, "  --max-pages: %d links were over it and not crawled (class budget)\n", n)
-	}
-	if s.Stopped == crawlstate.StopBudget {
-		fmt.Fprintf(w, "  budget: the crawl reached its budget of $%.4f and stopped admitting URLs (%d links not admitted);"+
-			" what it had admitted was crawled to the end\n", s.BudgetUSD, s.Classes[string(errclass.Budget)])
-	}
-	if s.Stopped == crawlstate.StopUser {
-		fmt.Fprintf(w, "  stopped by its user (crawl stop): %d queued URLs ended stopped, and no link was admitted since\n",
-			s.StoppedURLs)
-	}
+	printLimits(w, s)
 	if s.BadSeedLines > 0 {
 		fmt.Fprintf(w, "  bad seed lines skipped: %d\n", s.BadSeedLines)
 	}
@@ -175,6 +149,49 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 	if asJSON {
 		b, _ := json.Marshal(s)
 		fmt.Fprintf(stdout, "%s\n", b)
+	}
+}
+
+// printWentOn writes the counts of each crawl a run without a seed file went on with.
+func printWentOn(w io.Writer, s Summary) {
+	fmt.Fprintf(w, "went on with the state directory's work in %.1fs: %d pages fetched\n", s.ElapsedSeconds, s.FetchedThisRun)
+	for _, a := range s.Also {
+		fmt.Fprintf(w, "  crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
+			a.Crawl, a.Seen, a.Fetched, a.Skipped, a.Failed, a.Pending)
+	}
+}
+
+// printGaveUp writes the failed URLs the summary lists, and says when they are not all of them.
+func printGaveUp(w io.Writer, gaveUp []GaveUp, failed int64) {
+	if len(gaveUp) == 0 {
+		return
+	}
+	more := ""
+	if int64(len(gaveUp)) < failed {
+		more = fmt.Sprintf(" (the first %d of %d)", len(gaveUp), failed)
+	}
+	fmt.Fprintf(w, "  given up%s:\n", more)
+	for _, g := range gaveUp {
+		fmt.Fprintf(w, "    %q  %s  %q\n", g.URL, g.Class, g.Detail) // quoted: both come from the web
+	}
+}
+
+// printLimits writes what the crawl's limits did: its metered cost, the links over --max-pages,
+// and a stop by its budget or by its user.
+func printLimits(w io.Writer, s Summary) {
+	if s.CostUSD > 0 {
+		fmt.Fprintf(w, "  metered AWS cost: $%.4f\n", s.CostUSD)
+	}
+	if n := s.Classes[string(errclass.Budget)]; n > 0 && s.Stopped != crawlstate.StopBudget {
+		fmt.Fprintf(w, "  --max-pages: %d links were over it and not crawled (class budget)\n", n)
+	}
+	if s.Stopped == crawlstate.StopBudget {
+		fmt.Fprintf(w, "  budget: the crawl reached its budget of $%.4f and stopped admitting URLs (%d links not admitted);"+
+			" what it had admitted was crawled to the end\n", s.BudgetUSD, s.Classes[string(errclass.Budget)])
+	}
+	if s.Stopped == crawlstate.StopUser {
+		fmt.Fprintf(w, "  stopped by its user (crawl stop): %d queued URLs ended stopped, and no link was admitted since\n",
+			s.StoppedURLs)
 	}
 }
 

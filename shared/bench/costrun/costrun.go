@@ -132,139 +132,220 @@ type Batches struct{ Invocations, Records int64 }
 // Run crawls o.Web through the AWS adapters built from cfg (a copy of it is metered) in a fresh
 // table, bucket and set of queues, and reports what the crawl used.
 func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
-	fns := o.Functions
-	if fns == nil {
-		fns = StackFunctions()
+	c := &costRun{o: o, fns: o.Functions, m: meter.New()}
+	if c.fns == nil {
+		c.fns = StackFunctions()
 	}
-	m := meter.New()
-	// DynamoDB Local answers a failed condition with a wrong checksum, and the SDK would log a
-	// warning for each of thousands: say nothing, the meter counts them.
-	cfg.Logger = logging.Nop{}
-	unmetered := cfg
-	cfg = cfg.Copy()
-	m.Register(&cfg)
-	suffix, err := randomSuffix()
-	if err != nil {
+	if err := c.open(ctx, cfg); err != nil {
 		return Report{}, err
-	}
-	name := "crawlcost-" + suffix
-	env := map[string]string{"CRAWL_TABLE": name, "CRAWL_BUCKET": name, "CRAWL_QUEUE_PREFIX": name + "-"}
-	be := cli.OpenAWSWith(cfg, func(k string) string { return env[k] })
-	res, err := be.Setup(ctx, cli.QueueSettings{Visibility: o.Visibility, MaxReceiveCount: 5})
-	if err != nil {
-		return Report{}, fmt.Errorf("set up the queues, table and bucket: %w", err)
 	}
 	web, err := multisite.Start(o.Web)
 	if err != nil {
 		return Report{}, err
 	}
 	defer web.Close()
-
-	pc := o.Pipeline
-	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = res.Schedule, res.Fetch, res.Parse
-	pc.SlotLead = time.Duration(fns["fetch"].BatchWindowSeconds) * time.Second // CRAWL_SLOT_LEAD in the stack
-	writes := &keyWrites{t: be.Table}
-	sent := &fetchSends{Sender: be.Queue, queue: res.Fetch}
-	logs := &logBytes{m: m}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// Each function has handlers of its own, as each Lambda function runs in processes of its
-	// own, with its own batch concurrency (CRAWL_BATCH_CONCURRENCY on AWS).
-	handlers := map[string]*pipeline.Handlers{}
-	for _, fn := range []string{"schedule", "fetch", "parse"} {
-		fc := pc
-		fc.BatchConcurrency = max(fns[fn].BatchConcurrency, 1)
-		hs, err := pipeline.New(fc, pipeline.Ports{Queue: sent, Table: writes.of(fn), Blobs: be.Blobs}, log)
-		if err != nil {
-			return Report{}, err
-		}
-		defer hs.Close()
-		handlers[fn] = hs
-	}
-	var batchMu sync.Mutex
-	batches := map[string]Batches{}
-	invoke := func(fn string, h localrun.Invoke) localrun.Invoke {
-		f := fns[fn]
-		return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-			batchMu.Lock()
-			b := batches[fn]
-			b.Invocations++
-			b.Records += int64(len(ev.Records))
-			batches[fn] = b
-			batchMu.Unlock()
-			// Lambda's deadline: the fetch handler leaves GETs it has no time for to a later batch.
-			if f.TimeoutSeconds > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, time.Duration(f.TimeoutSeconds)*time.Second)
-				defer cancel()
-			}
-			start := time.Now()
-			resp, err := h(ctx, ev)
-			m.AddLambda(time.Since(start), f.MemoryMB)
-			m.AddLogBytes(lambdaReportBytes)
-			return resp, err
-		}
-	}
-	src := func(fn, q string, h localrun.Invoke) localrun.Source {
-		f := fns[fn]
-		// Each invocation keeps the crawl's ledger, as the Lambda mains do (awsports.NewFunction):
-		// the ledger's own table write is part of the bill.
-		l := &ledger.Ledger{State: handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Log: log}
-		return localrun.Source{Name: fn, Queue: q, Handler: invoke(fn, localrun.Invoke(l.Wrap(ledger.Handler(h)))), Pollers: f.MaxConcurrency,
-			BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: o.Visibility,
-			Poll: lambdaPoll}
-	}
-	quiet := cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
-	early := &earlyEmpty{}
-	runner := &localrun.Runner{Queues: depthUnmetered{Queues: early.wrap(be.Queue), depth: quiet.Queue}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
-		src("schedule", res.Schedule, handlers["schedule"].Schedule.Handle),
-		src("fetch", res.Fetch, handlers["fetch"].Fetch.Handle),
-		src("parse", res.Parse, handlers["parse"].Parse.Handle),
-	}}
-
-	start := time.Now()
-	crawl, err := cli.StartCrawl(ctx, be, res, "seeds.txt", []byte(strings.Join(web.Roots, "\n")+"\n"))
+	c.web = web
+	closeHandlers, err := c.startHandlers()
+	defer closeHandlers()
 	if err != nil {
 		return Report{}, err
 	}
-	stop := func() {}
-	if o.Progress != nil && o.ProgressEvery > 0 {
-		stop = localrun.Every(ctx, o.ProgressEvery, func() {
-			pages, _ := web.Fetched()
-			c := cost.DefaultPrices().Cost(m.Snapshot())
-			fmt.Fprintf(o.Progress, "%s: %d pages in %v, $%.4f so far\n", o.Name, pages, time.Since(start).Round(time.Second), c.Total)
-		})
-	}
-	err = runner.Run(ctx)
-	stop()
+	start := time.Now()
+	crawl, err := c.crawl(ctx, start)
 	if err != nil {
-		return Report{}, fmt.Errorf("crawl: %w", err)
+		return Report{}, err
 	}
 	var index crawlindex.Result
 	if o.Pipeline.WARCIndex == pipeline.IndexPerCrawl {
 		// The crawl's CDXJ index, built from its WARC files as `crawl index` builds it: its reads
 		// and its PUT are part of the bill.
-		if index, err = crawlindex.Build(ctx, be.Blobs, crawl, nil); err != nil {
+		if index, err = crawlindex.Build(ctx, c.be.Blobs, crawl, nil); err != nil {
 			return Report{}, fmt.Errorf("index the crawl: %w", err)
 		}
 	}
-	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: o.Name, Hosts: o.Web.Hosts, Elapsed: time.Since(start), Units: m.Snapshot(),
-		Delayed: sent.delayed.Load(), Requeued: sent.resent(), SQSCalls: m.SQSCalls()}
-	r.FirstMessages, r.FirstURLs, r.Groups = sent.first()
-	r.EarlyEmpty = early.takeFrom(&r.Units, r.SQSCalls)
-	r.Pages, r.Twice = web.Fetched()
+	return c.report(ctx, crawl, index, start)
+}
+
+// costRun is one Run: its options, its meter, the adapters, the counters around them, and the
+// handlers of each function.
+type costRun struct {
+	o     Options
+	fns   map[string]Function
+	m     *meter.Meter
+	be    *cli.Backend // metered
+	quiet *cli.Backend // the same table, bucket and queues, unmetered: for what the bill must not count
+	res   cli.Resources
+	web   *multisite.Web
+
+	writes   *keyWrites
+	sent     *fetchSends
+	log      *slog.Logger
+	handlers map[string]*pipeline.Handlers
+	batches  batchTally
+	early    earlyEmpty
+}
+
+// open meters a copy of cfg, and sets up a fresh table, bucket and set of queues with it.
+func (c *costRun) open(ctx context.Context, cfg aws.Config) error {
+	// DynamoDB Local answers a failed condition with a wrong checksum, and the SDK would log a
+	// warning for each of thousands: say nothing, the meter counts them.
+	cfg.Logger = logging.Nop{}
+	unmetered := cfg
+	cfg = cfg.Copy()
+	c.m.Register(&cfg)
+	suffix, err := randomSuffix()
+	if err != nil {
+		return err
+	}
+	name := "crawlcost-" + suffix
+	env := map[string]string{"CRAWL_TABLE": name, "CRAWL_BUCKET": name, "CRAWL_QUEUE_PREFIX": name + "-"}
+	c.be = cli.OpenAWSWith(cfg, func(k string) string { return env[k] })
+	if c.res, err = c.be.Setup(ctx, cli.QueueSettings{Visibility: c.o.Visibility, MaxReceiveCount: 5}); err != nil {
+		return fmt.Errorf("set up the queues, table and bucket: %w", err)
+	}
+	c.quiet = cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
+	return nil
+}
+
+// startHandlers builds the handlers of each function on the counting adapters. closeAll closes
+// those it built, also when it failed half way: the caller defers it either way.
+func (c *costRun) startHandlers() (closeAll func(), err error) {
+	pc := c.o.Pipeline
+	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = c.res.Schedule, c.res.Fetch, c.res.Parse
+	pc.SlotLead = time.Duration(c.fns["fetch"].BatchWindowSeconds) * time.Second // CRAWL_SLOT_LEAD in the stack
+	c.writes = &keyWrites{t: c.be.Table}
+	c.sent = &fetchSends{Sender: c.be.Queue, queue: c.res.Fetch}
+	c.log = slog.New(slog.NewJSONHandler(&logBytes{m: c.m}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Each function has handlers of its own, as each Lambda function runs in processes of its
+	// own, with its own batch concurrency (CRAWL_BATCH_CONCURRENCY on AWS).
+	c.handlers = map[string]*pipeline.Handlers{}
+	var built []*pipeline.Handlers
+	closeAll = func() {
+		for i := len(built) - 1; i >= 0; i-- {
+			built[i].Close()
+		}
+	}
+	for _, fn := range []string{"schedule", "fetch", "parse"} {
+		fc := pc
+		fc.BatchConcurrency = max(c.fns[fn].BatchConcurrency, 1)
+		hs, err := pipeline.New(fc, pipeline.Ports{Queue: c.sent, Table: c.writes.of(fn), Blobs: c.be.Blobs}, c.log)
+		if err != nil {
+			return closeAll, err
+		}
+		built = append(built, hs)
+		c.handlers[fn] = hs
+	}
+	return closeAll, nil
+}
+
+// batchTally counts each function's invocations and the records they were given.
+type batchTally struct {
+	mu sync.Mutex
+	by map[string]Batches
+}
+
+// add counts one invocation of fn with records records.
+func (b *batchTally) add(fn string, records int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.by == nil {
+		b.by = map[string]Batches{}
+	}
+	n := b.by[fn]
+	n.Invocations++
+	n.Records += int64(records)
+	b.by[fn] = n
+}
+
+// counts are the counts so far.
+func (b *batchTally) counts() map[string]Batches {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.by == nil {
+		b.by = map[string]Batches{}
+	}
+	return b.by
+}
+
+// invoke plays Lambda's side of an invocation of fn around h: it counts the batch, gives it the
+// function's deadline, and meters its duration at the function's memory and its report's log bytes.
+func (c *costRun) invoke(fn string, h localrun.Invoke) localrun.Invoke {
+	f := c.fns[fn]
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		c.batches.add(fn, len(ev.Records))
+		// Lambda's deadline: the fetch handler leaves GETs it has no time for to a later batch.
+		if f.TimeoutSeconds > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(f.TimeoutSeconds)*time.Second)
+			defer cancel()
+		}
+		start := time.Now()
+		resp, err := h(ctx, ev)
+		c.m.AddLambda(time.Since(start), f.MemoryMB)
+		c.m.AddLogBytes(lambdaReportBytes)
+		return resp, err
+	}
+}
+
+// source is fn's event source mapping on queue q, as the stack configures it.
+func (c *costRun) source(fn, q string, h localrun.Invoke) localrun.Source {
+	f := c.fns[fn]
+	// Each invocation keeps the crawl's ledger, as the Lambda mains do (awsports.NewFunction):
+	// the ledger's own table write is part of the bill.
+	l := &ledger.Ledger{State: c.handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Log: c.log}
+	return localrun.Source{Name: fn, Queue: q, Handler: c.invoke(fn, localrun.Invoke(l.Wrap(ledger.Handler(h)))), Pollers: f.MaxConcurrency,
+		BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: c.o.Visibility,
+		Poll: lambdaPoll}
+}
+
+// crawl starts a crawl of the web's roots and runs the three functions until the queues are
+// empty, with a progress line every o.ProgressEvery.
+func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err error) {
+	runner := &localrun.Runner{Queues: depthUnmetered{Queues: c.early.wrap(c.be.Queue), depth: c.quiet.Queue}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sources: []localrun.Source{
+		c.source("schedule", c.res.Schedule, c.handlers["schedule"].Schedule.Handle),
+		c.source("fetch", c.res.Fetch, c.handlers["fetch"].Fetch.Handle),
+		c.source("parse", c.res.Parse, c.handlers["parse"].Parse.Handle),
+	}}
+	crawl, err = cli.StartCrawl(ctx, c.be, c.res, "seeds.txt", []byte(strings.Join(c.web.Roots, "\n")+"\n"))
+	if err != nil {
+		return "", err
+	}
+	stop := func() {}
+	if c.o.Progress != nil && c.o.ProgressEvery > 0 {
+		stop = localrun.Every(ctx, c.o.ProgressEvery, func() {
+			pages, _ := c.web.Fetched()
+			cost := cost.DefaultPrices().Cost(c.m.Snapshot())
+			fmt.Fprintf(c.o.Progress, "%s: %d pages in %v, $%.4f so far\n", c.o.Name, pages, time.Since(start).Round(time.Second), cost.Total)
+		})
+	}
+	err = runner.Run(ctx)
+	stop()
+	if err != nil {
+		return "", fmt.Errorf("crawl: %w", err)
+	}
+	return crawl, nil
+}
+
+// report is what the crawl used: the meter's units, the counters' findings, the site's count of
+// the pages it served, and the crawl's own tally.
+func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Result, start time.Time) (Report, error) {
+	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.o.Web.Hosts, Elapsed: time.Since(start), Units: c.m.Snapshot(),
+		Delayed: c.sent.delayed.Load(), Requeued: c.sent.resent(), SQSCalls: c.m.SQSCalls()}
+	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
+	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
+	r.Pages, r.Twice = c.web.Fetched()
 	// The tally reads the whole table: done with the meter's copy of the clients' config, it
 	// would count in the crawl's cost, so it uses an unmetered table.
-	if r.URLs, err = crawlstate.New(quiet.Table).Tally(ctx, crawl); err != nil {
+	var err error
+	if r.URLs, err = crawlstate.New(c.quiet.Table).Tally(ctx, crawl); err != nil {
 		return Report{}, fmt.Errorf("tally the crawl: %w", err)
 	}
 	r.Ledger = r.URLs.Cost // what the crawl's record says it cost, booked by its invocations
-	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = writes.hottest()
-	r.HotCrawl, r.HotCrawlWrites = writes.hottestOf("crawl")
-	r.Writes = writes.byKind()
-	r.SlotWrites = writes.kindByFunction("slot")
-	batchMu.Lock()
-	r.Batches = batches
-	batchMu.Unlock()
+	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = c.writes.hottest()
+	r.HotCrawl, r.HotCrawlWrites = c.writes.hottestOf("crawl")
+	r.Writes = c.writes.byKind()
+	r.SlotWrites = c.writes.kindByFunction("slot")
+	r.Batches = c.batches.counts()
 	return r, nil
 }
 

@@ -17,9 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/crawl/layout"
-
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -72,106 +71,33 @@ const seedFile = "recrawl.txt"
 // Run crawls the site, changes one page in o.Every, recrawls it, and returns both crawls' figures.
 // cfg must name the emulators' endpoints: the crawls make fresh queues, a table and a bucket.
 func Run(ctx context.Context, o Options, cfg aws.Config) (full, again Figures, err error) {
-	m := meter.New()
-	cfg.Logger = logging.Nop{} // DynamoDB Local's failed conditions would each log a warning
-	unmetered := cfg
-	cfg = cfg.Copy()
-	m.Register(&cfg)
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	b := &bench{o: o, m: meter.New()}
+	if err := b.open(ctx, cfg); err != nil {
 		return full, again, err
 	}
-	name := "crawlrecrawl-" + hex.EncodeToString(b[:])
-	env := map[string]string{"CRAWL_TABLE": name, "CRAWL_BUCKET": name, "CRAWL_QUEUE_PREFIX": name + "-"}
-	be := cli.OpenAWSWith(cfg, func(k string) string { return env[k] })
-	quiet := cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
-	res, err := be.Setup(ctx, cli.QueueSettings{Visibility: 2 * time.Minute, MaxReceiveCount: 5})
-	if err != nil {
-		return full, again, fmt.Errorf("set up the queues, table and bucket: %w", err)
-	}
-	site := demosite.New(o.Pages, o.Links, o.PageBytes)
-	site.Validators = true
-	srv := httptest.NewServer(site) // 127.0.0.1
+	b.site = demosite.New(o.Pages, o.Links, o.PageBytes)
+	b.site.Validators = true
+	srv := httptest.NewServer(b.site) // 127.0.0.1
 	defer srv.Close()
-
-	pc := pipeline.DefaultConfig()
-	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = res.Schedule, res.Fetch, res.Parse
-	pc.AllowNets = []string{"127.0.0.0/8"}
-	pc.HostRPS, pc.HostConcurrency, pc.MaxPagesPerHost, pc.MaxDepth = 0, 0, 0, -1 // make bench's: our own site
-	pc.RecrawlPrefix = be.SeedsPrefix
-	// The handlers' warnings and errors go with the progress: a failure in the measured crawls shows.
-	logTo := io.Discard
-	if o.Progress != nil {
-		logTo = o.Progress
-	}
-	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	hs, err := pipeline.New(pc, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs}, log)
-	if err != nil {
+	if err := b.startHandlers(); err != nil {
 		return full, again, err
 	}
-	defer hs.Close()
-	run := func(crawl string) error {
-		r := cli.NewRunner(be.Queue, res, hs, o.Concurrency, 2*time.Minute, log)
-		fns := costrun.StackFunctions()
-		for i, s := range r.Sources {
-			inner, memory := s.Handler, fns[s.Name].MemoryMB
-			r.Sources[i].Handler = func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-				start := time.Now()
-				defer func() { m.AddLambda(time.Since(start), memory) }() // each batch an invocation at the stack's memory
-				return inner(ctx, ev)
-			}
-		}
-		stop := func() {}
-		if o.Progress != nil {
-			stop = localrun.Every(ctx, 5*time.Second, func() {
-				var depth []string
-				for _, q := range []string{res.Schedule, res.Fetch, res.Parse} {
-					v, nv, _ := quiet.Queue.Depth(ctx, q)
-					depth = append(depth, fmt.Sprintf("%d+%d", v, nv))
-				}
-				fmt.Fprintf(o.Progress, "%s: %d page requests so far; schedule, fetch, parse queues (visible+in flight) %s\n",
-					crawl, site.Traffic().Requests, strings.Join(depth, ", "))
-			})
-		}
-		defer stop()
-		return r.Run(ctx)
-	}
-	measure := func(crawl string, start time.Time, before cost.Units) (Figures, error) {
-		f := Figures{Crawl: crawl, Elapsed: time.Since(start), Units: m.Snapshot().Sub(before)}
-		t := site.Traffic()
-		f.Requests, f.NotModified, f.Bytes = t.Requests, t.NotModified, t.Bytes
-		// Read with the unmetered clients: the figures' own reads are not the crawl's bill.
-		if f.WARCBytes, err = sizes(ctx, quiet.Blobs, layout.PagesDir(crawl)); err != nil {
-			return f, err
-		}
-		if _, err := records.Read(ctx, quiet.Blobs, crawl, nil, func(r records.Record) error {
-			f.Records++
-			if r.Unchanged {
-				f.Unchanged++
-			}
-			return nil
-		}); err != nil {
-			return f, err
-		}
-		c, err := crawlstate.New(quiet.Table).Tally(ctx, crawl)
-		f.Fetched = c.Fetched
-		return f, err
-	}
+	defer b.hs.Close()
 
 	start := time.Now()
-	first, err := cli.StartCrawl(ctx, be, res, seedFile, []byte(srv.URL+"/\n"))
+	first, err := cli.StartCrawl(ctx, b.be, b.res, seedFile, []byte(srv.URL+"/\n"))
 	if err != nil {
 		return full, again, err
 	}
-	if err := run(first); err != nil {
+	if err := b.run(ctx, first); err != nil {
 		return full, again, fmt.Errorf("the full crawl: %w", err)
 	}
-	if full, err = measure(first, start, cost.Units{}); err != nil {
+	if full, err = b.measure(ctx, first, start, cost.Units{}); err != nil {
 		return full, again, err
 	}
 	for i := 0; i < o.Pages; i++ {
 		if i%o.Every == 1 {
-			site.Change(i, false)
+			b.site.Change(i, false)
 		}
 	}
 	// The first run's pollers may have left a long poll open on the queue emulator (fauxqs keeps a
@@ -182,23 +108,138 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (full, again Figures, e
 		return full, again, ctx.Err()
 	case <-time.After(2 * time.Second):
 	}
-	site.ResetTraffic()
-	before, start := m.Snapshot(), time.Now()
+	b.site.ResetTraffic()
+	before, start := b.m.Snapshot(), time.Now()
+	second, err := b.tick(ctx)
+	if err != nil {
+		return full, again, err
+	}
+	if err := b.run(ctx, second); err != nil {
+		return full, again, fmt.Errorf("the recrawl: %w", err)
+	}
+	again, err = b.measure(ctx, second, start, before)
+	return full, again, err
+}
+
+// bench is one Run: its options, its meter, the adapters, the site and the handlers.
+type bench struct {
+	o     Options
+	m     *meter.Meter
+	be    *cli.Backend // metered
+	quiet *cli.Backend // the same table, bucket and queues, unmetered: for the figures' own reads
+	res   cli.Resources
+	site  *demosite.Site
+	hs    *pipeline.Handlers
+	log   *slog.Logger
+}
+
+// open meters a copy of cfg, and sets up a fresh table, bucket and set of queues with it.
+func (b *bench) open(ctx context.Context, cfg aws.Config) error {
+	cfg.Logger = logging.Nop{} // DynamoDB Local's failed conditions would each log a warning
+	unmetered := cfg
+	cfg = cfg.Copy()
+	b.m.Register(&cfg)
+	var r [4]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return err
+	}
+	name := "crawlrecrawl-" + hex.EncodeToString(r[:])
+	env := map[string]string{"CRAWL_TABLE": name, "CRAWL_BUCKET": name, "CRAWL_QUEUE_PREFIX": name + "-"}
+	b.be = cli.OpenAWSWith(cfg, func(k string) string { return env[k] })
+	b.quiet = cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
+	var err error
+	if b.res, err = b.be.Setup(ctx, cli.QueueSettings{Visibility: 2 * time.Minute, MaxReceiveCount: 5}); err != nil {
+		return fmt.Errorf("set up the queues, table and bucket: %w", err)
+	}
+	return nil
+}
+
+// startHandlers builds the handlers with make bench's settings for a site of our own, and the
+// recrawl's prefix of seed files.
+func (b *bench) startHandlers() error {
+	pc := pipeline.DefaultConfig()
+	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = b.res.Schedule, b.res.Fetch, b.res.Parse
+	pc.AllowNets = []string{"127.0.0.0/8"}
+	pc.HostRPS, pc.HostConcurrency, pc.MaxPagesPerHost, pc.MaxDepth = 0, 0, 0, -1 // make bench's: our own site
+	pc.RecrawlPrefix = b.be.SeedsPrefix
+	// The handlers' warnings and errors go with the progress: a failure in the measured crawls shows.
+	logTo := io.Discard
+	if b.o.Progress != nil {
+		logTo = b.o.Progress
+	}
+	b.log = slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var err error
+	b.hs, err = pipeline.New(pc, pipeline.Ports{Queue: b.be.Queue, Table: b.be.Table, Blobs: b.be.Blobs}, b.log)
+	return err
+}
+
+// run runs the handlers until the queues are empty, metering each batch as an invocation at the
+// stack's memory, with the queues' depths every 5 seconds when there is a Progress.
+func (b *bench) run(ctx context.Context, crawl string) error {
+	r := cli.NewRunner(b.be.Queue, b.res, b.hs, b.o.Concurrency, 2*time.Minute, b.log)
+	fns := costrun.StackFunctions()
+	for i, s := range r.Sources {
+		inner, memory := s.Handler, fns[s.Name].MemoryMB
+		r.Sources[i].Handler = func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			start := time.Now()
+			defer func() { b.m.AddLambda(time.Since(start), memory) }() // each batch an invocation at the stack's memory
+			return inner(ctx, ev)
+		}
+	}
+	stop := func() {}
+	if b.o.Progress != nil {
+		stop = localrun.Every(ctx, 5*time.Second, func() {
+			var depth []string
+			for _, q := range []string{b.res.Schedule, b.res.Fetch, b.res.Parse} {
+				v, nv, _ := b.quiet.Queue.Depth(ctx, q)
+				depth = append(depth, fmt.Sprintf("%d+%d", v, nv))
+			}
+			fmt.Fprintf(b.o.Progress, "%s: %d page requests so far; schedule, fetch, parse queues (visible+in flight) %s\n",
+				crawl, b.site.Traffic().Requests, strings.Join(depth, ", "))
+		})
+	}
+	defer stop()
+	return r.Run(ctx)
+}
+
+// measure is what the crawl used since start and before: the site's traffic, the meter's units,
+// and, read with the unmetered clients, its WARC bytes, records and fetched count.
+func (b *bench) measure(ctx context.Context, crawl string, start time.Time, before cost.Units) (Figures, error) {
+	f := Figures{Crawl: crawl, Elapsed: time.Since(start), Units: b.m.Snapshot().Sub(before)}
+	t := b.site.Traffic()
+	f.Requests, f.NotModified, f.Bytes = t.Requests, t.NotModified, t.Bytes
+	// Read with the unmetered clients: the figures' own reads are not the crawl's bill.
+	var err error
+	if f.WARCBytes, err = sizes(ctx, b.quiet.Blobs, layout.PagesDir(crawl)); err != nil {
+		return f, err
+	}
+	if _, err := records.Read(ctx, b.quiet.Blobs, crawl, nil, func(r records.Record) error {
+		f.Records++
+		if r.Unchanged {
+			f.Unchanged++
+		}
+		return nil
+	}); err != nil {
+		return f, err
+	}
+	c, err := crawlstate.New(b.quiet.Table).Tally(ctx, crawl)
+	f.Fetched = c.Fetched
+	return f, err
+}
+
+// tick invokes schedule with a scheduled EventBridge event, as the stack's recrawl rule does, and
+// returns the crawl it starts.
+func (b *bench) tick(ctx context.Context) (crawl string, err error) {
 	tick := time.Now().UTC().Truncate(time.Second)
 	ev, err := json.Marshal(events.EventBridgeEvent{Version: "0", ID: "recrawl-bench", DetailType: "Scheduled Event",
 		Source: "aws.events", Time: tick, Region: "us-east-1", Detail: json.RawMessage(`{}`)})
 	if err != nil {
-		return full, again, err
+		return "", err
 	}
-	if _, err := hs.Schedule.Invoke(ctx, ev); err != nil {
-		return full, again, fmt.Errorf("the recrawl tick: %w", err)
+	if _, err := b.hs.Schedule.Invoke(ctx, ev); err != nil {
+		return "", fmt.Errorf("the recrawl tick: %w", err)
 	}
-	second := scheduler.CrawlID("", be.SeedsPrefix+seedFile, "tick@"+tick.Format(time.RFC3339))
-	if err := run(second); err != nil {
-		return full, again, fmt.Errorf("the recrawl: %w", err)
-	}
-	again, err = measure(second, start, before)
-	return full, again, err
+	return scheduler.CrawlID("", b.be.SeedsPrefix+seedFile, "tick@"+tick.Format(time.RFC3339)), nil
 }
 
 // sizes adds up the bytes of the objects under prefix.

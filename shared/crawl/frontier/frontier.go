@@ -315,6 +315,9 @@ const (
 	outFailed // the admission failed: the redelivery tries again
 )
 
+// admitOne admits one URL of m (raw, linked by the message named by), in the steps a link takes:
+// normalized, looked up among the URLs known, checked against the crawl's rules and refusals,
+// admitted in a group of the politeness slots, and given its page of the budgets.
 func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string, budgetTurn <-chan struct{}) (pending, outcome, error) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
@@ -323,89 +326,28 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 	}
 	norm := u.String()
 	key := urlnorm.Key(norm)
-	if f.seen(m.Crawl, key) {
-		if f.recentlyConfirmed(m.Crawl, norm) {
-			return pending{}, outKnown, nil // confirmed by the table a moment ago
-		}
-		unsent, _, err := f.state.Unsent(ctx, m.Crawl, key, by)
-		switch {
-		case err == nil && !unsent:
-			return pending{}, outKnown, nil
-		case err != nil && !errors.Is(err, table.ErrNotFound):
-			return pending{}, 0, err
-		}
-		// a Bloom false positive, or an item this message may not have sent: let the table decide
+	if known, err := f.knownSent(ctx, m.Crawl, key, norm, by); err != nil {
+		return pending{}, 0, err
+	} else if known {
+		return pending{}, outKnown, nil
 	}
 	r := root
 	if r == nil {
 		r = u // a seed is its own scope root
 	}
-	if err := lim.rules.Check(r, u, m.Depth, f.now()); err != nil {
-		if lim.rules.Check(u, u, 0, f.now()) == nil {
-			// Out of scope from this root, or too deep on this path: another seed's page, or a
-			// shorter path, may still bring the URL in. Nothing is recorded or remembered.
-			return pending{}, outRejected, nil
-		}
-		// Refused whoever links it (an exclude pattern, a trap): recorded skipped, once.
-		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
-			return pending{}, 0, err
-		}
-		f.remember(m.Crawl, key, norm)
-		return pending{}, outRejected, nil
-	}
-	if f.OptOuts != nil {
-		e, out, err := f.OptOuts.OptedOut(ctx, u)
-		if err != nil {
-			return pending{}, 0, err
-		}
-		if out {
-			// On the opt-out list: recorded skipped, whichever crawl or link brings it.
-			why := errclass.Errorf(errclass.OptedOut, "on the opt-out list (%s %s)", e.Kind, e.Value)
-			if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, why); err != nil {
-				return pending{}, 0, err
-			}
-			f.remember(m.Crawl, key, norm)
-			return pending{}, outRejected, nil
-		}
-	}
-	if err := f.state.AdmissionOpen(ctx, m.Crawl); err != nil {
-		if errclass.Of(err) != errclass.Scope {
-			return pending{}, 0, err
-		}
-		// The crawl is too old to admit more: its items would expire too soon after.
-		if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, err); err != nil {
-			return pending{}, 0, err
-		}
-		f.remember(m.Crawl, key, norm)
-		return pending{}, outRejected, nil
-	}
-	if err := f.state.BudgetOpen(ctx, m.Crawl, f.cfg.BudgetUSD, f.cfg.Prices); err != nil {
-		if errclass.Of(err) != errclass.Budget {
-			return pending{}, 0, err
-		}
-		// The crawl's money is spent: a link is no longer admitted, only counted. What was admitted
-		// before goes on to its end, and the crawl drains.
-		if err := f.state.CountBudgetRefusal(ctx, m.Crawl); err != nil {
-			return pending{}, 0, err
-		}
-		return pending{}, outRejected, nil
-	}
-	if run, err := f.state.RunOf(ctx, m.Crawl); err != nil {
+	if refused, err := f.refused(ctx, m, lim, r, u, key, norm); err != nil {
 		return pending{}, 0, err
-	} else if run == crawlstate.StoppedBy {
-		// Stopped by its user (crawl stop): a link is counted, not admitted.
-		if err := f.state.CountStopRefusal(ctx, m.Crawl); err != nil {
-			return pending{}, 0, err
-		}
+	} else if refused {
 		return pending{}, outRejected, nil
 	}
 	groups := groupsIn(ctx)
 	taken, place := groups.take(m.Crawl, u.Host, f.state.Now(), func(k int) time.Time {
 		return f.state.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
 	})
+	giveBack := func() { groups.give(m.Crawl, u.Host, taken) }
 	res, group, err := f.state.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
 	if res != crawlstate.Admitted || err != nil {
-		groups.give(m.Crawl, u.Host, taken)
+		giveBack()
 	}
 	if err != nil {
 		return pending{}, 0, err
@@ -422,25 +364,10 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		if lim.maxPages > 0 || lim.maxPagesPerHost > 0 {
 			<-budgetTurn // closed when the URL before it in the message is done
 		}
-		if err := f.state.ReserveBudget(ctx, m.Crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost); err != nil {
-			if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
-				groups.give(m.Crawl, u.Host, taken)
-				if err := f.state.SkipQueued(ctx, m.Crawl, group, key, err); err != nil {
-					return pending{}, 0, err
-				}
-				f.remember(m.Crawl, key, norm)
-				return pending{}, outRejected, nil
-			}
-			// A backend failure: take the admission back, so that the redelivered message admits
-			// the URL afresh and reserves its budget then (an unsent item would skip that). A
-			// concurrent delivery of the same message may have sent the URL meanwhile: its fetch
-			// message finds no item and is dropped (the fetcher), and the URL is not remembered
-			// there (resent), so the redelivery admits it here again. The group is not given
-			// back: its tombstone would drop the URL if a link of this batch admitted it there.
-			if uerr := f.state.Unadmit(ctx, m.Crawl, group, key); uerr != nil {
-				f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
-			}
+		if over, err := f.reserve(ctx, m.Crawl, lim, u, group, key, norm, giveBack); err != nil {
 			return pending{}, 0, err
+		} else if over {
+			return pending{}, outRejected, nil
 		}
 	}
 	if res != crawlstate.Admitted {
@@ -448,6 +375,118 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 	}
 	return pending{crawl: m.Crawl, key: key, group: group, place: place, host: u.Host, interval: lim.interval, msg: message.Target{URL: norm, Root: r.String(),
 		Depth: m.Depth, Sitemap: m.Sitemap, Group: group}, resent: res == crawlstate.Unsent}, outSend, nil
+}
+
+// knownSent says whether the URL is known and sent already, as far as the memory of URLs seen
+// tells and, when it has seen the URL, the table confirms: a Bloom false positive, or an item
+// the message by may not have sent, is left to the admission to decide.
+func (f *Frontier) knownSent(ctx context.Context, crawl, key, norm, by string) (bool, error) {
+	if !f.seen(crawl, key) {
+		return false, nil
+	}
+	if f.recentlyConfirmed(crawl, norm) {
+		return true, nil // confirmed by the table a moment ago
+	}
+	unsent, _, err := f.state.Unsent(ctx, crawl, key, by)
+	switch {
+	case err == nil && !unsent:
+		return true, nil
+	case err != nil && !errors.Is(err, table.ErrNotFound):
+		return false, err
+	}
+	return false, nil
+}
+
+// refused says whether the URL u, linked from a page under root r, is refused before its
+// admission: by the crawl's rules, the opt-out list, the crawl's age, its money budget, or its
+// stop by its user. A refusal that holds whoever links the URL is recorded (skipped) and
+// remembered.
+func (f *Frontier) refused(ctx context.Context, m *message.Links, lim limits, r, u *url.URL, key, norm string) (bool, error) {
+	if err := lim.rules.Check(r, u, m.Depth, f.now()); err != nil {
+		if lim.rules.Check(u, u, 0, f.now()) == nil {
+			// Out of scope from this root, or too deep on this path: another seed's page, or a
+			// shorter path, may still bring the URL in. Nothing is recorded or remembered.
+			return true, nil
+		}
+		// Refused whoever links it (an exclude pattern, a trap): recorded skipped, once.
+		return true, f.reject(ctx, m, key, norm, err)
+	}
+	if f.OptOuts != nil {
+		e, out, err := f.OptOuts.OptedOut(ctx, u)
+		if err != nil {
+			return false, err
+		}
+		if out {
+			// On the opt-out list: recorded skipped, whichever crawl or link brings it.
+			why := errclass.Errorf(errclass.OptedOut, "on the opt-out list (%s %s)", e.Kind, e.Value)
+			return true, f.reject(ctx, m, key, norm, why)
+		}
+	}
+	return f.crawlClosed(ctx, m, key, norm)
+}
+
+// crawlClosed says whether the crawl admits no more URLs: it is too old (the URL is recorded
+// skipped), its money is spent, or its user stopped it (the link is only counted).
+func (f *Frontier) crawlClosed(ctx context.Context, m *message.Links, key, norm string) (bool, error) {
+	if err := f.state.AdmissionOpen(ctx, m.Crawl); err != nil {
+		if errclass.Of(err) != errclass.Scope {
+			return false, err
+		}
+		// The crawl is too old to admit more: its items would expire too soon after.
+		return true, f.reject(ctx, m, key, norm, err)
+	}
+	if err := f.state.BudgetOpen(ctx, m.Crawl, f.cfg.BudgetUSD, f.cfg.Prices); err != nil {
+		if errclass.Of(err) != errclass.Budget {
+			return false, err
+		}
+		// The crawl's money is spent: a link is no longer admitted, only counted. What was admitted
+		// before goes on to its end, and the crawl drains.
+		return true, f.state.CountBudgetRefusal(ctx, m.Crawl)
+	}
+	if run, err := f.state.RunOf(ctx, m.Crawl); err != nil {
+		return false, err
+	} else if run == crawlstate.StoppedBy {
+		// Stopped by its user (crawl stop): a link is counted, not admitted.
+		return true, f.state.CountStopRefusal(ctx, m.Crawl)
+	}
+	return false, nil
+}
+
+// reject records the URL skipped for why, and remembers it.
+func (f *Frontier) reject(ctx context.Context, m *message.Links, key, norm string, why error) error {
+	if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, why); err != nil {
+		return err
+	}
+	f.remember(m.Crawl, key, norm)
+	return nil
+}
+
+// reserve reserves the admitted URL's page of the crawl's budgets (--max-pages,
+// --max-pages-per-host). Over a budget, or in a trap, the URL is skipped in its group, which is
+// given back (giveBack), and over is set.
+func (f *Frontier) reserve(ctx context.Context, crawl string, lim limits, u *url.URL, group, key, norm string, giveBack func()) (over bool, err error) {
+	err = f.state.ReserveBudget(ctx, crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost)
+	if err == nil {
+		return false, nil
+	}
+	if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
+		giveBack()
+		if err := f.state.SkipQueued(ctx, crawl, group, key, err); err != nil {
+			return false, err
+		}
+		f.remember(crawl, key, norm)
+		return true, nil
+	}
+	// A backend failure: take the admission back, so that the redelivered message admits
+	// the URL afresh and reserves its budget then (an unsent item would skip that). A
+	// concurrent delivery of the same message may have sent the URL meanwhile: its fetch
+	// message finds no item and is dropped (the fetcher), and the URL is not remembered
+	// there (resent), so the redelivery admits it here again. The group is not given
+	// back: its tombstone would drop the URL if a link of this batch admitted it there.
+	if uerr := f.state.Unadmit(ctx, crawl, group, key); uerr != nil {
+		f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
+	}
+	return false, err
 }
 
 // Source names the Links message m in the items it admits: a digest of its content, so the same

@@ -252,30 +252,10 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 			visibility = cfg.visibility
 		}
 		now := time.Now()
-		type row struct {
-			id       int64
-			body     string
-			sentAt   int64
-			receives int
-			attrs    string
-		}
 		for len(msgs) < max {
-			rows, err := q.selectDue.QueryContext(ctx, name, now.UnixMilli(), max-len(msgs))
+			due, err := q.dueRows(ctx, name, now, max-len(msgs))
 			if err != nil {
-				return fmt.Errorf("select due messages: %w", err)
-			}
-			var due []row
-			for rows.Next() {
-				var r row
-				if err := rows.Scan(&r.id, &r.body, &r.sentAt, &r.receives, &r.attrs); err != nil {
-					rows.Close()
-					return fmt.Errorf("scan message: %w", err)
-				}
-				due = append(due, r)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("select due messages: %w", err)
+				return err
 			}
 			if len(due) == 0 {
 				break
@@ -288,25 +268,11 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 					movedTo = cfg.dlq
 					continue
 				}
-				receipt, err := newReceipt(r.id)
+				m, err := q.receiveRow(ctx, r, now.Add(visibility))
 				if err != nil {
 					return err
 				}
-				if _, err := q.markReceived.ExecContext(ctx, now.Add(visibility).UnixMilli(), receipt, r.id); err != nil {
-					return fmt.Errorf("mark message %d received: %w", r.id, err)
-				}
-				attrs, err := decodeAttrs(r.attrs)
-				if err != nil {
-					return fmt.Errorf("attributes of message %d: %w", r.id, err)
-				}
-				msgs = append(msgs, queue.Message{
-					ID:            strconv.FormatInt(r.id, 10),
-					ReceiptHandle: receipt,
-					Body:          r.body,
-					ReceiveCount:  r.receives + 1,
-					SentAt:        time.UnixMilli(r.sentAt),
-					Attributes:    attrs,
-				})
+				msgs = append(msgs, m)
 			}
 		}
 		if len(msgs) == 0 {
@@ -327,6 +293,61 @@ func (q *Queue) receiveOnce(ctx context.Context, name string, max int, visibilit
 		q.db.wake.notify(movedTo)
 	}
 	return msgs, next, nil
+}
+
+// dueRow is a message due to be received, as stored.
+type dueRow struct {
+	id       int64
+	body     string
+	sentAt   int64
+	receives int
+	attrs    string
+}
+
+// dueRows selects up to n messages of the queue name that are due at now.
+func (q *Queue) dueRows(ctx context.Context, name string, now time.Time, n int) ([]dueRow, error) {
+	rows, err := q.selectDue.QueryContext(ctx, name, now.UnixMilli(), n)
+	if err != nil {
+		return nil, fmt.Errorf("select due messages: %w", err)
+	}
+	var due []dueRow
+	for rows.Next() {
+		var r dueRow
+		if err := rows.Scan(&r.id, &r.body, &r.sentAt, &r.receives, &r.attrs); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("scan message: %w", err)
+		}
+		due = append(due, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("select due messages: %w", err)
+	}
+	return due, nil
+}
+
+// receiveRow marks the message r received with a new receipt, hidden until visibleAt, and
+// returns it as received.
+func (q *Queue) receiveRow(ctx context.Context, r dueRow, visibleAt time.Time) (queue.Message, error) {
+	receipt, err := newReceipt(r.id)
+	if err != nil {
+		return queue.Message{}, err
+	}
+	if _, err := q.markReceived.ExecContext(ctx, visibleAt.UnixMilli(), receipt, r.id); err != nil {
+		return queue.Message{}, fmt.Errorf("mark message %d received: %w", r.id, err)
+	}
+	attrs, err := decodeAttrs(r.attrs)
+	if err != nil {
+		return queue.Message{}, fmt.Errorf("attributes of message %d: %w", r.id, err)
+	}
+	return queue.Message{
+		ID:            strconv.FormatInt(r.id, 10),
+		ReceiptHandle: receipt,
+		Body:          r.body,
+		ReceiveCount:  r.receives + 1,
+		SentAt:        time.UnixMilli(r.sentAt),
+		Attributes:    attrs,
+	}, nil
 }
 
 // encodeAttrs stores message attributes as a JSON object (” for none).

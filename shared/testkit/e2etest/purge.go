@@ -48,9 +48,54 @@ type Raw struct {
 //   - a later crawl of the same seeds requests every page but the purged one.
 func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw Raw) {
 	t.Helper()
-	const marker = "purge-marker-7c1e0d-"
-	leaves := []string{"/p1", "/p2", "/p3", "/p4"}
-	var log requestLog
+	c := &purgeCheck{t: t, run: runner(t, main), runFlags: runFlags, adminFlags: adminFlags, raw: raw}
+	srv := purgeSite(&c.log)
+	defer srv.Close()
+	c.seeds = filepath.Join(t.TempDir(), "seeds.txt")
+	if err := os.WriteFile(c.seeds, []byte(srv.URL+"/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"/", "/p1", "/p2", "/p3", "/p4", "/robots.txt"} // sorted, as requestLog.since returns them
+	crawl, fetched, served := c.crawlOnce()
+	if !slices.Equal(served, all) || fetched != 5 {
+		t.Fatalf("the first crawl: the site served %v and the crawl fetched %d; want %v and 5", served, fetched, all)
+	}
+	c.admin(0, "index", crawl)
+	before := raw.Objects(t)
+	secret := victim(t, before, crawl, srv.URL)
+	mark := purgeMarker + strings.TrimPrefix(secret, srv.URL+"/")
+	if !anyHolds(before, mark) {
+		t.Fatalf("before the purge no object holds the page's mark: the oracle reads nothing")
+	}
+	c.checkDryRun(secret, before, raw.Rows(t))
+	auditKey := c.purge(secret, crawl)
+
+	objects, rows := raw.Objects(t), raw.Rows(t)
+	checkErased(t, raw, objects, rows, secret, mark)
+	checkAudit(t, objects, auditKey, secret)
+	responses := checkArchive(t, objects, crawl, rows)
+	if responses != 4 {
+		t.Errorf("warcio.js read %d response records after the purge, want the 4 pages left", responses)
+	}
+
+	// A later crawl of the same seeds fetches every page but the purged one.
+	again, fetched, served := c.crawlOnce("--fresh")
+	if again == crawl {
+		t.Errorf("crawl run --fresh went on with %s", crawl)
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(p string) bool { return srv.URL+p == secret })
+	if !slices.Equal(served, want) || fetched != 4 {
+		t.Errorf("the crawl after the purge: the site served %v and the crawl fetched %d; want %v and 4", served, fetched, want)
+	}
+}
+
+// purgeMarker starts the text each leaf page of CheckPurge's site carries, followed by the
+// page's name: what no row or object may hold once the page is purged.
+const purgeMarker = "purge-marker-7c1e0d-"
+
+// purgeSite serves CheckPurge's site, logging each request in log: no robots.txt, a root that
+// links /p1 to /p4, and leaves that carry their marker in their title and body and link back.
+func purgeSite(log *requestLog) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/", log.serve(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -60,66 +105,72 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 			fmt.Fprint(w, `<html><body><a href="/p1">1</a> <a href="/p2">2</a> <a href="/p3">3</a> <a href="/p4">4</a></body></html>`)
 		default:
 			fmt.Fprintf(w, `<html><head><title>%s%s</title></head><body>%s%s <a href="/">home</a></body></html>`,
-				marker, r.URL.Path[1:], marker, r.URL.Path[1:])
+				purgeMarker, r.URL.Path[1:], purgeMarker, r.URL.Path[1:])
 		}
 	}))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	run := runner(t, main)
-	admin := func(wantCode int, args ...string) string {
-		t.Helper()
-		return run(wantCode, append(append([]string{args[0]}, adminFlags...), args[1:]...)...)
-	}
-	seeds := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := os.WriteFile(seeds, []byte(srv.URL+"/\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	crawlOnce := func(extra ...string) (crawl string, fetched int64, served []string) {
-		t.Helper()
-		_, from := log.since(0)
-		out := run(0, append(append(append([]string{"run", "--json", "--quiet", "--allow-net", "127.0.0.0/8"}, runFlags...), extra...), seeds)...)
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var sum struct {
-			Crawl   string `json:"crawl"`
-			Fetched int64  `json:"fetched"`
-		}
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-			t.Fatalf("the summary is not JSON: %v\n%s", err, out)
-		}
-		served, _ = log.since(from)
-		return sum.Crawl, sum.Fetched, served
-	}
-	all := append([]string{"/", "/robots.txt"}, leaves...)
-	slices.Sort(all)
-	crawl, fetched, served := crawlOnce()
-	if !slices.Equal(served, all) || fetched != 5 {
-		t.Fatalf("the first crawl: the site served %v and the crawl fetched %d; want %v and 5", served, fetched, all)
-	}
-	admin(0, "index", crawl)
-	before := raw.Objects(t)
-	secret := victim(t, before, crawl, srv.URL)
-	mark := marker + strings.TrimPrefix(secret, srv.URL+"/")
-	if !anyHolds(before, mark) {
-		t.Fatalf("before the purge no object holds the page's mark: the oracle reads nothing")
-	}
-	rowsBefore := raw.Rows(t)
+	return httptest.NewServer(mux)
+}
 
-	// A dry run lists the page and changes nothing.
-	dry := admin(0, "purge", "--dry-run", "--url", secret)
+// purgeCheck is what CheckPurge runs its commands with.
+type purgeCheck struct {
+	t                    testing.TB
+	run                  func(wantCode int, args ...string) string
+	runFlags, adminFlags []string
+	raw                  Raw
+	log                  requestLog
+	seeds                string // the seed file, with the site's root
+}
+
+// admin runs an admin command (args[0]) with the admin flags, and fails unless it exits with
+// wantCode.
+func (c *purgeCheck) admin(wantCode int, args ...string) string {
+	c.t.Helper()
+	return c.run(wantCode, append(append([]string{args[0]}, c.adminFlags...), args[1:]...)...)
+}
+
+// crawlOnce crawls the seed file with extra flags, and returns the crawl, the pages it fetched,
+// and the paths the site served meanwhile, sorted.
+func (c *purgeCheck) crawlOnce(extra ...string) (crawl string, fetched int64, served []string) {
+	c.t.Helper()
+	_, from := c.log.since(0)
+	out := c.run(0, append(append(append([]string{"run", "--json", "--quiet", "--allow-net", "127.0.0.0/8"}, c.runFlags...), extra...), c.seeds)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum struct {
+		Crawl   string `json:"crawl"`
+		Fetched int64  `json:"fetched"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		c.t.Fatalf("the summary is not JSON: %v\n%s", err, out)
+	}
+	served, _ = c.log.since(from)
+	return sum.Crawl, sum.Fetched, served
+}
+
+// checkDryRun checks that `crawl purge --dry-run` lists the page and changes no object and no
+// row of before and rowsBefore, and that a purge without a reason, with two targets or of an
+// unknown crawl is refused.
+func (c *purgeCheck) checkDryRun(secret string, before map[string][]byte, rowsBefore map[string]string) {
+	c.t.Helper()
+	dry := c.admin(0, "purge", "--dry-run", "--url", secret)
 	if !strings.Contains(dry, secret) || !strings.Contains(dry, "dry run") {
-		t.Errorf("crawl purge --dry-run does not list %s:\n%s", secret, dry)
+		c.t.Errorf("crawl purge --dry-run does not list %s:\n%s", secret, dry)
 	}
-	if after := raw.Objects(t); !maps.EqualFunc(before, after, bytes.Equal) {
-		t.Error("crawl purge --dry-run changed the bucket")
+	if after := c.raw.Objects(c.t); !maps.EqualFunc(before, after, bytes.Equal) {
+		c.t.Error("crawl purge --dry-run changed the bucket")
 	}
-	if after := raw.Rows(t); !maps.Equal(rowsBefore, after) {
-		t.Error("crawl purge --dry-run changed the table")
+	if after := c.raw.Rows(c.t); !maps.Equal(rowsBefore, after) {
+		c.t.Error("crawl purge --dry-run changed the table")
 	}
-	admin(2, "purge", "--url", secret)                                              // no --reason
-	admin(2, "purge", "--url", secret, "--host", "a.test", "--reason", "x")         // two targets
-	admin(1, "purge", "--url", secret, "--crawl", "no-such-crawl", "--reason", "x") // unknown crawl
+	c.admin(2, "purge", "--url", secret)                                              // no --reason
+	c.admin(2, "purge", "--url", secret, "--host", "a.test", "--reason", "x")         // two targets
+	c.admin(1, "purge", "--url", secret, "--crawl", "no-such-crawl", "--reason", "x") // unknown crawl
+}
 
-	out := admin(0, "purge", "--json", "--url", secret, "--reason", "erasure request 42")
+// purge purges the page with `crawl purge --json` and checks its report: the URL, its record,
+// the link to it, the crawl's index, and a WARC file rewritten. It returns the audit record's key.
+func (c *purgeCheck) purge(secret, crawl string) (auditKey string) {
+	c.t.Helper()
+	out := c.admin(0, "purge", "--json", "--url", secret, "--reason", "erasure request 42")
 	var rep struct {
 		Crawls []struct {
 			URLs               []string `json:"urls"`
@@ -131,17 +182,23 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 		Audit string `json:"audit"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Crawls) != 1 {
-		t.Fatalf("crawl purge --json: %v, %d crawls\n%s", err, len(rep.Crawls), out)
+		c.t.Fatalf("crawl purge --json: %v, %d crawls\n%s", err, len(rep.Crawls), out)
 	}
-	c := rep.Crawls[0]
-	if !slices.Equal(c.URLs, []string{secret}) || c.RecordLines != 1 || c.OutLinks != 1 || !slices.Contains(c.Indexes, "indexes/"+crawl+".cdxj") {
-		t.Errorf("purge report %+v; want the URL, its record, the link to it from / and the crawl's index", c)
+	r := rep.Crawls[0]
+	if !slices.Equal(r.URLs, []string{secret}) || r.RecordLines != 1 || r.OutLinks != 1 || !slices.Contains(r.Indexes, "indexes/"+crawl+".cdxj") {
+		c.t.Errorf("purge report %+v; want the URL, its record, the link to it from / and the crawl's index", r)
 	}
-	if len(c.WARCFilesRewritten) == 0 {
-		t.Fatalf("the purged page had a WARC file of its own: this check needs one it shares (report %s)", out)
+	if len(r.WARCFilesRewritten) == 0 {
+		c.t.Fatalf("the purged page had a WARC file of its own: this check needs one it shares (report %s)", out)
 	}
+	return rep.Audit
+}
 
-	objects, rows := raw.Objects(t), raw.Rows(t)
+// checkErased checks that no object (but the audit records), no row (but the opt-out list, which
+// must hold the page's tombstone) and, when raw reads them, no file of the backend holds the
+// purged page's URL or mark.
+func checkErased(t testing.TB, raw Raw, objects map[string][]byte, rows map[string]string, secret, mark string) {
+	t.Helper()
 	for k, body := range objects {
 		if strings.HasPrefix(k, "audit/purge/") {
 			continue
@@ -169,6 +226,11 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 			}
 		}
 	}
+}
+
+// checkAudit checks that the audit record at key says which page went, why, and from which crawl.
+func checkAudit(t testing.TB, objects map[string][]byte, key, secret string) {
+	t.Helper()
 	var audit struct {
 		Target struct{ Value string } `json:"target"`
 		Reason string                 `json:"reason"`
@@ -176,23 +238,9 @@ func CheckPurge(t testing.TB, main MainFunc, runFlags, adminFlags []string, raw 
 			URLs []string `json:"urls"`
 		} `json:"crawls"`
 	}
-	if err := json.Unmarshal(objects[rep.Audit], &audit); err != nil || audit.Target.Value != secret ||
+	if err := json.Unmarshal(objects[key], &audit); err != nil || audit.Target.Value != secret ||
 		audit.Reason != "erasure request 42" || len(audit.Crawls) != 1 || !slices.Equal(audit.Crawls[0].URLs, []string{secret}) {
-		t.Errorf("audit record %s: %v, %s", rep.Audit, err, objects[rep.Audit])
-	}
-	responses := checkArchive(t, objects, crawl, rows)
-	if responses != 4 {
-		t.Errorf("warcio.js read %d response records after the purge, want the 4 pages left", responses)
-	}
-
-	// A later crawl of the same seeds fetches every page but the purged one.
-	again, fetched, served := crawlOnce("--fresh")
-	if again == crawl {
-		t.Errorf("crawl run --fresh went on with %s", crawl)
-	}
-	want := slices.DeleteFunc(slices.Clone(all), func(p string) bool { return srv.URL+p == secret })
-	if !slices.Equal(served, want) || fetched != 4 {
-		t.Errorf("the crawl after the purge: the site served %v and the crawl fetched %d; want %v and 4", served, fetched, want)
+		t.Errorf("audit record %s: %v, %s", key, err, objects[key])
 	}
 }
 
@@ -302,8 +350,37 @@ func excerpt(b []byte, needles ...string) string {
 // number of response records warcio.js read.
 func checkArchive(t testing.TB, objects map[string][]byte, crawl string, rows map[string]string) int {
 	t.Helper()
-	dir := t.TempDir()
-	var files []string
+	files := writePages(t, t.TempDir(), objects, crawl)
+	if len(files) == 0 {
+		t.Fatalf("crawl %s has no WARC file left", crawl)
+	}
+	sum := warctest.Check(t, files...)
+	if sum.Resolved != sum.IndexLines || sum.IndexLines != sum.Responses {
+		t.Errorf("warcio.js: %+v; want every response indexed and every index line resolved", sum)
+	}
+	refs := indexRefs(t, objects, crawl)
+	refs = append(refs, recordRefs(objects, crawl)...)
+	table := tableRefs(rows, crawl)
+	if len(table) == 0 {
+		t.Error("no row holds a WARC offset: the check of the table's offsets reads nothing")
+	}
+	for _, r := range append(refs, table...) {
+		checkRef(t, objects, r)
+	}
+	return sum.Responses
+}
+
+// warcRef is where a stored reference says a URL's response record is: a WARC file's key, and
+// the record's offset and size in it.
+type warcRef struct {
+	key, url     string
+	offset, size int64
+}
+
+// writePages writes the objects under the crawl's pages/ into dir, at their keys, and returns the
+// paths of the WARC files among them.
+func writePages(t testing.TB, dir string, objects map[string][]byte, crawl string) (files []string) {
+	t.Helper()
 	for k, b := range objects {
 		if !strings.HasPrefix(k, "pages/"+crawl+"/") {
 			continue
@@ -319,18 +396,13 @@ func checkArchive(t testing.TB, objects map[string][]byte, crawl string, rows ma
 			files = append(files, p)
 		}
 	}
-	if len(files) == 0 {
-		t.Fatalf("crawl %s has no WARC file left", crawl)
-	}
-	sum := warctest.Check(t, files...)
-	if sum.Resolved != sum.IndexLines || sum.IndexLines != sum.Responses {
-		t.Errorf("warcio.js: %+v; want every response indexed and every index line resolved", sum)
-	}
-	type ref struct {
-		key, url     string
-		offset, size int64
-	}
-	var refs []ref
+	return files
+}
+
+// indexRefs are the references of the lines of the crawl's index (CDXJ).
+func indexRefs(t testing.TB, objects map[string][]byte, crawl string) []warcRef {
+	t.Helper()
+	var refs []warcRef
 	ix := objects["indexes/"+crawl+".cdxj"]
 	if ix == nil {
 		t.Errorf("the crawl's index indexes/%s.cdxj is gone", crawl)
@@ -344,11 +416,15 @@ func checkArchive(t testing.TB, objects map[string][]byte, crawl string, rows ma
 		}
 		o, _ := strconv.ParseInt(f.Offset, 10, 64)
 		l, _ := strconv.ParseInt(f.Length, 10, 64)
-		refs = append(refs, ref{"pages/" + crawl + "/" + f.Filename, f.URL, o, l})
+		refs = append(refs, warcRef{"pages/" + crawl + "/" + f.Filename, f.URL, o, l})
 	}
-	// The records' refs ("warc": {"key", "offset", "length"}, with finalUrl) and the table's
-	// ({"k", "o", "l"}, a JSON string in an attribute; "b" for a file named as fetch names them,
-	// pages/<crawl>/<b>.warc.gz, as crawlstate shortens it).
+	return refs
+}
+
+// recordRefs are the references of the crawl's records files: "warc": {"key", "offset",
+// "length"}, with finalUrl.
+func recordRefs(objects map[string][]byte, crawl string) []warcRef {
+	var refs []warcRef
 	for k, b := range objects {
 		if !strings.HasPrefix(k, "records/crawl="+crawl+"/") {
 			continue
@@ -362,11 +438,17 @@ func checkArchive(t testing.TB, objects map[string][]byte, crawl string, rows ma
 				} `json:"warc"`
 			}
 			if json.Unmarshal(line, &r) == nil && r.WARC.Key != "" {
-				refs = append(refs, ref{r.WARC.Key, r.FinalURL, r.WARC.Offset, r.WARC.Length})
+				refs = append(refs, warcRef{r.WARC.Key, r.FinalURL, r.WARC.Offset, r.WARC.Length})
 			}
 		}
 	}
-	tableRefs := 0
+	return refs
+}
+
+// tableRefs are the references the rows hold: {"k", "o", "l"}, a JSON string in an attribute;
+// "b" for a file named as fetch names them, pages/<crawl>/<b>.warc.gz, as crawlstate shortens it.
+func tableRefs(rows map[string]string, crawl string) []warcRef {
+	var refs []warcRef
 	for _, v := range rows {
 		for _, s := range jsonStrings(v) {
 			var p struct {
@@ -379,33 +461,33 @@ func checkArchive(t testing.TB, objects map[string][]byte, crawl string, rows ma
 				p.K = "pages/" + crawl + "/" + p.B + ".warc.gz"
 			}
 			if strings.HasSuffix(p.K, ".warc.gz") {
-				refs = append(refs, ref{p.K, p.U, p.O, p.L})
-				tableRefs++
+				refs = append(refs, warcRef{p.K, p.U, p.O, p.L})
 			}
 		}
 	}
-	if tableRefs == 0 {
-		t.Error("no row holds a WARC offset: the check of the table's offsets reads nothing")
+	return refs
+}
+
+// checkRef checks that r reads back, from the object as stored, one gzip member holding the
+// response record of its URL.
+func checkRef(t testing.TB, objects map[string][]byte, r warcRef) {
+	t.Helper()
+	b := objects[r.key]
+	if r.offset < 0 || r.size <= 0 || r.offset+r.size > int64(len(b)) {
+		t.Errorf("offset %d+%d of %s (%s): outside the file's %d bytes", r.offset, r.size, r.key, r.url, len(b))
+		return
 	}
-	for _, r := range refs {
-		b := objects[r.key]
-		if r.offset < 0 || r.size <= 0 || r.offset+r.size > int64(len(b)) {
-			t.Errorf("offset %d+%d of %s (%s): outside the file's %d bytes", r.offset, r.size, r.key, r.url, len(b))
-			continue
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(b[r.offset : r.offset+r.size]))
-		if err != nil {
-			t.Errorf("offset %d of %s: not a gzip member: %v", r.offset, r.key, err)
-			continue
-		}
-		zr.Multistream(false)
-		rec, err := io.ReadAll(zr)
-		if err != nil || !bytes.Contains(rec, []byte("WARC-Type: response")) ||
-			(r.url != "" && !bytes.Contains(rec, []byte("WARC-Target-URI: "+r.url+"\r\n"))) {
-			t.Errorf("offset %d+%d of %s does not read back the response record of %q (%v)", r.offset, r.size, r.key, r.url, err)
-		}
+	zr, err := gzip.NewReader(bytes.NewReader(b[r.offset : r.offset+r.size]))
+	if err != nil {
+		t.Errorf("offset %d of %s: not a gzip member: %v", r.offset, r.key, err)
+		return
 	}
-	return sum.Responses
+	zr.Multistream(false)
+	rec, err := io.ReadAll(zr)
+	if err != nil || !bytes.Contains(rec, []byte("WARC-Type: response")) ||
+		(r.url != "" && !bytes.Contains(rec, []byte("WARC-Target-URI: "+r.url+"\r\n"))) {
+		t.Errorf("offset %d+%d of %s does not read back the response record of %q (%v)", r.offset, r.size, r.key, r.url, err)
+	}
 }
 
 // jsonStrings returns the string values of a JSON object's attributes (a row as stored), and

@@ -323,41 +323,13 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 
 	var redirects []string
 	hc := &http.Client{
-		Transport: c.transportFor(ctx),
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > lim.redirects {
-				return errclass.Errorf(errclass.Redirect, "more than %d redirects", lim.redirects)
-			}
-			if err := c.guard.CheckURL(req.URL); err != nil {
-				return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
-			}
-			if lim.follow != nil {
-				if err := lim.follow(req.URL); err != nil {
-					return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
-				}
-			}
-			redirects = append(redirects, via[len(via)-1].URL.String())
-			return nil
-		},
+		Transport:     c.transportFor(ctx),
+		CheckRedirect: c.checkRedirect(lim, &redirects),
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := c.newRequest(ctx, u)
 	if err != nil {
-		return nil, errclass.Errorf(errclass.Parse, "build request: %v", err)
+		return nil, err
 	}
-	req.Header.Set("User-Agent", c.opts.UserAgent)
-	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	if o, ok := ctx.Value(requestKey{}).(requestOptions); ok {
-		for k, vs := range o.header {
-			if !ownHeaders[http.CanonicalHeaderKey(k)] {
-				req.Header[http.CanonicalHeaderKey(k)] = vs
-			}
-		}
-		if o.userAgent != "" {
-			req.Header.Set("User-Agent", o.userAgent)
-		}
-	}
-	setConditional(ctx, req.Header)
 
 	idle := newIdleTimer(c.opts.IdleReadTimeout, cancel)
 	idle.minRate, idle.after = c.opts.MinBodyRate, c.opts.MinRateAfter
@@ -382,4 +354,48 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 		Duration:  time.Since(start),
 		Request:   resp.Request.Header,
 	}, nil
+}
+
+// checkRedirect is the redirect policy of one GET: at most lim.redirects, each to a URL the guard
+// and lim.follow allow; it adds each URL redirected from to redirects.
+func (c *Client) checkRedirect(lim limits, redirects *[]string) func(req *http.Request, via []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > lim.redirects {
+			return errclass.Errorf(errclass.Redirect, "more than %d redirects", lim.redirects)
+		}
+		if err := c.guard.CheckURL(req.URL); err != nil {
+			return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+		}
+		if lim.follow != nil {
+			if err := lim.follow(req.URL); err != nil {
+				return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+			}
+		}
+		*redirects = append(*redirects, via[len(via)-1].URL.String())
+		return nil
+	}
+}
+
+// newRequest is the GET of u with the crawler's headers, the caller's own from ctx (but those the
+// client sets itself), and the conditional ones of a recrawl.
+func (c *Client) newRequest(ctx context.Context, u *url.URL) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, errclass.Errorf(errclass.Parse, "build request: %v", err)
+	}
+	req.Header.Set("User-Agent", c.opts.UserAgent)
+	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	if o, ok := ctx.Value(requestKey{}).(requestOptions); ok {
+		for k, vs := range o.header {
+			if !ownHeaders[http.CanonicalHeaderKey(k)] {
+				req.Header[http.CanonicalHeaderKey(k)] = vs
+			}
+		}
+		if o.userAgent != "" {
+			req.Header.Set("User-Agent", o.userAgent)
+		}
+	}
+	setConditional(ctx, req.Header)
+	return req, nil
 }
