@@ -92,6 +92,13 @@ type Config struct {
 	// RunCheck is how long the handlers keep a crawl's run state (pause, resume, stop) once read
 	// (0: crawlstate.DefaultRunCheck; below 0: they read it for every batch).
 	RunCheck time.Duration
+	// HoldCounters makes the handlers' shared store keep its counter increments for the process
+	// to write on its own schedule (crawlstate.WithHeldCounters): crawl run sets it, and writes
+	// them every 100 ms. A Lambda function must not: a frozen container would keep them.
+	HoldCounters bool
+	// CostCheck is how often the store reads a crawl's ledger to check its budget (0:
+	// crawlstate.DefaultCostCheck).
+	CostCheck time.Duration
 	// PauseWait is how long a paused crawl's fetch messages wait in the queue between looks
 	// (0: fetcher.DefaultPauseWait).
 	PauseWait time.Duration

@@ -144,10 +144,12 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	rules.MaxDepth = cfg.MaxDepth
 	rules.Include, _ = scope.ParsePatterns(cfg.Include)
 	rules.Exclude, _ = scope.ParsePatterns(cfg.Exclude)
-	state := crawlstate.New(p.Table)
-	state.BufferCounters = true // one counter write per crawl and invocation; the handlers flush
-	state.RunCheck = cfg.RunCheck
-	state.CircuitFailures, state.CircuitProbe = cfg.CircuitFailures, cfg.CircuitProbe
+	counters := crawlstate.WithBufferedCounters() // one counter write per crawl and invocation; the handlers flush
+	if cfg.HoldCounters {
+		counters = crawlstate.WithHeldCounters()
+	}
+	state := crawlstate.New(p.Table, counters, crawlstate.WithRunCheck(cfg.RunCheck),
+		crawlstate.WithCircuit(cfg.CircuitFailures, cfg.CircuitProbe), crawlstate.WithCostCheck(cfg.CostCheck))
 	batch := func(source string) *sqsbatch.Runner {
 		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
 	}
@@ -178,16 +180,17 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 				return nil, fmt.Errorf("configuration: %w", err)
 			}
 			front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls,
+				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices,
 				AdmitConcurrency: cfg.AdmitConcurrency},
-				state, p.Queue, log.With("fn", "schedule"))
-			front.OptOuts = &optout.Matcher{Store: optout.Store{T: p.Table}}
+				frontier.Deps{State: state, Send: p.Queue, Log: log.With("fn", "schedule"), Crawls: crawls,
+					OptOuts: &optout.Matcher{Store: optout.Store{T: p.Table}}})
 			h.Frontier = front
-			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
-				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
+			sd := scheduler.Deps{Admit: front, Starts: front, Blobs: p.Blobs, Send: p.Queue, Batch: batch("schedule"), Log: log.With("fn", "schedule")}
 			if h.Finish != nil && cfg.FinishEvery > 0 {
-				h.Schedule.Checks = h.Finish
+				sd.Checks = h.Finish
 			}
+			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
+				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, sd)
 		case Fetch:
 			fx := p.Fetching
 			if fx == nil {
