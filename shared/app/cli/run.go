@@ -260,7 +260,12 @@ func openRun(ctx context.Context, o RunOptions, body []byte, stderr io.Writer) (
 	logger, _ := o.Log.Logger(stderr) // checked with the flags
 	log := slog.New(interruptQuiet{Handler: logger.Handler(), ctx: ctx})
 	// Fetch and parse run in this process, so parse takes the pages fetch has just stored from memory.
-	h, err := pipeline.New(o.config(res), pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
+	cfg := o.config(res)
+	cfg.HoldCounters = true // holdCounters writes them
+	if be.Metered {
+		cfg.CostCheck = budgetCheck
+	}
+	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: eventbus.BlobPublisher{Blobs: be.Blobs},
 		Fetching: fetching}, log)
 	if err != nil {
@@ -372,7 +377,6 @@ func runCrawl(ctx context.Context, o RunOptions, env runEnv, p pick, stderr io.W
 	runner.IdleCheck = be.IdleCheck
 	if be.Metered {
 		bookCosts(runner, h.State, env.log)
-		h.State.CostCheck = budgetCheck
 	}
 	start := time.Now()
 	stopCounters := holdCounters(ctx, h.State, counterInterval, env.log)
@@ -480,12 +484,12 @@ func releaseBudgets(ctx context.Context, st *crawlstate.Store, log *slog.Logger)
 // counterInterval is how often crawl run writes the crawl counters its handlers buffer.
 const counterInterval = 100 * time.Millisecond
 
-// holdCounters has every handler of this process buffer its counter increments, and writes them
-// every interval instead of at the end of each invocation: one write where thousands of batches
-// each made their own, on the way between two invocations. The returned function writes what is
-// left, also after an interrupt, and returns an error if it could not.
+// holdCounters writes the counter increments that every handler of this process buffers and holds
+// (pipeline.Config.HoldCounters) every interval instead of at the end of each invocation: one
+// write where thousands of batches each made their own, on the way between two invocations. The
+// returned function writes what is left, also after an interrupt, and returns an error if it
+// could not.
 func holdCounters(ctx context.Context, st *crawlstate.Store, interval time.Duration, log *slog.Logger) func() error {
-	st.BufferCounters, st.HoldCounters = true, true
 	stop := localrun.Every(ctx, interval, func() {
 		if err := st.WriteCounters(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("write the crawl counters", "err", err.Error())

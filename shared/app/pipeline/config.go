@@ -95,6 +95,13 @@ type Config struct {
 	// RunCheck is how long the handlers keep a crawl's run state (pause, resume, stop) once read
 	// (0: crawlstate.DefaultRunCheck; below 0: they read it for every batch).
 	RunCheck time.Duration
+	// HoldCounters makes the handlers' shared store keep its counter increments for the process
+	// to write on its own schedule (crawlstate.WithHeldCounters): crawl run sets it, and writes
+	// them every 100 ms. A Lambda function must not: a frozen container would keep them.
+	HoldCounters bool
+	// CostCheck is how often the store reads a crawl's ledger to check its budget (0:
+	// crawlstate.DefaultCostCheck).
+	CostCheck time.Duration
 	// PauseWait is how long a paused crawl's fetch messages wait in the queue between looks
 	// (0: fetcher.DefaultPauseWait).
 	PauseWait time.Duration
@@ -163,6 +170,15 @@ func DefaultConfig() Config {
 // Validate checks the configuration and says what is wrong, one line per problem.
 func (c Config) Validate() error {
 	var errs []error
+	for _, check := range []func() []error{c.checkCrawl, c.checkIdentity, c.checkLimits, c.checkRetries} {
+		errs = append(errs, check()...)
+	}
+	return errors.Join(errs...)
+}
+
+// checkCrawl checks the queues and what a crawl may admit: its scope, patterns and page bounds.
+func (c Config) checkCrawl() []error {
+	var errs []error
 	if c.ScheduleQueue == "" || c.FetchQueue == "" || c.ParseQueue == "" {
 		errs = append(errs, errors.New("the schedule, fetch and parse queues must all be set"))
 	}
@@ -178,6 +194,13 @@ func (c Config) Validate() error {
 	if c.MaxPages < 0 || c.MaxPagesPerHost < 0 {
 		errs = append(errs, errors.New("max pages must be 0 (no limit) or more"))
 	}
+	return errs
+}
+
+// checkIdentity checks how the requests present themselves: the User-Agent, the TLS fingerprint
+// and the proxies.
+func (c Config) checkIdentity() []error {
+	var errs []error
 	if strings.TrimSpace(c.UserAgent) == "" {
 		errs = append(errs, errors.New("the user agent must not be empty: crawlers say who they are"))
 	}
@@ -205,6 +228,12 @@ func (c Config) Validate() error {
 	if len(c.Proxies) > 0 && c.Fingerprint == httpfetch.FingerprintChrome {
 		errs = append(errs, errors.New("proxies and the chrome TLS fingerprint do not go together yet: use one or the other"))
 	}
+	return errs
+}
+
+// checkLimits checks the rates, concurrencies, addresses, sizes, budget and drain checks.
+func (c Config) checkLimits() []error {
+	var errs []error
 	if c.HostRPS < 0 {
 		errs = append(errs, fmt.Errorf("host rps %v: must be 0 (no limit) or more", c.HostRPS))
 	}
@@ -220,6 +249,9 @@ func (c Config) Validate() error {
 	if c.BudgetUSD < 0 {
 		errs = append(errs, fmt.Errorf("budget $%v: must be 0 (no budget) or more", c.BudgetUSD))
 	}
+	if c.CostCheck < 0 {
+		errs = append(errs, fmt.Errorf("cost check %v: must be 0 (the default, %v) or more", c.CostCheck, crawlstate.DefaultCostCheck))
+	}
 	if _, err := c.PriceTable(); err != nil {
 		errs = append(errs, fmt.Errorf("prices: %w", err))
 	}
@@ -227,6 +259,13 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("finish checks every %s, quiet %s: want 0 to %s between checks, and a quiet time not below 0",
 			c.FinishEvery, c.FinishQuiet, queue.MaxDelay))
 	}
+	return errs
+}
+
+// checkRetries checks the retries of failing URLs, the hosts' circuits, the receives and the
+// place of the WARC index.
+func (c Config) checkRetries() []error {
+	var errs []error
 	if c.MaxTries < 1 || c.MaxTries > 20 {
 		errs = append(errs, fmt.Errorf("max tries %d: want 1 to 20 requests of a failing URL", c.MaxTries))
 	}
@@ -247,132 +286,164 @@ func (c Config) Validate() error {
 	if c.MaxReceive < 1 {
 		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // FromEnv reads the Lambda functions' configuration. Unset variables keep their defaults; set but
 // malformed ones are errors that name the variable.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := DefaultConfig()
-	var errs []error
-	str := func(name string, dst *string) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			*dst = v
+	r := &envReader{getenv: getenv}
+	r.readCrawl(&c)
+	r.readLimits(&c)
+	r.readFetching(&c)
+	if len(r.errs) > 0 {
+		return c, errors.Join(r.errs...)
+	}
+	return c, c.Validate()
+}
+
+// envReader reads variables into a Config, and keeps an error for each one set but malformed.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// value is the variable's value, trimmed ("": unset).
+func (r *envReader) value(name string) string { return strings.TrimSpace(r.getenv(name)) }
+
+func (r *envReader) str(name string, dst *string) {
+	if v := r.value(name); v != "" {
+		*dst = v
+	}
+}
+
+func (r *envReader) num(name string, dst *int) {
+	if v := r.value(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			r.errs = append(r.errs, fmt.Errorf("%s=%q: not a whole number", name, v))
+			return
+		}
+		*dst = n
+	}
+}
+
+func (r *envReader) float(name string, dst *float64) {
+	if v := r.value(name); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			r.errs = append(r.errs, fmt.Errorf("%s=%q: not a number", name, v))
+			return
+		}
+		*dst = f
+	}
+}
+
+func (r *envReader) duration(name string, dst *time.Duration) {
+	if v := r.value(name); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			r.errs = append(r.errs, fmt.Errorf("%s=%q: not a duration such as 2s", name, v))
+			return
+		}
+		*dst = d
+	}
+}
+
+// list reads a comma-separated list.
+func (r *envReader) list(name string, dst *[]string) {
+	if v := r.value(name); v != "" {
+		*dst = strings.Split(v, ",")
+		for i := range *dst {
+			(*dst)[i] = strings.TrimSpace((*dst)[i])
 		}
 	}
-	num := func(name string, dst *int) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: not a whole number", name, v))
-				return
-			}
-			*dst = n
-		}
+}
+
+// patterns reads a list of patterns (ParsePatternList).
+func (r *envReader) patterns(name string, dst *[]string) {
+	ps, err := ParsePatternList(r.getenv(name))
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+		return
 	}
-	float := func(name string, dst *float64) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: not a number", name, v))
-				return
-			}
-			*dst = f
-		}
+	if ps != nil {
+		*dst = ps
 	}
-	duration := func(name string, dst *time.Duration) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: not a duration such as 2s", name, v))
-				return
-			}
-			*dst = d
-		}
-	}
-	list := func(name string, dst *[]string) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			*dst = strings.Split(v, ",")
-			for i := range *dst {
-				(*dst)[i] = strings.TrimSpace((*dst)[i])
-			}
-		}
-	}
-	str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
-	str("FETCH_QUEUE_URL", &c.FetchQueue)
-	str("PARSE_QUEUE_URL", &c.ParseQueue)
+}
+
+// readCrawl reads the queues and what a crawl admits.
+func (r *envReader) readCrawl(c *Config) {
+	r.str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
+	r.str("FETCH_QUEUE_URL", &c.FetchQueue)
+	r.str("PARSE_QUEUE_URL", &c.ParseQueue)
 	var mode string
-	str("CRAWL_SCOPE", &mode)
+	r.str("CRAWL_SCOPE", &mode)
 	if mode != "" {
 		c.Scope = scope.Mode(mode)
 	}
-	patterns := func(name string, dst *[]string) {
-		ps, err := ParsePatternList(getenv(name))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			return
-		}
-		if ps != nil {
-			*dst = ps
-		}
-	}
-	patterns("CRAWL_INCLUDE", &c.Include)
-	patterns("CRAWL_EXCLUDE", &c.Exclude)
-	num("CRAWL_MAX_DEPTH", &c.MaxDepth)
-	num("CRAWL_MAX_PAGES", &c.MaxPages)
-	num("CRAWL_MAX_PAGES_PER_HOST", &c.MaxPagesPerHost)
-	str("CRAWL_USER_AGENT", &c.UserAgent)
-	float("CRAWL_HOST_RPS", &c.HostRPS)
-	num("CRAWL_HOST_CONCURRENCY", &c.HostConcurrency)
-	float("CRAWL_BUDGET_USD", &c.BudgetUSD)
-	str("CRAWL_PRICES", &c.Prices)
-	num("CRAWL_MAX_TRIES", &c.MaxTries)
-	duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
-	num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
-	duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)
-	duration("CRAWL_SLOT_LEAD", &c.SlotLead)
-	str("CRAWL_WARC_INDEX", &c.WARCIndex)
-	duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
-	duration("CRAWL_FINISH_QUIET", &c.FinishQuiet)
+	r.patterns("CRAWL_INCLUDE", &c.Include)
+	r.patterns("CRAWL_EXCLUDE", &c.Exclude)
+	r.num("CRAWL_MAX_DEPTH", &c.MaxDepth)
+	r.num("CRAWL_MAX_PAGES", &c.MaxPages)
+	r.num("CRAWL_MAX_PAGES_PER_HOST", &c.MaxPagesPerHost)
+	r.str("CRAWL_USER_AGENT", &c.UserAgent)
+}
+
+// readLimits reads the rates, budget, retries, circuits and drain checks.
+func (r *envReader) readLimits(c *Config) {
+	r.float("CRAWL_HOST_RPS", &c.HostRPS)
+	r.num("CRAWL_HOST_CONCURRENCY", &c.HostConcurrency)
+	r.float("CRAWL_BUDGET_USD", &c.BudgetUSD)
+	r.str("CRAWL_PRICES", &c.Prices)
+	r.num("CRAWL_MAX_TRIES", &c.MaxTries)
+	r.duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
+	r.num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
+	r.duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)
+	r.duration("CRAWL_SLOT_LEAD", &c.SlotLead)
+	r.str("CRAWL_WARC_INDEX", &c.WARCIndex)
+	r.duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
+	r.duration("CRAWL_FINISH_QUIET", &c.FinishQuiet)
 	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
 	// parses at once.
-	num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)
-	list("CRAWL_ALLOW_NET", &c.AllowNets)
-	list("CRAWL_PROXIES", &c.Proxies)
-	str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
-	str("CRAWL_PROXIES_SECRET", &c.ProxiesSecret)
-	if v := strings.TrimSpace(getenv("CRAWL_ALLOW_PORTS")); v != "" {
+	r.num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)
+}
+
+// readFetching reads how fetch reaches the web: addresses, proxies, ports, sizes and timeouts.
+func (r *envReader) readFetching(c *Config) {
+	r.list("CRAWL_ALLOW_NET", &c.AllowNets)
+	r.list("CRAWL_PROXIES", &c.Proxies)
+	r.str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
+	r.str("CRAWL_PROXIES_SECRET", &c.ProxiesSecret)
+	if v := r.value("CRAWL_ALLOW_PORTS"); v != "" {
 		c.Ports = []int{80, 443}
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 || n > 65535 {
-				errs = append(errs, fmt.Errorf("CRAWL_ALLOW_PORTS=%q: %q is not a port", v, f))
+				r.errs = append(r.errs, fmt.Errorf("CRAWL_ALLOW_PORTS=%q: %q is not a port", v, f))
 				continue
 			}
 			c.Ports = append(c.Ports, n)
 		}
 	}
-	if v := strings.TrimSpace(getenv("CRAWL_MAX_BODY_BYTES")); v != "" {
+	if v := r.value("CRAWL_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("CRAWL_MAX_BODY_BYTES=%q: not a positive whole number", v))
+			r.errs = append(r.errs, fmt.Errorf("CRAWL_MAX_BODY_BYTES=%q: not a positive whole number", v))
 		}
 		c.MaxBodyBytes = n
 	}
-	if v := strings.TrimSpace(getenv("CRAWL_FETCH_TIMEOUT")); v != "" {
+	if v := r.value("CRAWL_FETCH_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("CRAWL_FETCH_TIMEOUT=%q: not a positive duration such as 30s", v))
+			r.errs = append(r.errs, fmt.Errorf("CRAWL_FETCH_TIMEOUT=%q: not a positive duration such as 30s", v))
 		}
 		c.FetchTimeout = d
 	}
-	str("CRAWL_TLS_FINGERPRINT", &c.Fingerprint)
-	num("CRAWL_MAX_RECEIVE", &c.MaxReceive)
-	str("CRAWL_RECRAWL_PREFIX", &c.RecrawlPrefix)
-	if len(errs) > 0 {
-		return c, errors.Join(errs...)
-	}
-	return c, c.Validate()
+	r.str("CRAWL_TLS_FINGERPRINT", &c.Fingerprint)
+	r.num("CRAWL_MAX_RECEIVE", &c.MaxReceive)
+	r.str("CRAWL_RECRAWL_PREFIX", &c.RecrawlPrefix)
 }
 
 // ParsePatternList reads CRAWL_INCLUDE or CRAWL_EXCLUDE, for the functions and for the crawl

@@ -63,7 +63,10 @@ type Fetching struct {
 // NewFetching makes fetch's address guard, HTTP client and robots.txt cache from cfg, as New
 // does. Close it, or the Handlers it is given to.
 func NewFetching(cfg Config) (*Fetching, error) {
-	nets, _ := netguard.ParseCIDRs(cfg.AllowNets)
+	nets, err := netguard.ParseCIDRs(cfg.AllowNets)
+	if err != nil {
+		return nil, fmt.Errorf("allow-net: %w", err)
+	}
 	guard := netguard.New(nets, cfg.Ports)
 	client, err := httpfetch.New(httpfetch.Options{UserAgent: cfg.SentUserAgent(), Guard: guard,
 		MaxBodyBytes: cfg.MaxBodyBytes, TotalTimeout: cfg.FetchTimeout, Fingerprint: cfg.Fingerprint,
@@ -135,97 +138,177 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
+	w, err := newWiring(cfg, p, log)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handlers{State: w.state, HostRPS: cfg.HostRPS, Finish: w.finish}
+	for _, name := range names {
+		switch name {
+		case Schedule:
+			h.Frontier, h.Schedule, err = w.schedule()
+		case Fetch:
+			h.Fetch, h.http, err = w.fetch()
+		case Parse:
+			h.Parse = w.parse()
+		default:
+			return nil, fmt.Errorf("no handler is called %q", name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// wiring is what the handlers share: the ports, the crawl's scope rules, its state, each crawl's
+// settings and the drain checks.
+type wiring struct {
+	cfg    Config
+	p      Ports
+	log    *slog.Logger
+	rules  scope.Rules
+	state  *crawlstate.Store
+	crawls *specstore.Store
+	finish *finish.Checker // nil without Ports.Events
+}
+
+// newWiring makes what the handlers share from a validated cfg.
+func newWiring(cfg Config, p Ports, log *slog.Logger) (*wiring, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	log = safelog.Wrap(log) // strings from the web are cut before they reach a log line
+	rules, err := crawlRules(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	w := &wiring{cfg: cfg, p: p, log: log, rules: rules, state: newState(cfg, p.Table)}
+	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
+	w.crawls = specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
+		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint})
+	// Every message sent carries the trace context of its send (a no-op without telemetry).
+	w.p.Queue = telemetry.Sender{Next: p.Queue}
+	if p.Events != nil {
+		if w.finish, err = w.newFinish(); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// crawlRules are the stack's scope rules, the base of every crawl's.
+func crawlRules(cfg Config) (scope.Rules, error) {
 	rules := scope.DefaultRules()
 	rules.Mode = cfg.Scope
 	rules.MaxDepth = cfg.MaxDepth
-	rules.Include, _ = scope.ParsePatterns(cfg.Include)
-	rules.Exclude, _ = scope.ParsePatterns(cfg.Exclude)
-	state := crawlstate.New(p.Table)
-	state.BufferCounters = true // one counter write per crawl and invocation; the handlers flush
-	state.RunCheck = cfg.RunCheck
-	state.CircuitFailures, state.CircuitProbe = cfg.CircuitFailures, cfg.CircuitProbe
-	batch := func(source string) *sqsbatch.Runner {
-		return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: p.Blobs, Source: source}, Log: log.With("fn", source)}
+	var err error
+	if rules.Include, err = scope.ParsePatterns(cfg.Include); err != nil {
+		return scope.Rules{}, fmt.Errorf("include patterns: %w", err)
 	}
-	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
-	crawls := specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint})
-	ua := cfg.SentUserAgent()
-	h := &Handlers{State: state, HostRPS: cfg.HostRPS}
-	if p.Events != nil {
-		prices, err := cfg.PriceTable()
-		if err != nil {
-			return nil, fmt.Errorf("configuration: %w", err)
-		}
-		quiet := cfg.FinishQuiet
-		if quiet == 0 {
-			quiet = finish.DefaultQuiet
-		}
-		h.Finish = &finish.Checker{State: state, Pub: p.Events, Send: telemetry.Sender{Next: p.Queue}, Queue: cfg.ScheduleQueue,
-			Every: cfg.FinishEvery, Quiet: quiet, Prices: prices, Log: log.With("fn", "finish")}
+	if rules.Exclude, err = scope.ParsePatterns(cfg.Exclude); err != nil {
+		return scope.Rules{}, fmt.Errorf("exclude patterns: %w", err)
 	}
-	// Every message sent carries the trace context of its send (a no-op without telemetry).
-	p.Queue = telemetry.Sender{Next: p.Queue}
-	for _, name := range names {
-		switch name {
-		case Schedule:
-			prices, err := cfg.PriceTable()
-			if err != nil {
-				return nil, fmt.Errorf("configuration: %w", err)
-			}
-			front := frontier.New(frontier.Config{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-				FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead, BudgetUSD: cfg.BudgetUSD, Prices: prices, Crawls: crawls,
-				AdmitConcurrency: cfg.AdmitConcurrency},
-				state, p.Queue, log.With("fn", "schedule"))
-			front.OptOuts = &optout.Matcher{Store: optout.Store{T: p.Table}}
-			h.Frontier = front
-			h.Schedule = scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
-				Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, front, p.Blobs, p.Queue, batch("schedule"), log.With("fn", "schedule"))
-			if h.Finish != nil && cfg.FinishEvery > 0 {
-				h.Schedule.Checks = h.Finish
-			}
-		case Fetch:
-			fx := p.Fetching
-			if fx == nil {
-				var err error
-				if fx, err = NewFetching(cfg); err != nil {
-					return nil, err
-				}
-			}
-			h.http = fx.client
-			fcfg := fetcher.DefaultConfig()
-			fcfg.FetchQueue, fcfg.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
-			fcfg.HostRPS, fcfg.HostConcurrency, fcfg.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
-			fcfg.Concurrency, fcfg.MaxReceive, fcfg.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
-			fcfg.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
-			fcfg.IndexEachFile = cfg.WARCIndex != IndexPerCrawl
-			if cfg.PauseWait > 0 {
-				fcfg.PauseWait = cfg.PauseWait
-			}
-			fdeps := fetcher.Deps{State: state, HTTP: fx.traced, Robots: fx.robots,
-				Scope: rules, Guard: fx.guard, Pages: p.Blobs, Send: p.Queue, Batch: batch("fetch"), Log: log.With("fn", "fetch"), Crawls: crawls,
-				OptOuts: &optout.Matcher{Store: optout.Store{T: p.Table}}}
-			if p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
-				fdeps.Handoff = p.Handoff
-			}
-			h.Fetch = fetcher.New(fcfg, fdeps)
-		case Parse:
-			h.Parse = parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
-				UserAgentToken: robots.ProductToken(ua), Concurrency: cfg.BatchConcurrency, Crawls: crawls},
-				state, p.Blobs, p.Queue, batch("parse"), log.With("fn", "parse"))
-			h.Parse.Prior = p.Blobs // a recrawl reuses the previous crawl's records (records/)
-			if p.Handoff != nil {
-				h.Parse.Handoff = p.Handoff
-			}
-		default:
-			return nil, fmt.Errorf("no handler is called %q", name)
+	return rules, nil
+}
+
+// newState is the crawl state that the handlers share.
+func newState(cfg Config, t table.Table) *crawlstate.Store {
+	counters := crawlstate.WithBufferedCounters() // one counter write per crawl and invocation; the handlers flush
+	if cfg.HoldCounters {
+		counters = crawlstate.WithHeldCounters()
+	}
+	return crawlstate.New(t, counters, crawlstate.WithRunCheck(cfg.RunCheck),
+		crawlstate.WithCircuit(cfg.CircuitFailures, cfg.CircuitProbe), crawlstate.WithCostCheck(cfg.CostCheck))
+}
+
+// newFinish is the drain checks, which announce a crawl's end to Ports.Events.
+func (w *wiring) newFinish() (*finish.Checker, error) {
+	prices, err := w.cfg.PriceTable()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	quiet := w.cfg.FinishQuiet
+	if quiet == 0 {
+		quiet = finish.DefaultQuiet
+	}
+	return &finish.Checker{State: w.state, Pub: w.p.Events, Send: w.p.Queue, Queue: w.cfg.ScheduleQueue,
+		Every: w.cfg.FinishEvery, Quiet: quiet, Prices: prices, Log: w.log.With("fn", "finish")}, nil
+}
+
+// batch is the batch runner of the handler called source, which quarantines its poison messages.
+func (w *wiring) batch(source string) *sqsbatch.Runner {
+	return &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: w.p.Blobs, Source: source}, Log: w.log.With("fn", source)}
+}
+
+// optOuts is the opt-out list, read from the table.
+func (w *wiring) optOuts() *optout.Matcher {
+	return &optout.Matcher{Store: optout.Store{T: w.p.Table}}
+}
+
+// schedule builds the frontier and the schedule handler around it.
+func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
+	cfg, log := w.cfg, w.log.With("fn", "schedule")
+	prices, err := cfg.PriceTable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("configuration: %w", err)
+	}
+	front := frontier.New(frontier.Config{Rules: w.rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
+		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead,
+		BudgetUSD: cfg.BudgetUSD, Prices: prices, AdmitConcurrency: cfg.AdmitConcurrency},
+		frontier.Deps{State: w.state, Send: w.p.Queue, Log: log, Crawls: w.crawls, OptOuts: w.optOuts()})
+	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log}
+	if w.finish != nil && cfg.FinishEvery > 0 {
+		d.Checks = w.finish
+	}
+	return front, scheduler.New(scheduler.Config{ScheduleQueue: cfg.ScheduleQueue, RecrawlPrefix: cfg.RecrawlPrefix,
+		Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, d), nil
+}
+
+// fetch builds the fetch handler, on Ports.Fetching or on its own, and returns the HTTP client
+// that Handlers.Close closes.
+func (w *wiring) fetch() (*fetcher.Handler, *httpfetch.Client, error) {
+	fx := w.p.Fetching
+	if fx == nil {
+		var err error
+		if fx, err = NewFetching(w.cfg); err != nil {
+			return nil, nil, err
 		}
 	}
-	return h, nil
+	d := fetcher.Deps{State: w.state, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
+		Pages: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("fetch"), Log: w.log.With("fn", "fetch"), Crawls: w.crawls,
+		OptOuts: w.optOuts()}
+	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
+		d.Handoff = w.p.Handoff
+	}
+	return fetcher.New(fetcherConfig(w.cfg), d), fx.client, nil
+}
+
+// fetcherConfig is the fetch handler's share of cfg.
+func fetcherConfig(cfg Config) fetcher.Config {
+	c := fetcher.DefaultConfig()
+	c.FetchQueue, c.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
+	c.HostRPS, c.HostConcurrency, c.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
+	c.Concurrency, c.MaxReceive, c.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
+	c.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
+	c.IndexEachFile = cfg.WARCIndex != IndexPerCrawl
+	if cfg.PauseWait > 0 {
+		c.PauseWait = cfg.PauseWait
+	}
+	return c
+}
+
+// parse builds the parse handler.
+func (w *wiring) parse() *parser.Handler {
+	cfg := w.cfg
+	d := parser.Deps{Parsed: w.state, Counters: w.state, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("parse"),
+		Log: w.log.With("fn", "parse"), Crawls: w.crawls,
+		Prior: w.p.Blobs} // a recrawl reuses the previous crawl's records (records/)
+	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
+		d.Handoff = w.p.Handoff
+	}
+	return parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
+		UserAgentToken: robots.ProductToken(cfg.SentUserAgent()), Concurrency: cfg.BatchConcurrency}, d)
 }
 
 // idleConnsPerHost keeps as many idle connections per host as may be in flight to it, so that

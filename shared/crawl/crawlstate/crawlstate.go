@@ -75,7 +75,9 @@ var ErrClaimed = errors.New("url already claimed or done")
 // URL ends skipped with class budget, the class the docs name for it.
 var ErrBudget = errclass.Errorf(errclass.Budget, "page budget used up")
 
-// Store is the crawl state on a table. It is safe for concurrent use.
+// Store is the crawl state on a table. It is safe for concurrent use. Its settings are given to
+// New as options; the exported fields remain for tests, and are not to be set once the store is
+// in use.
 type Store struct {
 	t table.Table
 	// Now is the clock; tests replace it.
@@ -117,9 +119,13 @@ type Store struct {
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
 }
 
-// New returns a Store on t with a 30-day retention.
-func New(t table.Table) *Store {
-	return &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
+// New returns a Store on t with a 30-day retention, and the options applied in order.
+func New(t table.Table, opts ...Option) *Store {
+	s := &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Page is where a fetched URL's response is stored, kept on its item so that a lost parse message

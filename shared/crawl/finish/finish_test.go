@@ -88,9 +88,7 @@ func newFixture(t *testing.T, quiet time.Duration) *fixture {
 	t.Cleanup(func() { db.Close() })
 	f := &fixture{send: &sent{}, pub: &published{}, now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	f.scans = &scans{Table: db.Table("t")}
-	f.st = crawlstate.New(f.scans)
-	f.st.Now = func() time.Time { return f.now }
-	f.st.RunCheck = -1
+	f.st = crawlstate.New(f.scans, crawlstate.WithClock(func() time.Time { return f.now }), crawlstate.WithRunCheck(-1))
 	f.c = &finish.Checker{State: f.st, Pub: f.pub, Send: f.send, Queue: "schedule", Every: time.Minute, Quiet: quiet,
 		Prices: cost.DefaultPrices(), Now: func() time.Time { return f.now }}
 	if err := f.st.MarkStarted(context.Background(), crawl); err != nil {

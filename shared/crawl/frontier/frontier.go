@@ -96,8 +96,19 @@ type Config struct {
 	// SpareSlots is how many of a host's slots a booking takes beyond the URLs at hand, kept for
 	// the host's next ones (crawlstate.Store.BookSlots): 0 is DefaultSpareSlots, below 0 none.
 	SpareSlots int
+}
+
+// Deps are what a Frontier works with.
+type Deps struct {
+	State *crawlstate.Store
+	Send  queue.Sender
+	// Log is where admission logs (nil: slog.Default()).
+	Log *slog.Logger
+	// OptOuts, if set, is checked for every URL in scope: one on the list ends skipped with class
+	// opted_out (docs/erasure.md).
+	OptOuts OptOuts
 	// Crawls, if set, gives each crawl's rules, page bounds and rate (a spec's over the stack's);
-	// nil: Rules, MaxPages, MaxPagesPerHost and HostInterval for every crawl.
+	// nil: Config's Rules, MaxPages, MaxPagesPerHost and HostInterval for every crawl.
 	Crawls CrawlSettings
 }
 
@@ -121,10 +132,10 @@ type limits struct {
 
 // limitsOf returns crawl's admission settings.
 func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
-	if f.cfg.Crawls == nil {
+	if f.crawls == nil {
 		return limits{f.cfg.Rules, f.cfg.MaxPages, f.cfg.MaxPagesPerHost, f.cfg.HostInterval}, nil
 	}
-	c, err := f.cfg.Crawls.For(ctx, crawl)
+	c, err := f.crawls.For(ctx, crawl)
 	if err != nil {
 		return limits{}, err
 	}
@@ -137,15 +148,13 @@ func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
 
 // Frontier admits URLs. It is safe for concurrent use.
 type Frontier struct {
-	// OptOuts, if set, is checked for every URL in scope: one on the list ends skipped with class
-	// opted_out (docs/erasure.md).
-	OptOuts OptOuts
-
-	cfg   Config
-	state *crawlstate.Store
-	send  queue.Sender
-	log   *slog.Logger
-	now   func() time.Time
+	cfg     Config
+	state   *crawlstate.Store
+	send    queue.Sender
+	log     *slog.Logger
+	optOuts OptOuts
+	crawls  CrawlSettings
+	now     func() time.Time
 
 	mu     sync.Mutex
 	known  *bloom.BloomFilter
@@ -153,8 +162,8 @@ type Frontier struct {
 	seeds  [2]maphash.Seed // recentKey's
 }
 
-// New returns a Frontier.
-func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logger) *Frontier {
+// New returns a Frontier, complete: nothing is set on it afterwards.
+func New(cfg Config, d Deps) *Frontier {
 	if cfg.BloomCapacity == 0 {
 		cfg.BloomCapacity = 1_000_000
 	}
@@ -170,11 +179,11 @@ func New(cfg Config, state *crawlstate.Store, send queue.Sender, log *slog.Logge
 	if cfg.SpareSlots == 0 {
 		cfg.SpareSlots = DefaultSpareSlots
 	}
-	if log == nil {
-		log = slog.Default()
+	if d.Log == nil {
+		d.Log = slog.Default()
 	}
 	recent := newRecentSet(cfg.RecentCapacity)
-	return &Frontier{cfg: cfg, state: state, send: send, log: log, now: time.Now,
+	return &Frontier{cfg: cfg, state: d.State, send: d.Send, log: d.Log, optOuts: d.OptOuts, crawls: d.Crawls, now: time.Now,
 		known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive), recent: recent,
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
@@ -411,8 +420,8 @@ func (f *Frontier) refused(ctx context.Context, m *message.Links, lim limits, r,
 		// Refused whoever links it (an exclude pattern, a trap): recorded skipped, once.
 		return true, f.reject(ctx, m, key, norm, err)
 	}
-	if f.OptOuts != nil {
-		e, out, err := f.OptOuts.OptedOut(ctx, u)
+	if f.optOuts != nil {
+		e, out, err := f.optOuts.OptedOut(ctx, u)
 		if err != nil {
 			return false, err
 		}

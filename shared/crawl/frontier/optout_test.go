@@ -28,8 +28,8 @@ func TestOptedOutURLsAreSkipped(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
-	f.OptOuts = optOuts{hosts: map[string]bool{"out.test": true}}
+	list := &optOuts{hosts: map[string]bool{"out.test": true}}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet(), OptOuts: list})
 	res, err := f.Admit(ctx, seeds("http://in.test/", "http://out.test/", "http://out.test/page"))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestOptedOutURLsAreSkipped(t *testing.T) {
 		t.Errorf("counters = %+v, want 2 skipped, opted_out", c)
 	}
 
-	f.OptOuts = optOuts{err: errors.New("table unavailable")}
+	list.err = errors.New("table unavailable") // the list's reads fail from now on
 	if _, err := f.Admit(ctx, seeds("http://new.test/")); err == nil {
 		t.Errorf("an admission with an unreadable opt-out list succeeded")
 	}

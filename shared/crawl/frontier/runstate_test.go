@@ -16,10 +16,9 @@ import (
 // not admitted: no item, no fetch message. A paused crawl admits as usual.
 func TestAStoppedCrawlAdmitsNothing(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	st.RunCheck = -1
+	st := newStore(t, crawlstate.WithRunCheck(-1))
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, st, snd, quiet())
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
 	if err := f.Start(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,15 @@ type env struct {
 	reads *countingBlobs           // what the handler reads and stores through
 	send  *failingSender           // where the handler sends links
 	gets  *embedtest.CountingTable // the table under state
+	cfg   parser.Config
+	deps  parser.Deps
 	h     *parser.Handler
+}
+
+// with builds the env's handler again, with its collaborators as change leaves them.
+func (e *env) with(change func(d *parser.Deps)) {
+	change(&e.deps)
+	e.h = parser.New(e.cfg, e.deps)
 }
 
 // countingBlobs counts the handler's ranged reads and fails those that fail says to; while
@@ -115,9 +123,9 @@ func newEnv(t *testing.T) *env {
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "parse"}, Log: log}
 	reads := &countingBlobs{Store: blobs}
 	send := &failingSender{Sender: q}
-	h := parser.New(parser.Config{ScheduleQueue: scheduleQ, MaxDepth: maxDepth, UserAgentToken: "crawlstack",
-		Concurrency: 4}, state, reads, send, batch, log)
-	return &env{t: t, q: q, blobs: blobs, state: state, reads: reads, send: send, gets: gets, h: h}
+	cfg := parser.Config{ScheduleQueue: scheduleQ, MaxDepth: maxDepth, UserAgentToken: "crawlstack", Concurrency: 4}
+	deps := parser.Deps{Parsed: state, Counters: state, Blobs: reads, Send: send, Batch: batch, Log: log}
+	return &env{t: t, q: q, blobs: blobs, state: state, reads: reads, send: send, gets: gets, cfg: cfg, deps: deps, h: parser.New(cfg, deps)}
 }
 
 // sample returns the parse sample's record and message; the URL is admitted and fetched.
@@ -365,8 +373,8 @@ func TestGarbageWARCRange(t *testing.T) {
 	if got := e.sent(m); len(got) != 0 {
 		t.Errorf("links sent = %v, want none", got)
 	}
-	if q, _ := e.blobs.List(ctx, quarantine.Prefix); len(q) != 0 {
-		t.Errorf("quarantined %v: a bad page is not a bad message", q)
+	if q, err := e.blobs.List(ctx, quarantine.Prefix); err != nil || len(q) != 0 {
+		t.Errorf("quarantined %v (%v): a bad page is not a bad message", q, err)
 	}
 }
 
@@ -484,7 +492,9 @@ func TestPagesOfOneWARCFileAreReadTogether(t *testing.T) {
 func TestABatchWritesOneRecordsFile(t *testing.T) {
 	e := newEnv(t)
 	// 23:30 in New York is the next day in UTC.
-	e.h.Now = func() time.Time { return time.Date(2026, 12, 1, 23, 30, 0, 0, time.FixedZone("EST", -5*3600)) }
+	e.with(func(d *parser.Deps) {
+		d.Now = func() time.Time { return time.Date(2026, 12, 1, 23, 30, 0, 0, time.FixedZone("EST", -5*3600)) }
+	})
 	recs := e.batchOfOneFile(100, 0)
 	if got := e.handle(recs...); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
@@ -542,7 +552,7 @@ func TestAHandedOverPageParsesAsTheStoredOne(t *testing.T) {
 			}
 		}
 		if hand != nil {
-			e.h.Handoff = hand
+			e.with(func(d *parser.Deps) { d.Handoff = hand })
 		}
 		if got := e.handle(rec); len(got) != 0 {
 			t.Fatalf("BatchItemFailures = %v, want none", got)
@@ -599,7 +609,7 @@ func TestAHandedOverPageNeedsNoDuplicateCheck(t *testing.T) {
 	if !hand.Offer(m.WARC, warcfile.Page{URL: m.FinalURL, Status: 200, Header: stored, Body: []byte(html), FetchedAt: m.FetchedAt}) {
 		t.Fatal("the handoff refused the page")
 	}
-	e.h.Handoff = hand
+	e.with(func(d *parser.Deps) { d.Handoff = hand })
 	before := e.gets.Reads()
 	if got := e.handle(rec); len(got) != 0 {
 		t.Fatalf("first delivery: BatchItemFailures = %v", got)

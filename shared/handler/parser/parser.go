@@ -26,7 +26,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
-	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/records"
@@ -62,9 +61,48 @@ type Config struct {
 	MaxLinks int
 	// Concurrency is how many records of a batch are parsed at once.
 	Concurrency int
+}
+
+// Parsed is the record of the parse messages done, and of the records file each was stored in
+// (crawlstate.Store): a duplicate delivery is dropped, and a recrawl finds the previous crawl's
+// records.
+type Parsed interface {
+	IsMessageParsed(ctx context.Context, crawl, name string) (bool, error)
+	MarkMessageParsedIn(ctx context.Context, crawl, name, records string) (bool, error)
+	RecordsOf(ctx context.Context, crawl, name string) (string, error)
+}
+
+// Counters counts the pages that could not be parsed, and writes the counts it buffered at the
+// end of each batch (crawlstate.Store).
+type Counters interface {
+	CountParseError(ctx context.Context, crawl string, class errclass.Class) error
+	Flush(ctx context.Context) error
+}
+
+// Deps are the handler's collaborators.
+type Deps struct {
+	Parsed   Parsed
+	Counters Counters
+	Blobs    Blobs
+	Send     queue.Sender
+	// Batch runs the records of a batch (nil: a runner without quarantine); its Concurrency is
+	// Config.Concurrency.
+	Batch *sqsbatch.Runner
+	// Log is where the handler logs (nil: slog.Default()).
+	Log *slog.Logger
 	// Crawls, if set, gives each crawl's depth, User-Agent and extraction fields (a spec's over
-	// the stack's); nil: MaxDepth and UserAgentToken for every crawl, and no fields.
+	// the stack's); nil: Config's MaxDepth and UserAgentToken for every crawl, and no fields.
 	Crawls CrawlSettings
+	// Prior, if set, reads the previous crawl's records, which a recrawl reuses for the pages it
+	// found unchanged (recrawl.go); nil parses their payload instead.
+	Prior PriorRecords
+	// Handoff, if set, is asked for each page before it is read from the blob store: the page as
+	// stored, without reading and decoding its record again, and without the read that checks for
+	// a duplicate delivery. Set it only when fetch runs in the same process and offers each page to
+	// the same handoff before the page's parse message goes out.
+	Handoff Handoff
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 }
 
 // CrawlSettings tells the settings of one crawl (specstore.Store).
@@ -74,36 +112,35 @@ type CrawlSettings interface {
 
 // Handler is the parse handler.
 type Handler struct {
-	cfg   Config
-	state *crawlstate.Store
-	blobs Blobs
-	send  queue.Sender
-	batch *sqsbatch.Runner
-	log   *slog.Logger
-	// Prior, if set, reads the previous crawl's records, which a recrawl reuses for the pages it
-	// found unchanged (recrawl.go); nil parses their payload instead.
-	Prior PriorRecords
-	prior priorCache
-	// Handoff, if set, is asked for each page before it is read from the blob store: the page as
-	// stored, without reading and decoding its record again, and without the read that checks for
-	// a duplicate delivery. Set it only when fetch runs in the same process and offers each page to
-	// the same handoff before the page's parse message goes out.
-	Handoff Handoff
-	// Now is the clock; tests replace it.
-	Now func() time.Time
+	cfg         Config
+	parsed      Parsed
+	counters    Counters
+	blobs       Blobs
+	send        queue.Sender
+	batch       *sqsbatch.Runner
+	log         *slog.Logger
+	crawls      CrawlSettings
+	priorReader PriorRecords
+	prior       priorCache
+	handoff     Handoff
+	now         func() time.Time
 }
 
-// New returns a Handler.
-func New(cfg Config, state *crawlstate.Store, blobs Blobs, send queue.Sender, batch *sqsbatch.Runner, log *slog.Logger) *Handler {
-	if log == nil {
-		log = slog.Default()
+// New returns a Handler, complete: nothing is set on it afterwards.
+func New(cfg Config, d Deps) *Handler {
+	if d.Log == nil {
+		d.Log = slog.Default()
 	}
-	if batch == nil {
-		batch = &sqsbatch.Runner{Log: log}
+	if d.Batch == nil {
+		d.Batch = &sqsbatch.Runner{Log: d.Log}
 	}
-	b := *batch
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
-	return &Handler{cfg: cfg, state: state, blobs: blobs, send: send, batch: &b, log: log, Now: time.Now}
+	return &Handler{cfg: cfg, parsed: d.Parsed, counters: d.Counters, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log,
+		crawls: d.Crawls, priorReader: d.Prior, handoff: d.Handoff, now: d.Now}
 }
 
 // parsed is a page waiting for the batch's records file.
@@ -131,7 +168,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	pages := newSpanReader(h.blobs, ev)
 	parse := func(ctx context.Context, rec events.SQSMessage) (*work, error) { return h.parseOne(ctx, rec, pages) }
 	resp := sqsbatch.Collect(ctx, h.batch, ev, parse, h.storeAll)
-	if err := h.state.Flush(ctx); err != nil {
+	if err := h.counters.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
 	return resp, nil
@@ -162,7 +199,7 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 		}
 	}
 	if !all {
-		done, err := h.state.IsMessageParsed(ctx, m.Crawl, w.name)
+		done, err := h.parsed.IsMessageParsed(ctx, m.Crawl, w.name)
 		if err != nil {
 			return nil, err
 		}
@@ -273,10 +310,10 @@ func LinksOf(page warcfile.Page, final *url.URL, token string, maxLinks int) (Pa
 
 // crawlSettings are the depth, product token and fields of crawl.
 func (h *Handler) crawlSettings(ctx context.Context, crawl string) (maxDepth int, token string, fields *extract.Set, err error) {
-	if h.cfg.Crawls == nil {
+	if h.crawls == nil {
 		return h.cfg.MaxDepth, h.cfg.UserAgentToken, nil, nil
 	}
-	c, err := h.cfg.Crawls.For(ctx, crawl)
+	c, err := h.crawls.For(ctx, crawl)
 	if err != nil {
 		return 0, "", nil, err
 	}
@@ -284,16 +321,16 @@ func (h *Handler) crawlSettings(ctx context.Context, crawl string) (maxDepth int
 }
 
 func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {
-	if h.Handoff == nil {
+	if h.handoff == nil {
 		return warcfile.Page{}, false
 	}
-	return h.Handoff.Take(ref)
+	return h.handoff.Take(ref)
 }
 
 // parseError records a page that could not be parsed; its URL stays fetched.
 func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*parsed, error) {
 	p.out.Class, p.out.Error = errclass.Parse, safelog.Truncate(cause.Error())
-	if err := h.state.CountParseError(ctx, p.crawl, errclass.Parse); err != nil {
+	if err := h.counters.CountParseError(ctx, p.crawl, errclass.Parse); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -345,13 +382,13 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 		// Some links may be sent already; the redelivery sends them again and schedule dedups.
 		return retryAll(fmt.Errorf("send links: %w", err))
 	}
-	key := records.Key(crawl, h.Now(), strings.ToLower(rand.Text()))
+	key := records.Key(crawl, h.now(), strings.ToLower(rand.Text()))
 	if err := h.blobs.Put(ctx, key, buf.Bytes(), records.ContentType); err != nil {
 		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}
 	// One mark per message, for all its pages.
 	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
-		_, err := h.state.MarkMessageParsedIn(ctx, crawl, works[i].name, key)
+		_, err := h.parsed.MarkMessageParsedIn(ctx, crawl, works[i].name, key)
 		if err != nil {
 			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
 		}

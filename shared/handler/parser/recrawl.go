@@ -37,11 +37,13 @@ const priorFiles = 256
 type priorCache struct {
 	once  sync.Once
 	files *lru.Cache[string, map[string]records.Record]
+	err   error // lru.New's, which fails only for a size below 1
 }
 
-func (c *priorCache) get() *lru.Cache[string, map[string]records.Record] {
-	c.once.Do(func() { c.files, _ = lru.New[string, map[string]records.Record](priorFiles) }) // a size above 0 never fails
-	return c.files
+// get returns the cache, made on first use: a crawl that is not a recrawl never needs it.
+func (c *priorCache) get() (*lru.Cache[string, map[string]records.Record], error) {
+	c.once.Do(func() { c.files, c.err = lru.New[string, map[string]records.Record](priorFiles) })
+	return c.files, c.err
 }
 
 // unchangedPage fills p, the record of a page found unchanged, from the previous crawl's record of
@@ -49,7 +51,7 @@ func (c *priorCache) get() *lru.Cache[string, map[string]records.Record] {
 // parsed instead. A failed read of the earlier record is logged and falls back so.
 func (h *Handler) unchangedPage(ctx context.Context, crawl string, p *parsed, un *message.Unchanged, maxDepth int) (bool, error) {
 	p.out.Unchanged, p.out.Digest = true, un.Digest
-	if h.Prior == nil || un.Msg == "" || p.page.Sitemap {
+	if h.priorReader == nil || un.Msg == "" || p.page.Sitemap {
 		return false, nil
 	}
 	if same, err := h.sameParse(ctx, crawl, un.Crawl); err != nil || !same {
@@ -88,14 +90,14 @@ func (h *Handler) unchangedPage(ctx context.Context, crawl string, p *parsed, un
 // sameParse reports whether a page's record in crawl comes out as it did in prev: the same
 // extraction fields and the same User-Agent (whose product token picks the robots meta tags).
 func (h *Handler) sameParse(ctx context.Context, crawl, prev string) (bool, error) {
-	if h.cfg.Crawls == nil {
+	if h.crawls == nil {
 		return true, nil
 	}
-	now, err := h.cfg.Crawls.For(ctx, crawl)
+	now, err := h.crawls.For(ctx, crawl)
 	if err != nil {
 		return false, err
 	}
-	was, err := h.cfg.Crawls.For(ctx, prev)
+	was, err := h.crawls.For(ctx, prev)
 	if err != nil {
 		return false, err
 	}
@@ -117,14 +119,17 @@ func sameFields(a, b *crawlspec.Crawl) bool {
 // priorRecord finds url's record in the records file that the previous crawl's parse message msg
 // was stored in.
 func (h *Handler) priorRecord(ctx context.Context, prev, msg, url string) (records.Record, bool, error) {
-	key, err := h.state.RecordsOf(ctx, prev, msg)
+	key, err := h.parsed.RecordsOf(ctx, prev, msg)
 	if err != nil || key == "" {
 		return records.Record{}, false, err
 	}
-	cache := h.prior.get()
+	cache, err := h.prior.get()
+	if err != nil {
+		return records.Record{}, false, fmt.Errorf("cache of earlier records files: %w", err)
+	}
 	byURL, ok := cache.Get(key)
 	if !ok {
-		b, err := h.Prior.Get(ctx, key)
+		b, err := h.priorReader.Get(ctx, key)
 		if err != nil {
 			return records.Record{}, false, fmt.Errorf("read %s: %w", key, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/records"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
+	"github.com/crawlstack/crawlstack/shared/handler/parser"
 )
 
 // unchangedAgain parses the sample page in its crawl, as the previous crawl, and returns the
@@ -38,7 +39,7 @@ func unchangedAgain(t *testing.T, e *env, payload message.Ref) (*message.Parse, 
 
 func TestAnUnchangedPageReusesThePreviousRecordWithoutReadingIt(t *testing.T) {
 	e := newEnv(t)
-	e.h.Prior = e.blobs
+	e.with(func(d *parser.Deps) { d.Prior = e.blobs })
 	// The payload is not where the revisit says: reading it would fail the message.
 	again, prev := unchangedAgain(t, e, message.Ref{Key: "pages/gone.warc.gz", Offset: 0, Length: 99})
 	rec, _ := e.sample()

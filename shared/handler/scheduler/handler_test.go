@@ -52,9 +52,10 @@ func newEnv(t *testing.T) *env {
 	q, blobs := be.Queue, be.Blobs
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	state := crawlstate.New(be.Table)
-	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, state, q, log)
+	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontier.Deps{State: state, Send: q, Log: log})
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "schedule"}, Log: log}
-	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4}, front, blobs, q, batch, log)
+	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4},
+		scheduler.Deps{Admit: front, Starts: front, Blobs: blobs, Send: q, Batch: batch, Log: log})
 	return &env{t: t, q: q, blobs: blobs, state: state, h: h}
 }
 
@@ -279,7 +280,10 @@ func TestLinksBatch(t *testing.T) {
 			}
 			// other.test is out of the host scope of the seed http://example.test/: not fetched,
 			// and not recorded either, since another seed's page may bring it in.
-			u, _ := urlnorm.Normalize("http://other.test/elsewhere")
+			u, err := urlnorm.Normalize("http://other.test/elsewhere")
+			if err != nil {
+				t.Fatal(err)
+			}
 			if it, err := e.state.Get(ctx, "my-seeds-25f56f7b9ed9", urlnorm.Key(u.String())); !errors.Is(err, table.ErrNotFound) {
 				t.Errorf("out-of-scope link = %+v, %v; want no item", it, err)
 			}
@@ -431,8 +435,9 @@ func TestABatchSendsItsFetchMessagesTogether(t *testing.T) {
 	be := embedtest.Open(t, scheduleQ, fetchQ)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	snd := &failingSender{Sender: be.Queue}
-	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, crawlstate.New(be.Table), snd, log)
-	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4}, front, be.Blobs, be.Queue, nil, log)
+	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontier.Deps{State: crawlstate.New(be.Table), Send: snd, Log: log})
+	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4},
+		scheduler.Deps{Admit: front, Starts: front, Blobs: be.Blobs, Send: be.Queue, Log: log})
 	e := &env{t: t, q: be.Queue}
 	var ev events.SQSEvent
 	hosts := []string{"http://a.test/", "http://b.test/", "http://c.test/"}

@@ -55,13 +55,16 @@ type Blobs interface {
 
 // Admitter admits the URLs of Links messages (the frontier): each message's on its own, then the
 // fetch messages of a whole batch's together. It writes the bookkeeping it buffered when the
-// invocation ends.
+// invocation ends (Flush).
 type Admitter interface {
 	Stage(ctx context.Context, m *message.Links) (*frontier.Staged, error)
 	Send(ctx context.Context, staged []*frontier.Staged) []error
-	// Start records the crawl's start, once (see frontier.Frontier.Start).
-	Start(ctx context.Context, crawl string) error
 	Flush(ctx context.Context) error
+}
+
+// Starts records a crawl's start, once, before its seeds go out (frontier.Frontier.Start).
+type Starts interface {
+	Start(ctx context.Context, crawl string) error
 }
 
 // Checks runs a crawl's drain checks (finish.Checker): Begin sends a started crawl's first, and
@@ -82,33 +85,49 @@ type Config struct {
 	Bounds crawlspec.Bounds
 }
 
-// Handler is the schedule handler.
-type Handler struct {
-	cfg      Config
-	frontier Admitter
-	blobs    Blobs
-	send     queue.Sender
-	batch    *sqsbatch.Runner
-	log      *slog.Logger
+// Deps are the handler's collaborators.
+type Deps struct {
+	// Admit and Starts are the frontier (frontier.Frontier).
+	Admit  Admitter
+	Starts Starts
+	Blobs  Blobs
+	Send   queue.Sender
+	// Batch runs the records of a batch (nil: a runner without quarantine); its Concurrency is
+	// Config.Concurrency.
+	Batch *sqsbatch.Runner
+	// Log is where the handler logs (nil: slog.Default()).
+	Log *slog.Logger
 	// Checks, if set, runs each crawl's drain checks, which announce its end (the stack's); nil
 	// sends none, and acknowledges a check that comes (crawl run sees the end of its queues itself).
 	Checks Checks
 }
 
-// New returns a Handler.
-func New(cfg Config, f Admitter, blobs Blobs, send queue.Sender, batch *sqsbatch.Runner, log *slog.Logger) *Handler {
-	if log == nil {
-		log = slog.Default()
+// Handler is the schedule handler.
+type Handler struct {
+	cfg      Config
+	frontier Admitter
+	starts   Starts
+	blobs    Blobs
+	send     queue.Sender
+	batch    *sqsbatch.Runner
+	log      *slog.Logger
+	checks   Checks
+}
+
+// New returns a Handler, complete: nothing is set on it afterwards.
+func New(cfg Config, d Deps) *Handler {
+	if d.Log == nil {
+		d.Log = slog.Default()
 	}
-	if batch == nil {
-		batch = &sqsbatch.Runner{Log: log}
+	if d.Batch == nil {
+		d.Batch = &sqsbatch.Runner{Log: d.Log}
 	}
 	if cfg.RecrawlPrefix == "" {
 		cfg.RecrawlPrefix = SeedsPrefix
 	}
-	b := *batch
+	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
-	return &Handler{cfg: cfg, frontier: f, blobs: blobs, send: send, batch: &b, log: log}
+	return &Handler{cfg: cfg, frontier: d.Admit, starts: d.Starts, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log, checks: d.Checks}
 }
 
 // Invoke is the Lambda entry point: it tells an SQS event from an EventBridge event.
@@ -252,11 +271,11 @@ func (h *Handler) check(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
-	if h.Checks == nil {
+	if h.checks == nil {
 		h.log.Info("a drain check with no checker here: acknowledged", "crawl", m.Crawl, "seq", m.Seq)
 		return nil
 	}
-	return h.Checks.Check(ctx, m, rec.MessageId)
+	return h.checks.Check(ctx, m, rec.MessageId)
 }
 
 // Tick handles an EventBridge scheduled event: each seed file under the re-crawl prefix starts a

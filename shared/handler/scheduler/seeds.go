@@ -126,7 +126,7 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 		return err
 	}
 	report.Previous = previous
-	if err := h.frontier.Start(ctx, crawl); err != nil {
+	if err := h.starts.Start(ctx, crawl); err != nil {
 		return err
 	}
 	var batch []string
@@ -174,8 +174,8 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	if err == nil && len(entries) > 0 {
 		err = h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries)
 	}
-	if err == nil && h.Checks != nil {
-		err = h.Checks.Begin(ctx, crawl) // after the seeds: a check never finds the crawl before them
+	if err == nil && h.checks != nil {
+		err = h.checks.Begin(ctx, crawl) // after the seeds: a check never finds the crawl before them
 	}
 	if err != nil {
 		return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)

@@ -86,9 +86,8 @@ func (h *Harness) CheckHeldSlotWaits() {
 	}
 	const crawl = "held-slot"
 	key := urlnorm.Key(u.String())
-	st := crawlstate.New(h.Table)
 	now := time.UnixMilli(time.Now().UnixMilli()) // the table keeps slots in whole milliseconds
-	st.Now = func() time.Time { return now }
+	st := crawlstate.New(h.Table, crawlstate.WithClock(func() time.Time { return now }))
 	if _, err := st.Admit(ctx, crawl, key, u.String(), u.String(), 0, "held-slot-seed"); err != nil {
 		t.Fatal(err)
 	}
