@@ -152,9 +152,10 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 		case Parse:
 			h.Parse = w.parse()
 		default:
-			return nil, fmt.Errorf("no handler is called %q", name)
+			err = fmt.Errorf("no handler is called %q", name)
 		}
 		if err != nil {
+			h.Close() // the HTTP client of a fetch built before
 			return nil, err
 		}
 	}
