@@ -593,10 +593,9 @@ func TestAURLResentForAnotherDeliveryIsNotRemembered(t *testing.T) {
 // recorded skipped (class scope) and not sent, while a URL it admitted before is still known.
 func TestAnOldCrawlAdmitsNothingNew(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	now := start
-	st.Now = func() time.Time { return now }
+	st := newStore(t, crawlstate.WithClock(func() time.Time { return now }))
 	snd := &fakeSender{}
 	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
 	if err := f.Start(ctx, "c1"); err != nil {
@@ -605,7 +604,7 @@ func TestAnOldCrawlAdmitsNothingNew(t *testing.T) {
 	if res, err := f.Admit(ctx, seeds("http://a.test/")); err != nil || res.Sent != 1 {
 		t.Fatalf("a new crawl: %+v, %v; want the seed sent", res, err)
 	}
-	now = start.Add(st.Retention - crawlstate.MinItemLife + time.Hour)
+	now = start.Add(crawlstate.DefaultRetention - crawlstate.MinItemLife + time.Hour)
 	f = New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()}) // a cold frontier
 	res, err := f.Admit(ctx, &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/",
 		Depth: 1, URLs: []string{"http://a.test/new"}})
@@ -645,9 +644,8 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	writes := &embedtest.CountingTable{Table: db.Table("crawl"), Only: "p#"}
-	st := crawlstate.New(writes)
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	st.Now = func() time.Time { return t0 }
+	st := crawlstate.New(writes, crawlstate.WithClock(func() time.Time { return t0 }))
 	snd := &entrySender{}
 	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond}, Deps{State: st, Send: snd, Log: quiet()})
 	f.now = st.Now

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,13 +145,27 @@ type env struct {
 	// blobDir is the blob store's root: a WARC file is filepath.Join(blobDir, key).
 	blobDir string
 	state   *crawlstate.Store
+	clock   *testClock               // the state's clock, and the handler's
 	urls    *embedtest.CountingTable // the state's table, counting the calls on URL items
 	hand    *handoff.Pages           // what the handler offers a parse handler in the same process
 	client  *httpfetch.Client        // the handler's HTTP client, for handlers a test builds
 	h       *fetcher.Handler
 }
 
-func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
+// testClock is the time, until a test sets it.
+type testClock struct{ at atomic.Pointer[time.Time] }
+
+func (c *testClock) now() time.Time {
+	if t := c.at.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
+func (c *testClock) set(t time.Time) { c.at.Store(&t) }
+
+// newEnv returns the handler with cfg as tune leaves it, on a crawl state with opts.
+func newEnv(t *testing.T, tune func(*fetcher.Config), opts ...crawlstate.Option) *env {
 	t.Helper()
 	be := embedtest.Open(t, fetchQ, parseQ)
 	q, blobs := be.Queue, be.Blobs
@@ -169,14 +184,15 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	tbl := &embedtest.CountingTable{Table: be.Table, Only: "u#"}
-	state := crawlstate.New(tbl)
+	clock := &testClock{}
+	state := crawlstate.New(tbl, append([]crawlstate.Option{crawlstate.WithClock(clock.now)}, opts...)...)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
 	hand := handoff.New(0, 0)
 	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log,
-		Now: func() time.Time { return state.Now() }}) // the store's clock, which a test may move
-	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, urls: tbl, hand: hand,
-		client: client, h: h}
+		Now: clock.now}) // the store's clock, which a test may move
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, clock: clock, urls: tbl,
+		hand: hand, client: client, h: h}
 }
 
 // url is the site's URL for path.

@@ -15,7 +15,7 @@ import (
 )
 
 // A crawl's run state (crawlstate.Run), as `crawl pause | resume | stop` sets it. The handler reads
-// it through the store, which keeps it some seconds (crawlstate.Store.RunCheck), so that it costs
+// it through the store, which keeps it some seconds (crawlstate.WithRunCheck), so that it costs
 // a read per crawl and period, not per message.
 //
 // A paused crawl's messages go back to the fetch queue whole, delayed by PauseWait, and are
