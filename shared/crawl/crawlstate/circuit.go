@@ -12,11 +12,11 @@ import (
 // A circuit per host, shared by every worker through the host's politeness slot item, beside its
 // throttled gap (throttle.go). Failures of a host (no connection, a timeout, a 5xx) are counted
 // in a row on the item (HostFailed); an answer clears the count (HostAnswered). When the count
-// reaches the store's CircuitFailures the circuit opens: the item holds the time of the next
-// probe, and until then the host's URLs wait in their queue without a request (CircuitWait). At
-// that time the first worker to ask takes the probe, with a conditional write that moves the next
-// probe CircuitProbe on, and sends its request: an answer closes the circuit, a failure leaves it
-// open until the next probe.
+// reaches the store's failures to open (WithCircuit) the circuit opens: the item holds the time
+// of the next probe, and until then the host's URLs wait in their queue without a request
+// (CircuitWait). At that time the first worker to ask takes the probe, with a conditional write
+// that moves the next probe one probe interval (WithCircuit) on, and sends its request: an answer
+// closes the circuit, a failure leaves it open until the next probe.
 //
 // Only a URL's first request counts towards the circuit and towards throttling for failures:
 // its retries are its retry policy's business, and a healthy host with a few broken pages, each
@@ -98,8 +98,8 @@ func (s *Store) CircuitOpen(host string) time.Duration {
 
 // CircuitWait returns how long a URL of the host must wait for the host's circuit (0: send the
 // request). A closed circuit costs nothing. An open one whose probe is due is taken by the first
-// caller, with a conditional write that moves the next probe CircuitProbe on: that caller gets 0
-// and probe true, and sends the probe; the others wait for the next probe.
+// caller, with a conditional write that moves the next probe one probe interval on: that caller
+// gets 0 and probe true, and sends the probe; the others wait for the next probe.
 func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duration, probe bool, err error) {
 	c := s.circuitOf(host)
 	if c.until == 0 {
@@ -124,8 +124,9 @@ func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duratio
 
 // ReleaseProbe gives back the probe that CircuitWait gave this caller, which sends no request
 // after all (its URL was done already, or must wait for its politeness slot): the next URL to ask
-// takes it at once, rather than after CircuitProbe. Without it, messages of URLs that are done,
-// each taking a probe in turn, would hold an open circuit open for as long as they keep coming.
+// takes it at once, rather than after the probe interval. Without it, messages of URLs that are
+// done, each taking a probe in turn, would hold an open circuit open for as long as they keep
+// coming.
 func (s *Store) ReleaseProbe(ctx context.Context, host string) error {
 	now := s.now().UnixMilli()
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now}},
@@ -143,9 +144,9 @@ func (s *Store) ReleaseProbe(ctx context.Context, host string) error {
 
 // HostFailed notes a failed request to the host: no connection, a timeout or a 5xx. first says
 // whether it was its URL's first request; only those count (see above). The second failure in a
-// row raises the host's gap (SlowDownFor, Why5xx), as does each one after; the CircuitFailures-th
-// opens its circuit, noted for the crawl's summary and status unless crawl is "". It returns
-// whether the circuit is open.
+// row raises the host's gap (SlowDownFor, Why5xx), as does each one after; the one that reaches
+// the failures to open (WithCircuit) opens its circuit, noted for the crawl's summary and status
+// unless crawl is "". It returns whether the circuit is open.
 func (s *Store) HostFailed(ctx context.Context, crawl, host string, first bool, interval time.Duration) (bool, error) {
 	if !first || s.circuitFailures < 0 {
 		return s.CircuitOpen(host) > 0, nil
