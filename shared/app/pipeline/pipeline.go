@@ -275,7 +275,9 @@ func (w *wiring) fetch() (*fetcher.Handler, *httpfetch.Client, error) {
 			return nil, nil, err
 		}
 	}
-	d := fetcher.Deps{State: w.state, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
+	st := w.state
+	d := fetcher.Deps{Claims: st, Outcomes: st, URLs: st, PageBudget: st, Politeness: st, Circuits: st, HostHealth: st,
+		Runs: st, Counters: st, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
 		Pages: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("fetch"), Log: w.log.With("fn", "fetch"), Crawls: w.crawls,
 		OptOuts: w.optOuts()}
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
