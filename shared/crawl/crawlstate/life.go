@@ -70,8 +70,8 @@ func (s *Store) expiry(ctx context.Context, crawl string) (int64, error) {
 }
 
 // AdmissionOpen returns nil while the crawl may admit new URLs, and an error of class scope once
-// it is older than DefaultRetention less MinItemLife (its items would expire too soon after). A crawl
-// with no start on record is always open.
+// it is older than DefaultRetention less MinItemLife (its items would expire too soon after). A
+// crawl with no start on record is always open.
 func (s *Store) AdmissionOpen(ctx context.Context, crawl string) error {
 	start, err := s.Started(ctx, crawl)
 	if err != nil || start.IsZero() {
