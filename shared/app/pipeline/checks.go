@@ -50,6 +50,13 @@ var (
 	_ fetcher.OptOuts       = (*optout.Matcher)(nil)
 	_ fetcher.Handoff       = (*handoff.Pages)(nil)
 
+	_ frontier.Admissions    = (*crawlstate.Store)(nil)
+	_ frontier.Skips         = (*crawlstate.Store)(nil)
+	_ frontier.Gates         = (*crawlstate.Store)(nil)
+	_ frontier.PageBudget    = (*crawlstate.Store)(nil)
+	_ frontier.Counters      = (*crawlstate.Store)(nil)
+	_ frontier.Slots         = (*crawlstate.Store)(nil)
+	_ frontier.Starts        = (*crawlstate.Store)(nil)
 	_ frontier.CrawlSettings = (*specstore.Store)(nil)
 	_ frontier.OptOuts       = (*optout.Matcher)(nil)
 )
