@@ -32,6 +32,15 @@ var (
 	_ parser.CrawlSettings = (*specstore.Store)(nil)
 	_ parser.Handoff       = (*handoff.Pages)(nil)
 
+	_ fetcher.Claims        = (*crawlstate.Store)(nil)
+	_ fetcher.Outcomes      = (*crawlstate.Store)(nil)
+	_ fetcher.URLStates     = (*crawlstate.Store)(nil)
+	_ fetcher.PageBudget    = (*crawlstate.Store)(nil)
+	_ fetcher.Politeness    = (*crawlstate.Store)(nil)
+	_ fetcher.Circuits      = (*crawlstate.Store)(nil)
+	_ fetcher.HostHealth    = (*crawlstate.Store)(nil)
+	_ fetcher.Runs          = (*crawlstate.Store)(nil)
+	_ fetcher.Flusher       = (*crawlstate.Store)(nil)
 	_ fetcher.Getter        = telemetry.Fetches{}
 	_ fetcher.RobotsChecker = (*robots.Cache)(nil)
 	_ fetcher.ScopeChecker  = scope.Rules{}
@@ -41,6 +50,13 @@ var (
 	_ fetcher.OptOuts       = (*optout.Matcher)(nil)
 	_ fetcher.Handoff       = (*handoff.Pages)(nil)
 
+	_ frontier.Admissions    = (*crawlstate.Store)(nil)
+	_ frontier.Skips         = (*crawlstate.Store)(nil)
+	_ frontier.Gates         = (*crawlstate.Store)(nil)
+	_ frontier.PageBudget    = (*crawlstate.Store)(nil)
+	_ frontier.Counters      = (*crawlstate.Store)(nil)
+	_ frontier.Slots         = (*crawlstate.Store)(nil)
+	_ frontier.Starts        = (*crawlstate.Store)(nil)
 	_ frontier.CrawlSettings = (*specstore.Store)(nil)
 	_ frontier.OptOuts       = (*optout.Matcher)(nil)
 )

@@ -257,7 +257,8 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 	front := frontier.New(frontier.Config{Rules: w.rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead,
 		BudgetUSD: cfg.BudgetUSD, Prices: prices, AdmitConcurrency: cfg.AdmitConcurrency},
-		frontier.Deps{State: w.state, Send: w.p.Queue, Log: log, Crawls: w.crawls, OptOuts: w.optOuts()})
+		frontier.Deps{Admissions: w.state, Skips: w.state, Gates: w.state, PageBudget: w.state, Counters: w.state,
+			Slots: w.state, Starts: w.state, Send: w.p.Queue, Log: log, Crawls: w.crawls, OptOuts: w.optOuts()})
 	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log}
 	if w.finish != nil && cfg.FinishEvery > 0 {
 		d.Checks = w.finish
@@ -276,7 +277,9 @@ func (w *wiring) fetch() (*fetcher.Handler, *httpfetch.Client, error) {
 			return nil, nil, err
 		}
 	}
-	d := fetcher.Deps{State: w.state, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
+	st := w.state
+	d := fetcher.Deps{Claims: st, Outcomes: st, URLs: st, PageBudget: st, Politeness: st, Circuits: st, HostHealth: st,
+		Runs: st, Counters: st, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
 		Pages: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("fetch"), Log: w.log.With("fn", "fetch"), Crawls: w.crawls,
 		OptOuts: w.optOuts()}
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface

@@ -73,7 +73,7 @@ func (b *blockBudget) take(ctx context.Context, s *Store, maxPages int) error {
 	defer b.mu.Unlock()
 	if b.left == 0 {
 		if b.usedUp > 0 && maxPages <= b.usedUp {
-			if s.Now().Sub(b.usedUpAt) < usedUpRecheck {
+			if s.now().Sub(b.usedUpAt) < usedUpRecheck {
 				return ErrBudget // the table said so a moment ago
 			}
 			it, err := s.t.Get(ctx, b.key)
@@ -108,7 +108,7 @@ func (b *blockBudget) takeBlock(ctx context.Context, s *Store, maxPages int) (in
 	for range 100 { // only workers that raced us for the budget make it go round again
 		left := int64(maxPages) - b.seen
 		if left <= 0 {
-			b.usedUp, b.usedUpAt = maxPages, s.Now()
+			b.usedUp, b.usedUpAt = maxPages, s.now()
 			return 0, ErrBudget
 		}
 		n := min(int64(BlockSize(maxPages)), max(left/tailShare, 1))

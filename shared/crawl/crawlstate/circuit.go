@@ -12,11 +12,11 @@ import (
 // A circuit per host, shared by every worker through the host's politeness slot item, beside its
 // throttled gap (throttle.go). Failures of a host (no connection, a timeout, a 5xx) are counted
 // in a row on the item (HostFailed); an answer clears the count (HostAnswered). When the count
-// reaches the store's CircuitFailures the circuit opens: the item holds the time of the next
-// probe, and until then the host's URLs wait in their queue without a request (CircuitWait). At
-// that time the first worker to ask takes the probe, with a conditional write that moves the next
-// probe CircuitProbe on, and sends its request: an answer closes the circuit, a failure leaves it
-// open until the next probe.
+// reaches the store's failures to open (WithCircuit) the circuit opens: the item holds the time
+// of the next probe, and until then the host's URLs wait in their queue without a request
+// (CircuitWait). At that time the first worker to ask takes the probe, with a conditional write
+// that moves the next probe one probe interval (WithCircuit) on, and sends its request: an answer
+// closes the circuit, a failure leaves it open until the next probe.
 //
 // Only a URL's first request counts towards the circuit and towards throttling for failures:
 // its retries are its retry policy's business, and a healthy host with a few broken pages, each
@@ -47,18 +47,20 @@ const (
 // circuit is a host's circuit as this store last saw it.
 type circuit struct{ fails, until int64 }
 
-func (s *Store) circuitFailures() int64 {
-	if s.CircuitFailures == 0 {
+// failuresToOpen is how many failed first requests in a row open a host's circuit.
+func (s *Store) failuresToOpen() int64 {
+	if s.circuitFailures == 0 {
 		return DefaultCircuitFailures
 	}
-	return int64(s.CircuitFailures)
+	return int64(s.circuitFailures)
 }
 
-func (s *Store) circuitProbe() time.Duration {
-	if s.CircuitProbe <= 0 {
+// probeEvery is how long an open circuit waits before each probe.
+func (s *Store) probeEvery() time.Duration {
+	if s.circuitProbe <= 0 {
 		return DefaultCircuitProbe
 	}
-	return s.CircuitProbe
+	return s.circuitProbe
 }
 
 // learnCircuit keeps the circuit that the host's slot item holds; the item is whole, as every
@@ -91,23 +93,23 @@ func (s *Store) CircuitOpen(host string) time.Duration {
 	if c.until == 0 {
 		return 0
 	}
-	return max(time.UnixMilli(c.until).Sub(s.Now()), 0)
+	return max(time.UnixMilli(c.until).Sub(s.now()), 0)
 }
 
 // CircuitWait returns how long a URL of the host must wait for the host's circuit (0: send the
 // request). A closed circuit costs nothing. An open one whose probe is due is taken by the first
-// caller, with a conditional write that moves the next probe CircuitProbe on: that caller gets 0
-// and probe true, and sends the probe; the others wait for the next probe.
+// caller, with a conditional write that moves the next probe one probe interval on: that caller
+// gets 0 and probe true, and sends the probe; the others wait for the next probe.
 func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duration, probe bool, err error) {
 	c := s.circuitOf(host)
 	if c.until == 0 {
 		return 0, false, nil
 	}
-	now := s.Now()
+	now := s.now()
 	if wait := time.UnixMilli(c.until).Sub(now); wait > 0 {
 		return wait, false, nil
 	}
-	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.circuitProbe()).UnixMilli()}},
+	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.probeEvery()).UnixMilli()}},
 		table.And(table.Exists(attrOpenUntil), table.Lt(attrOpenUntil, now.UnixMilli()+1)))
 	if cf, lost := table.IsConditionFailed(err); lost {
 		s.learn(host, cf.Item) // another worker took the probe, or an answer closed the circuit
@@ -122,10 +124,11 @@ func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duratio
 
 // ReleaseProbe gives back the probe that CircuitWait gave this caller, which sends no request
 // after all (its URL was done already, or must wait for its politeness slot): the next URL to ask
-// takes it at once, rather than after CircuitProbe. Without it, messages of URLs that are done,
-// each taking a probe in turn, would hold an open circuit open for as long as they keep coming.
+// takes it at once, rather than after the probe interval. Without it, messages of URLs that are
+// done, each taking a probe in turn, would hold an open circuit open for as long as they keep
+// coming.
 func (s *Store) ReleaseProbe(ctx context.Context, host string) error {
-	now := s.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now}},
 		table.And(table.Exists(attrOpenUntil), table.Gt(attrOpenUntil, now)))
 	if cf, gone := table.IsConditionFailed(err); gone {
@@ -141,11 +144,11 @@ func (s *Store) ReleaseProbe(ctx context.Context, host string) error {
 
 // HostFailed notes a failed request to the host: no connection, a timeout or a 5xx. first says
 // whether it was its URL's first request; only those count (see above). The second failure in a
-// row raises the host's gap (SlowDownFor, Why5xx), as does each one after; the CircuitFailures-th
-// opens its circuit, noted for the crawl's summary and status unless crawl is "". It returns
-// whether the circuit is open.
+// row raises the host's gap (SlowDownFor, Why5xx), as does each one after; the one that reaches
+// the failures to open (WithCircuit) opens its circuit, noted for the crawl's summary and status
+// unless crawl is "". It returns whether the circuit is open.
 func (s *Store) HostFailed(ctx context.Context, crawl, host string, first bool, interval time.Duration) (bool, error) {
-	if !first || s.CircuitFailures < 0 {
+	if !first || s.circuitFailures < 0 {
 		return s.CircuitOpen(host) > 0, nil
 	}
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Add: map[string]int64{attrFails: 1}}, table.Cond{})
@@ -159,11 +162,11 @@ func (s *Store) HostFailed(ctx context.Context, crawl, host string, first bool, 
 			return false, err
 		}
 	}
-	if fails < s.circuitFailures() || it.Has(attrOpenUntil) {
+	if fails < s.failuresToOpen() || it.Has(attrOpenUntil) {
 		return it.Has(attrOpenUntil), nil
 	}
-	now := s.Now()
-	it, err = s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.circuitProbe()).UnixMilli()}},
+	now := s.now()
+	it, err = s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.probeEvery()).UnixMilli()}},
 		table.NotExists(attrOpenUntil))
 	if cf, opened := table.IsConditionFailed(err); opened {
 		s.learn(host, cf.Item) // another worker opened it a moment ago
@@ -199,7 +202,7 @@ func (s *Store) HostAnswered(ctx context.Context, crawl, host string, took, inte
 		}
 		s.learn(host, it)
 		if c.until != 0 && crawl != "" {
-			if err := s.noteCircuit(ctx, crawl, host, attrCircuitClosed, s.Now()); err != nil {
+			if err := s.noteCircuit(ctx, crawl, host, attrCircuitClosed, s.now()); err != nil {
 				return err
 			}
 		}
@@ -214,7 +217,7 @@ func (s *Store) speedUp(ctx context.Context, host string) error {
 	if !ok {
 		return nil
 	}
-	t, now := v.(throttle), s.Now()
+	t, now := v.(throttle), s.now()
 	left := t.left(now)
 	if left <= 0 || now.UnixMilli()-t.at < raiseEvery.Milliseconds() {
 		return nil

@@ -18,10 +18,8 @@ import (
 func testCircuitOpensAndAProbeClosesIt(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	c := &clock{t: time.Now()}
-	s, other := New(tb), New(tb)
-	for _, st := range []*Store{s, other} {
-		st.Now, st.CircuitFailures, st.CircuitProbe = c.now, 3, 10*time.Second
-	}
+	opts := []Option{WithClock(c.now), WithCircuit(3, 10*time.Second)}
+	s, other := New(tb, opts...), New(tb, opts...)
 	const crawl, host = "circuit-cr", "circuit-down.test"
 
 	for range 10 {
@@ -86,11 +84,10 @@ func testCircuitOpensAndAProbeClosesIt(t *testing.T, tb table.Table) {
 	}
 }
 
-// With CircuitFailures below 0 no number of failures opens a circuit.
+// With WithCircuit's failures below 0 no number of failures opens a circuit.
 func TestCircuitOff(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	s.CircuitFailures = -1
+	s, _ := newStore(t, WithCircuit(-1, 0))
 	for range 20 {
 		if open, err := s.HostFailed(ctx, "", "h.test", true, 0); err != nil || open {
 			t.Fatalf("open %v, %v; want the circuit never open", open, err)
@@ -134,8 +131,7 @@ func TestSlowAnswersThrottleAndGoodOnesSpeedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another store reads the halved gap from the slot item.
-	other := New(s.t)
-	other.Now = c.now
+	other := New(s.t, WithClock(c.now))
 	if _, err := other.ReserveSlots(ctx, host, time.Second, 1, 0); err != nil {
 		t.Fatal(err)
 	}

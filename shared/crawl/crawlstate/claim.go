@@ -40,7 +40,7 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 		want[k] = Queued
 	}
 	for range maxClaimRounds {
-		now := s.Now()
+		now := s.now()
 		set := map[string]any{attrUpdated: now.UnixMilli(), table.TTLAttr: expires}
 		var remove []string
 		conds := make([]table.Cond, 0, len(want))
@@ -137,7 +137,7 @@ func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease tim
 	if lost.outcome == "" || lost.State != Fetched {
 		return URL{}, ErrClaimed
 	}
-	now := s.Now()
+	now := s.now()
 	_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(lost)), table.Update{
 		Set:    map[string]any{ownerAttr(key): ownerTag(owner), leaseAttr(key): now.Add(lease).UnixMilli(), attrUpdated: now.UnixMilli()},
 		Remove: []string{outcomeAttr(key), redriveAttr(key)},
@@ -167,7 +167,7 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause 
 		return fmt.Errorf("skip %s: %w", key, err)
 	}
 	_, err = s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: map[string]any{
-		outcomeAttr(key): v, attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires,
+		outcomeAttr(key): v, attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires,
 	}}, table.And(table.NotExists(ownerAttr(key)), table.NotExists(outcomeAttr(key)), table.NotExists(tombstoneAttr(key))))
 	if _, done := table.IsConditionFailed(err); done {
 		return nil
@@ -228,7 +228,7 @@ func (s *Store) Done(ctx context.Context, crawl, group, key, owner string, prev 
 	if g.Has(tombstoneAttr(key)) || g.Has(outcomeAttr(key)) && !g.Bool(redriveAttr(key)) {
 		return true, false, nil
 	}
-	return false, heldByAnother(g, key, ownerTag(owner), passedFrom(prev), s.Now()), nil
+	return false, heldByAnother(g, key, ownerTag(owner), passedFrom(prev), s.now()), nil
 }
 
 // passedFrom are the tags of the owners prev, whose claims pass to the message that names them.

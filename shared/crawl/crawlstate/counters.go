@@ -27,7 +27,7 @@ func (s *Store) CountPoison(ctx context.Context, crawl string) error {
 
 func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
 	metrics.CountStates(ctx, add) // crawl.pages, when metrics are on
-	if s.BufferCounters {
+	if s.bufferCounters {
 		s.buffer(crawl, add)
 		return nil
 	}
@@ -66,7 +66,7 @@ func (s *Store) shardKey(crawl string) string {
 // buffered for the next Flush. The counters are for progress and the crawl record; a process that
 // dies with increments buffered leaves them low, and Tally stays exact.
 func (s *Store) Flush(ctx context.Context) error {
-	if s.HoldCounters {
+	if s.holdCounters {
 		return nil
 	}
 	return s.WriteCounters(ctx)

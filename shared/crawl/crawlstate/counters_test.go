@@ -29,11 +29,10 @@ func testCountersSumShards(t *testing.T, tb table.Table) {
 	if _, err := tb.Update(ctx, CrawlKey(crawl), table.Update{Add: map[string]int64{"seen": 5, "fetched": 2}}, table.Cond{}); err != nil {
 		t.Fatal(err)
 	}
-	stores := []*Store{New(wc), New(wc)} // two containers
+	stores := []*Store{New(wc, WithBufferedCounters()), New(wc, WithBufferedCounters())} // two containers
 	flushes := 2*CounterShards + 3
 	for i := range flushes {
 		s := stores[i%2]
-		s.BufferCounters = true
 		if _, err := s.Admit(ctx, crawl, fmt.Sprint("k", i), fmt.Sprint("http://a.test/", i), "http://a.test/", 0, "L"); err != nil {
 			t.Fatal(err)
 		}

@@ -76,32 +76,32 @@ var ErrClaimed = errors.New("url already claimed or done")
 var ErrBudget = errclass.Errorf(errclass.Budget, "page budget used up")
 
 // Store is the crawl state on a table. It is safe for concurrent use. Its settings are given to
-// New as options; the exported fields remain for tests, and are not to be set once the store is
-// in use.
+// New as options (options.go), and none changes once the store is built.
 type Store struct {
 	t table.Table
-	// Now is the clock; tests replace it.
-	Now func() time.Time
-	// CostCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
-	CostCheck time.Duration
-	// RunCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
-	RunCheck time.Duration
-	// Retention is how long a crawl's items live after the crawl starts before the table's TTL
-	// may delete them (see MarkStarted and AdmissionOpen).
-	Retention time.Duration
-	// BufferCounters keeps counter increments in memory until Flush, one write per crawl instead
-	// of one per transition. Handlers flush at the end of every invocation.
-	BufferCounters bool
-	// HoldCounters, with BufferCounters, makes Flush keep the increments for WriteCounters, which
-	// the process that owns the store calls on its own schedule. crawl run holds them: its handlers
-	// all share one store, so it writes them every 100 ms and at the end rather than at the end of
-	// each of thousands of invocations. A Lambda function must not: a frozen container keeps them.
-	HoldCounters bool
-	// CircuitFailures is how many failed first requests in a row open a host's circuit
-	// (0: DefaultCircuitFailures; below 0: never); CircuitProbe is how long an open circuit waits
-	// before each probe (0: DefaultCircuitProbe). See circuit.go.
-	CircuitFailures int
-	CircuitProbe    time.Duration
+	// now is the clock (WithClock).
+	now func() time.Time
+	// costCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
+	costCheck time.Duration
+	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
+	runCheck time.Duration
+	// retention is how long a crawl's items live after the crawl starts before the table's TTL
+	// may delete them (see MarkStarted and AdmissionOpen): DefaultRetention.
+	retention time.Duration
+	// bufferCounters keeps counter increments in memory until Flush, one write per crawl instead
+	// of one per transition (WithBufferedCounters). Handlers flush at the end of every invocation.
+	bufferCounters bool
+	// holdCounters, with bufferCounters, makes Flush keep the increments for WriteCounters, which
+	// the process that owns the store calls on its own schedule (WithHeldCounters). crawl run holds
+	// them: its handlers all share one store, so it writes them every 100 ms and at the end rather
+	// than at the end of each of thousands of invocations. A Lambda function must not: a frozen
+	// container keeps them.
+	holdCounters bool
+	// circuitFailures is how many failed first requests in a row open a host's circuit
+	// (0: DefaultCircuitFailures; below 0: never); circuitProbe is how long an open circuit waits
+	// before each probe (0: DefaultCircuitProbe). See circuit.go and WithCircuit.
+	circuitFailures int
+	circuitProbe    time.Duration
 
 	starts    sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	slotSeen  sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
@@ -119,14 +119,21 @@ type Store struct {
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
 }
 
-// New returns a Store on t with a 30-day retention, and the options applied in order.
+// DefaultRetention is how long a crawl's items live after the crawl starts (see MarkStarted).
+const DefaultRetention = 30 * 24 * time.Hour
+
+// New returns a Store on t with DefaultRetention, and the options applied in order.
 func New(t table.Table, opts ...Option) *Store {
-	s := &Store{t: t, Now: time.Now, Retention: 30 * 24 * time.Hour}
+	s := &Store{t: t, now: time.Now, retention: DefaultRetention}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
 }
+
+// Now is the time on the store's clock (WithClock): the time its slots, leases and circuits are
+// reckoned in.
+func (s *Store) Now() time.Time { return s.now() }
 
 // Page is where a fetched URL's response is stored, kept on its item so that a lost parse message
 // can be sent again without fetching the page again (the fetch stage's outbox).
@@ -258,7 +265,7 @@ func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, dept
 // any fetch message sent for the URL again must name. For an item found there, the URL's group is
 // read too, to tell a URL a message holds (or is done with) from one nobody sent yet.
 func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
-	now := s.Now()
+	now := s.now()
 	expires, err := s.expiry(ctx, crawl)
 	if err != nil {
 		return Known, "", err
@@ -294,7 +301,7 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 // Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
 // false when the URL was already known.
 func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
-	now := s.Now()
+	now := s.now()
 	class := errclass.Of(cause)
 	expires, err := s.expiry(ctx, crawl)
 	if err != nil {

@@ -19,16 +19,16 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func newStore(t *testing.T) (*Store, *clock) {
+// newStore returns a store on a fresh table with a settable clock, and opts applied after it.
+func newStore(t *testing.T, opts ...Option) (*Store, *clock) {
 	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s := New(db.Table("t"))
 	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	s.Now = c.now
+	s := New(db.Table("t"), append([]Option{WithClock(c.now)}, opts...)...)
 	return s, c
 }
 
@@ -300,8 +300,7 @@ func TestReserveBudget(t *testing.T) {
 
 func TestBufferedCountersReachTheTableOnFlush(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	s.BufferCounters = true
+	s, _ := newStore(t, WithBufferedCounters())
 	for _, k := range []string{"a", "b", "c"} {
 		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0, "L"); err != nil {
 			t.Fatal(err)
@@ -326,8 +325,7 @@ func TestBufferedCountersReachTheTableOnFlush(t *testing.T) {
 
 func TestHeldCountersWaitForWriteCounters(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	s.BufferCounters, s.HoldCounters = true, true
+	s, _ := newStore(t, WithHeldCounters())
 	for _, k := range []string{"a", "b"} {
 		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 0, "L"); err != nil {
 			t.Fatal(err)
@@ -349,8 +347,7 @@ func TestHeldCountersWaitForWriteCounters(t *testing.T) {
 
 func TestBufferedHostBudget(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	s.BufferCounters = true
+	s, _ := newStore(t, WithBufferedCounters())
 	for i := range 3 {
 		if err := s.ReserveBudget(ctx, "c", "trap.test", 0, 3); err != nil {
 			t.Fatalf("page %d: %v", i, err)
@@ -363,8 +360,7 @@ func TestBufferedHostBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new invocation (or another worker) reads the flushed count from the table.
-	other := New(s.t)
-	other.BufferCounters = true
+	other := New(s.t, WithBufferedCounters())
 	if err := other.ReserveBudget(ctx, "c", "trap.test", 0, 3); errclass.Of(err) != errclass.Trap {
 		t.Errorf("another worker after the flush = %v, want a trap error", err)
 	}
@@ -375,8 +371,7 @@ func TestBufferedHostBudget(t *testing.T) {
 
 func TestBufferedHostBudgetUnderConcurrentFlushes(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	s.BufferCounters = true
+	s, _ := newStore(t, WithBufferedCounters())
 	var granted atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {

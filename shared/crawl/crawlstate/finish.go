@@ -119,7 +119,7 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 		at = table.Or(table.NotExists(attrCheckSeq), at)
 	}
 	mine := table.And(table.Eq(attrCheckSeq, int64(st.Seq+1)), table.Eq(attrCheckBy, st.By))
-	now := s.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	set := map[string]any{attrCheckSeq: int64(st.Seq + 1), attrCheckBy: st.By, attrCheckAt: now,
 		attrQuietFP: st.QuietFP, attrQuietSince: st.QuietSince.UnixMilli()}
 	if st.Tallied {
@@ -144,7 +144,7 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 // by this call or before it.
 func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks, error) {
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
-		attrEnd: string(EndPending), attrEndBy: by, attrEndAt: s.Now().UnixMilli(), attrEndEvent: event,
+		attrEnd: string(EndPending), attrEndBy: by, attrEndAt: s.now().UnixMilli(), attrEndEvent: event,
 	}}, table.And(table.ItemExists(), table.NotExists(attrEnd)))
 	if cf, decided := table.IsConditionFailed(err); decided {
 		if len(cf.Item) == 0 {
@@ -162,7 +162,7 @@ func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks,
 // EndAt: for a check that finds the end's decider gone. It returns ErrStale when the end is no
 // longer pending or another took it first.
 func (s *Store) TakeEnd(ctx context.Context, crawl, from, to string) error {
-	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrEndBy: to, attrEndAt: s.Now().UnixMilli()}},
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrEndBy: to, attrEndAt: s.now().UnixMilli()}},
 		table.And(table.Eq(attrEnd, string(EndPending)), table.Eq(attrEndBy, from)))
 	if _, moved := table.IsConditionFailed(err); moved {
 		return fmt.Errorf("take the end of crawl %s: %w", crawl, ErrStale)
@@ -176,7 +176,7 @@ func (s *Store) TakeEnd(ctx context.Context, crawl, from, to string) error {
 // MarkAnnounced records that the crawl's end event was sent. It is a no-op once recorded.
 func (s *Store) MarkAnnounced(ctx context.Context, crawl string) error {
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
-		attrEnd: string(EndAnnounced), attrAnnouncedAt: s.Now().UnixMilli(),
+		attrEnd: string(EndAnnounced), attrAnnouncedAt: s.now().UnixMilli(),
 	}}, table.Eq(attrEnd, string(EndPending)))
 	if _, done := table.IsConditionFailed(err); done {
 		return nil

@@ -68,9 +68,8 @@ func testPagesGivenBack(t *testing.T, tb table.Table) {
 	t.Run("FromAFetchStoreInBlocks", func(t *testing.T) {
 		crawl := crawlName(t)
 		const maxPages = 10_000 // blocks of 100
-		admit := New(tb)
 		now := time.Now()
-		admit.Now = func() time.Time { return now }
+		admit := New(tb, WithClock(func() time.Time { return now }))
 		if n := grant(t, admit, crawl, maxPages); n != maxPages {
 			t.Fatalf("granted %d of %d", n, maxPages)
 		}

@@ -52,9 +52,10 @@ func projected(c Counters, prices cost.Prices) float64 {
 
 // BudgetOpen returns ErrBudgetSpent once the crawl's ledger at prices, with the URLs already
 // admitted costed at the average so far (see projected), reaches usd (usd 0: no budget). It reads
-// the ledger at most once per CostCheck (DefaultCostCheck when 0) for each crawl, so a crawl may
-// admit past its budget what it admits in that time, and its handlers may have metered units they
-// have not written yet: a budget is a bound to within some seconds of crawling, not to the cent.
+// the ledger at most once per the interval of WithCostCheck (DefaultCostCheck when 0) for each
+// crawl, so a crawl may admit past its budget what it admits in that time, and its handlers may
+// have metered units they have not written yet: a budget is a bound to within some seconds of
+// crawling, not to the cent.
 // The first store to find the budget spent marks the crawl record stopped (Counters.Stopped).
 func (s *Store) BudgetOpen(ctx context.Context, crawl string, usd float64, prices cost.Prices) error {
 	if usd <= 0 {
@@ -67,11 +68,11 @@ func (s *Store) BudgetOpen(ctx context.Context, crawl string, usd float64, price
 	if sp.done {
 		return ErrBudgetSpent
 	}
-	every := s.CostCheck
+	every := s.costCheck
 	if every <= 0 {
 		every = DefaultCostCheck
 	}
-	if now := s.Now(); sp.at.IsZero() || now.Sub(sp.at) >= every {
+	if now := s.now(); sp.at.IsZero() || now.Sub(sp.at) >= every {
 		c, err := s.Counters(ctx, crawl)
 		if err != nil {
 			return fmt.Errorf("check the budget of crawl %s: %w", crawl, err)
@@ -91,7 +92,7 @@ func (s *Store) BudgetOpen(ctx context.Context, crawl string, usd float64, price
 // markStopped records on the crawl item why the crawl stopped admitting URLs, once.
 func (s *Store) markStopped(ctx context.Context, crawl, reason string) error {
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
-		attrStopped: reason, attrStoppedAt: s.Now().UnixMilli(),
+		attrStopped: reason, attrStoppedAt: s.now().UnixMilli(),
 	}}, table.NotExists(attrStopped))
 	if _, already := table.IsConditionFailed(err); already {
 		return nil

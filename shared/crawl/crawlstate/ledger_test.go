@@ -41,8 +41,7 @@ func TestBudgetStopsAdmissionsOnceTheLedgerReachesIt(t *testing.T) {
 		t.Errorf("crawl record: stopped %q, ledger %+v; want stopped by the budget, a million write units", got.Stopped, got.Cost)
 	}
 	// Another store (another container) finds the same, and the mark is written once.
-	other := New(s.t)
-	other.Now = c.now
+	other := New(s.t, WithClock(c.now))
 	if err := other.BudgetOpen(ctx, "c", 1, prices); !errors.Is(err, ErrBudgetSpent) {
 		t.Errorf("another store: %v, want ErrBudgetSpent", err)
 	}

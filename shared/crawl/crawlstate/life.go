@@ -13,9 +13,9 @@ import (
 // A crawl's life and its items' expiry. The table's time to live deletes items late, by up to
 // days, but it does delete them: a URL item deleted while its crawl still admits URLs would let
 // the URL in again, to be fetched twice. So the items expire with their crawl, not with their
-// admission: every item of a crawl lives until the crawl's start plus Retention, and the crawl
-// admits new URLs only during its first Retention less MinItemLife, so that the last URLs it
-// admits still have MinItemLife to be fetched and parsed.
+// admission: every item of a crawl lives until the crawl's start plus DefaultRetention, and the
+// crawl admits new URLs only during its first DefaultRetention less MinItemLife, so that the last
+// URLs it admits still have MinItemLife to be fetched and parsed.
 
 // MinItemLife is how long the crawl's items outlive its last admission at the least.
 const MinItemLife = 7 * 24 * time.Hour
@@ -26,7 +26,7 @@ const attrStarted = "startedAt"
 // MarkStarted records when the crawl started, unless it is recorded already (a seed file read
 // again, or a redelivered notification, keeps the first time).
 func (s *Store) MarkStarted(ctx context.Context, crawl string) error {
-	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrStarted: s.Now().UnixMilli()}},
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrStarted: s.now().UnixMilli()}},
 		table.NotExists(attrStarted))
 	if _, known := table.IsConditionFailed(err); known {
 		return nil
@@ -56,30 +56,30 @@ func (s *Store) Started(ctx context.Context, crawl string) (time.Time, error) {
 	return start, nil
 }
 
-// expiry is when the crawl's items may expire: its start plus Retention, or, for a crawl with no
-// start on record, now plus Retention.
+// expiry is when the crawl's items may expire: its start plus DefaultRetention, or, for a crawl with no
+// start on record, now plus DefaultRetention.
 func (s *Store) expiry(ctx context.Context, crawl string) (int64, error) {
 	start, err := s.Started(ctx, crawl)
 	if err != nil {
 		return 0, err
 	}
 	if start.IsZero() {
-		start = s.Now()
+		start = s.now()
 	}
-	return start.Add(s.Retention).Unix(), nil
+	return start.Add(s.retention).Unix(), nil
 }
 
 // AdmissionOpen returns nil while the crawl may admit new URLs, and an error of class scope once
-// it is older than Retention less MinItemLife (its items would expire too soon after). A crawl
-// with no start on record is always open.
+// it is older than DefaultRetention less MinItemLife (its items would expire too soon after). A
+// crawl with no start on record is always open.
 func (s *Store) AdmissionOpen(ctx context.Context, crawl string) error {
 	start, err := s.Started(ctx, crawl)
 	if err != nil || start.IsZero() {
 		return err
 	}
-	if window := s.Retention - MinItemLife; s.Now().Sub(start) > window {
+	if window := s.retention - MinItemLife; s.now().Sub(start) > window {
 		return errclass.Errorf(errclass.Scope, "the crawl started %s ago and admits new URLs for %s only (its items live %s)",
-			s.Now().Sub(start).Round(time.Hour), window, s.Retention)
+			s.now().Sub(start).Round(time.Hour), window, s.retention)
 	}
 	return nil
 }

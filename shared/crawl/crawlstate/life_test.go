@@ -49,8 +49,7 @@ func TestItemsExpireWithTheirCrawl(t *testing.T) {
 		}
 	}
 	// A fresh store (another process) reads the start from the table.
-	fresh := New(s.t)
-	fresh.Now = c.now
+	fresh := New(s.t, WithClock(c.now))
 	if got, err := fresh.Started(ctx, "c"); err != nil || !got.Equal(start) {
 		t.Errorf("Started = %v, %v; want %v", got, err, start)
 	}

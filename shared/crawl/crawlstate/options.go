@@ -8,36 +8,36 @@ type Option func(*Store)
 
 // WithClock makes the store read the time from now instead of time.Now (tests).
 func WithClock(now func() time.Time) Option {
-	return func(s *Store) { s.Now = now }
+	return func(s *Store) { s.now = now }
 }
 
 // WithRunCheck sets how long RunOf keeps a crawl's run state once read (0: DefaultRunCheck; below
 // 0: not at all).
 func WithRunCheck(d time.Duration) Option {
-	return func(s *Store) { s.RunCheck = d }
+	return func(s *Store) { s.runCheck = d }
 }
 
 // WithCostCheck sets how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
 func WithCostCheck(d time.Duration) Option {
-	return func(s *Store) { s.CostCheck = d }
+	return func(s *Store) { s.costCheck = d }
 }
 
 // WithCircuit sets how many failed first requests in a row open a host's circuit (0:
 // DefaultCircuitFailures; below 0: never) and how long an open circuit waits before each probe
 // (0: DefaultCircuitProbe).
 func WithCircuit(failures int, probe time.Duration) Option {
-	return func(s *Store) { s.CircuitFailures, s.CircuitProbe = failures, probe }
+	return func(s *Store) { s.circuitFailures, s.circuitProbe = failures, probe }
 }
 
 // WithBufferedCounters keeps counter increments in memory until Flush, one write per crawl and
 // invocation instead of one per transition; the handlers flush at the end of every invocation.
 func WithBufferedCounters() Option {
-	return func(s *Store) { s.BufferCounters = true }
+	return func(s *Store) { s.bufferCounters = true }
 }
 
 // WithHeldCounters buffers counter increments and makes Flush keep them for WriteCounters, which
-// the process that owns the store calls on its own schedule (see Store.HoldCounters). Only for a
+// the process that owns the store calls on its own schedule (crawl run, every 100 ms). Only for a
 // process that runs for the whole crawl: a frozen Lambda container would keep them.
 func WithHeldCounters() Option {
-	return func(s *Store) { s.BufferCounters, s.HoldCounters = true, true }
+	return func(s *Store) { s.bufferCounters, s.holdCounters = true, true }
 }

@@ -293,7 +293,7 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 		return nil, err
 	}
 	for {
-		set := map[string]any{attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires}
+		set := map[string]any{attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires}
 		var remove []string
 		conds := make([]table.Cond, 0, len(outs))
 		for _, o := range outs {

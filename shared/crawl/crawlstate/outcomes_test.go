@@ -20,9 +20,8 @@ import (
 func testOutcomes(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	w := &writeCount{Table: tb}
-	s := New(w)
 	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	s.Now = c.now
+	s := New(w, WithClock(c.now))
 	crawl := crawlName(t)
 	urls := []string{"http://a.test/1", "http://b.test/2", "http://c.test/3"}
 	keys := make([]string, len(urls))
@@ -118,9 +117,8 @@ func testOutcomes(t *testing.T, tb table.Table) {
 // message re-queued by the owner (naming it in Prev) takes its claim over while it is live.
 func testTakenOverURLIsNotRecordedByItsOldOwner(t *testing.T, tb table.Table) {
 	ctx := context.Background()
-	s := New(tb)
 	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	s.Now = c.now
+	s := New(tb, WithClock(c.now))
 	crawl := crawlName(t)
 	slow, other := urlnorm.Key("http://a.test/slow"), urlnorm.Key("http://a.test/other")
 	for _, k := range []string{slow, other} {

@@ -26,7 +26,7 @@ func (s *Store) MarkMessageParsedIn(ctx context.Context, crawl, name, records st
 	if err != nil {
 		return false, err
 	}
-	item := table.Item{attrUpdated: s.Now().UnixMilli(), table.TTLAttr: expires}
+	item := table.Item{attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires}
 	if records != "" {
 		item[attrRecords] = records
 	}

@@ -55,19 +55,20 @@ type runSeen struct {
 	run Run
 }
 
-// RunOf returns the crawl's run state, read from the crawl item at most once per RunCheck
-// (DefaultRunCheck when 0; every time when negative). A stop, once seen, is kept: it is final.
+// RunOf returns the crawl's run state, read from the crawl item at most once per the interval of
+// WithRunCheck (DefaultRunCheck when 0; every time when negative). A stop, once seen, is kept: it
+// is final.
 // A crawl with no record runs.
 func (s *Store) RunOf(ctx context.Context, crawl string) (Run, error) {
 	v, _ := s.runs.LoadOrStore(crawl, &runSeen{})
 	rs := v.(*runSeen)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	every := s.RunCheck
+	every := s.runCheck
 	if every == 0 {
 		every = DefaultRunCheck
 	}
-	now := s.Now()
+	now := s.now()
 	if rs.run == StoppedBy || (!rs.at.IsZero() && every > 0 && now.Sub(rs.at) < every) {
 		return rs.run, nil
 	}
@@ -101,7 +102,7 @@ func (s *Store) SetRun(ctx context.Context, crawl string, to Run) error {
 		cond = table.ItemExists()
 	}
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
-		attrRun: string(to), attrRunAt: s.Now().UnixMilli(),
+		attrRun: string(to), attrRunAt: s.now().UnixMilli(),
 	}}, cond)
 	if cf, failed := table.IsConditionFailed(err); failed {
 		if len(cf.Item) == 0 {

@@ -18,8 +18,7 @@ func testRunState(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	const crawl = "run-state"
 	c := &clock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	admin, worker := New(tb), New(tb)
-	admin.Now, worker.Now = c.now, c.now
+	admin, worker := New(tb, WithClock(c.now)), New(tb, WithClock(c.now))
 	if err := admin.SetRun(ctx, crawl, Paused); !errors.Is(err, ErrUnknownCrawl) {
 		t.Fatalf("pause of a crawl with no record: %v, want ErrUnknownCrawl", err)
 	}

@@ -44,7 +44,7 @@ func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Dura
 	if err != nil {
 		return 0, err
 	}
-	return max(got.Start.Sub(s.Now()), 0), nil
+	return max(got.Start.Sub(s.now()), 0), nil
 }
 
 // ReserveSlots takes up to n consecutive politeness slots of the host with one write, each
@@ -66,7 +66,7 @@ func (s *Store) ReserveSlots(ctx context.Context, host string, interval time.Dur
 // reserveSlots is ReserveSlots with no slot starting sooner than lead from now: a host free
 // earlier is booked from then, and the time between is left to others.
 func (s *Store) reserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration) (Slots, error) {
-	now := s.Now()
+	now := s.now()
 	interval = max(interval, s.Throttled(host))
 	if interval <= 0 || n <= 0 {
 		return Slots{Start: now, N: max(n, 0), Free: now}, nil

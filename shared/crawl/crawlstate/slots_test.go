@@ -54,8 +54,7 @@ func TestReserveSlotsGuessesWithoutABilledRace(t *testing.T) {
 	a, c := newStore(t)
 	rc := &raceCounter{Table: a.t}
 	a.t = rc
-	b := New(rc) // another worker on the same table, which has not seen the host
-	b.Now = c.now
+	b := New(rc, WithClock(c.now)) // another worker on the same table, which has not seen the host
 	if _, err := a.ReserveSlots(ctx, "a.test", time.Second, 3, 0); err != nil {
 		t.Fatal(err)
 	}

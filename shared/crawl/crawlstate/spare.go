@@ -42,7 +42,7 @@ type spareKey struct {
 // first, while they start lead or more from now and the host is not throttled to a wider gap than
 // they were booked at; the others are dropped. A host free sooner is booked from lead on.
 func (s *Store) BookSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration, spare int) (Booked, error) {
-	now := s.Now()
+	now := s.now()
 	gap := max(interval, s.Throttled(host))
 	if gap <= 0 || n <= 0 {
 		at := make([]time.Time, max(n, 0))
@@ -105,7 +105,7 @@ func (s *Store) BookSlots(ctx context.Context, host string, interval time.Durati
 // admits by it, before it books them (frontier.groups): a guess that turns out wrong costs a fetch
 // message more, nothing else.
 func (s *Store) SlotGuess(host string, interval, lead time.Duration, k int) time.Time {
-	now := s.Now()
+	now := s.now()
 	gap := max(interval, s.Throttled(host))
 	if gap <= 0 {
 		return now

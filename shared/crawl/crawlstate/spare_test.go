@@ -50,8 +50,7 @@ func TestBookSlotsGivesOutSparesWithoutAWrite(t *testing.T) {
 		t.Fatalf("three URLs: %v after %d writes, want %v after 3", got.At, uc.n.Load(), want)
 	}
 	// Another store on the table books after every spare: they are reserved on the host's item.
-	other := New(s.t)
-	other.Now = c.now
+	other := New(s.t, WithClock(c.now))
 	if got, err := other.ReserveSlots(ctx, "a.test", time.Second, 1, 0); err != nil || !got.Start.Equal(t0.Add(9*time.Second)) {
 		t.Fatalf("another store: %+v, %v, want the slot at +9s, after the spares at +7s and +8s", got, err)
 	}
@@ -90,10 +89,7 @@ func TestBookSlotsDropsSparesTooSoonGoneOrTooNarrow(t *testing.T) {
 func TestBookSlotsKeepsEveryStoresSlotsApart(t *testing.T) {
 	ctx := context.Background()
 	a, c := newStore(t)
-	stores := []*Store{a, New(a.t), New(a.t)}
-	for _, s := range stores[1:] {
-		s.Now = c.now
-	}
+	stores := []*Store{a, New(a.t, WithClock(c.now)), New(a.t, WithClock(c.now))}
 	r := rand.New(rand.NewPCG(1, 2))
 	var all []time.Time
 	for range 200 {
@@ -129,8 +125,7 @@ func TestBookSlotsStartsNoSoonerThanTheLead(t *testing.T) {
 	}
 	// A host booked until +1s by another worker is booked from the lead on; one booked past the
 	// lead, from the end of its booking.
-	other := New(s.t)
-	other.Now = c.now
+	other := New(s.t, WithClock(c.now))
 	if _, err := other.ReserveSlots(ctx, "soon.test", time.Second, 1, 0); err != nil {
 		t.Fatal(err)
 	}

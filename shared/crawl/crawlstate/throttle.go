@@ -58,7 +58,7 @@ func (s *Store) Throttled(host string) time.Duration {
 	if !ok {
 		return 0
 	}
-	return v.(throttle).left(s.Now())
+	return v.(throttle).left(s.now())
 }
 
 // learn keeps the throttled gap and the circuit that the host's slot item holds.
@@ -87,7 +87,7 @@ const (
 
 // SlowDownFor is SlowDown for another reason than a 429: why is one of Why429, Why5xx, WhySlow.
 func (s *Store) SlowDownFor(ctx context.Context, crawl, host string, interval time.Duration, why string) (time.Duration, error) {
-	now := s.Now()
+	now := s.now()
 	gap := min(max(2*max(interval, s.Throttled(host)), minThrottleGap), MaxThrottleGap)
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
 		attrSlowGap: gap.Milliseconds(), attrSlowAt: now.UnixMilli(), table.TTLAttr: now.Add(24 * time.Hour).Unix(),

@@ -39,8 +39,7 @@ func TestSlowDownDoublesTheGapAndItDecays(t *testing.T) {
 
 	// Another store (another worker's container) that never saw the throttle learns it from
 	// its next write of the host's slot item, and books the host's slots at the wider gap after.
-	other := New(s.t)
-	other.Now = c.now
+	other := New(s.t, WithClock(c.now))
 	if _, err := other.ReserveSlots(ctx, host, time.Second, 1, 0); err != nil {
 		t.Fatal(err)
 	}

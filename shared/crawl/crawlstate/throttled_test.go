@@ -19,8 +19,7 @@ func testThrottledHostsAreNoted(t *testing.T, tb table.Table) {
 	// The clock starts now: the items' TTL is a day after the store's now, and DynamoDB Local
 	// deletes expired items by itself.
 	c := &clock{t: time.Now().Truncate(time.Millisecond)}
-	a, b := New(tb), New(tb) // two workers' containers
-	a.Now, b.Now = c.now, c.now
+	a, b := New(tb, WithClock(c.now)), New(tb, WithClock(c.now)) // two workers' containers
 	t0 := c.t
 	step := func(s *Store, crawl, host string) {
 		t.Helper()

@@ -98,10 +98,17 @@ type Config struct {
 	SpareSlots int
 }
 
-// Deps are what a Frontier works with.
+// Deps are what a Frontier works with. The crawl state's capabilities (state.go) are each a
+// field: one crawlstate.Store gives them all.
 type Deps struct {
-	State *crawlstate.Store
-	Send  queue.Sender
+	Admissions Admissions
+	Skips      Skips
+	Gates      Gates
+	PageBudget PageBudget
+	Counters   Counters
+	Slots      Slots
+	Starts     Starts
+	Send       queue.Sender
 	// Log is where admission logs (nil: slog.Default()).
 	Log *slog.Logger
 	// OptOuts, if set, is checked for every URL in scope: one on the list ends skipped with class
@@ -148,13 +155,19 @@ func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
 
 // Frontier admits URLs. It is safe for concurrent use.
 type Frontier struct {
-	cfg     Config
-	state   *crawlstate.Store
-	send    queue.Sender
-	log     *slog.Logger
-	optOuts OptOuts
-	crawls  CrawlSettings
-	now     func() time.Time
+	cfg        Config
+	admissions Admissions
+	skips      Skips
+	gates      Gates
+	pageBudget PageBudget
+	counters   Counters
+	slots      Slots
+	starts     Starts
+	send       queue.Sender
+	log        *slog.Logger
+	optOuts    OptOuts
+	crawls     CrawlSettings
+	now        func() time.Time
 
 	mu     sync.Mutex
 	known  *bloom.BloomFilter
@@ -183,8 +196,9 @@ func New(cfg Config, d Deps) *Frontier {
 		d.Log = slog.Default()
 	}
 	recent := newRecentSet(cfg.RecentCapacity)
-	return &Frontier{cfg: cfg, state: d.State, send: d.Send, log: d.Log, optOuts: d.OptOuts, crawls: d.Crawls, now: time.Now,
-		known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive), recent: recent,
+	return &Frontier{cfg: cfg, admissions: d.Admissions, skips: d.Skips, gates: d.Gates, pageBudget: d.PageBudget,
+		counters: d.Counters, slots: d.Slots, starts: d.Starts, send: d.Send, log: d.Log, optOuts: d.OptOuts, crawls: d.Crawls,
+		now: time.Now, known: bloom.NewWithEstimates(cfg.BloomCapacity, cfg.BloomFalsePositive), recent: recent,
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
@@ -350,11 +364,11 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		return pending{}, outRejected, nil
 	}
 	groups := groupsIn(ctx)
-	taken, place := groups.take(m.Crawl, u.Host, f.state.Now(), func(k int) time.Time {
-		return f.state.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
+	taken, place := groups.take(m.Crawl, u.Host, f.slots.Now(), func(k int) time.Time {
+		return f.slots.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
 	})
 	giveBack := func() { groups.give(m.Crawl, u.Host, taken) }
-	res, group, err := f.state.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
+	res, group, err := f.admissions.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
 	if res != crawlstate.Admitted || err != nil {
 		giveBack()
 	}
@@ -396,7 +410,7 @@ func (f *Frontier) knownSent(ctx context.Context, crawl, key, norm, by string) (
 	if f.recentlyConfirmed(crawl, norm) {
 		return true, nil // confirmed by the table a moment ago
 	}
-	unsent, _, err := f.state.Unsent(ctx, crawl, key, by)
+	unsent, _, err := f.admissions.Unsent(ctx, crawl, key, by)
 	switch {
 	case err == nil && !unsent:
 		return true, nil
@@ -437,33 +451,33 @@ func (f *Frontier) refused(ctx context.Context, m *message.Links, lim limits, r,
 // crawlClosed says whether the crawl admits no more URLs: it is too old (the URL is recorded
 // skipped), its money is spent, or its user stopped it (the link is only counted).
 func (f *Frontier) crawlClosed(ctx context.Context, m *message.Links, key, norm string) (bool, error) {
-	if err := f.state.AdmissionOpen(ctx, m.Crawl); err != nil {
+	if err := f.gates.AdmissionOpen(ctx, m.Crawl); err != nil {
 		if errclass.Of(err) != errclass.Scope {
 			return false, err
 		}
 		// The crawl is too old to admit more: its items would expire too soon after.
 		return true, f.reject(ctx, m, key, norm, err)
 	}
-	if err := f.state.BudgetOpen(ctx, m.Crawl, f.cfg.BudgetUSD, f.cfg.Prices); err != nil {
+	if err := f.gates.BudgetOpen(ctx, m.Crawl, f.cfg.BudgetUSD, f.cfg.Prices); err != nil {
 		if errclass.Of(err) != errclass.Budget {
 			return false, err
 		}
 		// The crawl's money is spent: a link is no longer admitted, only counted. What was admitted
 		// before goes on to its end, and the crawl drains.
-		return true, f.state.CountBudgetRefusal(ctx, m.Crawl)
+		return true, f.counters.CountBudgetRefusal(ctx, m.Crawl)
 	}
-	if run, err := f.state.RunOf(ctx, m.Crawl); err != nil {
+	if run, err := f.gates.RunOf(ctx, m.Crawl); err != nil {
 		return false, err
 	} else if run == crawlstate.StoppedBy {
 		// Stopped by its user (crawl stop): a link is counted, not admitted.
-		return true, f.state.CountStopRefusal(ctx, m.Crawl)
+		return true, f.counters.CountStopRefusal(ctx, m.Crawl)
 	}
 	return false, nil
 }
 
 // reject records the URL skipped for why, and remembers it.
 func (f *Frontier) reject(ctx context.Context, m *message.Links, key, norm string, why error) error {
-	if _, err := f.state.Reject(ctx, m.Crawl, key, norm, m.Depth, why); err != nil {
+	if _, err := f.skips.Reject(ctx, m.Crawl, key, norm, m.Depth, why); err != nil {
 		return err
 	}
 	f.remember(m.Crawl, key, norm)
@@ -474,13 +488,13 @@ func (f *Frontier) reject(ctx context.Context, m *message.Links, key, norm strin
 // --max-pages-per-host). Over a budget, or in a trap, the URL is skipped in its group, which is
 // given back (giveBack), and over is set.
 func (f *Frontier) reserve(ctx context.Context, crawl string, lim limits, u *url.URL, group, key, norm string, giveBack func()) (over bool, err error) {
-	err = f.state.ReserveBudget(ctx, crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost)
+	err = f.pageBudget.ReserveBudget(ctx, crawl, u.Hostname(), lim.maxPages, lim.maxPagesPerHost)
 	if err == nil {
 		return false, nil
 	}
 	if c := errclass.Of(err); c == errclass.Budget || c == errclass.Trap {
 		giveBack()
-		if err := f.state.SkipQueued(ctx, crawl, group, key, err); err != nil {
+		if err := f.skips.SkipQueued(ctx, crawl, group, key, err); err != nil {
 			return false, err
 		}
 		f.remember(crawl, key, norm)
@@ -492,7 +506,7 @@ func (f *Frontier) reserve(ctx context.Context, crawl string, lim limits, u *url
 	// message finds no item and is dropped (the fetcher), and the URL is not remembered
 	// there (resent), so the redelivery admits it here again. The group is not given
 	// back: its tombstone would drop the URL if a link of this batch admitted it there.
-	if uerr := f.state.Unadmit(ctx, crawl, group, key); uerr != nil {
+	if uerr := f.admissions.Unadmit(ctx, crawl, group, key); uerr != nil {
 		f.log.Warn("take back an admission", "url", norm, "err", uerr.Error())
 	}
 	return false, err
@@ -516,10 +530,10 @@ func Source(m *message.Links) string {
 }
 
 // Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).
-func (f *Frontier) Flush(ctx context.Context) error { return f.state.Flush(ctx) }
+func (f *Frontier) Flush(ctx context.Context) error { return f.counters.Flush(ctx) }
 
 // Start records that the crawl started now, unless its start is on record already: its items
 // live, and it admits URLs, for a time counted from then (crawlstate.AdmissionOpen).
 func (f *Frontier) Start(ctx context.Context, crawl string) error {
-	return f.state.MarkStarted(ctx, crawl)
+	return f.starts.MarkStarted(ctx, crawl)
 }

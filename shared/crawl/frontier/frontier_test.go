@@ -74,6 +74,12 @@ func newStore(t *testing.T, opts ...crawlstate.Option) *crawlstate.Store {
 	return crawlstate.New(db.Table("crawl"), opts...)
 }
 
+// withState gives d the crawl state s for each of the capabilities a Frontier takes of it.
+func withState(s *crawlstate.Store, d Deps) Deps {
+	d.Admissions, d.Skips, d.Gates, d.PageBudget, d.Counters, d.Slots, d.Starts = s, s, s, s, s, s, s
+	return d
+}
+
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func seeds(urls ...string) *message.Links {
@@ -85,7 +91,7 @@ func TestAdmitDedupAndRedelivery(t *testing.T) {
 	st := newStore(t)
 	snd := &fakeSender{}
 	cfg := Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}
-	f := New(cfg, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(cfg, withState(st, Deps{Send: snd, Log: quiet()}))
 	m := seeds("http://a.test/", "HTTP://A.TEST:80/#frag", "http://b.test/x", "not a url")
 	res, err := f.Admit(ctx, m)
 	if err != nil {
@@ -100,7 +106,7 @@ func TestAdmitDedupAndRedelivery(t *testing.T) {
 	}
 	// Through a cold frontier (a new container after a crash), the message sends again each URL
 	// it admitted that no worker holds yet: it cannot know whether the send happened.
-	if res, err := New(cfg, Deps{State: st, Send: snd, Log: quiet()}).Admit(ctx, m); err != nil || res.Sent != 2 {
+	if res, err := New(cfg, withState(st, Deps{Send: snd, Log: quiet()})).Admit(ctx, m); err != nil || res.Sent != 2 {
 		t.Errorf("redelivery to a cold frontier = %+v, %v; want the 2 unclaimed URLs sent again", res, err)
 	}
 	// Once a worker holds a URL (or it is done), no delivery sends it again.
@@ -109,7 +115,7 @@ func TestAdmitDedupAndRedelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if res, err := New(cfg, Deps{State: st, Send: snd, Log: quiet()}).Admit(ctx, m); err != nil || res.Sent != 0 {
+	if res, err := New(cfg, withState(st, Deps{Send: snd, Log: quiet()})).Admit(ctx, m); err != nil || res.Sent != 0 {
 		t.Errorf("redelivery after the claims = %+v, %v; want nothing sent", res, err)
 	}
 	if got := snd.urls(t); len(got) != 4 {
@@ -132,12 +138,12 @@ func TestAURLTwoMessagesAdmitIsSentOnce(t *testing.T) {
 	if Source(first) == Source(second) {
 		t.Fatal("two pages' messages share a source")
 	}
-	f := New(cfg, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(cfg, withState(st, Deps{Send: snd, Log: quiet()}))
 	if _, err := f.Admit(ctx, first); err == nil {
 		t.Fatal("the first message's send failed, but its Admit did not")
 	}
 	// The second message, in the same frontier and in a cold one (another container).
-	for i, fr := range []*Frontier{f, New(cfg, Deps{State: st, Send: snd, Log: quiet()})} {
+	for i, fr := range []*Frontier{f, New(cfg, withState(st, Deps{Send: snd, Log: quiet()}))} {
 		if res, err := fr.Admit(ctx, second); err != nil || res.Sent != 0 || res.Known != 1 {
 			t.Errorf("second message, frontier %d = %+v, %v; want the URL known, not sent", i+1, res, err)
 		}
@@ -168,7 +174,7 @@ func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
 	st := newStore(t)
 	snd := &fakeSender{failIDs: map[string]bool{"1": true}}
 	// One host's URLs come due two seconds apart, so each goes in a message of its own.
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, withState(st, Deps{Send: snd, Log: quiet()}))
 	m := seeds("http://a.test/1", "http://a.test/2", "http://a.test/3")
 	if _, err := f.Admit(ctx, m); err == nil {
 		t.Fatal("a failed send must fail the message so it is delivered again")
@@ -194,7 +200,7 @@ func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{failIDs: map[string]bool{"0": true}}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, withState(st, Deps{Send: snd, Log: quiet()}))
 	var urls []string
 	for h := range message.MaxFetchURLs + 5 {
 		urls = append(urls, fmt.Sprintf("http://h%d.test/1", h), fmt.Sprintf("http://h%d.test/2", h))
@@ -237,7 +243,7 @@ func TestAdmitRecordsRefusals(t *testing.T) {
 	snd := &fakeSender{}
 	rules := scope.DefaultRules()
 	rules.MaxDepth = 1
-	f := New(Config{Rules: rules, FetchQueue: "fetch", MaxPages: 2}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: rules, FetchQueue: "fetch", MaxPages: 2}, withState(st, Deps{Send: snd, Log: quiet()}))
 	page := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Parent: "http://a.test/",
 		Depth: 1, URLs: []string{"http://a.test/1", "http://other.test/", "http://a.test/2", "http://a.test/3"}}
 	res, err := f.Admit(ctx, page)
@@ -278,7 +284,7 @@ func TestScopeDependsOnTheLinkNotTheURL(t *testing.T) {
 	snd := &fakeSender{}
 	rules := scope.DefaultRules()
 	rules.MaxDepth = 2
-	f := New(Config{Rules: rules, FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: rules, FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()}))
 	links := func(root string, depth int, urls ...string) *message.Links {
 		return &message.Links{Header: message.Header{Crawl: "c1"}, Root: root, Parent: root, Depth: depth, URLs: urls}
 	}
@@ -310,7 +316,7 @@ func TestBloomFalsePositiveLosesNothing(t *testing.T) {
 	st := newStore(t)
 	snd := &fakeSender{}
 	// A one-bit filter answers "maybe seen" for everything once anything is in it.
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", BloomCapacity: 1, BloomFalsePositive: 0.9999}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", BloomCapacity: 1, BloomFalsePositive: 0.9999}, withState(st, Deps{Send: snd, Log: quiet()}))
 	if _, err := f.Admit(ctx, seeds("http://a.test/")); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +333,7 @@ func TestPerHostBudgetStopsATrap(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", MaxPagesPerHost: 3}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", MaxPagesPerHost: 3}, withState(st, Deps{Send: snd, Log: quiet()}))
 	m := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://trap.test/", Depth: 1,
 		URLs: []string{"http://trap.test/a", "http://trap.test/b", "http://trap.test/c", "http://trap.test/d", "http://trap.test/e"}}
 	res, err := f.Admit(ctx, m)
@@ -367,7 +373,7 @@ func TestTheBudgetGoesToAMessagesFirstURLs(t *testing.T) {
 				snd := &fakeSender{}
 				cfg := tc.cfg
 				cfg.Rules, cfg.FetchQueue, cfg.AdmitConcurrency = scope.DefaultRules(), "fetch", len(urls)
-				f := New(cfg, Deps{State: newStore(t), Send: snd, Log: quiet()})
+				f := New(cfg, withState(newStore(t), Deps{Send: snd, Log: quiet()}))
 				res, err := f.Admit(ctx, seeds(urls...))
 				if err != nil {
 					t.Fatal(err)
@@ -408,7 +414,7 @@ func TestBudgetIsReservedAgainAfterAFailure(t *testing.T) {
 	tb.left.Store(1)
 	st := crawlstate.New(tb)
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", MaxPages: 1}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", MaxPages: 1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	m := seeds("http://a.test/")
 	if _, err := f.Admit(ctx, m); err == nil {
 		t.Fatal("a failed budget reservation must fail the message")
@@ -438,7 +444,7 @@ func TestRecentLinksCostNoTableCall(t *testing.T) {
 	tb := &embedtest.CountingTable{Table: db.Table("crawl")}
 	st := crawlstate.New(tb)
 	cfg := Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}
-	f := New(cfg, Deps{State: st, Send: &fakeSender{}, Log: quiet()})
+	f := New(cfg, withState(st, Deps{Send: &fakeSender{}, Log: quiet()}))
 	links := func(urls ...string) *message.Links {
 		return &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Depth: 1, URLs: urls}
 	}
@@ -458,7 +464,7 @@ func TestRecentLinksCostNoTableCall(t *testing.T) {
 		t.Errorf("%d table calls for links confirmed a moment ago, want 0", n)
 	}
 	before = tb.Calls()
-	if res, err := New(cfg, Deps{State: st, Send: &fakeSender{}, Log: quiet()}).Admit(ctx, again); err != nil || res.Sent != 0 {
+	if res, err := New(cfg, withState(st, Deps{Send: &fakeSender{}, Log: quiet()})).Admit(ctx, again); err != nil || res.Sent != 0 {
 		t.Fatalf("cold admit = %+v, %v; want nothing sent", res, err)
 	}
 	if tb.Calls() == before {
@@ -475,7 +481,7 @@ func BenchmarkAdmitKnownLinks(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: crawlstate.New(db.Table("crawl")), Send: &fakeSender{}, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(crawlstate.New(db.Table("crawl")), Deps{Send: &fakeSender{}, Log: quiet()}))
 	m := &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/", Depth: 1}
 	for i := range 20 {
 		m.URLs = append(m.URLs, "http://a.test/p/"+strings.Repeat("x", i))
@@ -534,7 +540,7 @@ func TestAFailedAdmissionStopsNoOtherURL(t *testing.T) {
 	tb := &failKey{Table: db.Table("crawl"), key: crawlstate.URLKey(crawl, urlKey(t, "http://b.test/"))}
 	tb.left.Store(1)
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: crawlstate.New(tb), Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(crawlstate.New(tb), Deps{Send: snd, Log: quiet()}))
 	m := &message.Links{Header: message.Header{Crawl: crawl}, URLs: []string{"http://a.test/", "http://b.test/", "http://c.test/"}}
 	res, err := f.Admit(ctx, m)
 	if err == nil || !strings.Contains(err.Error(), "throttled") {
@@ -561,7 +567,7 @@ func TestAURLResentForAnotherDeliveryIsNotRemembered(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()}))
 	m := seeds("http://a.test/")
 	key := urlKey(t, "http://a.test/")
 	// The first delivery's admission, as Admit writes it.
@@ -593,20 +599,19 @@ func TestAURLResentForAnotherDeliveryIsNotRemembered(t *testing.T) {
 // recorded skipped (class scope) and not sent, while a URL it admitted before is still known.
 func TestAnOldCrawlAdmitsNothingNew(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	now := start
-	st.Now = func() time.Time { return now }
+	st := newStore(t, crawlstate.WithClock(func() time.Time { return now }))
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()}))
 	if err := f.Start(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := f.Admit(ctx, seeds("http://a.test/")); err != nil || res.Sent != 1 {
 		t.Fatalf("a new crawl: %+v, %v; want the seed sent", res, err)
 	}
-	now = start.Add(st.Retention - crawlstate.MinItemLife + time.Hour)
-	f = New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()}) // a cold frontier
+	now = start.Add(crawlstate.DefaultRetention - crawlstate.MinItemLife + time.Hour)
+	f = New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()})) // a cold frontier
 	res, err := f.Admit(ctx, &message.Links{Header: message.Header{Crawl: "c1"}, Root: "http://a.test/",
 		Depth: 1, URLs: []string{"http://a.test/new"}})
 	if err != nil || res.Sent != 0 || res.Rejected != 1 {
@@ -645,11 +650,10 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	writes := &embedtest.CountingTable{Table: db.Table("crawl"), Only: "p#"}
-	st := crawlstate.New(writes)
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	st.Now = func() time.Time { return t0 }
+	st := crawlstate.New(writes, crawlstate.WithClock(func() time.Time { return t0 }))
 	snd := &entrySender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond}, withState(st, Deps{Send: snd, Log: quiet()}))
 	f.now = st.Now
 	// c.test is booked by others until 1s before the horizon: one of its two URLs gets a slot.
 	if _, err := st.ReserveSlots(ctx, "c.test", 1500*time.Millisecond, 599, 0); err != nil {
@@ -733,7 +737,7 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 // that none of a message's URLs waits behind another of its host.
 func TestAFetchMessageHoldsOneURLOfEachHost(t *testing.T) {
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: newStore(t), Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(newStore(t), Deps{Send: snd, Log: quiet()}))
 	m := seeds("http://a.test/1", "http://a.test/2", "http://b.test/1", "http://a.test/3", "http://c.test/1")
 	if res, err := f.Admit(context.Background(), m); err != nil || res.Sent != 5 {
 		t.Fatalf("Admit = %+v, %v; want 5 sent", res, err)
@@ -815,7 +819,7 @@ func TestAdmitConcurrencyBoundsTheURLsAdmittedAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		tb := &gatedPuts{Table: db.Table("crawl"), prefix: crawlstate.URLKey("c1", ""), want: tc.want, reached: make(chan struct{})}
-		f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", AdmitConcurrency: tc.set}, Deps{State: crawlstate.New(tb), Send: &fakeSender{}, Log: quiet()})
+		f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", AdmitConcurrency: tc.set}, withState(crawlstate.New(tb), Deps{Send: &fakeSender{}, Log: quiet()}))
 		var urls []string
 		for i := range 60 {
 			urls = append(urls, fmt.Sprintf("http://h%d.test/", i))

@@ -17,7 +17,7 @@ func TestAFetchMessageNamesItsURLsGroup(t *testing.T) {
 	ctx := WithGroups(context.Background())
 	st := newStore(t)
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()}))
 	first := seeds("http://a.test/1", "http://b.test/1")
 	second := seeds("http://c.test/1", "http://a.test/2")
 	var staged []*Staged
@@ -60,7 +60,7 @@ func TestAFetchMessageNamesItsURLsGroup(t *testing.T) {
 	// The first Links message comes again, to another schedule process: its URLs are unsent as
 	// far as the table knows (no fetcher claimed them), so they go out again, in their groups.
 	snd.bodies = nil
-	other := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
+	other := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()}))
 	if res, err := other.Admit(context.Background(), first); err != nil || res.Sent != 2 {
 		t.Fatalf("redelivery = %+v, %v; want both URLs sent again", res, err)
 	}

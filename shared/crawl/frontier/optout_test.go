@@ -29,7 +29,7 @@ func TestOptedOutURLsAreSkipped(t *testing.T) {
 	st := newStore(t)
 	snd := &fakeSender{}
 	list := &optOuts{hosts: map[string]bool{"out.test": true}}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet(), OptOuts: list})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet(), OptOuts: list}))
 	res, err := f.Admit(ctx, seeds("http://in.test/", "http://out.test/", "http://out.test/page"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func TestAStoppedCrawlAdmitsNothing(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t, crawlstate.WithRunCheck(-1))
 	snd := &fakeSender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, Deps{State: st, Send: snd, Log: quiet()})
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()}))
 	if err := f.Start(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	for hr, idx := range byHost {
 		host, interval := hr.host, hr.interval
 		g.Go(func() error {
-			got, err := f.state.BookSlots(ctx, host, interval, len(idx), queue.MaxDelay, f.cfg.SlotLead, max(f.cfg.SpareSlots, 0))
+			got, err := f.slots.BookSlots(ctx, host, interval, len(idx), queue.MaxDelay, f.cfg.SlotLead, max(f.cfg.SpareSlots, 0))
 			if err != nil {
 				// The spares it gave are used; the other URLs reserve theirs at the fetcher.
 				f.log.Debug("book politeness slots", "host", host, "err", err.Error())

@@ -25,7 +25,7 @@ func TestEachCrawlIsAdmittedWithItsOwnSettings(t *testing.T) {
 	snd := &fakeSender{}
 	rate, pages := 0.25, 2
 	spec := &crawlspec.Settings{Version: 1, Rate: &rate, MaxPages: &pages}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: time.Second}, Deps{State: st, Send: snd, Log: quiet(),
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: time.Second}, withState(st, Deps{Send: snd, Log: quiet(),
 		Crawls: crawlsFunc(func(crawl string) *crawlspec.Crawl {
 			base := crawlspec.Crawl{Rules: scope.DefaultRules(), HostRPS: 1}
 			if crawl == "with-spec" {
@@ -36,7 +36,7 @@ func TestEachCrawlIsAdmittedWithItsOwnSettings(t *testing.T) {
 				return c
 			}
 			return &base
-		})})
+		})}))
 	urls := []string{"http://a.test/1", "http://a.test/2", "http://a.test/3"}
 	for _, crawl := range []string{"with-spec", "without"} {
 		res, err := f.Admit(ctx, &message.Links{Header: message.Header{Crawl: crawl}, URLs: urls})

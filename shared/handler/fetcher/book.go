@@ -77,7 +77,7 @@ func (h *Handler) recordOne(ctx context.Context, f *fetched, out crawlstate.Outc
 		return nil
 	}
 	out.Owner = f.owner
-	lost, err := h.state.Record(ctx, f.msg.Crawl, f.group, []crawlstate.Outcome{out})
+	lost, err := h.outcomes.Record(ctx, f.msg.Crawl, f.group, []crawlstate.Outcome{out})
 	if err == nil && len(lost) > 0 {
 		h.log.Warn("lost the claim before finishing", "url", f.msg.URL)
 	}
@@ -108,7 +108,7 @@ func (h *Handler) record(ctx context.Context, crawl string) (failed, lost map[in
 			for i, e := range entries {
 				outs[i] = e.out
 			}
-			gone, err := h.state.Record(ctx, ref.crawl, ref.group, outs)
+			gone, err := h.outcomes.Record(ctx, ref.crawl, ref.group, outs)
 			taken := map[string]bool{}
 			for _, k := range gone {
 				taken[k] = true

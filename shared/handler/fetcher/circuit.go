@@ -24,7 +24,7 @@ func (h *Handler) waitForCircuit(ctx, fctx context.Context, f *fetched, host str
 	if *probe {
 		return false, nil
 	}
-	wait, took, err := h.state.CircuitWait(fctx, host)
+	wait, took, err := h.circuits.CircuitWait(fctx, host)
 	if err != nil {
 		return true, h.fail(ctx, f, err)
 	}
@@ -43,7 +43,7 @@ func (h *Handler) probeSent(ctx context.Context, host string, probe, sent bool) 
 	if !probe || sent {
 		return
 	}
-	if err := h.state.ReleaseProbe(ctx, host); err != nil {
+	if err := h.circuits.ReleaseProbe(ctx, host); err != nil {
 		h.log.Warn("give back a host's circuit probe", "host", host, "err", err.Error())
 	}
 }
@@ -51,7 +51,7 @@ func (h *Handler) probeSent(ctx context.Context, host string, probe, sent bool) 
 // circuitShut tells whether a quick retry must stop for the host's circuit: it is open, and its
 // probe is not due or was taken by another request. A retry due when the probe is takes it.
 func (h *Handler) circuitShut(ctx context.Context, host string) bool {
-	wait, _, err := h.state.CircuitWait(ctx, host)
+	wait, _, err := h.circuits.CircuitWait(ctx, host)
 	return err != nil || wait > 0
 }
 
@@ -60,7 +60,7 @@ func (h *Handler) circuitRetry(err error, host string) (time.Duration, bool) {
 	if !errors.Is(err, errCircuitOpen) {
 		return 0, false
 	}
-	return max(h.state.CircuitOpen(host), time.Second), true
+	return max(h.circuits.CircuitOpen(host), time.Second), true
 }
 
 // noteHost tells the host's circuit and throttle how a request went: err is its error, status its
@@ -76,14 +76,14 @@ func (h *Handler) noteHost(ctx context.Context, crawl, host string, first bool, 
 	case err != nil && httpfetch.ViaProxy(err):
 		return
 	case c == errclass.Connect || c == errclass.Timeout || c == errclass.HTTP5xx:
-		open, werr := h.state.HostFailed(ctx, crawl, host, first, interval)
+		open, werr := h.health.HostFailed(ctx, crawl, host, first, interval)
 		if werr != nil {
 			h.log.Warn("count a failure of a host", "host", host, "err", werr.Error())
 		} else if open && first {
 			h.log.Debug("host's circuit is open", "host", host, "class", string(c))
 		}
 	case err == nil && c != errclass.HTTP429:
-		if werr := h.state.HostAnswered(ctx, crawl, host, took, interval); werr != nil {
+		if werr := h.health.HostAnswered(ctx, crawl, host, took, interval); werr != nil {
 			h.log.Warn("note an answer of a host", "host", host, "err", werr.Error())
 		}
 	}

@@ -10,13 +10,12 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
-// A host whose first requests fail twice in a row opens its circuit (CircuitFailures 2): the
+// A host whose first requests fail twice in a row opens its circuit (WithCircuit's 2): the
 // next URL of the host is re-queued to wait for the probe, with no request, no claim and no
 // burned receive; once the probe is due the URL is sent as the probe, and its answer closes the
 // circuit for every worker.
 func TestAnOpenCircuitHoldsTheHostsURLsUntilAProbeAnswers(t *testing.T) {
-	e := newEnv(t, nil)
-	e.state.CircuitFailures, e.state.CircuitProbe = 2, time.Hour
+	e := newEnv(t, nil, crawlstate.WithCircuit(2, time.Hour))
 	host := strings.TrimPrefix(e.site.srv.URL, "http://")
 	e.handle(e.record("msg-0", "/", 1)) // fetched before the host fails
 	e.received(parseQ)
@@ -51,7 +50,7 @@ func TestAnOpenCircuitHoldsTheHostsURLsUntilAProbeAnswers(t *testing.T) {
 	// nothing: it gives the probe back, and the next URL goes as the probe at once; its answer
 	// closes the circuit.
 	later := time.Now().Add(time.Hour + time.Minute)
-	e.state.Now = func() time.Time { return later } // the handler's clock too (newEnv)
+	e.clock.set(later) // the handler's clock too (newEnv)
 	if got := e.handle(e.record("msg-dup", "/", 1)); len(got) != 0 || e.site.hitsOf("/") != 1 {
 		t.Errorf("a message of a URL done already: failures %v, %d requests for it; want it dropped without one", got, e.site.hitsOf("/"))
 	}
@@ -64,8 +63,7 @@ func TestAnOpenCircuitHoldsTheHostsURLsUntilAProbeAnswers(t *testing.T) {
 	if it := e.item("/about"); it.State != crawlstate.Fetched {
 		t.Errorf("the probe's url = %+v, want fetched", it)
 	}
-	other := crawlstate.New(e.urls)
-	other.Now = e.state.Now
+	other := crawlstate.New(e.urls, crawlstate.WithClock(e.clock.now))
 	if _, err := other.ReserveSlots(context.Background(), host, time.Millisecond, 1, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func (h *Handler) claimURL(ctx context.Context, f *fetched) (crawlstate.State, e
 		set = &claimSet{crawl: f.msg.Crawl, keys: []string{f.key}}
 	}
 	set.once.Do(func() {
-		set.got, set.err = h.state.ClaimGroup(ctx, set.crawl, f.group, f.owner, f.msg.Prev, h.cfg.Lease, set.keys)
+		set.got, set.err = h.claims.ClaimGroup(ctx, set.crawl, f.group, f.owner, f.msg.Prev, h.cfg.Lease, set.keys)
 	})
 	if set.err != nil {
 		return "", set.err

@@ -41,9 +41,9 @@ func TestEachMessageOfABatchIsWorkedOnOnce(t *testing.T) {
 		}
 		return cache.Check(ctx, u)
 	})
-	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, HTTP: e.client, Robots: broken,
+	e.h = fetcher.New(cfg, withState(e.state, fetcher.Deps{HTTP: e.client, Robots: broken,
 		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
-		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	several := e.severalURLs("msg-1", "/", "/about", "/old")
 	one := e.record("msg-2", "/old-too", 1)
 	if got := e.handle(several, one, several, one); !reflect.DeepEqual(got, []string{"msg-2"}) {

@@ -136,28 +136,46 @@ func DefaultConfig() Config {
 
 // Handler is the fetch handler.
 type Handler struct {
-	cfg     Config
-	state   *crawlstate.Store
-	http    Getter
-	robots  RobotsChecker
-	scope   ScopeChecker
-	guard   URLGuard
-	pages   PageStore
-	crawls  CrawlSettings
-	handoff Handoff
-	send    queue.Sender
-	batch   *sqsbatch.Runner
-	log     *slog.Logger
-	hosts   hostLimiter
-	optOuts OptOuts
-	now     func() time.Time
+	cfg        Config
+	claims     Claims
+	outcomes   Outcomes
+	urls       URLStates
+	pageBudget PageBudget
+	politeness Politeness
+	circuits   Circuits
+	health     HostHealth
+	runs       Runs
+	counters   Flusher
+	http       Getter
+	robots     RobotsChecker
+	scope      ScopeChecker
+	guard      URLGuard
+	pages      PageStore
+	crawls     CrawlSettings
+	handoff    Handoff
+	send       queue.Sender
+	batch      *sqsbatch.Runner
+	log        *slog.Logger
+	hosts      hostLimiter
+	optOuts    OptOuts
+	now        func() time.Time
 }
 
-// Deps are the handler's collaborators.
+// Deps are the handler's collaborators. The crawl state's capabilities (state.go) are each a
+// field: one crawlstate.Store gives them all.
 type Deps struct {
-	State  *crawlstate.Store
-	HTTP   Getter
-	Robots RobotsChecker
+	Claims     Claims
+	Outcomes   Outcomes
+	URLs       URLStates
+	PageBudget PageBudget
+	Politeness Politeness
+	Circuits   Circuits
+	HostHealth HostHealth
+	Runs       Runs
+	// Counters writes the crawl counters buffered during a batch, at its end.
+	Counters Flusher
+	HTTP     Getter
+	Robots   RobotsChecker
 	// Scope checks redirect targets; nil follows every redirect that Guard and robots.txt allow.
 	Scope ScopeChecker
 	Guard URLGuard
@@ -192,9 +210,10 @@ func New(cfg Config, d Deps) *Handler {
 		d.Now = time.Now
 	}
 	cfg.Concurrency = max(cfg.Concurrency, 1)
-	return &Handler{cfg: cfg, state: d.State, http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages,
-		crawls: d.Crawls, handoff: d.Handoff, send: d.Send, batch: d.Batch, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency},
-		optOuts: d.OptOuts, now: d.Now}
+	return &Handler{cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
+		politeness: d.Politeness, circuits: d.Circuits, health: d.HostHealth, runs: d.Runs, counters: d.Counters,
+		http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages, crawls: d.Crawls, handoff: d.Handoff,
+		send: d.Send, batch: d.Batch, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, optOuts: d.OptOuts, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.
@@ -230,7 +249,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		failed[n] = true
 	}
 	resp := events.SQSEventResponse{BatchItemFailures: append(held, h.failures(ctx, ds, failed)...)}
-	if err := h.state.Flush(ctx); err != nil {
+	if err := h.counters.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
 	return resp, nil

@@ -93,7 +93,7 @@ func (h *Handler) endIfDone(ctx context.Context, f *fetched) (done bool, err err
 	if !cameBack(f.w) {
 		return false, nil
 	}
-	finished, held, err := h.state.Done(ctx, m.Crawl, f.group, f.key, f.owner, m.Prev)
+	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, m.Prev)
 	switch {
 	case err != nil:
 		return true, err
@@ -168,7 +168,7 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	defer a.fctx.cancel()
 	// A host throttled for its recent 429s, failures or slow answers takes a wider gap
 	// (crawlstate.SlowDown, HostFailed, HostAnswered).
-	a.interval = max(h.interval(a.crawl.rps, a.rules.CrawlDelay), h.state.Throttled(host))
+	a.interval = max(h.interval(a.crawl.rps, a.rules.CrawlDelay), h.politeness.Throttled(host))
 	if done, err := h.waitForCircuit(ctx, a.fctx, f, host, &a.probe); done {
 		return nil, err // the host's circuit is open: no slot, no claim until its probe
 	}

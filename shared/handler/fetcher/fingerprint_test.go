@@ -87,9 +87,9 @@ func TestASpecsFingerprintReachesTheRequests(t *testing.T) {
 	cfg.FetchQueue, cfg.ParseQueue = fetchQ, parseQ
 	cfg.HostRPS, cfg.HostConcurrency = 0, 0
 	state := crawlstate.New(be.Table)
-	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
+	h := fetcher.New(cfg, withState(state, fetcher.Deps{HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: be.Blobs, Send: be.Queue, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Crawls: specCrawls{c}})
+		Crawls: specCrawls{c}}))
 
 	page := srv.URL + "/page"
 	if _, err := state.Admit(context.Background(), crawl, keyOf(t, page), page, page, 0, "links"); err != nil {

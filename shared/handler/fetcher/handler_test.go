@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,13 +145,27 @@ type env struct {
 	// blobDir is the blob store's root: a WARC file is filepath.Join(blobDir, key).
 	blobDir string
 	state   *crawlstate.Store
+	clock   *testClock               // the state's clock, and the handler's
 	urls    *embedtest.CountingTable // the state's table, counting the calls on URL items
 	hand    *handoff.Pages           // what the handler offers a parse handler in the same process
 	client  *httpfetch.Client        // the handler's HTTP client, for handlers a test builds
 	h       *fetcher.Handler
 }
 
-func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
+// testClock is the time, until a test sets it.
+type testClock struct{ at atomic.Pointer[time.Time] }
+
+func (c *testClock) now() time.Time {
+	if t := c.at.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
+func (c *testClock) set(t time.Time) { c.at.Store(&t) }
+
+// newEnv returns the handler with cfg as tune leaves it, on a crawl state with opts.
+func newEnv(t *testing.T, tune func(*fetcher.Config), opts ...crawlstate.Option) *env {
 	t.Helper()
 	be := embedtest.Open(t, fetchQ, parseQ)
 	q, blobs := be.Queue, be.Blobs
@@ -169,14 +184,15 @@ func newEnv(t *testing.T, tune func(*fetcher.Config)) *env {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	tbl := &embedtest.CountingTable{Table: be.Table, Only: "u#"}
-	state := crawlstate.New(tbl)
+	clock := &testClock{}
+	state := crawlstate.New(tbl, append([]crawlstate.Option{crawlstate.WithClock(clock.now)}, opts...)...)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
 	hand := handoff.New(0, 0)
-	h := fetcher.New(cfg, fetcher.Deps{State: state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
+	h := fetcher.New(cfg, withState(state, fetcher.Deps{HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log,
-		Now: func() time.Time { return state.Now() }}) // the store's clock, which a test may move
-	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, urls: tbl, hand: hand,
-		client: client, h: h}
+		Now: clock.now})) // the store's clock, which a test may move
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, clock: clock, urls: tbl,
+		hand: hand, client: client, h: h}
 }
 
 // url is the site's URL for path.
@@ -556,9 +572,9 @@ func TestAFailedSyncWritesThePagesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
+	e.h = fetcher.New(cfg, withState(e.state, fetcher.Deps{HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
-		Pages: store, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Pages: store, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if got := e.handle(e.record("msg-1", "/about", 1)); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v", got)
 	}
@@ -860,9 +876,9 @@ func TestInfrastructureFailureGoesToTheDLQOnTheLastReceive(t *testing.T) {
 			broken := robotsFunc(func(context.Context, *url.URL) (robots.Decision, error) {
 				return robots.Decision{}, errclass.Errorf(errclass.Internal, "table unavailable")
 			})
-			e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, Robots: broken,
+			e.h = fetcher.New(cfg, withState(e.state, fetcher.Deps{Robots: broken,
 				Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
-				Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 			if got := e.handle(e.record("msg-1", "/", tt.receives)); !reflect.DeepEqual(got, []string{"msg-1"}) {
 				t.Errorf("BatchItemFailures = %v, want [msg-1]", got)
 			}
@@ -985,9 +1001,8 @@ func TestBlockedAddressIsSkippedAndLogged(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := fetcher.DefaultConfig()
 	cfg.FetchQueue, cfg.ParseQueue, cfg.HostRPS = fetchQ, parseQ, 0
-	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state,
-		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
-		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	e.h = fetcher.New(cfg, withState(e.state, fetcher.Deps{Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}))
 	const blocked = "http://10.1.2.3/inside" // refused by the guard before any dial
 	if got := e.handle(e.seedRecord("msg-1", blocked)); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
@@ -1013,9 +1028,9 @@ func TestRobotsDownIsWaitedFor(t *testing.T) {
 	down := robotsFunc(func(context.Context, *url.URL) (robots.Decision, error) {
 		return robots.Decision{Allowed: false, Reason: "robots.txt status 503: disallow all", RetryAfter: 5 * time.Minute}, nil
 	})
-	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, Robots: down,
+	e.h = fetcher.New(cfg, withState(e.state, fetcher.Deps{Robots: down,
 		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
-		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if got := e.handle(e.record("msg-1", "/", 1)); len(got) != 0 {
 		t.Errorf("BatchItemFailures = %v, want none: the wait is a delayed re-queue", got)
 	}
@@ -1154,9 +1169,9 @@ func TestAFailedURLOfAMessageOfSeveralGoesBackAlone(t *testing.T) {
 		}
 		return cache.Check(ctx, u)
 	})
-	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, HTTP: e.client, Robots: broken,
+	e.h = fetcher.New(cfg, withState(e.state, fetcher.Deps{HTTP: e.client, Robots: broken,
 		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
-		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if got := e.handle(e.severalURLs("msg-1", "/", "/about", "/busy", "/old")); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none: the failed URLs go back alone", got)
 	}

@@ -35,9 +35,9 @@ func withOptOuts(t *testing.T, e *env, urls ...string) {
 	cfg := fetcher.DefaultConfig()
 	cfg.FetchQueue, cfg.ParseQueue = fetchQ, parseQ
 	cfg.HostRPS, cfg.HostConcurrency, cfg.MaxQuickRetry = 0, 0, 0
-	e.h = fetcher.New(cfg, fetcher.Deps{State: e.state, HTTP: e.client, Robots: robots.New(e.client, userAgent, time.Hour),
+	e.h = fetcher.New(cfg, withState(e.state, fetcher.Deps{HTTP: e.client, Robots: robots.New(e.client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil), Pages: e.blobs, Handoff: e.hand,
-		Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OptOuts: &optout.Matcher{Store: store}})
+		Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OptOuts: &optout.Matcher{Store: store}}))
 }
 
 // TestAURLOptedOutAfterItsAdmissionIsNotFetched: a URL admitted before its opt-out entry was added

@@ -23,7 +23,7 @@ func (h *Handler) giveBackSkipped(ctx context.Context, crawl string, outs []craw
 	}
 	c, err := h.crawls.For(ctx, crawl)
 	if err == nil {
-		err = h.state.ReturnPages(ctx, crawl, n, c.MaxPages)
+		err = h.pageBudget.ReturnPages(ctx, crawl, n, c.MaxPages)
 	}
 	if err != nil {
 		h.log.Warn("give skipped pages back to the crawl's budget", "crawl", crawl, "pages", n, "err", err.Error())

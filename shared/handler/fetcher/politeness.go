@@ -38,7 +38,7 @@ const SlotHorizon = queue.MaxDelay
 // slot it waits for is its own; when it is not (the host is booked SlotHorizon ahead), the wait
 // is when the booking ends.
 func (h *Handler) reserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, bool, error) {
-	got, err := h.state.ReserveSlots(ctx, host, interval, 1, SlotHorizon)
+	got, err := h.politeness.ReserveSlots(ctx, host, interval, 1, SlotHorizon)
 	if err != nil {
 		return 0, false, err
 	}
@@ -157,7 +157,7 @@ func (h *Handler) slowDown(ctx context.Context, crawl, host string, status int, 
 	if status != http.StatusTooManyRequests {
 		return interval
 	}
-	gap, err := h.state.SlowDown(ctx, crawl, host, interval)
+	gap, err := h.politeness.SlowDown(ctx, crawl, host, interval)
 	if err != nil {
 		h.log.Warn("throttle a host", "host", host, "err", err.Error())
 		return max(interval, gap)

@@ -22,7 +22,7 @@ func (h *Handler) priorOf(ctx context.Context, previous, key, rawURL string) *re
 	if previous == "" {
 		return nil
 	}
-	u, err := h.state.Get(ctx, previous, key)
+	u, err := h.urls.Get(ctx, previous, key)
 	if errors.Is(err, table.ErrNotFound) {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // A crawl's run state (crawlstate.Run), as `crawl pause | resume | stop` sets it. The handler reads
-// it through the store, which keeps it some seconds (crawlstate.Store.RunCheck), so that it costs
+// it through the store, which keeps it some seconds (crawlstate.WithRunCheck), so that it costs
 // a read per crawl and period, not per message.
 //
 // A paused crawl's messages go back to the fetch queue whole, delayed by PauseWait, and are
@@ -38,7 +38,7 @@ func (h *Handler) holdPaused(ctx context.Context, ds []*delivery) []events.SQSBa
 		if d.msg == nil {
 			continue
 		}
-		if run, err := h.state.RunOf(ctx, d.msg.Crawl); err != nil || run != crawlstate.Paused {
+		if run, err := h.runs.RunOf(ctx, d.msg.Crawl); err != nil || run != crawlstate.Paused {
 			continue
 		}
 		d.held = true
@@ -83,7 +83,7 @@ func pausedBody(d *delivery) string {
 // endIfStopped ends the URL as stopped when its crawl is stopped. done is true when the URL
 // needs nothing more (err then says whether it failed).
 func (h *Handler) endIfStopped(ctx context.Context, f *fetched) (done bool, err error) {
-	run, err := h.state.RunOf(ctx, f.msg.Crawl)
+	run, err := h.runs.RunOf(ctx, f.msg.Crawl)
 	if err != nil {
 		return true, h.fail(ctx, f, err)
 	}

@@ -314,7 +314,7 @@ func seedRoot(m *message.Fetch, finalURL string) string {
 // lose a file to a power loss before the file's sync), the URL is taken back for owner and
 // returned, to be fetched again.
 func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key, owner string) (*crawlstate.URL, error) {
-	u, err := h.state.Get(ctx, m.Crawl, key)
+	u, err := h.urls.Get(ctx, m.Crawl, key)
 	if errors.Is(err, table.ErrNotFound) {
 		// No item: the admission that sent this message was taken back (frontier: its budget could
 		// not be reserved), and the links message that carried the URL is delivered again to admit
@@ -325,12 +325,12 @@ func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key, owner 
 	if err != nil || u.State != crawlstate.Fetched || u.Page == nil {
 		return nil, err // nothing to resend (or a read error: the record is retried)
 	}
-	if parsed, err := h.state.PageParsed(ctx, m.Crawl, u); parsed || err != nil {
+	if parsed, err := h.urls.PageParsed(ctx, m.Crawl, u); parsed || err != nil {
 		return nil, err
 	}
 	if err := h.checkStored(ctx, *u.Page); errors.Is(err, errPageGone) {
 		h.log.Warn("fetching a page again: its stored copy is gone", "url", m.URL, "err", err.Error())
-		again, err := h.state.Refetch(ctx, m.Crawl, key, owner, h.cfg.Lease, u)
+		again, err := h.claims.Refetch(ctx, m.Crawl, key, owner, h.cfg.Lease, u)
 		if errors.Is(err, crawlstate.ErrClaimed) {
 			return nil, nil // parsed, or fetched again, since it was read
 		}
@@ -381,12 +381,12 @@ func (h *Handler) recordRedirectTarget(ctx context.Context, crawl string, p fetc
 	}
 	key := urlnorm.Key(final.String())
 	cause := errclass.Errorf(errclass.Dup, "fetched as the redirect target of %s", p.msg.URL)
-	added, err := h.state.Reject(ctx, crawl, key, final.String(), p.msg.Depth, cause)
+	added, err := h.outcomes.Reject(ctx, crawl, key, final.String(), p.msg.Depth, cause)
 	if err == nil && !added {
 		// Queued but not yet claimed: skip it, in its group.
 		var u crawlstate.URL
-		if u, err = h.state.Peek(ctx, crawl, key); err == nil {
-			err = h.state.SkipQueued(ctx, crawl, crawlstate.GroupOf(u), key, cause)
+		if u, err = h.urls.Peek(ctx, crawl, key); err == nil {
+			err = h.outcomes.SkipQueued(ctx, crawl, crawlstate.GroupOf(u), key, cause)
 		}
 	}
 	if err != nil {

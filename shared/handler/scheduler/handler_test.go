@@ -46,13 +46,19 @@ type env struct {
 	h     *scheduler.Handler
 }
 
+// frontierDeps gives d the crawl state s for each of the capabilities a frontier takes of it.
+func frontierDeps(s *crawlstate.Store, d frontier.Deps) frontier.Deps {
+	d.Admissions, d.Skips, d.Gates, d.PageBudget, d.Counters, d.Slots, d.Starts = s, s, s, s, s, s, s
+	return d
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	be := embedtest.Open(t, scheduleQ, fetchQ)
 	q, blobs := be.Queue, be.Blobs
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	state := crawlstate.New(be.Table)
-	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontier.Deps{State: state, Send: q, Log: log})
+	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontierDeps(state, frontier.Deps{Send: q, Log: log}))
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "schedule"}, Log: log}
 	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4},
 		scheduler.Deps{Admit: front, Starts: front, Blobs: blobs, Send: q, Batch: batch, Log: log})
@@ -435,7 +441,7 @@ func TestABatchSendsItsFetchMessagesTogether(t *testing.T) {
 	be := embedtest.Open(t, scheduleQ, fetchQ)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	snd := &failingSender{Sender: be.Queue}
-	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontier.Deps{State: crawlstate.New(be.Table), Send: snd, Log: log})
+	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontierDeps(crawlstate.New(be.Table), frontier.Deps{Send: snd, Log: log}))
 	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4},
 		scheduler.Deps{Admit: front, Starts: front, Blobs: be.Blobs, Send: be.Queue, Log: log})
 	e := &env{t: t, q: be.Queue}

@@ -17,8 +17,8 @@ import (
 )
 
 // newLeaseStore returns a crawl state on a fresh DynamoDB table, with one URL admitted, and the
-// URL's key.
-func newLeaseStore(t *testing.T) (*crawlstate.Store, string, string) {
+// URL's key; opts are the store's.
+func newLeaseStore(t *testing.T, opts ...crawlstate.Option) (*crawlstate.Store, string, string) {
 	t.Helper()
 	cfg := awstest.Config(t)
 	awstest.RequireService(t, "DYNAMODB")
@@ -43,7 +43,7 @@ func newLeaseStore(t *testing.T) (*crawlstate.Store, string, string) {
 		t.Fatal(err)
 	}
 	key := urlnorm.Key(u.String())
-	st := crawlstate.New(tb)
+	st := crawlstate.New(tb, opts...)
 	const crawl = "lease-test"
 	if r, err := st.Admit(ctx, crawl, key, u.String(), u.String(), 0, "L"); err != nil || r != crawlstate.Admitted {
 		t.Fatalf("admit: %v, %v", r, err)
@@ -55,12 +55,12 @@ func newLeaseStore(t *testing.T) (*crawlstate.Store, string, string) {
 // lease on DynamoDB: another owner is refused while the lease lives and takes the URL over once it
 // has expired, and the first owner can then neither claim nor finish it.
 func TestIntegrationLeaseExpiresAndIsReclaimed(t *testing.T) {
-	st, crawl, key := newLeaseStore(t)
-	ctx := context.Background()
 	start := time.Now()
 	var at time.Duration
 	var mu sync.Mutex
-	st.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return start.Add(at) }
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return start.Add(at) }
+	st, crawl, key := newLeaseStore(t, crawlstate.WithClock(clock))
+	ctx := context.Background()
 	const lease = time.Minute
 	steps := []struct {
 		name  string
