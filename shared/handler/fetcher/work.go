@@ -101,6 +101,7 @@ func workOf(ds []*delivery) []*work {
 			for _, one := range d.msg.Split() {
 				d.work = append(d.work, newWork(d, one))
 			}
+			d.work = onePoison(d.work)
 		}
 		for _, w := range d.work {
 			w.n = len(all)
@@ -110,12 +111,39 @@ func workOf(ds []*delivery) []*work {
 	return all
 }
 
+// onePoison leaves one piece of poison among a message's work, whose reason names every bad URL:
+// the message is quarantined once, under its id, with all its reasons.
+func onePoison(ws []*work) []*work {
+	var first *work
+	var reasons []error
+	out := ws[:0]
+	for _, w := range ws {
+		if w.bad == nil {
+			out = append(out, w)
+			continue
+		}
+		if inner := errors.Unwrap(w.bad); inner != nil {
+			reasons = append(reasons, inner) // the class once, on the joined error
+		} else {
+			reasons = append(reasons, w.bad)
+		}
+		if first == nil {
+			first = w
+			out = append(out, w)
+		}
+	}
+	if len(reasons) > 1 {
+		first.bad = errclass.New(errclass.Poison, errors.Join(reasons...))
+	}
+	return out
+}
+
 // newWork returns the work of one URL of d.
 func newWork(d *delivery, m *message.Fetch) *work {
 	w := &work{d: d, msg: m, group: m.Group}
 	u, err := urlnorm.Normalize(m.URL)
 	if err != nil {
-		w.bad = errclass.Errorf(errclass.Poison, "fetch message url: %v", err)
+		w.bad = errclass.Errorf(errclass.Poison, "fetch message url %q: %v", m.URL, err)
 		return w
 	}
 	w.u, w.key = u, urlnorm.Key(u.String())
