@@ -98,7 +98,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.StringVar(&o.ProxyRotation, "proxy-rotation", httpfetch.RotatePerRequest, "request: the proxies take turns; host: all of a host's requests through one proxy while it is up")
 	fs.BoolVar(&o.JSON, "json", false, "the summary as one JSON document on stdout (for jq and scripts), everything else on stderr")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress line, even on a terminal")
-	fs.DurationVar(&o.StopGrace, "stop-grace", 30*time.Second, "after Ctrl-C (or SIGTERM), how long the batches in flight may take to finish, so that no page is fetched twice; a second Ctrl-C stops at once (0: at once)")
+	fs.DurationVar(&o.StopGrace, "stop-grace", 30*time.Second, "after Ctrl-C (or SIGTERM), how long the requests in flight may take to finish and be stored, so that no page is fetched twice; a second Ctrl-C stops at once (0: at once)")
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the queues the run creates: how long a received message stays hidden")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")

@@ -13,11 +13,13 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 // The steps of one URL, in order: wait for its time; end it if its crawl is stopped or it is done
 // already; check the guard, the opt-out list, a sitemap's lastmod and robots.txt; take the host's
-// place and politeness slot, and the claim; make the request with quick retries; end the URL as
+// place and politeness slot; go back to the queue, unfetched, if `crawl run` stops (turn.Stopping);
+// take the claim; make the request with quick retries (none once the run stops); end the URL as
 // the answer says, or keep the page for the batch's WARC file.
 
 // fetchOne runs one URL up to the fetched response. It returns (nil, nil) when the URL is done
@@ -186,6 +188,11 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	if done, err := h.waitForCircuit(ctx, a.fctx, f, host, &a.probe); done {
 		return nil, err // booking the slot told of a circuit that opened meanwhile
 	}
+	if turn.Stopping(ctx) {
+		// `crawl run` stops (its first Ctrl-C): the GETs in flight finish and are stored, and
+		// this one, not started, waits in the queue for the next run.
+		return nil, h.requeue(ctx, f, 0)
+	}
 	if dup, err := h.claim(ctx, f); dup || err != nil {
 		return nil, err
 	}
@@ -234,6 +241,9 @@ func (h *Handler) get(a *fetching) error {
 	return retry.DoWith(a.fctx, retry.Options{MaxQuick: a.maxQuick, BackOff: a.tries}, func() (time.Duration, error) {
 		if n++; n > 1 && h.circuitShut(a.fctx, a.u.Host) {
 			return 0, errCircuitOpen
+		}
+		if n > 1 && turn.Stopping(a.fctx) {
+			return 0, errSlotBusy // the run stops: a quick retry is a new request, tried next run
 		}
 		if n > 1 && a.interval > 0 {
 			// A quick retry is a request like any other: it takes the host's next slot too.
@@ -284,7 +294,7 @@ func (h *Handler) settle(ctx context.Context, a *fetching, err error) (done bool
 	var spent *retry.Exhausted
 	switch {
 	case errors.Is(err, errSlotBusy):
-		// The host's next slot belongs to another worker: retry through the queue.
+		// The host's next slot belongs to another worker, or the run stops: retry through the queue.
 		return true, h.fail(ctx, f, a.lastErr)
 	case errors.As(err, &spent) && h.policy().Limits(errclass.Of(spent.Err)):
 		// Every request the policy allows is made: the URL failed for good, with its class.
