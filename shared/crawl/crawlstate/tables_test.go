@@ -33,6 +33,14 @@ var tableTests = []struct {
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
 	{"EraseAndMovePage", testEraseAndMovePage},
 	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
+	{"ReplayedRecord", testReplayedRecord},
+	{"RecordAfterATakeoverStaysLost", testRecordAfterATakeoverStaysLost},
+	{"ReplayedAdmission", testReplayedAdmission},
+	{"ReplayedRefetch", testReplayedRefetch},
+	{"ReplayedSkip", testReplayedSkip},
+	{"ReplayedClaim", testReplayedClaim},
+	{"ReplayedUnadmit", testReplayedUnadmit},
+	{"HalfDoneUnadmitFinishes", testHalfDoneUnadmitFinishes},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
