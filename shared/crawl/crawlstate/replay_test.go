@@ -236,3 +236,25 @@ func testHalfDoneUnadmitFinishes(t *testing.T, tb table.Table) {
 	}
 	wantCounts(t, s, crawl, map[string]int64{"seen": 1})
 }
+
+// testTwoOutcomesForOneKey: a message that carried its URL twice gives Record two outcomes for
+// it. One is recorded, the fetched one, and counted once: an update may name an attribute once,
+// and DynamoDB refuses one that does not.
+func testTwoOutcomesForOneKey(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	s, _, _ := faultStore(tb)
+	crawl := crawlName(t)
+	keys := admitted(t, s, crawl, "M", "http://a.test/1")
+	page := Page{WARCKey: "pages/" + crawl + "/a.warc.gz", Offset: 1, Length: 2, FinalURL: "http://a.test/1", Status: 200}
+	outs := []Outcome{
+		{Key: keys[0], URL: "http://a.test/1", State: Failed, Prev: Queued, Cause: errclass.Errorf(errclass.Timeout, "slow"), Redrivable: true, Owner: "M"},
+		{Key: keys[0], URL: "http://a.test/1", State: Fetched, Prev: Queued, Page: &page, Owner: "M"},
+	}
+	if lost, err := s.Record(ctx, crawl, "G", outs); err != nil || len(lost) != 0 {
+		t.Fatalf("Record of two outcomes for one URL = %v, %v", lost, err)
+	}
+	if u, err := s.Get(ctx, crawl, keys[0]); err != nil || u.State != Fetched {
+		t.Errorf("the URL is %q (%v), want fetched", u.State, err)
+	}
+	wantCounts(t, s, crawl, map[string]int64{"seen": 1, "fetched": 1, "failed": 0})
+}

@@ -41,6 +41,7 @@ var tableTests = []struct {
 	{"ReplayedClaim", testReplayedClaim},
 	{"ReplayedUnadmit", testReplayedUnadmit},
 	{"HalfDoneUnadmitFinishes", testHalfDoneUnadmitFinishes},
+	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
