@@ -3,8 +3,12 @@ package crawlstate
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/local/sqlite"
+	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
 // TestOverlappingCopiesOfTheDecidingCheckDecideOnce: two deliveries of one check message (one id,
@@ -47,4 +51,43 @@ func TestOverlappingCopiesOfTheDecidingCheckDecideOnce(t *testing.T) {
 			t.Fatalf("round %d: the end is %q with %s (%v), want pending with %s", round, ch.End, ch.Event, err, decided[0])
 		}
 	}
+}
+
+// TestAReplayedDecisionIsTheCallersOwn: the step that decides the end, applied and sent again by
+// the SDK, is the caller's own decision, not a stale check's: a stale check announces nothing,
+// and the crawl's end would stay pending with no check left to announce it. So is a replayed
+// take-over of a pending end. A copy of the check with the same id, which did not write, is still
+// stale.
+func TestAReplayedDecisionIsTheCallersOwn(t *testing.T) {
+	ctx := context.Background()
+	s, f, _ := faultStore(sqliteTable(t))
+	if err := s.MarkStarted(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	replayNext(t, f, "update", CrawlKey("c"))
+	ch, err := s.StepCheck(ctx, "c", Step{Seq: 0, By: "m0", Event: `{"e":1}`})
+	if err != nil || ch.End != EndPending || ch.Event != `{"e":1}` {
+		t.Fatalf("replayed deciding StepCheck = %+v, %v; want the end decided", ch, err)
+	}
+	if _, err := s.StepCheck(ctx, "c", Step{Seq: 0, By: "m0", Event: `{"e":1}`}); !errors.Is(err, ErrStale) {
+		t.Fatalf("a copy of the deciding check = %v, want ErrStale", err)
+	}
+	replayNext(t, f, "update", CrawlKey("c"))
+	if err := s.TakeEnd(ctx, "c", "m0", "redriven"); err != nil {
+		t.Fatalf("replayed TakeEnd: %v", err)
+	}
+	if err := s.TakeEnd(ctx, "c", "m0", "redriven"); !errors.Is(err, ErrStale) {
+		t.Fatalf("a copy's TakeEnd after the take-over = %v, want ErrStale", err)
+	}
+}
+
+// sqliteTable is a fresh embedded table.
+func sqliteTable(t *testing.T) table.Table {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db.Table("t")
 }

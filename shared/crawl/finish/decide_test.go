@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/port/table/tabletest"
 )
 
 // meetAtStep is the crawl state whose StepCheck holds each caller until n have come: the copies
@@ -63,5 +64,25 @@ func TestOverlappingCopiesOfTheDecidingCheckAnnounceOnce(t *testing.T) {
 	defer f.pub.mu.Unlock()
 	if len(f.pub.ev) != 1 {
 		t.Fatalf("%d events put by two copies of the deciding check, want 1: %+v", len(f.pub.ev), f.pub.ev)
+	}
+}
+
+// TestAReplayedDecisionIsAnnounced: the deciding check's step is applied and its answer lost, and
+// the SDK sends it again. The check still announces the end, once: a check that took its own
+// decision for a stale one would leave the end pending, with no check left to announce it.
+func TestAReplayedDecisionIsAnnounced(t *testing.T) {
+	f := newFixture(t, time.Minute)
+	faults := tabletest.NewFaults(f.scans)
+	f.st = crawlstate.New(faults, crawlstate.WithClock(func() time.Time { return f.now }), crawlstate.WithRunCheck(-1))
+	f.c.State = f.st
+	f.check(t, 0, "m0")
+	f.now = f.now.Add(time.Minute) // quiet: check 1 decides
+	faults.Add(tabletest.Rule{Op: "update", Prefix: crawlstate.CrawlKey(crawl), Nth: 1})
+	f.check(t, 1, "m1")
+	if len(faults.Injected()) != 1 {
+		t.Fatalf("faults injected %v, want the deciding step replayed", faults.Injected())
+	}
+	if len(f.pub.ev) != 1 {
+		t.Fatalf("%d events put, want the end announced once", len(f.pub.ev))
 	}
 }
