@@ -14,7 +14,8 @@ import (
 // table's users. A write that a Replay rule picks is applied, and then sent again, and the second
 // answer is returned: what the SDK's retryer does when DynamoDB applied a write and its answer was
 // lost (a 500 that "may have succeeded", a reset connection). A write that a Fail rule picks is
-// not applied, and fails with ErrInjected. Reads and unpicked writes go through.
+// not applied, and fails with ErrInjected; one that a Lost rule picks is applied, and then fails
+// with ErrInjected, as when the SDK's retries ran out. Reads and unpicked writes go through.
 //
 // Rules are matched in order and each picks by operation, key prefix and the nth write it matches,
 // so a test names the step it breaks ("the second update of a group's item") rather than a moment.
@@ -34,8 +35,9 @@ type Rule struct {
 	Prefix string
 	// Nth picks only the nth write the rule matches (1 is the first); 0 picks every one.
 	Nth int
-	// Fail: the write is not applied and fails with ErrInjected; otherwise it is replayed.
-	Fail bool
+	// Fail: the write is not applied and fails with ErrInjected. Lost: it is applied, and fails
+	// with ErrInjected. Neither: it is applied and replayed.
+	Fail, Lost bool
 }
 
 type rule struct {
@@ -64,7 +66,8 @@ func (f *Faults) Add(rules ...Rule) {
 	}
 }
 
-// Injected lists the faults injected so far, as "replay update <key>" or "fail delete <key>".
+// Injected lists the faults injected so far, as "replay update <key>", "fail delete <key>" or
+// "lose put <key>".
 func (f *Faults) Injected() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -84,8 +87,11 @@ func (f *Faults) pick(op, key string) (r *rule, ok bool) {
 			continue
 		}
 		what := "replay"
-		if r.Fail {
+		switch {
+		case r.Fail:
 			what = "fail"
+		case r.Lost:
+			what = "lose"
 		}
 		f.log = append(f.log, fmt.Sprintf("%s %s %s", what, op, key))
 		return r, true
@@ -105,6 +111,9 @@ func (f *Faults) Put(ctx context.Context, key string, item table.Item, cond tabl
 	if err := f.Table.Put(ctx, key, item, cond); err != nil {
 		return err // not applied: nothing to replay
 	}
+	if r.Lost {
+		return answerLost("put", key)
+	}
 	return f.Table.Put(ctx, key, item, cond)
 }
 
@@ -119,6 +128,9 @@ func (f *Faults) Update(ctx context.Context, key string, u table.Update, cond ta
 	}
 	if it, err := f.Table.Update(ctx, key, u, cond); err != nil {
 		return it, err
+	}
+	if r.Lost {
+		return nil, answerLost("update", key)
 	}
 	return f.Table.Update(ctx, key, u, cond)
 }
@@ -135,7 +147,15 @@ func (f *Faults) Delete(ctx context.Context, key string, cond table.Cond) error 
 	if err := f.Table.Delete(ctx, key, cond); err != nil {
 		return err
 	}
+	if r.Lost {
+		return answerLost("delete", key)
+	}
 	return f.Table.Delete(ctx, key, cond)
+}
+
+// answerLost is the error of an applied write whose answer a Lost rule drops.
+func answerLost(op, key string) error {
+	return fmt.Errorf("%s %s: applied, and its answer lost: %w", op, key, ErrInjected)
 }
 
 var _ table.Table = (*Faults)(nil)
