@@ -112,8 +112,11 @@ type Store struct {
 	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
 	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
 
-	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
-	budgets sync.Map // budget item key -> *blockBudget, this store's block of that budget
+	// writer names this store in the counter shards it writes, and counterLogs holds, for each
+	// crawl, its shard and its writes' sequence (countwrite.go).
+	writer      string
+	counterLogs sync.Map // crawl -> *counterLog
+	budgets     sync.Map // budget item key -> *blockBudget, this store's block of that budget
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
@@ -124,7 +127,7 @@ const DefaultRetention = 30 * 24 * time.Hour
 
 // New returns a Store on t with DefaultRetention, and the options applied in order.
 func New(t table.Table, opts ...Option) *Store {
-	s := &Store{t: t, now: time.Now, retention: DefaultRetention}
+	s := &Store{t: t, now: time.Now, retention: DefaultRetention, writer: newWriter()}
 	for _, o := range opts {
 		o(s)
 	}

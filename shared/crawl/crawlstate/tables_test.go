@@ -42,6 +42,7 @@ var tableTests = []struct {
 	{"ReplayedUnadmit", testReplayedUnadmit},
 	{"HalfDoneUnadmitFinishes", testHalfDoneUnadmitFinishes},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
+	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
