@@ -43,6 +43,7 @@ var tableTests = []struct {
 	{"HalfDoneUnadmitFinishes", testHalfDoneUnadmitFinishes},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
+	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
