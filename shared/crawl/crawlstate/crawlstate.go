@@ -14,6 +14,15 @@
 // its outcome are written in its group's item (outcomes.go), one write for all of a fetch
 // message's URLs each. Get and ScanURLs read a URL's state from there.
 //
+// Every write survives its own replay (DESIGN invariant 10). When DynamoDB applies a write and
+// its answer is lost, the SDK sends it again, and a conditional write may then fail on its own
+// first attempt's result. So each write that can tell its success from another's does, from the
+// item as it was, which a failed condition returns: an outcome by its writer's token or its WARC
+// record's place (Record, SkipQueued), an admission by its batch's random group (AdmitIn), a
+// refetch by its owner and lease, the end's decision and take-over by a token (finish.go).
+// Counters and budget blocks, which ADD, number each store's writes (countwrite.go, block.go), so
+// they count once. An update names each attribute once (table.Update.Check).
+//
 // The table's key layout is in one place, keys.go.
 package crawlstate
 
