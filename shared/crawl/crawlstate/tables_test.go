@@ -44,6 +44,7 @@ var tableTests = []struct {
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
+	{"ReplayedSlotWrites", testReplayedSlotWrites},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
