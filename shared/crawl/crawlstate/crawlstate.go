@@ -74,6 +74,8 @@ const (
 	// On the crawl item: why and when the crawl stopped admitting URLs (see BudgetOpen).
 	attrStopped   = "stopped"
 	attrStoppedAt = "stoppedAt"
+	// attrTok is a refused URL's write token (Reject).
+	attrTok = "k"
 )
 
 // ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
@@ -366,13 +368,17 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 	if err != nil {
 		return false, err
 	}
+	// A random token (9 bytes) tells this write's replay from another refusal of the URL.
+	tok := randomTag()
 	item := table.Item{
 		attrState: string(Skipped), attrClass: string(class), attrDetail: safelog.Truncate(cause.Error()),
-		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires,
+		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires, attrTok: tok,
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
-	if _, dup := table.IsConditionFailed(err); dup {
+	if cf, dup := table.IsConditionFailed(err); dup && cf.Item.String(attrTok) != tok {
 		return false, nil
+	} else if dup {
+		err = nil // its own refusal, sent again
 	}
 	if err != nil {
 		return false, fmt.Errorf("reject %s: %w", rawURL, err)

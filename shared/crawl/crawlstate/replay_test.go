@@ -258,3 +258,30 @@ func testTwoOutcomesForOneKey(t *testing.T, tb table.Table) {
 	}
 	wantCounts(t, s, crawl, map[string]int64{"seen": 1, "fetched": 1, "failed": 0})
 }
+
+// testReplayedRejectAndReopen: a refusal whose answer was lost is recorded and counted once, and
+// so is its reopening, which says the URL is to be sent again (a reopening taken for another
+// worker's is left alone: the URL would be forgotten and never sent).
+func testReplayedRejectAndReopen(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	s, f, _ := faultStore(tb)
+	crawl := crawlName(t)
+	key := urlnorm.Key("http://a.test/x")
+	replayNext(t, f, "put", URLKey(crawl, key))
+	if ok, err := s.Reject(ctx, crawl, key, "http://a.test/x", 1, errclass.Errorf(errclass.Scope, "excluded")); err != nil || !ok {
+		t.Fatalf("replayed Reject = %v, %v; want it recorded", ok, err)
+	}
+	if ok, err := s.Reject(ctx, crawl, key, "http://a.test/x", 1, errclass.Errorf(errclass.Scope, "excluded")); err != nil || ok {
+		t.Fatalf("Reject again = %v, %v; want it known", ok, err)
+	}
+	wantCounts(t, s, crawl, map[string]int64{"seen": 1, "skipped": 1})
+	u, err := s.Get(ctx, crawl, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayNext(t, f, "delete", URLKey(crawl, key))
+	if ok, err := s.Reopen(ctx, crawl, u); err != nil || !ok {
+		t.Fatalf("replayed Reopen = %v, %v; want the URL reopened", ok, err)
+	}
+	wantCounts(t, s, crawl, map[string]int64{"seen": 0, "skipped": 0})
+}

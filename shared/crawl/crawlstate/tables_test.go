@@ -45,6 +45,7 @@ var tableTests = []struct {
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 	{"ReplayedSlotWrites", testReplayedSlotWrites},
+	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
