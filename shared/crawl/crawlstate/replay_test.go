@@ -285,3 +285,26 @@ func testReplayedRejectAndReopen(t *testing.T, tb table.Table) {
 	}
 	wantCounts(t, s, crawl, map[string]int64{"seen": 0, "skipped": 0})
 }
+
+// testReplayedMovePage: a move of a stored page whose answer was lost is done, not an error.
+func testReplayedMovePage(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	s, f, _ := faultStore(tb)
+	crawl := crawlName(t)
+	keys := admitted(t, s, crawl, "M", "http://a.test/1")
+	page := Page{WARCKey: "pages/" + crawl + "/a.warc.gz", Offset: 1000, Length: 900, FinalURL: "http://a.test/1", Status: 200}
+	if _, err := s.Record(ctx, crawl, "G", []Outcome{{Key: keys[0], URL: "http://a.test/1", State: Fetched, Prev: Queued, Page: &page, Owner: "M"}}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.Get(ctx, crawl, keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayNext(t, f, "update", groupKey(crawl, "G"))
+	if err := s.MovePage(ctx, crawl, u, 100, 900); err != nil {
+		t.Fatalf("replayed MovePage: %v", err)
+	}
+	if moved, err := s.Get(ctx, crawl, keys[0]); err != nil || moved.Page == nil || moved.Page.Offset != 100 {
+		t.Errorf("after MovePage the page is %+v, %v; want it at 100", moved.Page, err)
+	}
+}

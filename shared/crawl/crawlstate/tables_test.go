@@ -46,6 +46,7 @@ var tableTests = []struct {
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 	{"ReplayedSlotWrites", testReplayedSlotWrites},
 	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
+	{"ReplayedMovePage", testReplayedMovePage},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
