@@ -62,8 +62,8 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 		if err != nil && !refused {
 			return nil, fmt.Errorf("claim %d urls of group %s: %w", len(want), group, err)
 		}
-		if !refused {
-			return want, nil
+		if !refused || claimedIn(cf.Item, want, me, now.Add(lease).UnixMilli()) {
+			return want, nil // claimed, now or by this write's first attempt (the SDK's replay)
 		}
 		// Learn from the item as it was which URLs are done, held or gone, and try the others.
 		g := cf.Item
@@ -96,6 +96,19 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 		}
 	}
 	return nil, fmt.Errorf("claim %d urls of group %s: the item kept changing", len(want), group)
+}
+
+// claimedIn reports whether the group's item g holds the URLs of want claimed as ClaimGroup's
+// write claims them, by me until the lease's end: the write's own first attempt, applied, whose
+// replay was refused (a redriven failure's outcome is gone). A lease's end to the millisecond is
+// this write's.
+func claimedIn(g table.Item, want map[string]State, me string, until int64) bool {
+	for k := range want {
+		if g.Has(outcomeAttr(k)) || g.String(ownerAttr(k)) != me || g.Int(leaseAttr(k)) != until {
+			return false
+		}
+	}
+	return true
 }
 
 // Claim takes one URL for owner, in its group (ClaimGroup), reading its item first for the

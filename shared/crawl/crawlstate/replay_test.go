@@ -308,3 +308,30 @@ func testReplayedMovePage(t *testing.T, tb table.Table) {
 		t.Errorf("after MovePage the page is %+v, %v; want it at 100", moved.Page, err)
 	}
 }
+
+// testReplayedClaimOfARedrive: a claim of a redriven failure whose answer was lost is still the
+// claim of a failure: its outcome later counts the URL out of failed, as a tally does.
+func testReplayedClaimOfARedrive(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	s, f, _ := faultStore(tb)
+	crawl := crawlName(t)
+	keys := admitted(t, s, crawl, "M", "http://a.test/1")
+	failed := Outcome{Key: keys[0], URL: "http://a.test/1", State: Failed, Prev: Queued, Cause: errclass.Errorf(errclass.Timeout, "slow"), Redrivable: true, Owner: "M"}
+	if _, err := s.Record(ctx, crawl, "G", []Outcome{failed}); err != nil {
+		t.Fatal(err)
+	}
+	// The claim's first write is refused (a failure, not a queued URL), and its second replayed.
+	f.Add(tabletest.Rule{Op: "update", Prefix: groupKey(crawl, "G"), Nth: 2})
+	got, err := s.ClaimGroup(ctx, crawl, "G", "redrive", nil, time.Minute, keys)
+	if len(f.Injected()) != 1 {
+		t.Fatalf("faults injected %v, want the claim's write replayed", f.Injected())
+	}
+	if err != nil || got[keys[0]] != Failed {
+		t.Fatalf("replayed claim of a redriven failure = %v, %v; want it claimed as failed", got, err)
+	}
+	page := Page{WARCKey: "pages/" + crawl + "/a.warc.gz", Offset: 1, Length: 2, FinalURL: "http://a.test/1", Status: 200}
+	if _, err := s.Record(ctx, crawl, "G", []Outcome{{Key: keys[0], URL: "http://a.test/1", State: Fetched, Prev: got[keys[0]], Page: &page, Owner: "redrive"}}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, s, crawl, map[string]int64{"seen": 1, "fetched": 1, "failed": 0})
+}

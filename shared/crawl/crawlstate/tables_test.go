@@ -47,6 +47,7 @@ var tableTests = []struct {
 	{"ReplayedSlotWrites", testReplayedSlotWrites},
 	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
 	{"ReplayedMovePage", testReplayedMovePage},
+	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
