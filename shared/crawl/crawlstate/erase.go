@@ -91,8 +91,12 @@ func (s *Store) MovePage(ctx context.Context, crawl string, u URL, to Page) erro
 		return fmt.Errorf("outcome of %s: %w", u.Key, err)
 	}
 	attr := outcomeAttr(u.Key)
-	if _, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: string(b)}},
-		table.Eq(attr, u.outcome)); err != nil {
+	_, err = s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: string(b)}},
+		table.Eq(attr, u.outcome))
+	if cf, moved := table.IsConditionFailed(err); moved && cf.Item.String(attr) == string(b) {
+		return nil // its own move, sent again by the SDK
+	}
+	if err != nil {
 		return fmt.Errorf("move the page of %s in its outcome: %w", u.Key, err)
 	}
 	return nil
