@@ -64,7 +64,9 @@ func testEraseAndMovePage(t *testing.T, tb table.Table) {
 	if parsed, err := s.PageParsed(ctx, crawl, moved); err != nil || !parsed {
 		t.Errorf("after MovePage the page parsed under its one-page message's name is parsed: %v, %v; want true", parsed, err)
 	}
-	if err := s.MovePage(ctx, crawl, kept, to); err == nil {
+	elsewhere := to
+	elsewhere.Offset, elsewhere.Length = 5, 5
+	if err := s.MovePage(ctx, crawl, kept, elsewhere); err == nil {
 		t.Error("MovePage from a page that is no longer there: no error")
 	}
 

@@ -301,7 +301,7 @@ func testReplayedMovePage(t *testing.T, tb table.Table) {
 		t.Fatal(err)
 	}
 	replayNext(t, f, "update", groupKey(crawl, "G"))
-	if err := s.MovePage(ctx, crawl, u, 100, 900); err != nil {
+	if err := s.MovePage(ctx, crawl, u, Page{Offset: 100, Length: 900}); err != nil {
 		t.Fatalf("replayed MovePage: %v", err)
 	}
 	if moved, err := s.Get(ctx, crawl, keys[0]); err != nil || moved.Page == nil || moved.Page.Offset != 100 {
