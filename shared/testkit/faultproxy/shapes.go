@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"strconv"
 )
@@ -45,9 +46,13 @@ func internalAnswer(s Service) errorAnswer {
 	}
 }
 
+// dynamoError is a DynamoDB error answer, with the CRC32 of its body that DynamoDB sends and the
+// SDK checks.
 func dynamoError(status int, code, msg string) errorAnswer {
-	h := http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"faultproxy"}}
-	return errorAnswer{status, h, fmt.Appendf(nil, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)}
+	body := fmt.Appendf(nil, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)
+	h := http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"faultproxy"},
+		"X-Amz-Crc32": {strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)}}
+	return errorAnswer{status, h, body}
 }
 
 func sqsError(status int, code, fault, msg string) errorAnswer {

@@ -1,0 +1,502 @@
+package faultproxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/crawlstack/crawlstack/shared/app/cli"
+	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
+	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
+	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
+	"github.com/crawlstack/crawlstack/shared/testkit/faultproxy"
+)
+
+// The chaos crawl: `crawl run --backend aws`, as a user types it, on the emulators through the
+// fault proxy, with every fault kind at a few per cent, once for each of chaosSeeds. The sites
+// count every request and the proxy sees every call the emulators applied, so each run is held
+// to oracles of its own, not to what the crawler says of itself.
+
+// chaosSeeds are the fault schedules' seeds, one run each. CRAWL_CHAOS_SEEDS ("7,8") runs others;
+// seed 0 is the control, the same crawl through the proxy with no fault.
+var chaosSeeds = []uint64{1, 2, 3, 4, 5}
+
+// chaosRates are the faults' shares of the requests each kind can hit. Delay costs a worker the
+// client's timeout each time, so it is rarer.
+var chaosRates = map[faultproxy.Kind]float64{
+	faultproxy.ApplyDrop: 0.02, faultproxy.Apply500: 0.02, faultproxy.Throttle: 0.03,
+	faultproxy.Delay: 0.005, faultproxy.DupInReceive: 0.03, faultproxy.DupLater: 0.03,
+}
+
+// chaosSites are the pages of each loopback site of a run (each page links to 5 others).
+var chaosSites = []int{200, 150, 100}
+
+const (
+	// chaosClientTimeout is the SDK clients' HTTP timeout (CRAWL_AWS_HTTP_TIMEOUT). A receive
+	// long-polls 1 s, so it must be well above that.
+	chaosClientTimeout = 2500 * time.Millisecond
+	// chaosDelay is how long a Delay fault holds an answer: past the client's timeout.
+	chaosDelay = 3 * time.Second
+	// chaosRunTimeout bounds one run: a crawl that never ends fails on it, saying so.
+	chaosRunTimeout = 60 * time.Second
+)
+
+// TestIntegrationChaosCrawl crawls several loopback sites with `crawl run --backend aws` through
+// the fault proxy, once per seed, and holds each run to the guarantees: the crawl ends drained,
+// every page is fetched (no URL lost) and fetched once, every fetched page has a record in the
+// bucket, the counters equal the sites' exact tally, and one end event is written, after the last
+// admission. A failure names the invariant, the URLs, and the faults that hit their items, and
+// the run's whole fault log follows.
+func TestIntegrationChaosCrawl(t *testing.T) {
+	seeds := chaosSeeds
+	if v := os.Getenv("CRAWL_CHAOS_SEEDS"); v != "" {
+		seeds = nil
+		for _, s := range strings.Split(v, ",") {
+			n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				t.Fatalf("CRAWL_CHAOS_SEEDS=%q: %v", v, err)
+			}
+			seeds = append(seeds, n)
+		}
+	}
+	total := 0
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed_%d", seed), func(t *testing.T) {
+			total += chaosRun(t, seed)
+		})
+	}
+	t.Logf("%d pages in all over %d runs", total, len(seeds))
+}
+
+// chaosRun is one run with the schedule of seed; it returns the pages the sites hold.
+func chaosRun(t *testing.T, seed uint64) int {
+	cfg := awstest.Config(t)
+	for _, svc := range []string{"SQS", "DYNAMODB", "S3"} {
+		awstest.RequireService(t, svc)
+	}
+	up, err := faultproxy.UpstreamsFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sites []*e2etest.Site
+	pages := 0
+	for _, n := range chaosSites {
+		sites = append(sites, e2etest.NewSite(t, n, 5))
+		pages += n
+	}
+	calls := &callLog{}
+	rates := chaosRates
+	if seed == 0 {
+		rates = nil // the control: the same crawl through the proxy, with no fault
+	}
+	p, err := faultproxy.Start(faultproxy.Schedule{Seed: seed, Rates: rates, Delay: chaosDelay}, up, faultproxy.WithObserver(calls.add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	name := awstest.UniqueName(t, "chaos")
+	for k, v := range p.Env() {
+		t.Setenv(k, v)
+	}
+	t.Setenv(awsconfig.EnvHTTPTimeout, chaosClientTimeout.String())
+	t.Setenv("CRAWL_TABLE", name)
+	t.Setenv("CRAWL_BUCKET", name)
+	t.Setenv("CRAWL_QUEUE_PREFIX", name+"-")
+	direct := clientsOf(cfg) // the oracle's view: straight to the emulators
+	t.Cleanup(func() { deleteChaosResources(t, direct, name) })
+
+	var seedsTxt strings.Builder
+	for _, s := range sites {
+		seedsTxt.WriteString(s.URL + "\n")
+	}
+	seedFile := filepath.Join(t.TempDir(), "seeds.txt")
+	if err := os.WriteFile(seedFile, []byte(seedsTxt.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	sum, out := runChaosCrawl(t, seedFile)
+	took := time.Since(start)
+	st := crawlstate.New(dynamotable.New(direct.ddb, name))
+	c := &chaosCheck{t: t, p: p, calls: calls, sites: sites, crawl: sum.Crawl, bucket: name, direct: direct, st: st}
+	defer func() {
+		t.Logf("seed %d: %d pages on %d sites in %v; %s", seed, pages, len(sites), took.Round(time.Millisecond), p.Summary())
+		if t.Failed() {
+			t.Logf("crawl output:\n%s", out)
+			t.Logf("fault log of seed %d:\n%s", seed, p.Report())
+		}
+	}()
+	if sum.Crawl == "" {
+		t.Errorf("the crawl did not report (no JSON summary)")
+		return pages
+	}
+	c.drained(sum)
+	c.nothingLostOrTwice()
+	c.records()
+	c.counters(sum)
+	c.oneEndAfterTheLastAdmission(sum)
+	return pages
+}
+
+// runChaosCrawl runs `crawl run --backend aws` on seedFile and returns its JSON summary (empty
+// when it wrote none) and its whole output.
+func runChaosCrawl(t *testing.T, seedFile string) (cli.Summary, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), chaosRunTimeout)
+	defer cancel()
+	args := []string{"run", "--backend", "aws", "--json", "--quiet", "--allow-net", "127.0.0.0/8",
+		"--host-rps", "0", "--host-concurrency", "0", "--visibility", "5s", "--max-receive", "5",
+		"--concurrency", "16", seedFile}
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(ctx, args, &stdout, &stderr)
+	out := fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	if ctx.Err() != nil {
+		t.Errorf("invariant 11 (the end comes): the crawl did not end within %v", chaosRunTimeout)
+	} else if code != cli.ExitOK {
+		t.Errorf("crawl %s: exit %d", strings.Join(args, " "), code)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var sum cli.Summary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Errorf("the last line of stdout is not a JSON summary: %v", err)
+	}
+	return sum, out
+}
+
+// callLog keeps what the proxy saw the emulators apply: the SQS sends, the S3 PUTs and the
+// DynamoDB PutItems (an admission puts its URL item).
+type callLog struct {
+	mu       sync.Mutex
+	sends    []faultproxy.Call
+	puts     []faultproxy.Call
+	putItems []faultproxy.Call
+}
+
+func (l *callLog) add(c faultproxy.Call) {
+	if c.Status/100 != 2 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case c.Service == faultproxy.SQS && (c.Op == "SendMessage" || c.Op == "SendMessageBatch"):
+		l.sends = append(l.sends, c)
+	case c.Service == faultproxy.S3 && c.Op == "PutObject":
+		l.puts = append(l.puts, c)
+	case c.Service == faultproxy.DynamoDB && c.Op == "PutItem":
+		c.Body = nil
+		l.putItems = append(l.putItems, c)
+	}
+}
+
+// chaosCheck holds one run to its oracles.
+type chaosCheck struct {
+	t      *testing.T
+	p      *faultproxy.Proxy
+	calls  *callLog
+	sites  []*e2etest.Site
+	crawl  string
+	bucket string
+	direct clients
+	// st reads the crawl's items straight from the emulator, to explain a failure.
+	st *crawlstate.Store
+}
+
+// pageURLs are every page of every site.
+func (c *chaosCheck) pageURLs() []string {
+	var out []string
+	for _, s := range c.sites {
+		for i := range s.Pages {
+			out = append(out, s.PageURL(i))
+		}
+	}
+	return out
+}
+
+// faultsOn says, for a failure message, what the table holds of url (read straight from the
+// emulator) and which faults hit its URL item and its group's item.
+func (c *chaosCheck) faultsOn(url string) string {
+	n, err := urlnorm.Normalize(url)
+	if err != nil {
+		return " (" + err.Error() + ")"
+	}
+	key := urlnorm.Key(n.String())
+	keys := []string{crawlstate.URLKey(c.crawl, key)}
+	state := "no URL item"
+	if u, err := c.st.Get(ctxT(c.t), c.crawl, key); err == nil {
+		parsed, _ := c.st.PageParsed(ctxT(c.t), c.crawl, u)
+		state = fmt.Sprintf("%s, parse mark %v, group %s", u.State, parsed, crawlstate.GroupOf(u))
+		keys = append(keys, "r#"+c.crawl+"#"+crawlstate.GroupOf(u))
+	}
+	var b strings.Builder
+	for _, f := range c.p.Faults() {
+		for _, k := range keys {
+			if strings.HasSuffix(f.Target, "pk="+k) {
+				b.WriteString("\n      " + f.String())
+				break
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return " [" + state + "; no fault hit its URL or group item: see the S3 and SQS faults in the log]"
+	}
+	return " [" + state + "] after the faults on its URL and group items:" + b.String()
+}
+
+// list names up to 20 URLs, with the faults on each.
+func (c *chaosCheck) list(urls []string) string {
+	sort.Strings(urls)
+	var b strings.Builder
+	for i, u := range urls {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n    ... and %d more", len(urls)-20)
+			break
+		}
+		b.WriteString("\n    " + u + c.faultsOn(u))
+	}
+	return b.String()
+}
+
+// drained: the run says the crawl finished, drained, with nothing pending, failed or dead.
+func (c *chaosCheck) drained(sum cli.Summary) {
+	if !sum.Finished || sum.Pending != 0 || sumDead(sum.DeadLetters) != 0 {
+		c.t.Errorf("invariant 1 (the crawl ends drained): finished %v, %d pending, dead letters %v",
+			sum.Finished, sum.Pending, sum.DeadLetters)
+	}
+	if sum.Event == nil || sum.Event.End != finish.EndDrained {
+		c.t.Errorf("invariant 11: the run announced %+v, want a %q end", sum.Event, finish.EndDrained)
+	}
+}
+
+func sumDead(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// nothingLostOrTwice: by the sites' own counts, every page was requested, and none twice.
+func (c *chaosCheck) nothingLostOrTwice() {
+	var lost, twice []string
+	for _, s := range c.sites {
+		for i := range s.Pages {
+			switch n := s.Hits(pathOf(s, i)); {
+			case n == 0:
+				lost = append(lost, s.PageURL(i))
+			case n > 1:
+				twice = append(twice, fmt.Sprintf("%s (%d requests)", s.PageURL(i), n))
+			}
+		}
+		if n := s.Hits("/private/secret") + s.Hits("/p/nofollow-never-fetched"); n != 0 {
+			c.t.Errorf("site %s: a robots-disallowed or nofollow page was requested %d times", s.URL, n)
+		}
+	}
+	if len(lost) > 0 {
+		c.t.Errorf("invariant 1 (no URL lost): %d pages were never requested:%s", len(lost), c.list(lost))
+	}
+	if len(twice) > 0 {
+		urls := make([]string, len(twice))
+		for i, u := range twice {
+			urls[i], _, _ = strings.Cut(u, " ")
+		}
+		c.t.Errorf("invariant 2 (no duplicate fetches): %d pages were requested more than once: %v\n  their items:%s",
+			len(twice), twice, c.list(urls))
+	}
+}
+
+func pathOf(s *e2etest.Site, i int) string {
+	return strings.TrimPrefix(s.PageURL(i), strings.TrimSuffix(s.URL, "/"))
+}
+
+// records: every page has a record in the bucket, read straight from the emulator.
+func (c *chaosCheck) records() {
+	ctx := ctxT(c.t)
+	got := map[string]int{}
+	prefix := layout.RecordsDir(c.crawl)
+	var token *string
+	for {
+		list, err := c.direct.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix), ContinuationToken: token})
+		if err != nil {
+			c.t.Fatalf("list %s: %v", prefix, err)
+		}
+		for _, o := range list.Contents {
+			c.readRecords(ctx, aws.ToString(o.Key), got)
+		}
+		if !aws.ToBool(list.IsTruncated) {
+			break
+		}
+		token = list.NextContinuationToken
+	}
+	var missing []string
+	for _, u := range c.pageURLs() {
+		if got[u] == 0 {
+			missing = append(missing, u)
+		}
+	}
+	if len(missing) > 0 {
+		c.t.Errorf("invariants 1 and 10 (a record for every fetched page): %d of %d pages have no record under s3://%s/%s (%d records in all):%s",
+			len(missing), len(c.pageURLs()), c.bucket, prefix, len(got), c.list(missing))
+	}
+}
+
+func (c *chaosCheck) readRecords(ctx context.Context, key string, got map[string]int) {
+	obj, err := c.direct.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)})
+	if err != nil {
+		c.t.Fatalf("get %s: %v", key, err)
+	}
+	defer obj.Body.Close()
+	sc := bufio.NewScanner(obj.Body)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var r struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			c.t.Errorf("a record in %s is not JSON: %v", key, err)
+			continue
+		}
+		got[r.URL]++
+	}
+	if err := sc.Err(); err != nil {
+		c.t.Errorf("read %s: %v", key, err)
+	}
+}
+
+// counters: the crawl's counters (the run's summary, the live counters in the table, the end
+// event's) equal the exact tally the sites give: each site's pages fetched, and its
+// /private/secret admitted and skipped by robots.txt.
+func (c *chaosCheck) counters(sum cli.Summary) {
+	pages := int64(len(c.pageURLs()))
+	want := finish.Counts{Seen: pages + int64(len(c.sites)), Fetched: pages, Skipped: int64(len(c.sites))}
+	check := func(what string, seen, fetched, skipped, failed int64) {
+		if seen != want.Seen || fetched != want.Fetched || skipped != want.Skipped || failed != 0 {
+			c.t.Errorf("invariant 10 (the counters count once, and equal the tally): %s say seen %d, fetched %d, skipped %d, failed %d; the sites say seen %d, fetched %d, skipped %d (robots), failed 0",
+				what, seen, fetched, skipped, failed, want.Seen, want.Fetched, want.Skipped)
+		}
+	}
+	check("the run's summary", sum.Seen, sum.Fetched, sum.Skipped, sum.Failed)
+	if sum.Event != nil {
+		e := sum.Event.Counts
+		check("the end event", e.Seen, e.Fetched, e.Skipped, e.Failed)
+	}
+	live, err := c.st.Counters(ctxT(c.t), c.crawl)
+	if err != nil {
+		c.t.Errorf("read the live counters: %v", err)
+		return
+	}
+	check("the live counters", live.Seen, live.Fetched, live.Skipped, live.Failed)
+}
+
+// oneEndAfterTheLastAdmission: the end event is in the bucket once (every PUT of it carried the
+// same event), and the emulators applied its first PUT after the last URL item put and the last
+// message sent to the fetch queue (an admission) and to the schedule queue (a page's links).
+func (c *chaosCheck) oneEndAfterTheLastAdmission(sum cli.Summary) {
+	key := layout.Finished(c.crawl)
+	ctx := ctxT(c.t)
+	obj, err := c.direct.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)})
+	if err != nil {
+		c.t.Errorf("invariant 11: no end event in s3://%s/%s: %v", c.bucket, key, err)
+		return
+	}
+	body, err := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var env struct {
+		DetailType string       `json:"detail-type"`
+		Detail     finish.Event `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.DetailType != finish.DetailType ||
+		env.Detail.EventID != finish.EventID(c.crawl) || env.Detail.End != finish.EndDrained {
+		c.t.Errorf("invariant 11: the end event in the bucket is %s (%v), want crawl %s's drained end", body, err, c.crawl)
+	}
+	c.calls.mu.Lock()
+	defer c.calls.mu.Unlock()
+	var first time.Time
+	bodies := map[[32]byte]bool{}
+	for _, p := range c.calls.puts {
+		if p.Target != c.bucket+"/"+key {
+			continue
+		}
+		bodies[sha256.Sum256(p.Body)] = true
+		if first.IsZero() || p.Answered.Before(first) {
+			first = p.Answered
+		}
+	}
+	if len(bodies) != 1 {
+		c.t.Errorf("invariant 11 (the end is decided once): the end event was written %d different ways", len(bodies))
+	}
+	if first.IsZero() {
+		return
+	}
+	var late []string
+	urlItems := "pk=" + crawlstate.URLKey(c.crawl, "")
+	for _, p := range c.calls.putItems {
+		if p.Answered.After(first) && strings.Contains(p.Target, urlItems) {
+			late = append(late, fmt.Sprintf("PutItem of URL item %s at %s, %v after the end", p.Target,
+				p.Answered.Format("15:04:05.000"), p.Answered.Sub(first)))
+		}
+	}
+	for _, s := range c.calls.sends {
+		if s.Answered.After(first) && (strings.HasSuffix(s.Queue, "-fetch") || strings.HasSuffix(s.Queue, "-schedule")) {
+			late = append(late, fmt.Sprintf("%s to %s at %s, %v after the end", s.Op, s.Target,
+				s.Answered.Format("15:04:05.000"), s.Answered.Sub(first)))
+		}
+	}
+	if len(late) > 0 {
+		c.t.Errorf("invariant 11 (the end comes after the last admission): %d admissions (URL items, sends to the fetch or schedule queue) were applied after the end event was written at %s:\n  %s",
+			len(late), first.Format("15:04:05.000"), strings.Join(late, "\n  "))
+	}
+}
+
+// deleteChaosResources deletes the run's queues, table and bucket, straight on the emulators.
+func deleteChaosResources(t *testing.T, c clients, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, q := range []string{"schedule", "fetch", "parse", "schedule-dlq", "fetch-dlq", "parse-dlq"} {
+		if u, err := c.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-" + q)}); err == nil {
+			_, _ = c.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: u.QueueUrl})
+		}
+	}
+	_, _ = c.ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	var token *string
+	for {
+		list, err := c.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(name), ContinuationToken: token})
+		if err != nil {
+			return
+		}
+		for _, o := range list.Contents {
+			_, _ = c.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key})
+		}
+		if !aws.ToBool(list.IsTruncated) {
+			break
+		}
+		token = list.NextContinuationToken
+	}
+	if _, err := c.s3.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Logf("delete bucket %s: %v", name, err)
+	}
+}
