@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/crawlstack/crawlstack/shared/app/cli"
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
@@ -159,6 +160,7 @@ func chaosRun(t *testing.T, seed uint64) int {
 		return pages
 	}
 	c.drained(sum)
+	c.queuesEmpty(name)
 	c.nothingLostOrTwice()
 	c.records()
 	c.counters(sum)
@@ -296,6 +298,36 @@ func (c *chaosCheck) drained(sum cli.Summary) {
 	}
 	if sum.Event == nil || sum.Event.End != finish.EndDrained {
 		c.t.Errorf("invariant 11: the run announced %+v, want a %q end", sum.Event, finish.EndDrained)
+	}
+}
+
+// queuesEmpty: straight from the emulator, the run's six queues hold no message, visible, in
+// flight or delayed.
+func (c *chaosCheck) queuesEmpty(name string) {
+	ctx := ctxT(c.t)
+	var left []string
+	for _, q := range []string{"schedule", "fetch", "parse", "schedule-dlq", "fetch-dlq", "parse-dlq"} {
+		u, err := c.direct.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-" + q)})
+		if err != nil {
+			c.t.Errorf("find queue %s: %v", q, err)
+			continue
+		}
+		out, err := c.direct.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u.QueueUrl,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		if err != nil {
+			c.t.Errorf("depth of queue %s: %v", q, err)
+			continue
+		}
+		for k, v := range out.Attributes {
+			if v != "0" {
+				left = append(left, fmt.Sprintf("%s %s=%s", q, k, v))
+			}
+		}
+	}
+	if len(left) > 0 {
+		sort.Strings(left)
+		c.t.Errorf("invariant 1 (the crawl ends drained): the queues, read straight from the emulator, still hold messages: %s", strings.Join(left, ", "))
 	}
 }
 
