@@ -128,7 +128,7 @@ func chaosRun(t *testing.T, seed uint64) int {
 	t.Setenv("CRAWL_TABLE", name)
 	t.Setenv("CRAWL_BUCKET", name)
 	t.Setenv("CRAWL_QUEUE_PREFIX", name+"-")
-	direct := clientsOf(cfg) // the oracle's view: straight to the emulators
+	direct := clientsAt(cfg, up) // the oracle's view: straight to the emulators
 	t.Cleanup(func() {
 		start := time.Now()
 		deleteChaosResources(t, direct, name)
@@ -159,12 +159,16 @@ func chaosRun(t *testing.T, seed uint64) int {
 		t.Errorf("the crawl did not report (no JSON summary)")
 		return pages
 	}
+	crawled := p.Requests()
 	c.drained(sum)
 	c.queuesEmpty(name)
 	c.nothingLostOrTwice()
 	c.records()
 	c.counters(sum)
 	c.oneEndAfterTheLastAdmission(sum)
+	if n := p.Requests() - crawled; n != 0 {
+		t.Errorf("the checks made %d requests through the proxy: an oracle must read the emulators directly", n)
+	}
 	return pages
 }
 
@@ -434,7 +438,7 @@ func (c *chaosCheck) counters(sum cli.Summary) {
 	want := finish.Counts{Seen: pages + int64(len(c.sites)), Fetched: pages, Skipped: int64(len(c.sites))}
 	check := func(what string, seen, fetched, skipped, failed int64) {
 		if seen != want.Seen || fetched != want.Fetched || skipped != want.Skipped || failed != 0 {
-			c.t.Errorf("invariant 10 (the counters count once, and equal the tally): %s say seen %d, fetched %d, skipped %d, failed %d; the sites say seen %d, fetched %d, skipped %d (robots), failed 0",
+			c.t.Errorf("invariant 10 (the counters count once, and equal the tally): %s: seen %d, fetched %d, skipped %d, failed %d; the sites say seen %d, fetched %d, skipped %d (robots), failed 0",
 				what, seen, fetched, skipped, failed, want.Seen, want.Fetched, want.Skipped)
 		}
 	}

@@ -38,6 +38,9 @@
 // the operation, the kind and the table, key, bucket, object or queue it hit. Proxy.Counts counts
 // them by kind.
 //
-// Proxy.Observe sees every request the emulators applied, with the time its answer came back:
-// tests use it as an oracle of their own for what reached the emulators and when.
+// An observer (WithObserver) sees every request the emulators applied, with the time its answer
+// came back: tests use it as an oracle of their own for what reached the emulators and when.
+//
+// TestIntegrationChaosCrawl, beside the proxy's own tests, runs `crawl run --backend aws` through
+// it with every fault kind at a few per cent, over 5 seeds (docs/localstack.md).
 package faultproxy

@@ -55,7 +55,7 @@ func newRig(t *testing.T, s faultproxy.Schedule, maxAttempts int, timeout time.D
 			t.Logf("fault log:\n%s", p.Report())
 		}
 	})
-	r := &rig{p: p, direct: clientsOf(cfg), timeout: timeout}
+	r := &rig{p: p, direct: clientsAt(cfg, up), timeout: timeout}
 	via := cfg.Copy()
 	if maxAttempts > 0 {
 		via.RetryMaxAttempts = maxAttempts
@@ -74,9 +74,18 @@ func newRig(t *testing.T, s faultproxy.Schedule, maxAttempts int, timeout time.D
 	return r
 }
 
-func clientsOf(cfg aws.Config) clients {
-	c := awsconfig.NewClients(cfg)
-	return clients{ddb: c.DynamoDB, sqs: c.SQS, s3: c.S3}
+// clientsAt returns clients of cfg that call the endpoints up. The SDK reads the
+// AWS_ENDPOINT_URL_* variables when a request is made, not when the client is built, so a client
+// that must not go through the proxy names its endpoint itself.
+func clientsAt(cfg aws.Config, up faultproxy.Upstreams) clients {
+	return clients{
+		ddb: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(up.DynamoDB) }),
+		sqs: sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(up.SQS) }),
+		s3: s3.NewFromConfig(cfg, func(o *s3.Options) {
+			o.BaseEndpoint = aws.String(up.S3)
+			awsconfig.S3Options(o)
+		}),
+	}
 }
 
 func ctxT(t *testing.T) context.Context {
