@@ -64,7 +64,7 @@ const (
 	// chaosDelay is how long a Delay fault holds an answer: past the client's timeout.
 	chaosDelay = 3 * time.Second
 	// chaosRunTimeout bounds one run: a crawl that never ends fails on it, saying so.
-	chaosRunTimeout = 60 * time.Second
+	chaosRunTimeout = 90 * time.Second
 )
 
 // TestIntegrationChaosCrawl crawls several loopback sites with `crawl run --backend aws` through
