@@ -60,9 +60,9 @@ var chaosSites = []int{160, 140, 100}
 const (
 	// chaosClientTimeout is the SDK clients' HTTP timeout (CRAWL_AWS_HTTP_TIMEOUT). A receive
 	// long-polls 1 s, so it must be well above that.
-	chaosClientTimeout = 2500 * time.Millisecond
+	chaosClientTimeout = 2 * time.Second
 	// chaosDelay is how long a Delay fault holds an answer: past the client's timeout.
-	chaosDelay = 3 * time.Second
+	chaosDelay = 2500 * time.Millisecond
 	// chaosRunTimeout bounds one run: a crawl that never ends fails on it, saying so.
 	chaosRunTimeout = 90 * time.Second
 )
@@ -129,11 +129,7 @@ func chaosRun(t *testing.T, seed uint64) int {
 	t.Setenv("CRAWL_BUCKET", name)
 	t.Setenv("CRAWL_QUEUE_PREFIX", name+"-")
 	direct := clientsAt(cfg, up) // the oracle's view: straight to the emulators
-	t.Cleanup(func() {
-		start := time.Now()
-		deleteChaosResources(t, direct, name)
-		t.Logf("deleted the run's queues, table and bucket in %v", time.Since(start).Round(time.Millisecond))
-	})
+	t.Cleanup(func() { deleteChaosResources(t, direct, name) })
 
 	var seedsTxt strings.Builder
 	for _, s := range sites {
@@ -179,7 +175,7 @@ func runChaosCrawl(t *testing.T, seedFile string) (cli.Summary, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), chaosRunTimeout)
 	defer cancel()
 	args := []string{"run", "--backend", "aws", "--json", "--quiet", "--allow-net", "127.0.0.0/8",
-		"--host-rps", "0", "--host-concurrency", "0", "--visibility", "3s", "--max-receive", "5",
+		"--host-rps", "0", "--host-concurrency", "0", "--visibility", "2s", "--max-receive", "5",
 		"--concurrency", "16", seedFile}
 	var stdout, stderr bytes.Buffer
 	code := cli.Main(ctx, args, &stdout, &stderr)
