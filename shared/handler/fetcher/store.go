@@ -28,13 +28,14 @@ import (
 // PagesPrefix is where fetch writes its WARC files.
 const PagesPrefix = layout.Pages
 
-// storeAll writes the batch's pages as one WARC file per crawl, sends their parse messages and
-// records them as fetched. It returns the work (by work.n) that must be tried again.
-func (h *Handler) storeAll(ctx context.Context, pages []fetched) []int {
+// storeAll writes pages of the batch as one WARC file per crawl, sends their parse messages and
+// records them as fetched. It returns the work (by work.n) that must be tried again. last: the
+// batch fetches nothing more, and only waits once its files are written.
+func (h *Handler) storeAll(ctx context.Context, pages []fetched, last bool) []int {
 	order, byCrawl := message.ByCrawl(pages, func(p fetched) string { return p.msg.Crawl })
 	var failed []int
 	for _, crawl := range order {
-		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
+		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl], last)...)
 	}
 	// The outcomes of the records of crawls without a page in this batch.
 	notRecorded, _ := h.record(ctx, "")
@@ -46,7 +47,7 @@ func (h *Handler) storeAll(ctx context.Context, pages []fetched) []int {
 
 // storeCrawl stores the pages of one crawl: one WARC file, their outcomes recorded before their
 // parse messages go out (the outbox). It returns the work (by work.n) that must be tried again.
-func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []int {
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched, last bool) []int {
 	now := h.now().UTC()
 	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
 	file, err := assemble(key, now, pages)
@@ -67,8 +68,10 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	if err != nil {
 		return h.retryAll(crawl, pages, err)
 	}
-	// Only the sync is left to wait for: a spare batch may fetch meanwhile (`crawl run`).
-	turn.GiveBack(ctx)
+	if last {
+		// Only the sync is left to wait for: a spare batch may fetch meanwhile (`crawl run`).
+		turn.GiveBack(ctx)
+	}
 	if err := <-synced; err != nil {
 		// The file is whole but may not survive a power loss: write it again, durably.
 		h.log.Warn("sync the fetched pages; writing them again", "key", key, "err", err.Error())

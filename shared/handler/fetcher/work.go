@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -153,17 +152,15 @@ func newWork(d *delivery, m *message.Fetch) *work {
 	return w
 }
 
-// fetchAll runs each piece of work up to its fetched response, Concurrency at once, and returns
-// the pages to store and which pieces failed.
-func (h *Handler) fetchAll(ctx context.Context, all []*work) (pages []fetched, failed []bool) {
+// fetchAll runs each piece of work, Concurrency at once, and stores the fetched pages: at the end,
+// or earlier in parts when they fill the memory budget (kept.go). It returns which pieces failed.
+func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 	failed = make([]bool, len(all))
-	var mu sync.Mutex
+	ctx, k := withKept(ctx, h)
 	ids := sqsbatch.Each(len(all), h.cfg.Concurrency, strconv.Itoa, func(i int) error {
 		f, err := h.runOne(ctx, all[i])
 		if err == nil && f != nil {
-			mu.Lock()
-			pages = append(pages, *f)
-			mu.Unlock()
+			k.add(*f)
 		}
 		return err
 	})
@@ -171,7 +168,11 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (pages []fetched, f
 		i, _ := strconv.Atoi(id)
 		failed[i] = true
 	}
-	return pages, failed
+	k.store(true)
+	for n := range k.failed {
+		failed[n] = true
+	}
+	return failed
 }
 
 // runOne works on one URL as sqsbatch.Runner works on a record (Runner.One): in a span of its own,
