@@ -12,7 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -54,7 +57,11 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched,
 	if err != nil {
 		return h.retryAll(crawl, pages, err)
 	}
-	durable, err := h.putFile(ctx, key, file)
+	var durable func() error
+	err = h.again(ctx, func() (err error) {
+		durable, err = h.putFile(ctx, key, file)
+		return err
+	})
 	if err != nil {
 		return h.retryAll(crawl, pages, err)
 	}
@@ -87,6 +94,16 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched,
 		}
 	}
 	return append(failed, h.sendParse(ctx, crawl, key, pages, refs, parts, recorded)...)
+}
+
+// storeTries bounds the tries of a write that stores or records fetched pages: a transient failure
+// is tried again in place, with the crawler's backoff (about 4 s in all), rather than failing the
+// pages' messages, whose redeliveries would fetch them again.
+const storeTries = 4
+
+// again runs op until it succeeds, at most storeTries times.
+func (h *Handler) again(ctx context.Context, op func() error) error {
+	return backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(retry.NewBackOff(), storeTries-1), ctx))
 }
 
 // retryAll fails every page of a crawl that could not be stored. The URLs keep their claims: a
