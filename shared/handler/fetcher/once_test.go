@@ -119,3 +119,22 @@ func TestAFailedStoreOrRecordFetchesNoPageAgain(t *testing.T) {
 		})
 	}
 }
+
+// A message that names one URL twice fetches it once, and records one outcome for it.
+func TestAURLNamedTwiceInAMessageIsFetchedOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	strict := &strictOutcomes{Outcomes: e.state}
+	h := e.handlerWith(func(d *fetcher.Deps) { d.Outcomes = strict })
+	if failed := embedtest.Failures(t, h.Handle, e.severalURLs("m", "/", "/about", "/")); len(failed) > 0 {
+		t.Fatalf("failed %v, want none", failed)
+	}
+	if len(strict.twice) > 0 {
+		t.Errorf("a Record named %v twice", strict.twice)
+	}
+	if n := e.site.hitsOf("/"); n != 1 {
+		t.Errorf("/ requested %d times, want 1", n)
+	}
+	if it := e.item("/"); it.State != crawlstate.Fetched {
+		t.Errorf("/ = %+v, want fetched", it)
+	}
+}

@@ -97,10 +97,7 @@ func workOf(ds []*delivery) []*work {
 			continue
 		}
 		if d.msg != nil {
-			for _, one := range d.msg.Split() {
-				d.work = append(d.work, newWork(d, one))
-			}
-			d.work = onePoison(d.work)
+			d.work = onePoison(onceEach(d, d.msg.Split()))
 		}
 		for _, w := range d.work {
 			w.n = len(all)
@@ -108,6 +105,24 @@ func workOf(ds []*delivery) []*work {
 		}
 	}
 	return all
+}
+
+// onceEach returns the work of d's URLs, one piece for each: a URL the message names twice is
+// worked on once, so that it is fetched once and its group's record names it once.
+func onceEach(d *delivery, urls []*message.Fetch) []*work {
+	seen := make(map[string]bool, len(urls))
+	ws := make([]*work, 0, len(urls))
+	for _, one := range urls {
+		w := newWork(d, one)
+		if w.bad == nil {
+			if seen[w.key] {
+				continue
+			}
+			seen[w.key] = true
+		}
+		ws = append(ws, w)
+	}
+	return ws
 }
 
 // onePoison leaves one piece of poison among a message's work, whose reason names every bad URL:
