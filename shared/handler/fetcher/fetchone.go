@@ -95,7 +95,7 @@ func (h *Handler) endIfDone(ctx context.Context, f *fetched) (done bool, err err
 	if !cameBack(f.w) {
 		return false, nil
 	}
-	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, m.Prev)
+	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, f.w.prev())
 	switch {
 	case err != nil:
 		return true, err

@@ -5,12 +5,18 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
@@ -136,5 +142,120 @@ func TestAURLNamedTwiceInAMessageIsFetchedOnce(t *testing.T) {
 	}
 	if it := e.item("/"); it.State != crawlstate.Fetched {
 		t.Errorf("/ = %+v, want fetched", it)
+	}
+}
+
+// gate is a site whose /gated answers 503 with a long Retry-After to its first GET, and holds its
+// second until released.
+type gate struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	hits    int
+	second  chan struct{} // closed when the second GET comes in
+	release chan struct{}
+}
+
+func newGate(t *testing.T) *gate {
+	g := &gate{second: make(chan struct{}), release: make(chan struct{})}
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/gated" {
+			http.NotFound(w, r)
+			return
+		}
+		g.mu.Lock()
+		g.hits++
+		n := g.hits
+		g.mu.Unlock()
+		switch n {
+		case 1:
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		case 2:
+			close(g.second)
+			select {
+			case <-g.release:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, page)
+	}))
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+func (g *gate) gets() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hits
+}
+
+// recordOf is a record of id on its receives-th receive carrying the fetch message of raw, admitted.
+func (e *env) recordOf(id, raw string, receives int) events.SQSMessage {
+	e.t.Helper()
+	rec := e.record(id, "/", receives)
+	m := message.Fetch{Header: message.Header{Crawl: crawl}, Target: message.Target{URL: raw, Root: raw, Depth: 1}}
+	body, err := message.Encode(m)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rec.Body = body
+	e.admit(m.URL, m.Root, m.Depth)
+	return rec
+}
+
+// A message that claimed its URL and re-queued it for a long Retry-After hands its claim to the
+// new message (Target.Prev), with no write. If its invocation then dies (a timeout, an OOM), SQS
+// delivers it again, and its redelivery claims the URL again. The new message, coming in while
+// the redelivery fetches, must not take that claim over as the one it was handed: the URL is
+// fetched once more, not twice.
+func TestAHandedOnClaimDoesNotPassOnceItsOwnerClaimsAgain(t *testing.T) {
+	e := newEnv(t, nil)
+	g := newGate(t)
+	h := e.handlerWith(nil)
+	a := e.recordOf("A", g.srv.URL+"/gated", 1)
+	if failed := embedtest.Failures(t, h.Handle, a); len(failed) > 0 {
+		t.Fatalf("failed %v, want the 503 re-queued", failed)
+	}
+	back := e.received(fetchQ)
+	if len(back) != 1 {
+		t.Fatalf("%d messages re-queued, want 1", len(back))
+	}
+	b := e.record("B", "/", 1)
+	b.Body = back[0].Body
+	// A's invocation died after the re-queue: it comes back, and B's wait is over.
+	e.clock.set(time.Now().Add(2 * time.Hour))
+	again := a
+	again.Attributes = maps.Clone(a.Attributes)
+	again.Attributes["ApproximateReceiveCount"] = "2"
+	done := make(chan events.SQSEventResponse, 1)
+	go func() {
+		resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{again}})
+		done <- resp
+	}()
+	select {
+	case <-g.second: // the redelivery holds the claim, and its GET is in
+	case <-time.After(20 * time.Second):
+		t.Fatal("A's redelivery made no request")
+	}
+	if failed := embedtest.Failures(t, h.Handle, b); len(failed) > 0 {
+		t.Errorf("B failed %v, want it ended as a duplicate", failed)
+	}
+	close(g.release)
+	select {
+	case resp := <-done:
+		if len(resp.BatchItemFailures) > 0 {
+			t.Errorf("A's redelivery failed %v", resp.BatchItemFailures)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("A's redelivery did not end")
+	}
+	if n := g.gets(); n != 2 {
+		t.Errorf("/gated requested %d times, want 2 (the 503, then once)", n)
+	}
+	u, err := e.state.Get(context.Background(), crawl, keyOf(t, g.srv.URL+"/gated"))
+	if err != nil || u.State != crawlstate.Fetched {
+		t.Errorf("/gated = %q (err %v), want fetched", u.State, err)
 	}
 }

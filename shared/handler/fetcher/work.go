@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -61,8 +62,40 @@ type work struct {
 	bad        error
 }
 
-// owner is the claim's owner of the work's URL: its message's id.
-func (w *work) owner() string { return w.d.rec.MessageId }
+// owner is the claim's owner of the work's URL: its message's delivery (ownerOf).
+func (w *work) owner() string { return ownerOf(w.d.rec.MessageId, w.receives()) }
+
+// prev lists the owners whose claims on the work's URL pass to it: those its message names
+// (message.Target.Prev), and its message's earlier deliveries.
+func (w *work) prev() []string {
+	out := slices.Clone(w.msg.Prev)
+	for r := 1; r < w.receives(); r++ {
+		out = append(out, ownerOf(w.d.rec.MessageId, r))
+	}
+	return out
+}
+
+// ownerOf names the owner of the claims that a message's receives-th delivery makes: the
+// message's id on its first delivery, and id#n on a later one. A claim handed on to a re-queued
+// message (message.Target.Prev) then passes from the delivery that handed it on, and only while
+// that delivery's claim stands: a later delivery of the same message, after an invocation that
+// died between the re-queue and its end (a timeout, an OOM), claims the URL under a name of its
+// own, and the re-queued message that comes in while it fetches finds the URL held by another
+// instead of taking the claim over and fetching it too.
+func ownerOf(id string, receives int) string {
+	if receives <= 1 {
+		return id
+	}
+	return id + "#" + strconv.Itoa(receives)
+}
+
+// handOn marks m as re-queued by the deliveries of the message id up to its upTo-th, each of
+// which may hold the claims of m's URLs (message.Fetch.Requeued).
+func handOn(m *message.Fetch, id string, upTo int) {
+	for r := 1; r <= upTo; r++ {
+		m.Requeued(ownerOf(id, r), false)
+	}
+}
 
 // receives is the receive count of the work's message.
 func (w *work) receives() int { return sqsbatch.ReceiveCount(w.d.rec) }
@@ -236,7 +269,7 @@ func (h *Handler) sendBack(ctx context.Context, d *delivery, again []*work) bool
 	entries := make([]queue.Entry, len(again))
 	for i, w := range again {
 		one := *w.msg
-		one.Requeued(d.rec.MessageId, false)
+		handOn(&one, d.rec.MessageId, w.receives())
 		body, err := message.Encode(&one)
 		if err != nil {
 			h.log.Warn("encode a failed URL to send back alone; the whole message is delivered again",
