@@ -54,7 +54,6 @@ func newMemory(budget, decoded int64) *memory {
 }
 
 // hold is the room one page holds; a nil hold holds nothing. Its methods are safe for concurrent
-// use, but a hold is one GET's. Its methods are safe for concurrent
 // use, but a hold is one GET's.
 type hold struct {
 	m        *memory
@@ -69,25 +68,26 @@ func (m *memory) take(ctx context.Context, flush func()) (*hold, error) {
 	if m == nil {
 		return nil, nil
 	}
-	if err := m.acquire(ctx, m.smalls, smallHold, flush); err != nil {
+	// A GET waiting for a small hold waits for others to end, not for stored pages.
+	if err := m.smalls.Acquire(ctx, smallHold); err != nil {
 		return nil, err
 	}
-	if err := m.acquire(ctx, m.total, smallHold, flush); err != nil {
+	if err := m.acquire(ctx, smallHold, flush); err != nil {
 		m.smalls.Release(smallHold)
 		return nil, err
 	}
 	return &hold{m: m, n: smallHold, small: smallHold, flush: flush}, nil
 }
 
-// acquire takes n of sem, storing the batch's kept pages first if it must wait.
-func (m *memory) acquire(ctx context.Context, sem *semaphore.Weighted, n int64, flush func()) error {
-	if sem.TryAcquire(n) {
+// acquire takes n of the budget, storing the batch's kept pages first if it must wait.
+func (m *memory) acquire(ctx context.Context, n int64, flush func()) error {
+	if m.total.TryAcquire(n) {
 		return nil
 	}
 	m.waiting.Add(1)
 	defer m.waiting.Add(-1)
 	flush()
-	return sem.Acquire(ctx, n)
+	return m.total.Acquire(ctx, n)
 }
 
 // someoneWaits reports whether a GET waits for room: a page kept now is stored at once.
@@ -113,7 +113,7 @@ func (h *hold) grow(ctx context.Context, n int64) error {
 	if more <= 0 {
 		return nil
 	}
-	if err := h.m.acquire(ctx, h.m.total, more, h.flush); err != nil {
+	if err := h.m.acquire(ctx, more, h.flush); err != nil {
 		return err
 	}
 	h.mu.Lock()

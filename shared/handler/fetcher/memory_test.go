@@ -2,6 +2,7 @@ package fetcher_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -36,10 +37,12 @@ import (
 )
 
 // bigSite serves large HTML pages at /big/<n>, with their Content-Length, and counts the GETs of
-// each.
+// each. With gzip, the odd pages come gzipped and chunked: their size is not known before they
+// are read.
 type bigSite struct {
 	srv  *httptest.Server
 	page []byte
+	gz   []byte
 	mu   sync.Mutex
 	hits map[string]int
 }
@@ -57,6 +60,11 @@ func newBigSite(t *testing.T, size int) *bigSite {
 		s.hits[r.URL.Path]++
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/big/")); s.gz != nil && n%2 == 1 {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(s.gz) // no Content-Length: chunked
+			return
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(s.page)))
 		w.Write(s.page)
 	}))
@@ -151,11 +159,17 @@ func (s *bigSite) checkStoredOnce(e *env, n int) map[string]bool {
 }
 
 // A batch of pages larger than its memory budget holds is stored in parts, each page fetched
-// once and readable from its file.
+// once and readable from its file; half of them come without a size, and take the most a page
+// may hold while they are read.
 func TestABatchOverItsBudgetIsStoredInParts(t *testing.T) {
 	const pages, size = 24, 600 << 10
 	e := newEnv(t, nil)
 	s := newBigSite(t, size)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(s.page)
+	zw.Close()
+	s.gz = gz.Bytes()
 	cfg := fetcher.DefaultConfig()
 	cfg.Concurrency, cfg.MaxDecodedBytes, cfg.MemoryBudget = pages, 1<<20, 8<<20
 	h := e.lambdaHandler(cfg)
