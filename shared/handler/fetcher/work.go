@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
@@ -65,14 +64,18 @@ type work struct {
 // owner is the claim's owner of the work's URL: its message's delivery (ownerOf).
 func (w *work) owner() string { return ownerOf(w.d.rec.MessageId, w.receives()) }
 
-// prev lists the owners whose claims on the work's URL pass to it: those its message names
-// (message.Target.Prev), and its message's earlier deliveries.
+// prev lists the owners whose claims on the work's URL pass to it: its message's earlier
+// deliveries, the latest first, then the owners its message names (message.Target.Prev). None is
+// left out: an owner left out that still held the claim would have the message end as a
+// duplicate, and the URL stay claimed with no message to fetch it. The list is at most
+// MaxPrev and maxReceiveCount-1 long, each owner a condition of the claim's write per URL, far
+// below DynamoDB's 4 KB for a condition.
 func (w *work) prev() []string {
-	out := slices.Clone(w.msg.Prev)
-	for r := 1; r < w.receives(); r++ {
+	var out []string
+	for r := w.receives() - 1; r >= 1; r-- {
 		out = append(out, ownerOf(w.d.rec.MessageId, r))
 	}
-	return out
+	return append(out, w.msg.Prev...)
 }
 
 // ownerOf names the owner of the claims that a message's receives-th delivery makes: the
