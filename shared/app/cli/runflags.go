@@ -34,6 +34,7 @@ type RunOptions struct {
 	AllowNet        []string
 	AllowPorts      []int
 	MaxBodyBytes    int64
+	MemoryMB        int
 	FetchTimeout    time.Duration
 	Include         []string
 	Exclude         []string
@@ -90,6 +91,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 		return nil
 	})
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 10<<20, "body bytes read from the wire per page (over it: too_large)")
+	fs.IntVar(&o.MemoryMB, "fetch-memory-mb", 2048, "memory for fetching, in MB: half of it bounds the page bodies and WARC records held at once (0: no bound)")
 	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", d.FetchTimeout, "time for one fetch, redirects and body included")
 	fs.Var((*listFlag)(&o.Include), "include", "a regexp a URL must match (repeatable: any one suffices)")
 	fs.Var((*listFlag)(&o.Exclude), "exclude", "a regexp a URL must not match (repeatable)")
@@ -205,7 +207,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	if len(o.AllowPorts) > 0 {
 		c.Ports = append([]int{80, 443}, o.AllowPorts...)
 	}
-	c.MaxBodyBytes, c.FetchTimeout = o.MaxBodyBytes, o.FetchTimeout
+	c.MaxBodyBytes, c.FetchTimeout, c.FetchMemoryMB = o.MaxBodyBytes, o.FetchTimeout, o.MemoryMB
 	c.BudgetUSD, c.Prices = o.BudgetUSD, o.Prices
 	// A paused crawl's messages come back every few seconds: a resume shows at once, for a
 	// receive and a send per message each time (none billed on the embedded backend).

@@ -71,6 +71,8 @@ type fetching struct {
 	tries       *retry.PolicyBackOff
 	resp        *httpfetch.Response
 	lastErr     error
+	// hold is the request's room in the memory budget (memory.go), the page's once it is kept.
+	hold *hold
 }
 
 // keepWaiting re-sends the work's message when it came before its time: still inside a long
@@ -95,7 +97,7 @@ func (h *Handler) endIfDone(ctx context.Context, f *fetched) (done bool, err err
 	if !cameBack(f.w) {
 		return false, nil
 	}
-	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, m.Prev)
+	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, f.w.prev())
 	switch {
 	case err != nil:
 		return true, err
@@ -162,6 +164,7 @@ func (h *Handler) robotsRefuse(ctx context.Context, f *fetched, rules robots.Dec
 // ends the URL as its answer says.
 func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) {
 	f, host := a.f, a.u.Host
+	var err error
 	// The GET must end in time to store the page inside this invocation (Lambda's deadline).
 	var ok bool
 	if a.fctx, a.maxQuick, ok = h.budget(ctx); !ok {
@@ -175,6 +178,11 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 		return nil, err // the host's circuit is open: no slot, no claim until its probe
 	}
 	defer func() { h.probeSent(ctx, host, a.probe, a.sent) }()
+	// Room for the body before a place or a slot: waiting for it may take a while.
+	if a.hold, err = h.mem.take(a.fctx, flushOf(ctx)); err != nil {
+		return nil, h.fail(ctx, f, err)
+	}
+	defer func() { a.hold.release() }() // nil once the page is kept
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
 	release, err := h.hosts.acquire(a.fctx, host)
@@ -261,7 +269,7 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	fctx, m, u := a.fctx, a.f.msg, a.u
 	start := h.now()
 	a.sent = true
-	r, err := h.http.GetFollowing(conditional(fctx, a.prior), u.String(), h.follow(fctx, m, u, a.crawl.scope))
+	r, err := h.http.GetFollowing(a.hold.with(conditional(fctx, a.prior)), u.String(), h.follow(fctx, m, u, a.crawl.scope))
 	status := 0
 	if r != nil {
 		status = r.Status
@@ -327,7 +335,7 @@ func (h *Handler) keep(ctx context.Context, a *fetching) (*fetched, error) {
 	if unchanged, err := revisit(f, a.prior); err != nil {
 		return nil, h.fail(ctx, f, err)
 	} else if unchanged {
-		return f, nil
+		return h.holdPage(a), nil
 	}
 	if !f.msg.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
 		return nil, h.finish(ctx, f, crawlstate.Skipped,
@@ -337,5 +345,31 @@ func (h *Handler) keep(ctx context.Context, a *fetching) (*fetched, error) {
 	if f.record, err = warcfile.EncodeRecord(storedPage(resp)); err != nil {
 		return nil, h.fail(ctx, f, err)
 	}
-	return f, nil
+	return h.holdPage(a), nil
+}
+
+// holdPage lowers the request's room to what its page holds until it is stored: its records,
+// twice (the file is assembled from them), and its body only for the handoff, which is the one
+// to read it again.
+func (h *Handler) holdPage(a *fetching) *fetched {
+	f := a.f
+	n := 2 * int64(len(f.record.Response)+len(f.record.Request))
+	if h.handoff != nil {
+		n += int64(len(f.resp.Body))
+	} else {
+		f.resp.Body = nil
+	}
+	a.hold.keep(n)
+	f.hold, a.hold = a.hold, nil
+	return f
+}
+
+// flushOf returns what stores the kept pages of the invocation of ctx (kept.go), to make room.
+func flushOf(ctx context.Context) func() {
+	k := keptOf(ctx)
+	return func() {
+		if k != nil {
+			k.flush()
+		}
+	}
 }
