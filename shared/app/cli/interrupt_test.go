@@ -91,21 +91,7 @@ func TestAStopIsBounded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			seeds, started := hangingSite(t)
-			cmd := exec.Command(crawlBin(t), "run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
-				"--fetch-timeout", "2m", "--stop-grace", tt.grace, "--quiet", seeds)
-			cmd.Dir = t.TempDir()
-			// stderr goes to a file, which the test reads while the command writes it.
-			stderrFile, err := os.Create(filepath.Join(cmd.Dir, "stderr"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stderrFile.Close()
-			cmd.Stderr = stderrFile
-			stderr := fileText(stderrFile.Name())
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
+			cmd, stderr := startRun(t, t.TempDir(), runArgs("--stop-grace", tt.grace, seeds))
 			waitUntil(t, "a fetch to hang", func() bool { return started() > 0 })
 			if err := cmd.Process.Signal(os.Interrupt); err != nil {
 				t.Fatal(err)
@@ -118,13 +104,7 @@ func TestAStopIsBounded(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			select {
-			case err = <-exited:
-			case <-time.After(20 * time.Second):
-				t.Fatalf("the run did not stop within 20s\n%s", stderr.String())
-			}
+			err := awaitExit(t, cmd, 20*time.Second, stderr)
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() != ExitInterrupted {
 				t.Errorf("the run ended with %v, want exit %d\n%s", err, ExitInterrupted, stderr.String())
@@ -243,21 +223,8 @@ func TestOneCtrlCFetchesNoPageTwice(t *testing.T) {
 	const pages = 60
 	site, seeds := newHeldSite(t, pages)
 	dir := t.TempDir()
-	args := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--fetch-timeout", "2m",
-		"--stop-grace", "5s", "--quiet", seeds}
-	cmd := exec.Command(crawlBin(t), args...)
-	cmd.Dir = dir
-	stderrFile, err := os.Create(filepath.Join(dir, "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderrFile.Close()
-	cmd.Stderr = stderrFile
-	stderr := fileText(stderrFile.Name())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	args := runArgs("--stop-grace", "5s", seeds)
+	cmd, stderr := startRun(t, dir, args)
 	waitUntil(t, "a GET to be held", func() bool { return site.heldNow() > 0 })
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -267,13 +234,7 @@ func TestOneCtrlCFetchesNoPageTwice(t *testing.T) {
 		return strings.Contains(stderr.String(), "the batches in flight finish first")
 	})
 	site.release()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err = <-exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the run did not stop within 30s\n%s", stderr.String())
-	}
+	err := awaitExit(t, cmd, 30*time.Second, stderr)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != ExitInterrupted {
 		t.Fatalf("the run ended with %v, want exit %d\n%s", err, ExitInterrupted, stderr.String())
@@ -292,5 +253,45 @@ func TestOneCtrlCFetchesNoPageTwice(t *testing.T) {
 	}
 	if r := site.twice(); len(r) != 0 {
 		t.Errorf("%d pages were requested twice (%v), want none\ninterrupted run:\n%s\nresumed run:\n%s", len(r), r, first, second)
+	}
+}
+
+// runArgs are the arguments of a `crawl run` of the loopback sites, with no politeness gap,
+// fetches that take two minutes to time out, and extra.
+func runArgs(extra ...string) []string {
+	return append([]string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0",
+		"--fetch-timeout", "2m", "--quiet"}, extra...)
+}
+
+// startRun starts the crawl command with args in dir; its stderr goes to a file, which the test
+// reads while the command writes it. The command is killed when the test ends.
+func startRun(t *testing.T, dir string, args []string) (*exec.Cmd, fileText) {
+	t.Helper()
+	cmd := exec.Command(crawlBin(t), args...)
+	cmd.Dir = dir
+	stderrFile, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stderrFile.Close() })
+	cmd.Stderr = stderrFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, fileText(stderrFile.Name())
+}
+
+// awaitExit waits for cmd to exit and returns what Wait says, or fails the test after within.
+func awaitExit(t *testing.T, cmd *exec.Cmd, within time.Duration, stderr fileText) error {
+	t.Helper()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(within):
+		t.Fatalf("the run did not stop within %v\n%s", within, stderr.String())
+		return nil
 	}
 }
