@@ -24,7 +24,7 @@
 // Parse marks written before marks named their Links messages name none: for those (a crawl that
 // ran across the change), the quiet time is the only wait, as it was before, which covers one
 // failed delivery of a Links message when Quiet is longer than the schedule queue's visibility
-// timeout (docs/events.md).
+// timeout (docs/operating.md).
 //
 // Exactly once: the crawl item holds the chain's seq and the end (crawlstate.StepCheck). A check
 // whose seq the chain has passed (a duplicate delivery) does nothing. The end is decided by one
