@@ -18,15 +18,21 @@ import (
 )
 
 // A tally (Tally, Drained) counts as it reads, so that its memory does not grow with the crawl's
-// URLs: a crawl of a million pages is tallied in the schedule function's memory. It reads three
-// kinds of item, one scan each:
+// URLs: a crawl of a million pages is tallied in the schedule function's memory and time. It reads
+// three kinds of item:
 //
-//  1. (Drained only) the crawl's messages, m#: the parse marks, kept as 8-byte hashes (one a
-//     parse message: a fetch batch's WARC file), and the Links messages named sent and marked
-//     admitted (links.go), kept as 8-byte hashes until they are matched (one a Links message);
-//  2. the groups, r#: each outcome counts its URL by state and class, and a fetched page whose
-//     parse message has no mark is unparsed;
-//  3. the URL items, u#: each is seen; one refused before its admission counts by its state.
+//   - (Drained only) the crawl's messages, m#: the parse marks, kept as 8-byte hashes (one a parse
+//     message: a fetch batch's WARC file), and the Links messages named sent and marked admitted
+//     (links.go), kept as 8-byte hashes (one a Links message) and matched at the end;
+//   - the groups, r#: each outcome counts its URL by state and class; a fetched page whose parse
+//     message has no mark is unparsed;
+//   - the URL items, u#: each is seen; one refused before its admission counts by its state.
+//
+// Tally reads the groups, then the URL items, one scan each, so that a failed URL's item fills its
+// place in Counters.GaveUp. Drained reads all three in one scan of the whole table, in any order: on
+// DynamoDB a scan reads the whole table whatever its prefix, and DynamoDB Local took three times as
+// long for a scan with a prefix's filter as for one of the whole table. A page read before its
+// parse message's mark is held as the 8-byte hash of its one-page message's name until the end.
 //
 // Every outcome in a group is of a URL admitted in that group, whose item is queued: AdmitIn
 // writes the item before any message can carry the URL, a claim and so an outcome needs a message,
@@ -46,23 +52,14 @@ func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
 // tally is Tally, and with left also the work the items show left (Drained).
 func (s *Store) tally(ctx context.Context, crawl string, left bool) (Counters, Left, error) {
 	t := &tallier{crawl: crawl, withLeft: left, c: Counters{Classes: map[errclass.Class]int64{}}, gaveUp: map[string]int{}}
+	var err error
 	if left {
-		if err := t.readMessages(ctx, s.t); err != nil {
-			return Counters{}, Left{}, err
-		}
+		err = t.readAll(ctx, s.t)
+	} else {
+		err = t.readInOrder(ctx, s.t)
 	}
-	gprefix := groupKey(crawl, "")
-	if err := s.t.Scan(ctx, gprefix, func(key string, it table.Item) error {
-		return t.group(key[len(gprefix):], it)
-	}); err != nil {
-		return Counters{}, Left{}, fmt.Errorf("tally the groups of crawl %s: %w", crawl, err)
-	}
-	uprefix := URLKey(crawl, "")
-	if err := s.t.Scan(ctx, uprefix, func(key string, it table.Item) error {
-		t.url(urlFrom(key[len(uprefix):], it))
-		return nil
-	}); err != nil {
-		return Counters{}, Left{}, fmt.Errorf("tally the urls of crawl %s: %w", crawl, err)
+	if err != nil {
+		return Counters{}, Left{}, err
 	}
 	if t.left.Queued = t.queued - t.outcomes; t.left.Queued < 0 {
 		return Counters{}, Left{}, fmt.Errorf("tally crawl %s: %d outcomes in its groups and %d queued urls: outcomes of urls with no item",
@@ -73,6 +70,76 @@ func (s *Store) tally(ctx context.Context, crawl string, left bool) (Counters, L
 		return Counters{}, Left{}, err
 	}
 	return t.c, t.left, nil
+}
+
+// readInOrder reads the groups, then the URL items: a failed URL's item, read after its outcome,
+// fills its place in the list of failed URLs (Counters.GaveUp).
+func (t *tallier) readInOrder(ctx context.Context, tb table.Table) error {
+	gprefix := groupKey(t.crawl, "")
+	if err := tb.Scan(ctx, gprefix, func(key string, it table.Item) error {
+		return t.group(key[len(gprefix):], it)
+	}); err != nil {
+		return fmt.Errorf("tally the groups of crawl %s: %w", t.crawl, err)
+	}
+	uprefix := URLKey(t.crawl, "")
+	if err := tb.Scan(ctx, uprefix, func(key string, it table.Item) error {
+		t.url(urlFrom(key[len(uprefix):], it))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("tally the urls of crawl %s: %w", t.crawl, err)
+	}
+	return nil
+}
+
+// readAll reads the crawl's messages, groups and URL items in one scan of the whole table, in any
+// order. It lists no failed URLs (Drained's counters have no GaveUp): an outcome and its URL's
+// item come in any order.
+func (t *tallier) readAll(ctx context.Context, tb table.Table) error {
+	t.gaveUp, t.marks, t.pages = nil, map[uint64]bool{}, map[uint64][]uint64{}
+	mprefix, gprefix, uprefix := parsedPrefix(t.crawl), groupKey(t.crawl, ""), URLKey(t.crawl, "")
+	var named, admitted []uint64
+	err := tb.Scan(ctx, "", func(key string, it table.Item) error {
+		switch {
+		case strings.HasPrefix(key, gprefix):
+			return t.group(key[len(gprefix):], it)
+		case strings.HasPrefix(key, uprefix):
+			t.url(urlFrom(key[len(uprefix):], it))
+		case strings.HasPrefix(key, mprefix):
+			rest := key[len(mprefix):]
+			switch {
+			case strings.HasPrefix(rest, linksAdmittedLetter):
+				admitted = appendNames(admitted, it.String(attrLinks))
+			case strings.HasPrefix(rest, linksNoteLetter):
+				named = appendNames(named, it.String(attrLinks))
+			default:
+				if h, ok := markHashOfKey(rest); ok {
+					t.marks[h] = true
+				}
+				named = appendNames(named, it.String(attrLinks))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tally crawl %s: %w", t.crawl, err)
+	}
+	named, admitted = sortedSet(named), sortedSet(admitted)
+	for _, n := range named {
+		if _, ok := slices.BinarySearch(admitted, n); !ok {
+			t.left.Links++
+		}
+	}
+	for msg, pages := range t.pages {
+		if t.marks[msg] {
+			continue
+		}
+		for _, p := range pages {
+			if !t.marks[p] {
+				t.left.Unparsed++
+			}
+		}
+	}
+	return nil
 }
 
 // addCounted adds to c, a tally, what is counted and not recorded on URL items.
@@ -98,49 +165,15 @@ type tallier struct {
 	withLeft bool
 	c        Counters
 	left     Left
-	// marks are the parse marks (markHash), sorted.
-	marks []uint64
+	// marks are the parse marks read (markHash); pages the fetched pages read before their parse
+	// message's mark, by the hash of its name: the hashes of their one-page messages' names.
+	marks map[uint64]bool
+	pages map[uint64][]uint64
 	// outcomes are the outcomes read in the groups; queued the queued URL items.
 	outcomes, queued int64
 	// gaveUp holds, for a failed URL listed in c.GaveUp from its group, its index there until
-	// its item is read (by group + "#" + its short key).
+	// its item is read (by group + "#" + its short key); nil lists none.
 	gaveUp map[string]int
-	// lastMsg and lastParsed are the last parse message looked up, and whether it is marked: the
-	// pages of a group are mostly of one message.
-	lastMsg    string
-	lastParsed bool
-}
-
-// readMessages reads the crawl's parse marks and its Links messages named and admitted, and counts
-// the Links messages left.
-func (t *tallier) readMessages(ctx context.Context, tb table.Table) error {
-	var named, admitted []uint64
-	prefix := parsedPrefix(t.crawl)
-	err := tb.Scan(ctx, prefix, func(key string, it table.Item) error {
-		rest := key[len(prefix):]
-		switch {
-		case strings.HasPrefix(rest, linksAdmittedLetter):
-			admitted = appendNames(admitted, it.String(attrLinks))
-		case strings.HasPrefix(rest, linksNoteLetter):
-			named = appendNames(named, it.String(attrLinks))
-		default:
-			if h, ok := markHashOfKey(rest); ok {
-				t.marks = append(t.marks, h)
-			}
-			named = appendNames(named, it.String(attrLinks))
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("scan the messages of crawl %s: %w", t.crawl, err)
-	}
-	t.marks, named, admitted = sortedSet(t.marks), sortedSet(named), sortedSet(admitted)
-	for _, n := range named {
-		if _, ok := slices.BinarySearch(admitted, n); !ok {
-			t.left.Links++
-		}
-	}
-	return nil
 }
 
 // appendNames appends the hashes of the joined names to hs. A full slice is sorted and rid of
@@ -185,13 +218,14 @@ func markHash(name string) uint64 {
 	return binary.BigEndian.Uint64(sum[:8])
 }
 
-// parsed reports whether the parse message named name is marked done.
-func (t *tallier) parsed(name string) bool {
-	if name != t.lastMsg || t.lastMsg == "" {
-		_, t.lastParsed = slices.BinarySearch(t.marks, markHash(name))
-		t.lastMsg = name
+// page notes a fetched page of file at offset, carried by the parse message msg: unparsed unless
+// msg or the page's one-page message is marked, which a mark read later may yet say.
+func (t *tallier) page(file, msg string, offset int64) {
+	m := markHash(msg)
+	if t.marks[m] {
+		return
 	}
-	return t.lastParsed
+	t.pages[m] = append(t.pages[m], markHash(message.PageName(file, offset)))
 }
 
 // group counts the outcomes a group's item holds.
@@ -220,7 +254,7 @@ func (t *tallier) outcome(group, short, raw string) error {
 	}
 	t.outcomes++
 	t.count(state, st.C)
-	if state == Failed && len(t.c.GaveUp) < MaxGaveUp {
+	if state == Failed && t.gaveUp != nil && len(t.c.GaveUp) < MaxGaveUp {
 		t.gaveUp[group+"#"+short] = len(t.c.GaveUp)
 		t.c.GaveUp = append(t.c.GaveUp, URL{State: Failed, Class: st.C, Detail: st.D}) // its URL comes with its item
 	}
@@ -238,9 +272,7 @@ func (t *tallier) outcome(group, short, raw string) error {
 	if st.P != nil {
 		msg = message.PartName(file, *st.P)
 	}
-	if !t.parsed(msg) && !t.parsed(message.PageName(file, st.O)) {
-		t.left.Unparsed++
-	}
+	t.page(file, msg, st.O)
 	return nil
 }
 
@@ -260,12 +292,11 @@ func (t *tallier) url(u URL) {
 		return
 	}
 	t.count(u.State, u.Class)
-	if u.State == Failed && len(t.c.GaveUp) < MaxGaveUp {
+	if u.State == Failed && t.gaveUp != nil && len(t.c.GaveUp) < MaxGaveUp {
 		t.c.GaveUp = append(t.c.GaveUp, u)
 	}
-	if t.withLeft && u.State == Fetched && !u.Parsed && u.Page != nil &&
-		!t.parsed(u.Page.Msg) && !t.parsed(message.PageName(u.Page.WARCKey, u.Page.Offset)) {
-		t.left.Unparsed++
+	if t.withLeft && u.State == Fetched && !u.Parsed && u.Page != nil {
+		t.page(u.Page.WARCKey, u.Page.Msg, u.Page.Offset)
 	}
 }
 
