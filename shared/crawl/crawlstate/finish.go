@@ -202,8 +202,8 @@ func (l Left) Done() bool { return l.Queued == 0 && l.Unparsed == 0 && l.Links =
 
 // Drained tallies the crawl's items exactly (as Tally does) and counts the work they still show:
 // URLs not ended, fetched pages not parsed, and Links messages sent and not yet admitted (named by
-// a parse mark or a note, not marked admitted: links.go). It scans the table twice, and counts as
-// it reads (tally.go): for the end of a crawl, not for its progress. Its counters list no failed
+// a parse mark or a note, not marked admitted: links.go). It scans the whole table once, and counts
+// as it reads (tally.go): for the end of a crawl, not for its progress. Its counters list no failed
 // URLs (GaveUp); Tally's do.
 func (s *Store) Drained(ctx context.Context, crawl string) (Counters, Left, error) {
 	return s.tally(ctx, crawl, true)

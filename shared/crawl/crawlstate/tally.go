@@ -30,9 +30,9 @@ import (
 //
 // Tally reads the groups, then the URL items, one scan each, so that a failed URL's item fills its
 // place in Counters.GaveUp. Drained reads all three in one scan of the whole table, in any order: on
-// DynamoDB a scan reads the whole table whatever its prefix, and DynamoDB Local took three times as
-// long for a scan with a prefix's filter as for one of the whole table. A page read before its
-// parse message's mark is held as the 8-byte hash of its one-page message's name until the end.
+// DynamoDB a scan reads (and bills) the whole table whatever its prefix, and a drain check must end
+// within the schedule function's timeout. A page read before its parse message's mark is held as
+// the 8-byte hash of its one-page message's name until the end.
 //
 // Every outcome in a group is of a URL admitted in that group, whose item is queued: AdmitIn
 // writes the item before any message can carry the URL, a claim and so an outcome needs a message,
