@@ -82,6 +82,9 @@ func checkFetchFlags(o RunOptions, bad flagProblem) {
 	if o.MaxBodyBytes < 1 {
 		bad("max-body-bytes", o.MaxBodyBytes, "must be at least 1")
 	}
+	if o.MemoryMB < 0 {
+		bad("fetch-memory-mb", o.MemoryMB, "must be 0 (no bound) or more")
+	}
 	if o.FetchTimeout <= 0 {
 		bad("fetch-timeout", o.FetchTimeout, "must be more than 0")
 	}

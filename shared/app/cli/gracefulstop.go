@@ -13,7 +13,7 @@ import (
 // An interrupt in two steps. The first (Ctrl-C, or SIGTERM) ends the run's context, as
 // signalContext does: the runner takes no new batch and gives back those received ahead, and the
 // batches in flight go on to the end, so that their pages are saved and none is fetched again by
-// the next run. The context returned here, under which those batches work, ends at a second
+// the next run; their handlers start no new request (turn.Stopping), so that the end comes soon. The context returned here, under which those batches work, ends at a second
 // interrupt, or when the grace has passed: then they are cut short, as a kill would.
 
 // graceful returns the context the handlers of a run work under: it ends at a second interrupt,

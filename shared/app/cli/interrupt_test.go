@@ -155,3 +155,142 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond) // a poll interval, with the deadline above
 	}
 }
+
+// heldSite serves a demo site that counts the requests of each path. Until release is called, the
+// requests of its pages (not its home page or robots.txt) are held; after, until serve is called,
+// each request that comes is held until the client goes away, as a slow page is: a run that goes
+// on fetching after its first Ctrl-C is cut short by its grace with those requests in flight.
+type heldSite struct {
+	site     *demosite.Site
+	mu       sync.Mutex
+	requests map[string]int
+	held     int
+	released chan struct{}
+	serving  chan struct{}
+}
+
+func newHeldSite(t *testing.T, pages int) (*heldSite, string) {
+	t.Helper()
+	s := &heldSite{site: demosite.New(pages, 6, 500), requests: map[string]int{}, released: make(chan struct{}),
+		serving: make(chan struct{})}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, writeFile(t, "seeds.txt", srv.URL+"/\n")
+}
+
+func (s *heldSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests[r.URL.Path]++
+	s.mu.Unlock()
+	select {
+	case <-s.serving:
+		s.site.ServeHTTP(w, r)
+		return
+	default:
+	}
+	if r.URL.Path == "/" || r.URL.Path == "/robots.txt" {
+		s.site.ServeHTTP(w, r)
+		return
+	}
+	select {
+	case <-s.released:
+		<-r.Context().Done() // a request sent after the interrupt reached the run
+		return
+	default:
+	}
+	s.mu.Lock()
+	s.held++
+	s.mu.Unlock()
+	select {
+	case <-s.released:
+		s.site.ServeHTTP(w, r)
+	case <-r.Context().Done():
+	}
+}
+
+// release lets the held requests go, and holds every later one for good.
+func (s *heldSite) release() { close(s.released) }
+
+// serve serves every request from now on.
+func (s *heldSite) serve() { close(s.serving) }
+
+func (s *heldSite) heldNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+// twice returns the paths requested more than once, robots.txt aside.
+func (s *heldSite) twice() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for p, n := range s.requests {
+		if n > 1 && p != "/robots.txt" {
+			out[p] = n
+		}
+	}
+	return out
+}
+
+// TestOneCtrlCFetchesNoPageTwice interrupts a run once while some of its GETs are in flight, held
+// by the site until the run has the interrupt, with more URLs of the same batch not started. The
+// GETs in flight finish and are stored; the run starts no new GET, so its grace does not run out
+// and cut a batch short; and the next run fetches every page once. On the code before, the batch
+// went on with its other URLs after the interrupt, whose GETs the grace cut short, and the next
+// run fetched them again.
+func TestOneCtrlCFetchesNoPageTwice(t *testing.T) {
+	const pages = 60
+	site, seeds := newHeldSite(t, pages)
+	dir := t.TempDir()
+	args := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--fetch-timeout", "2m",
+		"--stop-grace", "5s", "--quiet", seeds}
+	cmd := exec.Command(crawlBin(t), args...)
+	cmd.Dir = dir
+	stderrFile, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderrFile.Close()
+	cmd.Stderr = stderrFile
+	stderr := fileText(stderrFile.Name())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitUntil(t, "a GET to be held", func() bool { return site.heldNow() > 0 })
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	// The run says so once its stop takes more than a second: it has the interrupt.
+	waitUntil(t, "the run to say it finishes its batches in flight", func() bool {
+		return strings.Contains(stderr.String(), "the batches in flight finish first")
+	})
+	site.release()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run did not stop within 30s\n%s", stderr.String())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitInterrupted {
+		t.Fatalf("the run ended with %v, want exit %d\n%s", err, ExitInterrupted, stderr.String())
+	}
+	first := stderr.String()
+	if strings.Contains(first, "cut short") {
+		t.Errorf("one Ctrl-C cut batches short:\n%s", first)
+	}
+	site.serve()
+	code, stdout, second := runBin(t, dir, nil, args...)
+	if code != ExitOK {
+		t.Fatalf("the resumed run: exit %d\n%s%s", code, stdout, second)
+	}
+	if site.site.Fetched() != pages {
+		t.Errorf("the site served %d distinct pages, want %d", site.site.Fetched(), pages)
+	}
+	if r := site.twice(); len(r) != 0 {
+		t.Errorf("%d pages were requested twice (%v), want none\ninterrupted run:\n%s\nresumed run:\n%s", len(r), r, first, second)
+	}
+}

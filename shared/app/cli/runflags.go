@@ -34,6 +34,7 @@ type RunOptions struct {
 	AllowNet        []string
 	AllowPorts      []int
 	MaxBodyBytes    int64
+	MemoryMB        int
 	FetchTimeout    time.Duration
 	Include         []string
 	Exclude         []string
@@ -90,6 +91,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 		return nil
 	})
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 10<<20, "body bytes read from the wire per page (over it: too_large)")
+	fs.IntVar(&o.MemoryMB, "fetch-memory-mb", 2048, "memory for fetching, in MB: half of it bounds the page bodies and WARC records held at once (0: no bound)")
 	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", d.FetchTimeout, "time for one fetch, redirects and body included")
 	fs.Var((*listFlag)(&o.Include), "include", "a regexp a URL must match (repeatable: any one suffices)")
 	fs.Var((*listFlag)(&o.Exclude), "exclude", "a regexp a URL must not match (repeatable)")
@@ -98,7 +100,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.StringVar(&o.ProxyRotation, "proxy-rotation", httpfetch.RotatePerRequest, "request: the proxies take turns; host: all of a host's requests through one proxy while it is up")
 	fs.BoolVar(&o.JSON, "json", false, "the summary as one JSON document on stdout (for jq and scripts), everything else on stderr")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no live progress line, even on a terminal")
-	fs.DurationVar(&o.StopGrace, "stop-grace", 30*time.Second, "after Ctrl-C (or SIGTERM), how long the batches in flight may take to finish, so that no page is fetched twice; a second Ctrl-C stops at once (0: at once)")
+	fs.DurationVar(&o.StopGrace, "stop-grace", 30*time.Second, "after Ctrl-C (or SIGTERM), how long the requests in flight may take to finish and be stored, so that no page is fetched twice; a second Ctrl-C stops at once (0: at once)")
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the queues the run creates: how long a received message stays hidden")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")
@@ -205,7 +207,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	if len(o.AllowPorts) > 0 {
 		c.Ports = append([]int{80, 443}, o.AllowPorts...)
 	}
-	c.MaxBodyBytes, c.FetchTimeout = o.MaxBodyBytes, o.FetchTimeout
+	c.MaxBodyBytes, c.FetchTimeout, c.FetchMemoryMB = o.MaxBodyBytes, o.FetchTimeout, o.MemoryMB
 	c.BudgetUSD, c.Prices = o.BudgetUSD, o.Prices
 	// A paused crawl's messages come back every few seconds: a resume shows at once, for a
 	// receive and a send per message each time (none billed on the embedded backend).

@@ -64,6 +64,10 @@ type Config struct {
 	ProxiesSecret string
 	MaxBodyBytes  int64
 	FetchTimeout  time.Duration
+	// FetchMemoryMB is the memory of the fetch process, in MB: half of it bounds the bodies and
+	// WARC records it holds at once (fetcher.MemoryBudgetFor; 0: no bound). On Lambda it is the
+	// function's memory (AWS_LAMBDA_FUNCTION_MEMORY_SIZE); CRAWL_FETCH_MEMORY_MB overrides it.
+	FetchMemoryMB int
 
 	// MaxReceive must equal the queues' maxReceiveCount.
 	MaxReceive int
@@ -243,8 +247,8 @@ func (c Config) checkLimits() []error {
 	if _, err := netguard.ParseCIDRs(c.AllowNets); err != nil {
 		errs = append(errs, fmt.Errorf("allow-net: %w", err))
 	}
-	if c.MaxBodyBytes < 0 || c.FetchTimeout < 0 {
-		errs = append(errs, errors.New("max body bytes and fetch timeout must not be negative"))
+	if c.MaxBodyBytes < 0 || c.FetchTimeout < 0 || c.FetchMemoryMB < 0 {
+		errs = append(errs, errors.New("max body bytes, fetch timeout and fetch memory must not be negative"))
 	}
 	if c.BudgetUSD < 0 {
 		errs = append(errs, fmt.Errorf("budget $%v: must be 0 (no budget) or more", c.BudgetUSD))
@@ -427,6 +431,8 @@ func (r *envReader) readFetching(c *Config) {
 			c.Ports = append(c.Ports, n)
 		}
 	}
+	r.num("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", &c.FetchMemoryMB)
+	r.num("CRAWL_FETCH_MEMORY_MB", &c.FetchMemoryMB)
 	if v := r.value("CRAWL_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {

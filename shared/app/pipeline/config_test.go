@@ -202,3 +202,25 @@ func TestProxiesAndFingerprintFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// The fetch function's memory budget follows its memory: the function's on Lambda, unless
+// CRAWL_FETCH_MEMORY_MB says otherwise; none is set outside Lambda without it.
+func TestTheFetchMemoryBudgetFollowsTheFunctionsMemory(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want int64
+	}{
+		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512"}, 256 << 20},
+		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512", "CRAWL_FETCH_MEMORY_MB": "2048"}, 1 << 30},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		c, err := FromEnv(env(tt.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fetcherConfig(c).MemoryBudget; got != tt.want {
+			t.Errorf("%v: budget %d, want %d", tt.env, got, tt.want)
+		}
+	}
+}

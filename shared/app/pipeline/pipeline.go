@@ -297,6 +297,7 @@ func fetcherConfig(cfg Config) fetcher.Config {
 	c.Concurrency, c.MaxReceive, c.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
 	c.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
 	c.IndexEachFile = cfg.WARCIndex != IndexPerCrawl
+	c.MemoryBudget = fetcher.MemoryBudgetFor(cfg.FetchMemoryMB)
 	if cfg.PauseWait > 0 {
 		c.PauseWait = cfg.PauseWait
 	}

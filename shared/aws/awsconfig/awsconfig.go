@@ -12,8 +12,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -28,10 +30,25 @@ const (
 	EnvEndpointDynamoDB = "AWS_ENDPOINT_URL_DYNAMODB"
 )
 
+// EnvHTTPTimeout, when set to a Go duration ("3s"), is the HTTP client's timeout for each round
+// trip of every client: an answer that takes longer is given up on, and the SDK's retryer sends
+// the request again. Unset, a request waits as long as its context lets it. The chaos tests set
+// it, so that an answer their fault proxy holds back is given up on as a client with a timeout
+// would.
+const EnvHTTPTimeout = "CRAWL_AWS_HTTP_TIMEOUT"
+
 // Load returns the default SDK configuration: region, credentials, retryer and endpoint
 // overrides from the environment and the shared config files. optFns are passed on to
 // config.LoadDefaultConfig.
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
+	if v := os.Getenv(EnvHTTPTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return aws.Config{}, fmt.Errorf("load aws config: %s=%q: want a positive duration such as 3s", EnvHTTPTimeout, v)
+		}
+		client := config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(d))
+		optFns = append([]func(*config.LoadOptions) error{client}, optFns...)
+	}
 	cfg, err := config.LoadDefaultConfig(ctx, optFns...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load aws config: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 )
@@ -41,6 +42,39 @@ func TestS3PathStyle(t *testing.T) {
 			}
 			if !opts.DisableLogOutputChecksumValidationSkipped {
 				t.Error("the skipped-checksum log line is not silenced")
+			}
+		})
+	}
+}
+
+func TestHTTPTimeout(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_REGION", "us-east-1")
+	for _, tt := range []struct {
+		env  string
+		want time.Duration
+		err  bool
+	}{{"", 0, false}, {"2500ms", 2500 * time.Millisecond, false}, {"soon", 0, true}, {"-1s", 0, true}} {
+		t.Run(tt.env, func(t *testing.T) {
+			t.Setenv(awsconfig.EnvHTTPTimeout, tt.env)
+			cfg, err := awsconfig.Load(context.Background())
+			if tt.err {
+				if err == nil {
+					t.Fatalf("%s=%q loads", awsconfig.EnvHTTPTimeout, tt.env)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got time.Duration
+			if c, ok := cfg.HTTPClient.(interface{ GetTimeout() time.Duration }); ok {
+				got = c.GetTimeout()
+			}
+			if got != tt.want {
+				t.Errorf("the HTTP client's timeout = %v, want %v", got, tt.want)
 			}
 		})
 	}

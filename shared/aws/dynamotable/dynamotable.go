@@ -100,6 +100,10 @@ func (t *Table) Put(ctx context.Context, key string, item table.Item, cond table
 // Update applies u if cond holds and returns the item as it is afterwards. Updating a missing
 // item creates it, as DynamoDB does.
 func (t *Table) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+	if err := u.Check(); err != nil {
+		// DynamoDB would refuse it too, naming only the aliases of its paths.
+		return nil, fmt.Errorf("update %s: %w", key, err)
+	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(t.name),
 		Key:                                 keyOf(key),

@@ -2,6 +2,7 @@ package dynamotable_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +88,23 @@ func TestIntegrationStoredShape(t *testing.T) {
 	}
 	if got.String("a.b") != "dot2" {
 		t.Errorf("Update result a.b = %q, want dot2", got.String("a.b"))
+	}
+}
+
+// TestIntegrationOverlappingUpdateIsRefused: DynamoDB itself refuses an update that names an
+// attribute twice, the rule the adapter checks before it sends one (table.Update.Check).
+func TestIntegrationOverlappingUpdateIsRefused(t *testing.T) {
+	_, client, name := newTable(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(name),
+		Key:                       map[string]types.AttributeValue{table.KeyAttr: &types.AttributeValueMemberS{Value: "overlap"}},
+		UpdateExpression:          aws.String("SET #n = :one ADD #n :one"),
+		ExpressionAttributeNames:  map[string]string{"#n": "n"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+	})
+	if err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("UpdateItem that sets and adds one attribute = %v, want DynamoDB's refusal (paths overlap)", err)
 	}
 }

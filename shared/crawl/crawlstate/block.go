@@ -2,6 +2,7 @@ package crawlstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -50,6 +51,63 @@ type blockBudget struct {
 	// returned are the pages given back to a store that holds no block (a fetch container), not yet
 	// written to the table.
 	returned int
+	// seq numbers this store's writes of the budget's item, as its counter writes are numbered
+	// (countwrite.go): a write sets q<writer> to its seq, and a replay finds it there. lost is a
+	// write whose answer the SDK could not get, applied or not: the item's q<writer> tells which,
+	// read before the store's next write of the budget (settle).
+	seq  int64
+	lost *budgetWrite
+}
+
+// budgetWrite is a write of a budget's item: its seq, and the pages it takes (n > 0) or gives
+// back (n < 0).
+type budgetWrite struct {
+	seq int64
+	n   int64
+}
+
+// settle learns whether the write whose answer was lost was applied, from the budget's item, and
+// books it: a block taken is this store's to hand out, and pages not given back are gathered to
+// give back again. b.mu is held.
+func (b *blockBudget) settle(ctx context.Context, s *Store) error {
+	w := b.lost
+	if w == nil {
+		return nil
+	}
+	it, err := s.t.Get(ctx, b.key)
+	if err != nil && !errors.Is(err, table.ErrNotFound) {
+		return fmt.Errorf("read the budget %s: %w", b.key, err)
+	}
+	applied := it.Int(s.seqAttr()) >= w.seq
+	switch {
+	case applied && w.n > 0:
+		b.left, b.holds = b.left+int(w.n), true
+	case !applied && w.n < 0:
+		b.returned += int(-w.n)
+	}
+	b.lost, b.seen = nil, it.Int(b.attr)
+	return nil
+}
+
+// write adds n to the budget's count of pages taken, numbered, if cond holds. It returns the
+// count after the write, or the count as it was when cond (or the seq's) refused it; applied
+// tells which. A write the table answered with an error is kept as lost, for settle.
+func (b *blockBudget) write(ctx context.Context, s *Store, n int64, cond table.Cond) (count int64, applied bool, err error) {
+	q := s.seqAttr()
+	b.seq++
+	it, err := s.t.Update(ctx, b.key, table.Update{Add: map[string]int64{b.attr: n}, Set: map[string]any{q: b.seq}},
+		table.And(table.Or(table.NotExists(q), table.Lt(q, b.seq)), cond))
+	cf, refused := table.IsConditionFailed(err)
+	switch {
+	case refused && cf.Item.Int(q) >= b.seq: // applied: this is its replay
+		return cf.Item.Int(b.attr), true, nil
+	case refused:
+		return cf.Item.Int(b.attr), false, nil // 0 when there is no item
+	case err != nil:
+		b.lost = &budgetWrite{seq: b.seq, n: n}
+		return 0, false, err
+	}
+	return it.Int(b.attr), true, nil
 }
 
 // usedUpRecheck is how long a store takes the table's word that a budget is used up: then it
@@ -71,6 +129,9 @@ func (s *Store) budget(key, attr string) *blockBudget {
 func (b *blockBudget) take(ctx context.Context, s *Store, maxPages int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.settle(ctx, s); err != nil {
+		return err
+	}
 	if b.left == 0 {
 		if b.usedUp > 0 && maxPages <= b.usedUp {
 			if s.now().Sub(b.usedUpAt) < usedUpRecheck {
@@ -104,7 +165,6 @@ func (b *blockBudget) giveBack() {
 // pages left for the block's size (tailShare times it, see there), so a store whose guess of what
 // is left was stale learns the count from the failed write and asks again for a fitting block.
 func (b *blockBudget) takeBlock(ctx context.Context, s *Store, maxPages int) (int, error) {
-	key, attr := b.key, b.attr
 	for range 100 { // only workers that raced us for the budget make it go round again
 		left := int64(maxPages) - b.seen
 		if left <= 0 {
@@ -116,17 +176,14 @@ func (b *blockBudget) takeBlock(ctx context.Context, s *Store, maxPages int) (in
 		if n == 1 {
 			need = 1
 		}
-		it, err := s.t.Update(ctx, key, table.Update{Add: map[string]int64{attr: n}},
-			table.Or(table.NotExists(attr), table.Le(attr, int64(maxPages)-need)))
-		if cf, raced := table.IsConditionFailed(err); raced {
-			b.seen = cf.Item.Int(attr) // 0 when there is no item
-			continue
-		}
+		count, applied, err := b.write(ctx, s, n, table.Or(table.NotExists(b.attr), table.Le(b.attr, int64(maxPages)-need)))
 		if err != nil {
-			return 0, fmt.Errorf("reserve %d pages of the budget %s: %w", n, key, err)
+			return 0, fmt.Errorf("reserve %d pages of the budget %s: %w", n, b.key, err)
 		}
-		b.seen = it.Int(attr)
-		return int(n), nil
+		b.seen = count
+		if applied {
+			return int(n), nil
+		}
 	}
-	return 0, errclass.Errorf(errclass.Internal, "reserve the budget %s: too many workers raced for it", key)
+	return 0, errclass.Errorf(errclass.Internal, "reserve the budget %s: too many workers raced for it", b.key)
 }

@@ -36,13 +36,13 @@ func TestReadTalliedReadsAsEncodingJSON(t *testing.T) {
 		{URL: "http://a.test/3", State: Skipped, Cause: errclass.Errorf(errclass.Robots, "disallowed by robots.txt: /private/")},
 		{URL: "http://a.test/4", State: Stopped, Cause: errors.New("no class")},
 	} {
-		raw, err := encodeOutcome("c1", o)
+		raw, err := encodeOutcome("c1", o, writerTag("M"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		flat = append(flat, raw)
 	}
-	nested, err := encodeOutcome("c1", Outcome{URL: "http://a.test/5", State: Fetched, Page: &revisit})
+	nested, err := encodeOutcome("c1", Outcome{URL: "http://a.test/5", State: Fetched, Page: &revisit}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,9 +109,12 @@ func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duratio
 	if wait := time.UnixMilli(c.until).Sub(now); wait > 0 {
 		return wait, false, nil
 	}
-	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.probeEvery()).UnixMilli()}},
+	tok := randomTag()
+	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.probeEvery()).UnixMilli(), attrSlotTok: tok}},
 		table.And(table.Exists(attrOpenUntil), table.Lt(attrOpenUntil, now.UnixMilli()+1)))
-	if cf, lost := table.IsConditionFailed(err); lost {
+	if cf, lost := table.IsConditionFailed(err); lost && ownSlotWrite(cf.Item, tok) {
+		it, err = cf.Item, nil // its own take of the probe, sent again
+	} else if lost {
 		s.learn(host, cf.Item) // another worker took the probe, or an answer closed the circuit
 		return s.CircuitOpen(host), false, nil
 	}
@@ -151,7 +154,13 @@ func (s *Store) HostFailed(ctx context.Context, crawl, host string, first bool, 
 	if !first || s.circuitFailures < 0 {
 		return s.CircuitOpen(host) > 0, nil
 	}
-	it, err := s.t.Update(ctx, slotKey(host), table.Update{Add: map[string]int64{attrFails: 1}}, table.Cond{})
+	// The token makes the ADD's replay fail its condition, so that a failure counts once.
+	tok := randomTag()
+	it, err := s.t.Update(ctx, slotKey(host), table.Update{Add: map[string]int64{attrFails: 1}, Set: map[string]any{attrSlotTok: tok}},
+		table.Ne(attrSlotTok, tok))
+	if cf, again := table.IsConditionFailed(err); again {
+		it, err = cf.Item, nil // its own count, sent again
+	}
 	if err != nil {
 		return false, fmt.Errorf("count a failure of %s: %w", host, err)
 	}
@@ -166,9 +175,12 @@ func (s *Store) HostFailed(ctx context.Context, crawl, host string, first bool, 
 		return it.Has(attrOpenUntil), nil
 	}
 	now := s.now()
-	it, err = s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.probeEvery()).UnixMilli()}},
+	tok = randomTag()
+	it, err = s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now.Add(s.probeEvery()).UnixMilli(), attrSlotTok: tok}},
 		table.NotExists(attrOpenUntil))
-	if cf, opened := table.IsConditionFailed(err); opened {
+	if cf, opened := table.IsConditionFailed(err); opened && ownSlotWrite(cf.Item, tok) {
+		it, err = cf.Item, nil // its own opening, sent again
+	} else if opened {
 		s.learn(host, cf.Item) // another worker opened it a moment ago
 		return true, nil
 	}

@@ -36,13 +36,13 @@ func (h CircuitHost) Open() bool { return h.OpenedAt.After(h.ClosedAt) }
 // noteCircuit notes an opening (attrCircuitOpened) or closing (attrCircuitClosed) of the host's
 // circuit in one of the crawl's counter shards.
 func (s *Store) noteCircuit(ctx context.Context, crawl, host, what string, at time.Time) error {
-	key, h := s.shardKey(crawl), hostAttr(host)
-	u := table.Update{Set: map[string]any{what + h: at.UnixMilli()}}
+	h := hostAttr(host)
+	var add map[string]int64
 	if what == attrCircuitOpened {
-		u.Add = map[string]int64{attrCircuitOpens + h: 1}
+		add = map[string]int64{attrCircuitOpens + h: 1}
 	}
-	if _, err := s.t.Update(ctx, key, u, table.Cond{}); err != nil {
-		return fmt.Errorf("note the circuit of %s in %s: %w", host, key, err)
+	if err := s.writeCounters(ctx, crawl, add, map[string]any{what + h: at.UnixMilli()}); err != nil {
+		return fmt.Errorf("note the circuit of %s: %w", host, err)
 	}
 	return nil
 }

@@ -62,8 +62,8 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 		if err != nil && !refused {
 			return nil, fmt.Errorf("claim %d urls of group %s: %w", len(want), group, err)
 		}
-		if !refused {
-			return want, nil
+		if !refused || claimedIn(cf.Item, want, me, now.Add(lease).UnixMilli()) {
+			return want, nil // claimed, now or by this write's first attempt (the SDK's replay)
 		}
 		// Learn from the item as it was which URLs are done, held or gone, and try the others.
 		g := cf.Item
@@ -96,6 +96,19 @@ func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev
 		}
 	}
 	return nil, fmt.Errorf("claim %d urls of group %s: the item kept changing", len(want), group)
+}
+
+// claimedIn reports whether the group's item g holds the URLs of want claimed as ClaimGroup's
+// write claims them, by me until the lease's end: the write's own first attempt, applied, whose
+// replay was refused (a redriven failure's outcome is gone). A lease's end to the millisecond is
+// this write's.
+func claimedIn(g table.Item, want map[string]State, me string, until int64) bool {
+	for k := range want {
+		if g.Has(outcomeAttr(k)) || g.String(ownerAttr(k)) != me || g.Int(leaseAttr(k)) != until {
+			return false
+		}
+	}
+	return true
 }
 
 // Claim takes one URL for owner, in its group (ClaimGroup), reading its item first for the
@@ -138,19 +151,26 @@ func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease tim
 		return URL{}, ErrClaimed
 	}
 	now := s.now()
+	me, until := ownerTag(owner), now.Add(lease).UnixMilli()
 	_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(lost)), table.Update{
-		Set:    map[string]any{ownerAttr(key): ownerTag(owner), leaseAttr(key): now.Add(lease).UnixMilli(), attrUpdated: now.UnixMilli()},
+		Set:    map[string]any{ownerAttr(key): me, leaseAttr(key): until, attrUpdated: now.UnixMilli()},
 		Remove: []string{outcomeAttr(key), redriveAttr(key)},
 	}, table.Eq(outcomeAttr(key), lost.outcome))
-	if _, moved := table.IsConditionFailed(err); moved {
+	if cf, moved := table.IsConditionFailed(err); moved && !refetchedIn(cf.Item, key, me, until) {
 		return URL{}, ErrClaimed
-	}
-	if err != nil {
+	} else if err != nil && !moved {
 		return URL{}, fmt.Errorf("refetch %s: %w", key, err)
 	}
 	u := lost
 	u.State, u.Page, u.outcome, u.Owner, u.Lease = Queued, nil, "", ownerTag(owner), now.Add(lease)
 	return u, s.count(ctx, crawl, map[string]int64{string(Fetched): -1})
+}
+
+// refetchedIn reports whether the group's item g shows the URL with the key taken back as Refetch
+// takes it, by the owner me until the lease's end: Refetch's own write, applied before, whose
+// replay this is (a lease's end to the millisecond is this call's).
+func refetchedIn(g table.Item, key, me string, until int64) bool {
+	return !g.Has(outcomeAttr(key)) && g.String(ownerAttr(key)) == me && g.Int(leaseAttr(key)) == until
 }
 
 // SkipQueued moves a queued URL of group that no message holds to skipped: its budget ran out
@@ -162,17 +182,18 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause 
 	if err != nil {
 		return err
 	}
-	v, err := encodeOutcome(crawl, Outcome{Key: key, State: Skipped, Cause: cause})
+	// A random token: a replay of this write finds its own outcome (stored.W), not a skip of the
+	// same URL by another call.
+	v, err := encodeOutcome(crawl, Outcome{Key: key, State: Skipped, Cause: cause}, randomTag())
 	if err != nil {
 		return fmt.Errorf("skip %s: %w", key, err)
 	}
 	_, err = s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: map[string]any{
 		outcomeAttr(key): v, attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires,
 	}}, table.And(table.NotExists(ownerAttr(key)), table.NotExists(outcomeAttr(key)), table.NotExists(tombstoneAttr(key))))
-	if _, done := table.IsConditionFailed(err); done {
+	if cf, done := table.IsConditionFailed(err); done && cf.Item.String(outcomeAttr(key)) != v {
 		return nil
-	}
-	if err != nil {
+	} else if err != nil && !done {
 		return fmt.Errorf("skip %s: %w", key, err)
 	}
 	return s.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
@@ -201,10 +222,12 @@ func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
 		inGroup = table.NotExists(attrGroup) // admitted as a group of its own
 	}
 	err = s.t.Delete(ctx, URLKey(crawl, key), table.And(table.Eq(attrState, string(Queued)), inGroup))
-	if _, moved := table.IsConditionFailed(err); moved {
+	// No item at all: this delete's own, applied before, whose replay this is. Nothing else deletes
+	// a URL's item that its admission's group holds a tombstone of: the message's redelivery finishes
+	// the un-admission by writing the item over (AdmitIn), and a crawl's erase does not count.
+	if cf, moved := table.IsConditionFailed(err); moved && len(cf.Item) > 0 {
 		return nil
-	}
-	if err != nil {
+	} else if err != nil && !moved {
 		return fmt.Errorf("unadmit %s: %w", key, err)
 	}
 	return s.count(ctx, crawl, map[string]int64{"seen": -1})

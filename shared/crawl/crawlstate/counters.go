@@ -2,17 +2,11 @@ package crawlstate
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync/atomic"
-
-	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
-	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
 // CountParseError counts a page whose parse failed (its URL stays fetched).
@@ -23,84 +17,6 @@ func (s *Store) CountParseError(ctx context.Context, crawl string, class errclas
 // CountPoison counts a quarantined message of the crawl.
 func (s *Store) CountPoison(ctx context.Context, crawl string) error {
 	return s.count(ctx, crawl, map[string]int64{"class_" + string(errclass.Poison): 1})
-}
-
-func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
-	metrics.CountStates(ctx, add) // crawl.pages, when metrics are on
-	if s.bufferCounters {
-		s.buffer(crawl, add)
-		return nil
-	}
-	key := s.shardKey(crawl)
-	if _, err := s.t.Update(ctx, key, table.Update{Add: add}, table.Cond{}); err != nil {
-		return fmt.Errorf("count crawl %s in %s: %w", crawl, key, err)
-	}
-	return nil
-}
-
-// CounterShards is how many items a crawl's counters are spread over: "c#<crawl>#0" to
-// "c#<crawl>#127". Every handler invocation that counted something writes its increments in one
-// update, and in the wide crawl of make cost about 4 invocations in 10 pages do: all in one item,
-// that would be 387 writes per 1,000 pages, a crawl of at most 2,600 pages/s before the item's
-// partition takes its 1,000 writes/s. Spread over 128 items it is 3 per 1,000 pages for each.
-// Reading them all (Counters) takes two BatchGetItem calls; nothing on the handlers' path does.
-const CounterShards = 128
-
-// shardKey returns the shard that the store's next counter write of the crawl goes to. A store
-// goes round a crawl's shards from a place picked at random, so that each of its writes lands on
-// another shard and stores that start together do not start on the same one: of w writes by one
-// store, no shard gets more than w/CounterShards + 1, and of all the stores' writes no shard gets
-// more than its even share plus one per store.
-func (s *Store) shardKey(crawl string) string {
-	next, ok := s.shards.Load(crawl)
-	if !ok {
-		n := new(atomic.Uint64)
-		n.Store(rand.Uint64())
-		next, _ = s.shards.LoadOrStore(crawl, n)
-	}
-	return ShardKey(crawl, int(next.(*atomic.Uint64).Add(1)%CounterShards))
-}
-
-// Flush writes the buffered counter increments, one update per crawl (to one of its counter
-// shards), unless HoldCounters keeps them for WriteCounters. Increments it could not write stay
-// buffered for the next Flush. The counters are for progress and the crawl record; a process that
-// dies with increments buffered leaves them low, and Tally stays exact.
-func (s *Store) Flush(ctx context.Context) error {
-	if s.holdCounters {
-		return nil
-	}
-	return s.WriteCounters(ctx)
-}
-
-// WriteCounters writes the buffered counter increments, as Flush does, also when they are held.
-func (s *Store) WriteCounters(ctx context.Context) error {
-	s.mu.Lock()
-	pending := s.pending
-	s.pending = nil
-	s.mu.Unlock()
-	var errs []error
-	for crawl, add := range pending {
-		key := s.shardKey(crawl)
-		if _, err := s.t.Update(ctx, key, table.Update{Add: add}, table.Cond{}); err != nil {
-			errs = append(errs, fmt.Errorf("count crawl %s in %s: %w", crawl, key, err))
-			s.buffer(crawl, add)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (s *Store) buffer(crawl string, add map[string]int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending == nil {
-		s.pending = map[string]map[string]int64{}
-	}
-	if s.pending[crawl] == nil {
-		s.pending[crawl] = map[string]int64{}
-	}
-	for k, v := range add {
-		s.pending[crawl][k] += v
-	}
 }
 
 // Counters are a crawl's totals.

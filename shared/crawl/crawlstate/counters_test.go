@@ -17,10 +17,9 @@ func crawlName(t *testing.T) string {
 	return "t" + rand.Text()[:12]
 }
 
-// testCountersSumShards: each Flush of a store writes one shard, round the shards in turn, so no
-// shard takes more than its share plus one per store; Counters sums the shards and the crawl
-// item (counts written before the counters were sharded). The oracle is the number of URLs the
-// test admitted.
+// testCountersSumShards: each Flush of a store writes one shard, the one the store picked for
+// the crawl; Counters sums the shards and the crawl item (counts written before the counters were
+// sharded). The oracle is the number of URLs the test admitted.
 func testCountersSumShards(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	crawl := crawlName(t)
@@ -55,13 +54,13 @@ func testCountersSumShards(t *testing.T, tb table.Table) {
 	if n := wc.writes(CrawlKey(crawl)); n != 0 {
 		t.Errorf("the crawl item took %d counter writes, want 0", n)
 	}
-	most := 0
-	for n := range CounterShards {
-		most = max(most, wc.writes(ShardKey(crawl, n)))
+	own := map[string]bool{stores[0].shardKey(crawl): true, stores[1].shardKey(crawl): true}
+	written := 0
+	for shard := range own {
+		written += wc.writes(shard)
 	}
-	// Each store wrote about flushes/2 times round the shards: at most ceil(that/shards) each.
-	if limit := 2 * ((flushes/2 + CounterShards) / CounterShards); most > limit {
-		t.Errorf("the hottest shard took %d of %d writes, want at most %d", most, flushes, limit)
+	if written != flushes {
+		t.Errorf("the stores' own shards took %d of %d writes, want all", written, flushes)
 	}
 }
 
@@ -120,25 +119,33 @@ func (f failGetMany) GetMany(context.Context, []string) (map[string]table.Item, 
 	return nil, f.err
 }
 
-// TestEachCrawlGoesRoundAllItsShards: a store that counts for two crawls in turn still spreads
-// each crawl's writes over all of its shards.
-func TestEachCrawlGoesRoundAllItsShards(t *testing.T) {
+// TestStoresSpreadOverTheShards: a store writes a crawl's counters to one shard, picked at
+// random, so that a shard holds the sequence numbers of few stores (countwrite.go); many stores
+// spread their writes over the crawl's shards.
+func TestStoresSpreadOverTheShards(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	wc := &writeCount{Table: s.t}
-	s.t = wc
-	for range CounterShards {
-		for _, crawl := range []string{"a", "b"} {
-			if err := s.CountPoison(ctx, crawl); err != nil {
+	s0, _ := newStore(t)
+	wc := &writeCount{Table: s0.t}
+	const stores = 64
+	used := map[string]bool{}
+	for range stores {
+		s := New(wc)
+		for range 3 {
+			if err := s.CountPoison(ctx, "a"); err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
-	for _, crawl := range []string{"a", "b"} {
-		for n := range CounterShards {
-			if got := wc.writes(ShardKey(crawl, n)); got != 1 {
-				t.Errorf("shard %d of crawl %s took %d writes, want 1", n, crawl, got)
-			}
+		if n := wc.writes(s.shardKey("a")); n < 3 {
+			t.Fatalf("the store's shard %s took %d of its 3 writes", s.shardKey("a"), n)
 		}
+		used[s.shardKey("a")] = true
+	}
+	// 64 picks of 128 shards land on about 50; fewer than 32 has a chance under 1e-9.
+	if len(used) < 32 {
+		t.Errorf("%d stores wrote to %d shards, want them spread over at least 32", stores, len(used))
+	}
+	c, err := s0.Counters(ctx, "a")
+	if err != nil || c.Classes[errclass.Poison] != 3*stores {
+		t.Errorf("poison counted %d (%v), want %d", c.Classes[errclass.Poison], err, 3*stores)
 	}
 }

@@ -14,6 +14,15 @@
 // its outcome are written in its group's item (outcomes.go), one write for all of a fetch
 // message's URLs each. Get and ScanURLs read a URL's state from there.
 //
+// Every write survives its own replay (DESIGN invariant 10). When DynamoDB applies a write and
+// its answer is lost, the SDK sends it again, and a conditional write may then fail on its own
+// first attempt's result. So each write that can tell its success from another's does, from the
+// item as it was, which a failed condition returns: an outcome by its writer's token or its WARC
+// record's place (Record, SkipQueued), an admission by its batch's random group (AdmitIn), a
+// refetch by its owner and lease, the end's decision and take-over by a token (finish.go).
+// Counters and budget blocks, which ADD, number each store's writes (countwrite.go, block.go), so
+// they count once. An update names each attribute once (table.Update.Check).
+//
 // The table's key layout is in one place, keys.go.
 package crawlstate
 
@@ -65,6 +74,8 @@ const (
 	// On the crawl item: why and when the crawl stopped admitting URLs (see BudgetOpen).
 	attrStopped   = "stopped"
 	attrStoppedAt = "stoppedAt"
+	// attrTok is a refused URL's write token (Reject).
+	attrTok = "k"
 )
 
 // ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
@@ -112,8 +123,11 @@ type Store struct {
 	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
 	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
 
-	shards  sync.Map // crawl -> *atomic.Uint64, the counter shard of its last write (see shardKey)
-	budgets sync.Map // budget item key -> *blockBudget, this store's block of that budget
+	// writer names this store in the counter shards it writes, and counterLogs holds, for each
+	// crawl, its shard and its writes' sequence (countwrite.go).
+	writer      string
+	counterLogs sync.Map // crawl -> *counterLog
+	budgets     sync.Map // budget item key -> *blockBudget, this store's block of that budget
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
@@ -124,7 +138,7 @@ const DefaultRetention = 30 * 24 * time.Hour
 
 // New returns a Store on t with DefaultRetention, and the options applied in order.
 func New(t table.Table, opts ...Option) *Store {
-	s := &Store{t: t, now: time.Now, retention: DefaultRetention}
+	s := &Store{t: t, now: time.Now, retention: DefaultRetention, writer: newWriter()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -264,6 +278,12 @@ func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, dept
 // is sent once. It returns the URL's group: group when admitted, the item's own otherwise, which
 // any fetch message sent for the URL again must name. For an item found there, the URL's group is
 // read too, to tell a URL a message holds (or is done with) from one nobody sent yet.
+//
+// The group is the admission's write token: groups are named at random for each batch, so an
+// item found with this group and by is this call's own write, applied before and sent again
+// because its answer was lost. An item found that by admitted and then took back (Unadmit: a
+// tombstone in its group) before its item went is admitted afresh in group: the un-admission is
+// finished, and the URL is not stranded as another message's.
 func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
 	now := s.now()
 	expires, err := s.expiry(ctx, crawl)
@@ -278,24 +298,65 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 		item[attrGroup] = group
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
-	if err == nil {
-		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
-	}
 	cf, ok := table.IsConditionFailed(err)
-	if !ok {
+	switch {
+	case err == nil, ok && ownAdmission(cf.Item, group, by):
+		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
+	case !ok:
 		return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
 	}
 	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
 	if err != nil {
 		return Known, "", err
 	}
+	if u.gone && u.by == by && group != "" {
+		return s.readmit(ctx, crawl, group, u, item)
+	}
+	res, g := admitResult(u, by)
+	return res, g, nil
+}
+
+// ownAdmission reports whether the URL item it is AdmitIn's write in group by by (see there).
+func ownAdmission(it table.Item, group, by string) bool {
+	return group != "" && it.String(attrGroup) == group && it.String(attrBy) == by && it.String(attrState) == string(Queued)
+}
+
+// admitResult is what AdmitIn says of u, a URL it found admitted, to the Links message by.
+func admitResult(u URL, by string) (AdmitResult, string) {
 	switch {
 	case u.Unsent(by):
-		return Unsent, GroupOf(u), nil
+		return Unsent, GroupOf(u)
 	case u.State == Queued && u.Owner == "":
-		return Theirs, GroupOf(u), nil
+		return Theirs, GroupOf(u)
 	}
-	return Known, GroupOf(u), nil
+	return Known, GroupOf(u)
+}
+
+// readmit finishes the un-admission of gone, a URL that the Links message at hand admitted and
+// took back (Unadmit) before its item went, and admits it afresh in group: the item is written
+// over, on condition that it is still the one taken back. The URL stays counted seen, as it was:
+// the un-admission that uncounts it is the delete this write replaces.
+func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
+	was := table.Eq(attrGroup, gone.Group)
+	if gone.Group == "" {
+		was = table.NotExists(attrGroup)
+	}
+	err := s.t.Put(ctx, URLKey(crawl, gone.Key), item, table.And(table.Eq(attrState, string(Queued)), table.Eq(attrBy, gone.by), was))
+	cf, moved := table.IsConditionFailed(err)
+	switch {
+	case err == nil, moved && ownAdmission(cf.Item, group, gone.by):
+		return Admitted, group, nil
+	case !moved:
+		return Known, "", fmt.Errorf("admit %s afresh: %w", gone.URL, err)
+	case len(cf.Item) == 0:
+		return Known, "", fmt.Errorf("admit %s afresh: its item went meanwhile", gone.URL)
+	}
+	u, err := s.withGroup(ctx, crawl, urlFrom(gone.Key, cf.Item))
+	if err != nil {
+		return Known, "", err
+	}
+	res, g := admitResult(u, gone.by)
+	return res, g, nil
 }
 
 // Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
@@ -307,13 +368,17 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 	if err != nil {
 		return false, err
 	}
+	// A random token (9 bytes) tells this write's replay from another refusal of the URL.
+	tok := randomTag()
 	item := table.Item{
 		attrState: string(Skipped), attrClass: string(class), attrDetail: safelog.Truncate(cause.Error()),
-		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires,
+		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires, attrTok: tok,
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
-	if _, dup := table.IsConditionFailed(err); dup {
+	if cf, dup := table.IsConditionFailed(err); dup && cf.Item.String(attrTok) != tok {
 		return false, nil
+	} else if dup {
+		err = nil // its own refusal, sent again
 	}
 	if err != nil {
 		return false, fmt.Errorf("reject %s: %w", rawURL, err)

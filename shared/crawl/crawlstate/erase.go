@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
@@ -60,26 +61,59 @@ func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
 	return nil
 }
 
-// MovePage says that u's stored response is now at offset and length in the same WARC file, in
-// its outcome in its group. The write is conditional on what u was read with, so a page that
-// changed since is not overwritten.
-func (s *Store) MovePage(ctx context.Context, crawl string, u URL, offset, length int64) error {
-	if u.outcome == "" {
+// MovePage says that u's stored records are where to says now, in the same files: its own record
+// (to.Offset and to.Length: a response, or a revisit record) and, for a revisit, the payload it
+// reuses (to.Unchanged.Payload), in its outcome in its group. The write is conditional on what u
+// was read with, so a page that changed since is not overwritten.
+//
+// A page parsed under the name of its one-page parse message (message.PageName), which holds the
+// page's old offset, keeps that name as its message's: PageParsed and the drain's tally look the
+// mark up by the page's offset otherwise, and would no longer find it.
+func (s *Store) MovePage(ctx context.Context, crawl string, u URL, to Page) error {
+	if u.outcome == "" || u.Page == nil {
 		return nil
 	}
 	var st stored
 	if err := json.Unmarshal([]byte(u.outcome), &st); err != nil {
 		return fmt.Errorf("outcome of %s: %w", u.Key, err)
 	}
-	st.O, st.L = offset, length
+	if to.Offset != u.Page.Offset {
+		if err := s.keepPageMark(ctx, crawl, u, &st); err != nil {
+			return err
+		}
+	}
+	st.O, st.L = to.Offset, to.Length
+	if st.UN != nil && to.Unchanged != nil {
+		st.UN.Payload = to.Unchanged.Payload
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("outcome of %s: %w", u.Key, err)
 	}
 	attr := outcomeAttr(u.Key)
-	if _, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: string(b)}},
-		table.Eq(attr, u.outcome)); err != nil {
+	_, err = s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: string(b)}},
+		table.Eq(attr, u.outcome))
+	if cf, moved := table.IsConditionFailed(err); moved && cf.Item.String(attr) == string(b) {
+		return nil // its own move, sent again by the SDK
+	}
+	if err != nil {
 		return fmt.Errorf("move the page of %s in its outcome: %w", u.Key, err)
 	}
 	return nil
+}
+
+// keepPageMark names, in st, the one-page parse message of u's page at its old offset as the
+// page's message, when that message is marked parsed and the one st names is not.
+func (s *Store) keepPageMark(ctx context.Context, crawl string, u URL, st *stored) error {
+	if u.Page.Msg != "" {
+		if done, err := s.IsMessageParsed(ctx, crawl, u.Page.Msg); done || err != nil {
+			return err
+		}
+	}
+	name := message.PageName(u.Page.WARCKey, u.Page.Offset)
+	done, err := s.IsMessageParsed(ctx, crawl, name)
+	if done {
+		st.M, st.P = name, nil
+	}
+	return err
 }

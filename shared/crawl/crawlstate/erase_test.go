@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
 // testEraseAndMovePage: MovePage moves a fetched URL's page where its state is read from (its
-// outcome), and Erase leaves nothing of a URL (item, outcome) and nothing else changed.
+// outcome), with the payload its revisit reuses, and the page stays parsed (its one-page parse
+// message was marked under its old offset); Erase leaves nothing of a URL (item, outcome) and
+// nothing else changed.
 func testEraseAndMovePage(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	s := New(tb)
@@ -25,7 +28,9 @@ func testEraseAndMovePage(t *testing.T, tb table.Table) {
 		if res, _, err := s.AdmitIn(ctx, crawl, "G", keys[i], u, u, 0, "L"); err != nil || res != Admitted {
 			t.Fatalf("AdmitIn %s = %v, %v", u, res, err)
 		}
-		p := &Page{WARCKey: file, Offset: int64(100 + 1000*i), Length: 900, FinalURL: u, Status: 200, FetchedAt: time.Now().UTC()}
+		p := &Page{WARCKey: file, Offset: int64(100 + 1000*i), Length: 900, FinalURL: u, Status: 200, FetchedAt: time.Now().UTC(),
+			Unchanged: &message.Unchanged{Profile: "p", Payload: message.Ref{Key: "pages/prev/b.warc.gz", Offset: 700, Length: 800},
+				URI: u, Date: time.Now().UTC(), Digest: "sha256:00", Crawl: "prev"}}
 		outs = append(outs, Outcome{Key: keys[i], URL: u, State: Fetched, Prev: Queued, Page: p, Owner: "M"})
 	}
 	if got, err := s.ClaimGroup(ctx, crawl, "G", "M", nil, time.Minute, keys); err != nil || len(got) != len(keys) {
@@ -38,15 +43,30 @@ func testEraseAndMovePage(t *testing.T, tb table.Table) {
 	if err != nil || kept.Page == nil {
 		t.Fatalf("Get = %+v, %v", kept, err)
 	}
-	if err := s.MovePage(ctx, crawl, kept, 100, 900); err != nil {
+	if _, err := s.MarkMessageParsed(ctx, crawl, message.PageName(file, kept.Page.Offset)); err != nil {
+		t.Fatal(err)
+	}
+	to := *kept.Page
+	to.Offset, to.Length = 100, 900
+	un := *to.Unchanged
+	un.Payload.Offset = 0
+	to.Unchanged = &un
+	if err := s.MovePage(ctx, crawl, kept, to); err != nil {
 		t.Fatal(err)
 	}
 	moved, err := s.Get(ctx, crawl, keys[1])
 	if err != nil || moved.Page == nil || moved.Page.Offset != 100 || moved.Page.Length != 900 || moved.Page.WARCKey != file ||
-		moved.State != Fetched || moved.Page.FinalURL != urls[1] {
-		t.Errorf("after MovePage the URL is %+v (page %+v), %v; want fetched at 100+900 of its file", moved, moved.Page, err)
+		moved.State != Fetched || moved.Page.FinalURL != urls[1] || moved.Page.Unchanged == nil ||
+		moved.Page.Unchanged.Payload != (message.Ref{Key: "pages/prev/b.warc.gz", Offset: 0, Length: 800}) {
+		t.Errorf("after MovePage the URL is %+v (page %+v), %v; want fetched at 100+900 of its file, its payload at 0+800 of the earlier file",
+			moved, moved.Page, err)
 	}
-	if err := s.MovePage(ctx, crawl, kept, 5, 5); err == nil {
+	if parsed, err := s.PageParsed(ctx, crawl, moved); err != nil || !parsed {
+		t.Errorf("after MovePage the page parsed under its one-page message's name is parsed: %v, %v; want true", parsed, err)
+	}
+	elsewhere := to
+	elsewhere.Offset, elsewhere.Length = 5, 5
+	if err := s.MovePage(ctx, crawl, kept, elsewhere); err == nil {
 		t.Error("MovePage from a page that is no longer there: no error")
 	}
 

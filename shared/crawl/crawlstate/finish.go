@@ -32,6 +32,10 @@ const (
 	attrEndAt       = "endAt"       // when (Unix ms)
 	attrEndEvent    = "endEvent"    // the event decided, as JSON
 	attrAnnouncedAt = "announcedAt" // when it was announced (Unix ms)
+	// attrEndTok is the write token of the last write that decided or took over the end: a write
+	// sent again by the SDK because its answer was lost finds its own token there, where a copy of
+	// the same check (the same id, another call) that did not write finds another.
+	attrEndTok = "endTok"
 )
 
 // End is how far a crawl's end is announced.
@@ -111,7 +115,9 @@ type Step struct {
 // StepCheck records a check of the crawl and takes its chain to Seq+1, when the chain is at
 // st.Seq, or when st.By took it to Seq+1 already (its own earlier delivery, which stopped before
 // the next check was sent). With an Event it also decides the crawl's end. A check the chain has
-// passed, or one of a crawl whose end is decided, gets ErrStale and changes nothing.
+// passed, or one of a crawl whose end is decided, gets ErrStale and changes nothing. A deciding
+// step that the SDK sent again because its answer was lost finds its own decision (attrEndTok),
+// and is not stale: a stale check announces nothing.
 func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, error) {
 	at := table.Eq(attrCheckSeq, int64(st.Seq))
 	if st.Seq == 0 {
@@ -124,12 +130,18 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 	if st.Tallied {
 		set[attrTallyFP], set[attrTallyAt] = st.QuietFP, now
 	}
+	tok := ""
 	if st.Event != "" {
+		tok = randomTag()
 		set[attrEnd], set[attrEndBy], set[attrEndAt], set[attrEndEvent] = string(EndPending), st.By, now, st.Event
+		set[attrEndTok] = tok
 	}
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: set},
 		table.And(table.ItemExists(), table.NotExists(attrEnd), table.Or(at, mine)))
-	if _, stale := table.IsConditionFailed(err); stale {
+	if cf, stale := table.IsConditionFailed(err); stale {
+		if tok != "" && cf.Item.String(attrEndTok) == tok {
+			return checksFrom(crawl, cf.Item), nil // its own decision, sent again
+		}
 		return Checks{}, fmt.Errorf("check %d of crawl %s: %w", st.Seq, crawl, ErrStale)
 	}
 	if err != nil {
@@ -159,12 +171,16 @@ func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks,
 
 // TakeEnd hands a pending end from from (its EndBy) to to, who will announce it, and restarts its
 // EndAt: for a check that finds the end's decider gone. It returns ErrStale when the end is no
-// longer pending or another took it first.
+// longer pending or another took it first (not when its own write, sent again, took it).
 func (s *Store) TakeEnd(ctx context.Context, crawl, from, to string) error {
-	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrEndBy: to, attrEndAt: s.now().UnixMilli()}},
+	tok := randomTag()
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrEndBy: to, attrEndAt: s.now().UnixMilli(), attrEndTok: tok}},
 		table.And(table.Eq(attrEnd, string(EndPending)), table.Eq(attrEndBy, from)))
-	if _, moved := table.IsConditionFailed(err); moved {
+	if cf, moved := table.IsConditionFailed(err); moved && cf.Item.String(attrEndTok) != tok {
 		return fmt.Errorf("take the end of crawl %s: %w", crawl, ErrStale)
+	}
+	if _, moved := table.IsConditionFailed(err); moved {
+		return nil // its own take-over, sent again
 	}
 	if err != nil {
 		return fmt.Errorf("take the end of crawl %s: %w", crawl, err)

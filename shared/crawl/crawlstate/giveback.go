@@ -34,10 +34,10 @@ func (s *Store) ReturnPages(ctx context.Context, crawl string, n, maxPages int) 
 		return nil
 	}
 	b.returned += n
-	if b.returned < BlockSize(maxPages) {
+	if b.returned < BlockSize(maxPages) && b.lost == nil {
 		return nil
 	}
-	return b.writeBack(ctx, s, b.returned)
+	return b.writeBack(ctx, s)
 }
 
 // ReleaseBudgets gives back to the table every page of the crawls' budgets that this store holds:
@@ -54,29 +54,40 @@ func (s *Store) ReleaseBudgets(ctx context.Context) error {
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		n := b.left + b.returned
-		if n == 0 {
+		if err := b.settle(ctx, s); err != nil {
+			errs = append(errs, err)
 			return true
 		}
+		b.returned += b.left
 		b.left = 0
-		if err := b.writeBack(ctx, s, n); err != nil {
-			b.returned = n // not lost: the next release tries again
-			errs = append(errs, err)
+		if b.returned == 0 {
+			return true
+		}
+		if err := b.writeBack(ctx, s); err != nil {
+			errs = append(errs, err) // not lost: the next release tries again
 		}
 		return true
 	})
 	return errors.Join(errs...)
 }
 
-// writeBack takes n pages off the budget's count of pages taken, and forgets the gathered ones.
-// b.mu is held. A budget with no count (nothing was ever taken from it) has nothing to give back.
-func (b *blockBudget) writeBack(ctx context.Context, s *Store, n int) error {
-	_, err := s.t.Update(ctx, b.key, table.Update{Add: map[string]int64{b.attr: -int64(n)}}, table.Exists(b.attr))
-	if _, none := table.IsConditionFailed(err); err != nil && !none {
+// writeBack takes the pages gathered (b.returned) off the budget's count of pages taken, once a
+// write whose answer was lost is settled. b.mu is held. A budget with no count (nothing was ever
+// taken from it) has nothing to give back. The write is numbered as takeBlock's are, so a replay
+// gives nothing back twice.
+func (b *blockBudget) writeBack(ctx context.Context, s *Store) error {
+	if err := b.settle(ctx, s); err != nil {
+		return err
+	}
+	if b.returned == 0 {
+		return nil
+	}
+	n := int64(b.returned)
+	b.returned = 0
+	if _, _, err := b.write(ctx, s, -n, table.Exists(b.attr)); err != nil {
 		return fmt.Errorf("give %d pages back to the budget %s: %w", n, b.key, err)
 	}
-	b.returned = 0
-	b.seen -= int64(n)
+	b.seen -= n
 	b.usedUp = 0
 	return nil
 }

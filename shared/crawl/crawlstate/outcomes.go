@@ -2,6 +2,7 @@ package crawlstate
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -130,6 +131,27 @@ type stored struct {
 	LM string             `json:"lm,omitempty"`
 	G  string             `json:"g,omitempty"`
 	UN *message.Unchanged `json:"un,omitempty"`
+	// W is the write's token on an outcome without a page: the tag of the owner that recorded it
+	// (writerTag), or a random one (SkipQueued). A write sent again because its answer was lost
+	// finds its own outcome by it, where another owner's, the same but for W, is not its own. A
+	// fetched outcome needs none: its WARC record's place is its own.
+	W string `json:"w,omitempty"`
+}
+
+// randomTag is a write token of writerTag's size for a write that has no owner.
+func randomTag() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24 and later)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// writerTag is an outcome's write token (stored.W) for owner: 8 characters of its tag, 48 bits,
+// enough to tell the few owners of one URL apart.
+func writerTag(owner string) string {
+	if t := ownerTag(owner); len(t) > 8 {
+		return t[:8]
+	}
+	return ownerTag(owner)
 }
 
 // stateCodes are the letters of the terminal states in stored.
@@ -151,12 +173,17 @@ const (
 	warcSuffix  = ".warc.gz"
 )
 
-func encodeOutcome(crawl string, o Outcome) (string, error) {
+// encodeOutcome is o as its group's item holds it. token is the writer's tag (writerTag), kept on
+// an outcome without a page (stored.W).
+func encodeOutcome(crawl string, o Outcome, token string) (string, error) {
 	code, ok := stateCodes[o.State]
 	if !ok {
 		return "", fmt.Errorf("%q is not a terminal state", o.State)
 	}
 	st := stored{S: code}
+	if o.Page == nil {
+		st.W = token
+	}
 	if o.Cause != nil {
 		st.C, st.D = errclass.Of(o.Cause), safelog.Truncate(o.Cause.Error())
 	}
@@ -283,8 +310,15 @@ func (s *Store) withGroup(ctx context.Context, crawl string, u URL) (URL, error)
 
 // Record writes the outcomes of URLs of group, claimed by their Owners, in one write, and counts
 // them. It leaves out, and returns, the keys of URLs whose claims another owner took over since
-// (their leases ran out): those are theirs to record.
+// (their leases ran out): those are theirs to record. Two outcomes given for one key are recorded
+// as one (oneEach): an update may name an attribute once.
+//
+// The write's condition is that each URL's owner still holds it, and the write removes the
+// owner: so when the SDK sends it again because its answer was lost, the replay's condition
+// fails. The item as it was then shows the outcomes as written, each its own write token (see
+// stored.W), and Record takes that for its own success.
 func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome) (lost []string, err error) {
+	outs = oneEach(outs)
 	if len(outs) == 0 {
 		return nil, nil
 	}
@@ -292,34 +326,23 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		set := map[string]any{attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires}
-		var remove []string
-		conds := make([]table.Cond, 0, len(outs))
-		for _, o := range outs {
-			if !o.State.Terminal() {
-				return lost, fmt.Errorf("record %s: %q is not a terminal state", o.Key, o.State)
-			}
-			v, err := encodeOutcome(crawl, o)
-			if err != nil {
-				return lost, fmt.Errorf("record %s: %w", o.Key, err)
-			}
-			set[outcomeAttr(o.Key)] = v
-			if o.Redrivable {
-				set[redriveAttr(o.Key)] = true
-			} else {
-				remove = append(remove, redriveAttr(o.Key))
-			}
-			// The claim has done its work: the outcome keeps every other message off the URL.
-			remove = append(remove, ownerAttr(o.Key), leaseAttr(o.Key))
-			conds = append(conds, table.Eq(ownerAttr(o.Key), ownerTag(o.Owner)))
+	vals := make(map[string]string, len(outs))
+	for _, o := range outs {
+		if !o.State.Terminal() {
+			return nil, fmt.Errorf("record %s: %q is not a terminal state", o.Key, o.State)
 		}
-		_, err := s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: set, Remove: remove}, table.And(conds...))
+		if vals[o.Key], err = encodeOutcome(crawl, o, writerTag(o.Owner)); err != nil {
+			return nil, fmt.Errorf("record %s: %w", o.Key, err)
+		}
+	}
+	for {
+		u, cond := recordUpdate(outs, vals, s.now().UnixMilli(), expires)
+		_, err := s.t.Update(ctx, groupKey(crawl, group), u, cond)
 		cf, taken := table.IsConditionFailed(err)
 		if err != nil && !taken {
 			return lost, fmt.Errorf("record the outcomes of %s: %w", group, err)
 		}
-		if taken {
+		if taken && !recordedIn(cf.Item, outs, vals) {
 			// Another owner took some of these URLs over: record the others.
 			kept := outs[:0:0]
 			for _, o := range outs {
@@ -332,22 +355,75 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 			if len(kept) == len(outs) {
 				return lost, fmt.Errorf("record the outcomes of %s: %w", group, err)
 			}
-			outs = kept
-			if len(outs) == 0 {
+			if outs = kept; len(outs) == 0 {
 				return lost, nil
 			}
 			continue
 		}
-		counts := map[string]int64{}
-		for _, o := range outs {
-			counts[o.State.counter()]++
-			if o.Prev == Failed {
-				counts[string(Failed)]--
-			}
-			if o.Cause != nil {
-				counts["class_"+string(errclass.Of(o.Cause))]++
-			}
-		}
-		return lost, s.count(ctx, crawl, counts)
+		return lost, s.count(ctx, crawl, recordCounts(outs))
 	}
+}
+
+// oneEach keeps one outcome of each key, deterministically: a fetched one (its page is stored, and
+// its parse message goes out with it) before any other, and otherwise the first.
+func oneEach(outs []Outcome) []Outcome {
+	at := make(map[string]int, len(outs))
+	kept := make([]Outcome, 0, len(outs))
+	for _, o := range outs {
+		i, dup := at[o.Key]
+		switch {
+		case !dup:
+			at[o.Key] = len(kept)
+			kept = append(kept, o)
+		case o.State == Fetched && kept[i].State != Fetched:
+			kept[i] = o
+		}
+	}
+	return kept
+}
+
+// recordUpdate is Record's write of outs (encoded in vals) and its condition.
+func recordUpdate(outs []Outcome, vals map[string]string, now, expires int64) (table.Update, table.Cond) {
+	set := map[string]any{attrUpdated: now, table.TTLAttr: expires}
+	var remove []string
+	conds := make([]table.Cond, 0, len(outs))
+	for _, o := range outs {
+		set[outcomeAttr(o.Key)] = vals[o.Key]
+		if o.Redrivable {
+			set[redriveAttr(o.Key)] = true
+		} else {
+			remove = append(remove, redriveAttr(o.Key))
+		}
+		// The claim has done its work: the outcome keeps every other message off the URL.
+		remove = append(remove, ownerAttr(o.Key), leaseAttr(o.Key))
+		conds = append(conds, table.Eq(ownerAttr(o.Key), ownerTag(o.Owner)))
+	}
+	return table.Update{Set: set, Remove: remove}, table.And(conds...)
+}
+
+// recordedIn reports whether the group's item g holds the outcomes outs as Record writes them
+// (vals), with their claims gone: Record's own write, applied before, whose replay this is. An
+// update is applied whole or not at all, so all of them are there or it is not Record's write.
+func recordedIn(g table.Item, outs []Outcome, vals map[string]string) bool {
+	for _, o := range outs {
+		if g.String(outcomeAttr(o.Key)) != vals[o.Key] || g.Has(ownerAttr(o.Key)) {
+			return false
+		}
+	}
+	return true
+}
+
+// recordCounts are the counter increments of the outcomes recorded.
+func recordCounts(outs []Outcome) map[string]int64 {
+	counts := map[string]int64{}
+	for _, o := range outs {
+		counts[o.State.counter()]++
+		if o.Prev == Failed {
+			counts[string(Failed)]--
+		}
+		if o.Cause != nil {
+			counts["class_"+string(errclass.Of(o.Cause))]++
+		}
+	}
+	return counts
 }

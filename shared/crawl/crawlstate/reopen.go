@@ -24,10 +24,11 @@ func (s *Store) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
 		cond = table.Eq(attrState, string(Queued))
 	}
 	err := s.t.Delete(ctx, URLKey(crawl, u.Key), cond)
-	if _, moved := table.IsConditionFailed(err); moved {
+	// No item at all: this delete's own, applied before and sent again by the SDK. Nothing else
+	// deletes a skipped URL's item but a crawl's erase.
+	if cf, moved := table.IsConditionFailed(err); moved && len(cf.Item) > 0 {
 		return false, nil
-	}
-	if err != nil {
+	} else if err != nil && !moved {
 		return false, fmt.Errorf("reopen %s: %w", u.URL, err)
 	}
 	return true, s.count(ctx, crawl, map[string]int64{"seen": -1, string(Skipped): -1, "class_" + string(u.Class): -1})

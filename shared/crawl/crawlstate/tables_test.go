@@ -35,6 +35,21 @@ var tableTests = []struct {
 	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
 	{"DrainedCountsWhatIsLeft", testDrainedCountsWhatIsLeft},
 	{"ManyLinksNamed", testManyLinksNamed},
+	{"ReplayedRecord", testReplayedRecord},
+	{"RecordAfterATakeoverStaysLost", testRecordAfterATakeoverStaysLost},
+	{"ReplayedAdmission", testReplayedAdmission},
+	{"ReplayedRefetch", testReplayedRefetch},
+	{"ReplayedSkip", testReplayedSkip},
+	{"ReplayedClaim", testReplayedClaim},
+	{"ReplayedUnadmit", testReplayedUnadmit},
+	{"HalfDoneUnadmitFinishes", testHalfDoneUnadmitFinishes},
+	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
+	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
+	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
+	{"ReplayedSlotWrites", testReplayedSlotWrites},
+	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
+	{"ReplayedMovePage", testReplayedMovePage},
+	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

@@ -97,7 +97,7 @@ func (c crawlShape) scan(prefix string, fn func(string, table.Item) error) error
 		for g := range c.groups() {
 			it := table.Item{"updatedAt": at.UnixMilli(), table.TTLAttr: expires}
 			for i := g * shapeGroup; i < min(c.urls, (g+1)*shapeGroup); i++ {
-				o, err := encodeOutcome(c.crawl, c.outcome(i, g, at))
+				o, err := encodeOutcome(c.crawl, c.outcome(i, g, at), writerTag("shape"))
 				if err != nil {
 					return err
 				}

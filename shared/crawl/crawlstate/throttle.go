@@ -88,11 +88,13 @@ const (
 // SlowDownFor is SlowDown for another reason than a 429: why is one of Why429, Why5xx, WhySlow.
 func (s *Store) SlowDownFor(ctx context.Context, crawl, host string, interval time.Duration, why string) (time.Duration, error) {
 	now := s.now()
-	gap := min(max(2*max(interval, s.Throttled(host)), minThrottleGap), MaxThrottleGap)
+	gap, tok := min(max(2*max(interval, s.Throttled(host)), minThrottleGap), MaxThrottleGap), randomTag()
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{
-		attrSlowGap: gap.Milliseconds(), attrSlowAt: now.UnixMilli(), table.TTLAttr: now.Add(24 * time.Hour).Unix(),
+		attrSlowGap: gap.Milliseconds(), attrSlowAt: now.UnixMilli(), table.TTLAttr: now.Add(24 * time.Hour).Unix(), attrSlotTok: tok,
 	}}, table.Or(table.NotExists(attrSlowAt), table.Lt(attrSlowAt, now.Add(-raiseEvery).UnixMilli())))
-	if cf, recent := table.IsConditionFailed(err); recent {
+	if cf, recent := table.IsConditionFailed(err); recent && ownSlotWrite(cf.Item, tok) {
+		it, err = cf.Item, nil // its own raise, sent again
+	} else if recent {
 		s.learn(host, cf.Item) // raised a moment ago by another worker
 		return s.Throttled(host), nil
 	}

@@ -50,13 +50,11 @@ func (h ThrottledHost) Left(now time.Time) time.Duration {
 
 // noteThrottled notes a raise of the host's gap in one of the crawl's counter shards.
 func (s *Store) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time, why string) error {
-	key, h := s.shardKey(crawl), hostAttr(host)
-	_, err := s.t.Update(ctx, key, table.Update{
-		Set: map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli(), attrThrottleWhy + h: why},
-		Add: map[string]int64{attrThrottleRaises + h: 1},
-	}, table.Cond{})
+	h := hostAttr(host)
+	err := s.writeCounters(ctx, crawl, map[string]int64{attrThrottleRaises + h: 1},
+		map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli(), attrThrottleWhy + h: why})
 	if err != nil {
-		return fmt.Errorf("note the throttling of %s in %s: %w", host, key, err)
+		return fmt.Errorf("note the throttling of %s: %w", host, err)
 	}
 	return nil
 }

@@ -90,7 +90,8 @@ func (h *Handler) recordOne(ctx context.Context, f *fetched, out crawlstate.Outc
 // recordConcurrency bounds the groups recorded at once.
 const recordConcurrency = 10
 
-// record writes the booked outcomes of crawl ("" for all), one write per group. It returns the
+// record writes the booked outcomes of crawl ("" for all), one write per group, each tried again
+// in place if it fails (again: a failed write would have its pages fetched again). It returns the
 // work (by work.n) whose outcomes were not recorded because the write failed (to be delivered again) and
 // those whose URLs another owner took over meanwhile (theirs now: nothing to do).
 func (h *Handler) record(ctx context.Context, crawl string) (failed, lost map[int]bool) {
@@ -108,7 +109,11 @@ func (h *Handler) record(ctx context.Context, crawl string) (failed, lost map[in
 			for i, e := range entries {
 				outs[i] = e.out
 			}
-			gone, err := h.outcomes.Record(ctx, ref.crawl, ref.group, outs)
+			var gone []string
+			err := h.again(ctx, func() (err error) {
+				gone, err = h.outcomes.Record(ctx, ref.crawl, ref.group, outs)
+				return err
+			})
 			taken := map[string]bool{}
 			for _, k := range gone {
 				taken[k] = true

@@ -20,7 +20,7 @@ type claims struct {
 }
 
 // claimRef names the URLs of one message that one claim takes: those of one group, re-queued
-// from the same earlier owners (message.Target.Prev, joined).
+// from the same earlier owners (work.prev, joined).
 type claimRef struct{ owner, group, prev string }
 
 // claimSet is one claim's URLs, and what it got once made.
@@ -45,7 +45,7 @@ func withClaims(ctx context.Context, ds []*delivery) context.Context {
 			if w.bad != nil {
 				continue // a URL that does not normalise claims nothing
 			}
-			ref := claimRef{owner: w.owner(), group: w.group, prev: strings.Join(w.msg.Prev, " ")}
+			ref := claimRef{owner: w.owner(), group: w.group, prev: strings.Join(w.prev(), " ")}
 			set := c.sets[ref]
 			if set == nil {
 				set = &claimSet{crawl: w.msg.Crawl}
@@ -63,14 +63,14 @@ func (h *Handler) claimURL(ctx context.Context, f *fetched) (crawlstate.State, e
 	var set *claimSet
 	if c, ok := ctx.Value(claimsKey{}).(*claims); ok {
 		c.mu.Lock()
-		set = c.sets[claimRef{owner: f.owner, group: f.group, prev: strings.Join(f.msg.Prev, " ")}]
+		set = c.sets[claimRef{owner: f.owner, group: f.group, prev: strings.Join(f.w.prev(), " ")}]
 		c.mu.Unlock()
 	}
 	if set == nil {
 		set = &claimSet{crawl: f.msg.Crawl, keys: []string{f.key}}
 	}
 	set.once.Do(func() {
-		set.got, set.err = h.claims.ClaimGroup(ctx, set.crawl, f.group, f.owner, f.msg.Prev, h.cfg.Lease, set.keys)
+		set.got, set.err = h.claims.ClaimGroup(ctx, set.crawl, f.group, f.owner, f.w.prev(), h.cfg.Lease, set.keys)
 	})
 	if set.err != nil {
 		return "", set.err

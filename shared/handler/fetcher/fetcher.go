@@ -125,7 +125,19 @@ type Config struct {
 	// IndexEachFile stores a CDXJ index beside each WARC file (a second PUT per batch); without
 	// it, `crawl index` builds the crawl's from its files (shared/ops/crawlindex).
 	IndexEachFile bool
+	// MemoryBudget bounds the bytes of the bodies and WARC records the process holds at once,
+	// over all its batches (0: no bound; see memory.go). MemoryBudgetFor gives it from the
+	// function's memory.
+	MemoryBudget int64
+	// MaxDecodedBytes is the HTTP client's cap on a decoded body (0:
+	// httpfetch.DefaultMaxDecodedBytes): what one page may hold at most.
+	MaxDecodedBytes int64
 }
+
+// MemoryBudgetFor is the memory budget of a process of memoryMB megabytes (a Lambda function's
+// AWS_LAMBDA_FUNCTION_MEMORY_SIZE): half of it, the other half being the Go runtime's, the
+// garbage the collector has yet to free, the SDK clients and the batch's other work.
+func MemoryBudgetFor(memoryMB int) int64 { return int64(memoryMB) << 20 / 2 }
 
 // DefaultConfig returns the defaults documented in docs/safety.md and docs/cli.md.
 func DefaultConfig() Config {
@@ -158,6 +170,7 @@ type Handler struct {
 	log        *slog.Logger
 	hosts      hostLimiter
 	optOuts    OptOuts
+	mem        *memory
 	now        func() time.Time
 }
 
@@ -210,7 +223,10 @@ func New(cfg Config, d Deps) *Handler {
 		d.Now = time.Now
 	}
 	cfg.Concurrency = max(cfg.Concurrency, 1)
-	return &Handler{cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
+	if cfg.MaxDecodedBytes <= 0 {
+		cfg.MaxDecodedBytes = httpfetch.DefaultMaxDecodedBytes
+	}
+	return &Handler{mem: newMemory(cfg.MemoryBudget, cfg.MaxDecodedBytes), cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
 		politeness: d.Politeness, circuits: d.Circuits, health: d.HostHealth, runs: d.Runs, counters: d.Counters,
 		http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages, crawls: d.Crawls, handoff: d.Handoff,
 		send: d.Send, batch: d.Batch, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, optOuts: d.OptOuts, now: d.Now}
@@ -231,6 +247,8 @@ type fetched struct {
 	// record is the page's WARC records, encoded as soon as the response is in, in parallel with
 	// the batch's other fetches.
 	record warcfile.Record
+	// hold is the room the page holds in the memory budget until it is stored.
+	hold *hold
 	// unchanged is set when the page is a revisit of the previous crawl's (recrawl.go), and prior
 	// is what that crawl knew of it.
 	unchanged *message.Unchanged
@@ -244,10 +262,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	held := h.holdPaused(ctx, ds)
 	all := workOf(ds)
 	ctx = withClaims(ctx, ds)
-	pages, failed := h.fetchAll(ctx, all)
-	for _, n := range h.storeAll(ctx, pages) {
-		failed[n] = true
-	}
+	failed := h.fetchAll(ctx, all)
 	resp := events.SQSEventResponse{BatchItemFailures: append(held, h.failures(ctx, ds, failed)...)}
 	if err := h.counters.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())

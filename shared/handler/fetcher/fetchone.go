@@ -13,11 +13,13 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 // The steps of one URL, in order: wait for its time; end it if its crawl is stopped or it is done
 // already; check the guard, the opt-out list, a sitemap's lastmod and robots.txt; take the host's
-// place and politeness slot, and the claim; make the request with quick retries; end the URL as
+// place and politeness slot; go back to the queue, unfetched, if `crawl run` stops (turn.Stopping);
+// take the claim; make the request with quick retries (none once the run stops); end the URL as
 // the answer says, or keep the page for the batch's WARC file.
 
 // fetchOne runs one URL up to the fetched response. It returns (nil, nil) when the URL is done
@@ -69,6 +71,8 @@ type fetching struct {
 	tries       *retry.PolicyBackOff
 	resp        *httpfetch.Response
 	lastErr     error
+	// hold is the request's room in the memory budget (memory.go), the page's once it is kept.
+	hold *hold
 }
 
 // keepWaiting re-sends the work's message when it came before its time: still inside a long
@@ -93,7 +97,7 @@ func (h *Handler) endIfDone(ctx context.Context, f *fetched) (done bool, err err
 	if !cameBack(f.w) {
 		return false, nil
 	}
-	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, m.Prev)
+	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, f.w.prev())
 	switch {
 	case err != nil:
 		return true, err
@@ -160,6 +164,7 @@ func (h *Handler) robotsRefuse(ctx context.Context, f *fetched, rules robots.Dec
 // ends the URL as its answer says.
 func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) {
 	f, host := a.f, a.u.Host
+	var err error
 	// The GET must end in time to store the page inside this invocation (Lambda's deadline).
 	var ok bool
 	if a.fctx, a.maxQuick, ok = h.budget(ctx); !ok {
@@ -173,6 +178,11 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 		return nil, err // the host's circuit is open: no slot, no claim until its probe
 	}
 	defer func() { h.probeSent(ctx, host, a.probe, a.sent) }()
+	// Room for the body before a place or a slot: waiting for it may take a while.
+	if a.hold, err = h.mem.take(a.fctx, flushOf(ctx)); err != nil {
+		return nil, h.fail(ctx, f, err)
+	}
+	defer func() { a.hold.release() }() // nil once the page is kept
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
 	release, err := h.hosts.acquire(a.fctx, host)
@@ -185,6 +195,11 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	}
 	if done, err := h.waitForCircuit(ctx, a.fctx, f, host, &a.probe); done {
 		return nil, err // booking the slot told of a circuit that opened meanwhile
+	}
+	if turn.Stopping(ctx) {
+		// `crawl run` stops (its first Ctrl-C): the GETs in flight finish and are stored, and
+		// this one, not started, waits in the queue for the next run.
+		return nil, h.requeue(ctx, f, 0)
 	}
 	if dup, err := h.claim(ctx, f); dup || err != nil {
 		return nil, err
@@ -235,6 +250,9 @@ func (h *Handler) get(a *fetching) error {
 		if n++; n > 1 && h.circuitShut(a.fctx, a.u.Host) {
 			return 0, errCircuitOpen
 		}
+		if n > 1 && turn.Stopping(a.fctx) {
+			return 0, errSlotBusy // the run stops: a quick retry is a new request, tried next run
+		}
 		if n > 1 && a.interval > 0 {
 			// A quick retry is a request like any other: it takes the host's next slot too.
 			if wait, _, err := h.reserveSlot(a.fctx, a.u.Host, a.interval); err != nil || wait > 0 {
@@ -251,7 +269,7 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	fctx, m, u := a.fctx, a.f.msg, a.u
 	start := h.now()
 	a.sent = true
-	r, err := h.http.GetFollowing(conditional(fctx, a.prior), u.String(), h.follow(fctx, m, u, a.crawl.scope))
+	r, err := h.http.GetFollowing(a.hold.with(conditional(fctx, a.prior)), u.String(), h.follow(fctx, m, u, a.crawl.scope))
 	status := 0
 	if r != nil {
 		status = r.Status
@@ -284,7 +302,7 @@ func (h *Handler) settle(ctx context.Context, a *fetching, err error) (done bool
 	var spent *retry.Exhausted
 	switch {
 	case errors.Is(err, errSlotBusy):
-		// The host's next slot belongs to another worker: retry through the queue.
+		// The host's next slot belongs to another worker, or the run stops: retry through the queue.
 		return true, h.fail(ctx, f, a.lastErr)
 	case errors.As(err, &spent) && h.policy().Limits(errclass.Of(spent.Err)):
 		// Every request the policy allows is made: the URL failed for good, with its class.
@@ -317,7 +335,7 @@ func (h *Handler) keep(ctx context.Context, a *fetching) (*fetched, error) {
 	if unchanged, err := revisit(f, a.prior); err != nil {
 		return nil, h.fail(ctx, f, err)
 	} else if unchanged {
-		return f, nil
+		return h.holdPage(a), nil
 	}
 	if !f.msg.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
 		return nil, h.finish(ctx, f, crawlstate.Skipped,
@@ -327,5 +345,31 @@ func (h *Handler) keep(ctx context.Context, a *fetching) (*fetched, error) {
 	if f.record, err = warcfile.EncodeRecord(storedPage(resp)); err != nil {
 		return nil, h.fail(ctx, f, err)
 	}
-	return f, nil
+	return h.holdPage(a), nil
+}
+
+// holdPage lowers the request's room to what its page holds until it is stored: its records,
+// twice (the file is assembled from them), and its body only for the handoff, which is the one
+// to read it again.
+func (h *Handler) holdPage(a *fetching) *fetched {
+	f := a.f
+	n := 2 * int64(len(f.record.Response)+len(f.record.Request))
+	if h.handoff != nil {
+		n += int64(len(f.resp.Body))
+	} else {
+		f.resp.Body = nil
+	}
+	a.hold.keep(n)
+	f.hold, a.hold = a.hold, nil
+	return f
+}
+
+// flushOf returns what stores the kept pages of the invocation of ctx (kept.go), to make room.
+func flushOf(ctx context.Context) func() {
+	k := keptOf(ctx)
+	return func() {
+		if k != nil {
+			k.flush()
+		}
+	}
 }

@@ -122,7 +122,7 @@ func (h *Handler) requeueWith(ctx context.Context, f *fetched, wait time.Duratio
 	case f.claimed:
 		next.Requeued(f.owner, true)
 	case mayHold(f.w):
-		next.Requeued(f.owner, false)
+		handOn(&next, f.w.d.rec.MessageId, f.w.receives())
 	}
 	return h.resend(ctx, &next, wait)
 }
@@ -145,7 +145,7 @@ func cameBack(w *work) bool {
 func (h *Handler) resendUnclaimed(ctx context.Context, w *work, wait time.Duration) error {
 	next := *w.msg
 	if mayHold(w) {
-		next.Requeued(w.owner(), false)
+		handOn(&next, w.d.rec.MessageId, w.receives())
 	}
 	return h.resend(ctx, &next, wait)
 }

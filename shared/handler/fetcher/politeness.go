@@ -94,8 +94,8 @@ func (h *Handler) awaitSlot(ctx context.Context, slot time.Time) error {
 	}
 }
 
-// errSlotBusy stops quick retries when the host's next politeness slot is taken. It has no class
-// of its own: the record fails with the last fetch error.
+// errSlotBusy stops quick retries when the host's next politeness slot is taken, or the run
+// stops. It has no class of its own: the record fails with the last fetch error.
 var errSlotBusy = errclass.Errorf(errclass.Scope, "the host's politeness slot is taken")
 
 // interval is the gap between two requests to one host, at the crawl's rate.

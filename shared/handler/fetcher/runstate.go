@@ -65,14 +65,14 @@ func (h *Handler) holdPaused(ctx context.Context, ds []*delivery) []events.SQSBa
 }
 
 // pausedBody is the body a paused crawl's message goes back with: its own, or, when an earlier
-// delivery may hold claims, the message re-queued by its id so that they pass on.
+// delivery may hold claims, the message re-queued by those deliveries so that they pass on.
 func pausedBody(d *delivery) string {
 	if sqsbatch.ReceiveCount(d.rec) <= 1 {
 		return d.rec.Body
 	}
 	m := *d.msg
-	m.URLs = slices.Clone(m.URLs) // Requeued writes each URL's owners
-	m.Requeued(d.rec.MessageId, false)
+	m.URLs = slices.Clone(m.URLs)                               // Requeued writes each URL's owners
+	handOn(&m, d.rec.MessageId, sqsbatch.ReceiveCount(d.rec)-1) // this delivery claims nothing
 	body, err := message.Encode(&m)
 	if err != nil {
 		return d.rec.Body // sent as it came: its claims are given up to their lease

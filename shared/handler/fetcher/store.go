@@ -12,7 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -28,13 +31,14 @@ import (
 // PagesPrefix is where fetch writes its WARC files.
 const PagesPrefix = layout.Pages
 
-// storeAll writes the batch's pages as one WARC file per crawl, sends their parse messages and
-// records them as fetched. It returns the work (by work.n) that must be tried again.
-func (h *Handler) storeAll(ctx context.Context, pages []fetched) []int {
+// storeAll writes pages of the batch as one WARC file per crawl, sends their parse messages and
+// records them as fetched. It returns the work (by work.n) that must be tried again. last: the
+// batch fetches nothing more, and only waits once its files are written.
+func (h *Handler) storeAll(ctx context.Context, pages []fetched, last bool) []int {
 	order, byCrawl := message.ByCrawl(pages, func(p fetched) string { return p.msg.Crawl })
 	var failed []int
 	for _, crawl := range order {
-		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
+		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl], last)...)
 	}
 	// The outcomes of the records of crawls without a page in this batch.
 	notRecorded, _ := h.record(ctx, "")
@@ -46,14 +50,18 @@ func (h *Handler) storeAll(ctx context.Context, pages []fetched) []int {
 
 // storeCrawl stores the pages of one crawl: one WARC file, their outcomes recorded before their
 // parse messages go out (the outbox). It returns the work (by work.n) that must be tried again.
-func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched) []int {
+func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched, last bool) []int {
 	now := h.now().UTC()
 	key := fmt.Sprintf("%s%s/%s/%s.warc.gz", PagesPrefix, crawl, now.Format("2006/01/02"), batchID())
 	file, err := assemble(key, now, pages)
 	if err != nil {
 		return h.retryAll(crawl, pages, err)
 	}
-	durable, err := h.putFile(ctx, key, file)
+	var durable func() error
+	err = h.again(ctx, func() (err error) {
+		durable, err = h.putFile(ctx, key, file)
+		return err
+	})
 	if err != nil {
 		return h.retryAll(crawl, pages, err)
 	}
@@ -67,8 +75,10 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 	if err != nil {
 		return h.retryAll(crawl, pages, err)
 	}
-	// Only the sync is left to wait for: a spare batch may fetch meanwhile (`crawl run`).
-	turn.GiveBack(ctx)
+	if last {
+		// Only the sync is left to wait for: a spare batch may fetch meanwhile (`crawl run`).
+		turn.GiveBack(ctx)
+	}
 	if err := <-synced; err != nil {
 		// The file is whole but may not survive a power loss: write it again, durably.
 		h.log.Warn("sync the fetched pages; writing them again", "key", key, "err", err.Error())
@@ -84,6 +94,16 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched)
 		}
 	}
 	return append(failed, h.sendParse(ctx, crawl, key, pages, refs, parts, recorded)...)
+}
+
+// storeTries bounds the tries of a write that stores or records fetched pages: a transient failure
+// is tried again in place, with the crawler's backoff (about 4 s in all), rather than failing the
+// pages' messages, whose redeliveries would fetch them again.
+const storeTries = 4
+
+// again runs op until it succeeds, at most storeTries times.
+func (h *Handler) again(ctx context.Context, op func() error) error {
+	return backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(retry.NewBackOff(), storeTries-1), ctx))
 }
 
 // retryAll fails every page of a crawl that could not be stored. The URLs keep their claims: a

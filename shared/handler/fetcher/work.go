@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -62,8 +61,44 @@ type work struct {
 	bad        error
 }
 
-// owner is the claim's owner of the work's URL: its message's id.
-func (w *work) owner() string { return w.d.rec.MessageId }
+// owner is the claim's owner of the work's URL: its message's delivery (ownerOf).
+func (w *work) owner() string { return ownerOf(w.d.rec.MessageId, w.receives()) }
+
+// prev lists the owners whose claims on the work's URL pass to it: its message's earlier
+// deliveries, the latest first, then the owners its message names (message.Target.Prev). None is
+// left out: an owner left out that still held the claim would have the message end as a
+// duplicate, and the URL stay claimed with no message to fetch it. The list is at most
+// MaxPrev and maxReceiveCount-1 long, each owner a condition of the claim's write per URL, far
+// below DynamoDB's 4 KB for a condition.
+func (w *work) prev() []string {
+	var out []string
+	for r := w.receives() - 1; r >= 1; r-- {
+		out = append(out, ownerOf(w.d.rec.MessageId, r))
+	}
+	return append(out, w.msg.Prev...)
+}
+
+// ownerOf names the owner of the claims that a message's receives-th delivery makes: the
+// message's id on its first delivery, and id#n on a later one. A claim handed on to a re-queued
+// message (message.Target.Prev) then passes from the delivery that handed it on, and only while
+// that delivery's claim stands: a later delivery of the same message, after an invocation that
+// died between the re-queue and its end (a timeout, an OOM), claims the URL under a name of its
+// own, and the re-queued message that comes in while it fetches finds the URL held by another
+// instead of taking the claim over and fetching it too.
+func ownerOf(id string, receives int) string {
+	if receives <= 1 {
+		return id
+	}
+	return id + "#" + strconv.Itoa(receives)
+}
+
+// handOn marks m as re-queued by the deliveries of the message id up to its upTo-th, each of
+// which may hold the claims of m's URLs (message.Fetch.Requeued).
+func handOn(m *message.Fetch, id string, upTo int) {
+	for r := 1; r <= upTo; r++ {
+		m.Requeued(ownerOf(id, r), false)
+	}
+}
 
 // receives is the receive count of the work's message.
 func (w *work) receives() int { return sqsbatch.ReceiveCount(w.d.rec) }
@@ -98,10 +133,7 @@ func workOf(ds []*delivery) []*work {
 			continue
 		}
 		if d.msg != nil {
-			for _, one := range d.msg.Split() {
-				d.work = append(d.work, newWork(d, one))
-			}
-			d.work = onePoison(d.work)
+			d.work = onePoison(onceEach(d, d.msg.Split()))
 		}
 		for _, w := range d.work {
 			w.n = len(all)
@@ -109,6 +141,24 @@ func workOf(ds []*delivery) []*work {
 		}
 	}
 	return all
+}
+
+// onceEach returns the work of d's URLs, one piece for each: a URL the message names twice is
+// worked on once, so that it is fetched once and its group's record names it once.
+func onceEach(d *delivery, urls []*message.Fetch) []*work {
+	seen := make(map[string]bool, len(urls))
+	ws := make([]*work, 0, len(urls))
+	for _, one := range urls {
+		w := newWork(d, one)
+		if w.bad == nil {
+			if seen[w.key] {
+				continue
+			}
+			seen[w.key] = true
+		}
+		ws = append(ws, w)
+	}
+	return ws
 }
 
 // onePoison leaves one piece of poison among a message's work, whose reason names every bad URL:
@@ -153,17 +203,15 @@ func newWork(d *delivery, m *message.Fetch) *work {
 	return w
 }
 
-// fetchAll runs each piece of work up to its fetched response, Concurrency at once, and returns
-// the pages to store and which pieces failed.
-func (h *Handler) fetchAll(ctx context.Context, all []*work) (pages []fetched, failed []bool) {
+// fetchAll runs each piece of work, Concurrency at once, and stores the fetched pages: at the end,
+// or earlier in parts when they fill the memory budget (kept.go). It returns which pieces failed.
+func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 	failed = make([]bool, len(all))
-	var mu sync.Mutex
+	ctx, k := withKept(ctx, h)
 	ids := sqsbatch.Each(len(all), h.cfg.Concurrency, strconv.Itoa, func(i int) error {
 		f, err := h.runOne(ctx, all[i])
 		if err == nil && f != nil {
-			mu.Lock()
-			pages = append(pages, *f)
-			mu.Unlock()
+			k.add(*f)
 		}
 		return err
 	})
@@ -171,7 +219,11 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (pages []fetched, f
 		i, _ := strconv.Atoi(id)
 		failed[i] = true
 	}
-	return pages, failed
+	k.store(true)
+	for n := range k.failed {
+		failed[n] = true
+	}
+	return failed
 }
 
 // runOne works on one URL as sqsbatch.Runner works on a record (Runner.One): in a span of its own,
@@ -220,7 +272,7 @@ func (h *Handler) sendBack(ctx context.Context, d *delivery, again []*work) bool
 	entries := make([]queue.Entry, len(again))
 	for i, w := range again {
 		one := *w.msg
-		one.Requeued(d.rec.MessageId, false)
+		handOn(&one, d.rec.MessageId, w.receives())
 		body, err := message.Encode(&one)
 		if err != nil {
 			h.log.Warn("encode a failed URL to send back alone; the whole message is delivered again",

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 // Queues is what the runner needs of the queue backend.
@@ -101,7 +102,8 @@ func (r *Runner) Run(ctx context.Context) error {
 // RunGraceful is Run with a stop in two steps. When stop ends, the runner takes no new batch, and
 // gives back at once the batches received ahead of their handler (their messages become visible
 // again); the batches being handled go on until they finish, their successes are deleted, and then
-// it returns stop's error. When abort ends, the handlers' context ends too, which cuts the batches
+// it returns stop's error. Their handlers see turn.Stopping from then on: they finish what they
+// started and start nothing new. When abort ends, the handlers' context ends too, which cuts the batches
 // still in flight short, as Run does (Stats.CutShort counts them). abort must not end before stop
 // does for a run to stop gracefully; the caller bounds the grace by ending abort.
 func (r *Runner) RunGraceful(stop, abort context.Context) error {
@@ -184,7 +186,9 @@ func (r *Runner) handleOne(rctx, hctx context.Context, s Source, b received, l *
 		r.giveBack(s, b, log) // handed over as the run stopped: never started
 		return
 	}
-	done := r.invoke(hctx, s, b, l, log)
+	// The handler learns of the stop (turn.Stopping) and starts no new work, so that its batch
+	// ends well inside the grace: only what it had started is finished.
+	done := r.invoke(turn.WithStop(hctx, rctx.Done()), s, b, l, log)
 	if hctx.Err() != nil {
 		r.Stats.CutShort.Add(1)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/local/sqlite"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
 
 func newQueue(t *testing.T, maxReceive int) (*sqlite.Queue, string, string) {
@@ -652,7 +653,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestAGracefulStopFinishesWhatIsInFlight stops a run while one batch is in its handler and the
 // next is received ahead: the one in hand finishes under a live context and is deleted, the one
 // ahead is given back (visible at once, though its visibility timeout is 30 s), and nothing else
-// is received. The queue's own counts are the oracle. With abort ended too, the batch in hand is
+// is received. The queue's own counts are the oracle. The handler in flight sees turn.Stopping
+// from the stop on, so that it starts no new work. With abort ended too, the batch in hand is
 // cut short instead, and its message stays in the queue.
 func TestAGracefulStopFinishesWhatIsInFlight(t *testing.T) {
 	for _, abortToo := range []bool{false, true} {
@@ -662,7 +664,9 @@ func TestAGracefulStopFinishesWhatIsInFlight(t *testing.T) {
 			started, release := make(chan struct{}), make(chan struct{})
 			var calls atomic.Int64
 			var handlerErr atomic.Value
+			var stoppingBefore, stoppingAfter atomic.Bool
 			handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				stoppingBefore.Store(turn.Stopping(ctx))
 				if calls.Add(1) == 1 {
 					close(started)
 				}
@@ -670,6 +674,7 @@ func TestAGracefulStopFinishesWhatIsInFlight(t *testing.T) {
 				case <-release:
 				case <-ctx.Done():
 				}
+				stoppingAfter.Store(turn.Stopping(ctx))
 				handlerErr.Store(fmt.Sprint(ctx.Err()))
 				return events.SQSEventResponse{}, ctx.Err()
 			}
@@ -712,6 +717,10 @@ func TestAGracefulStopFinishesWhatIsInFlight(t *testing.T) {
 			}
 			if calls.Load() != 1 || visible != 3 || inFlight != wantInFlight {
 				t.Errorf("%d invocations, %d messages visible and %d in flight; want 1, 3 and %d", calls.Load(), visible, inFlight, wantInFlight)
+			}
+			if stoppingBefore.Load() || !stoppingAfter.Load() {
+				t.Errorf("the handler saw turn.Stopping %v before the stop and %v after it, want false and true",
+					stoppingBefore.Load(), stoppingAfter.Load())
 			}
 			if got := handlerErr.Load(); got != wantErr || r.Stats.CutShort.Load() != wantCut {
 				t.Errorf("the handler's context ended with %v and %d batches were cut short, want %s and %d", got, r.Stats.CutShort.Load(), wantErr, wantCut)

@@ -70,6 +70,9 @@ func (t *Table) Put(ctx context.Context, key string, item table.Item, cond table
 
 // Update applies u if cond holds (creating the item if it is missing) and returns the new item.
 func (t *Table) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+	if err := u.Check(); err != nil {
+		return nil, fmt.Errorf("update %s: %w", key, err)
+	}
 	var out table.Item
 	err := t.modify(ctx, key, cond, func(old table.Item) (string, bool, error) {
 		it := old // decoded for this write alone: it is ours to change

@@ -46,86 +46,125 @@ type CrawlReport struct {
 	Unresolved []string `json:"unresolved,omitempty"`
 }
 
-// crawl purges one crawl: the table's URLs first, to learn where their pages are; the WARC
-// files; the other pages' offsets; the table's items; the records files; the index.
-func (p *Purger) crawl(ctx context.Context, crawl string, m matcher) (CrawlReport, error) {
-	cr := CrawlReport{Crawl: crawl}
+// crawlPurge is one crawl's purge, in two steps: its WARC files (scan), then the rest (finish),
+// once every crawl's files are done, since a recrawl's pages name records in an earlier crawl's
+// files (the payload a revisit reuses).
+type crawlPurge struct {
+	crawl      string
+	gone, kept []crawlstate.URL
+	crawlIndex bool
+	files      map[string]*warcFile
+}
+
+// scan finds the crawl's URLs to erase and removes their records from its WARC files: the table's
+// URLs first, to learn where their pages are.
+func (p *Purger) scan(ctx context.Context, crawl string, m matcher, cr *CrawlReport) (*crawlPurge, error) {
+	c := &crawlPurge{crawl: crawl}
 	st := crawlstate.New(p.T)
-	var gone, kept []crawlstate.URL
 	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
 		switch {
 		case m.match(u.URL) || (u.Page != nil && m.match(u.Page.FinalURL)):
-			gone = append(gone, u)
+			c.gone = append(c.gone, u)
 		case u.Page != nil:
-			kept = append(kept, u)
+			c.kept = append(c.kept, u)
 		}
 		return nil
 	})
 	if err != nil {
-		return cr, fmt.Errorf("scan the URLs: %w", err)
+		return c, fmt.Errorf("scan the URLs: %w", err)
 	}
-	p.progress("crawl %s: %d URLs to erase from the table", crawl, len(gone))
+	p.progress("crawl %s: %d URLs to erase from the table", crawl, len(c.gone))
 	ixKey := crawlindex.Key(crawl)
 	have, err := p.B.List(ctx, ixKey)
 	if err != nil {
-		return cr, fmt.Errorf("look for the crawl's index: %w", err)
+		return c, fmt.Errorf("look for the crawl's index: %w", err)
 	}
-	crawlIndex := slices.Contains(have, ixKey)
-	files, err := p.warcs(ctx, crawl, m, gone, crawlIndex, &cr)
-	if err != nil {
-		return cr, err
+	c.crawlIndex = slices.Contains(have, ixKey)
+	c.files, err = p.warcs(ctx, crawl, m, c.gone, c.crawlIndex, cr)
+	return c, err
+}
+
+// finish does the rest of the crawl's purge: the other pages' offsets, in the files of every crawl
+// purged (all); the table's items; the records files; the index.
+func (p *Purger) finish(ctx context.Context, c *crawlPurge, all map[string]*warcFile, m matcher, cr *CrawlReport) error {
+	st := crawlstate.New(p.T)
+	if err := p.movePages(ctx, st, c.crawl, c.kept, all, cr); err != nil {
+		return err
 	}
-	if err := p.movePages(ctx, st, crawl, kept, files, &cr); err != nil {
-		return cr, err
-	}
-	keys := make([]string, len(gone))
-	for i, u := range gone {
+	keys := make([]string, len(c.gone))
+	for i, u := range c.gone {
 		keys[i] = u.Key
 		cr.URLs = append(cr.URLs, u.URL)
 	}
 	if !p.DryRun {
-		if err := st.Erase(ctx, crawl, keys); err != nil {
-			return cr, err
+		if err := st.Erase(ctx, c.crawl, keys); err != nil {
+			return err
 		}
 	}
 	if m.target.Kind == optout.Host {
-		if err := p.budgets(ctx, crawl, m, &cr); err != nil {
-			return cr, err
+		if err := p.budgets(ctx, c.crawl, m, cr); err != nil {
+			return err
 		}
 	}
-	if err := p.records(ctx, crawl, m, files, &cr); err != nil {
-		return cr, err
+	if err := p.records(ctx, c.crawl, m, all, cr); err != nil {
+		return err
 	}
-	if !crawlIndex {
-		return cr, nil
+	if !c.crawlIndex {
+		return nil
 	}
-	return cr, p.index(ctx, crawl, files, &cr)
+	return p.index(ctx, c.crawl, c.files, cr)
 }
 
-// movePages points the kept URLs whose WARC file was rewritten at their records' new places.
-func (p *Purger) movePages(ctx context.Context, st *crawlstate.Store, crawl string, kept []crawlstate.URL, files map[string]*warcFile, cr *CrawlReport) error {
+// movePages points the kept URLs whose records are in a file of all at their records' places in
+// the file as it is now: the page's own record (a response, or a revisit record), and the payload
+// that a revisit reuses, which an earlier crawl's file holds.
+func (p *Purger) movePages(ctx context.Context, st *crawlstate.Store, crawl string, kept []crawlstate.URL, all map[string]*warcFile, cr *CrawlReport) error {
 	for _, u := range kept {
-		f := files[u.Page.WARCKey]
-		if f == nil {
-			continue
-		}
-		at, ok := f.find(u.Page.FinalURL, u.Page.Offset)
+		to, moved, ok := moved(*u.Page, all)
 		if !ok {
 			cr.Unresolved = append(cr.Unresolved, u.URL)
 			continue
 		}
-		if at.Offset == u.Page.Offset && at.Length == u.Page.Length {
+		if !moved {
 			continue
 		}
 		cr.PagesMoved++
 		if p.DryRun {
 			continue
 		}
-		if err := st.MovePage(ctx, crawl, u, at.Offset, at.Length); err != nil {
+		if err := st.MovePage(ctx, crawl, u, to); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// moved returns page with its places (its record, and the payload its revisit reuses) as the
+// files of all hold them now; moved says whether any changed, and ok is false when a record in a
+// file of all cannot be found.
+func moved(page crawlstate.Page, all map[string]*warcFile) (to crawlstate.Page, changed, ok bool) {
+	to = page
+	if f := all[page.WARCKey]; f != nil {
+		at, found := f.find(page.FinalURL, page.Offset)
+		if !found {
+			return page, false, false
+		}
+		to.Offset, to.Length = at.Offset, at.Length
+	}
+	if un := page.Unchanged; un != nil {
+		if f := all[un.Payload.Key]; f != nil {
+			at, found := f.find(un.URI, un.Payload.Offset)
+			if !found {
+				return page, false, false
+			}
+			cp := *un
+			cp.Payload.Offset, cp.Payload.Length = at.Offset, at.Length
+			to.Unchanged = &cp
+		}
+	}
+	changed = to.Offset != page.Offset || to.Length != page.Length ||
+		(to.Unchanged != nil && to.Unchanged.Payload != page.Unchanged.Payload)
+	return to, changed, true
 }
 
 // budgets deletes the crawl's page budget items of the purged hosts ("b#<crawl>#<host>").

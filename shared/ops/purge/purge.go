@@ -4,7 +4,8 @@
 // outcomes from the state table, their WARC records from the WARC files (a file that holds other
 // pages is rewritten without them, with gowarc's reader; see warcfile.Filter), their lines from the
 // records files, and rebuilds the crawl's CDXJ index; the other pages' stored offsets follow
-// their records. It first leaves a tombstone on the opt-out list, so that no crawl fetches the
+// their records (response and revisit records, and the earlier crawl's payload that a revisit
+// reuses, which is why every crawl's files are done before the rest of any crawl). It first leaves a tombstone on the opt-out list, so that no crawl fetches the
 // URLs again, and at the end an audit record of what it deleted, when and why.
 //
 // A purge that fails part way is run again: every step finds what is left of its work, and the
@@ -15,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -86,14 +88,10 @@ func (p *Purger) Purge(ctx context.Context, r Request) (Report, error) {
 		}
 		rep.Tombstone = &tomb
 	}
-	m := matcher{target: r.Target}
-	for _, c := range crawls {
-		cr, err := p.crawl(ctx, c, m)
-		rep.Crawls = append(rep.Crawls, cr)
-		if err != nil {
-			return rep, fmt.Errorf("purge %s %s in crawl %s: %w", r.Target.Kind, r.Target.Value, c, err)
-		}
+	if err := p.purgeCrawls(ctx, crawls, matcher{target: r.Target}, &rep); err != nil {
+		return rep, fmt.Errorf("purge %s %s %w", r.Target.Kind, r.Target.Value, err)
 	}
+	m := matcher{target: r.Target}
 	if r.Target.Kind == optout.Host && !p.DryRun {
 		if err := p.hostSlots(ctx, m); err != nil {
 			return rep, err
@@ -109,6 +107,29 @@ func (p *Purger) Purge(ctx context.Context, r Request) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// purgeCrawls purges the crawls: the WARC files of every crawl first, then the rest of each, so
+// that a page whose record an earlier crawl's file holds (the payload a revisit reuses) follows it.
+func (p *Purger) purgeCrawls(ctx context.Context, crawls []string, m matcher, rep *Report) error {
+	rep.Crawls = make([]CrawlReport, len(crawls))
+	all := map[string]*warcFile{}
+	scans := make([]*crawlPurge, len(crawls))
+	for i, c := range crawls {
+		rep.Crawls[i].Crawl = c
+		var err error
+		if scans[i], err = p.scan(ctx, c, m, &rep.Crawls[i]); err != nil {
+			rep.Crawls = rep.Crawls[:i+1] // the crawls not reached have nothing to report
+			return fmt.Errorf("in crawl %s: %w", c, err)
+		}
+		maps.Copy(all, scans[i].files)
+	}
+	for i, c := range scans {
+		if err := p.finish(ctx, c, all, m, &rep.Crawls[i]); err != nil {
+			return fmt.Errorf("in crawl %s: %w", c.crawl, err)
+		}
+	}
+	return nil
 }
 
 func (p *Purger) now() time.Time {

@@ -20,17 +20,19 @@ type warcFile struct {
 	deleted bool
 	// index is its lines of the crawl's CDXJ index (when the crawl has one).
 	index []byte
-	// responses are its response records, with their spans in the file as it is now.
-	responses []warcfile.RecordInfo
+	// pages are its records of pages, response and revisit records, with their spans in the file
+	// as it is now.
+	pages []warcfile.RecordInfo
 }
 
-// find returns where the response record of url is now, given where it was (old). Records keep
-// their order and only move towards the file's start, so among url's records (a page fetched
-// under two names that redirect to it) it is the last one at or before old.
+// find returns where the record of url's page (a response, or a revisit record) is now, given
+// where it was (old). Records keep their order and only move towards the file's start, so among
+// url's records (a page fetched under two names that redirect to it) it is the last one at or
+// before old.
 func (f *warcFile) find(url string, old int64) (warcfile.Span, bool) {
 	var best warcfile.Span
 	found := false
-	for _, r := range f.responses {
+	for _, r := range f.pages {
 		if r.TargetURI != url || r.Span.Offset > old {
 			continue
 		}
@@ -89,8 +91,8 @@ func (p *Purger) warcs(ctx context.Context, crawl string, m matcher, gone []craw
 		f := &warcFile{}
 		pages := 0
 		for _, r := range kept {
-			if r.Type == "response" {
-				f.responses = append(f.responses, r)
+			if r.Type == "response" || r.Type == "revisit" {
+				f.pages = append(f.pages, r)
 			}
 			if r.Type != "warcinfo" {
 				pages++

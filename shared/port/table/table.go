@@ -151,6 +151,38 @@ type Update struct {
 	Remove []string
 }
 
+// ErrOverlap is the error of an update that names an attribute more than once.
+var ErrOverlap = errors.New("an update may name an attribute once")
+
+// Check returns an error wrapping ErrOverlap when u names an attribute more than once: in two of
+// Set, Add and Remove, or twice in Remove. DynamoDB rejects such an update ("Two document paths
+// overlap"), so every adapter does, before it writes anything: one that applied it would count
+// an attribute set and added twice, and the adapters would disagree.
+func (u Update) Check() error {
+	named := make(map[string]string, len(u.Set)+len(u.Add)+len(u.Remove))
+	name := func(attr, how string) error {
+		if was, ok := named[attr]; ok {
+			return fmt.Errorf("%w: %q in %s and %s", ErrOverlap, attr, was, how)
+		}
+		named[attr] = how
+		return nil
+	}
+	for a := range u.Set {
+		named[a] = "set"
+	}
+	for a := range u.Add {
+		if err := name(a, "add"); err != nil {
+			return err
+		}
+	}
+	for _, a := range u.Remove {
+		if err := name(a, "remove"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Table is the state table.
 type Table interface {
 	// Get returns the item with the key, or ErrNotFound. Reads are strongly consistent.
@@ -164,7 +196,8 @@ type Table interface {
 	// Put replaces the whole item if cond holds; otherwise it returns a *ConditionFailedError.
 	Put(ctx context.Context, key string, item Item, cond Cond) error
 	// Update applies u if cond holds and returns the item as it is afterwards (ALL_NEW);
-	// otherwise it returns a *ConditionFailedError carrying the old item.
+	// otherwise it returns a *ConditionFailedError carrying the old item. An update that names an
+	// attribute more than once is refused with ErrOverlap (Update.Check), and changes nothing.
 	Update(ctx context.Context, key string, u Update, cond Cond) (Item, error)
 	// Delete removes the item if cond holds (deleting a missing item with no condition is not an error).
 	Delete(ctx context.Context, key string, cond Cond) error

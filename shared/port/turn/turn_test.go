@@ -17,3 +17,18 @@ func TestGiveBackCallsTheInvokersFunction(t *testing.T) {
 		t.Fatalf("giveBack called %d times, want 2", calls)
 	}
 }
+
+func TestStoppingOnceTheInvokerStops(t *testing.T) {
+	stop := make(chan struct{})
+	ctx := turn.WithStop(context.Background(), stop)
+	if turn.Stopping(ctx) || turn.Stopping(context.Background()) {
+		t.Fatal("stopping before the invoker stops")
+	}
+	close(stop)
+	if !turn.Stopping(ctx) || !turn.Stopping(context.WithoutCancel(ctx)) {
+		t.Fatal("not stopping once the invoker stopped")
+	}
+	if turn.Stopping(context.Background()) {
+		t.Fatal("a context from no WithStop is stopping")
+	}
+}

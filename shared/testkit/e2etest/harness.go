@@ -142,10 +142,7 @@ func (h *Harness) Crawl(ctx context.Context, cfg pipeline.Config, ports pipeline
 // Timeout (DefaultTimeout when unset).
 func (h *Harness) Run(ctx context.Context, crawl string, cfg pipeline.Config, ports pipeline.Ports, q localrun.Queues, concurrency int) error {
 	h.T.Helper()
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := h.runTimeout()
 	// The run is cancelled when it outlasts timeout, without a deadline on its context: the
 	// handlers would take one for the end of a Lambda invocation, and re-queue their work.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -162,6 +159,26 @@ func (h *Harness) Run(ctx context.Context, crawl string, cfg pipeline.Config, po
 		h.T.Fatalf("the run did not finish within %v; pending:\n%s", timeout, h.Pending(crawl))
 	}
 	return err
+}
+
+// deadlineMargin is the time a run leaves before the test binary's deadline (go test -timeout), to
+// say what was pending and end the test on its own assertion.
+const deadlineMargin = 30 * time.Second
+
+// runTimeout is the harness's Timeout (DefaultTimeout when unset), cut to end deadlineMargin
+// before the test's deadline: a long run late in a package's tests would otherwise hang until go
+// test's timeout panics, naming no assertion and nothing pending.
+func (h *Harness) runTimeout() time.Duration {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if t, ok := h.T.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, has := t.Deadline(); has {
+			timeout = min(timeout, time.Until(dl)-deadlineMargin)
+		}
+	}
+	return timeout
 }
 
 // errRunTimeout is the cause of a run cancelled for outlasting its timeout.

@@ -60,3 +60,38 @@ func Check(t testing.TB, files ...string) Summary {
 // warcio is warcio.js, installed by make warcio-deps into .cache/warcio.
 var warcio = nodetest.Reader{Package: "warcio", Cache: "warcio", Make: "warcio-deps",
 	DirVar: "CRAWL_WARCIO_DIR", ScriptVar: "WARCIO_DIR"}
+
+//go:embed list.cjs
+var listScript []byte
+
+// Record is what warcio.js read of one record.
+type Record struct {
+	Type          string `json:"type"`
+	URI           string `json:"uri"`
+	PayloadDigest string `json:"payloadDigest"`
+	// BlockDigestOK: the record's WARC-Block-Digest is the SHA-256 of its block.
+	BlockDigestOK bool `json:"blockDigestOK"`
+}
+
+// Read has warcio.js read each file and returns the records it holds, by the file's path. A file
+// need not be a whole WARC file: the bytes a stored offset and length name are a file of one
+// record. A file warcio.js cannot read fails t.
+func Read(t testing.TB, files ...string) map[string][]Record {
+	t.Helper()
+	out, stderr, runErr := warcio.Run(t, listScript, files...)
+	var res map[string]struct {
+		Records []Record `json:"records"`
+		Error   string   `json:"error"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || runErr != nil {
+		t.Fatalf("warcio.js list: %v (%v)\nstdout: %s\nstderr: %s", runErr, err, out, stderr)
+	}
+	recs := make(map[string][]Record, len(res))
+	for f, r := range res {
+		if r.Error != "" {
+			t.Errorf("warcio.js cannot read %s: %s", f, r.Error)
+		}
+		recs[f] = r.Records
+	}
+	return recs
+}

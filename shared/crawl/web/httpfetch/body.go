@@ -6,6 +6,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ const maxPooledBuffer = 1 << 20
 
 // readBody reads and decodes a response body, never holding more than the caps allow.
 // It reports whether the body was truncated at lim.decoded.
-func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, error) {
+func readBody(ctx context.Context, resp *http.Response, body *idleReader, lim limits) ([]byte, bool, error) {
 	if resp.ContentLength > lim.raw {
 		return nil, false, errclass.Errorf(errclass.TooLarge, "body of %d bytes is over the %d-byte limit", resp.ContentLength, lim.raw)
 	}
@@ -47,7 +48,11 @@ func readBody(resp *http.Response, body io.Reader, lim limits) ([]byte, bool, er
 		}
 		r = dec
 	}
-	dcap := &capReader{r: r, left: lim.decoded, limit: lim.decoded, what: "decoded body", truncate: lim.truncate}
+	rr := reserving(ctx, resp, r, body)
+	if err := ahead(rr); err != nil {
+		return nil, false, err
+	}
+	dcap := &capReader{r: rr, left: lim.decoded, limit: lim.decoded, what: "decoded body", truncate: lim.truncate}
 	b, err := readAll(dcap, resp.ContentLength, lim.decoded, len(codings) == 0)
 	if err != nil {
 		// A decoder that wants more after the body ended cleanly was sent a truncated stream.

@@ -339,7 +339,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 		return nil, classify(ctx, err, idle)
 	}
 	defer resp.Body.Close()
-	body, truncated, err := readBody(resp, idle.wrap(resp.Body), lim)
+	body, truncated, err := readBody(ctx, resp, idle.wrap(resp.Body), lim)
 	if err != nil {
 		return nil, classify(ctx, err, idle)
 	}

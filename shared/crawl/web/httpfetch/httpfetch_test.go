@@ -197,7 +197,12 @@ func TestDecoding(t *testing.T) {
 	}
 }
 
-// bomb streams an endless compressed run of zeros until the client goes away.
+// bombBytes is what a bomb decodes to: 64 times the cap TestBombs sets, so that a client that
+// ignored the cap reads it whole, in little time and memory, and fails on the test's assertion
+// rather than on the OOM killer or go test's timeout.
+const bombBytes = 64 << 20
+
+// bomb streams a compressed run of bombBytes zeros, or until the client goes away.
 func bomb(coding string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", coding)
@@ -211,7 +216,7 @@ func bomb(coding string) http.HandlerFunc {
 			zw = brotli.NewWriterLevel(w, brotli.BestSpeed)
 		}
 		zeros := make([]byte, 64<<10)
-		for written := int64(0); written < 10<<30; written += int64(len(zeros)) { // a 10 GiB bomb
+		for written := int64(0); written < bombBytes; written += int64(len(zeros)) {
 			if _, err := zw.Write(zeros); err != nil {
 				return
 			}
@@ -229,7 +234,12 @@ func TestBombs(t *testing.T) {
 			srv := httptest.NewServer(bomb(coding))
 			defer srv.Close()
 			c := newClient(t, Options{MaxDecodedBytes: 1 << 20, TotalTimeout: 20 * time.Second})
-			_, err := c.Get(context.Background(), srv.URL)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			resp, err := c.Get(ctx, srv.URL)
+			if err == nil {
+				t.Fatalf("read a body of %d bytes past the 1 MiB cap", len(resp.Body))
+			}
 			wantClass(t, err, errclass.TooLarge)
 			if !strings.Contains(err.Error(), "decoded body") {
 				t.Errorf("err = %v, want the decoded-body cap", err)

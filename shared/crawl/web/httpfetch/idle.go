@@ -44,7 +44,7 @@ func newIdleTimer(d time.Duration, cancel context.CancelFunc) *idleTimer {
 
 func (it *idleTimer) stop() { it.t.Stop() }
 
-func (it *idleTimer) wrap(r io.Reader) io.Reader { return &idleReader{r: r, it: it} }
+func (it *idleTimer) wrap(r io.Reader) *idleReader { return &idleReader{r: r, it: it} }
 
 type idleReader struct {
 	r     io.Reader

@@ -35,6 +35,7 @@ func Run(t *testing.T, newTable func(t *testing.T) table.Table) {
 		{"PutReplaces", testPutReplaces},
 		{"Update", testUpdate},
 		{"UpdateConditionFailed", testUpdateConditionFailed},
+		{"UpdateNamesEachAttributeOnce", testUpdateNamesEachAttributeOnce},
 		{"Delete", testDelete},
 		{"Scan", testScan},
 		{"RoundTrip", testRoundTrip},
