@@ -170,6 +170,21 @@ func TestEndAnnouncedOnce(t *testing.T) {
 	newHarness(t, 40, 5, time.Second).CheckEndAnnouncedOnce(8)
 }
 
+// TestEndWaitsForLinksFailingTwice: with checks that tally as soon as the counters stop moving,
+// and every Links message with a new URL failing twice before its URLs are admitted (the seeds'
+// too, or the pages' alone, the last page's too), the end is announced once, after every URL was
+// admitted and every page fetched and recorded.
+func TestEndWaitsForLinksFailingTwice(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		minDepth int
+	}{{"seeds and pages", 0}, {"pages", 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			newHarness(t, 40, 5, time.Second).CheckEndWaitsForLinksFailingTwice(tt.minDepth, 8)
+		})
+	}
+}
+
 // TestEndPutAgainAfterCrashBeforeMark: a crash after the event is put and before the end is marked
 // announced puts the same event again (EventBridge has no deduplication): same id, same detail.
 func TestEndPutAgainAfterCrashBeforeMark(t *testing.T) {

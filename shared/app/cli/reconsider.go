@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
@@ -142,7 +143,7 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 			return r, err
 		}
 		r.unseen = unseen
-		if r.relinked, err = relink(ctx, be, res, crawl, pages, now.MaxDepth, userAgent); err != nil {
+		if r.relinked, err = relink(ctx, be, res, st, crawl, pages, now.MaxDepth, userAgent); err != nil {
 			return r, err
 		}
 	}
@@ -203,6 +204,7 @@ func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.S
 		return sent, err
 	}
 	var entries []queue.Entry
+	var names []string
 	keys := make([]batch, 0, len(again))
 	for b := range again {
 		keys = append(keys, b)
@@ -218,7 +220,12 @@ func sendAgain(ctx context.Context, be *Backend, res Resources, st *crawlstate.S
 				return sent, err
 			}
 			entries = append(entries, queue.Entry{ID: fmt.Sprint(len(entries)), Body: body})
+			names = append(names, frontier.Source(&m))
 		}
+	}
+	// Named before the send, for the crawl's end to wait for them.
+	if err := st.NoteLinksSent(ctx, crawl, "reconsider", names); err != nil {
+		return sent, err
 	}
 	if err := be.Queue.SendBatch(ctx, res.Schedule, entries); err != nil {
 		return sent, fmt.Errorf("send the URLs refused before to schedule again: %w", err)

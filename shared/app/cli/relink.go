@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
@@ -42,10 +43,12 @@ func relinkPages(ctx context.Context, st *crawlstate.Store, crawl string, was, n
 }
 
 // relink reads the pages again and sends their links to schedule (res.Schedule) at the next depth,
-// unless it is over maxDepth. It returns how many pages' links it sent.
-func relink(ctx context.Context, be *Backend, res Resources, crawl string, pages []crawlstate.URL, maxDepth int, userAgent string) (int, error) {
+// unless it is over maxDepth, named in st first (crawlstate.NoteLinksSent) for the crawl's end to
+// wait for them. It returns how many pages' links it sent.
+func relink(ctx context.Context, be *Backend, res Resources, st *crawlstate.Store, crawl string, pages []crawlstate.URL, maxDepth int, userAgent string) (int, error) {
 	token := robots.ProductToken(userAgent)
 	var entries []queue.Entry
+	var names []string
 	sent := 0
 	for _, u := range pages {
 		if maxDepth >= 0 && u.Depth+1 > maxDepth {
@@ -79,8 +82,12 @@ func relink(ctx context.Context, be *Backend, res Resources, crawl string, pages
 				return sent, err
 			}
 			entries = append(entries, queue.Entry{ID: fmt.Sprint(len(entries)), Body: body})
+			names = append(names, frontier.Source(&m))
 		}
 		sent++
+	}
+	if err := st.NoteLinksSent(ctx, crawl, "relink", names); err != nil {
+		return sent, err
 	}
 	if err := be.Queue.SendBatch(ctx, res.Schedule, entries); err != nil {
 		return sent, fmt.Errorf("send the links of the pages read again: %w", err)

@@ -23,6 +23,7 @@ var (
 	_ scheduler.Admitter = (*frontier.Frontier)(nil)
 	_ scheduler.Starts   = (*frontier.Frontier)(nil)
 	_ scheduler.Checks   = (*finish.Checker)(nil)
+	_ scheduler.Links    = (*crawlstate.Store)(nil)
 	_ scheduler.Blobs    = blob.Store(nil)
 
 	_ parser.Parsed        = (*crawlstate.Store)(nil)

@@ -259,7 +259,8 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 		BudgetUSD: cfg.BudgetUSD, Prices: prices, AdmitConcurrency: cfg.AdmitConcurrency},
 		frontier.Deps{Admissions: w.state, Skips: w.state, Gates: w.state, PageBudget: w.state, Counters: w.state,
 			Slots: w.state, Starts: w.state, Send: w.p.Queue, Log: log, Crawls: w.crawls, OptOuts: w.optOuts()})
-	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log}
+	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log,
+		Links: w.state}
 	if w.finish != nil && cfg.FinishEvery > 0 {
 		d.Checks = w.finish
 	}

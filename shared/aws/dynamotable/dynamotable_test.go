@@ -4,7 +4,9 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -122,6 +124,8 @@ func TestCallsCarryTheExpression(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var sent []request
+			var mu sync.Mutex
+			var segments []int32
 			f := &fakeAPI{
 				putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 					sent = append(sent, request{cond: in.ConditionExpression,
@@ -139,13 +143,24 @@ func TestCallsCarryTheExpression(t *testing.T) {
 					return &dynamodb.DeleteItemOutput{}, nil
 				},
 				scan: func(in *dynamodb.ScanInput) (*dynamodb.ScanOutput, error) {
-					sent = append(sent, request{filter: in.FilterExpression,
-						names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+					mu.Lock() // a scan's segments are read at once, each with the same expression
+					defer mu.Unlock()
+					segments = append(segments, aws.ToInt32(in.Segment))
+					if aws.ToInt32(in.TotalSegments) != ScanSegments || aws.ToInt32(in.Segment) == 0 {
+						sent = append(sent, request{filter: in.FilterExpression,
+							names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+					}
 					return &dynamodb.ScanOutput{}, nil
 				},
 			}
 			if err := tt.call(context.Background(), New(f, "t")); err != nil {
 				t.Fatalf("call: %v", err)
+			}
+			if strings.HasPrefix(tt.name, "Scan/") {
+				slices.Sort(segments)
+				if want := []int32{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(segments, want) {
+					t.Errorf("scanned segments %v, want %v of %d", segments, want, ScanSegments)
+				}
 			}
 			if len(sent) != 1 {
 				t.Fatalf("%d requests sent, want 1", len(sent))

@@ -3,6 +3,7 @@ package crawlstate
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -11,16 +12,17 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 )
 
-// briefByJSON is briefParts by encoding/json alone: the oracle.
-func briefByJSON(raw string) (s, c, d string, err error) {
+// talliedByJSON is readTallied by encoding/json alone, into stored: the oracle.
+func talliedByJSON(raw string) (tallied, error) {
 	var st stored
-	err = json.Unmarshal([]byte(raw), &st)
-	return st.S, string(st.C), st.D, err
+	err := json.Unmarshal([]byte(raw), &st)
+	return tallied{S: st.S, C: st.C, D: st.D, K: st.K, B: st.B, O: st.O, P: st.P, M: st.M}, err
 }
 
-// A tally reads every outcome's state, class and detail as encoding/json reads them into stored:
-// those encodeOutcome writes (read flat, but for a revisit's), and any other document.
-func TestBriefPartsReadAsEncodingJSON(t *testing.T) {
+// A tally reads every outcome's state, class, detail and page's place as encoding/json reads
+// them into stored: those encodeOutcome writes (read flat, but for a revisit's), and any other
+// document.
+func TestReadTalliedReadsAsEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 	page := &Page{WARCKey: "pages/c1/2026-12-02/b1.warc.gz", Offset: 10, Length: 2000, FinalURL: "http://a.test/x?q=\"1\"",
 		Status: 200, ContentType: "text/html; charset=utf-8", FetchedAt: at, Msg: "pages/c1/2026-12-02/b1.warc.gz#3",
@@ -53,13 +55,15 @@ func TestBriefPartsReadAsEncodingJSON(t *testing.T) {
 		nested, `{"S":"f"}`, `{"s":"f","S":"x"}`, `{"ſ":"x"}`, `{"s":"x","C":"http"}`, `{"s":"x","c":"http","D":"why"}`,
 		`{"s":1}`, `{"s":"x","c":true}`, `{"s":"x","d":5}`, `{"s":"f","c":null}`, `{"s":"f","s":"x"}`, `{"\u0073":"t"}`,
 		`{"s":"x","c":"http","d":"a\"b\\c\u00e9\/"}`, `{"s":"f","x":1.5}`, `{"s":"f","p":0,"un":{}}`, `{}`,
-		`{"s":`, `[]`, `"f"`, `null`, ``, `{"s":"f"} x`,
+		`{"s":`, `[]`, `"f"`, `null`, ``, `{"s":"f"} x`, `{"s":"f","b":"d/x","o":12,"p":3}`, `{"s":"f","K":"k"}`,
+		`{"s":"f","\u212a":"kelvin"}`, `{"s":"f","o":"12"}`, `{"s":"f","p":null,"m":"n"}`, `{"s":"f","o":1e3}`,
+		`{"s":"f","p":99999999999999999999}`, `{"s":"f","M":"x","m":"y"}`,
 	}
 	for _, raw := range append(flat, others...) {
-		s, c, d, err := briefParts(raw)
-		ws, wc, wd, werr := briefByJSON(raw)
-		if (err != nil) != (werr != nil) || err == nil && (s != ws || c != wc || d != wd) {
-			t.Errorf("briefParts(%s) = %q, %q, %q, %v; encoding/json reads %q, %q, %q, %v", raw, s, c, d, err, ws, wc, wd, werr)
+		got, err := readTallied(raw)
+		want, werr := talliedByJSON(raw)
+		if (err != nil) != (werr != nil) || err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("readTallied(%s) = %+v, %v; encoding/json reads %+v, %v", raw, got, err, want, werr)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
@@ -209,35 +208,19 @@ type Left struct {
 	Queued int64
 	// Unparsed are the fetched pages whose parse message is not marked done.
 	Unparsed int64
+	// Links are the Links messages named sent (by a parse mark, or a note of schedule's or the
+	// CLI's) and not marked admitted (links.go).
+	Links int64
 }
 
 // Done reports whether the items show no work left.
-func (l Left) Done() bool { return l.Queued == 0 && l.Unparsed == 0 }
+func (l Left) Done() bool { return l.Queued == 0 && l.Unparsed == 0 && l.Links == 0 }
 
 // Drained tallies the crawl's items exactly (as Tally does) and counts the work they still show:
-// URLs not ended, and fetched pages not parsed. Links that a parse sent and schedule has not yet
-// admitted leave no item: no table read can see them (package finish says how its checks wait for
-// them). It scans the table, as Tally does: for the end of a crawl, not for its progress.
+// URLs not ended, fetched pages not parsed, and Links messages sent and not yet admitted (named by
+// a parse mark or a note, not marked admitted: links.go). It scans the whole table once, and counts
+// as it reads (tally.go): for the end of a crawl, not for its progress. Its counters list no failed
+// URLs (GaveUp); Tally's do.
 func (s *Store) Drained(ctx context.Context, crawl string) (Counters, Left, error) {
-	parsed := map[string]bool{}
-	prefix := parsedPrefix(crawl)
-	err := s.t.Scan(ctx, prefix, func(key string, _ table.Item) error {
-		parsed[key] = true
-		return nil
-	})
-	if err != nil {
-		return Counters{}, Left{}, fmt.Errorf("scan the parse marks of crawl %s: %w", crawl, err)
-	}
-	var left Left
-	c, err := s.tally(ctx, crawl, func(u URL) {
-		switch {
-		case u.State == Queued:
-			left.Queued++
-		case u.State == Fetched && !u.Parsed && u.Page != nil:
-			if !parsed[parsedKey(crawl, u.Page.Msg)] && !parsed[parsedKey(crawl, message.PageName(u.Page.WARCKey, u.Page.Offset))] {
-				left.Unparsed++
-			}
-		}
-	})
-	return c, left, err
+	return s.tally(ctx, crawl, true)
 }

@@ -22,22 +22,7 @@ const attrRecords = "records"
 // message's records (shared/crawl/records), for a recrawl to find them again (RecordsOf). The key rides
 // on the same write.
 func (s *Store) MarkMessageParsedIn(ctx context.Context, crawl, name, records string) (bool, error) {
-	expires, err := s.expiry(ctx, crawl)
-	if err != nil {
-		return false, err
-	}
-	item := table.Item{attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires}
-	if records != "" {
-		item[attrRecords] = records
-	}
-	err = s.t.Put(ctx, parsedKey(crawl, name), item, table.ItemNotExists())
-	if _, done := table.IsConditionFailed(err); done {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("mark %s parsed: %w", name, err)
-	}
-	return true, nil
+	return s.MarkMessageParsedLinks(ctx, crawl, name, records, nil)
 }
 
 // IsMessageParsed reports whether the parse message named name is done.

@@ -33,6 +33,8 @@ var tableTests = []struct {
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
 	{"EraseAndMovePage", testEraseAndMovePage},
 	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
+	{"DrainedCountsWhatIsLeft", testDrainedCountsWhatIsLeft},
+	{"ManyLinksNamed", testManyLinksNamed},
 	{"ReplayedRecord", testReplayedRecord},
 	{"RecordAfterATakeoverStaysLost", testRecordAfterATakeoverStaysLost},
 	{"ReplayedAdmission", testReplayedAdmission},

@@ -9,17 +9,22 @@
 // A check finds the crawl drained when
 //
 //  1. it is not paused;
-//  2. its counters of URLs (admitted, ended by state and class, parse errors) have not changed for
-//     Quiet, which the stack sets longer than the schedule queue's visibility timeout: a Links
-//     message whose admission failed or died is delivered again within it;
-//  3. an exact tally of its items (crawlstate.Drained) finds no URL left to end and no fetched page
-//     left to parse. It scans the table, so a check tallies only when the counters have changed
-//     since its last tally or another Quiet has passed: once at the end of a crawl, and once a
-//     Quiet while it stalls.
+//  2. an exact tally of its items (crawlstate.Drained) finds no URL left to end, no fetched page
+//     left to parse, and no Links message left to admit: every Links message sent is named, by
+//     the parse mark of the message that sent it or by a note of schedule's (a seed file's) or
+//     the CLI's, and schedule marks each admitted once its URLs are admitted or refused and their
+//     fetch messages sent. A Links message that failed, however often, is still named and not
+//     admitted, and keeps the crawl from its end: one in the schedule queue's dead-letter queue
+//     keeps it until it is moved back (DESIGN invariant 11).
 //
-// Links that parse has sent and schedule has not yet admitted leave no item behind; condition 2 is
-// what waits for them. It cannot see a Links message held in a backlog of the schedule queue
-// longer than Quiet while nothing else of the crawl moves: see docs/events.md.
+// The tally scans the table, so a check tallies only when its counters of URLs (admitted, ended
+// by state and class, parse errors) have not changed for Quiet, and have changed since its last
+// tally or another Quiet has passed: once at the end of a crawl, and once a Quiet while it stalls.
+// Quiet only spaces the tallies out, for their cost; it is not what waits for the Links messages.
+// Parse marks written before marks named their Links messages name none: for those (a crawl that
+// ran across the change), the quiet time is the only wait, as it was before, which covers one
+// failed delivery of a Links message when Quiet is longer than the schedule queue's visibility
+// timeout (docs/operating.md).
 //
 // Exactly once: the crawl item holds the chain's seq and the end (crawlstate.StepCheck). A check
 // whose seq the chain has passed (a duplicate delivery) does nothing. The end is decided by one
@@ -81,7 +86,7 @@ type Checker struct {
 	// Queue is where the checks go (the schedule queue).
 	Queue string
 	// Every is the time between two checks (at most queue.MaxDelay); Quiet how long the crawl's
-	// counters must not change before its items are tallied.
+	// counters must not change before its items are tallied (a bound on the tallies' cost).
 	Every, Quiet time.Duration
 	// Prices cost the crawl's ledger in the event.
 	Prices cost.Prices
@@ -211,7 +216,7 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 	}
 	st.Tallied = true
 	if !left.Done() {
-		c.log().Info("crawl quiet, not drained", "crawl", m.Crawl, "queued", left.Queued, "unparsed", left.Unparsed)
+		c.log().Info("crawl quiet, not drained", "crawl", m.Crawl, "queued", left.Queued, "unparsed", left.Unparsed, "links", left.Links)
 		return st, Event{}, nil
 	}
 	ev := eventOf(ch, exact, now, c.Prices)

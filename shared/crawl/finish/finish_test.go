@@ -252,3 +252,39 @@ func TestACopyTakesOverAnEndLeftPending(t *testing.T) {
 		t.Errorf("the end is %q by %q (%v), want announced by the check that took it over", ch.End, ch.EndBy, err)
 	}
 }
+
+// TestALinksMessageNotAdmittedKeepsTheCrawlFromItsEnd: a Links message named sent (a seed file's,
+// or a page's on its parse mark) and not marked admitted keeps the crawl from its end however long
+// it takes, with a quiet time of zero; a parse mark that names none (written before marks named
+// them) keeps nothing. The end comes with the check after the Links message is admitted.
+func TestALinksMessageNotAdmittedKeepsTheCrawlFromItsEnd(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	if err := f.st.NoteLinksSent(ctx, crawl, "seeds", []string{"seed-links"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.MarkMessageParsedLinks(ctx, crawl, "page-1", "", []string{"page-links"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.MarkMessageParsedIn(ctx, crawl, "old-page", ""); err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	for _, admitted := range [][]string{{"seed-links"}, nil, {"page-links"}} {
+		for range 3 { // failed deliveries of the Links message left, an hour apart
+			f.check(t, seq, "m"+string(rune('a'+seq)))
+			seq++
+			f.now = f.now.Add(time.Hour)
+			if len(f.pub.ev) != 0 {
+				t.Fatalf("the crawl ended with a Links message not admitted: %+v", f.pub.ev)
+			}
+		}
+		if err := f.st.MarkLinksAdmitted(ctx, crawl, admitted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.check(t, seq, "last")
+	if len(f.pub.ev) != 1 || f.pub.ev[0].End != finish.EndDrained {
+		t.Fatalf("events %+v once every Links message was admitted, want the crawl's end", f.pub.ev)
+	}
+}

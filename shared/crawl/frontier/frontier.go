@@ -231,6 +231,7 @@ func (f *Frontier) Admit(ctx context.Context, m *message.Links) (Result, error) 
 // Staged is a Links message admitted and not yet sent: Send sends the fetch messages of many.
 type Staged struct {
 	crawl string
+	name  string // the message's Source
 	out   []pending
 	// Result counts what admission did; Send adds the URLs it sent.
 	Result Result
@@ -239,13 +240,16 @@ type Staged struct {
 // Crawl is the crawl of the staged message.
 func (s *Staged) Crawl() string { return s.crawl }
 
+// Name is the staged message's Source.
+func (s *Staged) Name() string { return s.name }
+
 // Stage admits the URLs of one Links message, and returns the fetch messages left to send. It
 // returns an error (and the caller retries the whole message) when the table failed; the URLs
 // admitted all the same are in the Staged, to be sent: a URL that fails stops no other, and the
 // redelivery of m redoes only the rest (the sent ones are known to this frontier by then), so a
 // message of many links gets through a table that fails now and then.
 func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error) {
-	st := &Staged{crawl: m.Crawl}
+	st := &Staged{crawl: m.Crawl, name: Source(m)}
 	if _, ok := ctx.Value(groupsKey{}).(*groups); !ok {
 		ctx = WithGroups(ctx) // a message staged alone has groups of its own
 	}
@@ -253,7 +257,7 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	if err != nil {
 		return st, err
 	}
-	by := Source(m)
+	by := st.name
 	var root *url.URL
 	if m.Root != "" {
 		r, err := urlnorm.Normalize(m.Root)

@@ -26,6 +26,7 @@ import (
 	samples "github.com/crawlstack/crawlstack/events"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/records"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
@@ -718,4 +719,40 @@ func (e *env) message(rec events.SQSMessage, m *message.Parse) events.SQSMessage
 	}
 	rec.Body = body
 	return rec
+}
+
+// The parse marks name the Links messages sent (their frontier.Source): the crawl's end counts
+// them left until schedule marks them admitted.
+func TestTheMarksNameTheLinksMessagesSent(t *testing.T) {
+	e := newEnv(t)
+	recs := e.batchOfOneFile(3, 0)
+	if got := e.handle(recs...); len(got) != 0 {
+		t.Fatalf("failures = %v", got)
+	}
+	m, err := message.DecodeParse(recs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := e.q.Receive(context.Background(), scheduleQ, queue.MaxBatch, time.Minute, 0)
+	if err != nil || len(msgs) == 0 {
+		t.Fatalf("received %d links messages, %v; want some", len(msgs), err)
+	}
+	var names []string
+	for _, qm := range msgs {
+		l, err := message.DecodeLinks(qm.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, frontier.Source(l))
+	}
+	ctx := context.Background()
+	if _, left, err := e.state.Drained(ctx, m.Crawl); err != nil || left.Links != int64(len(names)) {
+		t.Fatalf("Drained left %+v, %v; want the %d links messages sent", left, err, len(names))
+	}
+	if err := e.state.MarkLinksAdmitted(ctx, m.Crawl, names); err != nil {
+		t.Fatal(err)
+	}
+	if _, left, err := e.state.Drained(ctx, m.Crawl); err != nil || left.Links != 0 {
+		t.Fatalf("Drained left %+v, %v once they are admitted; want none", left, err)
+	}
 }

@@ -5,10 +5,11 @@
 // batch), and sends the links it may follow back to schedule, packed. A page fetched as a sitemap
 // (or a robots.txt read for its Sitemap: lines) is read with shared/crawl/web/sitemap instead.
 //
-// A message is marked parsed, with one table item for all its pages, only after its records are
-// stored and its links are sent, so a crash loses nothing: the redelivered message parses its pages
-// again (their links are deduplicated by schedule; their records may appear twice in records/,
-// with the same url and fetchedAt).
+// A message is marked parsed, with one table item for all its pages that names the Links messages
+// sent (the crawl's end waits for each: crawlstate.MarkMessageParsedLinks), only after its records
+// are stored and its links are sent, so a crash loses nothing: the redelivered message parses its
+// pages again (their links are deduplicated by schedule; their records may appear twice in
+// records/, with the same url and fetchedAt).
 package parser
 
 import (
@@ -27,6 +28,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/records"
 	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
@@ -63,12 +65,12 @@ type Config struct {
 	Concurrency int
 }
 
-// Parsed is the record of the parse messages done, and of the records file each was stored in
-// (crawlstate.Store): a duplicate delivery is dropped, and a recrawl finds the previous crawl's
-// records.
+// Parsed is the record of the parse messages done, of the records file each was stored in, and
+// of the Links messages each sent (crawlstate.Store): a duplicate delivery is dropped, a recrawl
+// finds the previous crawl's records, and the crawl's end waits for every Links message sent.
 type Parsed interface {
 	IsMessageParsed(ctx context.Context, crawl, name string) (bool, error)
-	MarkMessageParsedIn(ctx context.Context, crawl, name, records string) (bool, error)
+	MarkMessageParsedLinks(ctx context.Context, crawl, name, records string, links []string) (bool, error)
 	RecordsOf(ctx context.Context, crawl, name string) (string, error)
 }
 
@@ -369,12 +371,14 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 			return retryAll(err)
 		}
 	}
+	var names []string // the Links messages' frontier.Source, for the marks
 	for _, m := range packLinks(crawl, pages) {
 		body, err := message.Encode(m)
 		if err != nil {
 			return retryAll(err)
 		}
 		entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: body})
+		names = append(names, frontier.Source(&m))
 	}
 	// The links go out before the records are stored: a failed send then leaves no records behind
 	// for the redelivery to store a second time, while links sent twice are deduplicated by schedule.
@@ -386,9 +390,11 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 	if err := h.blobs.Put(ctx, key, buf.Bytes(), records.ContentType); err != nil {
 		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}
-	// One mark per message, for all its pages.
+	// One mark per message, for all its pages, naming the Links messages sent: the crawl's end
+	// waits for each to be admitted. The links of the batch's messages are packed together, so
+	// each mark names them all: a message whose mark fails sends its own again when it comes back.
 	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
-		_, err := h.parsed.MarkMessageParsedIn(ctx, crawl, works[i].name, key)
+		_, err := h.parsed.MarkMessageParsedLinks(ctx, crawl, works[i].name, key, names)
 		if err != nil {
 			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
 		}

@@ -61,7 +61,7 @@ func newEnv(t *testing.T) *env {
 	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontierDeps(state, frontier.Deps{Send: q, Log: log}))
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "schedule"}, Log: log}
 	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4},
-		scheduler.Deps{Admit: front, Starts: front, Blobs: blobs, Send: q, Batch: batch, Log: log})
+		scheduler.Deps{Admit: front, Starts: front, Blobs: blobs, Send: q, Batch: batch, Log: log, Links: state})
 	return &env{t: t, q: q, blobs: blobs, state: state, h: h}
 }
 

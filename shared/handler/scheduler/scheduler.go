@@ -67,6 +67,14 @@ type Starts interface {
 	Start(ctx context.Context, crawl string) error
 }
 
+// Links names the Links messages in flight, for the crawl's end to wait for them
+// (crawlstate.Store): those schedule sends itself, before the crawl's first check, and those it
+// is done with, once all their URLs were admitted or refused and their fetch messages sent.
+type Links interface {
+	NoteLinksSent(ctx context.Context, crawl, by string, links []string) error
+	MarkLinksAdmitted(ctx context.Context, crawl string, links []string) error
+}
+
 // Checks runs a crawl's drain checks (finish.Checker): Begin sends a started crawl's first, and
 // Check runs one delivered as message id.
 type Checks interface {
@@ -100,6 +108,9 @@ type Deps struct {
 	// Checks, if set, runs each crawl's drain checks, which announce its end (the stack's); nil
 	// sends none, and acknowledges a check that comes (crawl run sees the end of its queues itself).
 	Checks Checks
+	// Links, if set, names the Links messages sent and admitted, for the checks (nil: none named,
+	// for tests of admission alone).
+	Links Links
 }
 
 // Handler is the schedule handler.
@@ -112,6 +123,7 @@ type Handler struct {
 	batch    *sqsbatch.Runner
 	log      *slog.Logger
 	checks   Checks
+	links    Links
 }
 
 // New returns a Handler, complete: nothing is set on it afterwards.
@@ -127,7 +139,8 @@ func New(cfg Config, d Deps) *Handler {
 	}
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
-	return &Handler{cfg: cfg, frontier: d.Admit, starts: d.Starts, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log, checks: d.Checks}
+	return &Handler{cfg: cfg, frontier: d.Admit, starts: d.Starts, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log, checks: d.Checks,
+		links: d.Links}
 }
 
 // Invoke is the Lambda entry point: it tells an SQS event from an EventBridge event.
@@ -163,7 +176,7 @@ func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) 
 // Each Links message is admitted on its own; then the fetch messages of the whole batch go out
 // together, so that URLs of many messages (a wide crawl's links come a host to a message) due at
 // the same second share one. A message whose URLs could not all be sent fails, to send them when
-// it comes again.
+// it comes again. The others are marked admitted, in one write per crawl of the batch.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	ctx = frontier.WithGroups(ctx) // the batch's URLs share their groups, and so their fetch messages
 	var mu sync.Mutex
@@ -191,8 +204,39 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		r := staged[i].Result
 		h.log.Debug("admitted", "crawl", staged[i].Crawl(), "sent", r.Sent, "known", r.Known, "rejected", r.Rejected, "invalid", r.Invalid)
 	}
+	resp.BatchItemFailures = append(resp.BatchItemFailures, h.markAdmitted(ctx, staged, ids, failed)...)
 	h.flush(ctx)
 	return resp, nil
+}
+
+// markAdmitted marks the Links messages staged and sent admitted, those of a crawl in one write,
+// and returns the messages to fail because their mark failed: they come again, and are marked then.
+func (h *Handler) markAdmitted(ctx context.Context, staged []*frontier.Staged, ids []string, failed map[string]bool) []events.SQSBatchItemFailure {
+	if h.links == nil {
+		return nil
+	}
+	var order []string
+	names, of := map[string][]string{}, map[string][]string{}
+	for i, st := range staged {
+		if failed[ids[i]] {
+			continue
+		}
+		c := st.Crawl()
+		if _, ok := names[c]; !ok {
+			order = append(order, c)
+		}
+		names[c], of[c] = append(names[c], st.Name()), append(of[c], ids[i])
+	}
+	var out []events.SQSBatchItemFailure
+	for _, c := range order {
+		if err := h.links.MarkLinksAdmitted(ctx, c, names[c]); err != nil {
+			h.log.Warn("mark links messages admitted", "crawl", c, "messages", len(names[c]), "err", err.Error())
+			for _, id := range of[c] {
+				out = append(out, events.SQSBatchItemFailure{ItemIdentifier: id})
+			}
+		}
+	}
+	return out
 }
 
 // flush writes the counters buffered during the invocation.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
@@ -129,7 +130,7 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	if err := h.starts.Start(ctx, crawl); err != nil {
 		return err
 	}
-	var batch []string
+	var batch, names []string
 	var entries []queue.Entry
 	flush := func() error {
 		for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}}, batch) {
@@ -137,6 +138,7 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 			if err != nil {
 				return err
 			}
+			names = append(names, frontier.Source(&m))
 			entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: b})
 			if len(entries) == queue.MaxBatch {
 				if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
@@ -163,7 +165,7 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 			}
 		}
 		if err == nil {
-			err = h.sitemapLinks(ctx, crawl, spec, &entries)
+			err = h.sitemapLinks(ctx, crawl, spec, &entries, &names)
 		}
 	} else {
 		err = h.scanSeeds(body, crawl, key, &report, add)
@@ -173,6 +175,11 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	}
 	if err == nil && len(entries) > 0 {
 		err = h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries)
+	}
+	if err == nil && h.links != nil {
+		// Named before the crawl's first check: no check misses them. A redelivery sends the same
+		// messages, and names them again.
+		err = h.links.NoteLinksSent(ctx, crawl, "seeds "+key, names)
 	}
 	if err == nil && h.checks != nil {
 		err = h.checks.Begin(ctx, crawl) // after the seeds: a check never finds the crawl before them
@@ -185,13 +192,15 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 }
 
 // sitemapLinks adds, for a spec that reads sitemaps, the Links message of each seed origin's
-// robots.txt and /sitemap.xml, marked as sitemaps, to entries.
-func (h *Handler) sitemapLinks(ctx context.Context, crawl string, spec *crawlspec.Spec, entries *[]queue.Entry) error {
+// robots.txt and /sitemap.xml, marked as sitemaps, to entries, and its name (frontier.Source) to
+// names.
+func (h *Handler) sitemapLinks(ctx context.Context, crawl string, spec *crawlspec.Spec, entries *[]queue.Entry, names *[]string) error {
 	for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}, Sitemap: true}, spec.SitemapURLs()) {
 		b, err := message.Encode(m)
 		if err != nil {
 			return err
 		}
+		*names = append(*names, frontier.Source(&m))
 		*entries = append(*entries, queue.Entry{ID: strconv.Itoa(len(*entries)), Body: b})
 	}
 	return nil

@@ -24,3 +24,12 @@ func TestIntegrationEndPutAgainAfterCrashBeforeMark(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 3 * time.Second, MaxReceiveCount: 5})
 	h.CheckEndPutAgainAfterCrashBeforeMark(8)
 }
+
+// TestIntegrationEndWaitsForLinksFailingTwice: on SQS and DynamoDB, with checks that tally as soon
+// as the counters stop moving, every Links message with a new URL of the pages' failing twice before
+// its URLs are admitted: the end waits for each, and is announced once, after the last page.
+func TestIntegrationEndWaitsForLinksFailingTwice(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.setup(cli.QueueSettings{Visibility: 3 * time.Second, MaxReceiveCount: 5})
+	h.CheckEndWaitsForLinksFailingTwice(1, 8)
+}

@@ -72,7 +72,7 @@ type endFaults struct {
 }
 
 func (t *endFaults) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
-	if strings.HasPrefix(key, "m#") {
+	if isParseMark(key) {
 		t.mu.Lock()
 		first := !t.marked[key]
 		if t.marked == nil {
@@ -85,6 +85,16 @@ func (t *endFaults) Put(ctx context.Context, key string, it table.Item, cond tab
 		}
 	}
 	return t.Table.Put(ctx, key, it, cond)
+}
+
+// isParseMark reports whether key is a parse message's mark, m#<crawl>#<hex digest>, not one of
+// the Links messages' items that share its prefix (crawlstate's links.go).
+func isParseMark(key string) bool {
+	if !strings.HasPrefix(key, "m#") {
+		return false
+	}
+	rest := key[strings.LastIndex(key, "#")+1:]
+	return rest != "" && strings.ContainsRune("0123456789abcdef", rune(rest[0]))
 }
 
 func (t *endFaults) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
