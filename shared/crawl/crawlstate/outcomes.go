@@ -261,7 +261,6 @@ type held struct {
 	outcome, owner string
 	lease          int64 // Unix milliseconds
 	redrive, gone  bool
-	brief          bool // outcome is cut to what a tally reads (briefOutcome)
 }
 
 // heldIn is what group item g holds of the URL key.
@@ -282,9 +281,6 @@ func (u *URL) fromHeld(crawl string, h held) error {
 	}
 	if h.outcome != "" {
 		u.redrive = h.redrive
-		if h.brief {
-			return u.applyBrief(h.outcome)
-		}
 		return u.apply(crawl, h.outcome)
 	}
 	if h.owner != "" {

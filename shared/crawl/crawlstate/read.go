@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
@@ -93,16 +92,4 @@ func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) 
 		}
 		return fn(u)
 	})
-}
-
-// applyBrief sets u's state, class and detail from its outcome cut to them, joined by NULs
-// (held.brief). No reader cuts outcomes any more: a tally counts them as it reads (tally.go).
-func (u *URL) applyBrief(brief string) error {
-	code, rest, _ := strings.Cut(brief, "\x00")
-	class, detail, _ := strings.Cut(rest, "\x00")
-	if u.State = stateOf(code); u.State == "" {
-		return fmt.Errorf("outcome of %s: unknown state %q", u.Key, code)
-	}
-	u.Class, u.Detail = errclass.Class(class), detail
-	return nil
 }

@@ -94,17 +94,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// faultsOf returns the logged faults of kind k.
-func faultsOf(p *faultproxy.Proxy, k faultproxy.Kind) []faultproxy.Fault {
-	var out []faultproxy.Fault
-	for _, f := range p.Faults() {
-		if f.Kind == k {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // statusOf is the HTTP status of an SDK error (0 when it has none).
 func statusOf(err error) int {
 	var re *awshttp.ResponseError
