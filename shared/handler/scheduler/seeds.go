@@ -9,18 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
-	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/seeds"
 	"github.com/crawlstack/crawlstack/shared/crawl/specstore"
-	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
 // A seed file's crawl: its id, its report, and reading the file to fan its URLs out.
@@ -130,33 +126,10 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	if err := h.starts.Start(ctx, crawl); err != nil {
 		return err
 	}
-	var batch, names []string
-	var entries []queue.Entry
-	flush := func() error {
-		for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}}, batch) {
-			b, err := message.Encode(m)
-			if err != nil {
-				return err
-			}
-			names = append(names, frontier.Source(&m))
-			entries = append(entries, queue.Entry{ID: strconv.Itoa(len(entries)), Body: b})
-			if len(entries) == queue.MaxBatch {
-				if err := h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries); err != nil {
-					return fmt.Errorf("send seed links: %w", err)
-				}
-				entries = entries[:0]
-			}
-		}
-		batch = batch[:0]
-		return nil
-	}
+	send := &seedSender{h: h, crawl: crawl}
 	add := func(u string) error {
 		report.Accepted++
-		batch = append(batch, u)
-		if len(batch) == message.MaxLinks {
-			return flush()
-		}
-		return nil
+		return send.add(ctx, u)
 	}
 	if spec != nil {
 		for _, u := range spec.Seeds {
@@ -165,21 +138,18 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 			}
 		}
 		if err == nil {
-			err = h.sitemapLinks(ctx, crawl, spec, &entries, &names)
+			err = send.sitemaps(ctx, spec)
 		}
 	} else {
 		err = h.scanSeeds(body, crawl, key, &report, add)
 	}
 	if err == nil {
-		err = flush()
-	}
-	if err == nil && len(entries) > 0 {
-		err = h.send.SendBatch(ctx, h.cfg.ScheduleQueue, entries)
+		err = send.finish(ctx)
 	}
 	if err == nil && h.links != nil {
 		// Named before the crawl's first check: no check misses them. A redelivery sends the same
 		// messages, and names them again.
-		err = h.links.NoteLinksSent(ctx, crawl, "seeds "+key, names)
+		err = h.links.NoteLinksSent(ctx, crawl, "seeds "+key, send.names)
 	}
 	if err == nil && h.checks != nil {
 		err = h.checks.Begin(ctx, crawl) // after the seeds: a check never finds the crawl before them
@@ -189,21 +159,6 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	}
 	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors, "recrawls", previous)
 	return h.writeReport(ctx, report)
-}
-
-// sitemapLinks adds, for a spec that reads sitemaps, the Links message of each seed origin's
-// robots.txt and /sitemap.xml, marked as sitemaps, to entries, and its name (frontier.Source) to
-// names.
-func (h *Handler) sitemapLinks(ctx context.Context, crawl string, spec *crawlspec.Spec, entries *[]queue.Entry, names *[]string) error {
-	for _, m := range message.SplitLinks(message.Links{Header: message.Header{Crawl: crawl}, Sitemap: true}, spec.SitemapURLs()) {
-		b, err := message.Encode(m)
-		if err != nil {
-			return err
-		}
-		*names = append(*names, frontier.Source(&m))
-		*entries = append(*entries, queue.Entry{ID: strconv.Itoa(len(*entries)), Body: b})
-	}
-	return nil
 }
 
 // scanSeeds reads a URL list, passing each good URL to add and reporting the bad lines.
