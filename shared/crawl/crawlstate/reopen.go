@@ -16,11 +16,12 @@ func (s *Store) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
 		return false, fmt.Errorf("reopen %s: it is %s, not skipped", u.URL, u.State)
 	}
 	// A URL skipped at its fetch (or before its send) has its outcome in its group and stays
-	// queued in its item; one refused at its admission is skipped in its item. An item taken away
-	// leaves its group's outcome behind, for a message of the old group to find done; admitted
-	// again, the URL gets a group of its own.
+	// queued in its item; one refused at its admission is skipped in its item.
 	cond := table.And(table.Eq(attrState, string(Skipped)), table.Eq(attrClass, string(u.Class)))
 	if u.outcome != "" {
+		if ok, err := s.closeOutcome(ctx, crawl, u); !ok || err != nil {
+			return false, err
+		}
 		cond = table.Eq(attrState, string(Queued))
 	}
 	err := s.t.Delete(ctx, URLKey(crawl, u.Key), cond)
@@ -32,4 +33,28 @@ func (s *Store) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
 		return false, fmt.Errorf("reopen %s: %w", u.URL, err)
 	}
 	return true, s.count(ctx, crawl, map[string]int64{"seen": -1, string(Skipped): -1, "class_" + string(u.Class): -1})
+}
+
+// closeOutcome replaces u's outcome in its group with a tombstone, before its item goes: a message
+// of the old group still finds the URL done, and no claim can take it, while the group holds no
+// outcome of a URL that has no item in it (a tally counts the URLs left as the queued items less
+// the outcomes, tally.go). Admitted again, the URL gets a group of its own. A write that stopped
+// here leaves the item queued and tombstoned, as a half-done Unadmit does: the crawl then shows it
+// left, and never ends early. It returns false when the outcome is no longer as read: another
+// worker moved the URL on.
+func (s *Store) closeOutcome(ctx context.Context, crawl string, u URL) (bool, error) {
+	_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{
+		Set:    map[string]any{tombstoneAttr(u.Key): true},
+		Remove: []string{outcomeAttr(u.Key), redriveAttr(u.Key)},
+	}, table.Eq(outcomeAttr(u.Key), u.outcome))
+	cf, moved := table.IsConditionFailed(err)
+	switch {
+	case moved && cf.Item.Has(tombstoneAttr(u.Key)) && !cf.Item.Has(outcomeAttr(u.Key)):
+		return true, nil // its own write, sent again by the SDK, or an earlier Reopen's that stopped here
+	case moved:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reopen %s: %w", u.URL, err)
+	}
+	return true, nil
 }

@@ -65,4 +65,18 @@ func testReopen(t *testing.T, tb table.Table) {
 	if res, err := s.Admit(ctx, crawl, rk, refused, refused, 2, "L2"); err != nil || res != Admitted {
 		t.Errorf("Admit of the reopened %s = %v, %v; want admitted afresh", refused, res, err)
 	}
+	// The URL skipped in its group, admitted again in another: its old group keeps no outcome of
+	// it (a tally counts the URLs left as the queued items less the outcomes), and a message of the
+	// old group still finds it done.
+	if res, _, err := s.AdmitIn(ctx, crawl, "G2", sk, skipped, skipped, 0, "L2"); err != nil || res != Admitted {
+		t.Fatalf("AdmitIn of the reopened %s = %v, %v; want admitted afresh", skipped, res, err)
+	}
+	if done, _, err := s.Done(ctx, crawl, sk, sk, "M#3", nil); err != nil || !done {
+		t.Errorf("Done in the old group of the reopened %s = %v, %v; want done", skipped, done, err)
+	}
+	tally, left, err := s.Drained(ctx, crawl)
+	if err != nil || tally.Seen != 3 || tally.Skipped != 0 || left.Queued != 3 {
+		t.Errorf("Drained after the reopens = %+v, %+v, %v; want 3 seen and queued (one claimed, two admitted again), none skipped",
+			tally, left, err)
+	}
 }

@@ -36,7 +36,8 @@ import (
 //
 // Every outcome in a group is of a URL admitted in that group, whose item is queued: AdmitIn
 // writes the item before any message can carry the URL, a claim and so an outcome needs a message,
-// Unadmit deletes an item only after its tombstone keeps every claim off, and Erase removes the
+// Unadmit deletes an item only after its tombstone keeps every claim off, Reopen turns the outcome
+// into a tombstone before it deletes the item, and Erase removes the
 // outcomes before the items. So the URLs left queued are the queued items less the outcomes, and
 // no URL's outcome need be held until its item is read. (A URL item's own parsed attribute, of
 // items from before parse messages were marked, is not read: nothing writes it any more.)
