@@ -173,7 +173,7 @@ func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, ite
 		in.ExpressionAttributeValues = expr.Values()
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	var mu sync.Mutex // fn is called for one item at a time
+	calls := &serialCalls{fn: fn}
 	for seg := range int32(ScanSegments) {
 		in := in
 		in.Segment = aws.Int32(seg)
@@ -188,14 +188,18 @@ func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, ite
 				if err != nil {
 					return fmt.Errorf("scan %q: %w", prefix, err)
 				}
-				if err := callEach(&mu, keys, items, fn); err != nil {
+				if err := calls.each(keys, items); err != nil {
 					return fmt.Errorf("scan %q: %w", prefix, err)
 				}
 			}
 			return nil
 		})
 	}
-	return g.Wait()
+	err := g.Wait()
+	if calls.err != nil {
+		return fmt.Errorf("scan %q: %w", prefix, calls.err)
+	}
+	return err
 }
 
 // decodePage decodes the items of a page of a scan.
@@ -215,12 +219,26 @@ func decodePage(avs []map[string]types.AttributeValue) ([]string, []table.Item, 
 	return keys, items, nil
 }
 
-// callEach calls fn with each item, holding mu.
-func callEach(mu *sync.Mutex, keys []string, items []table.Item, fn func(string, table.Item) error) error {
-	mu.Lock()
-	defer mu.Unlock()
+// serialCalls calls a scan's fn for the items its segments read, one item at a time, and never
+// again once fn has returned an error (the port's Scan stops there): a segment that finds it
+// stopped gets errScanStopped, and Scan returns fn's error (err), whichever segment ended first.
+type serialCalls struct {
+	fn  func(string, table.Item) error
+	mu  sync.Mutex
+	err error
+}
+
+var errScanStopped = errors.New("the scan stopped")
+
+func (c *serialCalls) each(keys []string, items []table.Item) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, key := range keys {
-		if err := fn(key, items[i]); err != nil {
+		if c.err != nil {
+			return errScanStopped
+		}
+		if err := c.fn(key, items[i]); err != nil {
+			c.err = err
 			return err
 		}
 	}
