@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,19 +58,6 @@ const (
 func linksItemKey(crawl, letter, id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return parsedPrefix(crawl) + letter + hex.EncodeToString(sum[:16])
-}
-
-// chunks splits names into the lists that one item each holds.
-func chunks(names []string) [][]string {
-	var out [][]string
-	for len(names) > maxLinksPerItem {
-		out = append(out, names[:maxLinksPerItem])
-		names = names[maxLinksPerItem:]
-	}
-	if len(names) > 0 {
-		out = append(out, names)
-	}
-	return out
 }
 
 // MarkMessageParsedLinks is MarkMessageParsedIn, naming on the mark the Links messages the parse
@@ -149,13 +137,15 @@ func (s *Store) putLinks(ctx context.Context, crawl, letter, by string, links []
 	if err != nil {
 		return err
 	}
-	for i, names := range chunks(links) {
+	i := 0
+	for names := range slices.Chunk(links, maxLinksPerItem) {
 		joined := strings.Join(names, linksSep)
 		key := linksItemKey(crawl, letter, by+"\x00"+strconv.Itoa(i)+"\x00"+joined)
 		item := table.Item{attrLinks: joined, attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires}
 		if err := s.t.Put(ctx, key, item, table.Cond{}); err != nil {
 			return fmt.Errorf("name %d links messages of crawl %s (%s): %w", len(names), crawl, by, err)
 		}
+		i++
 	}
 	return nil
 }
