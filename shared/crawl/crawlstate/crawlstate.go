@@ -12,7 +12,7 @@
 //
 // A URL's item is written once, at its admission, with the group it is sent in; its claim and
 // its outcome are written in its group's item (outcomes.go), one write for all of a fetch
-// message's URLs each. Get and ScanURLs read a URL's state from there.
+// message's URLs each. Get and EachURL read a URL's state from there.
 //
 // Every write survives its own replay (DESIGN invariant 10). When DynamoDB applies a write and
 // its answer is lost, the SDK sends it again, and a conditional write may then fail on its own

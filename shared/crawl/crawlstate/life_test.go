@@ -10,7 +10,7 @@ import (
 )
 
 // expiresAt reads an item's time to live straight from the table.
-func expiresAt(t *testing.T, s *Store, key string) time.Time {
+func expiresAt(t *testing.T, s *Store, key table.Key) time.Time {
 	t.Helper()
 	it, err := s.t.Get(context.Background(), key)
 	if err != nil {

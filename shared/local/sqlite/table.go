@@ -175,6 +175,28 @@ func (t *Table) modify(ctx context.Context, key table.Key, cond table.Cond,
 	})
 }
 
+// Each calls fn for every item of the table, in key order, a page at a time. It is not part of
+// the table port, which reads one partition at a time: it is for tests and audits of a local state
+// file, which want to see all of it.
+func (t *Table) Each(ctx context.Context, fn func(key table.Key, item table.Item) error) error {
+	err := eachPage(ctx, t.keyPages(""), func(p decoded) error {
+		for i, r := range p.rows {
+			key, err := keyOfRow(r.key)
+			if err != nil {
+				return err
+			}
+			if err := fn(key, p.items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read every item: %w", err)
+	}
+	return nil
+}
+
 // rowKey is the key as the items table's pk column holds it: the partition and the sort key
 // joined by table.Sep, so that a partition's rows are one range of the key index in sort-key order.
 func rowKey(k table.Key) string { return k.Part + table.Sep + k.Sort }
