@@ -113,7 +113,7 @@ func TestTable(t *testing.T) {
 				map[string]any{"AttributeName": "sk", "KeyType": "RANGE"}},
 			"AttributeDefinitions": []any{map[string]any{"AttributeName": "pk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "sk", "AttributeType": "S"}},
-			"BillingMode":          "PAY_PER_REQUEST",
+			"BillingMode": "PAY_PER_REQUEST",
 			"TimeToLiveSpecification": map[string]any{
 				"AttributeName": "expiresAt", "Enabled": true,
 			},
