@@ -96,8 +96,8 @@ type Store struct {
 	costCheck time.Duration
 	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
 	runCheck time.Duration
-	// retention is how long a crawl's items live after the crawl starts before the table's TTL
-	// may delete them (see MarkStarted and AdmissionOpen): DefaultRetention.
+	// retention is how long a crawl's items live after their last write or renewal before the
+	// table's TTL may delete them (see life.go and renew.go): DefaultRetention.
 	retention time.Duration
 	// bufferCounters keeps counter increments in memory until Flush, one write per crawl instead
 	// of one per transition (WithBufferedCounters). Handlers flush at the end of every invocation.
@@ -122,6 +122,7 @@ type Store struct {
 	answers   answerTimes
 	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
 	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
+	renewals  sync.Map // crawl -> renewSeen, its last renewal as last read (see AdmissionOpen)
 
 	// writer names this store in the counter shards it writes, and counterLogs holds, for each
 	// crawl, its shard and its writes' sequence (countwrite.go).
@@ -133,7 +134,7 @@ type Store struct {
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
 }
 
-// DefaultRetention is how long a crawl's items live after the crawl starts (see MarkStarted).
+// DefaultRetention is how long a crawl's items live after their last write or renewal (life.go).
 const DefaultRetention = 30 * 24 * time.Hour
 
 // New returns a Store on t with DefaultRetention, and the options applied in order.
