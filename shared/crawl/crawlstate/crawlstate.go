@@ -299,11 +299,13 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	cf, ok := table.IsConditionFailed(err)
-	switch {
-	case err == nil, ok && ownAdmission(cf.Item, group, by):
+	if err != nil && !ok {
+		if cf, err = s.admissionAsApplied(ctx, crawl, key, err); err != nil {
+			return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
+		}
+	}
+	if cf == nil || ownAdmission(cf.Item, group, by) {
 		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
-	case !ok:
-		return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
 	}
 	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
 	if err != nil {
@@ -314,6 +316,23 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	}
 	res, g := admitResult(u, by)
 	return res, g, nil
+}
+
+// admissionAsApplied reads the URL's item after its admission's put failed with putErr, which is
+// no condition failure: the put may have been applied with its answer lost for good (the SDK's
+// retries ran out, a timeout), and then only this call can count the URL seen. A redelivery of
+// the Links message finds the item Unsent, in this call's group, and counts nothing. It returns
+// the item found as a condition failure would, for AdmitIn to tell its own admission (the group
+// is the write's token) from another's, or putErr when there is no item: the put was not applied.
+func (s *Store) admissionAsApplied(ctx context.Context, crawl, key string, putErr error) (*table.ConditionFailedError, error) {
+	it, err := s.t.Get(ctx, URLKey(crawl, key))
+	switch {
+	case errors.Is(err, table.ErrNotFound):
+		return nil, putErr
+	case err != nil:
+		return nil, errors.Join(putErr, fmt.Errorf("read whether it was applied: %w", err))
+	}
+	return &table.ConditionFailedError{Key: URLKey(crawl, key), Item: it}, nil
 }
 
 // ownAdmission reports whether the URL item it is AdmitIn's write in group by by (see there).

@@ -43,6 +43,8 @@ var tableTests = []struct {
 	{"ReplayedClaim", testReplayedClaim},
 	{"ReplayedUnadmit", testReplayedUnadmit},
 	{"HalfDoneUnadmitFinishes", testHalfDoneUnadmitFinishes},
+	{"LostAdmissionCountsOnce", testLostAdmissionCountsOnce},
+	{"FailedAdmissionCountsNothing", testFailedAdmissionCountsNothing},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
