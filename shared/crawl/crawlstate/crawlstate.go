@@ -76,6 +76,9 @@ const (
 	attrStoppedAt = "stoppedAt"
 	// attrTok is a refused URL's write token (Reject).
 	attrTok = "k"
+	// attrFrom is on an item admitted afresh over a half-done un-admission (readmit): the group
+	// of the first admission taken back, whose Unadmit owns the URL's count (see Unadmit).
+	attrFrom = "from"
 )
 
 // ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
@@ -197,6 +200,8 @@ type URL struct {
 	outcome string
 	// gone: its group holds a tombstone (Unadmit).
 	gone bool
+	// from: the item was admitted afresh over a half-done un-admission of that group (attrFrom).
+	from string
 }
 
 // Unsent reports whether the Links message by must send this URL's fetch message (again): the URL
@@ -220,7 +225,7 @@ func urlFrom(key string, it table.Item) URL {
 		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
 		Detail: it.String(attrDetail), Parsed: it.Bool(attrParsed), Group: it.String(attrGroup),
 		Page: pageFrom(it.String(attrPage)), by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
-		redrive: it.Bool(attrRedrive),
+		redrive: it.Bool(attrRedrive), from: it.String(attrFrom),
 	}
 }
 
@@ -300,8 +305,14 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	cf, ok := table.IsConditionFailed(err)
 	if err != nil && !ok {
-		if cf, err = s.admissionAsApplied(ctx, crawl, key, err); err != nil {
+		// Applied with its answer lost for good (the SDK's retries ran out, a timeout), the put
+		// is counted by this call or never: a redelivery finds the URL Unsent, and counts nothing.
+		putErr := err
+		if cf, err = s.readBack(ctx, URLKey(crawl, key), putErr); err != nil {
 			return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
+		}
+		if len(cf.Item) == 0 {
+			return Known, "", fmt.Errorf("admit %s: %w", rawURL, putErr) // not applied
 		}
 	}
 	if cf == nil || ownAdmission(cf.Item, group, by) {
@@ -318,21 +329,20 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	return res, g, nil
 }
 
-// admissionAsApplied reads the URL's item after its admission's put failed with putErr, which is
-// no condition failure: the put may have been applied with its answer lost for good (the SDK's
-// retries ran out, a timeout), and then only this call can count the URL seen. A redelivery of
-// the Links message finds the item Unsent, in this call's group, and counts nothing. It returns
-// the item found as a condition failure would, for AdmitIn to tell its own admission (the group
-// is the write's token) from another's, or putErr when there is no item: the put was not applied.
-func (s *Store) admissionAsApplied(ctx context.Context, crawl, key string, putErr error) (*table.ConditionFailedError, error) {
-	it, err := s.t.Get(ctx, URLKey(crawl, key))
+// readBack reads the item with the key after a write to it failed with writeErr, which is no
+// condition failure: the write may have been applied, its answer lost for good. It returns the item
+// as a condition failure would (no item: nil), for the caller to tell whether the write was
+// applied, as it does when a replay of the write fails its condition; or writeErr and the read's
+// error when the item cannot be read either.
+func (s *Store) readBack(ctx context.Context, key string, writeErr error) (*table.ConditionFailedError, error) {
+	it, err := s.t.Get(ctx, key)
 	switch {
 	case errors.Is(err, table.ErrNotFound):
-		return nil, putErr
+		it = nil
 	case err != nil:
-		return nil, errors.Join(putErr, fmt.Errorf("read whether it was applied: %w", err))
+		return nil, errors.Join(writeErr, fmt.Errorf("read whether it was applied: %w", err))
 	}
-	return &table.ConditionFailedError{Key: URLKey(crawl, key), Item: it}, nil
+	return &table.ConditionFailedError{Key: key, Item: it}, nil
 }
 
 // ownAdmission reports whether the URL item it is AdmitIn's write in group by by (see there).
@@ -354,11 +364,19 @@ func admitResult(u URL, by string) (AdmitResult, string) {
 // readmit finishes the un-admission of gone, a URL that the Links message at hand admitted and
 // took back (Unadmit) before its item went, and admits it afresh in group: the item is written
 // over, on condition that it is still the one taken back. The URL stays counted seen, as it was:
-// the un-admission that uncounts it is the delete this write replaces.
+// the un-admission that uncounts it is the delete this write replaces. The item names the group of
+// the first admission taken back (attrFrom), for that Unadmit, still under way or replayed, to
+// tell this item from one admitted after its delete was applied; and an item so admitted is never
+// deleted by an Unadmit of its own, only tombstoned, so that an item gone from the first group
+// is that Unadmit's own delete (see Unadmit).
 func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
 	was := table.Eq(attrGroup, gone.Group)
 	if gone.Group == "" {
 		was = table.NotExists(attrGroup)
+	}
+	item[attrFrom] = gone.from
+	if gone.from == "" {
+		item[attrFrom] = GroupOf(gone)
 	}
 	err := s.t.Put(ctx, URLKey(crawl, gone.Key), item, table.And(table.Eq(attrState, string(Queued)), table.Eq(attrBy, gone.by), was))
 	cf, moved := table.IsConditionFailed(err)
