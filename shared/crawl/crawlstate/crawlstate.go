@@ -412,14 +412,21 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires, attrTok: tok,
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
-	if cf, dup := table.IsConditionFailed(err); dup && cf.Item.String(attrTok) != tok {
-		return false, nil
-	} else if dup {
-		err = nil // its own refusal, sent again
+	cf, dup := table.IsConditionFailed(err)
+	if err != nil && !dup {
+		// Maybe applied with its answer lost for good: counted by this call or never (see AdmitIn).
+		putErr := err
+		if cf, err = s.readBack(ctx, URLKey(crawl, key), putErr); err != nil {
+			return false, fmt.Errorf("reject %s: %w", rawURL, err)
+		}
+		if len(cf.Item) == 0 {
+			return false, fmt.Errorf("reject %s: %w", rawURL, putErr) // not applied
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("reject %s: %w", rawURL, err)
+	if cf != nil && cf.Item.String(attrTok) != tok {
+		return false, nil // another refusal's, or an admission's
 	}
+	// Written now, or by its own earlier attempt (a replay, or an answer lost).
 	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 	"github.com/crawlstack/crawlstack/shared/port/table/tabletest"
@@ -216,4 +217,23 @@ func testLostUnadmitUncountsOnce(t *testing.T, tb table.Table) {
 	}
 	admitIn(t, New(tb), crawl, "GB", Admitted)
 	wantCounts(t, a, crawl, map[string]int64{"seen": 1})
+}
+
+// testLostRejectCountsOnce: the put that refuses a URL is applied and its answer lost for good.
+// The refusal reads its item back, finds its own token, and counts the URL seen and skipped; a
+// second refusal finds the URL known.
+func testLostRejectCountsOnce(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	crawl := crawlName(t)
+	key := urlnorm.Key(raceURL)
+	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "put", Prefix: URLKey(crawl, key), Nth: 1, Lost: true})
+	a := New(f)
+	why := errclass.Errorf(errclass.Scope, "excluded")
+	if ok, err := a.Reject(ctx, crawl, key, raceURL, 1, why); err != nil || !ok {
+		t.Fatalf("Reject with its answer lost = %v, %v; want it recorded", ok, err)
+	}
+	if ok, err := New(tb).Reject(ctx, crawl, key, raceURL, 1, why); err != nil || ok {
+		t.Fatalf("Reject again = %v, %v; want it known", ok, err)
+	}
+	wantCounts(t, a, crawl, map[string]int64{"seen": 1, "skipped": 1})
 }

@@ -49,6 +49,7 @@ var tableTests = []struct {
 	{"UnadmitReplayedAfterAFreshAdmission", testUnadmitReplayedAfterAFreshAdmission},
 	{"ReadmittedThenTakenBackIsAdmittedAgain", testReadmittedThenTakenBackIsAdmittedAgain},
 	{"LostUnadmitUncountsOnce", testLostUnadmitUncountsOnce},
+	{"LostRejectCountsOnce", testLostRejectCountsOnce},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
