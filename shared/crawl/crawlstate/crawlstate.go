@@ -76,6 +76,9 @@ const (
 	attrStoppedAt = "stoppedAt"
 	// attrTok is a refused URL's write token (Reject).
 	attrTok = "k"
+	// attrFrom is on an item admitted afresh over a half-done un-admission (readmit): the group
+	// of the first admission taken back, whose Unadmit owns the URL's count (see Unadmit).
+	attrFrom = "from"
 )
 
 // ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
@@ -198,6 +201,8 @@ type URL struct {
 	outcome string
 	// gone: its group holds a tombstone (Unadmit).
 	gone bool
+	// from: the item was admitted afresh over a half-done un-admission of that group (attrFrom).
+	from string
 }
 
 // Unsent reports whether the Links message by must send this URL's fetch message (again): the URL
@@ -221,7 +226,7 @@ func urlFrom(key string, it table.Item) URL {
 		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
 		Detail: it.String(attrDetail), Parsed: it.Bool(attrParsed), Group: it.String(attrGroup),
 		Page: pageFrom(it.String(attrPage)), by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
-		redrive: it.Bool(attrRedrive),
+		redrive: it.Bool(attrRedrive), from: it.String(attrFrom),
 	}
 }
 
@@ -300,11 +305,19 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	cf, ok := table.IsConditionFailed(err)
-	switch {
-	case err == nil, ok && ownAdmission(cf.Item, group, by):
+	if err != nil && !ok {
+		// Applied with its answer lost for good (the SDK's retries ran out, a timeout), the put
+		// is counted by this call or never: a redelivery finds the URL Unsent, and counts nothing.
+		putErr := err
+		if cf, err = s.readBack(ctx, URLKey(crawl, key), putErr); err != nil {
+			return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
+		}
+		if len(cf.Item) == 0 {
+			return Known, "", fmt.Errorf("admit %s: %w", rawURL, putErr) // not applied
+		}
+	}
+	if cf == nil || ownAdmission(cf.Item, group, by) {
 		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
-	case !ok:
-		return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
 	}
 	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
 	if err != nil {
@@ -315,6 +328,22 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	}
 	res, g := admitResult(u, by)
 	return res, g, nil
+}
+
+// readBack reads the item with the key after a write to it failed with writeErr, which is no
+// condition failure: the write may have been applied, its answer lost for good. It returns the item
+// as a condition failure would (no item: nil), for the caller to tell whether the write was
+// applied, as it does when a replay of the write fails its condition; or writeErr and the read's
+// error when the item cannot be read either.
+func (s *Store) readBack(ctx context.Context, key string, writeErr error) (*table.ConditionFailedError, error) {
+	it, err := s.t.Get(ctx, key)
+	switch {
+	case errors.Is(err, table.ErrNotFound):
+		it = nil
+	case err != nil:
+		return nil, errors.Join(writeErr, fmt.Errorf("read whether it was applied: %w", err))
+	}
+	return &table.ConditionFailedError{Key: key, Item: it}, nil
 }
 
 // ownAdmission reports whether the URL item it is AdmitIn's write in group by by (see there).
@@ -336,11 +365,19 @@ func admitResult(u URL, by string) (AdmitResult, string) {
 // readmit finishes the un-admission of gone, a URL that the Links message at hand admitted and
 // took back (Unadmit) before its item went, and admits it afresh in group: the item is written
 // over, on condition that it is still the one taken back. The URL stays counted seen, as it was:
-// the un-admission that uncounts it is the delete this write replaces.
+// the un-admission that uncounts it is the delete this write replaces. The item names the group of
+// the first admission taken back (attrFrom), for that Unadmit, still under way or replayed, to
+// tell this item from one admitted after its delete was applied; and an item so admitted is never
+// deleted by an Unadmit of its own, only tombstoned, so that an item gone from the first group
+// is that Unadmit's own delete (see Unadmit).
 func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
 	was := table.Eq(attrGroup, gone.Group)
 	if gone.Group == "" {
 		was = table.NotExists(attrGroup)
+	}
+	item[attrFrom] = gone.from
+	if gone.from == "" {
+		item[attrFrom] = GroupOf(gone)
 	}
 	err := s.t.Put(ctx, URLKey(crawl, gone.Key), item, table.And(table.Eq(attrState, string(Queued)), table.Eq(attrBy, gone.by), was))
 	cf, moved := table.IsConditionFailed(err)
@@ -376,14 +413,21 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires, attrTok: tok,
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
-	if cf, dup := table.IsConditionFailed(err); dup && cf.Item.String(attrTok) != tok {
-		return false, nil
-	} else if dup {
-		err = nil // its own refusal, sent again
+	cf, dup := table.IsConditionFailed(err)
+	if err != nil && !dup {
+		// Maybe applied with its answer lost for good: counted by this call or never (see AdmitIn).
+		putErr := err
+		if cf, err = s.readBack(ctx, URLKey(crawl, key), putErr); err != nil {
+			return false, fmt.Errorf("reject %s: %w", rawURL, err)
+		}
+		if len(cf.Item) == 0 {
+			return false, fmt.Errorf("reject %s: %w", rawURL, putErr) // not applied
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("reject %s: %w", rawURL, err)
+	if cf != nil && cf.Item.String(attrTok) != tok {
+		return false, nil // another refusal's, or an admission's
 	}
+	// Written now, or by its own earlier attempt (a replay, or an answer lost).
 	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
 }
 
