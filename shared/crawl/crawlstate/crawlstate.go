@@ -335,7 +335,7 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 // as a condition failure would (no item: nil), for the caller to tell whether the write was
 // applied, as it does when a replay of the write fails its condition; or writeErr and the read's
 // error when the item cannot be read either.
-func (s *Store) readBack(ctx context.Context, key string, writeErr error) (*table.ConditionFailedError, error) {
+func (s *Store) readBack(ctx context.Context, key table.Key, writeErr error) (*table.ConditionFailedError, error) {
 	it, err := s.t.Get(ctx, key)
 	switch {
 	case errors.Is(err, table.ErrNotFound):

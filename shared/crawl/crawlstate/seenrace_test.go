@@ -3,7 +3,6 @@ package crawlstate
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,19 +23,20 @@ import (
 // runs after the write was applied and before it is sent again.
 type between struct {
 	table.Table
-	op, prefix string
-	nth        int
-	fn         func()
+	op  string
+	key table.Key
+	nth int
+	fn  func()
 
 	mu   sync.Mutex
 	seen int
 	ran  bool
 }
 
-func (b *between) before(op, key string) {
+func (b *between) before(op string, key table.Key) {
 	b.mu.Lock()
 	run := false
-	if op == b.op && strings.HasPrefix(key, b.prefix) {
+	if op == b.op && key == b.key {
 		b.seen++
 		run = b.seen == b.nth && !b.ran
 		b.ran = b.ran || run
@@ -47,17 +47,17 @@ func (b *between) before(op, key string) {
 	}
 }
 
-func (b *between) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+func (b *between) Put(ctx context.Context, key table.Key, it table.Item, c table.Cond) error {
 	b.before("put", key)
 	return b.Table.Put(ctx, key, it, c)
 }
 
-func (b *between) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+func (b *between) Update(ctx context.Context, key table.Key, u table.Update, c table.Cond) (table.Item, error) {
 	b.before("update", key)
 	return b.Table.Update(ctx, key, u, c)
 }
 
-func (b *between) Delete(ctx context.Context, key string, c table.Cond) error {
+func (b *between) Delete(ctx context.Context, key table.Key, c table.Cond) error {
 	b.before("delete", key)
 	return b.Table.Delete(ctx, key, c)
 }
@@ -68,7 +68,7 @@ func (b *between) checkRan(t *testing.T) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if !b.ran {
-			t.Errorf("the %s of %s* number %d never came", b.op, b.prefix, b.nth)
+			t.Errorf("the %s of %s number %d never came", b.op, b.key, b.nth)
 		}
 	})
 }
@@ -93,7 +93,7 @@ func testLostAdmissionCountsOnce(t *testing.T, tb table.Table) {
 	a := New(f)
 	crawl := crawlName(t)
 	key := urlnorm.Key(raceURL)
-	f.Add(tabletest.Rule{Op: "put", Prefix: URLKey(crawl, key), Nth: 1, Lost: true})
+	f.Add(tabletest.Rule{Op: "put", Key: URLKey(crawl, key), Nth: 1, Lost: true})
 	if res, g, err := a.AdmitIn(ctx, crawl, "GA", key, raceURL, raceURL, 0, "L"); err != nil || res != Admitted || g != "GA" {
 		t.Fatalf("AdmitIn with its answer lost = %v, %q, %v; want Admitted in GA", res, g, err)
 	}
@@ -115,7 +115,7 @@ func testFailedAdmissionCountsNothing(t *testing.T, tb table.Table) {
 	a := New(f)
 	crawl := crawlName(t)
 	key := urlnorm.Key(raceURL)
-	f.Add(tabletest.Rule{Op: "put", Prefix: URLKey(crawl, key), Nth: 1, Fail: true})
+	f.Add(tabletest.Rule{Op: "put", Key: URLKey(crawl, key), Nth: 1, Fail: true})
 	if _, _, err := a.AdmitIn(ctx, crawl, "GA", key, raceURL, raceURL, 0, "L"); !errors.Is(err, tabletest.ErrInjected) {
 		t.Fatalf("AdmitIn with its put failed: %v, want the put's error", err)
 	}
@@ -133,7 +133,7 @@ func testTwoDeliveriesTakeBackOneAdmission(t *testing.T, tb table.Table) {
 	crawl := crawlName(t)
 	key := urlnorm.Key(raceURL)
 	b := New(tb)
-	hook := &between{Table: tb, op: "delete", prefix: URLKey(crawl, key), nth: 1, fn: func() {
+	hook := &between{Table: tb, op: "delete", key: URLKey(crawl, key), nth: 1, fn: func() {
 		admitIn(t, b, crawl, "GB", Admitted)
 		if err := b.Unadmit(ctx, crawl, "GB", key); err != nil {
 			t.Errorf("B's Unadmit: %v", err)
@@ -157,11 +157,11 @@ func testUnadmitReplayedAfterAFreshAdmission(t *testing.T, tb table.Table) {
 	crawl := crawlName(t)
 	key := urlnorm.Key(raceURL)
 	c := New(tb)
-	hook := &between{Table: tb, op: "delete", prefix: URLKey(crawl, key), nth: 2, fn: func() {
+	hook := &between{Table: tb, op: "delete", key: URLKey(crawl, key), nth: 2, fn: func() {
 		admitIn(t, c, crawl, "GC", Admitted)
 	}}
 	hook.checkRan(t)
-	f := tabletest.NewFaults(hook, tabletest.Rule{Op: "delete", Prefix: URLKey(crawl, key), Nth: 1})
+	f := tabletest.NewFaults(hook, tabletest.Rule{Op: "delete", Key: URLKey(crawl, key), Nth: 1})
 	a := New(f)
 	admitIn(t, a, crawl, "GA", Admitted)
 	if err := a.Unadmit(ctx, crawl, "GA", key); err != nil {
@@ -177,7 +177,7 @@ func testReadmittedThenTakenBackIsAdmittedAgain(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	crawl := crawlName(t)
 	key := urlnorm.Key(raceURL)
-	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "delete", Prefix: URLKey(crawl, key), Nth: 1, Fail: true})
+	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "delete", Key: URLKey(crawl, key), Nth: 1, Fail: true})
 	a := New(f)
 	admitIn(t, a, crawl, "GA", Admitted)
 	if err := a.Unadmit(ctx, crawl, "GA", key); err == nil {
@@ -206,7 +206,7 @@ func testLostUnadmitUncountsOnce(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	crawl := crawlName(t)
 	key := urlnorm.Key(raceURL)
-	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "delete", Prefix: URLKey(crawl, key), Nth: 1, Lost: true})
+	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "delete", Key: URLKey(crawl, key), Nth: 1, Lost: true})
 	a := New(f)
 	admitIn(t, a, crawl, "GA", Admitted)
 	if err := a.Unadmit(ctx, crawl, "GA", key); err != nil {
@@ -226,7 +226,7 @@ func testLostRejectCountsOnce(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	crawl := crawlName(t)
 	key := urlnorm.Key(raceURL)
-	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "put", Prefix: URLKey(crawl, key), Nth: 1, Lost: true})
+	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "put", Key: URLKey(crawl, key), Nth: 1, Lost: true})
 	a := New(f)
 	why := errclass.Errorf(errclass.Scope, "excluded")
 	if ok, err := a.Reject(ctx, crawl, key, raceURL, 1, why); err != nil || !ok {
