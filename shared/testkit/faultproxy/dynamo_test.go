@@ -26,14 +26,14 @@ func TestIntegrationApplyThenLoseTheAnswerReplaysAConditionalPut(t *testing.T) {
 			ctx := ctxT(t)
 			_, err := r.via.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
 				Item: map[string]types.AttributeValue{
-					"pk": &types.AttributeValueMemberS{Value: "url#1"}, "n": &types.AttributeValueMemberN{Value: "7"}},
+					"pk": &types.AttributeValueMemberS{Value: "url#1"}, "sk": sk, "n": &types.AttributeValueMemberN{Value: "7"}},
 				ConditionExpression: aws.String("attribute_not_exists(pk)")})
 			var ccf *types.ConditionalCheckFailedException
 			if !errors.As(err, &ccf) {
 				t.Fatalf("PutItem through %s: err = %v, want the replay's ConditionalCheckFailedException", kind, err)
 			}
 			got, err := r.direct.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table),
-				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "url#1"}}, ConsistentRead: aws.Bool(true)})
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "url#1"}, "sk": sk}, ConsistentRead: aws.Bool(true)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestIntegrationApplyThenDropCountsAnAddTwice(t *testing.T) {
 	r := newRig(t, faultproxy.Schedule{Seed: 1, Script: map[uint64]faultproxy.Kind{1: faultproxy.ApplyDrop}}, 0, 0)
 	_, _, table := awstest.DynamoTable(t, "fp")
 	ctx := ctxT(t)
-	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "counter"}}
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "counter"}, "sk": sk}
 	if _, err := r.via.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
 		UpdateExpression:          aws.String("ADD n :one"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}); err != nil {
@@ -80,12 +80,12 @@ func TestIntegrationDynamoThrottle(t *testing.T) {
 	_, _, table := awstest.DynamoTable(t, "fp")
 	put := func(r *rig, pk string) error {
 		_, err := r.via.ddb.PutItem(ctxT(t), &dynamodb.PutItemInput{TableName: aws.String(table),
-			Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
+			Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": sk}})
 		return err
 	}
 	exists := func(r *rig, pk string) bool {
 		got, err := r.direct.ddb.GetItem(ctxT(t), &dynamodb.GetItemInput{TableName: aws.String(table),
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": sk}, ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,3 +111,6 @@ func TestIntegrationDynamoThrottle(t *testing.T) {
 		t.Errorf("PutItem after one throttle: err = %v, want the SDK's retry to write it", err)
 	}
 }
+
+// sk is the sort key of the items these tests write: the table has one (docs/state.md).
+var sk = &types.AttributeValueMemberS{Value: "s"}
