@@ -35,6 +35,8 @@ var tableTests = []struct {
 	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
 	{"DrainedCountsWhatIsLeft", testDrainedCountsWhatIsLeft},
 	{"ManyLinksNamed", testManyLinksNamed},
+	{"EndCountersFollowTheTally", testEndCountersFollowTheTally},
+	{"ReplayedMarksCountOnce", testReplayedMarksCountOnce},
 	{"ReplayedRecord", testReplayedRecord},
 	{"RecordAfterATakeoverStaysLost", testRecordAfterATakeoverStaysLost},
 	{"ReplayedAdmission", testReplayedAdmission},
