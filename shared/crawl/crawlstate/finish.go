@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/port/table"
@@ -52,6 +53,9 @@ const (
 	attrStallAt    = "stallAt"
 	attrStallEvent = "stallEvent"
 )
+
+// stallAttrs are the crawl item's attributes of a stall.
+var stallAttrs = []string{attrStall, attrStallBy, attrStallAt, attrStallEvent}
 
 // The states of a crawl's stall (Checks.Stall). A crawl with none is not stalled.
 const (
@@ -174,12 +178,13 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 		set[attrEnd], set[attrEndBy], set[attrEndAt], set[attrEndEvent] = string(EndPending), st.By, now, st.Event
 		set[attrEndTok] = tok
 		set[table.TTLAttr] = s.expiresAfter(now)
+		remove = stallAttrs // a stall it was in is over
 	case st.Stall != "":
 		set[attrStall], set[attrStallBy], set[attrStallAt], set[attrStallEvent] = string(StallPending), st.By, now, st.Stall
 		set[table.TTLAttr] = s.expiresAfter(now)
 	default:
 		// the chain goes on: a stall it was in is over, and the crawl item lives on
-		remove = []string{attrStall, attrStallBy, attrStallAt, attrStallEvent, table.TTLAttr}
+		remove = append(slices.Clip(stallAttrs), table.TTLAttr)
 	}
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: set, Remove: remove},
 		table.And(table.ItemExists(), table.NotExists(attrEnd), table.Or(at, mine)))
@@ -202,7 +207,7 @@ func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks,
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
 		attrEnd: string(EndPending), attrEndBy: by, attrEndAt: s.now().UnixMilli(), attrEndEvent: event,
 		table.TTLAttr: s.expiresAfter(s.now().UnixMilli()),
-	}}, table.And(table.ItemExists(), table.NotExists(attrEnd)))
+	}, Remove: stallAttrs}, table.And(table.ItemExists(), table.NotExists(attrEnd)))
 	if cf, decided := table.IsConditionFailed(err); decided {
 		if len(cf.Item) == 0 {
 			return Checks{}, fmt.Errorf("end crawl %s: %w", crawl, ErrUnknownCrawl)
