@@ -22,15 +22,18 @@ const (
 )
 
 // finishEnv is what the functions read to run the drain checks (pipeline
-// FromEnv): one check a crawl every FinishCheckSeconds, and the counters quiet
+// FromEnv): one check a crawl every FinishCheckSeconds; the counters quiet
 // for longer than the schedule queue's visibility timeout before a check
-// tallies the crawl's items, so that a Links message whose admission failed or
-// died is delivered again within that time.
+// tallies the items of a crawl started before the end's counters, so that a
+// Links message whose admission failed or died is delivered again within that
+// time; and FinishStallMinutes of counters standing still with work left
+// before a crawl is announced stalled.
 func finishEnv(cfg Config) map[string]string {
 	quiet := cfg.Function(FnSchedule).VisibilityTimeoutSeconds() + cfg.FinishCheckSeconds
 	return map[string]string{
 		"CRAWL_FINISH_EVERY": strconv.Itoa(cfg.FinishCheckSeconds) + "s",
 		"CRAWL_FINISH_QUIET": strconv.Itoa(quiet) + "s",
+		"CRAWL_FINISH_STALL": strconv.Itoa(cfg.FinishStallMinutes) + "m",
 	}
 }
 
