@@ -96,9 +96,8 @@ type Checks struct {
 	EndBy string
 	EndAt time.Time
 	Event string
-	// Stall, StallBy, StallAt and StallEvent: the stall decided, by which check and when, and its
-	// event (JSON); none once a later check took the chain on.
-	Stall      End
+	// StallBy, StallAt and StallEvent: what decided the crawl's stall (Crawl.Stall), when, and
+	// its event (JSON); none once a later check took the chain on.
 	StallBy    string
 	StallAt    time.Time
 	StallEvent string
@@ -119,7 +118,7 @@ func checksFrom(crawl string, it table.Item) Checks {
 	c := Checks{Crawl: crawlFrom(crawl, it), Seq: int(it.Int(attrCheckSeq)), By: it.String(attrCheckBy),
 		QuietFP: it.Int(attrQuietFP), TallyFP: it.Int(attrTallyFP), Tallied: it.Has(attrTallyFP),
 		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent),
-		Stall: End(it.String(attrStall)), StallBy: it.String(attrStallBy), StallEvent: it.String(attrStallEvent),
+		StallBy: it.String(attrStallBy), StallEvent: it.String(attrStallEvent),
 		Counted: it.Bool(attrEndCounted)}
 	if it.Has(attrStallAt) {
 		c.StallAt = time.UnixMilli(it.Int(attrStallAt))
