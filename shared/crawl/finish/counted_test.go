@@ -12,6 +12,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
+	"github.com/crawlstack/crawlstack/shared/port/table/tabletest"
 )
 
 // tallies is the crawl state that counts its exact tallies (Drained), and can show counters other
@@ -329,5 +330,59 @@ func TestTheEndedCrawlsItemsExpire(t *testing.T) {
 	}
 	if shards == 0 {
 		t.Error("no counter shard: the test counts nothing")
+	}
+}
+
+// TestCountersThatDriftedLowStillStall: counters that show nothing left while a URL never ends are
+// tallied once a quiet time, and the crawl is announced stalled, with the tally's numbers, once they
+// have stood still for StallAfter: a stuck crawl never tallies every Quiet forever.
+func TestCountersThatDriftedLowStillStall(t *testing.T) {
+	f, tl := counted(t)
+	f.c.StallAfter = 30 * time.Minute
+	tl.drift = func(crawlstate.Counters) crawlstate.Counters { return crawlstate.Counters{} }
+	f.admitOne(t, "http://a.test/")
+	last := f.begin(t)
+	for i := 0; f.next(t, "m"+string(rune('a'+i)), &last); i++ {
+		if i > 100 {
+			t.Fatal("the chain of checks never stopped")
+		}
+	}
+	if len(f.pub.ev) != 1 || f.pub.ev[0].End != finish.EndStalled || f.pub.ev[0].Stuck.QueuedURLs != 1 || !f.pub.ev[0].Stuck.Exact {
+		t.Fatalf("events %+v; want the stall, once, with the tally's URL queued", f.pub.ev)
+	}
+	if n, most := tl.n.Load(), int64(30*time.Minute/f.c.Quiet)+1; n < 2 || n > most {
+		t.Errorf("%d tallies over the %v before the stall; want one a quiet time, at most %d", n, f.c.StallAfter, most)
+	}
+}
+
+// TestAReplayedStallIsAnnounced: the stalling check's step is applied and its answer lost, and the
+// SDK sends it again: the check still announces the stall, once, and its chain stops.
+func TestAReplayedStallIsAnnounced(t *testing.T) {
+	f, _ := counted(t)
+	faults := tabletest.NewFaults(f.scans)
+	f.st = crawlstate.New(faults, crawlstate.WithClock(func() time.Time { return f.now }), crawlstate.WithRunCheck(-1))
+	f.c.State, f.c.StallAfter = f.st, 30*time.Minute
+	f.admitOne(t, "http://a.test/")
+	last := f.begin(t)
+	firstCheck := f.now.Add(time.Minute)
+	for i := 0; ; i++ {
+		if f.now.Add(time.Minute).Sub(firstCheck) >= f.c.StallAfter && len(faults.Injected()) == 0 {
+			faults.Add(tabletest.Rule{Op: "update", Prefix: crawlstate.CrawlKey(crawl), Nth: 1}) // the stalling step
+		}
+		if !f.next(t, "m"+string(rune('a'+i)), &last) {
+			break
+		}
+		if i > 100 {
+			t.Fatal("the chain of checks never stopped")
+		}
+	}
+	if len(faults.Injected()) != 1 {
+		t.Fatalf("faults injected %v, want the stalling step replayed", faults.Injected())
+	}
+	if len(f.pub.ev) != 1 || f.pub.ev[0].End != finish.EndStalled {
+		t.Fatalf("events %+v; want the stall announced once", f.pub.ev)
+	}
+	if ch, err := f.st.ChecksOf(context.Background(), crawl); err != nil || ch.Stall != crawlstate.StallAnnounced {
+		t.Errorf("the stall is %q (%v); want announced", ch.Stall, err)
 	}
 }

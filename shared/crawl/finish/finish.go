@@ -321,7 +321,10 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 		c.log().Warn("the crawl's counters show nothing left and its tally disagrees: checks go on", "crawl", m.Crawl,
 			"countersQueued", left.Queued, "countersUnparsed", left.Unparsed, "countersLinks", left.Links,
 			"tallyQueued", tallied.Queued, "tallyUnparsed", tallied.Unparsed, "tallyLinks", tallied.Links)
-		return st, Event{}, nil
+		if !stalled {
+			return st, Event{}, nil
+		}
+		// Counters that drifted low and stood still for StallAfter: the tally's work left is stuck.
 	}
 	ev := stallEventOf(ch, m.Seq, exact, tallied, true, st.QuietSince, now, c.Prices)
 	b, err := json.Marshal(ev)
