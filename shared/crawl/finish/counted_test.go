@@ -246,6 +246,36 @@ func TestAStalledCrawlIsAnnouncedOnceAndItsChecksStop(t *testing.T) {
 	}
 }
 
+// TestASeedFileReadAgainRevivesAStalledCrawl: Begin (a seed file of the crawl read again) sends a
+// stalled crawl a check at its chain's seq, which takes the chain on; for a crawl that is not
+// stalled it sends check 0, which a chain that has moved on drops.
+func TestASeedFileReadAgainRevivesAStalledCrawl(t *testing.T) {
+	f, _ := counted(t)
+	ctx := context.Background()
+	f.admitOne(t, "http://a.test/")
+	ch, err := f.st.StepCheck(ctx, crawl, crawlstate.Step{Seq: 0, By: "m0", Stall: `{"end":"stalled"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Begin(ctx, crawl); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.checksSent(); len(got) != 1 || got[0] != ch.Seq {
+		t.Fatalf("Begin of a stalled crawl sent checks %v; want check %d, the chain's next", got, ch.Seq)
+	}
+	last := 0
+	f.next(t, "revived", &last)
+	if ch, err = f.st.ChecksOf(ctx, crawl); err != nil || ch.Stall != "" || len(f.checksSent()) != 2 {
+		t.Fatalf("after the revived check: stall %q (%v), checks sent %v; want the stall cleared and the chain going on", ch.Stall, err, f.checksSent())
+	}
+	if err := f.c.Begin(ctx, crawl); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.checksSent(); got[len(got)-1] != 0 {
+		t.Errorf("Begin of a running crawl sent check %d; want 0", got[len(got)-1])
+	}
+}
+
 // TestAPausedCrawlsChecksBackOff: each check of a paused crawl waits twice as long as the one
 // before, up to queue.MaxDelay; crawl resume sends a check at the normal pace, and the chain goes
 // on at it.
