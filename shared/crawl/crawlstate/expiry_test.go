@@ -11,9 +11,10 @@ import (
 // The crawl's end gives the crawl item a time to live of the end plus its retention, and
 // ExpireCounters its counter shards the same, without creating the shards no store wrote; a host's
 // budget item gets one when a block is taken.
-func TestTheEndGivesTheCrawlsItemsATimeToLive(t *testing.T) {
+func testTheEndGivesTheCrawlsItemsATimeToLive(t *testing.T, tb table.Table) {
 	ctx := context.Background()
-	s, c := newStore(t, WithBufferedCounters())
+	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	s := New(tb, WithClock(c.now), WithBufferedCounters())
 	crawl := crawlName(t)
 	if err := s.MarkStarted(ctx, crawl); err != nil {
 		t.Fatal(err)
@@ -61,9 +62,10 @@ func TestTheEndGivesTheCrawlsItemsATimeToLive(t *testing.T) {
 
 // A stall, like an end, is decided once and gives the crawl item its time to live; a later check
 // that takes the chain on clears both.
-func TestAStallIsDecidedOnceAndClearedByALaterStep(t *testing.T) {
+func testAStallIsDecidedOnceAndClearedByALaterStep(t *testing.T, tb table.Table) {
 	ctx := context.Background()
-	s, c := newStore(t)
+	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	s := New(tb, WithClock(c.now))
 	crawl := crawlName(t)
 	if err := s.MarkStarted(ctx, crawl); err != nil {
 		t.Fatal(err)

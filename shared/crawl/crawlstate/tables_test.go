@@ -37,6 +37,8 @@ var tableTests = []struct {
 	{"ManyLinksNamed", testManyLinksNamed},
 	{"EndCountersFollowTheTally", testEndCountersFollowTheTally},
 	{"ReplayedMarksCountOnce", testReplayedMarksCountOnce},
+	{"TheEndGivesTheCrawlsItemsATimeToLive", testTheEndGivesTheCrawlsItemsATimeToLive},
+	{"AStallIsDecidedOnceAndClearedByALaterStep", testAStallIsDecidedOnceAndClearedByALaterStep},
 	{"ReplayedRecord", testReplayedRecord},
 	{"RecordAfterATakeoverStaysLost", testRecordAfterATakeoverStaysLost},
 	{"ReplayedAdmission", testReplayedAdmission},
