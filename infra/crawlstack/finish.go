@@ -13,7 +13,9 @@ import (
 )
 
 // A crawl's end, announced once (shared/crawl/finish): schedule runs each crawl's
-// drain checks and puts a "Crawl Finished" event on the default bus.
+// drain checks and puts a "Crawl Finished" event on the default bus, or, for a
+// crawl whose work stood still with work left for FinishStallMinutes, a
+// "Crawl Stalled" event (and the CrawlStalled alarm: crawlmetrics.go).
 
 // The event's source and detail-type (shared/crawl/finish Source and DetailType).
 const (
