@@ -54,7 +54,7 @@ func TestFinishMailRule(t *testing.T) {
 }
 
 // TestFinishEventOff: finishEvent=false sends no event: no drain checks in the functions'
-// environment, no events:PutEvents, no Scan, no mail rule and no stall alarm.
+// environment, no events:PutEvents, no Query, no mail rule and no stall alarm.
 func TestFinishEventOff(t *testing.T) {
 	_, off := synthWith(t, map[string]any{"finishEvent": "false", "alarmEmail": "ops@example.com"})
 	for id, r := range resourcesOf(off) {
@@ -79,7 +79,7 @@ func TestFinishEventOff(t *testing.T) {
 		case "AWS::IAM::Policy":
 			for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 				for _, a := range list(s.(map[string]any)["Action"]) {
-					if a == "events:PutEvents" || a == "dynamodb:Scan" {
+					if a == "events:PutEvents" || a == "dynamodb:Query" {
 						t.Errorf("%s grants %v with finishEvent=false", id, a)
 					}
 				}

@@ -5,9 +5,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// tableActions are the item operations of each handler. No Query, and no Scan
-// but schedule's tally of a crawl that looks drained (granted apart): every
-// other access is by key. Only schedule deletes: the frontier takes an
+// tableActions are the item operations of each handler. No Scan at all, and
+// no Query but schedule's tally of a crawl that looks drained (granted apart),
+// which queries that crawl's partitions: every other access is by key. Only schedule deletes: the frontier takes an
 // admission back (crawlstate Unadmit) when it cannot reserve its budget.
 // Fetch puts an item for a redirect's target (crawlstate Reject), parse its
 // done marks. Schedule also reads a crawl's counter shards with BatchGetItem
@@ -59,7 +59,7 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 	}))
 	// A crawl's ledger is its counter shards, read together (BatchGetItem) to check its budget
 	// (budgetUsd 0 is none), and by its drain checks (finishEvent: shared/crawl/finish), which also
-	// scan the table once a crawl looks drained, to tally its items exactly.
+	// query the crawl's partitions once it looks drained, to tally its items exactly.
 	if cfg.BudgetUSD > 0 || cfg.FinishEvent {
 		schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("dynamodb:BatchGetItem"),
@@ -68,7 +68,7 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 	}
 	if cfg.FinishEvent {
 		schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings("dynamodb:Scan"),
+			Actions:   jsii.Strings("dynamodb:Query"),
 			Resources: jsii.Strings(*table.TableArn()),
 		}))
 	}

@@ -32,7 +32,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Table", table),
 			on("Table", []string{"dynamodb:DeleteItem"}),   // an admission taken back
 			on("Table", []string{"dynamodb:BatchGetItem"}), // the crawl's counter shards, for its budget (the test context sets one) and its drain checks
-			on("Table", []string{"dynamodb:Scan"}),         // a drain check's exact tally of a crawl that looks drained
+			on("Table", []string{"dynamodb:Query"}),        // a drain check's exact tally of a crawl that looks drained
 			on("arn:AWS::Partition:events:AWS::Region:AWS::AccountId:event-bus/default", []string{"events:PutEvents"}), // the crawl's end, on the default bus only
 			on("Bucket/seeds/*", []string{"s3:GetObject"}),
 			on("Bucket/recrawl/*", []string{"s3:GetObject"}), // the test context's recrawl prefix

@@ -55,13 +55,20 @@ func notifySeeds(bucket awss3.Bucket, scheduleQueue awssqs.Queue) {
 }
 
 // newTable is the one table of the crawler: dedup marks, claims with leases,
-// host politeness slots, robots cache and budgets, all keyed by `pk`.
+// host politeness slots, robots cache and budgets, keyed by the partition `pk`
+// and the sort key `sk`: a crawl's items are spread over partitions of its own
+// and read by Query (docs/state.md). The key schema cannot change in place: a
+// stack deployed before it had `sk` gets a new table (docs/deploy.md).
 // TTL cleans up expired items eventually; no handler relies on it.
 // Point-in-time recovery is on unless the configuration turns it off.
 func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 	return awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{
 			Name: jsii.String("pk"),
+			Type: awsdynamodb.AttributeType_STRING,
+		},
+		SortKey: &awsdynamodb.Attribute{
+			Name: jsii.String("sk"),
 			Type: awsdynamodb.AttributeType_STRING,
 		},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,

@@ -109,9 +109,11 @@ func TestSeedNotificationGoesToScheduleQueue(t *testing.T) {
 func TestTable(t *testing.T) {
 	check(t, "key, billing, TTL and PITR", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), assertions.Match_ObjectEquals(&map[string]any{
-			"KeySchema":            []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}},
-			"AttributeDefinitions": []any{map[string]any{"AttributeName": "pk", "AttributeType": "S"}},
-			"BillingMode":          "PAY_PER_REQUEST",
+			"KeySchema": []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"},
+				map[string]any{"AttributeName": "sk", "KeyType": "RANGE"}},
+			"AttributeDefinitions": []any{map[string]any{"AttributeName": "pk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "sk", "AttributeType": "S"}},
+			"BillingMode": "PAY_PER_REQUEST",
 			"TimeToLiveSpecification": map[string]any{
 				"AttributeName": "expiresAt", "Enabled": true,
 			},

@@ -119,7 +119,7 @@ func listFailures(ctx context.Context, st *crawlstate.Store, crawl string, only 
 		return nil, fmt.Errorf("no crawl %s on record (crawl status lists them): %w", crawl, err)
 	}
 	var out []Failure
-	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.State == crawlstate.Queued || u.State == crawlstate.Fetched {
 			return nil
 		}

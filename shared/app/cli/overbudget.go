@@ -30,7 +30,7 @@ func readmitOverBudget(ctx context.Context, be *Backend, res Resources, h *pipel
 		return 0, nil
 	}
 	var refused []crawlstate.URL
-	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.State == crawlstate.Skipped && u.Class == errclass.Budget {
 			refused = append(refused, u)
 		}

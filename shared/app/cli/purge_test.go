@@ -35,7 +35,10 @@ func rawEmbedded(state string) e2etest.Raw {
 			}
 			defer db.Close()
 			out := map[string]string{}
-			for _, q := range []string{"SELECT pk, item FROM items", "SELECT 'message ' || id, body || ' ' || attrs FROM messages"} {
+			for _, q := range []string{
+				"SELECT replace(pk, char(31), '|'), item FROM items", // keyed as table.Key.String
+				"SELECT 'message ' || id, body || ' ' || attrs FROM messages",
+			} {
 				rows, err := db.Query(q)
 				if err != nil {
 					t.Fatalf("%s: %v", q, err)

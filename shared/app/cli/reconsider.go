@@ -151,7 +151,7 @@ func reconsider(ctx context.Context, be *Backend, res Resources, st *crawlstate.
 		return r, nil
 	}
 	var refused []crawlstate.URL
-	err = st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err = st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.State == crawlstate.Skipped && classes[u.Class] {
 			refused = append(refused, u)
 		}

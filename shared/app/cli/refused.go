@@ -22,7 +22,7 @@ var errFound = errors.New("found")
 // pages has ended, and only --fresh crawls it again.
 func explainRefused(ctx context.Context, w io.Writer, st *crawlstate.Store, crawl string, n, fetched int64, reconsiders bool) {
 	var first crawlstate.URL
-	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.Class == errclass.SSRF {
 			first = u
 			return errFound

@@ -30,7 +30,7 @@ func relinkPages(ctx context.Context, st *crawlstate.Store, crawl string, was, n
 		return nil, nil
 	}
 	var pages []crawlstate.URL
-	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.State == crawlstate.Fetched && u.Page != nil && (wider || u.Depth == was.MaxDepth) {
 			pages = append(pages, u)
 		}

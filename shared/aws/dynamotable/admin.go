@@ -16,8 +16,8 @@ import (
 // CreateTableWait bounds how long CreateTable waits for a new table to become ACTIVE.
 const CreateTableWait = 2 * time.Minute
 
-// CreateTable creates the named table if it does not exist (partition key pk of type S, on-demand
-// billing), waits until it is ACTIVE with the SDK's waiter, and turns on TTL for expiresAt.
+// CreateTable creates the named table if it does not exist (partition key pk and sort key sk,
+// both of type S, on-demand billing), waits until it is ACTIVE with the SDK's waiter, and turns on TTL for expiresAt.
 // TTL deletes items late, by up to days, so the crawler never relies on it for correctness.
 func (t *Table) CreateTable(ctx context.Context, name string) error {
 	_, err := t.api.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -25,9 +25,11 @@ func (t *Table) CreateTable(ctx context.Context, name string) error {
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(table.KeyAttr), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(table.SortAttr), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(table.KeyAttr), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(table.SortAttr), KeyType: types.KeyTypeRange},
 		},
 	})
 	var inUse *types.ResourceInUseException

@@ -1,5 +1,5 @@
 // Package dynamotable is the table port on Amazon DynamoDB: one table with the string partition
-// key "pk" and the TTL attribute "expiresAt". Conditions and updates become expressions built with
+// key "pk", the string sort key "sk" and the TTL attribute "expiresAt". Conditions and updates become expressions built with
 // the SDK's expression builder, which aliases every attribute name, so reserved words (status,
 // url, owner, depth, name, count) are safe as attribute names.
 package dynamotable
@@ -8,14 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -27,7 +26,7 @@ type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
@@ -44,7 +43,12 @@ var (
 type Table struct {
 	api  API
 	name string
+	// queryPage caps the items of a Query page (nil: DynamoDB's 1 MB); tests set it to page.
+	queryPage *int32
 }
+
+// isKeyAttr is whether the attribute is one of the key's.
+func isKeyAttr(name string) bool { return name == table.KeyAttr || name == table.SortAttr }
 
 // New returns a Table for the table named tableName, calling c (normally a *dynamodb.Client built
 // once per container).
@@ -53,7 +57,10 @@ func New(c API, tableName string) *Table {
 }
 
 // Get returns the item with the key (a strongly consistent read), or table.ErrNotFound.
-func (t *Table) Get(ctx context.Context, key string) (table.Item, error) {
+func (t *Table) Get(ctx context.Context, key table.Key) (table.Item, error) {
+	if err := key.Check(); err != nil {
+		return nil, fmt.Errorf("get: %w", err)
+	}
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(t.name), Key: keyOf(key), ConsistentRead: aws.Bool(true),
 	})
@@ -71,12 +78,15 @@ func (t *Table) Get(ctx context.Context, key string) (table.Item, error) {
 }
 
 // Put replaces the whole item if cond holds.
-func (t *Table) Put(ctx context.Context, key string, item table.Item, cond table.Cond) error {
+func (t *Table) Put(ctx context.Context, key table.Key, item table.Item, cond table.Cond) error {
+	if err := key.Check(); err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
 	av, err := toAttributes(item)
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
-	av[table.KeyAttr] = &types.AttributeValueMemberS{Value: key}
+	maps.Copy(av, keyOf(key))
 	in := &dynamodb.PutItemInput{
 		TableName:                           aws.String(t.name),
 		Item:                                av,
@@ -99,7 +109,10 @@ func (t *Table) Put(ctx context.Context, key string, item table.Item, cond table
 
 // Update applies u if cond holds and returns the item as it is afterwards. Updating a missing
 // item creates it, as DynamoDB does.
-func (t *Table) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+func (t *Table) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
+	if err := key.Check(); err != nil {
+		return nil, fmt.Errorf("update: %w", err)
+	}
 	if err := u.Check(); err != nil {
 		// DynamoDB would refuse it too, naming only the aliases of its paths.
 		return nil, fmt.Errorf("update %s: %w", key, err)
@@ -132,7 +145,10 @@ func (t *Table) Update(ctx context.Context, key string, u table.Update, cond tab
 }
 
 // Delete removes the item if cond holds. Deleting a missing item with no condition succeeds.
-func (t *Table) Delete(ctx context.Context, key string, cond table.Cond) error {
+func (t *Table) Delete(ctx context.Context, key table.Key, cond table.Cond) error {
+	if err := key.Check(); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
 	in := &dynamodb.DeleteItemInput{
 		TableName:                           aws.String(t.name),
 		Key:                                 keyOf(key),
@@ -153,100 +169,58 @@ func (t *Table) Delete(ctx context.Context, key string, cond table.Cond) error {
 	return nil
 }
 
-// ScanSegments is how many segments of the table a Scan reads at once (DynamoDB's parallel scan):
-// a sequential scan reads a page of 1 MB at a time, some 100 ms each, so a crawl table of a
-// million URLs (about 500 MB) would take minutes, past a Lambda's timeout.
-const ScanSegments = 8
-
-// Scan calls fn for every item whose key starts with prefix, with strongly consistent reads, its
-// ScanSegments segments read at once and their pages' items decoded at once; fn is called for one
-// item at a time. It stops at fn's first error and returns it wrapped.
-func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, item table.Item) error) error {
-	in := dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true), TotalSegments: aws.Int32(ScanSegments)}
-	if prefix != "" {
-		expr, err := prefixFilter(prefix)
-		if err != nil {
-			return fmt.Errorf("scan %q: %w", prefix, err)
-		}
-		in.FilterExpression = expr.Filter()
-		in.ExpressionAttributeNames = expr.Names()
-		in.ExpressionAttributeValues = expr.Values()
+// Query calls fn for every item of the partition part whose sort key starts with prefix, in
+// sort-key order, a page (up to 1 MB) at a time with strongly consistent reads. DynamoDB bills a
+// Query for the items it reads, all of them returned: the key condition selects them, no filter.
+func (t *Table) Query(ctx context.Context, part, prefix string, fn func(sort string, item table.Item) error) error {
+	if err := (table.Key{Part: part, Sort: "-"}).Check(); err != nil {
+		return fmt.Errorf("query: %w", err)
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	calls := &serialCalls{fn: fn}
-	for seg := range int32(ScanSegments) {
-		in := in
-		in.Segment = aws.Int32(seg)
-		g.Go(func() error {
-			pages := dynamodb.NewScanPaginator(t.api, &in)
-			for pages.HasMorePages() {
-				page, err := pages.NextPage(ctx)
-				if err != nil {
-					return fmt.Errorf("scan %q: %w", prefix, err)
-				}
-				keys, items, err := decodePage(page.Items)
-				if err != nil {
-					return fmt.Errorf("scan %q: %w", prefix, err)
-				}
-				if err := calls.each(keys, items); err != nil {
-					return fmt.Errorf("scan %q: %w", prefix, err)
-				}
+	expr, err := keyCondition(part, prefix)
+	if err != nil {
+		return fmt.Errorf("query %s|%s: %w", part, prefix, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(t.name), ConsistentRead: aws.Bool(true), Limit: t.queryPage,
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
+	pages := dynamodb.NewQueryPaginator(t.api, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("query %s|%s: %w", part, prefix, err)
+		}
+		for _, av := range page.Items {
+			key, err := keyFrom(av)
+			if err != nil {
+				return fmt.Errorf("query %s|%s: %w", part, prefix, err)
 			}
-			return nil
-		})
-	}
-	err := g.Wait()
-	if calls.err != nil {
-		return fmt.Errorf("scan %q: %w", prefix, calls.err)
-	}
-	return err
-}
-
-// decodePage decodes the items of a page of a scan.
-func decodePage(avs []map[string]types.AttributeValue) ([]string, []table.Item, error) {
-	keys, items := make([]string, len(avs)), make([]table.Item, len(avs))
-	for i, av := range avs {
-		key, ok := av[table.KeyAttr].(*types.AttributeValueMemberS)
-		if !ok {
-			return nil, nil, fmt.Errorf("an item has no string %s", table.KeyAttr)
-		}
-		it, err := fromAttributes(av)
-		if err != nil {
-			return nil, nil, fmt.Errorf("item %s: %w", key.Value, err)
-		}
-		keys[i], items[i] = key.Value, it
-	}
-	return keys, items, nil
-}
-
-// serialCalls calls a scan's fn for the items its segments read, one item at a time, and never
-// again once fn has returned an error (the port's Scan stops there): a segment that finds it
-// stopped gets errScanStopped, and Scan returns fn's error (err), whichever segment ended first.
-type serialCalls struct {
-	fn  func(string, table.Item) error
-	mu  sync.Mutex
-	err error
-}
-
-var errScanStopped = errors.New("the scan stopped")
-
-func (c *serialCalls) each(keys []string, items []table.Item) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, key := range keys {
-		if c.err != nil {
-			return errScanStopped
-		}
-		if err := c.fn(key, items[i]); err != nil {
-			c.err = err
-			return err
+			it, err := fromAttributes(av)
+			if err != nil {
+				return fmt.Errorf("query %s|%s: item %s: %w", part, prefix, key, err)
+			}
+			if err := fn(key.Sort, it); err != nil {
+				return fmt.Errorf("query %s|%s: %w", part, prefix, err)
+			}
 		}
 	}
 	return nil
 }
 
+// keyFrom is the key of an item as DynamoDB returns it.
+func keyFrom(av map[string]types.AttributeValue) (table.Key, error) {
+	part, ok1 := av[table.KeyAttr].(*types.AttributeValueMemberS)
+	sort, ok2 := av[table.SortAttr].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 {
+		return table.Key{}, fmt.Errorf("an item has no string %s and %s", table.KeyAttr, table.SortAttr)
+	}
+	return table.Key{Part: part.Value, Sort: sort.Value}, nil
+}
+
 // writeErr turns a failed condition into a *table.ConditionFailedError carrying the old item.
-func (t *Table) writeErr(op, key string, err error) error {
+func (t *Table) writeErr(op string, key table.Key, err error) error {
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		return fmt.Errorf("%s %s: %w", op, key, err)
@@ -262,15 +236,18 @@ func (t *Table) writeErr(op, key string, err error) error {
 	return cf
 }
 
-func keyOf(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{table.KeyAttr: &types.AttributeValueMemberS{Value: key}}
+func keyOf(key table.Key) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		table.KeyAttr:  &types.AttributeValueMemberS{Value: key.Part},
+		table.SortAttr: &types.AttributeValueMemberS{Value: key.Sort},
+	}
 }
 
 // toAttributes marshals an item's values (string, int64, int, bool) with attributevalue.
 func toAttributes(item table.Item) (map[string]types.AttributeValue, error) {
 	av := make(map[string]types.AttributeValue, len(item)+1)
 	for name, v := range item {
-		if name == table.KeyAttr {
+		if isKeyAttr(name) {
 			continue // the key is the key argument, never an attribute of the item
 		}
 		m, err := marshalValue(v)
@@ -295,7 +272,7 @@ func marshalValue(v any) (types.AttributeValue, error) {
 func fromAttributes(av map[string]types.AttributeValue) (table.Item, error) {
 	it := make(table.Item, len(av))
 	for name, v := range av {
-		if name == table.KeyAttr {
+		if isKeyAttr(name) {
 			continue
 		}
 		switch v := v.(type) {

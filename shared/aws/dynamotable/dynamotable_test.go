@@ -4,9 +4,7 @@ import (
 	"context"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,13 +14,13 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
-// fakeAPI is an API whose write and scan methods are function fields; the others panic if called.
+// fakeAPI is an API whose write and query methods are function fields; the others panic if called.
 type fakeAPI struct {
 	API
 	putItem    func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
 	updateItem func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
 	deleteItem func(*dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error)
-	scan       func(*dynamodb.ScanInput) (*dynamodb.ScanOutput, error)
+	query      func(*dynamodb.QueryInput) (*dynamodb.QueryOutput, error)
 	batchGet   func(*dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error)
 }
 
@@ -42,8 +40,8 @@ func (f *fakeAPI) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ 
 	return f.deleteItem(in)
 }
 
-func (f *fakeAPI) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	return f.scan(in)
+func (f *fakeAPI) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return f.query(in)
 }
 
 func TestEveryNameAliased(t *testing.T) {
@@ -72,7 +70,7 @@ func TestEveryNameAliased(t *testing.T) {
 	}
 }
 
-// TestCallsCarryTheExpression checks that Put, Update, Delete and Scan send the expression they
+// TestCallsCarryTheExpression checks that Put, Update, Delete and Query send the expression they
 // build, with its names and values, and send none when there is nothing to check or change.
 func TestCallsCarryTheExpression(t *testing.T) {
 	type request struct {
@@ -87,45 +85,43 @@ func TestCallsCarryTheExpression(t *testing.T) {
 		wantCond, wantUpdate, wantFilter string
 	}{
 		{"Put/itemNotExists", func(ctx context.Context, tb *Table) error {
-			return tb.Put(ctx, "k", table.Item{"status": "queued"}, table.ItemNotExists())
+			return tb.Put(ctx, key, table.Item{"status": "queued"}, table.ItemNotExists())
 		}, "attribute_not_exists (#pk)", "", ""},
 		{"Put/noCondition", func(ctx context.Context, tb *Table) error {
-			return tb.Put(ctx, "k", table.Item{"status": "queued"}, table.Cond{})
+			return tb.Put(ctx, key, table.Item{"status": "queued"}, table.Cond{})
 		}, "", "", ""},
 		{"Update/conditionAndUpdate", func(ctx context.Context, tb *Table) error {
-			_, err := tb.Update(ctx, "k", table.Update{Set: map[string]any{"owner": "w1"}, Add: map[string]int64{"attempts": 1}}, claim)
+			_, err := tb.Update(ctx, key, table.Update{Set: map[string]any{"owner": "w1"}, Add: map[string]int64{"attempts": 1}}, claim)
 			return err
 		}, "(attribute_not_exists (#leaseUntil)) OR (#leaseUntil < :100)", "ADD #attempts :1\nSET #owner = :\"w1\"\n", ""},
 		{"Update/updateOnly", func(ctx context.Context, tb *Table) error {
-			_, err := tb.Update(ctx, "k", table.Update{Remove: []string{"owner"}}, table.Cond{})
+			_, err := tb.Update(ctx, key, table.Update{Remove: []string{"owner"}}, table.Cond{})
 			return err
 		}, "", "REMOVE #owner\n", ""},
 		{"Update/conditionOnly", func(ctx context.Context, tb *Table) error {
-			_, err := tb.Update(ctx, "k", table.Update{}, table.ItemExists())
+			_, err := tb.Update(ctx, key, table.Update{}, table.ItemExists())
 			return err
 		}, "attribute_exists (#pk)", "", ""},
 		{"Update/nothing", func(ctx context.Context, tb *Table) error {
-			_, err := tb.Update(ctx, "k", table.Update{}, table.Cond{})
+			_, err := tb.Update(ctx, key, table.Update{}, table.Cond{})
 			return err
 		}, "", "", ""},
 		{"Delete/lt", func(ctx context.Context, tb *Table) error {
-			return tb.Delete(ctx, "k", table.Lt("leaseUntil", int64(100)))
+			return tb.Delete(ctx, key, table.Lt("leaseUntil", int64(100)))
 		}, "#leaseUntil < :100", "", ""},
 		{"Delete/noCondition", func(ctx context.Context, tb *Table) error {
-			return tb.Delete(ctx, "k", table.Cond{})
+			return tb.Delete(ctx, key, table.Cond{})
 		}, "", "", ""},
-		{"Scan/prefix", func(ctx context.Context, tb *Table) error {
-			return tb.Scan(ctx, "host#", func(string, table.Item) error { return nil })
-		}, "", "", `begins_with (#pk, :"host#")`},
-		{"Scan/all", func(ctx context.Context, tb *Table) error {
-			return tb.Scan(ctx, "", func(string, table.Item) error { return nil })
-		}, "", "", ""},
+		{"Query/prefix", func(ctx context.Context, tb *Table) error {
+			return tb.Query(ctx, "c#x#3", "u#", func(string, table.Item) error { return nil })
+		}, "", "", `(#pk = :"c#x#3") AND (begins_with (#sk, :"u#"))`},
+		{"Query/all", func(ctx context.Context, tb *Table) error {
+			return tb.Query(ctx, "c#x#3", "", func(string, table.Item) error { return nil })
+		}, "", "", `#pk = :"c#x#3"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var sent []request
-			var mu sync.Mutex
-			var segments []int32
 			f := &fakeAPI{
 				putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 					sent = append(sent, request{cond: in.ConditionExpression,
@@ -142,25 +138,18 @@ func TestCallsCarryTheExpression(t *testing.T) {
 						names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
 					return &dynamodb.DeleteItemOutput{}, nil
 				},
-				scan: func(in *dynamodb.ScanInput) (*dynamodb.ScanOutput, error) {
-					mu.Lock() // a scan's segments are read at once, each with the same expression
-					defer mu.Unlock()
-					segments = append(segments, aws.ToInt32(in.Segment))
-					if aws.ToInt32(in.TotalSegments) != ScanSegments || aws.ToInt32(in.Segment) == 0 {
-						sent = append(sent, request{filter: in.FilterExpression,
-							names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+				query: func(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+					if !aws.ToBool(in.ConsistentRead) || in.FilterExpression != nil {
+						t.Errorf("a query with ConsistentRead %v and filter %v, want a strong read and no filter",
+							aws.ToBool(in.ConsistentRead), aws.ToString(in.FilterExpression))
 					}
-					return &dynamodb.ScanOutput{}, nil
+					sent = append(sent, request{filter: in.KeyConditionExpression,
+						names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues})
+					return &dynamodb.QueryOutput{}, nil
 				},
 			}
 			if err := tt.call(context.Background(), New(f, "t")); err != nil {
 				t.Fatalf("call: %v", err)
-			}
-			if strings.HasPrefix(tt.name, "Scan/") {
-				slices.Sort(segments)
-				if want := []int32{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(segments, want) {
-					t.Errorf("scanned segments %v, want %v of %d", segments, want, ScanSegments)
-				}
 			}
 			if len(sent) != 1 {
 				t.Fatalf("%d requests sent, want 1", len(sent))
@@ -169,12 +158,15 @@ func TestCallsCarryTheExpression(t *testing.T) {
 			got := resolve(t, sent[0].names, sent[0].values, sent[0].cond, sent[0].update, sent[0].filter)
 			for i, want := range []string{tt.wantCond, tt.wantUpdate, tt.wantFilter} {
 				if got[i] != want {
-					t.Errorf("%s expression = %q, want %q", [...]string{"condition", "update", "filter"}[i], got[i], want)
+					t.Errorf("%s expression = %q, want %q", [...]string{"condition", "update", "key condition"}[i], got[i], want)
 				}
 			}
 		})
 	}
 }
+
+// key is the key the tests write.
+var key = table.Key{Part: "P", Sort: "k"}
 
 func TestConditionFailedCarriesOldItem(t *testing.T) {
 	tests := []struct {
@@ -196,12 +188,12 @@ func TestConditionFailedCarriesOldItem(t *testing.T) {
 				sent = in
 				return nil, &types.ConditionalCheckFailedException{Message: aws.String("no"), Item: tt.old}
 			}}
-			err := New(f, "t").Put(context.Background(), "k", table.Item{"owner": "w1"}, table.ItemNotExists())
+			err := New(f, "t").Put(context.Background(), key, table.Item{"owner": "w1"}, table.ItemNotExists())
 			cf, ok := table.IsConditionFailed(err)
 			if !ok {
 				t.Fatalf("err = %v, want a *table.ConditionFailedError", err)
 			}
-			if cf.Key != "k" || !reflect.DeepEqual(cf.Item, tt.want) {
+			if cf.Key != key || !reflect.DeepEqual(cf.Item, tt.want) {
 				t.Errorf("ConditionFailedError = %+v, want key k, item %#v", cf, tt.want)
 			}
 			if sent.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureAllOld {

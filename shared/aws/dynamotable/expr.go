@@ -35,13 +35,15 @@ func buildExpression(c table.Cond, u *table.Update) (expression.Expression, erro
 	return expr, nil
 }
 
-// prefixFilter is begins_with(pk, prefix).
-func prefixFilter(prefix string) (expression.Expression, error) {
-	expr, err := expression.NewBuilder().
-		WithFilter(name(table.KeyAttr).BeginsWith(prefix)).
-		Build()
+// keyCondition is pk = part, and begins_with(sk, prefix) unless prefix is empty.
+func keyCondition(part, prefix string) (expression.Expression, error) {
+	kc := expression.Key(table.KeyAttr).Equal(expression.Value(part))
+	if prefix != "" {
+		kc = kc.And(expression.Key(table.SortAttr).BeginsWith(prefix))
+	}
+	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return expression.Expression{}, fmt.Errorf("build filter: %w", err)
+		return expression.Expression{}, fmt.Errorf("build key condition: %w", err)
 	}
 	return expr, nil
 }
@@ -142,7 +144,7 @@ func update(u table.Update) (expression.UpdateBuilder, error) {
 		if n == "" {
 			return ub, fmt.Errorf("update set: %w", errEmptyName)
 		}
-		if n == table.KeyAttr {
+		if isKeyAttr(n) {
 			return ub, errKeyUpdate
 		}
 		v, err := value(u.Set[n])
@@ -155,7 +157,7 @@ func update(u table.Update) (expression.UpdateBuilder, error) {
 		if n == "" {
 			return ub, fmt.Errorf("update add: %w", errEmptyName)
 		}
-		if n == table.KeyAttr {
+		if isKeyAttr(n) {
 			return ub, errKeyUpdate
 		}
 		ub = ub.Add(name(n), expression.Value(u.Add[n]))
@@ -164,7 +166,7 @@ func update(u table.Update) (expression.UpdateBuilder, error) {
 		if n == "" {
 			return ub, fmt.Errorf("update remove: %w", errEmptyName)
 		}
-		if n == table.KeyAttr {
+		if isKeyAttr(n) {
 			return ub, errKeyUpdate
 		}
 		ub = ub.Remove(name(n))
@@ -173,7 +175,7 @@ func update(u table.Update) (expression.UpdateBuilder, error) {
 }
 
 var (
-	errKeyUpdate = errors.New("update: the key attribute " + table.KeyAttr + " cannot be changed")
+	errKeyUpdate = errors.New("update: the key attributes " + table.KeyAttr + " and " + table.SortAttr + " cannot be changed")
 	// errEmptyName names the mistake; the SDK's own error for it says only "invalid parameter: NameBuilder".
 	errEmptyName = errors.New("empty attribute name")
 )

@@ -261,27 +261,26 @@ func TestConditionWithUpdate(t *testing.T) {
 	}
 }
 
-func TestPrefixFilter(t *testing.T) {
+func TestKeyCondition(t *testing.T) {
 	tests := []struct {
-		prefix string
-		want   string
+		part, prefix string
+		want         string
 	}{
-		{"frontier#", `begins_with (#pk, :"frontier#")`},
-		{"host#example.com#", `begins_with (#pk, :"host#example.com#")`},
-		{"7", `begins_with (#pk, :"7")`},
+		{"c#x#3", "u#", `(#pk = :"c#x#3") AND (begins_with (#sk, :"u#"))`},
+		{"p#7", "", `#pk = :"p#7"`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.prefix, func(t *testing.T) {
-			expr, err := prefixFilter(tt.prefix)
+		t.Run(tt.part+"|"+tt.prefix, func(t *testing.T) {
+			expr, err := keyCondition(tt.part, tt.prefix)
 			if err != nil {
-				t.Fatalf("prefixFilter: %v", err)
+				t.Fatalf("keyCondition: %v", err)
 			}
-			if expr.Condition() != nil || expr.Update() != nil {
-				t.Errorf("condition = %v, update = %v, want neither", expr.Condition(), expr.Update())
+			if expr.Condition() != nil || expr.Filter() != nil {
+				t.Errorf("condition = %v, filter = %v, want neither", expr.Condition(), expr.Filter())
 			}
-			got := resolve(t, expr.Names(), expr.Values(), expr.Filter())[0]
+			got := resolve(t, expr.Names(), expr.Values(), expr.KeyCondition())[0]
 			if got != tt.want {
-				t.Errorf("filter = %q, want %q", got, tt.want)
+				t.Errorf("key condition = %q, want %q", got, tt.want)
 			}
 		})
 	}
@@ -313,9 +312,10 @@ func TestExpressionErrors(t *testing.T) {
 		{"Exists/emptyName", table.Exists(""), nil, errEmptyName, "condition attr_exists: empty attribute name"},
 		{"NotExists/emptyName", table.NotExists(""), nil, errEmptyName, "condition attr_not_exists: empty attribute name"},
 		{"Eq/emptyName", table.Eq("", "x"), nil, errEmptyName, "condition eq: empty attribute name"},
-		{"Set/key", table.Cond{}, &table.Update{Set: map[string]any{"pk": "x"}}, errKeyUpdate, "key attribute pk"},
-		{"Add/key", table.Cond{}, &table.Update{Add: map[string]int64{"pk": 1}}, errKeyUpdate, "key attribute pk"},
-		{"Remove/key", table.Cond{}, &table.Update{Remove: []string{"a", "pk"}}, errKeyUpdate, "key attribute pk"},
+		{"Set/key", table.Cond{}, &table.Update{Set: map[string]any{"pk": "x"}}, errKeyUpdate, "key attributes pk and sk"},
+		{"Add/key", table.Cond{}, &table.Update{Add: map[string]int64{"pk": 1}}, errKeyUpdate, "key attributes pk and sk"},
+		{"Remove/key", table.Cond{}, &table.Update{Remove: []string{"a", "pk"}}, errKeyUpdate, "key attributes pk and sk"},
+		{"Set/sortKey", table.Cond{}, &table.Update{Set: map[string]any{"sk": "x"}}, errKeyUpdate, "key attributes pk and sk"},
 		{"Set/float", table.Cond{}, &table.Update{Set: map[string]any{"x": 2.5}}, nil,
 			"update set x: unsupported value type float64"},
 		{"Set/nil", table.Cond{}, &table.Update{Set: map[string]any{"x": nil}}, nil,

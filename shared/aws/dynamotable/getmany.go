@@ -19,9 +19,9 @@ const batchGetMax = 100
 // GetMany reads the items with the keys, strongly consistent, with one BatchGetItem per 100 keys.
 // Keys that DynamoDB leaves unprocessed (throttling, or its 16 MB answer limit) are asked for
 // again with exponential backoff, as the DynamoDB developer guide advises, until ctx ends.
-func (t *Table) GetMany(ctx context.Context, keys []string) (map[string]table.Item, error) {
-	out := make(map[string]table.Item, len(keys))
-	seen := make(map[string]bool, len(keys))
+func (t *Table) GetMany(ctx context.Context, keys []table.Key) (map[table.Key]table.Item, error) {
+	out := make(map[table.Key]table.Item, len(keys))
+	seen := make(map[table.Key]bool, len(keys))
 	var chunk []map[string]types.AttributeValue
 	flush := func() error {
 		if len(chunk) == 0 {
@@ -32,6 +32,9 @@ func (t *Table) GetMany(ctx context.Context, keys []string) (map[string]table.It
 		return err
 	}
 	for _, k := range keys {
+		if err := k.Check(); err != nil {
+			return nil, fmt.Errorf("get %d items: %w", len(keys), err)
+		}
 		if seen[k] {
 			continue // BatchGetItem refuses a request that names a key twice
 		}
@@ -50,7 +53,7 @@ func (t *Table) GetMany(ctx context.Context, keys []string) (map[string]table.It
 }
 
 // batchGet reads up to 100 keys into out, asking again for the unprocessed ones.
-func (t *Table) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, out map[string]table.Item) error {
+func (t *Table) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, out map[table.Key]table.Item) error {
 	bo := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(2*time.Second),
 		backoff.WithMaxElapsedTime(time.Minute)), ctx)
@@ -61,15 +64,15 @@ func (t *Table) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 			return fmt.Errorf("get %d items: %w", len(keys), err)
 		}
 		for _, av := range res.Responses[t.name] {
-			key, ok := av[table.KeyAttr].(*types.AttributeValueMemberS)
-			if !ok {
-				return fmt.Errorf("get %d items: an item has no string %s", len(keys), table.KeyAttr)
+			key, err := keyFrom(av)
+			if err != nil {
+				return fmt.Errorf("get %d items: %w", len(keys), err)
 			}
 			it, err := fromAttributes(av)
 			if err != nil {
-				return fmt.Errorf("get %s: %w", key.Value, err)
+				return fmt.Errorf("get %s: %w", key, err)
 			}
-			out[key.Value] = it
+			out[key] = it
 		}
 		left, ok := res.UnprocessedKeys[t.name]
 		if !ok || len(left.Keys) == 0 {

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
 // TestGetManyAsksAgainForUnprocessedKeys: each BatchGetItem names at most 100 distinct keys,
@@ -33,7 +35,7 @@ func TestGetManyAsksAgainForUnprocessedKeys(t *testing.T) {
 				continue
 			}
 			out.Responses["t"] = append(out.Responses["t"], map[string]types.AttributeValue{
-				"pk": k["pk"], "v": &types.AttributeValueMemberS{Value: "of " + pk},
+				"pk": k["pk"], "sk": k["sk"], "v": &types.AttributeValueMemberS{Value: "of " + pk},
 			})
 		}
 		if len(left) > 0 {
@@ -41,11 +43,11 @@ func TestGetManyAsksAgainForUnprocessedKeys(t *testing.T) {
 		}
 		return out, nil
 	}}
-	var keys []string
+	var keys []table.Key
 	for i := range 150 {
-		keys = append(keys, fmt.Sprintf("k%d", i))
+		keys = append(keys, table.Key{Part: fmt.Sprintf("k%d", i), Sort: "s"})
 	}
-	keys = append(keys, "k0", "k149")
+	keys = append(keys, keys[0], keys[149])
 	got, err := New(f, "t").GetMany(context.Background(), keys)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +56,7 @@ func TestGetManyAsksAgainForUnprocessedKeys(t *testing.T) {
 		t.Errorf("got %d items, want 150", len(got))
 	}
 	for _, k := range keys {
-		if v := got[k].String("v"); v != "of "+k {
+		if v := got[k].String("v"); v != "of "+k.Part {
 			t.Errorf("item %s: v = %q", k, v)
 		}
 	}

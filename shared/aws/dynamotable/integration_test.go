@@ -57,18 +57,19 @@ func TestIntegrationCreateTable(t *testing.T) {
 	}
 }
 
-// TestIntegrationStoredShape checks what lands in DynamoDB: the key as pk, reserved words as
+// TestIntegrationStoredShape checks what lands in DynamoDB: the key as pk and sk, reserved words as
 // literal attribute names, and numbers as N.
 func TestIntegrationStoredShape(t *testing.T) {
 	tb, client, name := newTable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := tb.Put(ctx, "k", table.Item{"status": "queued", "a.b": "dot", "n": int64(7)}, table.ItemNotExists()); err != nil {
+	key := table.Key{Part: "p", Sort: "k"}
+	if err := tb.Put(ctx, key, table.Item{"status": "queued", "a.b": "dot", "n": int64(7)}, table.ItemNotExists()); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(name), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "p"}, "sk": &types.AttributeValueMemberS{Value: "k"}},
 	})
 	if err != nil {
 		t.Fatalf("GetItem: %v", err)
@@ -82,7 +83,7 @@ func TestIntegrationStoredShape(t *testing.T) {
 	if n, ok := out.Item["n"].(*types.AttributeValueMemberN); !ok || n.Value != "7" {
 		t.Errorf("n = %#v, want N 7", out.Item["n"])
 	}
-	got, err := tb.Update(ctx, "k", table.Update{Set: map[string]any{"a.b": "dot2"}}, table.Eq("a.b", "dot"))
+	got, err := tb.Update(ctx, key, table.Update{Set: map[string]any{"a.b": "dot2"}}, table.Eq("a.b", "dot"))
 	if err != nil {
 		t.Fatalf("Update on a dotted name: %v", err)
 	}
@@ -98,8 +99,9 @@ func TestIntegrationOverlappingUpdateIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(name),
-		Key:                       map[string]types.AttributeValue{table.KeyAttr: &types.AttributeValueMemberS{Value: "overlap"}},
+		TableName: aws.String(name),
+		Key: map[string]types.AttributeValue{table.KeyAttr: &types.AttributeValueMemberS{Value: "overlap"},
+			table.SortAttr: &types.AttributeValueMemberS{Value: "s"}},
 		UpdateExpression:          aws.String("SET #n = :one ADD #n :one"),
 		ExpressionAttributeNames:  map[string]string{"#n": "n"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},

@@ -18,6 +18,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/table"
 	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
 )
 
@@ -39,7 +40,10 @@ func TestEmulatedWantsEveryServiceOverridden(t *testing.T) {
 
 func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 	k := &keyWrites{}
-	for key, n := range map[string]int{"p#a.test": 7, "b#c1#a.test": 9, "c#c1": 4, "u#c1#x": 2, "r#c1#m": 3} {
+	slot, budget := table.Key{Part: "p#3", Sort: "a.test"}, table.Key{Part: "c#c1#5", Sort: "b#a.test"}
+	crawlItem := table.Key{Part: "k#2", Sort: "c1"}
+	for key, n := range map[table.Key]int{slot: 7, budget: 9, crawlItem: 4,
+		{Part: "c#c1#0", Sort: "u#x"}: 2, {Part: "c#c1#1", Sort: "r#m"}: 3} {
 		for i := range n {
 			fn := "schedule"
 			if i%2 == 1 {
@@ -52,11 +56,11 @@ func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 		t.Errorf("slot writes by function = %v, want %v", got, want)
 	}
 	host, hostN, other, otherN := k.hottest()
-	if host != "b#c1#a.test" || hostN != 9 || other != "c#c1" || otherN != 4 {
-		t.Errorf("hottest = %s %d, %s %d; want b#c1#a.test 9, c#c1 4", host, hostN, other, otherN)
+	if host != budget.String() || hostN != 9 || other != crawlItem.String() || otherN != 4 {
+		t.Errorf("hottest = %s %d, %s %d; want %s 9, %s 4", host, hostN, other, otherN, budget, crawlItem)
 	}
-	if key, n := k.hottestOf("crawl"); key != "c#c1" || n != 4 {
-		t.Errorf("hottestOf(crawl) = %s %d, want c#c1 4", key, n)
+	if key, n := k.hottestOf("crawl"); key != crawlItem.String() || n != 4 {
+		t.Errorf("hottestOf(crawl) = %s %d, want %s 4", key, n, crawlItem)
 	}
 	if key, n := k.hottestOf("other"); key != "" || n != 0 {
 		t.Errorf("hottestOf(other) = %q %d, want none", key, n)

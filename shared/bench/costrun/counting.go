@@ -29,15 +29,15 @@ import (
 type keyWrites struct {
 	t    table.Table
 	mu   sync.Mutex
-	n    map[string]int64
+	n    map[table.Key]int64
 	byFn map[string]map[string]int64 // function -> kind (crawlstate.KindOf) -> writes
 }
 
-func (k *keyWrites) count(fn, key string) {
+func (k *keyWrites) count(fn string, key table.Key) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.n == nil {
-		k.n, k.byFn = map[string]int64{}, map[string]map[string]int64{}
+		k.n, k.byFn = map[table.Key]int64{}, map[string]map[string]int64{}
 	}
 	k.n[key]++
 	if k.byFn[fn] == nil {
@@ -69,24 +69,24 @@ type fnWrites struct {
 	fn          string
 }
 
-func (f fnWrites) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+func (f fnWrites) Put(ctx context.Context, key table.Key, it table.Item, c table.Cond) error {
 	f.k.count(f.fn, key)
 	return f.Table.Put(ctx, key, it, c)
 }
 
-func (f fnWrites) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+func (f fnWrites) Update(ctx context.Context, key table.Key, u table.Update, c table.Cond) (table.Item, error) {
 	f.k.count(f.fn, key)
 	return f.Table.Update(ctx, key, u, c)
 }
 
-func (f fnWrites) Delete(ctx context.Context, key string, c table.Cond) error {
+func (f fnWrites) Delete(ctx context.Context, key table.Key, c table.Cond) error {
 	f.k.count(f.fn, key)
 	return f.Table.Delete(ctx, key, c)
 }
 
-// perHost reports whether key is an item of one host: its politeness slot ("p#host") or its
-// budget in a crawl ("b#crawl#host"). Their writes are bounded by the host's rate.
-func perHost(key string) bool {
+// perHost reports whether key is an item of one host: its politeness slot or its budget in a
+// crawl. Their writes are bounded by the host's rate.
+func perHost(key table.Key) bool {
 	kind := crawlstate.KindOf(key)
 	return kind == "slot" || kind == "host budget"
 }
@@ -108,7 +108,7 @@ func (k *keyWrites) hottestOf(kind string) (key string, n int64) {
 	defer k.mu.Unlock()
 	for kk, nn := range k.n {
 		if crawlstate.KindOf(kk) == kind && nn > n {
-			key, n = kk, nn
+			key, n = kk.String(), nn
 		}
 	}
 	return key, n
@@ -121,9 +121,9 @@ func (k *keyWrites) hottest() (host string, hostN int64, other string, otherN in
 	for key, n := range k.n {
 		switch {
 		case perHost(key) && n > hostN:
-			host, hostN = key, n
+			host, hostN = key.String(), n
 		case !perHost(key) && n > otherN:
-			other, otherN = key, n
+			other, otherN = key.String(), n
 		}
 	}
 	return host, hostN, other, otherN

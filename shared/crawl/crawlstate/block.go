@@ -37,9 +37,10 @@ func BlockSize(maxPages int) int { return min(max(maxPages/100, 1), maxBlock) }
 
 // blockBudget is one store's block of a budget.
 type blockBudget struct {
-	key, attr string // the item and attribute that count the pages taken
-	mu        sync.Mutex
-	left      int // pages of the block not handed out yet
+	key  table.Key // the item that counts the pages taken
+	attr string    // and its attribute
+	mu   sync.Mutex
+	left int // pages of the block not handed out yet
 	// seen is the item's count as this store last saw it: its guess of the pages taken.
 	seen int64
 	// usedUp is the budget (maxPages) that the table showed used up at usedUpAt: no block will
@@ -97,7 +98,7 @@ func (b *blockBudget) write(ctx context.Context, s *Store, n int64, cond table.C
 	q := s.seqAttr()
 	b.seq++
 	set := map[string]any{q: b.seq}
-	if strings.HasPrefix(b.key, budgetKind) {
+	if strings.HasPrefix(b.key.Sort, budgetKind) {
 		// A host's budget lives its crawl's retention past its last write, which comes before the
 		// crawl's end: no host item of a finished crawl is left without a time to live.
 		set[table.TTLAttr] = s.now().Add(s.retention).Unix()
@@ -124,7 +125,7 @@ const usedUpRecheck = 5 * time.Second
 
 // budget is this store's block of the budget counted by key's attr. A store keeps one such entry
 // (about a hundred bytes) for the crawl, and one for each host it admitted URLs of.
-func (s *Store) budget(key, attr string) *blockBudget {
+func (s *Store) budget(key table.Key, attr string) *blockBudget {
 	if b, ok := s.budgets.Load(key); ok {
 		return b.(*blockBudget)
 	}

@@ -20,9 +20,9 @@ func testReplayedBudgetWritesCountOnce(t *testing.T, tb table.Table) {
 	const maxPages = 1000 // blocks of 10
 	key := CrawlKey(crawl)
 	f := tabletest.NewFaults(tb,
-		tabletest.Rule{Op: "update", Prefix: key, Nth: 3, Lost: true},
-		tabletest.Rule{Op: "update", Prefix: key, Nth: 5, Fail: true},
-		tabletest.Rule{Op: "update", Prefix: key}) // the counter shards' keys start with it too: fine
+		tabletest.Rule{Op: "update", Key: key, Nth: 3, Lost: true},
+		tabletest.Rule{Op: "update", Key: key, Nth: 5, Fail: true},
+		tabletest.Rule{Op: "update", Key: key})
 	admits, fetches := New(f), New(f)
 	used := 0
 	for used < 55 {

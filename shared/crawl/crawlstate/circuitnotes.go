@@ -49,7 +49,7 @@ func (s *Store) noteCircuit(ctx context.Context, crawl, host, what string, at ti
 
 // circuitsIn gathers the hosts whose circuit was opened, noted in a crawl's counter shards, the
 // most recently opened first.
-func circuitsIn(items map[string]table.Item) []CircuitHost {
+func circuitsIn(items map[table.Key]table.Item) []CircuitHost {
 	byHost := map[string]*CircuitHost{}
 	eachHostNote(items, attrCircuitOpens, func(it table.Item, host, enc string, n int64) {
 		h := hostOf(byHost, host, func() *CircuitHost { return &CircuitHost{Host: host} })

@@ -206,7 +206,10 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause 
 // Unadmit takes back an admission that AdmitIn just made in group, as long as no message has
 // claimed the URL since: a tombstone in the group keeps any fetch message sent for it meanwhile
 // (by a concurrent delivery of the same Links message) from claiming it, then the URL's item goes
-// and is uncounted, so that the redelivered Links message admits the URL afresh.
+// and is uncounted, so that the redelivered Links message admits the URL afresh. An item that
+// AdmitIn admitted afresh over an earlier un-admission (readmit, attrFrom) stays, tombstoned, and
+// counted: the redelivery admits it afresh again, with no count, and only the first admission's
+// Unadmit deletes and uncounts the URL.
 func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
 	expires, err := s.expiry(ctx, crawl)
 	if err != nil {
@@ -225,16 +228,34 @@ func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
 	if group == key {
 		inGroup = table.NotExists(attrGroup) // admitted as a group of its own
 	}
-	err = s.t.Delete(ctx, URLKey(crawl, key), table.And(table.Eq(attrState, string(Queued)), inGroup))
-	// No item at all: this delete's own, applied before, whose replay this is. Nothing else deletes
-	// a URL's item that its admission's group holds a tombstone of: the message's redelivery finishes
-	// the un-admission by writing the item over (AdmitIn), and a crawl's erase does not count.
-	if cf, moved := table.IsConditionFailed(err); moved && len(cf.Item) > 0 {
-		return nil
-	} else if err != nil && !moved {
-		return fmt.Errorf("unadmit %s: %w", key, err)
+	err = s.t.Delete(ctx, URLKey(crawl, key), table.And(table.Eq(attrState, string(Queued)), inGroup, table.NotExists(attrFrom)))
+	cf, moved := table.IsConditionFailed(err)
+	if err != nil && !moved {
+		// Maybe applied with its answer lost for good: the item read back tells, as a replay would.
+		delErr := err
+		if cf, err = s.readBack(ctx, URLKey(crawl, key), delErr); err != nil {
+			return fmt.Errorf("unadmit %s: %w", key, err)
+		}
+		if len(cf.Item) > 0 && admittedFrom(cf.Item, group, key) {
+			return fmt.Errorf("unadmit %s: %w", key, delErr) // not applied: half done (see readmit)
+		}
 	}
+	if cf != nil && len(cf.Item) > 0 && admittedFrom(cf.Item, group, key) {
+		return nil // still this admission's item, moved on or admitted afresh: not this call's to uncount
+	}
+	// Deleted, by this call or by its earlier attempt whose replay this is: the item found, if any,
+	// is a later admission's, which counted itself. Nothing else deletes an item of this admission,
+	// or of one made afresh over its un-admission (readmit): a crawl's erase does not count.
 	return s.count(ctx, crawl, map[string]int64{"seen": -1})
+}
+
+// admittedFrom reports whether the URL item it is the admission made in group (the URL's own
+// group when group is key), or one that AdmitIn made afresh over its un-admission (readmit).
+func admittedFrom(it table.Item, group, key string) bool {
+	if group == key {
+		return !it.Has(attrGroup) || it.String(attrFrom) == group
+	}
+	return it.String(attrGroup) == group || it.String(attrFrom) == group
 }
 
 // Done reports whether the URL with the key is done in its group: it has an outcome that no

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+	"github.com/crawlstack/crawlstack/shared/port/table"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 )
@@ -58,7 +59,7 @@ var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Fai
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
 // and the crawl item, which holds the counts written before the counters were sharded.
 func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
-	keys := make([]string, 0, CounterShards+1)
+	keys := make([]table.Key, 0, CounterShards+1)
 	keys = append(keys, CrawlKey(crawl))
 	for n := range CounterShards {
 		keys = append(keys, ShardKey(crawl, n))

@@ -54,7 +54,7 @@ func testCountersSumShards(t *testing.T, tb table.Table) {
 	if n := wc.writes(CrawlKey(crawl)); n != 0 {
 		t.Errorf("the crawl item took %d counter writes, want 0", n)
 	}
-	own := map[string]bool{stores[0].shardKey(crawl): true, stores[1].shardKey(crawl): true}
+	own := map[table.Key]bool{stores[0].shardKey(crawl): true, stores[1].shardKey(crawl): true}
 	written := 0
 	for shard := range own {
 		written += wc.writes(shard)
@@ -115,7 +115,7 @@ type failGetMany struct {
 	err error
 }
 
-func (f failGetMany) GetMany(context.Context, []string) (map[string]table.Item, error) {
+func (f failGetMany) GetMany(context.Context, []table.Key) (map[table.Key]table.Item, error) {
 	return nil, f.err
 }
 
@@ -127,7 +127,7 @@ func TestStoresSpreadOverTheShards(t *testing.T) {
 	s0, _ := newStore(t)
 	wc := &writeCount{Table: s0.t}
 	const stores = 64
-	used := map[string]bool{}
+	used := map[table.Key]bool{}
 	for range stores {
 		s := New(wc)
 		for range 3 {

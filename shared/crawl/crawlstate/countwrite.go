@@ -46,9 +46,9 @@ const CounterShards = 128
 // counterLog is a store's counter writes of one crawl.
 type counterLog struct {
 	mu     sync.Mutex
-	shard  string  // the crawl's shard this store writes (sticky)
-	seq    int64   // the seq of the last write numbered
-	unsent []delta // numbered and not known to be applied, oldest first
+	shard  table.Key // the crawl's shard this store writes (sticky)
+	seq    int64     // the seq of the last write numbered
+	unsent []delta   // numbered and not known to be applied, oldest first
 }
 
 // delta is one counter write: the increments, and the attributes set beside them (the notes of
@@ -81,7 +81,7 @@ func (s *Store) counterLog(crawl string) *counterLog {
 }
 
 // shardKey is the shard that the store writes the crawl's counters to.
-func (s *Store) shardKey(crawl string) string { return s.counterLog(crawl).shard }
+func (s *Store) shardKey(crawl string) table.Key { return s.counterLog(crawl).shard }
 
 // count adds the increments to the crawl's counters: buffered until Flush, or written now.
 func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
@@ -114,7 +114,7 @@ func (s *Store) writeCounters(ctx context.Context, crawl string, add map[string]
 }
 
 // writeDelta writes d to the shard unless the shard shows it written (see above).
-func (s *Store) writeDelta(ctx context.Context, shard string, d delta) error {
+func (s *Store) writeDelta(ctx context.Context, shard table.Key, d delta) error {
 	q := s.seqAttr()
 	set := make(map[string]any, len(d.set)+1)
 	for k, v := range d.set {

@@ -20,11 +20,11 @@ import (
 func testReplayedCounterWritesCountOnce(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	crawl := crawlName(t)
-	shards := CrawlKey(crawl) + "#"
+	// The counter shards' sort keys: this test's stores write no other crawl's.
 	f := tabletest.NewFaults(tb,
-		tabletest.Rule{Op: "update", Prefix: shards, Nth: 3, Lost: true},
-		tabletest.Rule{Op: "update", Prefix: shards, Nth: 6, Fail: true},
-		tabletest.Rule{Op: "update", Prefix: shards}) // every other one: replayed
+		tabletest.Rule{Op: "update", Sort: counterKind, Nth: 3, Lost: true},
+		tabletest.Rule{Op: "update", Sort: counterKind, Nth: 6, Fail: true},
+		tabletest.Rule{Op: "update", Sort: counterKind}) // every other one: replayed
 	buffered := New(f, WithBufferedCounters())
 	direct := New(f)
 	for i := range 12 {
@@ -104,9 +104,9 @@ func TestCounterShardItemSize(t *testing.T) {
 }
 
 // dynamoSize is an item's size as DynamoDB bills it: each attribute's name and value, a number
-// about a byte for two significant digits plus one.
-func dynamoSize(key string, it table.Item) int {
-	size := len(table.KeyAttr) + len(key)
+// about a byte for two significant digits plus one; the key's two attributes count too.
+func dynamoSize(key table.Key, it table.Item) int {
+	size := len(table.KeyAttr) + len(key.Part) + len(table.SortAttr) + len(key.Sort)
 	for name, v := range it {
 		size += len(name)
 		switch v := v.(type) {

@@ -12,7 +12,7 @@
 //
 // A URL's item is written once, at its admission, with the group it is sent in; its claim and
 // its outcome are written in its group's item (outcomes.go), one write for all of a fetch
-// message's URLs each. Get and ScanURLs read a URL's state from there.
+// message's URLs each. Get and EachURL read a URL's state from there.
 //
 // Every write survives its own replay (DESIGN invariant 10). When DynamoDB applies a write and
 // its answer is lost, the SDK sends it again, and a conditional write may then fail on its own
@@ -76,6 +76,9 @@ const (
 	attrStoppedAt = "stoppedAt"
 	// attrTok is a refused URL's write token (Reject).
 	attrTok = "k"
+	// attrFrom is on an item admitted afresh over a half-done un-admission (readmit): the group
+	// of the first admission taken back, whose Unadmit owns the URL's count (see Unadmit).
+	attrFrom = "from"
 )
 
 // ErrClaimed is returned by Claim when another live worker holds the URL, or the URL is already
@@ -96,8 +99,8 @@ type Store struct {
 	costCheck time.Duration
 	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
 	runCheck time.Duration
-	// retention is how long a crawl's items live after the crawl starts before the table's TTL
-	// may delete them (see MarkStarted and AdmissionOpen): DefaultRetention.
+	// retention is how long a crawl's items live after their last write or renewal before the
+	// table's TTL may delete them (see life.go and renew.go): DefaultRetention.
 	retention time.Duration
 	// bufferCounters keeps counter increments in memory until Flush, one write per crawl instead
 	// of one per transition (WithBufferedCounters). Handlers flush at the end of every invocation.
@@ -122,6 +125,7 @@ type Store struct {
 	answers   answerTimes
 	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
 	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
+	renewals  sync.Map // crawl -> renewSeen, its last renewal as last read (see AdmissionOpen)
 
 	// writer names this store in the counter shards it writes, and counterLogs holds, for each
 	// crawl, its shard and its writes' sequence (countwrite.go).
@@ -135,7 +139,7 @@ type Store struct {
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
 }
 
-// DefaultRetention is how long a crawl's items live after the crawl starts (see MarkStarted).
+// DefaultRetention is how long a crawl's items live after their last write or renewal (life.go).
 const DefaultRetention = 30 * 24 * time.Hour
 
 // New returns a Store on t with DefaultRetention, and the options applied in order.
@@ -199,6 +203,8 @@ type URL struct {
 	outcome string
 	// gone: its group holds a tombstone (Unadmit).
 	gone bool
+	// from: the item was admitted afresh over a half-done un-admission of that group (attrFrom).
+	from string
 }
 
 // Unsent reports whether the Links message by must send this URL's fetch message (again): the URL
@@ -222,7 +228,7 @@ func urlFrom(key string, it table.Item) URL {
 		State: State(it.String(attrState)), Class: errclass.Class(it.String(attrClass)),
 		Detail: it.String(attrDetail), Parsed: it.Bool(attrParsed), Group: it.String(attrGroup),
 		Page: pageFrom(it.String(attrPage)), by: it.String(attrBy), marked: it.Has(attrEnqueued), enqueued: it.Bool(attrEnqueued),
-		redrive: it.Bool(attrRedrive),
+		redrive: it.Bool(attrRedrive), from: it.String(attrFrom),
 	}
 }
 
@@ -301,11 +307,19 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
 	cf, ok := table.IsConditionFailed(err)
-	switch {
-	case err == nil, ok && ownAdmission(cf.Item, group, by):
+	if err != nil && !ok {
+		// Applied with its answer lost for good (the SDK's retries ran out, a timeout), the put
+		// is counted by this call or never: a redelivery finds the URL Unsent, and counts nothing.
+		putErr := err
+		if cf, err = s.readBack(ctx, URLKey(crawl, key), putErr); err != nil {
+			return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
+		}
+		if len(cf.Item) == 0 {
+			return Known, "", fmt.Errorf("admit %s: %w", rawURL, putErr) // not applied
+		}
+	}
+	if cf == nil || ownAdmission(cf.Item, group, by) {
 		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
-	case !ok:
-		return Known, "", fmt.Errorf("admit %s: %w", rawURL, err)
 	}
 	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
 	if err != nil {
@@ -316,6 +330,22 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 	}
 	res, g := admitResult(u, by)
 	return res, g, nil
+}
+
+// readBack reads the item with the key after a write to it failed with writeErr, which is no
+// condition failure: the write may have been applied, its answer lost for good. It returns the item
+// as a condition failure would (no item: nil), for the caller to tell whether the write was
+// applied, as it does when a replay of the write fails its condition; or writeErr and the read's
+// error when the item cannot be read either.
+func (s *Store) readBack(ctx context.Context, key table.Key, writeErr error) (*table.ConditionFailedError, error) {
+	it, err := s.t.Get(ctx, key)
+	switch {
+	case errors.Is(err, table.ErrNotFound):
+		it = nil
+	case err != nil:
+		return nil, errors.Join(writeErr, fmt.Errorf("read whether it was applied: %w", err))
+	}
+	return &table.ConditionFailedError{Key: key, Item: it}, nil
 }
 
 // ownAdmission reports whether the URL item it is AdmitIn's write in group by by (see there).
@@ -337,11 +367,19 @@ func admitResult(u URL, by string) (AdmitResult, string) {
 // readmit finishes the un-admission of gone, a URL that the Links message at hand admitted and
 // took back (Unadmit) before its item went, and admits it afresh in group: the item is written
 // over, on condition that it is still the one taken back. The URL stays counted seen, as it was:
-// the un-admission that uncounts it is the delete this write replaces.
+// the un-admission that uncounts it is the delete this write replaces. The item names the group of
+// the first admission taken back (attrFrom), for that Unadmit, still under way or replayed, to
+// tell this item from one admitted after its delete was applied; and an item so admitted is never
+// deleted by an Unadmit of its own, only tombstoned, so that an item gone from the first group
+// is that Unadmit's own delete (see Unadmit).
 func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
 	was := table.Eq(attrGroup, gone.Group)
 	if gone.Group == "" {
 		was = table.NotExists(attrGroup)
+	}
+	item[attrFrom] = gone.from
+	if gone.from == "" {
+		item[attrFrom] = GroupOf(gone)
 	}
 	err := s.t.Put(ctx, URLKey(crawl, gone.Key), item, table.And(table.Eq(attrState, string(Queued)), table.Eq(attrBy, gone.by), was))
 	cf, moved := table.IsConditionFailed(err)
@@ -377,14 +415,21 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 		attrURL: rawURL, attrDepth: int64(depth), attrUpdated: now.UnixMilli(), table.TTLAttr: expires, attrTok: tok,
 	}
 	err = s.t.Put(ctx, URLKey(crawl, key), item, table.ItemNotExists())
-	if cf, dup := table.IsConditionFailed(err); dup && cf.Item.String(attrTok) != tok {
-		return false, nil
-	} else if dup {
-		err = nil // its own refusal, sent again
+	cf, dup := table.IsConditionFailed(err)
+	if err != nil && !dup {
+		// Maybe applied with its answer lost for good: counted by this call or never (see AdmitIn).
+		putErr := err
+		if cf, err = s.readBack(ctx, URLKey(crawl, key), putErr); err != nil {
+			return false, fmt.Errorf("reject %s: %w", rawURL, err)
+		}
+		if len(cf.Item) == 0 {
+			return false, fmt.Errorf("reject %s: %w", rawURL, putErr) // not applied
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("reject %s: %w", rawURL, err)
+	if cf != nil && cf.Item.String(attrTok) != tok {
+		return false, nil // another refusal's, or an admission's
 	}
+	// Written now, or by its own earlier attempt (a replay, or an answer lost).
 	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
 }
 

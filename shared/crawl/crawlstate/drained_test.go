@@ -11,13 +11,13 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
-// drainedByScan is the work left as ScanURLs and PageParsed read it, one URL at a time: the oracle
+// drainedByScan is the work left as EachURL and PageParsed read it, one URL at a time: the oracle
 // for what Drained counts of URLs and pages.
 func drainedByScan(t *testing.T, s *Store, crawl string) Left {
 	t.Helper()
 	ctx := context.Background()
 	var left Left
-	err := s.ScanURLs(ctx, crawl, func(u URL) error {
+	err := s.EachURL(ctx, crawl, func(u URL) error {
 		switch {
 		case u.State == Queued:
 			left.Queued++

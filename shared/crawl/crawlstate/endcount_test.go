@@ -120,11 +120,11 @@ func testReplayedMarksCountOnce(t *testing.T, tb table.Table) {
 	if done, err := s.MarkMessageParsedPages(ctx, crawl, "m1", "", []string{"L1", "L2"}, 3); err != nil || !done {
 		t.Fatalf("a replayed mark = %v, %v; want true", done, err)
 	}
-	replayNext(t, f, "put", parsedPrefix(crawl)+linksNoteLetter)
+	replayNext(t, f, "put", linksItemKey(crawl, linksNoteLetter, "relink\x000\x00N1"))
 	if err := s.NoteLinksSent(ctx, crawl, "relink", []string{"N1"}); err != nil {
 		t.Fatal(err)
 	}
-	replayNext(t, f, "put", parsedPrefix(crawl)+linksAdmittedLetter)
+	replayNext(t, f, "put", linksItemKey(crawl, linksAdmittedLetter, "admitted\x000\x00L1"+linksSep+"N1"))
 	if err := s.MarkLinksAdmitted(ctx, crawl, []string{"L1", "N1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,11 @@ func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
 		}
 	}
 	type change struct {
-		key    string
+		key    table.Key
 		remove []string
 	}
 	var changes []change
-	err := s.t.Scan(ctx, groupKey(crawl, ""), func(key string, it table.Item) error {
+	err := EachInCrawl(ctx, s.t, crawl, groupKind, func(sort string, it table.Item) error {
 		var rm []string
 		for name := range it {
 			if names[name] {
@@ -39,7 +39,7 @@ func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
 			}
 		}
 		if len(rm) > 0 {
-			changes = append(changes, change{key, rm})
+			changes = append(changes, change{groupKey(crawl, sort[len(groupKind):]), rm})
 		}
 		return nil
 	})

@@ -76,10 +76,10 @@ func testEraseAndMovePage(t *testing.T, tb table.Table) {
 	if _, err := s.Get(ctx, crawl, keys[0]); !errors.Is(err, table.ErrNotFound) {
 		t.Errorf("Get of an erased URL: %v, want not found", err)
 	}
-	err = tb.Scan(ctx, "r#"+crawl+"#", func(key string, it table.Item) error {
+	err = EachInCrawl(ctx, tb, crawl, groupKind, func(sort string, it table.Item) error {
 		for name := range it {
 			if len(name) > 1 && name[1:] == shortKey(keys[0]) {
-				t.Errorf("the group %s still holds %s of the erased URL", key, name)
+				t.Errorf("the group %s still holds %s of the erased URL", sort, name)
 			}
 		}
 		return nil

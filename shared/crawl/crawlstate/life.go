@@ -12,10 +12,11 @@ import (
 
 // A crawl's life and its items' expiry. The table's time to live deletes items late, by up to
 // days, but it does delete them: a URL item deleted while its crawl still admits URLs would let
-// the URL in again, to be fetched twice. So the items expire with their crawl, not with their
-// admission: every item of a crawl lives until the crawl's start plus DefaultRetention, and the
-// crawl admits new URLs only during its first DefaultRetention less MinItemLife, so that the last
-// URLs it admits still have MinItemLife to be fetched and parsed.
+// the URL in again, to be fetched twice. Every item a crawl writes expires a retention
+// (DefaultRetention) after the write, and a crawl that runs longer has its items renewed by its
+// drain checks (renew.go): a crawl admits new URLs while its items were renewed, or it started,
+// less than RenewEvery (the retention less MinItemLife) ago, so that the last URLs it admits still
+// have MinItemLife to be fetched and parsed.
 
 // MinItemLife is how long the crawl's items outlive its last admission at the least.
 const MinItemLife = 7 * 24 * time.Hour
@@ -57,30 +58,58 @@ func (s *Store) Started(ctx context.Context, crawl string) (time.Time, error) {
 	return start, nil
 }
 
-// expiry is when the crawl's items may expire: its start plus DefaultRetention, or, for a crawl with no
-// start on record, now plus DefaultRetention.
-func (s *Store) expiry(ctx context.Context, crawl string) (int64, error) {
-	start, err := s.Started(ctx, crawl)
-	if err != nil {
-		return 0, err
-	}
-	if start.IsZero() {
-		start = s.now()
-	}
-	return start.Add(s.retention).Unix(), nil
+// expiry is when an item the crawl writes now may expire: a retention from now. A crawl that runs
+// longer has its older items renewed (Renew).
+func (s *Store) expiry(context.Context, string) (int64, error) {
+	return s.now().Add(s.retention).Unix(), nil
 }
 
 // AdmissionOpen returns nil while the crawl may admit new URLs, and an error of class scope once
-// it is older than DefaultRetention less MinItemLife (its items would expire too soon after). A
-// crawl with no start on record is always open.
+// its items were last renewed, or it started, more than RenewEvery ago (its items would expire
+// too soon after): a crawl whose drain checks renew its items stays open for as long as it runs.
+// A crawl with no start on record is always open. The crawl item is read again only once the
+// crawl is older than RenewEvery, at most once per renewCheck.
 func (s *Store) AdmissionOpen(ctx context.Context, crawl string) error {
 	start, err := s.Started(ctx, crawl)
-	if err != nil || start.IsZero() {
+	if err != nil || start.IsZero() || s.now().Sub(start) <= s.RenewEvery() {
 		return err
 	}
-	if window := s.retention - MinItemLife; s.now().Sub(start) > window {
-		return errclass.Errorf(errclass.Scope, "the crawl started %s ago and admits new URLs for %s only (its items live %s)",
-			s.now().Sub(start).Round(time.Hour), window, s.retention)
+	last, err := s.renewedAt(ctx, crawl)
+	if err != nil {
+		return err
+	}
+	if last.Before(start) {
+		last = start
+	}
+	if age := s.now().Sub(last); age > s.RenewEvery() {
+		return errclass.Errorf(errclass.Scope, "the crawl's items were last renewed %s ago, and a crawl admits new URLs for %s after a renewal only "+
+			"(its items live %s; its drain checks renew them)", age.Round(time.Hour), s.RenewEvery(), s.retention)
 	}
 	return nil
 }
+
+// renewCheck is how long a store keeps a crawl's last renewal once read.
+const renewCheck = time.Minute
+
+// renewedAt is when the crawl's items were last renewed (zero for never), as read at most once
+// per renewCheck.
+func (s *Store) renewedAt(ctx context.Context, crawl string) (time.Time, error) {
+	if r, ok := s.renewals.Load(crawl); ok {
+		if seen := r.(renewSeen); s.now().Sub(seen.readAt) < renewCheck {
+			return seen.at, nil
+		}
+	}
+	it, err := s.t.Get(ctx, CrawlKey(crawl))
+	if err != nil && !errors.Is(err, table.ErrNotFound) {
+		return time.Time{}, fmt.Errorf("read the renewal of crawl %s: %w", crawl, err)
+	}
+	var at time.Time
+	if ms := it.Int(attrRenewedAt); ms > 0 {
+		at = time.UnixMilli(ms)
+	}
+	s.renewals.Store(crawl, renewSeen{at: at, readAt: s.now()})
+	return at, nil
+}
+
+// renewSeen is a crawl's last renewal as read at readAt.
+type renewSeen struct{ at, readAt time.Time }

@@ -2,6 +2,7 @@ package crawlstate
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // expiresAt reads an item's time to live straight from the table.
-func expiresAt(t *testing.T, s *Store, key string) time.Time {
+func expiresAt(t *testing.T, s *Store, key table.Key) time.Time {
 	t.Helper()
 	it, err := s.t.Get(context.Background(), key)
 	if err != nil {
@@ -19,9 +20,9 @@ func expiresAt(t *testing.T, s *Store, key string) time.Time {
 	return time.Unix(it.Int(table.TTLAttr), 0).UTC()
 }
 
-// TestItemsExpireWithTheirCrawl: every item of a crawl, admitted on its first day or its
-// twentieth, may expire 30 days after the crawl started; the start is recorded once.
-func TestItemsExpireWithTheirCrawl(t *testing.T) {
+// TestItemsExpireARetentionAfterTheirWrite: an item of a crawl, admitted on its first day or its
+// twentieth, may expire 30 days after it was written; the start is recorded once.
+func TestItemsExpireARetentionAfterTheirWrite(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
 	start := c.t
@@ -42,10 +43,11 @@ func TestItemsExpireWithTheirCrawl(t *testing.T) {
 	if _, err := s.Reject(ctx, "c", "x", "http://a.test/x", 1, errclass.Errorf(errclass.Trap, "trap")); err != nil {
 		t.Fatal(err)
 	}
-	want := start.Add(30 * 24 * time.Hour) // 2026-12-29 12:00 UTC
-	for _, k := range []string{"a", "b", "x"} {
+	for k, want := range map[string]time.Time{
+		"a": start.Add(time.Hour + 30*24*time.Hour), "b": start.Add(50 * 24 * time.Hour), "x": start.Add(50 * 24 * time.Hour),
+	} {
 		if got := expiresAt(t, s, URLKey("c", k)); !got.Equal(want) {
-			t.Errorf("item %s expires %v, want %v (the crawl's start plus 30 days)", k, got, want)
+			t.Errorf("item %s expires %v, want %v (its write plus 30 days)", k, got, want)
 		}
 	}
 	// A fresh store (another process) reads the start from the table.
@@ -55,23 +57,44 @@ func TestItemsExpireWithTheirCrawl(t *testing.T) {
 	}
 }
 
-// TestACrawlAdmitsForItsWindowOnly: a crawl admits new URLs during Retention less MinItemLife
-// (23 days) after its start, so that its last items still live 7 days; a crawl with no start on
-// record (started before starts were kept) admits as before, its items expiring 30 days after
-// their admission.
-func TestACrawlAdmitsForItsWindowOnly(t *testing.T) {
+// slowQueries is a table whose every Query takes a second of the test's clock.
+type slowQueries struct {
+	table.Table
+	c *clock
+}
+
+func (q slowQueries) Query(ctx context.Context, part, prefix string, fn func(string, table.Item) error) error {
+	q.c.t = q.c.t.Add(time.Second)
+	return q.Table.Query(ctx, part, prefix, fn)
+}
+
+// TestACrawlAdmitsWhileItsItemsAreRenewed: a crawl admits new URLs for RenewEvery (23 days) after
+// its start, so that its last items still live 7 days; Renew, once it is due, gives every item of
+// the crawl a retention from the renewal, a slice of partitions per call, going on where the last
+// call stopped, and the crawl admits for another 23 days. A crawl with no start on record (started
+// before starts were kept) admits as before.
+func TestACrawlAdmitsWhileItsItemsAreRenewed(t *testing.T) {
 	ctx := context.Background()
-	s, c := newStore(t)
+	base, c := newStore(t)
+	s := New(slowQueries{base.t, c}, WithClock(c.now))
 	start := c.t
 	if err := s.MarkStarted(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
+	var keys []string
+	for i := range 200 { // in most of the crawl's 64 partitions
+		k := fmt.Sprintf("k%03d", i)
+		if _, err := s.Admit(ctx, "c", k, "http://a.test/"+k, "http://a.test/", 1, "L"); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
 	for _, tc := range []struct {
 		after time.Duration
 		open  bool
-	}{{0, true}, {22 * 24 * time.Hour, true}, {23 * 24 * time.Hour, true}, {23*24*time.Hour + time.Minute, false}, {40 * 24 * time.Hour, false}} {
+	}{{0, true}, {22 * 24 * time.Hour, true}, {23 * 24 * time.Hour, true}, {23*24*time.Hour + time.Minute, false}, {30 * 24 * time.Hour, false}} {
 		c.t = start.Add(tc.after)
-		err := s.AdmissionOpen(ctx, "c")
+		err := New(s.t, WithClock(c.now)).AdmissionOpen(ctx, "c")
 		if open := err == nil; open != tc.open {
 			t.Errorf("%v after the start: AdmissionOpen = %v, want open %v", tc.after, err, tc.open)
 		}
@@ -79,6 +102,54 @@ func TestACrawlAdmitsForItsWindowOnly(t *testing.T) {
 			t.Errorf("a closed window's class is %q, want scope", errclass.Of(err))
 		}
 	}
+
+	c.t = start.Add(22 * 24 * time.Hour)
+	if done, err := s.Renew(ctx, "c", time.Minute); err != nil || !done {
+		t.Fatalf("Renew before it is due = %v, %v; want done at once", done, err)
+	}
+	if got := expiresAt(t, s, URLKey("c", keys[0])); !got.Equal(start.Add(30 * 24 * time.Hour)) {
+		t.Fatalf("an item renewed before its renewal was due: expires %v", got)
+	}
+
+	renewed := start.Add(24 * 24 * time.Hour) // a day late, closed meanwhile
+	c.t = renewed
+	calls := 0
+	for done := false; !done; calls++ {
+		if calls > Shards {
+			t.Fatal("the renewal never ended")
+		}
+		var err error
+		// 10 s of the test's clock a call: about 10 partitions, each query taking a second.
+		if done, err = s.Renew(ctx, "c", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if calls == 0 { // an item written while the renewal is under way outlives it: left alone
+			if _, err := s.Admit(ctx, "c", "late", "http://a.test/late", "http://a.test/", 1, "L"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if calls < 6 {
+		t.Errorf("the renewal took %d calls of a 10 s budget for 64 partitions of a second each, want it sliced", calls)
+	}
+	want := renewed.Add(30 * 24 * time.Hour)
+	for _, k := range keys {
+		if got := expiresAt(t, s, URLKey("c", k)); !got.Equal(want) {
+			t.Errorf("item %s expires %v after the renewal, want %v", k, got, want)
+		}
+	}
+	if got := expiresAt(t, s, URLKey("c", "late")); !got.After(want) {
+		t.Errorf("the item written during the renewal expires %v, want its own expiry, after the renewal's %v", got, want)
+	}
+	c.t = renewed.Add(22 * 24 * time.Hour)
+	if err := New(s.t, WithClock(c.now)).AdmissionOpen(ctx, "c"); err != nil {
+		t.Errorf("22 days after a renewal: %v, want open", err)
+	}
+	c.t = renewed.Add(23*24*time.Hour + time.Hour)
+	if err := New(s.t, WithClock(c.now)).AdmissionOpen(ctx, "c"); err == nil {
+		t.Error("23 days after a renewal, none since: open, want closed")
+	}
+
 	c.t = start.Add(40 * 24 * time.Hour)
 	if err := s.AdmissionOpen(ctx, "legacy"); err != nil {
 		t.Errorf("a crawl with no start on record: %v, want open", err)

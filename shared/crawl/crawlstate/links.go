@@ -55,9 +55,9 @@ const (
 )
 
 // linksItemKey is the key of a note or an admitted mark (letter) whose identity is id.
-func linksItemKey(crawl, letter, id string) string {
+func linksItemKey(crawl, letter, id string) table.Key {
 	sum := sha256.Sum256([]byte(id))
-	return parsedPrefix(crawl) + letter + hex.EncodeToString(sum[:16])
+	return inCrawl(crawl, parsedKind+letter, hex.EncodeToString(sum[:16]))
 }
 
 // MarkMessageParsedLinks is MarkMessageParsedIn, naming on the mark the Links messages the parse

@@ -14,7 +14,7 @@ import (
 )
 
 // testOutcomes: a fetch message's URLs, admitted in one group, are claimed in one write and
-// recorded in another, their own items never written after their admission; Get and ScanURLs read
+// recorded in another, their own items never written after their admission; Get and EachURL read
 // the outcomes back as the URLs' states; a redelivery finds them done; a redriven failure is
 // claimed again.
 func testOutcomes(t *testing.T, tb table.Table) {
@@ -77,10 +77,10 @@ func testOutcomes(t *testing.T, tb table.Table) {
 	}
 	check("Get", getEach(t, s, crawl, keys))
 	byScan := map[string]URL{}
-	if err := s.ScanURLs(ctx, crawl, func(u URL) error { byScan[u.Key] = u; return nil }); err != nil {
+	if err := s.EachURL(ctx, crawl, func(u URL) error { byScan[u.Key] = u; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	check("ScanURLs", byScan)
+	check("EachURL", byScan)
 	cnt, err := s.Counters(ctx, crawl)
 	if err != nil || cnt.Fetched != 1 || cnt.Skipped != 1 || cnt.Failed != 1 || cnt.Pending() != 0 {
 		t.Errorf("counters = %+v, %v; want 1 fetched, 1 skipped, 1 failed, none pending", cnt, err)
@@ -178,7 +178,7 @@ func testTakenOverURLIsNotRecordedByItsOldOwner(t *testing.T, tb table.Table) {
 // testTallyReadsEachURLAsGetDoes: Tally, which holds only the states, classes and details of its
 // groups' outcomes, counts every kind of URL as Get reads each one: fetched, skipped and failed in
 // their groups, claimed and not yet recorded, queued and never claimed, skipped before its send,
-// rejected at admission; and a full ScanURLs reads the same state, class and detail of each.
+// rejected at admission; and a full EachURL reads the same state, class and detail of each.
 func testTallyReadsEachURLAsGetDoes(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	s := New(tb)
@@ -255,16 +255,16 @@ func testTallyReadsEachURLAsGetDoes(t *testing.T, tb table.Table) {
 		t.Errorf("Tally's GaveUp = %+v, want http://g1.test/c with its class and detail %q", got.GaveUp, byGet[g1[2]].Detail)
 	}
 	seen := 0
-	if err := s.ScanURLs(ctx, crawl, func(u URL) error {
+	if err := s.EachURL(ctx, crawl, func(u URL) error {
 		seen++
 		g := byGet[u.Key]
 		if u.State != g.State || u.Class != g.Class || u.Detail != g.Detail || u.Owner != g.Owner || (u.Page == nil) != (g.Page == nil) {
-			t.Errorf("ScanURLs read %s as %s/%s %q owner %q page %v; Get as %s/%s %q owner %q page %v",
+			t.Errorf("EachURL read %s as %s/%s %q owner %q page %v; Get as %s/%s %q owner %q page %v",
 				u.URL, u.State, u.Class, u.Detail, u.Owner, u.Page, g.State, g.Class, g.Detail, g.Owner, g.Page)
 		}
 		return nil
 	}); err != nil || seen != len(keys) {
-		t.Errorf("ScanURLs read %d URLs, %v; want %d", seen, err, len(keys))
+		t.Errorf("EachURL read %d URLs, %v; want %d", seen, err, len(keys))
 	}
 }
 

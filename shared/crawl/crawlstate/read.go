@@ -8,7 +8,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
-// Reading URLs: one (Get, Peek, Unsent) or all of a crawl's (ScanURLs), each as its group holds
+// Reading URLs: one (Get, Peek, Unsent) or all of a crawl's (EachURL), each as its group holds
 // it (outcomes.go).
 
 // Get returns the URL item, with its claim or outcome as its group holds them, or
@@ -49,14 +49,13 @@ func (s *Store) Unsent(ctx context.Context, crawl, key, by string) (bool, string
 	return u.Unsent(by), GroupOf(u), nil
 }
 
-// ScanURLs calls fn for every URL item of the crawl, as Get reads it (for tests, audits and
-// reports; not the hot path). It holds what the crawl's groups say of each URL in memory (about 125
+// EachURL calls fn for every URL item of the crawl, as Get reads it (for tests, audits and
+// reports; not the hot path), with queries of the crawl's partitions. It holds what the crawl's groups say of each URL in memory (about 125
 // bytes a URL, and its outcome: some 250 bytes a page fetched); a tally reads less (tally.go).
-func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) error {
+func (s *Store) EachURL(ctx context.Context, crawl string, fn func(URL) error) error {
 	heldBy := map[string]held{} // by group + "#" + the URL's short key
-	gprefix := groupKey(crawl, "")
-	err := s.t.Scan(ctx, gprefix, func(key string, it table.Item) error {
-		group := key[len(gprefix):]
+	err := EachInCrawl(ctx, s.t, crawl, groupKind, func(sort string, it table.Item) error {
+		group := sort[len(groupKind):]
 		for name, v := range it {
 			if len(name) < 2 || !strings.Contains(perURLAttrs, name[:1]) {
 				continue
@@ -84,9 +83,8 @@ func (s *Store) ScanURLs(ctx context.Context, crawl string, fn func(URL) error) 
 	if err != nil {
 		return fmt.Errorf("scan the groups of %s: %w", crawl, err)
 	}
-	prefix := URLKey(crawl, "")
-	return s.t.Scan(ctx, prefix, func(key string, it table.Item) error {
-		u := urlFrom(key[len(prefix):], it)
+	return EachInCrawl(ctx, s.t, crawl, urlKind, func(sort string, it table.Item) error {
+		u := urlFrom(sort[len(urlKind):], it)
 		if err := u.fromHeld(crawl, heldBy[GroupOf(u)+"#"+shortKey(u.Key)]); err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
-// Reopen forgets u, a URL of the crawl that ended skipped, as ScanURLs read it: its item goes, and
+// Reopen forgets u, a URL of the crawl that ended skipped, as EachURL read it: its item goes, and
 // its counts with it, so that a Links message that names it again admits it afresh, or refuses it
 // again, under the settings of the run that sends it (crawl run, when a flag that refused it has
 // changed since). It returns false when the URL is no longer as read: another worker moved it on.

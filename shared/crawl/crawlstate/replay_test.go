@@ -26,10 +26,10 @@ func faultStore(tb table.Table) (*Store, *tabletest.Faults, *clock) {
 
 // replayNext makes the next write of op to the key replayed, and checks at the end of the test
 // that it was.
-func replayNext(t *testing.T, f *tabletest.Faults, op, key string) {
+func replayNext(t *testing.T, f *tabletest.Faults, op string, key table.Key) {
 	t.Helper()
 	before := len(f.Injected())
-	f.Add(tabletest.Rule{Op: op, Prefix: key, Nth: 1})
+	f.Add(tabletest.Rule{Op: op, Key: key, Nth: 1})
 	t.Cleanup(func() {
 		if len(f.Injected()) == before {
 			t.Errorf("no %s of %s was replayed", op, key)
@@ -219,7 +219,7 @@ func testHalfDoneUnadmitFinishes(t *testing.T, tb table.Table) {
 	s, f, _ := faultStore(tb)
 	crawl := crawlName(t)
 	keys := admitted(t, s, crawl, "", "http://a.test/1")
-	f.Add(tabletest.Rule{Op: "delete", Prefix: URLKey(crawl, keys[0]), Nth: 1, Fail: true})
+	f.Add(tabletest.Rule{Op: "delete", Key: URLKey(crawl, keys[0]), Nth: 1, Fail: true})
 	if err := s.Unadmit(ctx, crawl, "G", keys[0]); !errors.Is(err, tabletest.ErrInjected) {
 		t.Fatalf("Unadmit with its delete failing: %v", err)
 	}
@@ -321,7 +321,7 @@ func testReplayedClaimOfARedrive(t *testing.T, tb table.Table) {
 		t.Fatal(err)
 	}
 	// The claim's first write is refused (a failure, not a queued URL), and its second replayed.
-	f.Add(tabletest.Rule{Op: "update", Prefix: groupKey(crawl, "G"), Nth: 2})
+	f.Add(tabletest.Rule{Op: "update", Key: groupKey(crawl, "G"), Nth: 2})
 	got, err := s.ClaimGroup(ctx, crawl, "G", "redrive", nil, time.Minute, keys)
 	if len(f.Injected()) != 1 {
 		t.Fatalf("faults injected %v, want the claim's write replayed", f.Injected())

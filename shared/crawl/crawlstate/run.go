@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -160,17 +159,11 @@ func crawlFrom(id string, it table.Item) Crawl {
 	return c
 }
 
-// Crawls lists the crawls on record, newest start first. It scans the whole table (on DynamoDB a
-// read unit per 4 KB of every item, URL items included: about $0.01 per million URLs), so it is
-// for a person asking, never for a handler.
+// Crawls lists the crawls on record, newest start first. It queries the CrawlShards partitions
+// of the crawl items, which hold nothing else: a read unit per 4 KB of crawl items.
 func (s *Store) Crawls(ctx context.Context) ([]Crawl, error) {
 	var out []Crawl
-	prefix := CrawlKey("")
-	err := s.t.Scan(ctx, prefix, func(key string, it table.Item) error {
-		id := key[len(prefix):]
-		if strings.Contains(id, "#") {
-			return nil // a counter shard
-		}
+	err := eachInParts(ctx, s.t, CrawlShards, crawlListPart, "", func(id string, it table.Item) error {
 		out = append(out, crawlFrom(id, it))
 		return nil
 	})

@@ -18,7 +18,7 @@ func testReplayedSlotWrites(t *testing.T, tb table.Table) {
 	ctx := context.Background()
 	crawl := crawlName(t)
 	host := crawl + ".test"
-	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "update", Prefix: slotKey(host)}) // every one
+	f := tabletest.NewFaults(tb, tabletest.Rule{Op: "update", Key: slotKey(host)}) // every one
 	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	s := New(f, WithClock(c.now), WithCircuit(3, 10*time.Second))
 

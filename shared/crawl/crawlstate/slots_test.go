@@ -15,7 +15,7 @@ type raceCounter struct {
 	failed atomic.Int64
 }
 
-func (r *raceCounter) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+func (r *raceCounter) Update(ctx context.Context, key table.Key, u table.Update, c table.Cond) (table.Item, error) {
 	it, err := r.Table.Update(ctx, key, u, c)
 	if _, ok := table.IsConditionFailed(err); ok {
 		r.failed.Add(1)

@@ -17,7 +17,7 @@ type updateCounter struct {
 	n atomic.Int64
 }
 
-func (u *updateCounter) Update(ctx context.Context, key string, up table.Update, c table.Cond) (table.Item, error) {
+func (u *updateCounter) Update(ctx context.Context, key table.Key, up table.Update, c table.Cond) (table.Item, error) {
 	u.n.Add(1)
 	return u.Table.Update(ctx, key, up, c)
 }

@@ -47,6 +47,13 @@ var tableTests = []struct {
 	{"ReplayedClaim", testReplayedClaim},
 	{"ReplayedUnadmit", testReplayedUnadmit},
 	{"HalfDoneUnadmitFinishes", testHalfDoneUnadmitFinishes},
+	{"LostAdmissionCountsOnce", testLostAdmissionCountsOnce},
+	{"FailedAdmissionCountsNothing", testFailedAdmissionCountsNothing},
+	{"TwoDeliveriesTakeBackOneAdmission", testTwoDeliveriesTakeBackOneAdmission},
+	{"UnadmitReplayedAfterAFreshAdmission", testUnadmitReplayedAfterAFreshAdmission},
+	{"ReadmittedThenTakenBackIsAdmittedAgain", testReadmittedThenTakenBackIsAdmittedAgain},
+	{"LostUnadmitUncountsOnce", testLostUnadmitUncountsOnce},
+	{"LostRejectCountsOnce", testLostRejectCountsOnce},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
@@ -73,35 +80,35 @@ func TestCountersAndBudgetOnSQLite(t *testing.T) {
 type writeCount struct {
 	table.Table
 	mu sync.Mutex
-	n  map[string]int
+	n  map[table.Key]int
 }
 
-func (w *writeCount) add(key string) {
+func (w *writeCount) add(key table.Key) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n == nil {
-		w.n = map[string]int{}
+		w.n = map[table.Key]int{}
 	}
 	w.n[key]++
 }
 
-func (w *writeCount) writes(key string) int {
+func (w *writeCount) writes(key table.Key) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n[key]
 }
 
-func (w *writeCount) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+func (w *writeCount) Put(ctx context.Context, key table.Key, it table.Item, c table.Cond) error {
 	w.add(key)
 	return w.Table.Put(ctx, key, it, c)
 }
 
-func (w *writeCount) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+func (w *writeCount) Update(ctx context.Context, key table.Key, u table.Update, c table.Cond) (table.Item, error) {
 	w.add(key)
 	return w.Table.Update(ctx, key, u, c)
 }
 
-func (w *writeCount) Delete(ctx context.Context, key string, c table.Cond) error {
+func (w *writeCount) Delete(ctx context.Context, key table.Key, c table.Cond) error {
 	w.add(key)
 	return w.Table.Delete(ctx, key, c)
 }

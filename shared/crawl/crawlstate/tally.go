@@ -28,11 +28,11 @@ import (
 //     message has no mark is unparsed;
 //   - the URL items, u#: each is seen; one refused before its admission counts by its state.
 //
-// Tally reads the groups, then the URL items, one scan each, so that a failed URL's item fills its
-// place in Counters.GaveUp. Drained reads all three in one scan of the whole table, in any order: on
-// DynamoDB a scan reads (and bills) the whole table whatever its prefix, and a drain check must end
-// within the schedule function's timeout. A page read before its parse message's mark is held as
-// the 8-byte hash of its one-page message's name until the end.
+// Both read the crawl's partitions and nothing else (EachInCrawl), so a tally costs what the crawl
+// holds whatever else the table does. Tally reads the groups, then the URL items, so that a failed
+// URL's item fills its place in Counters.GaveUp. Drained reads all three kinds in one query of each
+// partition, in any order. A page read before its parse message's mark is held as the 8-byte hash
+// of its one-page message's name until the end.
 //
 // Every outcome in a group is of a URL admitted in that group, whose item is queued: AdmitIn
 // writes the item before any message can carry the URL, a claim and so an outcome needs a message,
@@ -76,15 +76,13 @@ func (s *Store) tally(ctx context.Context, crawl string, left bool) (Counters, L
 // readInOrder reads the groups, then the URL items: a failed URL's item, read after its outcome,
 // fills its place in the list of failed URLs (Counters.GaveUp).
 func (t *tallier) readInOrder(ctx context.Context, tb table.Table) error {
-	gprefix := groupKey(t.crawl, "")
-	if err := tb.Scan(ctx, gprefix, func(key string, it table.Item) error {
-		return t.group(key[len(gprefix):], it)
+	if err := EachInCrawl(ctx, tb, t.crawl, groupKind, func(sort string, it table.Item) error {
+		return t.group(sort[len(groupKind):], it)
 	}); err != nil {
 		return fmt.Errorf("tally the groups of crawl %s: %w", t.crawl, err)
 	}
-	uprefix := URLKey(t.crawl, "")
-	if err := tb.Scan(ctx, uprefix, func(key string, it table.Item) error {
-		t.url(urlFrom(key[len(uprefix):], it))
+	if err := EachInCrawl(ctx, tb, t.crawl, urlKind, func(sort string, it table.Item) error {
+		t.url(urlFrom(sort[len(urlKind):], it))
 		return nil
 	}); err != nil {
 		return fmt.Errorf("tally the urls of crawl %s: %w", t.crawl, err)
@@ -92,21 +90,20 @@ func (t *tallier) readInOrder(ctx context.Context, tb table.Table) error {
 	return nil
 }
 
-// readAll reads the crawl's messages, groups and URL items in one scan of the whole table, in any
-// order. It lists no failed URLs (Drained's counters have no GaveUp): an outcome and its URL's
+// readAll reads the crawl's messages, groups and URL items in one query of each of its
+// partitions, in any order. It lists no failed URLs (Drained's counters have no GaveUp): an outcome and its URL's
 // item come in any order.
 func (t *tallier) readAll(ctx context.Context, tb table.Table) error {
 	t.gaveUp, t.marks, t.pages = nil, map[uint64]bool{}, map[uint64][]uint64{}
-	mprefix, gprefix, uprefix := parsedPrefix(t.crawl), groupKey(t.crawl, ""), URLKey(t.crawl, "")
 	var named, admitted []uint64
-	err := tb.Scan(ctx, "", func(key string, it table.Item) error {
+	err := EachInCrawl(ctx, tb, t.crawl, "", func(sort string, it table.Item) error {
 		switch {
-		case strings.HasPrefix(key, gprefix):
-			return t.group(key[len(gprefix):], it)
-		case strings.HasPrefix(key, uprefix):
-			t.url(urlFrom(key[len(uprefix):], it))
-		case strings.HasPrefix(key, mprefix):
-			rest := key[len(mprefix):]
+		case strings.HasPrefix(sort, groupKind):
+			return t.group(sort[len(groupKind):], it)
+		case strings.HasPrefix(sort, urlKind):
+			t.url(urlFrom(sort[len(urlKind):], it))
+		case strings.HasPrefix(sort, parsedKind):
+			rest := sort[len(parsedKind):]
 			switch {
 			case strings.HasPrefix(rest, linksAdmittedLetter):
 				admitted = appendNames(admitted, it.String(attrLinks))
@@ -200,7 +197,7 @@ func sortedSet(hs []uint64) []uint64 {
 	return slices.Compact(hs)
 }
 
-// markHashOfKey is the hash of a parse mark, from its key after the crawl's prefix: the first 8
+// markHashOfKey is the hash of a parse mark, from its sort key after its kind: the first 8
 // bytes of the digest parsedKey writes in hex.
 func markHashOfKey(rest string) (uint64, bool) {
 	if len(rest) < 16 {

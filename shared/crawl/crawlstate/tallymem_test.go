@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,12 +54,13 @@ func (c crawlShape) linksOfFile(f int) (first, n int) {
 	return f * per, per
 }
 
-// scan calls fn with every item of the shape whose key starts with prefix: one kind's, or all, the
-// parse marks last (a tally then holds every page until the end: the most it holds).
-func (c crawlShape) scan(prefix string, fn func(string, table.Item) error) error {
-	if prefix == "" {
-		for _, p := range []string{groupKey(c.crawl, ""), URLKey(c.crawl, ""), parsedPrefix(c.crawl)} {
-			if err := c.scan(p, fn); err != nil {
+// items calls fn with every item of the shape whose sort key starts with kind (parsedKind,
+// groupKind or urlKind): one kind's, or all (""), the parse marks last (a tally then holds every
+// page until the end: the most it holds).
+func (c crawlShape) items(kind string, fn func(table.Key, table.Item) error) error {
+	if kind == "" {
+		for _, k := range []string{groupKind, urlKind, parsedKind} {
+			if err := c.items(k, fn); err != nil {
 				return err
 			}
 		}
@@ -65,8 +68,8 @@ func (c crawlShape) scan(prefix string, fn func(string, table.Item) error) error
 	}
 	at := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
 	expires := time.Now().Add(DefaultRetention).Unix() // a table's TTL deletes items: DynamoDB Local's does
-	switch prefix {
-	case parsedPrefix(c.crawl):
+	switch kind {
+	case parsedKind:
 		total, _ := c.linksOfFile(c.files() - 2) // those of the last file parsed are not yet admitted
 		for f := range c.files() {
 			first, n := c.linksOfFile(f)
@@ -89,11 +92,11 @@ func (c crawlShape) scan(prefix string, fn func(string, table.Item) error) error
 				names = append(names, c.linksName(i))
 			}
 			it := table.Item{"updatedAt": at.UnixMilli(), table.TTLAttr: expires, "links": strings.Join(names, " ")}
-			if err := fn(parsedPrefix(c.crawl)+fmt.Sprintf("A%032x", b), it); err != nil {
+			if err := fn(inCrawl(c.crawl, parsedKind+linksAdmittedLetter, fmt.Sprintf("%032x", b)), it); err != nil {
 				return err
 			}
 		}
-	case groupKey(c.crawl, ""):
+	case groupKind:
 		for g := range c.groups() {
 			it := table.Item{"updatedAt": at.UnixMilli(), table.TTLAttr: expires}
 			for i := g * shapeGroup; i < min(c.urls, (g+1)*shapeGroup); i++ {
@@ -107,7 +110,7 @@ func (c crawlShape) scan(prefix string, fn func(string, table.Item) error) error
 				return err
 			}
 		}
-	case URLKey(c.crawl, ""):
+	case urlKind:
 		for i := range c.urls {
 			u := c.urlOf(i)
 			it := table.Item{attrState: string(Queued), attrURL: u, attrRoot: "http://host.test/", attrDepth: int64(2),
@@ -137,21 +140,84 @@ func (c crawlShape) outcome(i, g int, at time.Time) Outcome {
 
 // shapeTable is a table of a crawlShape's items, made as they are read: it holds none, so what a
 // tally holds is the heap. Every sampleEvery items read it collects and notes the live heap.
+//
+// A tally reads the crawl's partitions at once and takes their items in any order, and which
+// partition an item is in is nothing to it: so the queries of the crawl's partitions share one
+// stream of the shape's items, in the order worst for the tally's memory (every parse mark
+// last), each query handing on whichever item comes next. The table notes the partitions queried
+// and the prefixes asked for, for the test to check that the tally read all of the crawl's
+// partitions, each once, and all of their items.
 type shapeTable struct {
 	table.Table
 	shape       crawlShape
 	sampleEvery int
-	read        int
-	peak        uint64
+
+	mu      sync.Mutex
+	next    func() (table.Key, table.Item, bool) // the stream, pulled
+	stop    func()
+	err     error           // the stream's
+	queried map[string]int  // the partitions queried, and how often
+	prefix  map[string]bool // the sort key prefixes asked for
+	read    int
+	peak    uint64
 }
 
-func (s *shapeTable) Scan(_ context.Context, prefix string, fn func(string, table.Item) error) error {
-	return s.shape.scan(prefix, func(key string, it table.Item) error {
+func (s *shapeTable) Query(_ context.Context, part, prefix string, fn func(string, table.Item) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queried == nil {
+		s.queried, s.prefix = map[string]int{}, map[string]bool{}
+		s.next, s.stop = iter.Pull2(func(yield func(table.Key, table.Item) bool) {
+			stopped := errors.New("stopped")
+			if err := s.shape.items("", func(k table.Key, it table.Item) error {
+				if !yield(k, it) {
+					return stopped
+				}
+				return nil
+			}); err != nil && !errors.Is(err, stopped) {
+				s.err = err
+			}
+		})
+	}
+	s.queried[part]++
+	s.prefix[prefix] = true
+	for {
+		key, it, ok := s.next()
+		if !ok {
+			return s.err
+		}
+		if !strings.HasPrefix(key.Sort, prefix) {
+			continue
+		}
 		if s.read++; s.read%s.sampleEvery == 0 {
 			s.sample()
 		}
-		return fn(key, it)
-	})
+		if err := fn(key.Sort, it); err != nil {
+			return err
+		}
+	}
+}
+
+// checkQueried fails t unless the partitions queried were the crawl's Shards, each once, and
+// each for all of its items.
+func (s *shapeTable) checkQueried(t *testing.T, crawl string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		s.stop()
+	}
+	if len(s.queried) != Shards {
+		t.Errorf("the tally queried %d partitions, want the crawl's %d", len(s.queried), Shards)
+	}
+	for n := range Shards {
+		if q := s.queried[crawlPart(crawl, n)]; q != 1 {
+			t.Errorf("the tally queried partition %s %d times, want once", crawlPart(crawl, n), q)
+		}
+	}
+	if len(s.prefix) != 1 || !s.prefix[""] {
+		t.Errorf("the tally queried for sort keys starting with %v, want all of them", s.prefix)
+	}
 }
 
 func (s *shapeTable) sample() {
@@ -161,11 +227,13 @@ func (s *shapeTable) sample() {
 	s.peak = max(s.peak, m.HeapAlloc)
 }
 
-func (s *shapeTable) Get(context.Context, string) (table.Item, error) { return nil, table.ErrNotFound }
-func (s *shapeTable) GetMany(context.Context, []string) (map[string]table.Item, error) {
-	return map[string]table.Item{}, nil
+func (s *shapeTable) Get(context.Context, table.Key) (table.Item, error) {
+	return nil, table.ErrNotFound
 }
-func (s *shapeTable) Put(context.Context, string, table.Item, table.Cond) error {
+func (s *shapeTable) GetMany(context.Context, []table.Key) (map[table.Key]table.Item, error) {
+	return map[table.Key]table.Item{}, nil
+}
+func (s *shapeTable) Put(context.Context, table.Key, table.Item, table.Cond) error {
 	return errors.New("the shape's table is read only")
 }
 
@@ -186,6 +254,7 @@ func TestTallyMemoryDoesNotGrowWithTheURLs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tb.checkQueried(t, "big")
 		tb.sample()
 		return tb.peak - min(base, tb.peak), left, c
 	}

@@ -64,7 +64,7 @@ func hostAttr(host string) string { return base64.RawURLEncoding.EncodeToString(
 
 // throttledIn gathers the throttled hosts noted in a crawl's counter shards, the most recently
 // raised first.
-func throttledIn(items map[string]table.Item) []ThrottledHost {
+func throttledIn(items map[table.Key]table.Item) []ThrottledHost {
 	byHost := map[string]*ThrottledHost{}
 	eachHostNote(items, attrThrottleRaises, func(it table.Item, host, enc string, n int64) {
 		h := hostOf(byHost, host, func() *ThrottledHost { return &ThrottledHost{Host: host} })
@@ -88,7 +88,7 @@ func throttledIn(items map[string]table.Item) []ThrottledHost {
 // eachHostNote calls fn for every attribute of the items named prefix and a host (hostAttr), with
 // the item, the host, the host as it is spelled in names, and the attribute's number. Names that
 // do not decode are not this version's notes, and are left out.
-func eachHostNote(items map[string]table.Item, prefix string, fn func(it table.Item, host, enc string, n int64)) {
+func eachHostNote(items map[table.Key]table.Item, prefix string, fn func(it table.Item, host, enc string, n int64)) {
 	for _, it := range items {
 		for name := range it {
 			enc, ok := strings.CutPrefix(name, prefix)

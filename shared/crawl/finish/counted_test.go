@@ -397,7 +397,7 @@ func TestAReplayedStallIsAnnounced(t *testing.T) {
 	firstCheck := f.now.Add(time.Minute)
 	for i := 0; ; i++ {
 		if f.now.Add(time.Minute).Sub(firstCheck) >= f.c.StallAfter && len(faults.Injected()) == 0 {
-			faults.Add(tabletest.Rule{Op: "update", Prefix: crawlstate.CrawlKey(crawl), Nth: 1}) // the stalling step
+			faults.Add(tabletest.Rule{Op: "update", Key: crawlstate.CrawlKey(crawl), Nth: 1}) // the stalling step
 		}
 		if !f.next(t, "m"+string(rune('a'+i)), &last) {
 			break

@@ -79,7 +79,7 @@ func TestAReplayedDecisionIsAnnounced(t *testing.T) {
 	f.c.State = f.st
 	f.check(t, 0, "m0")
 	f.now = f.now.Add(time.Minute) // quiet: check 1 decides
-	faults.Add(tabletest.Rule{Op: "update", Prefix: crawlstate.CrawlKey(crawl), Nth: 1})
+	faults.Add(tabletest.Rule{Op: "update", Key: crawlstate.CrawlKey(crawl), Nth: 1})
 	f.check(t, 1, "m1")
 	if len(faults.Injected()) != 1 {
 		t.Fatalf("faults injected %v, want the deciding step replayed", faults.Injected())

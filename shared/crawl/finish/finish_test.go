@@ -57,15 +57,15 @@ func (p *published) Publish(_ context.Context, e finish.Event) error {
 	return nil
 }
 
-// scans counts the table's scans: a drain check's tally scans it.
+// scans counts the table's queries: a drain check's tally queries the crawl's partitions.
 type scans struct {
 	table.Table
 	n atomic.Int64
 }
 
-func (s *scans) Scan(ctx context.Context, prefix string, fn func(string, table.Item) error) error {
+func (s *scans) Query(ctx context.Context, part, prefix string, fn func(string, table.Item) error) error {
 	s.n.Add(1)
-	return s.Table.Scan(ctx, prefix, fn)
+	return s.Table.Query(ctx, part, prefix, fn)
 }
 
 type fixture struct {

@@ -350,8 +350,8 @@ func Source(m *message.Links) string {
 // Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).
 func (f *Frontier) Flush(ctx context.Context) error { return f.counters.Flush(ctx) }
 
-// Start records that the crawl started now, unless its start is on record already: its items
-// live, and it admits URLs, for a time counted from then (crawlstate.AdmissionOpen).
+// Start records that the crawl started now, unless its start is on record already: it admits URLs
+// for a time counted from then, or from its items' last renewal (crawlstate.AdmissionOpen).
 func (f *Frontier) Start(ctx context.Context, crawl string) error {
 	return f.starts.MarkStarted(ctx, crawl)
 }

@@ -396,8 +396,8 @@ type failBudget struct {
 	left atomic.Int32
 }
 
-func (f *failBudget) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
-	if strings.HasPrefix(key, "c#") && u.Add["budget"] != 0 && f.left.Add(-1) >= 0 {
+func (f *failBudget) Update(ctx context.Context, key table.Key, u table.Update, c table.Cond) (table.Item, error) {
+	if crawlstate.KindOf(key) == "crawl" && u.Add["budget"] != 0 && f.left.Add(-1) >= 0 {
 		return nil, errors.New("throttled")
 	}
 	return f.Table.Update(ctx, key, u, c)
@@ -500,25 +500,25 @@ func BenchmarkAdmitKnownLinks(b *testing.B) {
 // failKey fails the first write of one item, as a throttled table would.
 type failKey struct {
 	table.Table
-	key  string
+	key  table.Key
 	left atomic.Int32
 }
 
-func (f *failKey) fail(key string) error {
+func (f *failKey) fail(key table.Key) error {
 	if key == f.key && f.left.Add(-1) >= 0 {
 		return errors.New("throttled")
 	}
 	return nil
 }
 
-func (f *failKey) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
+func (f *failKey) Put(ctx context.Context, key table.Key, it table.Item, c table.Cond) error {
 	if err := f.fail(key); err != nil {
 		return err
 	}
 	return f.Table.Put(ctx, key, it, c)
 }
 
-func (f *failKey) Update(ctx context.Context, key string, u table.Update, c table.Cond) (table.Item, error) {
+func (f *failKey) Update(ctx context.Context, key table.Key, u table.Update, c table.Cond) (table.Item, error) {
 	if err := f.fail(key); err != nil {
 		return nil, err
 	}
@@ -649,7 +649,7 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	writes := &embedtest.CountingTable{Table: db.Table("crawl"), Only: "p#"}
+	writes := &embedtest.CountingTable{Table: db.Table("crawl"), Only: func(k table.Key) bool { return crawlstate.KindOf(k) == "slot" }}
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	st := crawlstate.New(writes, crawlstate.WithClock(func() time.Time { return t0 }))
 	snd := &entrySender{}
@@ -773,8 +773,8 @@ func TestAFetchMessageHoldsOneURLOfEachHost(t *testing.T) {
 // and records the most that ever were.
 type gatedPuts struct {
 	table.Table
-	prefix string
-	want   int
+	kind string // the kind of item whose puts wait (crawlstate.KindOf)
+	want int
 
 	mu       sync.Mutex
 	inFlight int
@@ -783,8 +783,8 @@ type gatedPuts struct {
 	reached  chan struct{}
 }
 
-func (g *gatedPuts) Put(ctx context.Context, key string, it table.Item, c table.Cond) error {
-	if !strings.HasPrefix(key, g.prefix) {
+func (g *gatedPuts) Put(ctx context.Context, key table.Key, it table.Item, c table.Cond) error {
+	if crawlstate.KindOf(key) != g.kind {
 		return g.Table.Put(ctx, key, it, c)
 	}
 	g.mu.Lock()
@@ -818,7 +818,7 @@ func TestAdmitConcurrencyBoundsTheURLsAdmittedAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb := &gatedPuts{Table: db.Table("crawl"), prefix: crawlstate.URLKey("c1", ""), want: tc.want, reached: make(chan struct{})}
+		tb := &gatedPuts{Table: db.Table("crawl"), kind: "url", want: tc.want, reached: make(chan struct{})}
 		f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", AdmitConcurrency: tc.set}, withState(crawlstate.New(tb), Deps{Send: &fakeSender{}, Log: quiet()}))
 		var urls []string
 		for i := range 60 {

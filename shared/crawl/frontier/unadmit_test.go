@@ -24,8 +24,8 @@ func TestAHalfDoneUnadmissionIsFinishedByTheRedelivery(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	tb := tabletest.NewFaults(db.Table("crawl"),
-		tabletest.Rule{Op: "update", Prefix: "b#", Nth: 1, Fail: true}, // the host's budget
-		tabletest.Rule{Op: "delete", Prefix: "u#", Nth: 1, Fail: true}) // Unadmit's delete of the URL's item
+		tabletest.Rule{Op: "update", Sort: crawlstate.BudgetKind, Nth: 1, Fail: true}, // the host's budget
+		tabletest.Rule{Op: "delete", Sort: "u#", Nth: 1, Fail: true})                  // Unadmit's delete of the URL's item
 	st := crawlstate.New(tb)
 	snd := &fakeSender{}
 	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", MaxPagesPerHost: 10}, withState(st, Deps{Send: snd, Log: quiet()}))

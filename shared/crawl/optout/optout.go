@@ -32,7 +32,7 @@ import (
 )
 
 // Key is the table key of the opt-out list.
-const Key = crawlstate.OptOutKey
+var Key = crawlstate.OptOutKey
 
 // Kind is what an entry matches.
 type Kind string

@@ -40,6 +40,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/local/handoff"
 	"github.com/crawlstack/crawlstack/shared/local/sqlite"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
+	"github.com/crawlstack/crawlstack/shared/port/table"
 	"github.com/crawlstack/crawlstack/shared/port/turn"
 	"github.com/crawlstack/crawlstack/shared/testkit/embedtest"
 )
@@ -183,7 +184,7 @@ func newEnv(t *testing.T, tune func(*fetcher.Config), opts ...crawlstate.Option)
 		tune(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tbl := &embedtest.CountingTable{Table: be.Table, Only: "u#"}
+	tbl := &embedtest.CountingTable{Table: be.Table, Only: func(k table.Key) bool { return crawlstate.KindOf(k) == "url" }}
 	clock := &testClock{}
 	state := crawlstate.New(tbl, append([]crawlstate.Option{crawlstate.WithClock(clock.now)}, opts...)...)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}

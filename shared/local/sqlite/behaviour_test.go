@@ -2,13 +2,13 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -170,7 +170,7 @@ func TestTwoHandlesShareOneFile(t *testing.T) {
 		wins := 0
 		for w := range 8 {
 			wg.Go(func() {
-				_, err := dbs[w%2].Table("t").Update(ctx, "claim", table.Update{Set: map[string]any{"owner": int64(w), "leaseUntil": int64(100)}},
+				_, err := dbs[w%2].Table("t").Update(ctx, tk("claim"), table.Update{Set: map[string]any{"owner": int64(w), "leaseUntil": int64(100)}},
 					table.Or(table.NotExists("leaseUntil"), table.Lt("leaseUntil", int64(10))))
 				if err == nil {
 					mu.Lock()
@@ -191,14 +191,14 @@ func TestTwoHandlesShareOneFile(t *testing.T) {
 		for w := range 8 {
 			adds.Go(func() {
 				for range 25 {
-					if _, err := dbs[w%2].Table("t").Update(ctx, "n", table.Update{Add: map[string]int64{"n": 1}}, table.Cond{}); err != nil {
+					if _, err := dbs[w%2].Table("t").Update(ctx, tk("n"), table.Update{Add: map[string]int64{"n": 1}}, table.Cond{}); err != nil {
 						t.Errorf("Update: %v", err)
 					}
 				}
 			})
 		}
 		adds.Wait()
-		it, err := dbs[0].Table("t").Get(ctx, "n")
+		it, err := dbs[0].Table("t").Get(ctx, tk("n"))
 		if err != nil || it.Int("n") != 200 {
 			t.Errorf("counter = %v, %v; want 200", it, err)
 		}
@@ -260,7 +260,7 @@ func TestSurvivesKill(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	it, err := db.Table("t").Get(ctx, "k")
+	it, err := db.Table("t").Get(ctx, tk("k"))
 	if err != nil || it.Int("n") != 42 {
 		t.Errorf("item after the kill = %v, %v; want n=42", it, err)
 	}
@@ -286,7 +286,7 @@ func killHelper(path string) {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	if err := db.Table("t").Put(ctx, "k", table.Item{"n": int64(42)}, table.ItemNotExists()); err != nil {
+	if err := db.Table("t").Put(ctx, tk("k"), table.Item{"n": int64(42)}, table.ItemNotExists()); err != nil {
 		fmt.Println(err)
 		os.Exit(1)
 	}
@@ -295,57 +295,40 @@ func killHelper(path string) {
 	os.Exit(1)
 }
 
-// Scan reads a prefix page by page: every key once, none from outside the prefix, and a callback
-// that writes to the table while the scan runs is fine. A prefix holding most of the file (b#, three
-// quarters) is read in row order and a smaller one (u#, a fifth) through the key index; the rows lie
-// in neither key order nor apart from each other's, and both prefixes span several pages.
-func TestScanReadsLargePrefixesInPages(t *testing.T) {
-	tb := openDB(t).Table("t")
-	ctx := context.Background()
-	const nu, nb = 1234, 4000
-	for _, k := range []string{"a#before", "u#~after", "b#~after"} {
-		if err := tb.Put(ctx, k, table.Item{"v": int64(-1)}, table.Cond{}); err != nil {
-			t.Fatal(err)
-		}
+// A file whose items were written with keys of one part, before partitioned keys, is refused when
+// opened, with ErrOldKeys, and left as it was; a file with no items is taken, and marked.
+func TestOpenRefusesItemsOfOldKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := nb - 1; i >= 0; i-- {
-		keys := []string{fmt.Sprintf("b#%05d", i)}
-		if i < nu {
-			keys = append(keys, fmt.Sprintf("u#%05d", i))
-		}
-		for _, k := range keys {
-			if err := tb.Put(ctx, k, table.Item{"v": int64(i)}, table.Cond{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if _, err := raw.Exec(`CREATE TABLE items (tbl TEXT NOT NULL, pk TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (tbl, pk));
+		INSERT INTO items VALUES ('state', 'u#crawl#abc', '{}')`); err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		prefix string
-		n      int
-	}{{"b#0", nb}, {"u#0", nu}} {
-		var got []string
-		err := tb.Scan(ctx, c.prefix, func(key string, it table.Item) error {
-			got = append(got, key)
-			if want := fmt.Sprintf("%s%05d", c.prefix[:2], it.Int("v")); key != want {
-				t.Fatalf("%s holds v=%d", key, it.Int("v"))
-			}
-			// A write while scanning, outside the prefix.
-			return tb.Put(ctx, "w#"+key, table.Item{"seen": true}, table.Cond{})
-		})
-		if err != nil {
-			t.Fatalf("Scan(%q): %v", c.prefix, err)
+	raw.Close()
+	if db, err := sqlite.Open(path); !errors.Is(err, sqlite.ErrOldKeys) {
+		if db != nil {
+			db.Close()
 		}
-		slices.Sort(got)
-		var want []string
-		for i := range c.n {
-			want = append(want, fmt.Sprintf("%s%05d", c.prefix[:2], i))
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("Scan(%q) read %d keys (first %q), want the %d keys %s00000..%s%05d once each",
-				c.prefix, len(got), got[:min(len(got), 3)], c.n, c.prefix[:2], c.prefix[:2], c.n-1)
-		}
+		t.Fatalf("Open of a file of old keys: err = %v, want ErrOldKeys", err)
 	}
-	if _, err := tb.Get(ctx, "w#u#01233"); err != nil {
-		t.Errorf("the callback's last write: %v", err)
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	db, err := sqlite.Open(empty)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := db.Table("t").Put(context.Background(), tk("a"), table.Item{"n": int64(1)}, table.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = sqlite.Open(empty) // its items are of partitioned keys: opened again
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	db.Close()
 }
+
+// tk is the key s in the partition P.
+func tk(s string) table.Key { return table.Key{Part: "P", Sort: s} }

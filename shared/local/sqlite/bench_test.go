@@ -46,7 +46,7 @@ func BenchmarkTableConditionalPut(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			key := fmt.Sprintf("url#%d", n.Add(1))
-			err := tb.Put(ctx, key, table.Item{"status": "queued", "depth": int64(2), "url": "https://example.com/"}, table.ItemNotExists())
+			err := tb.Put(ctx, tk(key), table.Item{"status": "queued", "depth": int64(2), "url": "https://example.com/"}, table.ItemNotExists())
 			if err != nil {
 				b.Error(err)
 				return
@@ -64,7 +64,7 @@ func BenchmarkTableUpdate(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			key := fmt.Sprintf("host#%d", n.Add(1)%64)
-			_, err := tb.Update(ctx, key, table.Update{Set: map[string]any{"owner": "w"}, Add: map[string]int64{"count": 1}},
+			_, err := tb.Update(ctx, tk(key), table.Update{Set: map[string]any{"owner": "w"}, Add: map[string]int64{"count": 1}},
 				table.Or(table.NotExists("leaseUntil"), table.Lt("leaseUntil", int64(1))))
 			if err != nil {
 				b.Error(err)
@@ -80,7 +80,7 @@ func BenchmarkTableGet(b *testing.B) {
 	ctx := context.Background()
 	const keys = 1000
 	for i := range keys {
-		err := tb.Put(ctx, fmt.Sprintf("url#%d", i), table.Item{"state": "fetched", "depth": int64(2), "enqueued": true,
+		err := tb.Put(ctx, tk(fmt.Sprintf("url#%d", i)), table.Item{"state": "fetched", "depth": int64(2), "enqueued": true,
 			"url": "https://example.com/p/" + fmt.Sprint(i), "root": "https://example.com/", "updatedAt": time.Now().UnixMilli()}, table.Cond{})
 		if err != nil {
 			b.Fatal(err)
@@ -90,7 +90,7 @@ func BenchmarkTableGet(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := tb.Get(ctx, fmt.Sprintf("url#%d", n.Add(1)%keys)); err != nil {
+			if _, err := tb.Get(ctx, tk(fmt.Sprintf("url#%d", n.Add(1)%keys))); err != nil {
 				b.Error(err)
 				return
 			}

@@ -106,6 +106,10 @@ func Open(path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("upgrade schema in %s: %w", path, err)
 	}
+	if err := checkKeyLayout(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
@@ -341,6 +345,38 @@ func (n *notifier) notify(queue string) {
 		close(c)
 		delete(n.ch, queue)
 	}
+}
+
+// keyLayout is the file's user_version once its items' keys have a partition and a sort key
+// (table.Key). A file whose items were written before has none: its keys name no partition.
+const keyLayout = 2
+
+// ErrOldKeys is the error of a state file whose items were written with keys of one part, by a
+// version before partitioned keys. Its crawls cannot be read or resumed by this version.
+var ErrOldKeys = errors.New("the state file holds items written by an earlier version, with keys of one part; " +
+	"finish or drop its crawls with that version, or start a new state directory (docs/state.md)")
+
+// checkKeyLayout marks a file with no items as one of partitioned keys, and refuses a file
+// whose items came before them.
+func checkKeyLayout(w *sql.DB) error {
+	var version int
+	if err := w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read the file's layout version: %w", err)
+	}
+	if version >= keyLayout {
+		return nil
+	}
+	var items int
+	if err := w.QueryRow(`SELECT EXISTS (SELECT 1 FROM items)`).Scan(&items); err != nil {
+		return fmt.Errorf("look for items: %w", err)
+	}
+	if items > 0 {
+		return ErrOldKeys
+	}
+	if _, err := w.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, keyLayout)); err != nil {
+		return fmt.Errorf("mark the file's layout: %w", err)
+	}
+	return nil
 }
 
 // addAttrsColumn gives a state file made before messages had attributes its attrs column.

@@ -19,7 +19,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	boom := errors.New("boom")
 	put := func(key string, fail error) func(context.Context, *sql.Conn) error {
 		return func(ctx context.Context, _ *sql.Conn) error {
-			if _, err := db.items.put.ExecContext(ctx, "t", key, `{"n":1}`); err != nil {
+			if _, err := db.items.put.ExecContext(ctx, "t", rowKey(tk(key)), `{"n":1}`); err != nil {
 				return err
 			}
 			return fail
@@ -45,7 +45,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if err := <-group[4].done; err == nil {
 		t.Error("the failing statement: err = nil")
 	}
-	if _, err := db.Table("t").Get(ctx, "e"); !errors.Is(err, table.ErrNotFound) {
+	if _, err := db.Table("t").Get(ctx, tk("e")); !errors.Is(err, table.ErrNotFound) {
 		t.Errorf("item e of the failed statement: err = %v, want ErrNotFound", err)
 	}
 
@@ -66,7 +66,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			if err := <-group[tt.req].done; !errors.Is(err, tt.wantErr) && err != tt.wantErr {
 				t.Errorf("write %s: err = %v, want %v", tt.key, err, tt.wantErr)
 			}
-			_, err := db.Table("t").Get(ctx, tt.key)
+			_, err := db.Table("t").Get(ctx, tk(tt.key))
 			if stored := err == nil; stored != tt.stored {
 				t.Errorf("item %s stored = %v (%v), want %v", tt.key, stored, err, tt.stored)
 			}
@@ -83,7 +83,7 @@ func TestGroupThatCannotCommitLeavesTheWriterUsable(t *testing.T) {
 	ctx := context.Background()
 	group := []writeReq{
 		{ctx: ctx, fn: func(ctx context.Context, _ *sql.Conn) error {
-			_, err := db.items.put.ExecContext(ctx, "t", "a", `{"n":1}`)
+			_, err := db.items.put.ExecContext(ctx, "t", rowKey(tk("a")), `{"n":1}`)
 			return err
 		}, done: make(chan error, 1)},
 		{ctx: ctx, fn: func(ctx context.Context, c *sql.Conn) error {
@@ -98,13 +98,13 @@ func TestGroupThatCannotCommitLeavesTheWriterUsable(t *testing.T) {
 		}
 	}
 	tb := db.Table("t")
-	if _, err := tb.Get(ctx, "a"); !errors.Is(err, table.ErrNotFound) {
+	if _, err := tb.Get(ctx, tk("a")); !errors.Is(err, table.ErrNotFound) {
 		t.Errorf("Get(a) after the failed group: err = %v, want ErrNotFound", err)
 	}
-	if err := tb.Put(ctx, "b", table.Item{"n": int64(2)}, table.Cond{}); err != nil {
+	if err := tb.Put(ctx, tk("b"), table.Item{"n": int64(2)}, table.Cond{}); err != nil {
 		t.Fatalf("Put after the failed group: %v", err)
 	}
-	if _, err := tb.Get(ctx, "b"); err != nil {
+	if _, err := tb.Get(ctx, tk("b")); err != nil {
 		t.Errorf("Get(b): %v", err)
 	}
 }
@@ -119,3 +119,6 @@ func openForTest(t *testing.T) *DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// tk is the key s in the partition P.
+func tk(s string) table.Key { return table.Key{Part: "P", Sort: s} }

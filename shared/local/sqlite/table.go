@@ -39,9 +39,12 @@ func (t *Table) CreateTable(ctx context.Context, name string) error {
 }
 
 // Get returns the item with the key, or table.ErrNotFound.
-func (t *Table) Get(ctx context.Context, key string) (table.Item, error) {
+func (t *Table) Get(ctx context.Context, key table.Key) (table.Item, error) {
+	if err := key.Check(); err != nil {
+		return nil, fmt.Errorf("get: %w", err)
+	}
 	var doc string
-	err := t.db.items.read.QueryRowContext(ctx, t.name, key).Scan(&doc)
+	err := t.db.items.read.QueryRowContext(ctx, t.name, rowKey(key)).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get %s: %w", key, table.ErrNotFound)
 	}
@@ -56,7 +59,7 @@ func (t *Table) Get(ctx context.Context, key string) (table.Item, error) {
 }
 
 // Put replaces the whole item if cond holds.
-func (t *Table) Put(ctx context.Context, key string, item table.Item, cond table.Cond) error {
+func (t *Table) Put(ctx context.Context, key table.Key, item table.Item, cond table.Cond) error {
 	doc, err := encodeItem(item)
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
@@ -69,7 +72,7 @@ func (t *Table) Put(ctx context.Context, key string, item table.Item, cond table
 }
 
 // Update applies u if cond holds (creating the item if it is missing) and returns the new item.
-func (t *Table) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+func (t *Table) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
 	if err := u.Check(); err != nil {
 		return nil, fmt.Errorf("update %s: %w", key, err)
 	}
@@ -118,7 +121,7 @@ func (t *Table) Update(ctx context.Context, key string, u table.Update, cond tab
 }
 
 // Delete removes the item if cond holds.
-func (t *Table) Delete(ctx context.Context, key string, cond table.Cond) error {
+func (t *Table) Delete(ctx context.Context, key table.Key, cond table.Cond) error {
 	err := t.modify(ctx, key, cond, func(table.Item) (string, bool, error) { return "", false, nil })
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
@@ -129,16 +132,17 @@ func (t *Table) Delete(ctx context.Context, key string, cond table.Cond) error {
 // modify reads the item, checks cond and writes what next returns (keep false: delete), all in
 // one transaction. A false condition returns a *table.ConditionFailedError with the old item.
 // next gets the item as decoded for this call alone, and may change it.
-func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
+func (t *Table) modify(ctx context.Context, key table.Key, cond table.Cond,
 	next func(old table.Item) (doc string, keep bool, err error)) error {
-	if key == "" || len(key) > table.MaxKeyBytes {
-		return fmt.Errorf("key of %d bytes: must be 1 to %d", len(key), table.MaxKeyBytes)
+	if err := key.Check(); err != nil {
+		return err
 	}
+	row := rowKey(key)
 	// One statement changes the file, the last thing the write does: it needs no savepoint.
 	return t.db.writeOne(ctx, func(ctx context.Context, _ *sql.Conn) error {
 		var old table.Item
 		var doc string
-		err := t.db.items.get.QueryRowContext(ctx, t.name, key).Scan(&doc)
+		err := t.db.items.get.QueryRowContext(ctx, t.name, row).Scan(&doc)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -160,9 +164,9 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 			return err
 		}
 		if !keep {
-			_, err = t.db.items.del.ExecContext(ctx, t.name, key)
+			_, err = t.db.items.del.ExecContext(ctx, t.name, row)
 		} else {
-			_, err = t.db.items.put.ExecContext(ctx, t.name, key, newDoc)
+			_, err = t.db.items.put.ExecContext(ctx, t.name, row, newDoc)
 		}
 		if err != nil {
 			return fmt.Errorf("write: %w", err)
@@ -171,93 +175,66 @@ func (t *Table) modify(ctx context.Context, key string, cond table.Cond,
 	})
 }
 
-// scanPage is how many items Scan reads at a time: its memory stays bounded however large the
-// table grows (the summary of a crawl scans every URL item of it).
-const scanPage = 500
-
-// Scan calls fn for every item whose key starts with prefix. It reads the items a page at a time
-// and calls fn after each page's rows are closed, so that fn may write to the table; like a
-// DynamoDB Scan it is not a snapshot: an item fn writes further on may be seen.
-//
-// A prefix that holds most of the file's items (a crawl's URLs, for its summary) is read in the
-// order the rows lie in the file, which reads each page of the file once; any other prefix is read
-// in key order through the key index, which skips the rest of the file but visits the rows in no
-// order of their own. For the summary of a 10,000-URL crawl, reading its rows took a fifth of
-// the time in row order (9 ms against 49 ms). In row order the file is read in scanParts ranges
-// of rows at once, each on a reader connection of its own, and fn takes their pages in turn:
-// reading one range is one core's work (on 2 cores, the tally of a 5,000-URL crawl went from
-// about 95 to 50 ms). Rows added after the Scan began, past the last row it found, are not read.
-func (t *Table) Scan(ctx context.Context, prefix string, fn func(key string, item table.Item) error) error {
-	pagers := []pager{t.keyPages(prefix)}
-	if t.db.items.rowids {
-		lo, hi, rowOrder, err := t.mostOfFile(ctx, prefix)
-		if err != nil {
-			return fmt.Errorf("scan %q: %w", prefix, err)
+// Each calls fn for every item of the table, in key order, a page at a time. It is not part of
+// the table port, which reads one partition at a time: it is for tests and audits of a local state
+// file, which want to see all of it.
+func (t *Table) Each(ctx context.Context, fn func(key table.Key, item table.Item) error) error {
+	err := eachPage(ctx, t.keyPages(""), func(p decoded) error {
+		for i, r := range p.rows {
+			key, err := keyOfRow(r.key)
+			if err != nil {
+				return err
+			}
+			if err := fn(key, p.items[i]); err != nil {
+				return err
+			}
 		}
-		if rowOrder {
-			pagers = t.rowRanges(prefix, lo, hi, scanParts)
-		}
-	}
-	if err := scanPagers(ctx, pagers, fn); err != nil {
-		return fmt.Errorf("scan %q: %w", prefix, err)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read every item: %w", err)
 	}
 	return nil
 }
 
-// scanParts is how many ranges of rows a Scan in row order reads at once: one a core, up to the
-// readers' connections.
-var scanParts = min(runtime.NumCPU(), readers)
+// rowKey is the key as the items table's pk column holds it: the partition and the sort key
+// joined by table.Sep, so that a partition's rows are one range of the key index in sort-key order.
+func rowKey(k table.Key) string { return k.Part + table.Sep + k.Sort }
 
-// scanPagers reads the pages of every pager at once, each pager's in order, decodes them, and
-// calls fn with the items of a page of each in turn. Each pager reads at most one page ahead of
-// fn. An error of fn or of a page ends the scan.
-func scanPagers(ctx context.Context, pagers []pager, fn func(key string, item table.Item) error) error {
-	if len(pagers) == 1 {
-		return eachPage(ctx, pagers[0], func(p decoded) error { return p.each(fn) })
+// keyOfRow is rowKey's inverse.
+func keyOfRow(row string) (table.Key, error) {
+	part, sort, ok := strings.Cut(row, table.Sep)
+	if !ok {
+		return table.Key{}, fmt.Errorf("row key %q has no partition", row)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pages := make([]chan decoded, len(pagers))
-	errs := make([]error, len(pagers))
-	var wg sync.WaitGroup
-	for i, next := range pagers {
-		pages[i] = make(chan decoded) // handed over when fn is ready for it: one page ahead
-		wg.Go(func() {
-			defer close(pages[i])
-			errs[i] = eachPage(ctx, next, func(p decoded) error {
-				select {
-				case pages[i] <- p:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})
-		})
+	return table.Key{Part: part, Sort: sort}, nil
+}
+
+// queryPage is how many items Query reads at a time: its memory stays bounded however large the
+// partition grows.
+const queryPage = 500
+
+// Query calls fn for every item of the partition part whose sort key starts with prefix, in
+// sort-key order, through the key index: it reads the partition's range of rows and nothing else.
+// It reads a page at a time and calls fn after each page's rows are closed, so that fn may write
+// to the table; like a DynamoDB Query over several pages it is not a snapshot.
+func (t *Table) Query(ctx context.Context, part, prefix string, fn func(sort string, item table.Item) error) error {
+	if err := (table.Key{Part: part, Sort: "-"}).Check(); err != nil {
+		return fmt.Errorf("query: %w", err)
 	}
-	var err error
-	for open := len(pages); open > 0 && err == nil; {
-		open = 0
-		for i, ch := range pages {
-			p, ok := <-ch
-			if !ok {
-				if err = errs[i]; err != nil { // written before the channel closed
-					break
-				}
-				continue
-			}
-			open++
-			if err = p.each(fn); err != nil {
-				break
+	from := part + table.Sep
+	err := eachPage(ctx, t.keyPages(from+prefix), func(p decoded) error {
+		for i, r := range p.rows {
+			if err := fn(r.key[len(from):], p.items[i]); err != nil {
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("query %s|%s: %w", part, prefix, err)
 	}
-	cancel()
-	for _, ch := range pages {
-		for range ch { // let the readers end
-		}
-	}
-	wg.Wait()
-	return err
+	return nil
 }
 
 // eachPage reads next's pages and decodes them, and calls use with each until there are no more
@@ -281,28 +258,18 @@ func eachPage(ctx context.Context, next pager, use func(decoded) error) error {
 	}
 }
 
-// decoded is a page of a Scan with its items decoded.
+// decoded is a page of a Query with its items decoded.
 type decoded struct {
 	rows  []scanned
 	items []table.Item
 }
 
-// each calls fn with every item of the page.
-func (p decoded) each(fn func(key string, item table.Item) error) error {
-	for i, r := range p.rows {
-		if err := fn(r.key, p.items[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// scanned is one row a Scan page read.
+// scanned is one row a Query page read.
 type scanned struct {
 	key, doc string
 }
 
-// decodePage decodes a page's items, on every core: decoding is most of a large Scan's time.
+// decodePage decodes a page's items, on every core: decoding is most of a large Query's time.
 func decodePage(page []scanned) ([]table.Item, error) {
 	items := make([]table.Item, len(page))
 	errs := make([]error, len(page))
@@ -321,115 +288,56 @@ func decodePage(page []scanned) ([]table.Item, error) {
 	return items, errors.Join(errs...)
 }
 
-// pager returns the next page of a Scan, and whether there may be more.
+// pager returns the next page of a Query, and whether there may be more.
 type pager func(ctx context.Context) (found []scanned, more bool, err error)
 
-// keyPages reads the prefix's items in key order.
+// keyPages reads the items whose row key starts with prefix, in key order.
 func (t *Table) keyPages(prefix string) pager {
 	from, op := prefix, ">="
 	return func(ctx context.Context) ([]scanned, bool, error) {
-		// 0 stands in for the rowid, which key order does not need, so both orders share readPage.
-		rows, err := t.db.r.QueryContext(ctx, `SELECT 0, pk, item FROM items WHERE tbl = ? AND pk `+op+` ? ORDER BY pk LIMIT ?`,
-			t.name, from, scanPage)
+		rows, err := t.db.r.QueryContext(ctx, `SELECT pk, item FROM items WHERE tbl = ? AND pk `+op+` ? ORDER BY pk LIMIT ?`,
+			t.name, from, queryPage)
 		if err != nil {
 			return nil, false, err
 		}
-		found, n, _, err := readPage(rows, prefix, true)
+		found, n, err := readPage(rows, prefix)
 		if len(found) > 0 {
 			from, op = found[len(found)-1].key, ">"
 		}
-		return found, err == nil && n == scanPage && len(found) == n, err
+		return found, err == nil && n == queryPage && len(found) == n, err
 	}
 }
 
-// rowRanges splits the rows from lo to hi (rowids) into parts ranges, each read in the order of its
-// rows in the file.
-func (t *Table) rowRanges(prefix string, lo, hi int64, parts int) []pager {
-	parts = max(1, min(parts, int(hi-lo+1)))
-	step := (hi - lo + 1) / int64(parts)
-	pagers := make([]pager, parts)
-	for i := range parts {
-		from, to := lo+int64(i)*step, lo+int64(i+1)*step-1
-		if i == parts-1 {
-			to = hi
-		}
-		pagers[i] = t.rowPages(prefix, from-1, to)
-	}
-	return pagers
-}
-
-// rowPages reads the prefix's items among the rows after rowid after up to rowid last, in the
-// order of their rows in the file.
-func (t *Table) rowPages(prefix string, after, last int64) pager {
-	return func(ctx context.Context) ([]scanned, bool, error) {
-		rows, err := t.db.r.QueryContext(ctx, `SELECT rowid, pk, item FROM items NOT INDEXED
-			WHERE rowid > ? AND rowid <= ? AND tbl = ? AND pk >= ? ORDER BY rowid LIMIT ?`, after, last, t.name, prefix, scanPage)
-		if err != nil {
-			return nil, false, err
-		}
-		found, n, lastRead, err := readPage(rows, prefix, false)
-		after = lastRead
-		return found, err == nil && n == scanPage, err
-	}
-}
-
-// readPage reads and closes rows of (rowid, key, item): it returns those whose key has the prefix,
-// how many rows it read and the last row's rowid. Rows in key order stop at the first key past the
-// prefix, since every later one is past it too.
-func readPage(rows *sql.Rows, prefix string, keyOrder bool) (found []scanned, n int, lastRowid int64, err error) {
+// readPage reads and closes rows of (key, item) in key order: it returns those whose key has the
+// prefix, up to the first that has not, and how many rows it read.
+func readPage(rows *sql.Rows, prefix string) (found []scanned, n int, err error) {
 	defer rows.Close()
-	found = make([]scanned, 0, scanPage)
+	found = make([]scanned, 0, queryPage)
 	for rows.Next() {
 		var r scanned
-		if err := rows.Scan(&lastRowid, &r.key, &r.doc); err != nil {
-			return nil, n, 0, err
+		if err := rows.Scan(&r.key, &r.doc); err != nil {
+			return nil, n, err
 		}
 		n++
-		if strings.HasPrefix(r.key, prefix) {
-			found = append(found, r)
-		} else if keyOrder {
+		if !strings.HasPrefix(r.key, prefix) {
 			break
 		}
+		found = append(found, r)
 	}
-	return found, n, lastRowid, rows.Err()
-}
-
-// mostOfFile reports whether the items under prefix are at least a quarter of the rows the items
-// table has ever had (a bound that deleted rows leave high), the share above which reading the
-// whole file in row order costs less than visiting the prefix's rows through the key index; and
-// the lowest and highest rowids.
-func (t *Table) mostOfFile(ctx context.Context, prefix string) (lo, hi int64, most bool, err error) {
-	var under int64
-	// No key with the prefix sorts at or after prefix+"\xff": 0xff is never in UTF-8 text.
-	err = t.db.items.share.QueryRowContext(ctx, t.name, prefix, prefix+"\xff").Scan(&under, &lo, &hi)
-	return lo, hi, under > 0 && under*4 >= hi-lo+1, err
+	return found, n, rows.Err()
 }
 
 // itemStmts are the item statements, prepared once: get, put and del on the writer connection,
 // read on the readers.
 type itemStmts struct {
 	get, put, del *sql.Stmt
-	read, share   *sql.Stmt
-	// rowids is whether the items table has rowids: a file made before that layout has none.
-	rowids bool
+	read          *sql.Stmt
 }
 
 func (s *itemStmts) prepare(db *DB, r *sql.DB) error {
-	var ddl string
-	if err := r.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'items'`).Scan(&ddl); err != nil {
-		return fmt.Errorf("read the items table's layout: %w", err)
-	}
-	s.rowids = !strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID")
 	var err error
 	if s.read, err = r.Prepare(`SELECT item FROM items WHERE tbl = ? AND pk = ?`); err != nil {
 		return fmt.Errorf("prepare table statement: %w", err)
-	}
-	if s.rowids {
-		s.share, err = r.Prepare(`SELECT (SELECT count(*) FROM items WHERE tbl = ?1 AND pk >= ?2 AND pk < ?3),
-			(SELECT coalesce(min(rowid), 0) FROM items), (SELECT coalesce(max(rowid), -1) FROM items)`)
-		if err != nil {
-			return fmt.Errorf("prepare table statement: %w", err)
-		}
 	}
 	err = db.prepareAll([]prepared{
 		{&s.get, `SELECT item FROM items WHERE tbl = ? AND pk = ?`},
@@ -447,8 +355,13 @@ func (s *itemStmts) prepare(db *DB, r *sql.DB) error {
 const getManyChunk = 200
 
 // GetMany returns the items with the keys that exist, a query per 200 keys on the readers.
-func (t *Table) GetMany(ctx context.Context, keys []string) (map[string]table.Item, error) {
-	out := make(map[string]table.Item, len(keys))
+func (t *Table) GetMany(ctx context.Context, keys []table.Key) (map[table.Key]table.Item, error) {
+	for _, k := range keys {
+		if err := k.Check(); err != nil {
+			return nil, fmt.Errorf("get %d items: %w", len(keys), err)
+		}
+	}
+	out := make(map[table.Key]table.Item, len(keys))
 	for len(keys) > 0 {
 		n := min(len(keys), getManyChunk)
 		if err := t.getMany(ctx, keys[:n], out); err != nil {
@@ -459,11 +372,11 @@ func (t *Table) GetMany(ctx context.Context, keys []string) (map[string]table.It
 	return out, nil
 }
 
-func (t *Table) getMany(ctx context.Context, keys []string, out map[string]table.Item) error {
+func (t *Table) getMany(ctx context.Context, keys []table.Key, out map[table.Key]table.Item) error {
 	args := make([]any, 0, len(keys)+1)
 	args = append(args, t.name)
 	for _, k := range keys {
-		args = append(args, k)
+		args = append(args, rowKey(k))
 	}
 	q := `SELECT pk, item FROM items WHERE tbl = ? AND pk IN (?` + strings.Repeat(`, ?`, len(keys)-1) + `)`
 	rows, err := t.db.r.QueryContext(ctx, q, args...)
@@ -472,8 +385,12 @@ func (t *Table) getMany(ctx context.Context, keys []string, out map[string]table
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var key, doc string
-		if err := rows.Scan(&key, &doc); err != nil {
+		var row, doc string
+		if err := rows.Scan(&row, &doc); err != nil {
+			return err
+		}
+		key, err := keyOfRow(row)
+		if err != nil {
 			return err
 		}
 		it, err := decodeItem(doc)

@@ -61,7 +61,7 @@ type crawlPurge struct {
 func (p *Purger) scan(ctx context.Context, crawl string, m matcher, cr *CrawlReport) (*crawlPurge, error) {
 	c := &crawlPurge{crawl: crawl}
 	st := crawlstate.New(p.T)
-	err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		switch {
 		case m.match(u.URL) || (u.Page != nil && m.match(u.Page.FinalURL)):
 			c.gone = append(c.gone, u)
@@ -167,26 +167,26 @@ func moved(page crawlstate.Page, all map[string]*warcFile) (to crawlstate.Page, 
 	return to, changed, true
 }
 
-// budgets deletes the crawl's page budget items of the purged hosts ("b#<crawl>#<host>").
+// budgets deletes the crawl's page budget items of the purged hosts (b#<host> in the crawl's
+// partitions).
 func (p *Purger) budgets(ctx context.Context, crawl string, m matcher, cr *CrawlReport) error {
-	prefix := crawlstate.BudgetPrefix(crawl)
-	var keys []string
-	err := p.T.Scan(ctx, prefix, func(key string, _ table.Item) error {
-		if m.matchHost(strings.TrimPrefix(key, prefix)) {
-			keys = append(keys, key)
+	var hosts []string
+	err := crawlstate.EachInCrawl(ctx, p.T, crawl, crawlstate.BudgetKind, func(sort string, _ table.Item) error {
+		if host := strings.TrimPrefix(sort, crawlstate.BudgetKind); m.matchHost(host) {
+			hosts = append(hosts, host)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("scan the host budgets: %w", err)
+		return fmt.Errorf("read the host budgets: %w", err)
 	}
-	cr.Budgets = len(keys)
-	for _, k := range keys {
+	cr.Budgets = len(hosts)
+	for _, h := range hosts {
 		if p.DryRun {
 			continue
 		}
-		if err := p.T.Delete(ctx, k, table.Cond{}); err != nil {
-			return fmt.Errorf("delete %s: %w", k, err)
+		if err := crawlstate.DeleteBudget(ctx, p.T, crawl, h); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -207,21 +207,21 @@ func (m matcher) matchHost(host string) bool {
 	return m.target.Kind == optout.Host && m.match("http://"+host+"/")
 }
 
-// hostSlots deletes the politeness slot of the purged hosts, which every crawl shares ("p#host").
+// hostSlots deletes the politeness slot of the purged hosts, which every crawl shares.
 func (p *Purger) hostSlots(ctx context.Context, m matcher) error {
-	var keys []string
-	err := p.T.Scan(ctx, crawlstate.SlotPrefix, func(key string, _ table.Item) error {
-		if m.matchHost(strings.TrimPrefix(key, crawlstate.SlotPrefix)) {
-			keys = append(keys, key)
+	var hosts []string
+	err := crawlstate.EachSlot(ctx, p.T, func(host string) error {
+		if m.matchHost(host) {
+			hosts = append(hosts, host)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("purge: scan the politeness slots: %w", err)
+		return fmt.Errorf("purge: read the politeness slots: %w", err)
 	}
-	for _, k := range keys {
-		if err := p.T.Delete(ctx, k, table.Cond{}); err != nil {
-			return fmt.Errorf("purge: delete %s: %w", k, err)
+	for _, h := range hosts {
+		if err := crawlstate.DeleteSlot(ctx, p.T, h); err != nil {
+			return fmt.Errorf("purge: %w", err)
 		}
 	}
 	return nil

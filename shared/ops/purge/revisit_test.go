@@ -192,7 +192,7 @@ func writeObjects(t *testing.T, be *cli.Backend, dir, prefix, suffix string) []s
 func tableRefs(t *testing.T, be *cli.Backend, crawl string) []storedRef {
 	t.Helper()
 	var refs []storedRef
-	err := crawlstate.New(be.Table).ScanURLs(context.Background(), crawl, func(u crawlstate.URL) error {
+	err := crawlstate.New(be.Table).EachURL(context.Background(), crawl, func(u crawlstate.URL) error {
 		p := u.Page
 		if p == nil {
 			return nil

@@ -1,7 +1,11 @@
 // Package table is the port for the crawler's state table. Its semantics are DynamoDB's for one
-// table with a string partition key: items are maps of attributes, every write can carry a
-// condition, and a failed condition changes nothing. The crawler builds dedup, URL claims with
-// leases, per-host politeness slots and crawl counters on it.
+// table with a string partition key and a string sort key: items are maps of attributes, every
+// write can carry a condition, and a failed condition changes nothing. The crawler builds dedup,
+// URL claims with leases, per-host politeness slots and crawl counters on it.
+//
+// There is no Scan. What is read together lives in one partition and is read by Query, a page at
+// a time, at a cost in proportion to what it returns: a crawl's cost must not depend on what else
+// the table holds (docs/state.md).
 //
 // Conditions and updates are plain data (Cond, Update) so that the DynamoDB adapter can turn them
 // into expressions with every attribute name aliased, and the embedded adapter can evaluate them
@@ -15,10 +19,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// MaxKeyBytes is DynamoDB's limit on a partition key; callers hash long keys (see the frontier).
-const MaxKeyBytes = 2048
+// DynamoDB's limits on a key's parts; callers hash long ids (see the frontier).
+const (
+	MaxPartBytes = 2048
+	MaxSortBytes = 1024
+)
+
+// Key is an item's key: the partition it lives in and its sort key there. Items of one partition
+// are read together by Query, in the order of their sort keys.
+type Key struct {
+	Part, Sort string
+}
+
+// String is the key as errors and logs show it.
+func (k Key) String() string { return k.Part + "|" + k.Sort }
+
+// Sep is the one byte no key part may hold: the embedded adapter joins the parts with it.
+const Sep = "\x1f"
+
+// ErrBadKey is the error of a key that no table can store.
+var ErrBadKey = errors.New("bad key")
+
+// Check returns an error wrapping ErrBadKey unless both parts are non-empty (DynamoDB refuses
+// an empty key attribute), within DynamoDB's lengths, and free of Sep.
+func (k Key) Check() error {
+	switch {
+	case k.Part == "" || len(k.Part) > MaxPartBytes:
+		return fmt.Errorf("%w %s: a partition of %d bytes, must be 1 to %d", ErrBadKey, k, len(k.Part), MaxPartBytes)
+	case k.Sort == "" || len(k.Sort) > MaxSortBytes:
+		return fmt.Errorf("%w %s: a sort key of %d bytes, must be 1 to %d", ErrBadKey, k, len(k.Sort), MaxSortBytes)
+	case strings.Contains(k.Part, Sep) || strings.Contains(k.Sort, Sep):
+		return fmt.Errorf("%w %q: holds the byte 0x1f", ErrBadKey, k.String())
+	}
+	return nil
+}
 
 // ErrNotFound is returned by Get when no item has the key.
 var ErrNotFound = errors.New("item not found")
@@ -58,7 +95,7 @@ func (it Item) Bool(name string) bool {
 // ConditionFailedError reports that a write's condition did not hold. Item is the item as it was
 // (nil when there was none), as DynamoDB returns it with ReturnValuesOnConditionCheckFailure=ALL_OLD.
 type ConditionFailedError struct {
-	Key  string
+	Key  Key
 	Item Item
 }
 
@@ -186,35 +223,39 @@ func (u Update) Check() error {
 // Table is the state table.
 type Table interface {
 	// Get returns the item with the key, or ErrNotFound. Reads are strongly consistent.
-	Get(ctx context.Context, key string) (Item, error)
+	Get(ctx context.Context, key Key) (Item, error)
 	// GetMany returns the items with the keys that exist, by key; a key with no item is left out
 	// of the map, and a key given twice is read once. Reads are strongly consistent, each item as
 	// of some moment during the call (not one snapshot of all of them). Any number of keys may be
 	// given: the adapter splits them into requests of its own size (DynamoDB's BatchGetItem takes
 	// 100). It is how a reader sums a few items written apart to keep each one cool.
-	GetMany(ctx context.Context, keys []string) (map[string]Item, error)
+	GetMany(ctx context.Context, keys []Key) (map[Key]Item, error)
 	// Put replaces the whole item if cond holds; otherwise it returns a *ConditionFailedError.
-	Put(ctx context.Context, key string, item Item, cond Cond) error
+	Put(ctx context.Context, key Key, item Item, cond Cond) error
 	// Update applies u if cond holds and returns the item as it is afterwards (ALL_NEW);
 	// otherwise it returns a *ConditionFailedError carrying the old item. An update that names an
 	// attribute more than once is refused with ErrOverlap (Update.Check), and changes nothing.
-	Update(ctx context.Context, key string, u Update, cond Cond) (Item, error)
+	Update(ctx context.Context, key Key, u Update, cond Cond) (Item, error)
 	// Delete removes the item if cond holds (deleting a missing item with no condition is not an error).
-	Delete(ctx context.Context, key string, cond Cond) error
-	// Scan calls fn for every item whose key starts with prefix, in no particular order, until fn
-	// returns an error. It is for summaries and tests, not for the hot path.
-	Scan(ctx context.Context, prefix string, fn func(key string, item Item) error) error
+	Delete(ctx context.Context, key Key, cond Cond) error
+	// Query calls fn for every item of the partition part whose sort key starts with prefix (""
+	// for all of them), in the order of their sort keys, until fn returns an error, which it
+	// returns wrapped. It reads a page at a time with strongly consistent reads, and its cost is
+	// in proportion to the items it returns, whatever the rest of the table holds. Items written
+	// during the call may or may not be seen.
+	Query(ctx context.Context, part, prefix string, fn func(sort string, item Item) error) error
 }
 
 // Admin creates tables. The local runner and the tests use it; on AWS the CDK stack does.
 type Admin interface {
-	// CreateTable creates the named table (partition key "pk", TTL attribute "expiresAt") if it
-	// does not exist.
+	// CreateTable creates the named table (partition key "pk", sort key "sk", TTL attribute
+	// "expiresAt") if it does not exist.
 	CreateTable(ctx context.Context, name string) error
 }
 
 // KeyAttr and TTLAttr are the table's schema on DynamoDB.
 const (
-	KeyAttr = "pk"
-	TTLAttr = "expiresAt"
+	KeyAttr  = "pk"
+	SortAttr = "sk"
+	TTLAttr  = "expiresAt"
 )

@@ -56,7 +56,7 @@ func TestIntegrationBudgetStopsTheCrawl(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	items := 0
-	if err := st.ScanURLs(ctx, sum.Crawl, func(u crawlstate.URL) error {
+	if err := st.EachURL(ctx, sum.Crawl, func(u crawlstate.URL) error {
 		items++
 		if !u.State.Terminal() {
 			t.Errorf("url %s is still %s", u.URL, u.State)

@@ -66,13 +66,13 @@ var errOutage = errors.New("injected outage: ProvisionedThroughputExceededExcept
 // slotOutage fails every write to one host's politeness slot while on: the cause of the poison.
 type slotOutage struct {
 	table.Table
-	key      string
+	host     string
 	on       atomic.Bool
 	failures atomic.Int64
 }
 
-func (s *slotOutage) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
-	if s.on.Load() && key == s.key {
+func (s *slotOutage) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
+	if s.on.Load() && crawlstate.KindOf(key) == "slot" && key.Sort == s.host {
 		s.failures.Add(1)
 		return nil, errOutage
 	}
@@ -94,8 +94,8 @@ func TestIntegrationPoisonReachesTheDLQAndRedrives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The politeness slot's key, as crawlstate documents it: "p#<host>".
-	outage := &slotOutage{Table: h.be.Table, key: "p#" + su.Host}
+	// The politeness slot's key, as crawlstate documents it: sorted by its host in a slot partition.
+	outage := &slotOutage{Table: h.be.Table, host: su.Host}
 	outage.on.Store(true)
 	ports := h.Ports()
 	ports.Table = outage

@@ -56,7 +56,8 @@ func TestIntegrationPurgeBackendAWS(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					out[row["pk"].(string)] = string(b)
+					out[row["pk"].(string)+"|"+row["sk"].(string)] = string(b) // as table.Key.String
+
 				}
 			}
 			return out

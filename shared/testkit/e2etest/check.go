@@ -40,7 +40,7 @@ func (h *Harness) checkInvariants(crawl string, exactCounters bool, pages int) {
 		t.Errorf("counters = %+v: want %d fetched, none pending or failed", c, pages)
 	}
 	states := map[crawlstate.State]int{}
-	if err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	if err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if !u.State.Terminal() {
 			t.Errorf("url %s is still %s", u.URL, u.State)
 		}

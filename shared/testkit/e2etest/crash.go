@@ -33,7 +33,7 @@ const (
 // Write is one write that a wrapped adapter is asked to make.
 type Write struct {
 	Kind Kind
-	// Target is the queue's address for a send or delete, the item's key for a table write and
+	// Target is the queue's address for a send or delete, the item's key (table.Key.String) for a table write and
 	// the object's key for a blob put.
 	Target string
 }
@@ -213,16 +213,16 @@ type crashTable struct {
 	table.Table
 }
 
-func (t crashTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
-	w := Write{TablePut, key}
+func (t crashTable) Put(ctx context.Context, key table.Key, it table.Item, cond table.Cond) error {
+	w := Write{TablePut, key.String()}
 	if err := t.c.before(w); err != nil {
 		return err
 	}
 	return t.c.done(w, t.Table.Put(ctx, key, it, cond))
 }
 
-func (t crashTable) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
-	w := Write{TableUpdate, key}
+func (t crashTable) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
+	w := Write{TableUpdate, key.String()}
 	if err := t.c.before(w); err != nil {
 		return nil, err
 	}

@@ -67,16 +67,16 @@ type endFaults struct {
 	failMark bool
 
 	mu     sync.Mutex
-	marked map[string]bool // parse marks failed once
-	failed bool            // the announced mark failed once
+	marked map[table.Key]bool // parse marks failed once
+	failed bool               // the announced mark failed once
 }
 
-func (t *endFaults) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
+func (t *endFaults) Put(ctx context.Context, key table.Key, it table.Item, cond table.Cond) error {
 	if isParseMark(key) {
 		t.mu.Lock()
 		first := !t.marked[key]
 		if t.marked == nil {
-			t.marked = map[string]bool{}
+			t.marked = map[table.Key]bool{}
 		}
 		t.marked[key] = true
 		t.mu.Unlock()
@@ -87,17 +87,14 @@ func (t *endFaults) Put(ctx context.Context, key string, it table.Item, cond tab
 	return t.Table.Put(ctx, key, it, cond)
 }
 
-// isParseMark reports whether key is a parse message's mark, m#<crawl>#<hex digest>, not one of
-// the Links messages' items that share its prefix (crawlstate's links.go).
-func isParseMark(key string) bool {
-	if !strings.HasPrefix(key, "m#") {
-		return false
-	}
-	rest := key[strings.LastIndex(key, "#")+1:]
-	return rest != "" && strings.ContainsRune("0123456789abcdef", rune(rest[0]))
+// isParseMark reports whether key is a parse message's mark, sorted as m#<hex digest>, not one of
+// the Links messages' items that share its kind (crawlstate's links.go).
+func isParseMark(key table.Key) bool {
+	rest, ok := strings.CutPrefix(key.Sort, "m#")
+	return ok && crawlstate.KindOf(key) == "parsed" && rest != "" && strings.ContainsRune("0123456789abcdef", rune(rest[0]))
 }
 
-func (t *endFaults) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+func (t *endFaults) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
 	if t.failMark && u.Set["end"] == string(crawlstate.EndAnnounced) {
 		t.mu.Lock()
 		first := !t.failed

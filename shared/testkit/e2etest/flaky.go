@@ -122,46 +122,46 @@ type flakyTable struct {
 	t table.Table
 }
 
-func (t flakyTable) Get(ctx context.Context, key string) (table.Item, error) {
+func (t flakyTable) Get(ctx context.Context, key table.Key) (table.Item, error) {
 	if err := t.f.call(&t.f.table, "get"); err != nil {
 		return nil, err
 	}
 	return t.t.Get(ctx, key)
 }
 
-func (t flakyTable) GetMany(ctx context.Context, keys []string) (map[string]table.Item, error) {
+func (t flakyTable) GetMany(ctx context.Context, keys []table.Key) (map[table.Key]table.Item, error) {
 	if err := t.f.call(&t.f.table, "get many"); err != nil {
 		return nil, err
 	}
 	return t.t.GetMany(ctx, keys)
 }
 
-func (t flakyTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
+func (t flakyTable) Put(ctx context.Context, key table.Key, it table.Item, cond table.Cond) error {
 	if err := t.f.call(&t.f.table, "put"); err != nil {
 		return err
 	}
 	return t.t.Put(ctx, key, it, cond)
 }
 
-func (t flakyTable) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+func (t flakyTable) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
 	if err := t.f.call(&t.f.table, "update"); err != nil {
 		return nil, err
 	}
 	return t.t.Update(ctx, key, u, cond)
 }
 
-func (t flakyTable) Delete(ctx context.Context, key string, cond table.Cond) error {
+func (t flakyTable) Delete(ctx context.Context, key table.Key, cond table.Cond) error {
 	if err := t.f.call(&t.f.table, "delete"); err != nil {
 		return err
 	}
 	return t.t.Delete(ctx, key, cond)
 }
 
-func (t flakyTable) Scan(ctx context.Context, prefix string, fn func(string, table.Item) error) error {
-	if err := t.f.call(&t.f.table, "scan"); err != nil {
+func (t flakyTable) Query(ctx context.Context, part, prefix string, fn func(string, table.Item) error) error {
+	if err := t.f.call(&t.f.table, "query"); err != nil {
 		return err
 	}
-	return t.t.Scan(ctx, prefix, fn)
+	return t.t.Query(ctx, part, prefix, fn)
 }
 
 type flakyBlobs struct {

@@ -206,7 +206,7 @@ func (h *Harness) Pending(crawl string) string {
 	}
 	const most = 10
 	open := 0
-	err := crawlstate.New(h.Table).ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := crawlstate.New(h.Table).EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.State.Terminal() {
 			return nil
 		}

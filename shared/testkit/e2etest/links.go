@@ -2,10 +2,10 @@ package e2etest
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -19,16 +19,16 @@ type admitFaults struct {
 	minDepth int64
 
 	mu      sync.Mutex
-	tries   map[string]int
-	pending map[string]bool // URL items whose write failed, not yet written again
+	tries   map[table.Key]int
+	pending map[table.Key]bool // URL items whose write failed, not yet written again
 	faults  int
 }
 
-func (t *admitFaults) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
-	if strings.HasPrefix(key, "u#") && it.Int("depth") >= t.minDepth {
+func (t *admitFaults) Put(ctx context.Context, key table.Key, it table.Item, cond table.Cond) error {
+	if crawlstate.KindOf(key) == "url" && it.Int("depth") >= t.minDepth {
 		t.mu.Lock()
 		if t.tries == nil {
-			t.tries, t.pending = map[string]int{}, map[string]bool{}
+			t.tries, t.pending = map[table.Key]int{}, map[table.Key]bool{}
 		}
 		t.tries[key]++
 		fail := t.tries[key] <= 2

@@ -14,13 +14,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 )
 
 // Raw reads a backend's stores directly, not through the crawler's adapters: the oracle of
 // CheckPurge.
 type Raw struct {
-	// Rows returns every stored row as its key and its stored text: each table item and, on the
-	// embedded backend, each queue message.
+	// Rows returns every stored row as its key and its stored text: each table item, keyed as
+	// table.Key.String writes it (partition|sort), and, on the embedded backend, each queue message.
 	Rows func(t testing.TB) map[string]string
 	// Objects returns every object of the bucket, by key.
 	Objects func(t testing.TB) map[string][]byte
@@ -204,7 +206,7 @@ func checkErased(t testing.TB, raw Raw, objects map[string][]byte, rows map[stri
 		}
 	}
 	for k, v := range rows {
-		if k == "x#optout" {
+		if k == crawlstate.OptOutKey.String() {
 			if !strings.Contains(v, secret) {
 				t.Errorf("the opt-out list holds no tombstone of %s: %s", secret, v)
 			}

@@ -105,7 +105,7 @@ func (h *Harness) CheckPauseResume(concurrency int) {
 func (h *Harness) heldURLs(st *crawlstate.Store, crawl string) int {
 	h.T.Helper()
 	n := 0
-	if err := st.ScanURLs(context.Background(), crawl, func(u crawlstate.URL) error {
+	if err := st.EachURL(context.Background(), crawl, func(u crawlstate.URL) error {
 		if u.State == crawlstate.Queued && u.Owner != "" {
 			n++
 		}
@@ -142,7 +142,7 @@ func (h *Harness) CheckStop(concurrency int) {
 			tally, h.Site.Fetched(), h.Site.Pages)
 	}
 	recs := h.Records(crawl)
-	if err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	if err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		switch u.State {
 		case crawlstate.Stopped:
 			if p, err := url.Parse(u.URL); err != nil || h.Site.Hits(p.Path) != 0 {

@@ -121,7 +121,7 @@ func (h *Harness) held(crawl string) map[string]bool {
 // a crash, these are the only pages that the resumed crawl may fetch again.
 func Held(ctx context.Context, tb table.Table, crawl string) (map[string]bool, error) {
 	held := map[string]bool{}
-	err := crawlstate.New(tb).ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := crawlstate.New(tb).EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.Owner != "" && !u.State.Terminal() {
 			p, err := url.Parse(u.URL)
 			if err != nil {
@@ -258,7 +258,7 @@ func (h *Harness) CheckFailingURLGivesUp(i, maxTries, concurrency int) {
 	ctx := context.Background()
 	st := crawlstate.New(h.Table)
 	states := map[crawlstate.State]int{}
-	if err := st.ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	if err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		states[u.State]++
 		if u.URL == h.Site.PageURL(i) && (u.State != crawlstate.Failed || u.Class != errclass.HTTP5xx) {
 			t.Errorf("the failing page's URL is %s/%s, want failed/%s", u.State, u.Class, errclass.HTTP5xx)
@@ -318,7 +318,7 @@ func (h *Harness) CheckBadURLsGiveUpWithTheDefaults(concurrency int) {
 	}
 	st := crawlstate.New(h.Table)
 	states := map[crawlstate.State]int{}
-	if err := st.ScanURLs(context.Background(), crawl, func(u crawlstate.URL) error {
+	if err := st.EachURL(context.Background(), crawl, func(u crawlstate.URL) error {
 		states[u.State]++
 		for i, b := range bad {
 			if u.URL == h.Site.PageURL(i) && (u.State != crawlstate.Failed || u.Class != b.class) {

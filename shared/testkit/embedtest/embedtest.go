@@ -6,7 +6,6 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,16 +74,16 @@ func Failures(t testing.TB, h Handler, recs ...events.SQSMessage) []string {
 // writes (Put, Update and Delete). Tests use it to show that a path makes no table call, or that it does.
 type CountingTable struct {
 	table.Table
-	// Only, when set, counts only the calls on keys that start with it (a write to a URL item,
-	// "u#", or to a politeness slot, "p#"); a GetMany counts if any of its keys does.
-	Only          string
+	// Only, when set, counts only the calls on keys it holds true (a write to a URL item, or to a
+	// politeness slot: see crawlstate.KindOf); a GetMany counts if any of its keys does.
+	Only          func(table.Key) bool
 	reads, writes atomic.Int64
 }
 
 // Writes returns how many Puts, Updates and Deletes were made.
 func (c *CountingTable) Writes() int64 { return c.writes.Load() }
 
-func (c *CountingTable) counts(key string) bool { return strings.HasPrefix(key, c.Only) }
+func (c *CountingTable) counts(key table.Key) bool { return c.Only == nil || c.Only(key) }
 
 // Reads returns how many Gets and GetManys were made.
 func (c *CountingTable) Reads() int64 { return c.reads.Load() }
@@ -92,35 +91,35 @@ func (c *CountingTable) Reads() int64 { return c.reads.Load() }
 // Calls returns how many reads and writes were made.
 func (c *CountingTable) Calls() int64 { return c.reads.Load() + c.writes.Load() }
 
-func (c *CountingTable) Get(ctx context.Context, key string) (table.Item, error) {
+func (c *CountingTable) Get(ctx context.Context, key table.Key) (table.Item, error) {
 	if c.counts(key) {
 		c.reads.Add(1)
 	}
 	return c.Table.Get(ctx, key)
 }
 
-func (c *CountingTable) GetMany(ctx context.Context, keys []string) (map[string]table.Item, error) {
+func (c *CountingTable) GetMany(ctx context.Context, keys []table.Key) (map[table.Key]table.Item, error) {
 	if slices.ContainsFunc(keys, c.counts) {
 		c.reads.Add(1)
 	}
 	return c.Table.GetMany(ctx, keys)
 }
 
-func (c *CountingTable) Put(ctx context.Context, key string, it table.Item, cond table.Cond) error {
+func (c *CountingTable) Put(ctx context.Context, key table.Key, it table.Item, cond table.Cond) error {
 	if c.counts(key) {
 		c.writes.Add(1)
 	}
 	return c.Table.Put(ctx, key, it, cond)
 }
 
-func (c *CountingTable) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+func (c *CountingTable) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
 	if c.counts(key) {
 		c.writes.Add(1)
 	}
 	return c.Table.Update(ctx, key, u, cond)
 }
 
-func (c *CountingTable) Delete(ctx context.Context, key string, cond table.Cond) error {
+func (c *CountingTable) Delete(ctx context.Context, key table.Key, cond table.Cond) error {
 	if c.counts(key) {
 		c.writes.Add(1)
 	}

@@ -86,7 +86,7 @@ func classify(s Service, r *http.Request, body []byte) call {
 }
 
 // dynamoTarget is "table key" for a DynamoDB request: the table, and the key of an item request
-// (its Key, or the pk of a PutItem's Item).
+// (its Key, or the pk and sk of a PutItem's Item), as "pk=…,sk=…".
 func dynamoTarget(body []byte) string {
 	var in struct {
 		TableName    string
@@ -105,7 +105,7 @@ func dynamoTarget(body []byte) string {
 	case in.Key != nil:
 		return t + " " + attrs(in.Key)
 	case in.Item != nil && in.Item["pk"] != nil:
-		return t + " " + attrs(map[string]map[string]any{"pk": in.Item["pk"]})
+		return t + " " + attrs(map[string]map[string]any{"pk": in.Item["pk"], "sk": in.Item["sk"]})
 	}
 	return t
 }

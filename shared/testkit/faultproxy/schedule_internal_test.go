@@ -67,8 +67,8 @@ func TestClassify(t *testing.T) {
 		class  class
 		where  string
 	}{
-		{DynamoDB, "POST", "DynamoDB_20120810.PutItem", "/", `{"TableName":"t","Item":{"pk":{"S":"u#1"},"n":{"N":"1"}}}`, "PutItem", write, "t pk=u#1"},
-		{DynamoDB, "POST", "DynamoDB_20120810.UpdateItem", "/", `{"TableName":"t","Key":{"pk":{"S":"c#x"}}}`, "UpdateItem", write, "t pk=c#x"},
+		{DynamoDB, "POST", "DynamoDB_20120810.PutItem", "/", `{"TableName":"t","Item":{"pk":{"S":"c#x#1"},"sk":{"S":"u#1"},"n":{"N":"1"}}}`, "PutItem", write, "t pk=c#x#1,sk=u#1"},
+		{DynamoDB, "POST", "DynamoDB_20120810.UpdateItem", "/", `{"TableName":"t","Key":{"pk":{"S":"k#3"},"sk":{"S":"x"}}}`, "UpdateItem", write, "t pk=k#3,sk=x"},
 		{DynamoDB, "POST", "DynamoDB_20120810.BatchWriteItem", "/", `{"RequestItems":{"t":[]}}`, "BatchWriteItem", write, "t"},
 		{DynamoDB, "POST", "DynamoDB_20120810.Query", "/", `{"TableName":"t"}`, "Query", read, "t"},
 		{DynamoDB, "POST", "DynamoDB_20120810.CreateTable", "/", `{"TableName":"t"}`, "CreateTable", setup, "t"},

@@ -205,7 +205,7 @@ func checkWARC(t *testing.T, h *e2etest.Harness, crawl string) {
 	t.Helper()
 	ctx := context.Background()
 	n := 0
-	err := crawlstate.New(h.Table).ScanURLs(ctx, crawl, func(u crawlstate.URL) error {
+	err := crawlstate.New(h.Table).EachURL(ctx, crawl, func(u crawlstate.URL) error {
 		if u.State != crawlstate.Fetched || u.Page == nil {
 			return nil
 		}

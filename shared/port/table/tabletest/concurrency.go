@@ -11,7 +11,7 @@ import (
 
 func testConcurrentClaim(t *testing.T, tb table.Table, prefix string) {
 	const workers = 8
-	key := prefix + "claim"
+	key := table.Key{Part: prefix, Sort: "claim"}
 	race := func(t *testing.T, now int64) {
 		t.Helper()
 		var wg sync.WaitGroup
@@ -64,7 +64,7 @@ func testConcurrentClaim(t *testing.T, tb table.Table, prefix string) {
 
 func testConcurrentAdd(t *testing.T, tb table.Table, prefix string) {
 	const workers, each = 8, 50
-	key := prefix + "counter"
+	key := table.Key{Part: prefix, Sort: "counter"}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
 	for range workers {

@@ -23,7 +23,7 @@ func testUpdateNamesEachAttributeOnce(t *testing.T, tb table.Table, prefix strin
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := fmt.Sprintf("%soverlap-%d", prefix, i)
+			key := table.Key{Part: prefix, Sort: fmt.Sprintf("overlap-%d", i)}
 			old := table.Item{"a": "old", "n": int64(5)}
 			put(t, tb, key, old)
 			_, err := tb.Update(ctxFor(t), key, tt.u, table.Cond{})

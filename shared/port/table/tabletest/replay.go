@@ -17,7 +17,7 @@ import (
 // not applied, and fails with ErrInjected; one that a Lost rule picks is applied, and then fails
 // with ErrInjected, as when the SDK's retries ran out. Reads and unpicked writes go through.
 //
-// Rules are matched in order and each picks by operation, key prefix and the nth write it matches,
+// Rules are matched in order and each picks by operation, key (or sort-key prefix) and the nth write it matches,
 // so a test names the step it breaks ("the second update of a group's item") rather than a moment.
 // It is safe for concurrent use.
 type Faults struct {
@@ -31,8 +31,10 @@ type Faults struct {
 type Rule struct {
 	// Op is "put", "update" or "delete"; "" picks any write.
 	Op string
-	// Prefix picks the writes whose key starts with it.
-	Prefix string
+	// Key picks the writes to that key alone, unless it is the zero Key.
+	Key table.Key
+	// Sort picks the writes whose sort key starts with it (the kind of item, say), in any partition.
+	Sort string
 	// Nth picks only the nth write the rule matches (1 is the first); 0 picks every one.
 	Nth int
 	// Fail: the write is not applied and fails with ErrInjected. Lost: it is applied, and fails
@@ -75,11 +77,11 @@ func (f *Faults) Injected() []string {
 }
 
 // pick returns the rule that picks this write, if any, and logs the fault.
-func (f *Faults) pick(op, key string) (r *rule, ok bool) {
+func (f *Faults) pick(op string, key table.Key) (r *rule, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range f.rules {
-		if r.Op != "" && r.Op != op || !strings.HasPrefix(key, r.Prefix) {
+		if r.Op != "" && r.Op != op || r.Key != (table.Key{}) && r.Key != key || !strings.HasPrefix(key.Sort, r.Sort) {
 			continue
 		}
 		r.seen++
@@ -100,7 +102,7 @@ func (f *Faults) pick(op, key string) (r *rule, ok bool) {
 }
 
 // Put applies the put, and replays or fails it when a rule picks it.
-func (f *Faults) Put(ctx context.Context, key string, item table.Item, cond table.Cond) error {
+func (f *Faults) Put(ctx context.Context, key table.Key, item table.Item, cond table.Cond) error {
 	r, ok := f.pick("put", key)
 	switch {
 	case !ok:
@@ -118,7 +120,7 @@ func (f *Faults) Put(ctx context.Context, key string, item table.Item, cond tabl
 }
 
 // Update applies the update, and replays or fails it when a rule picks it.
-func (f *Faults) Update(ctx context.Context, key string, u table.Update, cond table.Cond) (table.Item, error) {
+func (f *Faults) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
 	r, ok := f.pick("update", key)
 	switch {
 	case !ok:
@@ -136,7 +138,7 @@ func (f *Faults) Update(ctx context.Context, key string, u table.Update, cond ta
 }
 
 // Delete applies the delete, and replays or fails it when a rule picks it.
-func (f *Faults) Delete(ctx context.Context, key string, cond table.Cond) error {
+func (f *Faults) Delete(ctx context.Context, key table.Key, cond table.Cond) error {
 	r, ok := f.pick("delete", key)
 	switch {
 	case !ok:
@@ -154,7 +156,7 @@ func (f *Faults) Delete(ctx context.Context, key string, cond table.Cond) error 
 }
 
 // answerLost is the error of an applied write whose answer a Lost rule drops.
-func answerLost(op, key string) error {
+func answerLost(op string, key table.Key) error {
 	return fmt.Errorf("%s %s: applied, and its answer lost: %w", op, key, ErrInjected)
 }
 

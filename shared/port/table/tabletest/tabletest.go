@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +37,9 @@ func Run(t *testing.T, newTable func(t *testing.T) table.Table) {
 		{"UpdateConditionFailed", testUpdateConditionFailed},
 		{"UpdateNamesEachAttributeOnce", testUpdateNamesEachAttributeOnce},
 		{"Delete", testDelete},
-		{"Scan", testScan},
+		{"Query", testQuery},
+		{"QueryPages", testQueryPages},
+		{"BadKeys", testBadKeys},
 		{"RoundTrip", testRoundTrip},
 		{"ReservedWords", testReservedWords},
 		{"ConcurrentClaim", testConcurrentClaim},
@@ -65,7 +67,7 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-func put(t *testing.T, tb table.Table, key string, it table.Item) {
+func put(t *testing.T, tb table.Table, key table.Key, it table.Item) {
 	t.Helper()
 	if err := tb.Put(ctxFor(t), key, it, table.Cond{}); err != nil {
 		t.Fatalf("Put %s: %v", key, err)
@@ -73,7 +75,7 @@ func put(t *testing.T, tb table.Table, key string, it table.Item) {
 }
 
 // get returns the item, or nil when there is none.
-func get(t *testing.T, tb table.Table, key string) table.Item {
+func get(t *testing.T, tb table.Table, key table.Key) table.Item {
 	t.Helper()
 	it, err := tb.Get(ctxFor(t), key)
 	if errors.Is(err, table.ErrNotFound) {
@@ -96,7 +98,7 @@ func wantItem(t *testing.T, what string, got, want table.Item) {
 }
 
 // wantCondFailed checks that err is a *ConditionFailedError for key carrying old.
-func wantCondFailed(t *testing.T, err error, key string, old table.Item) {
+func wantCondFailed(t *testing.T, err error, key table.Key, old table.Item) {
 	t.Helper()
 	cf, ok := table.IsConditionFailed(err)
 	if !ok {
@@ -114,7 +116,7 @@ func wantCondFailed(t *testing.T, err error, key string, old table.Item) {
 }
 
 func testGetMissing(t *testing.T, tb table.Table, prefix string) {
-	_, err := tb.Get(ctxFor(t), prefix+"missing")
+	_, err := tb.Get(ctxFor(t), table.Key{Part: prefix, Sort: "missing"})
 	if !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("Get missing: err = %v, want table.ErrNotFound", err)
 	}
@@ -127,10 +129,10 @@ func testGetMany(t *testing.T, tb table.Table, prefix string) {
 	if got, err := tb.GetMany(ctx, nil); err != nil || len(got) != 0 {
 		t.Fatalf("GetMany(no keys) = %v, %v; want an empty map", got, err)
 	}
-	want := map[string]table.Item{}
-	var keys []string
+	want := map[table.Key]table.Item{}
+	var keys []table.Key
 	for i := range 250 {
-		key := fmt.Sprintf("%sk%03d", prefix, i)
+		key := table.Key{Part: prefix, Sort: fmt.Sprintf("k%03d", i)}
 		keys = append(keys, key)
 		if i%5 == 0 {
 			continue // no item: left out of the answer
@@ -139,7 +141,7 @@ func testGetMany(t *testing.T, tb table.Table, prefix string) {
 		put(t, tb, key, it)
 		want[key] = it
 	}
-	keys = append(keys, keys[1], keys[2], prefix+"k000") // twice, and a missing key twice
+	keys = append(keys, keys[1], keys[2], table.Key{Part: prefix, Sort: "k000"}) // twice, and a missing key twice
 	got, err := tb.GetMany(ctx, keys)
 	if err != nil {
 		t.Fatalf("GetMany: %v", err)
@@ -148,7 +150,7 @@ func testGetMany(t *testing.T, tb table.Table, prefix string) {
 		t.Errorf("GetMany returned %d items, want %d", len(got), len(want))
 	}
 	for k, it := range want {
-		wantItem(t, "GetMany["+k+"]", got[k], it)
+		wantItem(t, "GetMany["+k.String()+"]", got[k], it)
 	}
 	for k := range got {
 		if _, ok := want[k]; !ok {
@@ -225,7 +227,7 @@ func testConditions(t *testing.T, tb table.Table, prefix string) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := fmt.Sprintf("%scond-%d", prefix, i)
+			key := table.Key{Part: prefix, Sort: fmt.Sprintf("cond-%d", i)}
 			var old table.Item
 			if !tt.missing {
 				old = table.Item{}
@@ -257,7 +259,7 @@ func testConditions(t *testing.T, tb table.Table, prefix string) {
 }
 
 func testPutReplaces(t *testing.T, tb table.Table, prefix string) {
-	key := prefix + "k"
+	key := table.Key{Part: prefix, Sort: "k"}
 	put(t, tb, key, table.Item{"a": "1", "b": int64(2)})
 	put(t, tb, key, table.Item{"c": true})
 	wantItem(t, "item", get(t, tb, key), table.Item{"c": true})
@@ -294,7 +296,7 @@ func testUpdate(t *testing.T, tb table.Table, prefix string) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := fmt.Sprintf("%supd-%d", prefix, i)
+			key := table.Key{Part: prefix, Sort: fmt.Sprintf("upd-%d", i)}
 			if tt.before != nil {
 				put(t, tb, key, tt.before)
 			}
@@ -310,7 +312,7 @@ func testUpdate(t *testing.T, tb table.Table, prefix string) {
 
 func testUpdateConditionFailed(t *testing.T, tb table.Table, prefix string) {
 	t.Run("Missing", func(t *testing.T) {
-		key := prefix + "missing"
+		key := table.Key{Part: prefix, Sort: "missing"}
 		_, err := tb.Update(ctxFor(t), key, table.Update{Add: map[string]int64{"count": 1}}, table.ItemExists())
 		wantCondFailed(t, err, key, nil)
 		if it := get(t, tb, key); it != nil {
@@ -318,7 +320,7 @@ func testUpdateConditionFailed(t *testing.T, tb table.Table, prefix string) {
 		}
 	})
 	t.Run("Present", func(t *testing.T) {
-		key := prefix + "present"
+		key := table.Key{Part: prefix, Sort: "present"}
 		old := table.Item{"status": "done", "count": int64(1)}
 		put(t, tb, key, old)
 		_, err := tb.Update(ctxFor(t), key,
@@ -331,16 +333,16 @@ func testUpdateConditionFailed(t *testing.T, tb table.Table, prefix string) {
 
 func testDelete(t *testing.T, tb table.Table, prefix string) {
 	t.Run("MissingNoCondition", func(t *testing.T) {
-		if err := tb.Delete(ctxFor(t), prefix+"none", table.Cond{}); err != nil {
+		if err := tb.Delete(ctxFor(t), table.Key{Part: prefix, Sort: "none"}, table.Cond{}); err != nil {
 			t.Fatalf("Delete missing: %v", err)
 		}
 	})
 	t.Run("MissingItemExists", func(t *testing.T) {
-		err := tb.Delete(ctxFor(t), prefix+"none2", table.ItemExists())
-		wantCondFailed(t, err, prefix+"none2", nil)
+		err := tb.Delete(ctxFor(t), table.Key{Part: prefix, Sort: "none2"}, table.ItemExists())
+		wantCondFailed(t, err, table.Key{Part: prefix, Sort: "none2"}, nil)
 	})
 	t.Run("Conditional", func(t *testing.T) {
-		key := prefix + "k"
+		key := table.Key{Part: prefix, Sort: "k"}
 		old := table.Item{"owner": "w1"}
 		put(t, tb, key, old)
 		wantCondFailed(t, tb.Delete(ctxFor(t), key, table.Eq("owner", "w2")), key, old)
@@ -354,20 +356,18 @@ func testDelete(t *testing.T, tb table.Table, prefix string) {
 	})
 }
 
-func testScan(t *testing.T, tb table.Table, prefix string) {
+// testQuery reads partitions by sort-key prefix: a prefix reads its own items, in sort-key order,
+// and none of another partition's, even one whose name starts with this one's.
+func testQuery(t *testing.T, tb table.Table, prefix string) {
+	part, other := prefix+"p", prefix+"p2"
 	items := map[string]table.Item{
-		prefix + "a/1":  {"n": int64(1)},
-		prefix + "a/2":  {"n": int64(2)},
-		prefix + "a/3x": {"n": int64(3)},
-		prefix + "a":    {"n": int64(0)},
-		prefix + "b/1":  {"n": int64(4)},
-		prefix + "A/1":  {"n": int64(5)},
-		prefix + "a%/1": {"n": int64(6)},
-		prefix + "a_/1": {"n": int64(7)},
+		"a/1": {"n": int64(1)}, "a/2": {"n": int64(2)}, "a/3x": {"n": int64(3)}, "a": {"n": int64(0)},
+		"b/1": {"n": int64(4)}, "A/1": {"n": int64(5)}, "a%/1": {"n": int64(6)}, "a_/1": {"n": int64(7)},
 	}
 	for k, it := range items {
-		put(t, tb, k, it)
+		put(t, tb, table.Key{Part: part, Sort: k}, it)
 	}
+	put(t, tb, table.Key{Part: other, Sort: "a/1"}, table.Item{"n": int64(99)})
 	tests := []struct {
 		prefix string
 		want   []string
@@ -377,38 +377,109 @@ func testScan(t *testing.T, tb table.Table, prefix string) {
 		{"a%", []string{"a%/1"}},
 		{"a_", []string{"a_/1"}},
 		{"c/", nil},
+		{"", []string{"A/1", "a", "a%/1", "a/1", "a/2", "a/3x", "a_/1", "b/1"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.prefix, func(t *testing.T) {
+		t.Run("prefix="+tt.prefix, func(t *testing.T) {
 			var got []string
-			err := tb.Scan(ctxFor(t), prefix+tt.prefix, func(key string, it table.Item) error {
-				wantItem(t, "scanned "+key, it, items[key])
-				got = append(got, key[len(prefix):])
+			err := tb.Query(ctxFor(t), part, tt.prefix, func(sort string, it table.Item) error {
+				wantItem(t, "queried "+sort, it, items[sort])
+				got = append(got, sort)
 				return nil
 			})
 			if err != nil {
-				t.Fatalf("Scan: %v", err)
+				t.Fatalf("Query: %v", err)
 			}
-			sort.Strings(got)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Scan(%q) keys = %q, want %q", tt.prefix, got, tt.want)
+			if !reflect.DeepEqual(got, tt.want) { // in sort-key order, not sorted here
+				t.Errorf("Query(%q) = %q, want %q", tt.prefix, got, tt.want)
 			}
 		})
 	}
+	t.Run("EmptyPartition", func(t *testing.T) {
+		err := tb.Query(ctxFor(t), prefix+"none", "", func(sort string, _ table.Item) error {
+			t.Errorf("Query of an empty partition returned %q", sort)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Query: %v", err)
+		}
+	})
 	t.Run("StopsOnError", func(t *testing.T) {
 		stop := errors.New("stop")
 		calls := 0
-		err := tb.Scan(ctxFor(t), prefix+"a/", func(string, table.Item) error {
+		err := tb.Query(ctxFor(t), part, "a/", func(string, table.Item) error {
 			calls++
 			return stop
 		})
 		if !errors.Is(err, stop) {
-			t.Errorf("Scan err = %v, want it to wrap the callback's error", err)
+			t.Errorf("Query err = %v, want it to wrap the callback's error", err)
 		}
 		if calls != 1 {
 			t.Errorf("callback called %d times after returning an error, want 1", calls)
 		}
 	})
+	t.Run("SeesTheLastWrite", func(t *testing.T) {
+		key := table.Key{Part: part, Sort: "b/1"}
+		if _, err := tb.Update(ctxFor(t), key, table.Update{Add: map[string]int64{"n": 10}}, table.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.Delete(ctxFor(t), table.Key{Part: part, Sort: "a/2"}, table.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		err := tb.Query(ctxFor(t), part, "", func(sort string, it table.Item) error {
+			got[sort] = it.Int("n")
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Query: %v", err)
+		}
+		if _, ok := got["a/2"]; ok || got["b/1"] != 14 {
+			t.Errorf("Query right after an update and a delete: %v, want b/1 at 14 and no a/2", got)
+		}
+	})
+}
+
+// testQueryPages reads a partition larger than one page of either adapter (DynamoDB's 1 MB, the
+// SQLite adapter's 500 items): every item once, in order.
+func testQueryPages(t *testing.T, tb table.Table, prefix string) {
+	const n = 700
+	pad := strings.Repeat("x", 2000) // 700 items of 2 KB: about 1.4 MB, two of DynamoDB's pages
+	for i := range n {
+		put(t, tb, table.Key{Part: prefix, Sort: fmt.Sprintf("i%04d", i)}, table.Item{"n": int64(i), "pad": pad})
+	}
+	next := 0
+	err := tb.Query(ctxFor(t), prefix, "i", func(sort string, it table.Item) error {
+		if want := fmt.Sprintf("i%04d", next); sort != want || it.Int("n") != int64(next) {
+			return fmt.Errorf("item %d is %s (n=%d), want %s", next, sort, it.Int("n"), want)
+		}
+		next++
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Query: %v", err)
+	}
+	if next != n {
+		t.Errorf("Query returned %d items, want %d", next, n)
+	}
+}
+
+// testBadKeys are refused by every call, with ErrBadKey, before anything is written.
+func testBadKeys(t *testing.T, tb table.Table, prefix string) {
+	for _, k := range []table.Key{
+		{Part: "", Sort: "s"}, {Part: prefix, Sort: ""}, {Part: prefix + table.Sep, Sort: "s"},
+		{Part: prefix, Sort: strings.Repeat("s", table.MaxSortBytes+1)},
+	} {
+		if err := tb.Put(ctxFor(t), k, table.Item{"a": "b"}, table.Cond{}); !errors.Is(err, table.ErrBadKey) {
+			t.Errorf("Put(%q) = %v, want ErrBadKey", k.String(), err)
+		}
+		if _, err := tb.Get(ctxFor(t), k); !errors.Is(err, table.ErrBadKey) {
+			t.Errorf("Get(%q) = %v, want ErrBadKey", k.String(), err)
+		}
+	}
+	if err := tb.Query(ctxFor(t), "", "", func(string, table.Item) error { return nil }); !errors.Is(err, table.ErrBadKey) {
+		t.Errorf("Query of no partition = %v, want ErrBadKey", err)
+	}
 }
 
 func testRoundTrip(t *testing.T, tb table.Table, prefix string) {
@@ -430,7 +501,7 @@ func testRoundTrip(t *testing.T, tb table.Table, prefix string) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := fmt.Sprintf("%srt-%d", prefix, i)
+			key := table.Key{Part: prefix, Sort: fmt.Sprintf("rt-%d", i)}
 			put(t, tb, key, table.Item{"v": tt.v})
 			got := get(t, tb, key)
 			if !reflect.DeepEqual(got["v"], tt.v) {
@@ -450,7 +521,7 @@ func testRoundTrip(t *testing.T, tb table.Table, prefix string) {
 }
 
 func testReservedWords(t *testing.T, tb table.Table, prefix string) {
-	key := prefix + "reserved"
+	key := table.Key{Part: prefix, Sort: "reserved"}
 	it := table.Item{"status": "queued", "url": "https://example.com/", "owner": "w1",
 		"depth": int64(2), "name": "n", "count": int64(1)}
 	if err := tb.Put(ctxFor(t), key, it, table.ItemNotExists()); err != nil {

@@ -1,0 +1,83 @@
+package crawlstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crawlstack/crawlstack/shared/port/table"
+)
+
+// queryWidth is how many partitions a read of a crawl's items queries at once: on DynamoDB a page
+// of a Query takes some tens of milliseconds, and the tally of a crawl of a million URLs (about
+// 500 MB) reads 500 pages, which must end well within the schedule function's timeout.
+const queryWidth = 8
+
+// errStopped is what a partition's query gets once another's fn has failed.
+var errStopped = errors.New("the read of the crawl stopped")
+
+// EachInCrawl calls fn for every item of the crawl whose sort key starts with prefix (a kind,
+// such as BudgetKind), with a Query of each of its Shards partitions, queryWidth at once. fn is
+// called for one item at a time, in no order across partitions, and never again once it has
+// failed; EachInCrawl then returns its error, wrapped. It reads the crawl's items and nothing else.
+func EachInCrawl(ctx context.Context, t table.Table, crawl, prefix string, fn func(sort string, it table.Item) error) error {
+	return eachInParts(ctx, t, Shards, func(n int) string { return crawlPart(crawl, n) }, prefix, fn)
+}
+
+// eachInParts is EachInCrawl over the partitions part(0) to part(parts-1).
+func eachInParts(ctx context.Context, t table.Table, parts int, part func(int) string, prefix string,
+	fn func(sort string, it table.Item) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(queryWidth)
+	var mu sync.Mutex
+	var fnErr error
+	for n := range parts {
+		g.Go(func() error {
+			return t.Query(gctx, part(n), prefix, func(sort string, it table.Item) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if fnErr != nil {
+					return errStopped
+				}
+				if err := fn(sort, it); err != nil {
+					fnErr = err
+					return err
+				}
+				return nil
+			})
+		})
+	}
+	err := g.Wait()
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return fmt.Errorf("read %s…: %w", part(0), err)
+	}
+	return nil
+}
+
+// EachSlot calls fn with the host of every politeness slot there is, as EachInCrawl does: a
+// Query of each of the slots' SlotShards partitions, which hold nothing else.
+func EachSlot(ctx context.Context, t table.Table, fn func(host string) error) error {
+	return eachInParts(ctx, t, SlotShards, slotPart, "", func(host string, _ table.Item) error { return fn(host) })
+}
+
+// DeleteBudget deletes the crawl's page budget of the host (an erasure of the host).
+func DeleteBudget(ctx context.Context, t table.Table, crawl, host string) error {
+	if err := t.Delete(ctx, budgetKey(crawl, host), table.Cond{}); err != nil {
+		return fmt.Errorf("delete the budget of %s in crawl %s: %w", host, crawl, err)
+	}
+	return nil
+}
+
+// DeleteSlot deletes the host's politeness slot (an erasure of the host).
+func DeleteSlot(ctx context.Context, t table.Table, host string) error {
+	if err := t.Delete(ctx, slotKey(host), table.Cond{}); err != nil {
+		return fmt.Errorf("delete the politeness slot of %s: %w", host, err)
+	}
+	return nil
+}
