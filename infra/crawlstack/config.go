@@ -75,9 +75,10 @@ type Config struct {
 	// Dashboard creates the CloudWatch dashboard. Off by default: an account
 	// pays for every dashboard beyond its first 3.
 	Dashboard bool
-	// Alarms creates the ten alarms: six on the queues, and four on the
-	// functions, the table and the crawls' budgets (an account pays for every
-	// alarm beyond its first 10).
+	// Alarms creates the eleven alarms: six on the queues, and five on the
+	// functions, the table, the crawls' budgets and stalled crawls (the last
+	// only with FinishEvent; an account pays for every alarm beyond its first
+	// 10).
 	Alarms bool
 	// AlarmEmail, when set, receives every alarm's state changes through an
 	// encrypted SNS topic. It needs Alarms.
@@ -90,6 +91,10 @@ type Config struct {
 	FinishEvent        bool
 	FinishCheckSeconds int
 	FinishMail         bool
+	// FinishStallMinutes is how long a crawl's counters stand still with
+	// work left before its checks announce it stalled ("Crawl Stalled" and
+	// the CrawlStalled alarm) and stop.
+	FinishStallMinutes int
 	// Metrics has the functions write the crawl's metrics as EMF lines (about
 	// 2 KB per fetch invocation of 10 URLs, billed as log ingestion). False
 	// sets OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's
@@ -164,6 +169,7 @@ func DefaultConfig() Config {
 		AlarmEmail:                "",
 		FinishEvent:               true,
 		FinishCheckSeconds:        60,
+		FinishStallMinutes:        60,
 		FinishMail:                true,
 		RetainData:                true,
 		LogLevel:                  "INFO",
@@ -301,6 +307,9 @@ func (c Config) validateRecrawl(bad func(key, format string, args ...any)) {
 	}
 	if c.FinishCheckSeconds < 1 || c.FinishCheckSeconds > 900 {
 		bad("finishCheckSeconds", "must be 1 to 900 (an SQS message's longest delay), got %d", c.FinishCheckSeconds)
+	}
+	if c.FinishStallMinutes < 10 || c.FinishStallMinutes > 10080 {
+		bad("finishStallMinutes", "must be 10 to 10080 (a week), got %d", c.FinishStallMinutes)
 	}
 	if c.MaxReceiveCount < 5 || c.MaxReceiveCount > 1000 {
 		bad("maxReceiveCount", "must be 5 to 1000, got %d", c.MaxReceiveCount)

@@ -81,6 +81,7 @@ func contextKeys(c *Config) []contextKey {
 		{"alarmEmail", stringInto(&c.AlarmEmail)},
 		{"finishEvent", boolInto(&c.FinishEvent)},
 		{"finishCheckSeconds", intInto(&c.FinishCheckSeconds)},
+		{"finishStallMinutes", intInto(&c.FinishStallMinutes)},
 		{"finishMail", boolInto(&c.FinishMail)},
 		{"otelCollectorLayerArn", stringInto(&c.OTelCollectorLayerARN)},
 		{"metrics", boolInto(&c.Metrics)},

@@ -75,9 +75,10 @@ func sumOf(label string, ms []awscloudwatch.IMetric) awscloudwatch.MathExpressio
 }
 
 // pipelineAlarms are the alarms beyond the queues': errors and throttles of the three functions
-// (one alarm each, over their sum, so that the stack keeps to the 10 alarms an account has free),
-// throttling on the table, and a crawl that reached its budget.
-func pipelineAlarms(stack awscdk.Stack, table tableRef, fns map[string]fnResources) []awscloudwatch.Alarm {
+// (one alarm each, over their sum, so that the stack keeps close to the 10 alarms an account has
+// free), throttling on the table, a crawl that reached its budget, and (with the drain checks,
+// cfg.FinishEvent) a crawl announced stalled.
+func pipelineAlarms(stack awscdk.Stack, cfg Config, table tableRef, fns map[string]fnResources) []awscloudwatch.Alarm {
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	var errs, throttles []awscloudwatch.IMetric
 	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
@@ -101,7 +102,7 @@ func pipelineAlarms(stack awscdk.Stack, table tableRef, fns map[string]fnResourc
 		})
 	}
 	budget := crawlMetric("crawl.refusals", "Sum", "", map[string]string{"function": FnSchedule, "class": "budget"})
-	return []awscloudwatch.Alarm{
+	alarms := []awscloudwatch.Alarm{
 		persistent("FunctionErrors", "the functions fail invocations (errors, timeouts) in 3 of 5 minutes", sumOf("errors", errs)),
 		persistent("FunctionThrottles", "the functions are throttled in 3 of 5 minutes", sumOf("throttles", throttles)),
 		persistent("TableThrottles", "the table throttles reads or writes in 3 of 5 minutes", sumOf("table throttles", tableThrottles)),
@@ -113,6 +114,25 @@ func pipelineAlarms(stack awscdk.Stack, table tableRef, fns map[string]fnResourc
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		}),
 	}
+	if cfg.FinishEvent {
+		alarms = append(alarms, stallAlarm(stack))
+	}
+	return alarms
+}
+
+// stallAlarm fires when schedule's drain checks announce a crawl stalled (its "Crawl Stalled"
+// event, and the metric crawl.stalls): its counters stood still with work left for
+// finishStallMinutes, most likely a message in a dead-letter queue. Its checks have stopped; the
+// event and `crawl status` say what is stuck (docs/operating.md).
+func stallAlarm(stack awscdk.Stack) awscloudwatch.Alarm {
+	stalls := crawlMetric("crawl.stalls", "Sum", "", map[string]string{"function": FnSchedule})
+	return stalls.CreateAlarm(stack, jsii.String("CrawlStalled"), &awscloudwatch.CreateAlarmOptions{
+		AlarmDescription:   jsii.String("crawlstack: a crawl stalled with work left (a Crawl Stalled event names it): see crawl status, crawl redrive, crawl resume"),
+		Threshold:          jsii.Number(0),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(1),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
 }
 
 // crawlWidgets chart the crawl's own metrics on the dashboard.

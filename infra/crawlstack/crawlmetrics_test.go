@@ -63,6 +63,7 @@ func TestPipelineAlarms(t *testing.T) {
 		{"FunctionThrottles", []string{"AWS/Lambda Throttles " + fn(FnFetch), "AWS/Lambda Throttles " + fn(FnParse), "AWS/Lambda Throttles " + fn(FnSchedule)}, 5, 3},
 		{"TableThrottles", []string{"AWS/DynamoDB ReadThrottleEvents " + table, "AWS/DynamoDB WriteThrottleEvents " + table}, 5, 3},
 		{"CrawlOverBudget", []string{`Crawlstack crawl.refusals class="budget",function="schedule"`}, 1, 0},
+		{"CrawlStalled", []string{`Crawlstack crawl.stalls function="schedule"`}, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.alarm, func(t *testing.T) {

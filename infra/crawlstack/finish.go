@@ -13,7 +13,9 @@ import (
 )
 
 // A crawl's end, announced once (shared/crawl/finish): schedule runs each crawl's
-// drain checks and puts a "Crawl Finished" event on the default bus.
+// drain checks and puts a "Crawl Finished" event on the default bus, or, for a
+// crawl whose work stood still with work left for FinishStallMinutes, a
+// "Crawl Stalled" event (and the CrawlStalled alarm: crawlmetrics.go).
 
 // The event's source and detail-type (shared/crawl/finish Source and DetailType).
 const (
@@ -22,15 +24,18 @@ const (
 )
 
 // finishEnv is what the functions read to run the drain checks (pipeline
-// FromEnv): one check a crawl every FinishCheckSeconds, and the counters quiet
+// FromEnv): one check a crawl every FinishCheckSeconds; the counters quiet
 // for longer than the schedule queue's visibility timeout before a check
-// tallies the crawl's items, so that a Links message whose admission failed or
-// died is delivered again within that time.
+// tallies the items of a crawl started before the end's counters, so that a
+// Links message whose admission failed or died is delivered again within that
+// time; and FinishStallMinutes of counters standing still with work left
+// before a crawl is announced stalled.
 func finishEnv(cfg Config) map[string]string {
 	quiet := cfg.Function(FnSchedule).VisibilityTimeoutSeconds() + cfg.FinishCheckSeconds
 	return map[string]string{
 		"CRAWL_FINISH_EVERY": strconv.Itoa(cfg.FinishCheckSeconds) + "s",
 		"CRAWL_FINISH_QUIET": strconv.Itoa(quiet) + "s",
+		"CRAWL_FINISH_STALL": strconv.Itoa(cfg.FinishStallMinutes) + "m",
 	}
 }
 

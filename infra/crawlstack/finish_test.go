@@ -54,7 +54,7 @@ func TestFinishMailRule(t *testing.T) {
 }
 
 // TestFinishEventOff: finishEvent=false sends no event: no drain checks in the functions'
-// environment, no events:PutEvents, no Query and no mail rule.
+// environment, no events:PutEvents, no Query, no mail rule and no stall alarm.
 func TestFinishEventOff(t *testing.T) {
 	_, off := synthWith(t, map[string]any{"finishEvent": "false", "alarmEmail": "ops@example.com"})
 	for id, r := range resourcesOf(off) {
@@ -63,6 +63,10 @@ func TestFinishEventOff(t *testing.T) {
 		case "AWS::Events::Rule":
 			if strings.HasPrefix(id, "FinishMailRule") {
 				t.Errorf("rule %s with finishEvent=false", id)
+			}
+		case "AWS::CloudWatch::Alarm":
+			if strings.HasPrefix(id, "CrawlStalled") {
+				t.Errorf("alarm %s with finishEvent=false", id)
 			}
 		case "AWS::Lambda::Function":
 			env, _ := p["Environment"].(map[string]any)

@@ -39,6 +39,7 @@ func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 		// visibility timeout (6 x 60 s + its 2 s batching window) and a check more.
 		"CRAWL_FINISH_EVERY": "60s",
 		"CRAWL_FINISH_QUIET": "422s",
+		"CRAWL_FINISH_STALL": "60m", // an hour of checks that find the counters still with work left
 	}
 }
 

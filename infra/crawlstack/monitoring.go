@@ -76,7 +76,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 		}))
 	}
 	if cfg.Alarms {
-		mon.Alarms = append(mon.Alarms, pipelineAlarms(stack, table, fns)...)
+		mon.Alarms = append(mon.Alarms, pipelineAlarms(stack, cfg, table, fns)...)
 	}
 	if cfg.AlarmEmail != "" && len(mon.Alarms) > 0 {
 		mon.Topic = newAlarmTopic(stack, cfg.AlarmEmail, finishMailed(cfg))

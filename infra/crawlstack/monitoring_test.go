@@ -84,7 +84,7 @@ func alarmIDs(template map[string]any) []string {
 	return ids
 }
 
-// TestMonitoringDefaults: with no context the stack has the ten alarms, no
+// TestMonitoringDefaults: with no context the stack has the eleven alarms, no
 // actions on them, no topic, no key and no dashboard, so an idle deploy adds
 // nothing billed beyond the alarms themselves.
 func TestMonitoringDefaults(t *testing.T) {
@@ -97,7 +97,7 @@ func TestMonitoringDefaults(t *testing.T) {
 		typ  string
 		want float64
 	}{
-		{"AWS::CloudWatch::Alarm", 10},
+		{"AWS::CloudWatch::Alarm", 11},
 		{"AWS::CloudWatch::Dashboard", 0},
 		{"AWS::SNS::Topic", 0},
 		{"AWS::SNS::Subscription", 0},
@@ -106,8 +106,8 @@ func TestMonitoringDefaults(t *testing.T) {
 		check(t, tt.typ, func() { def.ResourceCountIs(jsii.String(tt.typ), jsii.Number(tt.want)) })
 	}
 	ids := alarmIDs(defJSON)
-	if len(ids) != 10 {
-		t.Fatalf("want 10 alarms, got %v", ids)
+	if len(ids) != 11 {
+		t.Fatalf("want 11 alarms, got %v", ids)
 	}
 	for _, id := range ids {
 		p, _ := resourcesOf(defJSON)[id]["Properties"].(map[string]any)
@@ -159,8 +159,8 @@ func TestAlarmEmail(t *testing.T) {
 		}))
 	})
 	ids := alarmIDs(tmplJSON)
-	if len(ids) != 10 {
-		t.Fatalf("want 10 alarms, got %v", ids)
+	if len(ids) != 11 {
+		t.Fatalf("want 11 alarms, got %v", ids)
 	}
 	for _, id := range ids {
 		matchProps(t, id, like(map[string]any{

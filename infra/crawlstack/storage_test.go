@@ -24,7 +24,7 @@ func TestResourceCounts(t *testing.T) {
 		// The re-crawl rule, and (with the test context's alarm email) the one that mails a
 		// crawl's end.
 		{"AWS::Events::Rule", 2},
-		{"AWS::CloudWatch::Alarm", 10},
+		{"AWS::CloudWatch::Alarm", 11},
 		// The test context asks for the dashboard and alarm emails.
 		{"AWS::CloudWatch::Dashboard", 1},
 		{"AWS::SNS::Topic", 1},

@@ -24,8 +24,8 @@ usage:
   crawl demo [flags]           serve a generated site on loopback and crawl it
   crawl status [flags] [CRAWL] a crawl's progress, cost, queues and what it waits for; with no
                                CRAWL, the crawls on record
-  crawl pause|resume|stop [flags] CRAWL  pause a crawl (its messages wait), resume it, or stop
-                               it for good (its queued URLs end stopped)
+  crawl pause|resume|stop [flags] CRAWL  pause a crawl (its messages wait), resume it (a stalled
+                               crawl's checks too), or stop it for good (its queued URLs end stopped)
   crawl failures [flags] CRAWL the URLs that ended without a page, with class and detail
                                (--class a,b filters; --json or --csv)
   crawl index [flags] CRAWL    build the crawl's CDXJ index from its WARC files

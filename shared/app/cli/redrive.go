@@ -80,6 +80,7 @@ func nextAfterRedrive(w io.Writer, o RunOptions, moved int) {
 		fmt.Fprintf(w, "to process them, run: crawl run --state %s   (no seed file needed: it goes on with what the state holds)\n", o.State)
 	default:
 		fmt.Fprintln(w, "the stack's functions take them from the queue; without a deployed stack, run: crawl run --backend aws SEEDFILE")
+		fmt.Fprintln(w, "a crawl that stalled waiting for them (crawl status says stalled) ends once they are done: crawl resume --backend aws CRAWL starts its checks again")
 	}
 }
 

@@ -21,7 +21,9 @@ import (
 // Status is what `crawl status CRAWL` shows, and prints as JSON with --json.
 type Status struct {
 	Crawl string `json:"crawl"`
-	// State is running, paused, stopped (its user stopped it), or finished (nothing pending).
+	// State is running, paused, stopped (its user stopped it), stalled (its drain checks found its
+	// work still with work left, announced it and stopped: package finish), or finished (nothing
+	// pending).
 	State   string    `json:"state"`
 	Started time.Time `json:"started,omitzero"`
 	// Counts' PagesPerSecond is over the time since the crawl started, while it has URLs pending
@@ -39,6 +41,10 @@ type Status struct {
 	// End is how far the crawl's end is announced (package finish): "announced" once its
 	// Crawl Finished event was sent, "pending" between its decision and the send; empty before.
 	End string `json:"end,omitempty"`
+	// Stall is how far the crawl's stall is announced, as End is: its Crawl Stalled event; empty
+	// when it is not stalled. StalledAt is when it was found stalled.
+	Stall     string    `json:"stall,omitempty"`
+	StalledAt time.Time `json:"stalledAt,omitzero"`
 	// Throttled are the hosts whose gap the crawl widened after their 429s, failures in a row or
 	// slow answers, with their gap now.
 	Throttled []Throttled `json:"throttled"`
@@ -67,9 +73,10 @@ type CrawlListing struct {
 var adminHelp = map[string]cmdHelp{
 	"status": {about: "A crawl's progress, cost, queues and what it waits for; with no CRAWL, the crawls on record.",
 		examples: "crawl status\ncrawl status --state my-crawl seeds-3e53e0c6c911\ncrawl status --json seeds-3e53e0c6c911 | jq .waiting"},
-	"pause":  {about: "Pause a crawl: its fetch messages wait in the queue, and no URL is claimed.", examples: "crawl pause seeds-3e53e0c6c911"},
-	"resume": {about: "Resume a paused crawl.", examples: "crawl resume seeds-3e53e0c6c911"},
-	"stop":   {about: "Stop a crawl for good: its queued URLs end stopped and no link is admitted.", examples: "crawl stop seeds-3e53e0c6c911"},
+	"pause": {about: "Pause a crawl: its fetch messages wait in the queue, and no URL is claimed.", examples: "crawl pause seeds-3e53e0c6c911"},
+	"resume": {about: "Resume a paused crawl. With --backend aws it also sends the crawl a drain check: a paused crawl's checks go on at their normal pace, and a stalled crawl's (crawl status says stalled) start again, to end it once the work moved back from the dead-letter queues (crawl redrive) is done.",
+		examples: "crawl resume seeds-3e53e0c6c911\ncrawl redrive --backend aws schedule && crawl resume --backend aws seeds-3e53e0c6c911"},
+	"stop": {about: "Stop a crawl for good: its queued URLs end stopped and no link is admitted.", examples: "crawl stop seeds-3e53e0c6c911"},
 	"failures": {about: "The URLs of a crawl that ended without a page (failed, skipped, stopped), with class and detail.",
 		examples: "crawl failures seeds-3e53e0c6c911\ncrawl failures --class http_5xx,timeout --csv seeds-3e53e0c6c911 > failed.csv"},
 	"index": {about: "Build a crawl's CDXJ index from its WARC files and store it at indexes/CRAWL.cdxj (docs/warc.md).",
@@ -124,7 +131,8 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return ExitFailed
 	}
 	defer be.Close()
-	if err := crawlstate.New(be.Table).SetRun(ctx, crawl, to); err != nil {
+	st := crawlstate.New(be.Table)
+	if err := st.SetRun(ctx, crawl, to); err != nil {
 		fmt.Fprintf(stderr, "crawl %s: %v\n", cmd, err)
 		return ExitFailed
 	}
@@ -133,6 +141,15 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "crawl %s paused: within seconds its fetch messages wait in the queue (crawl resume %s goes on)\n", crawl, crawl)
 	case crawlstate.Running:
 		fmt.Fprintf(stdout, "crawl %s resumed: its waiting fetch messages go on as they come back from their wait\n", crawl)
+		if o.Backend != "aws" {
+			break
+		}
+		if sent, err := resumeChecks(ctx, be, st, crawl); err != nil {
+			fmt.Fprintf(stderr, "crawl %s: %v\n", cmd, err)
+			return ExitFailed
+		} else if sent {
+			fmt.Fprintf(stdout, "sent a drain check: the crawl's checks go on at their normal pace (a stalled crawl's start again)\n")
+		}
 	default:
 		fmt.Fprintf(stdout, "crawl %s stopped: within seconds no link is admitted and its queued URLs end stopped\n", crawl)
 	}
@@ -218,6 +235,8 @@ func stateOf(c crawlstate.Crawl, n crawlstate.Counters) string {
 		return "stopped"
 	case c.Run == crawlstate.Paused:
 		return "paused"
+	case c.Stall != "":
+		return "stalled"
 	case n.Seen > 0 && n.Pending() == 0:
 		return "finished"
 	}
@@ -239,7 +258,8 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 		return Status{}, err
 	}
 	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
-		CostUSD: cost.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End)}
+		CostUSD: cost.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End),
+		Stall: string(ch.Stall), StalledAt: ch.StallAt}
 	s.Throttled, s.Circuits = throttledOf(n.Throttled, now), circuitsOf(n.Circuits)
 	if !c.Started.IsZero() && now.After(c.Started) && s.Pending > 0 {
 		s.PagesPerSecond = float64(n.Fetched) / now.Sub(c.Started).Seconds()
@@ -270,6 +290,9 @@ func waitingFor(s Status) []string {
 		if s.Pending > 0 {
 			why = append(why, "stopped by its user: its queued URLs end stopped as their messages come")
 		}
+	case "stalled":
+		why = append(why, fmt.Sprintf("stalled: its work stood still with work left, and its drain checks stopped;"+
+			" move the dead-letter queues below back (crawl redrive QUEUE), then crawl resume %s starts its checks again", s.Crawl))
 	}
 	if s.StoppedWhy == crawlstate.StopBudget {
 		why = append(why, "its budget is spent: it admits no more URLs and drains what it admitted")
@@ -321,6 +344,12 @@ func printStatus(w io.Writer, s Status) {
 		fmt.Fprintf(w, "  end: announced (its %q event was sent)\n", finish.DetailType)
 	case crawlstate.EndPending:
 		fmt.Fprintf(w, "  end: decided, its %q event not yet sent (the check or run that decided it sends it when it runs again)\n", finish.DetailType)
+	}
+	switch crawlstate.End(s.Stall) {
+	case crawlstate.StallAnnounced:
+		fmt.Fprintf(w, "  stalled at %s: its %q event was sent, and its checks stopped\n", s.StalledAt.UTC().Format(time.RFC3339), finish.DetailTypeStalled)
+	case crawlstate.StallPending:
+		fmt.Fprintf(w, "  stalled at %s: its %q event not yet sent, and its checks stopped\n", s.StalledAt.UTC().Format(time.RFC3339), finish.DetailTypeStalled)
 	}
 	if s.metered {
 		fmt.Fprintf(w, "  cost so far: $%.4f (the crawl's metered AWS units at list prices)\n", s.CostUSD)

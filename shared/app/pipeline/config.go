@@ -112,8 +112,10 @@ type Config struct {
 
 	// FinishEvery is the time between two drain checks of a crawl (package finish); 0 sends none:
 	// `crawl run` sees the end of its queues itself. FinishQuiet is how long a crawl's counters
-	// must stay unchanged before a check tallies its items (0: finish.DefaultQuiet).
-	FinishEvery, FinishQuiet time.Duration
+	// must stay unchanged before a check tallies its items again (0: finish.DefaultQuiet);
+	// FinishStall how long they must stay unchanged with work left before the crawl is announced
+	// stalled and its checks stop (0: finish.DefaultStallAfter).
+	FinishEvery, FinishQuiet, FinishStall time.Duration
 
 	// WARCIndex says where the CDXJ index of the WARC files is: IndexEachFile (beside each file,
 	// as it is stored) or IndexPerCrawl (none beside the files: `crawl index` builds the crawl's
@@ -259,9 +261,9 @@ func (c Config) checkLimits() []error {
 	if _, err := c.PriceTable(); err != nil {
 		errs = append(errs, fmt.Errorf("prices: %w", err))
 	}
-	if c.FinishEvery < 0 || c.FinishEvery > queue.MaxDelay || c.FinishQuiet < 0 {
-		errs = append(errs, fmt.Errorf("finish checks every %s, quiet %s: want 0 to %s between checks, and a quiet time not below 0",
-			c.FinishEvery, c.FinishQuiet, queue.MaxDelay))
+	if c.FinishEvery < 0 || c.FinishEvery > queue.MaxDelay || c.FinishQuiet < 0 || c.FinishStall < 0 {
+		errs = append(errs, fmt.Errorf("finish checks every %s, quiet %s, stall %s: want 0 to %s between checks, and a quiet and a stall time not below 0",
+			c.FinishEvery, c.FinishQuiet, c.FinishStall, queue.MaxDelay))
 	}
 	return errs
 }
@@ -409,6 +411,7 @@ func (r *envReader) readLimits(c *Config) {
 	r.str("CRAWL_WARC_INDEX", &c.WARCIndex)
 	r.duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
 	r.duration("CRAWL_FINISH_QUIET", &c.FinishQuiet)
+	r.duration("CRAWL_FINISH_STALL", &c.FinishStall)
 	// The stack sets it per function: the GETs a fetch batch has in flight, the pages a parse batch
 	// parses at once.
 	r.num("CRAWL_BATCH_CONCURRENCY", &c.BatchConcurrency)

@@ -234,7 +234,7 @@ func (w *wiring) newFinish() (*finish.Checker, error) {
 		quiet = finish.DefaultQuiet
 	}
 	return &finish.Checker{State: w.state, Pub: w.p.Events, Send: w.p.Queue, Queue: w.cfg.ScheduleQueue,
-		Every: w.cfg.FinishEvery, Quiet: quiet, Prices: prices, Log: w.log.With("fn", "finish")}, nil
+		Every: w.cfg.FinishEvery, Quiet: quiet, StallAfter: w.cfg.FinishStall, Prices: prices, Log: w.log.With("fn", "finish")}, nil
 }
 
 // batch is the batch runner of the handler called source, which quarantines its poison messages.

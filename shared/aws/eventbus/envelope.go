@@ -20,7 +20,7 @@ func Envelope(e finish.Event, id, account, region string) (events.EventBridgeEve
 	if err != nil {
 		return events.EventBridgeEvent{}, fmt.Errorf("encode the end of crawl %s: %w", e.Crawl, err)
 	}
-	return events.EventBridgeEvent{Version: "0", ID: id, DetailType: finish.DetailType, Source: finish.Source, AccountID: account,
+	return events.EventBridgeEvent{Version: "0", ID: id, DetailType: e.DetailTypeOf(), Source: finish.Source, AccountID: account,
 		Time: e.FinishedAt.UTC().Truncate(time.Second), Region: region, Resources: []string{}, Detail: detail}, nil
 }
 

@@ -1,5 +1,6 @@
 // Package eventbus is the EventBridge adapter of finish.Publisher: it puts a crawl's "Crawl
-// Finished" event on an event bus (the account's default bus in the stack) with PutEvents.
+// Finished" (or "Crawl Stalled") event on an event bus (the account's default bus in the stack)
+// with PutEvents.
 package eventbus
 
 import (
@@ -42,7 +43,7 @@ func New(api API, name string) *Bus {
 	return &Bus{api: api, name: name}
 }
 
-// Publish puts e with source finish.Source and detail-type finish.DetailType. PutEvents answers
+// Publish puts e with source finish.Source and its detail-type (e.DetailTypeOf). PutEvents answers
 // 200 even when it refuses an entry, so the entry's own error code is checked too.
 func (b *Bus) Publish(ctx context.Context, e finish.Event) error {
 	detail, err := json.Marshal(e)
@@ -52,7 +53,7 @@ func (b *Bus) Publish(ctx context.Context, e finish.Event) error {
 	out, err := b.api.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{{
 		EventBusName: aws.String(b.name),
 		Source:       aws.String(finish.Source),
-		DetailType:   aws.String(finish.DetailType),
+		DetailType:   aws.String(e.DetailTypeOf()),
 		Detail:       aws.String(string(detail)),
 		Time:         aws.Time(e.FinishedAt),
 	}}})

@@ -100,6 +100,31 @@ func TestPublishPutsOneEntryOnTheDefaultBus(t *testing.T) {
 	}
 }
 
+// A stall goes the same way, as a "Crawl Stalled" event whose detail names what is stuck.
+func TestPublishPutsAStallAsCrawlStalled(t *testing.T) {
+	e := &endpoint{status: 200, answer: `{"Entries":[{"EventId":"1"}],"FailedEntryCount":0}`}
+	ev := sample()
+	ev.EventID, ev.End = finish.StallID(ev.Crawl, 61), finish.EndStalled
+	ev.Stuck = &finish.Stuck{UnadmittedLinks: 1, DeadLetterQueues: []string{"schedule"}}
+	if err := newBus(t, e).Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	var in struct {
+		Entries []struct{ DetailType, Detail string }
+	}
+	if err := json.Unmarshal(e.bodies[0], &in); err != nil || len(in.Entries) != 1 {
+		t.Fatalf("request body %s: %v", e.bodies[0], err)
+	}
+	var got finish.Event
+	if err := json.Unmarshal([]byte(in.Entries[0].Detail), &got); err != nil {
+		t.Fatal(err)
+	}
+	if in.Entries[0].DetailType != "Crawl Stalled" || got.EventID != "crawlstack:site-0a1b2c3d4e5f:stalled:61" || got.Stuck == nil ||
+		got.Stuck.UnadmittedLinks != 1 || got.Stuck.DeadLetterQueues[0] != "schedule" {
+		t.Errorf("detail-type %q, detail %s; want Crawl Stalled naming one Links message and the schedule DLQ", in.Entries[0].DetailType, in.Entries[0].Detail)
+	}
+}
+
 func TestPublishFailsWhenTheEntryIsRefused(t *testing.T) {
 	// PutEvents answers 200 with the entry's own error code when it refuses an entry.
 	e := &endpoint{status: 200, answer: `{"Entries":[{"ErrorCode":"InternalFailure","ErrorMessage":"try again"}],"FailedEntryCount":1}`}

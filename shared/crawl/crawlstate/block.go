@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,7 +97,13 @@ func (b *blockBudget) settle(ctx context.Context, s *Store) error {
 func (b *blockBudget) write(ctx context.Context, s *Store, n int64, cond table.Cond) (count int64, applied bool, err error) {
 	q := s.seqAttr()
 	b.seq++
-	it, err := s.t.Update(ctx, b.key, table.Update{Add: map[string]int64{b.attr: n}, Set: map[string]any{q: b.seq}},
+	set := map[string]any{q: b.seq}
+	if strings.HasPrefix(b.key.Sort, budgetKind) {
+		// A host's budget lives its crawl's retention past its last write, which comes before the
+		// crawl's end: no host item of a finished crawl is left without a time to live.
+		set[table.TTLAttr] = s.now().Add(s.retention).Unix()
+	}
+	it, err := s.t.Update(ctx, b.key, table.Update{Add: map[string]int64{b.attr: n}, Set: set},
 		table.And(table.Or(table.NotExists(q), table.Lt(q, b.seq)), cond))
 	cf, refused := table.IsConditionFailed(err)
 	switch {

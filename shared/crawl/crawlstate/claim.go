@@ -163,7 +163,11 @@ func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease tim
 	}
 	u := lost
 	u.State, u.Page, u.outcome, u.Owner, u.Lease = Queued, nil, "", ownerTag(owner), now.Add(lease)
-	return u, s.count(ctx, crawl, map[string]int64{string(Fetched): -1})
+	add := map[string]int64{string(Fetched): -1}
+	if lost.Page != nil && lost.Page.WARCKey != "" {
+		add[counterPages] = -1 // its page is stored again, and counted again, when it is recorded
+	}
+	return u, s.count(ctx, crawl, add)
 }
 
 // refetchedIn reports whether the group's item g shows the URL with the key taken back as Refetch

@@ -37,6 +37,11 @@ type Counters struct {
 	Throttled []ThrottledHost
 	// Circuits are the hosts whose circuit the crawl opened after their failures (circuitnotes.go).
 	Circuits []CircuitHost
+	// Pages, PagesParsed, LinksNamed and LinksAdmitted count what the crawl's end waits for
+	// besides its URLs (endcount.go): the fetched pages stored for parsing and those whose parse
+	// message is marked done, the Links messages named sent and those marked admitted. Counters
+	// only; a tally leaves them zero.
+	Pages, PagesParsed, LinksNamed, LinksAdmitted int64
 }
 
 // MaxGaveUp bounds the failed URLs that Tally lists.
@@ -48,7 +53,8 @@ func (c Counters) Pending() int64 {
 }
 
 // counterAttrs are the counters' attribute names besides the classes'.
-var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), Stopped.counter(), "parse_errors"}
+var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), Stopped.counter(), "parse_errors",
+	counterPages, counterPagesParsed, counterLinksNamed, counterLinksAdmitted}
 
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
 // and the crawl item, which holds the counts written before the counters were sharded.
@@ -77,6 +83,8 @@ func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
 	c := Counters{
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
 		Failed: sum[string(Failed)], StoppedURLs: sum[Stopped.counter()], ParseErrors: sum["parse_errors"],
+		Pages: sum[counterPages], PagesParsed: sum[counterPagesParsed],
+		LinksNamed: sum[counterLinksNamed], LinksAdmitted: sum[counterLinksAdmitted],
 		Classes: map[errclass.Class]int64{},
 		Cost:    cost.UnitsFromCounters(func(name string) int64 { return sum[name] }),
 	}

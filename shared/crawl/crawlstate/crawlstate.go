@@ -132,6 +132,8 @@ type Store struct {
 	writer      string
 	counterLogs sync.Map // crawl -> *counterLog
 	budgets     sync.Map // budget item key -> *blockBudget, this store's block of that budget
+	// recent are the Links messages' names this store counted lately (endcount.go).
+	recent recentNames
 
 	mu      sync.Mutex
 	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/port/table"
@@ -16,7 +17,16 @@ import (
 //
 // The decision is one conditional write, so duplicate deliveries and concurrent checks decide at
 // most once, and the event decided is stored with it: whoever announces it, again after a crash,
-// sends the same event.
+// sends the same event. A crawl whose work stopped moving is stalled the same way, by a Step with
+// a Stall, and its chain of checks stops; a later check (sent by crawl resume, or a seed file of
+// the crawl read again) takes the chain on at its seq, and its step clears the stall:
+//
+//	(running) --a Step with a Stall--> stall pending --MarkStallAnnounced--> stall announced
+//	stall pending or announced --a Step without one--> (running)
+//
+// The decision of an end or a stall gives the crawl item its time to live: the decision plus the
+// crawl's retention (ExpireCounters gives its counter shards the same); a step that clears a stall
+// takes it away again.
 
 // Attributes of the crawl item for its drain checks and its end.
 const (
@@ -36,6 +46,21 @@ const (
 	// sent again by the SDK because its answer was lost finds its own token there, where a copy of
 	// the same check (the same id, another call) that did not write finds another.
 	attrEndTok = "endTok"
+	// The crawl's stall, as its end: StallPending or StallAnnounced, what decided it (a check
+	// message's id), when (Unix ms), and its event (JSON).
+	attrStall      = "stall"
+	attrStallBy    = "stallBy"
+	attrStallAt    = "stallAt"
+	attrStallEvent = "stallEvent"
+)
+
+// stallAttrs are the crawl item's attributes of a stall.
+var stallAttrs = []string{attrStall, attrStallBy, attrStallAt, attrStallEvent}
+
+// The states of a crawl's stall (Checks.Stall). A crawl with none is not stalled.
+const (
+	StallPending   End = "pending"
+	StallAnnounced End = "announced"
 )
 
 // End is how far a crawl's end is announced.
@@ -71,6 +96,13 @@ type Checks struct {
 	EndBy string
 	EndAt time.Time
 	Event string
+	// StallBy, StallAt and StallEvent: what decided the crawl's stall (Crawl.Stall), when, and
+	// its event (JSON); none once a later check took the chain on.
+	StallBy    string
+	StallAt    time.Time
+	StallEvent string
+	// Counted: the crawl counts its end's counters from its start (endcount.go).
+	Counted bool
 }
 
 // ChecksOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
@@ -85,7 +117,12 @@ func (s *Store) ChecksOf(ctx context.Context, crawl string) (Checks, error) {
 func checksFrom(crawl string, it table.Item) Checks {
 	c := Checks{Crawl: crawlFrom(crawl, it), Seq: int(it.Int(attrCheckSeq)), By: it.String(attrCheckBy),
 		QuietFP: it.Int(attrQuietFP), TallyFP: it.Int(attrTallyFP), Tallied: it.Has(attrTallyFP),
-		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent)}
+		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent),
+		StallBy: it.String(attrStallBy), StallEvent: it.String(attrStallEvent),
+		Counted: it.Bool(attrEndCounted)}
+	if it.Has(attrStallAt) {
+		c.StallAt = time.UnixMilli(it.Int(attrStallAt))
+	}
 	if it.Has(attrQuietSince) {
 		c.QuietSince = time.UnixMilli(it.Int(attrQuietSince))
 	}
@@ -110,6 +147,8 @@ type Step struct {
 	Tallied bool
 	// Event, when set, decides the crawl's end with this event (JSON).
 	Event string
+	// Stall, when set, decides that the crawl is stalled, with this event (JSON).
+	Stall string
 }
 
 // StepCheck records a check of the crawl and takes its chain to Seq+1, when the chain is at
@@ -131,12 +170,22 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 		set[attrTallyFP], set[attrTallyAt] = st.QuietFP, now
 	}
 	tok := ""
-	if st.Event != "" {
+	var remove []string
+	switch {
+	case st.Event != "":
 		tok = randomTag()
 		set[attrEnd], set[attrEndBy], set[attrEndAt], set[attrEndEvent] = string(EndPending), st.By, now, st.Event
 		set[attrEndTok] = tok
+		set[table.TTLAttr] = s.expiresAfter(now)
+		remove = stallAttrs // a stall it was in is over
+	case st.Stall != "":
+		set[attrStall], set[attrStallBy], set[attrStallAt], set[attrStallEvent] = string(StallPending), st.By, now, st.Stall
+		set[table.TTLAttr] = s.expiresAfter(now)
+	default:
+		// the chain goes on: a stall it was in is over, and the crawl item lives on
+		remove = append(slices.Clip(stallAttrs), table.TTLAttr)
 	}
-	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: set},
+	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: set, Remove: remove},
 		table.And(table.ItemExists(), table.NotExists(attrEnd), table.Or(at, mine)))
 	if cf, stale := table.IsConditionFailed(err); stale {
 		if tok != "" && cf.Item.String(attrEndTok) == tok {
@@ -156,7 +205,8 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks, error) {
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
 		attrEnd: string(EndPending), attrEndBy: by, attrEndAt: s.now().UnixMilli(), attrEndEvent: event,
-	}}, table.And(table.ItemExists(), table.NotExists(attrEnd)))
+		table.TTLAttr: s.expiresAfter(s.now().UnixMilli()),
+	}, Remove: stallAttrs}, table.And(table.ItemExists(), table.NotExists(attrEnd)))
 	if cf, decided := table.IsConditionFailed(err); decided {
 		if len(cf.Item) == 0 {
 			return Checks{}, fmt.Errorf("end crawl %s: %w", crawl, ErrUnknownCrawl)
@@ -201,6 +251,24 @@ func (s *Store) MarkAnnounced(ctx context.Context, crawl string) error {
 	}
 	return nil
 }
+
+// MarkStallAnnounced records that the crawl's stall event was sent. It is a no-op once recorded,
+// or once a later check took the chain on.
+func (s *Store) MarkStallAnnounced(ctx context.Context, crawl string) error {
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrStall: string(StallAnnounced)}},
+		table.Eq(attrStall, string(StallPending)))
+	if _, done := table.IsConditionFailed(err); done {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mark the stall of crawl %s announced: %w", crawl, err)
+	}
+	return nil
+}
+
+// expiresAfter is the time to live (Unix seconds) of a crawl's items decided at ms (Unix ms): its
+// retention later.
+func (s *Store) expiresAfter(ms int64) int64 { return time.UnixMilli(ms).Add(s.retention).Unix() }
 
 // Left is the work a crawl's items still show.
 type Left struct {

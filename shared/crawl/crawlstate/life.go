@@ -25,9 +25,10 @@ const MinItemLife = 7 * 24 * time.Hour
 const attrStarted = "startedAt"
 
 // MarkStarted records when the crawl started, unless it is recorded already (a seed file read
-// again, or a redelivered notification, keeps the first time).
+// again, or a redelivered notification, keeps the first time), and that the crawl counts its
+// end's counters from its start (attrEndCounted).
 func (s *Store) MarkStarted(ctx context.Context, crawl string) error {
-	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrStarted: s.now().UnixMilli()}},
+	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrStarted: s.now().UnixMilli(), attrEndCounted: true}},
 		table.NotExists(attrStarted))
 	if _, known := table.IsConditionFailed(err); known {
 		return nil

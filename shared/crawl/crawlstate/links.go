@@ -65,6 +65,13 @@ func linksItemKey(crawl, letter, id string) table.Key {
 // (MarkLinksAdmitted), Drained counts it left. Names beyond what one item holds, and those of a
 // delivery that finds the mark written already by another (two deliveries at once), go to notes.
 func (s *Store) MarkMessageParsedLinks(ctx context.Context, crawl, name, records string, links []string) (bool, error) {
+	return s.MarkMessageParsedPages(ctx, crawl, name, records, links, 0)
+}
+
+// MarkMessageParsedPages is MarkMessageParsedLinks for a message of pages pages: the write that
+// makes the mark counts them parsed, and the Links messages it names named (endcount.go). A replay
+// of that write, whose answer was lost, finds its own token on the mark and counts them too.
+func (s *Store) MarkMessageParsedPages(ctx context.Context, crawl, name, records string, links []string, pages int) (bool, error) {
 	expires, err := s.expiry(ctx, crawl)
 	if err != nil {
 		return false, err
@@ -75,7 +82,8 @@ func (s *Store) MarkMessageParsedLinks(ctx context.Context, crawl, name, records
 	} else if err := s.NoteLinksSent(ctx, crawl, "parse "+name, links); err != nil {
 		return false, err
 	}
-	item := table.Item{attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires}
+	tok := randomTag()
+	item := table.Item{attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires, attrTok: tok}
 	if records != "" {
 		item[attrRecords] = records
 	}
@@ -83,18 +91,22 @@ func (s *Store) MarkMessageParsedLinks(ctx context.Context, crawl, name, records
 		item[attrLinks] = strings.Join(inline, linksSep)
 	}
 	err = s.t.Put(ctx, parsedKey(crawl, name), item, table.ItemNotExists())
-	if cf, done := table.IsConditionFailed(err); done {
+	if cf, done := table.IsConditionFailed(err); done && cf.Item.String(attrTok) != tok {
 		if len(inline) > 0 && !namesAll(cf.Item.String(attrLinks), inline) {
 			// Another delivery marked the message first, with the Links messages it sent: name
 			// this delivery's too.
 			return false, s.NoteLinksSent(ctx, crawl, "parse "+name, inline)
 		}
 		return false, nil
-	}
-	if err != nil {
+	} else if err != nil && !done {
 		return false, fmt.Errorf("mark %s parsed: %w", name, err)
 	}
-	return true, nil
+	if pages > 0 {
+		if err := s.count(ctx, crawl, map[string]int64{counterPagesParsed: int64(pages)}); err != nil {
+			return true, err
+		}
+	}
+	return true, s.countLinks(ctx, crawl, counterLinksNamed, inline)
 }
 
 // namesAll reports whether the joined names held name every one of names.
@@ -115,20 +127,24 @@ func namesAll(held string, names []string) bool {
 // starting a crawl from a seed file, the CLI): until each is marked admitted, Drained counts it
 // left. The note is written before the first drain check of the crawl or before the send, so no
 // check can miss them: a Links message named and never sent keeps the crawl from its end until
-// it is sent. The put is the same for the same names, so a replay or a redelivery writes it again
-// unchanged.
+// it is sent. The item is the same for the same names, so a replay or a redelivery finds it
+// written and leaves it.
 func (s *Store) NoteLinksSent(ctx context.Context, crawl, by string, links []string) error {
 	return s.putLinks(ctx, crawl, linksNoteLetter, by, links)
 }
 
 // MarkLinksAdmitted marks the crawl's Links messages named (their frontier.Source) admitted: each
 // URL of each was admitted or refused, and the fetch messages of those admitted were sent. One put
-// for up to maxLinksPerItem names, unconditional, so that its replay writes the same item again.
+// for up to maxLinksPerItem names, on condition that the item is not there: a replay, or the same
+// batch delivered again, finds it written.
 func (s *Store) MarkLinksAdmitted(ctx context.Context, crawl string, links []string) error {
 	return s.putLinks(ctx, crawl, linksAdmittedLetter, "admitted", links)
 }
 
-// putLinks writes names in items of letter, keyed by by and the names they hold.
+// putLinks writes names in items of letter, keyed by by and the names they hold, and counts the
+// names of each item it writes first (endcount.go): a note's named, an admitted mark's admitted.
+// An item written already (a replay of the same names) is left as it is and not counted again; the
+// write that made it, sent again by the SDK, finds its token and counts.
 func (s *Store) putLinks(ctx context.Context, crawl, letter, by string, links []string) error {
 	if len(links) == 0 {
 		return nil
@@ -137,13 +153,27 @@ func (s *Store) putLinks(ctx context.Context, crawl, letter, by string, links []
 	if err != nil {
 		return err
 	}
+	counter := counterLinksNamed
+	if letter == linksAdmittedLetter {
+		counter = counterLinksAdmitted
+	}
 	i := 0
 	for names := range slices.Chunk(links, maxLinksPerItem) {
 		joined := strings.Join(names, linksSep)
 		key := linksItemKey(crawl, letter, by+"\x00"+strconv.Itoa(i)+"\x00"+joined)
-		item := table.Item{attrLinks: joined, attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires}
-		if err := s.t.Put(ctx, key, item, table.Cond{}); err != nil {
+		tok := randomTag()
+		item := table.Item{attrLinks: joined, attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires, attrTok: tok}
+		err := s.t.Put(ctx, key, item, table.ItemNotExists())
+		cf, there := table.IsConditionFailed(err)
+		switch {
+		case there && cf.Item.String(attrTok) != tok:
+			// written before, and counted then
+		case err != nil && !there:
 			return fmt.Errorf("name %d links messages of crawl %s (%s): %w", len(names), crawl, by, err)
+		default:
+			if err := s.countLinks(ctx, crawl, counter, names); err != nil {
+				return err
+			}
 		}
 		i++
 	}

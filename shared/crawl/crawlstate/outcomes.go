@@ -414,6 +414,9 @@ func recordCounts(outs []Outcome) map[string]int64 {
 	counts := map[string]int64{}
 	for _, o := range outs {
 		counts[o.State.counter()]++
+		if o.State == Fetched && o.Page != nil && o.Page.WARCKey != "" {
+			counts[counterPages]++ // stored for parsing: the end waits for its parse (endcount.go)
+		}
 		if o.Prev == Failed {
 			counts[string(Failed)]--
 		}

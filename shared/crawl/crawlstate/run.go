@@ -134,6 +134,9 @@ type Crawl struct {
 	RunAt time.Time
 	// Stopped is why the crawl stopped admitting URLs, if it did (StopBudget, StopUser).
 	Stopped string
+	// Stall is whether its drain checks found it stalled and stopped (StallPending, or
+	// StallAnnounced once its event was sent; none when it is not: finish.go).
+	Stall End
 }
 
 // CrawlOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
@@ -146,7 +149,7 @@ func (s *Store) CrawlOf(ctx context.Context, crawl string) (Crawl, error) {
 }
 
 func crawlFrom(id string, it table.Item) Crawl {
-	c := Crawl{ID: id, Run: runFrom(it), Stopped: it.String(attrStopped)}
+	c := Crawl{ID: id, Run: runFrom(it), Stopped: it.String(attrStopped), Stall: End(it.String(attrStall))}
 	if it.Has(attrStarted) {
 		c.Started = time.UnixMilli(it.Int(attrStarted))
 	}

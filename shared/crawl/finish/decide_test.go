@@ -40,6 +40,7 @@ func (m *meetAtStep) StepCheck(ctx context.Context, crawl string, st crawlstate.
 // end; one decides, the other finds the end decided and does nothing. The end is put once.
 func TestOverlappingCopiesOfTheDecidingCheckAnnounceOnce(t *testing.T) {
 	f := newFixture(t, time.Minute)
+	f.legacy(t) // the end comes with check 1, after the quiet time
 	f.check(t, 0, "m0")
 	f.now = f.now.Add(time.Minute) // quiet: check 1 tallies and decides
 	const copies = 2
@@ -72,6 +73,7 @@ func TestOverlappingCopiesOfTheDecidingCheckAnnounceOnce(t *testing.T) {
 // decision for a stale one would leave the end pending, with no check left to announce it.
 func TestAReplayedDecisionIsAnnounced(t *testing.T) {
 	f := newFixture(t, time.Minute)
+	f.legacy(t) // the end comes with check 1, after the quiet time
 	faults := tabletest.NewFaults(f.scans)
 	f.st = crawlstate.New(faults, crawlstate.WithClock(func() time.Time { return f.now }), crawlstate.WithRunCheck(-1))
 	f.c.State = f.st

@@ -13,10 +13,11 @@ import (
 )
 
 // The event's envelope, as EventBridge delivers it: source "crawlstack", detail-type
-// "Crawl Finished", and the Event as its detail.
+// "Crawl Finished" (or "Crawl Stalled" for a stall), and the Event as its detail.
 const (
-	Source     = "crawlstack"
-	DetailType = "Crawl Finished"
+	Source            = "crawlstack"
+	DetailType        = "Crawl Finished"
+	DetailTypeStalled = "Crawl Stalled"
 )
 
 // The ends of a crawl (Event.End).
@@ -24,9 +25,14 @@ const (
 	EndDrained = "drained" // every URL it admitted ended, every page was parsed
 	EndStopped = "stopped" // its user stopped it (crawl stop) and its messages ran out
 	EndBudget  = "budget"  // its budget ran out, so it admitted no more URLs, and the rest ran out
+	// EndStalled is no end: the crawl's work stopped moving with work left (a "Crawl Stalled"
+	// event, whose Stuck says what is left). Its checks stop until a new one takes them on.
+	EndStalled = "stalled"
 )
 
-// Event is the detail of a crawl's "Crawl Finished" event: its counts and cost when it ended.
+// Event is the detail of a crawl's "Crawl Finished" event: its counts and cost when it ended; or of
+// its "Crawl Stalled" event (End is EndStalled): its counts and cost when it was found stalled, at
+// FinishedAt, and what is stuck.
 type Event struct {
 	// EventID is the same for every copy of one crawl's event ("crawlstack:<crawl>:finished"):
 	// EventBridge has no deduplication of its own, so a consumer that must act once keys on it.
@@ -40,6 +46,34 @@ type Event struct {
 	// CostUSD is the crawl's ledger priced at the stack's prices; Cost the same by service.
 	CostUSD float64 `json:"costUsd"`
 	Cost    Cost    `json:"cost"`
+	// Stuck is what a stalled crawl has left (a "Crawl Stalled" event only).
+	Stuck *Stuck `json:"stuck,omitempty"`
+}
+
+// Stuck is the work a stalled crawl has left, and where it likely is.
+type Stuck struct {
+	// QueuedURLs were admitted and never ended; UnparsedPages were fetched and their parse is not
+	// marked done; UnadmittedLinks are Links messages sent and not marked admitted.
+	QueuedURLs      int64 `json:"queuedUrls"`
+	UnparsedPages   int64 `json:"unparsedPages"`
+	UnadmittedLinks int64 `json:"unadmittedLinks"`
+	// QuietSince is since when the crawl's counters have not moved.
+	QuietSince time.Time `json:"quietSince"`
+	// DeadLetterQueues are the queues whose dead-letter queue likely holds the work left
+	// ("schedule" for Links messages, "fetch" for URLs, "parse" for pages).
+	DeadLetterQueues []string `json:"deadLetterQueues"`
+	// Exact: the counts are the exact tally of the crawl's items, not its counters.
+	Exact bool `json:"exact"`
+	// Next says how the crawl goes on.
+	Next string `json:"next"`
+}
+
+// DetailTypeOf is the detail-type of e: DetailTypeStalled for a stall, DetailType for an end.
+func (e Event) DetailTypeOf() string {
+	if e.End == EndStalled {
+		return DetailTypeStalled
+	}
+	return DetailType
 }
 
 // Counts are the crawl's URLs by state and class, tallied exactly from its items when it ended.
@@ -65,6 +99,34 @@ type Cost struct {
 // EventID is the id of the crawl's event.
 func EventID(crawl string) string { return "crawlstack:" + crawl + ":finished" }
 
+// StallID is the id of the crawl's stall found by its check seq: the same for every copy of one
+// stall's event, another for a later stall of the crawl.
+func StallID(crawl string, seq int) string {
+	return "crawlstack:" + crawl + ":stalled:" + strconv.Itoa(seq)
+}
+
+// stallEventOf is the "Crawl Stalled" event of crawl ch, found stalled now by its check seq with
+// counts c and the work left (exact: from a tally).
+func stallEventOf(ch crawlstate.Checks, seq int, c crawlstate.Counters, left crawlstate.Left, exact bool, quietSince, now time.Time, prices cost.Prices) Event {
+	e := eventOf(ch, c, now, prices)
+	e.EventID, e.End = StallID(ch.ID, seq), EndStalled
+	st := &Stuck{QueuedURLs: left.Queued, UnparsedPages: left.Unparsed, UnadmittedLinks: left.Links,
+		QuietSince: quietSince.UTC().Truncate(time.Millisecond), Exact: exact, DeadLetterQueues: []string{},
+		Next: "crawl status " + ch.ID + " shows the dead-letter queues; crawl redrive QUEUE moves their messages back, " +
+			"and crawl resume " + ch.ID + " (or a seed file of the crawl) starts its checks again: it ends once its work is done"}
+	if left.Links > 0 {
+		st.DeadLetterQueues = append(st.DeadLetterQueues, "schedule")
+	}
+	if left.Queued > 0 {
+		st.DeadLetterQueues = append(st.DeadLetterQueues, "fetch")
+	}
+	if left.Unparsed > 0 {
+		st.DeadLetterQueues = append(st.DeadLetterQueues, "parse")
+	}
+	e.Stuck = st
+	return e
+}
+
 // eventOf is the event of crawl ch, ended now with counts c (exact) priced at prices.
 func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices cost.Prices) Event {
 	e := Event{EventID: EventID(ch.ID), Crawl: ch.ID, End: EndDrained, FinishedAt: now.UTC().Truncate(time.Millisecond),
@@ -89,11 +151,13 @@ func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices 
 	return e
 }
 
-// fingerprint sums up the crawl's counters of URLs and parse errors (not its ledger, which every
-// check adds to): it changes whenever a URL is admitted or ends.
+// fingerprint sums up the crawl's counters of URLs, parse errors, pages and Links messages (not
+// its ledger, which every check adds to): it changes whenever a URL is admitted or ends, a page is
+// stored or parsed, or a Links message is named or admitted.
 func fingerprint(c crawlstate.Counters) int64 {
 	h := fnv.New64a()
-	for _, n := range []int64{c.Seen, c.Fetched, c.Skipped, c.Failed, c.StoppedURLs, c.ParseErrors} {
+	for _, n := range []int64{c.Seen, c.Fetched, c.Skipped, c.Failed, c.StoppedURLs, c.ParseErrors,
+		c.Pages, c.PagesParsed, c.LinksNamed, c.LinksAdmitted} {
 		h.Write(strconv.AppendInt(nil, n, 10))
 		h.Write([]byte{0})
 	}

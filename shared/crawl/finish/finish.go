@@ -1,6 +1,7 @@
 // Package finish announces a crawl's end, once: a "Crawl Finished" event with its counts and
 // cost, put on EventBridge's default bus by the stack (package eventbus) and written beside the
-// crawl's seed report by `crawl run`.
+// crawl's seed report by `crawl run`. A crawl whose work stops moving with work left is announced
+// "Crawl Stalled", once, and its checks stop.
 //
 // When a crawl has drained is not something one handler can see: the last URL ends before its
 // page is parsed and its links are admitted, and the queues are shared by every crawl. So a crawl
@@ -17,14 +18,34 @@
 //     admitted, and keeps the crawl from its end: one in the schedule queue's dead-letter queue
 //     keeps it until it is moved back (DESIGN invariant 11).
 //
-// The tally scans the table, so a check tallies only when its counters of URLs (admitted, ended
-// by state and class, parse errors) have not changed for Quiet, and have changed since its last
-// tally or another Quiet has passed: once at the end of a crawl, and once a Quiet while it stalls.
-// Quiet only spaces the tallies out, for their cost; it is not what waits for the Links messages.
-// Parse marks written before marks named their Links messages name none: for those (a crawl that
-// ran across the change), the quiet time is the only wait, as it was before, which covers one
-// failed delivery of a Links message when Quiet is longer than the schedule queue's visibility
-// timeout (docs/operating.md).
+// The tally reads every item of the crawl, so a check does not tally while the crawl's end's
+// counters (crawlstate/endcount.go: URLs admitted and ended, pages stored and parsed, Links
+// messages named and admitted, counted beside the writes that make them) show work left: it reads
+// the counter shards alone, a few reads. When they show none, it tallies once to confirm. A tally
+// that disagrees (the counters drifted: a store that died with counts unwritten, a mark counted
+// twice) is logged at warn with both counts, and the checks go on; they tally again only once the
+// counters move or another Quiet has passed.
+//
+// A crawl whose counters have not moved for StallAfter (DefaultStallAfter, an hour of checks) with
+// work left is stalled: a URL that cannot end, or a message in a dead-letter queue. The check
+// tallies once more (counters that drifted high end the crawl here, late), and if work is left it
+// decides the stall (crawlstate.StepCheck, one conditional write, as an end is decided), puts a
+// "Crawl Stalled" event that names the work left and the dead-letter queues likely to hold it,
+// counts the metric crawl.stalls (the stack's CrawlStalled alarm), and sends no next check. A
+// later check takes the chain on at its seq and clears the stall: Resume sends one (`crawl
+// resume`, after the messages were moved back with `crawl redrive`), and so does Begin (a seed
+// file of the crawl read again). A stall, like an end, gives the crawl item and its counter shards
+// a time to live: the decision plus the crawl's retention.
+//
+// A crawl started before the end's counters existed has none (crawlstate.Checks.Counted): its
+// checks tally once its counters of URLs have not changed for Quiet, and have changed since the
+// last tally or another Quiet has passed, as they did before; it never stalls. Parse marks written
+// before marks named their Links messages name none: for those, the quiet time is the only wait,
+// which covers one failed delivery of a Links message when Quiet is longer than the schedule
+// queue's visibility timeout (docs/operating.md).
+//
+// A paused crawl is neither tallied nor stalled, and its checks back off: each waits twice as long
+// as the one before, up to queue.MaxDelay. Resume brings the pace back to Every.
 //
 // Exactly once: the crawl item holds the chain's seq and the end (crawlstate.StepCheck). A check
 // whose seq the chain has passed (a duplicate delivery) does nothing. The end is decided by one
@@ -34,7 +55,9 @@
 // the mark puts the event a second time: the event is sent at least once and decided exactly once,
 // and every copy carries the same EventID for a consumer to key on. A copy of the deciding check
 // (or the deciding check moved back from its dead-letter queue, under a new id) announces a pending
-// end only once it has been pending for Quiet, after taking it over with a conditional write.
+// end only once it has been pending for Quiet, after taking it over with a conditional write. A
+// stall is decided and announced the same way, by the stalling check and its redeliveries (not
+// taken over by copies: a stall left pending shows in crawl status).
 package finish
 
 import (
@@ -49,6 +72,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
@@ -66,16 +90,21 @@ type State interface {
 	DecideEnd(ctx context.Context, crawl, by, event string) (crawlstate.Checks, error)
 	TakeEnd(ctx context.Context, crawl, from, to string) error
 	MarkAnnounced(ctx context.Context, crawl string) error
+	MarkStallAnnounced(ctx context.Context, crawl string) error
+	ExpireCounters(ctx context.Context, crawl string, at time.Time) error
+	Retention() time.Duration
 	Counters(ctx context.Context, crawl string) (crawlstate.Counters, error)
 	Drained(ctx context.Context, crawl string) (crawlstate.Counters, crawlstate.Left, error)
 }
 
 var _ State = (*crawlstate.Store)(nil)
 
-// Defaults of the stack's checks.
+// Defaults of the stack's checks. DefaultStallAfter is an hour of checks (60 at DefaultEvery) that
+// find the crawl's counters unchanged and work left.
 const (
-	DefaultEvery = time.Minute
-	DefaultQuiet = 10 * time.Minute
+	DefaultEvery      = time.Minute
+	DefaultQuiet      = 10 * time.Minute
+	DefaultStallAfter = time.Hour
 )
 
 // Checker runs a crawl's drain checks and announces its end.
@@ -86,8 +115,10 @@ type Checker struct {
 	// Queue is where the checks go (the schedule queue).
 	Queue string
 	// Every is the time between two checks (at most queue.MaxDelay); Quiet how long the crawl's
-	// counters must not change before its items are tallied (a bound on the tallies' cost).
-	Every, Quiet time.Duration
+	// counters must not change before its items are tallied again, or tallied at all for a crawl
+	// with no end's counters (a bound on the tallies' cost); StallAfter how long they must not
+	// change, with work left, before the crawl is announced stalled (0: DefaultStallAfter).
+	Every, Quiet, StallAfter time.Duration
 	// Prices cost the crawl's ledger in the event.
 	Prices cost.Prices
 	Log    *slog.Logger
@@ -109,18 +140,61 @@ func (c *Checker) log() *slog.Logger {
 	return slog.Default()
 }
 
-// Begin sends the crawl's first check. A crawl started again (a redelivered seed notification)
-// sends another, which the chain drops as a copy once it has moved on.
-func (c *Checker) Begin(ctx context.Context, crawl string) error {
-	return c.send(ctx, crawl, 0)
+func (c *Checker) stallAfter() time.Duration {
+	if c.StallAfter > 0 {
+		return c.StallAfter
+	}
+	return DefaultStallAfter
 }
 
-func (c *Checker) send(ctx context.Context, crawl string, seq int) error {
-	body, err := message.Encode(message.Check{Header: message.Header{Crawl: crawl}, Seq: seq})
+// every is the time between two checks of a running crawl.
+func (c *Checker) every() time.Duration { return min(max(c.Every, time.Millisecond), queue.MaxDelay) }
+
+// Begin sends the crawl's first check. A crawl started again (a redelivered seed notification)
+// sends another, which the chain drops as a copy once it has moved on; a crawl that stalled gets a
+// check that takes its chain on (Resume).
+func (c *Checker) Begin(ctx context.Context, crawl string) error {
+	ch, err := c.State.ChecksOf(ctx, crawl)
+	if err == nil && ch.Stall != "" && ch.End == "" {
+		return c.send(ctx, crawl, ch.Seq, c.every())
+	}
+	if err != nil && !errors.Is(err, table.ErrNotFound) {
+		return err
+	}
+	return c.send(ctx, crawl, 0, c.every())
+}
+
+// Resume sends a check that takes the crawl's chain on at its seq, at the pace of a running crawl:
+// for a crawl resumed after a pause (whose chain waits longer and longer), or a stalled crawl whose
+// work was moved back from a dead-letter queue (whose chain stopped). It reports whether it sent
+// one: none for a crawl whose end is decided, or one with no chain (its seeds were never read by
+// the stack). The chain's own check, if one is on its way, arrives as a copy and is dropped.
+func (c *Checker) Resume(ctx context.Context, crawl string) (bool, error) {
+	ch, err := c.State.ChecksOf(ctx, crawl)
+	if err != nil {
+		return false, err
+	}
+	if ch.End != "" || (ch.Seq == 0 && ch.By == "") {
+		return false, nil
+	}
+	return true, c.send(ctx, crawl, ch.Seq, c.every())
+}
+
+// nextWait is the delay of the check after m: Every, or twice m's for a paused crawl, up to
+// queue.MaxDelay: a crawl paused for a day costs some 100 checks, not 1,440.
+func (c *Checker) nextWait(ch crawlstate.Checks, m *message.Check) time.Duration {
+	if ch.Run != crawlstate.Paused {
+		return c.every()
+	}
+	last := max(time.Duration(m.WaitMs)*time.Millisecond, c.every())
+	return min(2*last, queue.MaxDelay)
+}
+
+func (c *Checker) send(ctx context.Context, crawl string, seq int, wait time.Duration) error {
+	body, err := message.Encode(message.Check{Header: message.Header{Crawl: crawl}, Seq: seq, WaitMs: wait.Milliseconds()})
 	if err != nil {
 		return err
 	}
-	wait := min(max(c.Every, time.Millisecond), queue.MaxDelay)
 	if err := c.Send.SendBatch(ctx, c.Queue, []queue.Entry{{ID: "check", Body: body, Delay: wait}}); err != nil {
 		return fmt.Errorf("send check %d of crawl %s: %w", seq, crawl, err)
 	}
@@ -128,8 +202,9 @@ func (c *Checker) send(ctx context.Context, crawl string, seq int) error {
 }
 
 // Check runs the check m, delivered as message id: it announces the crawl's end when the crawl
-// has drained, and otherwise sends the next check. An error leaves the check to be delivered
-// again; a copy of a check the chain has passed does nothing.
+// has drained, its stall when its work stopped moving, and otherwise sends the next check. An
+// error leaves the check to be delivered again; a copy of a check the chain has passed does
+// nothing.
 func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error {
 	ch, err := c.State.ChecksOf(ctx, m.Crawl)
 	if errors.Is(err, table.ErrNotFound) {
@@ -150,6 +225,10 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 	case ch.End != "" || (ch.Seq != m.Seq && !mine):
 		c.log().Debug("a copy of a check the chain has passed", "crawl", m.Crawl, "seq", m.Seq, "chain", ch.Seq)
 		return nil
+	case mine && ch.Stall == crawlstate.StallPending:
+		return c.announceStall(ctx, m.Crawl, ch.StallEvent) // it died after deciding the stall
+	case mine && ch.Stall != "":
+		return nil // it stalled the crawl, and announced it: the chain stops here
 	}
 	st, ev, err := c.look(ctx, ch, m, id)
 	if err != nil {
@@ -160,11 +239,18 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 	} else if err != nil {
 		return err
 	}
-	if st.Event == "" {
-		return c.send(ctx, m.Crawl, m.Seq+1)
+	switch {
+	case st.Stall != "":
+		c.log().Warn("crawl stalled: its checks stop", "crawl", m.Crawl, "queued", ev.Stuck.QueuedURLs,
+			"unparsed", ev.Stuck.UnparsedPages, "links", ev.Stuck.UnadmittedLinks, "quietSince", ev.Stuck.QuietSince,
+			"deadLetterQueues", ev.Stuck.DeadLetterQueues)
+		metrics.Stalled(ctx)
+		return c.announceStall(ctx, m.Crawl, st.Stall)
+	case st.Event != "":
+		c.log().Info("crawl drained", "crawl", m.Crawl, "end", ev.End, "fetched", ev.Counts.Fetched, "costUsd", ev.CostUSD)
+		return c.announce(ctx, m.Crawl, st.Event)
 	}
-	c.log().Info("crawl drained", "crawl", m.Crawl, "end", ev.End, "fetched", ev.Counts.Fetched, "costUsd", ev.CostUSD)
-	return c.announce(ctx, m.Crawl, st.Event)
+	return c.send(ctx, m.Crawl, m.Seq+1, c.nextWait(ch, m))
 }
 
 // ErrEndPending is a check's answer while another check announces the crawl's end: it is
@@ -191,7 +277,7 @@ func (c *Checker) takeOver(ctx context.Context, ch crawlstate.Checks, m *message
 }
 
 // look is what the check m of crawl ch finds: the step to record, and the event when the crawl
-// has drained.
+// has drained (Step.Event) or stalled (Step.Stall).
 func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Check, id string) (crawlstate.Step, Event, error) {
 	now := c.now()
 	st := crawlstate.Step{Seq: m.Seq, By: id}
@@ -200,44 +286,114 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 		return st, Event{}, err
 	}
 	st.QuietFP, st.QuietSince = fingerprint(counters), ch.QuietSince
-	if st.QuietFP != ch.QuietFP || ch.QuietSince.IsZero() {
-		st.QuietSince = now
+	if st.QuietFP != ch.QuietFP || ch.QuietSince.IsZero() || ch.Run == crawlstate.Paused {
+		st.QuietSince = now // a paused crawl's work waits: it is not stalled, and is quiet from its resume
 	}
-	quiet := now.Sub(st.QuietSince) >= c.Quiet
 	// A tally that found work left is done again once the counters have moved, or after another
 	// quiet time (a parse that ended without a counter to move, say).
 	talliedAlready := ch.Tallied && ch.TallyFP == st.QuietFP && now.Sub(ch.TallyAt) < c.Quiet
-	if ch.Run == crawlstate.Paused || !quiet || talliedAlready {
+	if ch.Run == crawlstate.Paused || talliedAlready {
 		return st, Event{}, nil
 	}
-	exact, left, err := c.State.Drained(ctx, m.Crawl)
+	if !ch.Counted {
+		return c.lookByTally(ctx, ch, st, now)
+	}
+	left := counters.Left()
+	stalled := now.Sub(st.QuietSince) >= c.stallAfter()
+	if !left.Done() && !stalled {
+		return st, Event{}, nil // the counters show work left, and it moves (or has not been still for long)
+	}
+	// The counters show nothing left, or have been still with work left for StallAfter: the exact
+	// tally decides.
+	exact, tallied, err := c.State.Drained(ctx, m.Crawl)
+	if err != nil {
+		return st, Event{}, err
+	}
+	st.Tallied = true
+	switch {
+	case tallied.Done():
+		if !left.Done() {
+			c.log().Warn("crawl drained while its counters show work left: they drifted", "crawl", m.Crawl,
+				"countersQueued", left.Queued, "countersUnparsed", left.Unparsed, "countersLinks", left.Links)
+		}
+		return c.ended(ctx, ch, st, exact, now)
+	case left.Done():
+		c.log().Warn("the crawl's counters show nothing left and its tally disagrees: checks go on", "crawl", m.Crawl,
+			"countersQueued", left.Queued, "countersUnparsed", left.Unparsed, "countersLinks", left.Links,
+			"tallyQueued", tallied.Queued, "tallyUnparsed", tallied.Unparsed, "tallyLinks", tallied.Links)
+		if !stalled {
+			return st, Event{}, nil
+		}
+		// Counters that drifted low and stood still for StallAfter: the tally's work left is stuck.
+	}
+	ev := stallEventOf(ch, m.Seq, exact, tallied, true, st.QuietSince, now, c.Prices)
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return st, Event{}, fmt.Errorf("encode the stall of crawl %s: %w", m.Crawl, err)
+	}
+	st.Stall = string(b)
+	return st, ev, nil
+}
+
+// lookByTally is look for a crawl started before the end's counters were counted: it tallies once
+// its counters of URLs have been quiet for Quiet, and never stalls.
+func (c *Checker) lookByTally(ctx context.Context, ch crawlstate.Checks, st crawlstate.Step, now time.Time) (crawlstate.Step, Event, error) {
+	if now.Sub(st.QuietSince) < c.Quiet {
+		return st, Event{}, nil
+	}
+	exact, left, err := c.State.Drained(ctx, ch.ID)
 	if err != nil {
 		return st, Event{}, err
 	}
 	st.Tallied = true
 	if !left.Done() {
-		c.log().Info("crawl quiet, not drained", "crawl", m.Crawl, "queued", left.Queued, "unparsed", left.Unparsed, "links", left.Links)
+		c.log().Info("crawl quiet, not drained", "crawl", ch.ID, "queued", left.Queued, "unparsed", left.Unparsed, "links", left.Links)
 		return st, Event{}, nil
 	}
+	return c.ended(ctx, ch, st, exact, now)
+}
+
+// ended is the step that decides the end of crawl ch with exact, its tally.
+func (c *Checker) ended(_ context.Context, ch crawlstate.Checks, st crawlstate.Step, exact crawlstate.Counters, now time.Time) (crawlstate.Step, Event, error) {
 	ev := eventOf(ch, exact, now, c.Prices)
 	b, err := json.Marshal(ev)
 	if err != nil {
-		return st, Event{}, fmt.Errorf("encode the end of crawl %s: %w", m.Crawl, err)
+		return st, Event{}, fmt.Errorf("encode the end of crawl %s: %w", ch.ID, err)
 	}
 	st.Event = string(b)
 	return st, ev, nil
 }
 
-// announce puts the stored event, then marks it announced.
+// announce gives the crawl's counter shards their time to live, puts the stored event, then marks
+// it announced.
 func (c *Checker) announce(ctx context.Context, crawl, stored string) error {
 	var ev Event
 	if err := json.Unmarshal([]byte(stored), &ev); err != nil {
 		return fmt.Errorf("the stored end of crawl %s: %w", crawl, err)
 	}
+	if err := c.State.ExpireCounters(ctx, crawl, ev.FinishedAt.Add(c.State.Retention())); err != nil {
+		return err
+	}
 	if err := c.Pub.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("announce the end of crawl %s: %w", crawl, err)
 	}
 	return c.State.MarkAnnounced(ctx, crawl)
+}
+
+// announceStall is announce for a stall: its event goes the same way, and its counter shards get
+// the same time to live (a crawl that stalls and is never revived leaves nothing without one).
+func (c *Checker) announceStall(ctx context.Context, crawl, stored string) error {
+	var ev Event
+	if err := json.Unmarshal([]byte(stored), &ev); err != nil {
+		return fmt.Errorf("the stored stall of crawl %s: %w", crawl, err)
+	}
+	if err := c.State.ExpireCounters(ctx, crawl, ev.FinishedAt.Add(c.State.Retention())); err != nil {
+		return err
+	}
+	if err := c.Pub.Publish(ctx, ev); err != nil {
+		return fmt.Errorf("announce the stall of crawl %s: %w", crawl, err)
+	}
+	return c.State.MarkStallAnnounced(ctx, crawl)
 }
 
 // End announces the end of a crawl that the caller knows has drained (`crawl run`, whose queues

@@ -97,6 +97,18 @@ func newFixture(t *testing.T, quiet time.Duration) *fixture {
 	return f
 }
 
+// legacy makes the crawl one started before crawls counted their end's counters (no endCounted on
+// its item, as MarkStarted writes it now): its checks tally once its counters are quiet.
+func (f *fixture) legacy(t *testing.T) {
+	t.Helper()
+	if _, err := f.scans.Update(context.Background(), crawlstate.CrawlKey(crawl), table.Update{Remove: []string{"endCounted"}}, table.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := f.st.ChecksOf(context.Background(), crawl); err != nil || ch.Counted {
+		t.Fatalf("ChecksOf = %+v, %v; want a crawl with no end's counters", ch, err)
+	}
+}
+
 // check runs check seq, delivered as id, and fails the test on an error.
 func (f *fixture) check(t *testing.T, seq int, id string) {
 	t.Helper()
@@ -125,9 +137,11 @@ func TestBeginSendsTheFirstCheckDelayed(t *testing.T) {
 	}
 }
 
-// TestAnEmptyCrawlEndsAfterItsQuietTime: the counters must stand still for Quiet before the end.
+// TestAnEmptyCrawlEndsAfterItsQuietTime: the counters of a crawl with no end's counters must
+// stand still for Quiet before the end.
 func TestAnEmptyCrawlEndsAfterItsQuietTime(t *testing.T) {
 	f := newFixture(t, 2*time.Minute)
+	f.legacy(t)
 	f.check(t, 0, "m0") // the counters seen for the first time: not quiet yet
 	f.now = f.now.Add(time.Minute)
 	f.check(t, 1, "m1")
@@ -156,6 +170,7 @@ func TestAnEmptyCrawlEndsAfterItsQuietTime(t *testing.T) {
 // drained; its items are tallied once, then again only after another quiet time.
 func TestAQueuedURLKeepsTheCrawlGoingAndIsTalliedOnce(t *testing.T) {
 	f := newFixture(t, time.Minute)
+	f.legacy(t)
 	ctx := context.Background()
 	if _, err := f.st.Admit(ctx, crawl, "k1", "http://a.test/", "", 0, "links-1"); err != nil {
 		t.Fatal(err)
@@ -184,6 +199,7 @@ func TestAQueuedURLKeepsTheCrawlGoingAndIsTalliedOnce(t *testing.T) {
 // passed sends nothing and ends nothing; the check's own redelivery sends its next check again.
 func TestACopyOfACheckDoesNothing(t *testing.T) {
 	f := newFixture(t, time.Hour)
+	f.legacy(t)
 	f.check(t, 0, "m0")
 	f.check(t, 0, "copy")
 	if got := f.checksSent(); len(got) != 1 || got[0] != 1 {
@@ -227,6 +243,7 @@ func TestAPausedCrawlDoesNotEndAndAStoppedOneEndsStopped(t *testing.T) {
 // while the end is younger than the quiet time, then takes it over and puts it, once.
 func TestACopyTakesOverAnEndLeftPending(t *testing.T) {
 	f := newFixture(t, time.Minute)
+	f.legacy(t)
 	f.pub.fail = 1
 	f.check(t, 0, "m0")
 	f.now = f.now.Add(time.Minute)
@@ -259,6 +276,7 @@ func TestACopyTakesOverAnEndLeftPending(t *testing.T) {
 // them) keeps nothing. The end comes with the check after the Links message is admitted.
 func TestALinksMessageNotAdmittedKeepsTheCrawlFromItsEnd(t *testing.T) {
 	f := newFixture(t, 0)
+	f.c.StallAfter = 100 * time.Hour // not stalled: this is about the end
 	ctx := context.Background()
 	if err := f.st.NoteLinksSent(ctx, crawl, "seeds", []string{"seed-links"}); err != nil {
 		t.Fatal(err)

@@ -90,11 +90,17 @@ type Ref struct {
 type Check struct {
 	Header
 	Seq int `json:"seq"`
+	// WaitMs is the delay the check was sent with (ms; 0 in checks sent before it was recorded):
+	// a paused crawl's next check waits twice as long (package finish).
+	WaitMs int64 `json:"waitMs,omitempty"`
 }
 
 func (m *Check) validate() error {
 	if m.Seq < 0 {
 		return fmt.Errorf("negative seq %d", m.Seq)
+	}
+	if m.WaitMs < 0 {
+		return fmt.Errorf("negative wait %d ms", m.WaitMs)
 	}
 	return nil
 }

@@ -6,7 +6,7 @@
 // (or a robots.txt read for its Sitemap: lines) is read with shared/crawl/web/sitemap instead.
 //
 // A message is marked parsed, with one table item for all its pages that names the Links messages
-// sent (the crawl's end waits for each: crawlstate.MarkMessageParsedLinks), only after its records
+// sent (the crawl's end waits for each: crawlstate.MarkMessageParsedPages), only after its records
 // are stored and its links are sent, so a crash loses nothing: the redelivered message parses its
 // pages again (their links are deduplicated by schedule; their records may appear twice in
 // records/, with the same url and fetchedAt).
@@ -70,7 +70,7 @@ type Config struct {
 // finds the previous crawl's records, and the crawl's end waits for every Links message sent.
 type Parsed interface {
 	IsMessageParsed(ctx context.Context, crawl, name string) (bool, error)
-	MarkMessageParsedLinks(ctx context.Context, crawl, name, records string, links []string) (bool, error)
+	MarkMessageParsedPages(ctx context.Context, crawl, name, records string, links []string, pages int) (bool, error)
 	RecordsOf(ctx context.Context, crawl, name string) (string, error)
 }
 
@@ -394,7 +394,7 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 	// waits for each to be admitted. The links of the batch's messages are packed together, so
 	// each mark names them all: a message whose mark fails sends its own again when it comes back.
 	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
-		_, err := h.parsed.MarkMessageParsedLinks(ctx, crawl, works[i].name, key, names)
+		_, err := h.parsed.MarkMessageParsedPages(ctx, crawl, works[i].name, key, names, len(works[i].pages))
 		if err != nil {
 			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
 		}

@@ -75,8 +75,9 @@ type Links interface {
 	MarkLinksAdmitted(ctx context.Context, crawl string, links []string) error
 }
 
-// Checks runs a crawl's drain checks (finish.Checker): Begin sends a started crawl's first, and
-// Check runs one delivered as message id.
+// Checks runs a crawl's drain checks (finish.Checker): Begin sends a started crawl's first (or,
+// for a crawl whose checks stopped when it stalled, one that takes them on), and Check runs one
+// delivered as message id.
 type Checks interface {
 	Begin(ctx context.Context, crawl string) error
 	Check(ctx context.Context, m *message.Check, id string) error

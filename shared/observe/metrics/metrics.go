@@ -32,6 +32,7 @@ type instruments struct {
 	requeues      metric.Int64Counter              // crawl.requeues{reason}
 	messageAge    metric.Float64Histogram          // crawl.message.age{queue}, s
 	costUnits     map[string]metric.Float64Counter // crawl.cost.<unit>, by unit name
+	stalls        metric.Int64Counter              // crawl.stalls
 }
 
 // ScopeName names the crawler's meter (and observe/telemetry's tracer).
@@ -90,6 +91,7 @@ func newInstruments(m metric.Meter) *instruments {
 		requeues:      counter("crawl.requeues", "{message}", "fetch messages sent back with a delay, by reason (slot, wait, retry)"),
 		messageAge:    histogram("crawl.message.age", "time from a message's send to its record's start"),
 		costUnits:     units,
+		stalls:        counter("crawl.stalls", "{crawl}", "crawls announced stalled: their work stopped moving with work left (package finish)"),
 	}
 }
 
@@ -119,6 +121,13 @@ func CountStates(ctx context.Context, add map[string]int64) {
 	}
 	if !outcome && (class == "budget" || class == "stopped") {
 		meters().refusals.Add(ctx, add["class_"+class], metric.WithAttributes(attribute.String("class", class)))
+	}
+}
+
+// Stalled counts a crawl announced stalled; the stack's CrawlStalled alarm watches it.
+func Stalled(ctx context.Context) {
+	if Enabled() {
+		meters().stalls.Add(ctx, 1)
 	}
 }
 

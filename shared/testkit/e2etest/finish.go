@@ -171,6 +171,19 @@ func (h *Harness) CheckEndAnnouncedOnce(concurrency int) {
 	if ch.Seq < 2 {
 		t.Errorf("the chain of checks reached seq %d: want a few checks, copies dropped", ch.Seq)
 	}
+	// The end came from the end's counters (a check tallies only once they show nothing left):
+	// with every message delivered twice they still count each page stored and each Links message
+	// named and admitted once. A page may count parsed twice: a duplicate fetch message that finds
+	// its page fetched and not yet parsed sends it again in a one-page parse message, and both
+	// marks count it (crawlstate/endcount.go); a count high by such pages only brings a tally on.
+	n, err := crawlstate.New(h.Table).Counters(ctx, crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ch.Counted || !n.Left().Done() || n.Pages != int64(h.Site.Pages) || n.PagesParsed < n.Pages || n.LinksNamed != n.LinksAdmitted {
+		t.Errorf("the end's counters (counted %v): %d pages stored, %d parsed, %d Links messages named, %d admitted; want %d pages, all parsed, all admitted",
+			ch.Counted, n.Pages, n.PagesParsed, n.LinksNamed, n.LinksAdmitted, h.Site.Pages)
+	}
 }
 
 // CheckEndPutAgainAfterCrashBeforeMark crawls the site with the first mark of the end as announced
