@@ -1,7 +1,8 @@
 // Package finish announces a crawl's end, once: a "Crawl Finished" event with its counts and
 // cost, put on EventBridge's default bus by the stack (package eventbus) and written beside the
 // crawl's seed report by `crawl run`. A crawl whose work stops moving with work left is announced
-// "Crawl Stalled", once, and its checks stop.
+// "Crawl Stalled", once, and its checks stop. The checks also renew the items of a crawl that
+// runs longer than its items' retention (renew, crawlstate.Store.Renew).
 //
 // When a crawl has drained is not something one handler can see: the last URL ends before its
 // page is parsed and its links are admitted, and the queues are shared by every crawl. So a crawl
@@ -95,6 +96,7 @@ type State interface {
 	Retention() time.Duration
 	Counters(ctx context.Context, crawl string) (crawlstate.Counters, error)
 	Drained(ctx context.Context, crawl string) (crawlstate.Counters, crawlstate.Left, error)
+	Renew(ctx context.Context, crawl string, budget time.Duration) (bool, error)
 }
 
 var _ State = (*crawlstate.Store)(nil)
@@ -230,6 +232,7 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 	case mine && ch.Stall != "":
 		return nil // it stalled the crawl, and announced it: the chain stops here
 	}
+	c.renew(ctx, m.Crawl)
 	st, ev, err := c.look(ctx, ch, m, id)
 	if err != nil {
 		return err
@@ -251,6 +254,19 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 		return c.announce(ctx, m.Crawl, st.Event)
 	}
 	return c.send(ctx, m.Crawl, m.Seq+1, c.nextWait(ch, m))
+}
+
+// RenewBudget is how long one check spends at most renewing the crawl's items, a third of the
+// schedule function's timeout: a renewal of a large crawl takes several checks.
+const RenewBudget = 20 * time.Second
+
+// renew renews the crawl's items when they are due (crawlstate.Store.Renew: a crawl runs for as
+// long as it needs, its items never expiring under it), while its chain of checks runs, paused or
+// not. A renewal that fails is taken up again by the next check; the check goes on.
+func (c *Checker) renew(ctx context.Context, crawl string) {
+	if _, err := c.State.Renew(ctx, crawl, RenewBudget); err != nil {
+		c.log().Warn("renewing the crawl's items failed: the next check goes on with it", "crawl", crawl, "err", err)
+	}
 }
 
 // ErrEndPending is a check's answer while another check announces the crawl's end: it is

@@ -306,3 +306,31 @@ func TestALinksMessageNotAdmittedKeepsTheCrawlFromItsEnd(t *testing.T) {
 		t.Fatalf("events %+v once every Links message was admitted, want the crawl's end", f.pub.ev)
 	}
 }
+
+// TestChecksRenewALongCrawlsItems: a crawl that runs past RenewEvery (23 days) has its items
+// renewed by its checks, a retention from the renewal, and admits new URLs again: its URL items
+// never expire under it.
+func TestChecksRenewALongCrawlsItems(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, time.Minute)
+	if _, err := f.st.Admit(ctx, crawl, "k", "http://a.test/", "http://a.test/", 0, "L"); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, 0, "m0")
+	f.now = f.now.Add(24 * 24 * time.Hour)
+	if err := f.st.AdmissionOpen(ctx, crawl); err == nil {
+		t.Fatal("24 days in, no renewal yet: admission open, want closed")
+	}
+	f.check(t, 1, "m1")
+	it, err := f.scans.Get(ctx, crawlstate.URLKey(crawl, "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := time.Unix(it.Int(table.TTLAttr), 0), f.now.Add(crawlstate.DefaultRetention); !got.Equal(want) {
+		t.Errorf("the URL item expires %v after the check, want %v (renewed)", got, want)
+	}
+	f.now = f.now.Add(2 * time.Minute) // past the store's cache of the last renewal
+	if err := f.st.AdmissionOpen(ctx, crawl); err != nil {
+		t.Errorf("after the renewal: %v, want admission open", err)
+	}
+}
