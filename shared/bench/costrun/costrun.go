@@ -25,12 +25,14 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/app/cli"
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/ledger"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/ops/crawlindex"
+	"github.com/crawlstack/crawlstack/shared/testkit/tablefill"
 )
 
 // Function is what the stack gives one function (infra/crawlstack.FunctionConfig, field for
@@ -77,6 +79,10 @@ type Options struct {
 	// Progress, when set, receives a line every ProgressEvery.
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	// HistoryItems, when above 0, is how many items of other crawls the table holds before the
+	// crawl (shared/testkit/tablefill), written unmetered: a crawl must cost the same on a table
+	// that other crawls have used as on an empty one (docs/state.md).
+	HistoryItems int
 }
 
 // Report is what one measured crawl used.
@@ -124,6 +130,9 @@ type Report struct {
 	SlotWrites map[string]int64
 	// Batches are the invocations of each function and the records they were given.
 	Batches map[string]Batches
+	// History is what the table held of other crawls before the crawl (none unless
+	// Options.HistoryItems).
+	History tablefill.Result
 }
 
 // Batches counts one function's invocations and the records they were given.
@@ -137,6 +146,9 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		c.fns = StackFunctions()
 	}
 	if err := c.open(ctx, cfg); err != nil {
+		return Report{}, err
+	}
+	if err := c.fillHistory(ctx); err != nil {
 		return Report{}, err
 	}
 	web, err := multisite.Start(o.Web)
@@ -174,8 +186,11 @@ type costRun struct {
 	m     *meter.Meter
 	be    *cli.Backend // metered
 	quiet *cli.Backend // the same table, bucket and queues, unmetered: for what the bill must not count
-	res   cli.Resources
-	web   *multisite.Web
+	// unmetered is the SDK configuration of quiet, and history what fillHistory wrote.
+	unmetered aws.Config
+	history   tablefill.Result
+	res       cli.Resources
+	web       *multisite.Web
 
 	writes   *keyWrites
 	sent     *fetchSends
@@ -204,6 +219,31 @@ func (c *costRun) open(ctx context.Context, cfg aws.Config) error {
 		return fmt.Errorf("set up the queues, table and bucket: %w", err)
 	}
 	c.quiet = cli.OpenAWSWith(unmetered, func(k string) string { return env[k] })
+	c.unmetered = unmetered
+	return nil
+}
+
+// historyTimeout bounds the writing of the table's history: DynamoDB Local writes 100,000 items
+// in some 20 to 30 s.
+const historyTimeout = 10 * time.Minute
+
+// fillHistory writes o.HistoryItems items of other crawls into the table, unmetered: they are
+// what earlier crawls left behind, no part of this crawl's bill.
+func (c *costRun) fillHistory(ctx context.Context) error {
+	if c.o.HistoryItems <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
+	defer cancel()
+	res, err := tablefill.Fill(ctx, awsconfig.NewClients(c.unmetered).DynamoDB, c.be.TableName, tablefill.Options{Items: c.o.HistoryItems})
+	if err != nil {
+		return fmt.Errorf("fill the table with %d items of other crawls: %w", c.o.HistoryItems, err)
+	}
+	c.history = res
+	if c.o.Progress != nil {
+		fmt.Fprintf(c.o.Progress, "%s: the table holds %d items of %d other crawls (%.1f MB), written in %v\n",
+			c.o.Name, res.Items, res.Crawls, float64(res.Bytes)/1e6, res.Elapsed.Round(time.Second))
+	}
 	return nil
 }
 
@@ -334,8 +374,8 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
 	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
 	r.Pages, r.Twice = c.web.Fetched()
-	// The tally reads the whole table: done with the meter's copy of the clients' config, it
-	// would count in the crawl's cost, so it uses an unmetered table.
+	// The tally is the report's, not the crawl's: done with the meter's copy of the clients'
+	// config, it would count in the crawl's cost, so it uses an unmetered table.
 	var err error
 	if r.URLs, err = crawlstate.New(c.quiet.Table).Tally(ctx, crawl); err != nil {
 		return Report{}, fmt.Errorf("tally the crawl: %w", err)
@@ -346,6 +386,7 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r.Writes = c.writes.byKind()
 	r.SlotWrites = c.writes.kindByFunction("slot")
 	r.Batches = c.batches.counts()
+	r.History = c.history
 	return r, nil
 }
 

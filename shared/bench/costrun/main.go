@@ -31,10 +31,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	singlePages := fs.Int("single-pages", 300, "pages of the single-host crawl (0: skip it)")
 	singleRPS := fs.Float64("single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
+	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
+		"crawl's table before it, unmetered, as a table that other crawls have used holds them: at least 100,000 to see that a crawl costs the same (docs/state.md)")
 	every := fs.Duration("progress", 15*time.Second, "how often to print progress on stderr (0: never)")
 	fnFlag := fs.String("functions", "", "function settings over the stack's defaults, e.g. fetch.batchSize=10,fetch.batchWindowSeconds=0 "+
 		"(keys: the stack's context keys without the function name: timeoutSeconds, memoryMB, maxConcurrency, batchSize, batchWindowSeconds, batchConcurrency)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *history < 0 {
+		fmt.Fprintf(stderr, "crawlcost: --history-items %d: want 0 or more\n", *history)
 		return 2
 	}
 	fns, err := OverrideFunctions(StackFunctions(), *fnFlag)
@@ -72,7 +78,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Pages: *singlePages, Links: *links, PageBytes: 20_000, Latency: *latency}})
 	}
 	for i, o := range runs {
-		o.Visibility, o.Progress, o.ProgressEvery, o.Functions = 2*time.Minute, stderr, *every, fns
+		o.Visibility, o.Progress, o.ProgressEvery, o.Functions, o.HistoryItems = 2*time.Minute, stderr, *every, fns, *history
 		r, err := Run(ctx, o, cfg)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {

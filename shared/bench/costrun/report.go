@@ -29,6 +29,10 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 		fmt.Fprintf(w, "first fetch messages: %d, %.1f URLs each, in %d groups (%.2f messages a group)\n", r.FirstMessages,
 			float64(r.FirstURLs)/float64(r.FirstMessages), r.Groups, float64(r.FirstMessages)/float64(max(r.Groups, 1)))
 	}
+	if r.History.Items > 0 {
+		fmt.Fprintf(w, "the table held %d items of %d other crawls (%.1f MB) before the crawl: compare the DynamoDB units per page with a run without -history-items\n",
+			r.History.Items, r.History.Crawls, float64(r.History.Bytes)/1e6)
+	}
 	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v\n",
 		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes)
 	if r.IndexFiles > 0 {

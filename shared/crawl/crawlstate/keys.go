@@ -84,6 +84,9 @@ func ShardKey(crawl string, n int) table.Key {
 // BudgetKind starts the sort keys of the crawl's per-host page budgets (b#<host>).
 const BudgetKind = budgetKind
 
+// BudgetKey is the table key of the crawl's page budget of the host.
+func BudgetKey(crawl, host string) table.Key { return budgetKey(crawl, host) }
+
 func budgetKey(crawl, host string) table.Key { return inCrawl(crawl, budgetKind, host) }
 
 // slotKey is the key of the host's politeness slot.
@@ -97,6 +100,9 @@ func slotPart(n int) string { return slotPartKind + strconv.Itoa(n) }
 func GroupKey(crawl, group string) table.Key { return groupKey(crawl, group) }
 
 func groupKey(crawl, group string) table.Key { return inCrawl(crawl, groupKind, group) }
+
+// ParsedKey is the table key of the item that marks the parse message of the WARC file name done.
+func ParsedKey(crawl, name string) table.Key { return parsedKey(crawl, name) }
 
 // parsedKey is the item that marks the parse message of the WARC file name done.
 func parsedKey(crawl, name string) table.Key {

@@ -234,3 +234,34 @@ func TestAccountCountsItsOwnCalls(t *testing.T) {
 		t.Errorf("the meter counted %v write units, want 3", got)
 	}
 }
+
+// Accounts nest: a call counts in its invocation's account and in the account around the run, and
+// once in an account nested twice.
+func TestNestedAccountsEachCountTheCall(t *testing.T) {
+	f := newFakeAWS(t, map[string][]answer{
+		ddb + "PutItem": {
+			{status: 200, body: `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":1.0}}`},
+			{status: 200, body: `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":2.0}}`},
+		},
+	})
+	cfg, m := f.config()
+	c := dynamodb.NewFromConfig(cfg)
+	put := &dynamodb.PutItemInput{TableName: aws.String("t"), Item: map[string]types.AttributeValue{"pk": s("a")}}
+	run, invocation := meter.New(), meter.New()
+	outer := meter.WithAccount(testContext(t), run)
+	if _, err := c.PutItem(meter.WithAccount(meter.WithAccount(outer, invocation), run), put); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutItem(outer, put); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		m    *meter.Meter
+		want float64
+	}{{"the run's account", run, 3}, {"the invocation's account", invocation, 1}, {"the meter", m, 3}} {
+		if got := tc.m.Snapshot().DynamoDBWriteUnits; got != tc.want {
+			t.Errorf("%s counted %v write units, want %v", tc.name, got, tc.want)
+		}
+	}
+}

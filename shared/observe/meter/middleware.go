@@ -2,6 +2,7 @@ package meter
 
 import (
 	"context"
+	"slices"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
@@ -76,8 +77,10 @@ func (d deserializeMiddleware) HandleDeserialize(ctx context.Context, in middlew
 	}
 	if u != (cost.Units{}) {
 		d.m.add(u)
-		if a := accountOf(ctx); a != nil && a != d.m {
-			a.add(u)
+		for _, a := range accountsOf(ctx) {
+			if a != d.m {
+				a.add(u)
+			}
 		}
 	}
 	return out, md, err
@@ -86,12 +89,21 @@ func (d deserializeMiddleware) HandleDeserialize(ctx context.Context, in middlew
 type accountKey struct{}
 
 // WithAccount returns a context whose metered calls are also counted in a: the units of one
-// invocation, say, while others run at the same time on the same clients.
+// invocation, say, while others run at the same time on the same clients. Accounts nest: a call
+// counts in a and in every account of ctx, so an account around a whole run (a test's, say)
+// counts what the invocations inside it count in their own. An account counts a call once,
+// however often it is nested.
 func WithAccount(ctx context.Context, a *Meter) context.Context {
-	return context.WithValue(ctx, accountKey{}, a)
+	outer := accountsOf(ctx)
+	if slices.Contains(outer, a) {
+		return ctx
+	}
+	// Clipped, so that two contexts made from the same one never share the appended element.
+	return context.WithValue(ctx, accountKey{}, append(slices.Clip(outer), a))
 }
 
-func accountOf(ctx context.Context) *Meter {
-	a, _ := ctx.Value(accountKey{}).(*Meter)
-	return a
+// accountsOf is the accounts of ctx, outermost first.
+func accountsOf(ctx context.Context) []*Meter {
+	as, _ := ctx.Value(accountKey{}).([]*Meter)
+	return as
 }

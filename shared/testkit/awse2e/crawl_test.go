@@ -101,6 +101,12 @@ func runCrawl(t *testing.T, args []string) cli.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), crawlTimeout)
 	defer cancel()
+	return runCrawlIn(ctx, t, args)
+}
+
+// runCrawlIn is runCrawl with the caller's context.
+func runCrawlIn(ctx context.Context, t *testing.T, args []string) cli.Summary {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	if code := cli.Main(ctx, args, &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("crawl %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, &stdout, &stderr)

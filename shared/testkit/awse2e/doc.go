@@ -7,5 +7,6 @@
 // generated site (shared/demo/demosite) served on 127.0.0.1. Together they prove DESIGN invariants
 // 1, 2 and 4 through the real APIs: a full crawl, duplicate deliveries, a crash and resume, a
 // poison message through the dead-letter queue and `crawl redrive`, a lease that expires, and
-// politeness waits that never burn receive counts.
+// politeness waits that never burn receive counts; and invariant 12 (history_test.go): a crawl
+// reads and writes the same units per page on a table that other crawls have filled.
 package awse2e
