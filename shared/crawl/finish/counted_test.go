@@ -2,6 +2,7 @@ package finish_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,8 +100,9 @@ func (f *fixture) begin(t *testing.T) int {
 }
 
 // TestTheCheckReadsOnlyCountersWhileWorkIsLeft: while the end's counters show a URL left, the
-// checks never tally, however long the URL takes (under StallAfter); once it ends, the next check
-// tallies once, agrees, and announces the end once.
+// checks tally at most once a quiet time, however long the URL takes (under StallAfter: counters
+// that drifted high must not hold the end for ever), and announce nothing; once it ends, the next
+// check tallies once, agrees, and announces the end once.
 func TestTheCheckReadsOnlyCountersWhileWorkIsLeft(t *testing.T) {
 	f, tl := counted(t)
 	key := f.admitOne(t, "http://a.test/")
@@ -108,14 +110,16 @@ func TestTheCheckReadsOnlyCountersWhileWorkIsLeft(t *testing.T) {
 	for i := range 50 { // 50 minutes, five quiet times
 		f.next(t, "m"+string(rune('a'+i)), &last)
 	}
-	if n := tl.n.Load(); n != 0 || len(f.pub.ev) != 0 {
-		t.Fatalf("%d tallies and events %+v while the counters show a URL queued; want none", n, f.pub.ev)
+	before := tl.n.Load()
+	if most := int64(50 * time.Minute / f.c.Quiet); before > most || len(f.pub.ev) != 0 {
+		t.Fatalf("%d tallies and events %+v in 50 minutes while the counters show a URL queued; want at most %d (one a quiet time) and none",
+			before, f.pub.ev, most)
 	}
 	f.skipURL(t, key)
 	if !f.next(t, "after", &last) {
 		t.Fatal("the chain stopped before the URL ended")
 	}
-	if n := tl.n.Load(); n != 1 || len(f.pub.ev) != 1 || f.pub.ev[0].End != finish.EndDrained || f.pub.ev[0].Counts.Skipped != 1 {
+	if n := tl.n.Load() - before; n != 1 || len(f.pub.ev) != 1 || f.pub.ev[0].End != finish.EndDrained || f.pub.ev[0].Counts.Skipped != 1 {
 		t.Fatalf("%d tallies, events %+v; want one tally and the end announced with the URL skipped", n, f.pub.ev)
 	}
 	if f.next(t, "after the end", &last) {
@@ -128,8 +132,8 @@ func TestTheCheckReadsOnlyCountersWhileWorkIsLeft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(f.pub.ev) != 1 || tl.n.Load() != 1 {
-		t.Errorf("events %d, tallies %d after duplicate deliveries; want 1 and 1", len(f.pub.ev), tl.n.Load())
+	if n := tl.n.Load() - before; len(f.pub.ev) != 1 || n != 1 {
+		t.Errorf("events %d, tallies %d since the URL ended after duplicate deliveries; want 1 and 1", len(f.pub.ev), n)
 	}
 }
 
@@ -211,8 +215,8 @@ func TestAStalledCrawlIsAnnouncedOnceAndItsChecksStop(t *testing.T) {
 	if got := f.now.Sub(ev.Stuck.QuietSince); got < 30*time.Minute || got > 32*time.Minute {
 		t.Errorf("stalled %v after its counters went still; want about StallAfter", got)
 	}
-	if tl.n.Load() != 1 {
-		t.Errorf("%d tallies; want one, to confirm the stall", tl.n.Load())
+	if n, most := tl.n.Load(), int64(f.c.StallAfter/f.c.Quiet)+1; n < 1 || n > most {
+		t.Errorf("%d tallies; want one a quiet time, the last to confirm the stall: at most %d", n, most)
 	}
 	ch, err := f.st.ChecksOf(context.Background(), crawl)
 	if err != nil || ch.Stall != crawlstate.StallAnnounced || ch.End != "" {
@@ -414,5 +418,26 @@ func TestAReplayedStallIsAnnounced(t *testing.T) {
 	}
 	if ch, err := f.st.ChecksOf(context.Background(), crawl); err != nil || ch.Stall != crawlstate.StallAnnounced {
 		t.Errorf("the stall is %q (%v); want announced", ch.Stall, err)
+	}
+}
+
+// TestCountersThatDriftedHighHoldTheEndAQuietTimeAtMost: the deployed stack's counters once named
+// a Links message that was never counted admitted, its crawl done. With counters that show work
+// left for ever, the end still comes a quiet time after they stood still: the tally decides it.
+func TestCountersThatDriftedHighHoldTheEndAQuietTimeAtMost(t *testing.T) {
+	f, tl := counted(t)
+	tl.drift = func(c crawlstate.Counters) crawlstate.Counters { c.LinksNamed++; return c }
+	last := f.begin(t)
+	for i := 0; len(f.pub.ev) == 0; i++ {
+		if i > 30 || !f.next(t, fmt.Sprintf("m%d", i), &last) {
+			t.Fatalf("no end after %d checks a minute apart", i)
+		}
+	}
+	ev := f.pub.ev[0]
+	if ev.End != finish.EndDrained {
+		t.Fatalf("the crawl ended %q, want drained", ev.End)
+	}
+	if took := f.now.Sub(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)); took < f.c.Quiet || took > f.c.Quiet+2*time.Minute {
+		t.Errorf("the end came %v after the start, want about the quiet time (%v)", took, f.c.Quiet)
 	}
 }

@@ -315,12 +315,14 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 		return c.lookByTally(ctx, ch, st, now)
 	}
 	left := counters.Left()
-	stalled := now.Sub(st.QuietSince) >= c.stallAfter()
-	if !left.Done() && !stalled {
+	still := now.Sub(st.QuietSince)
+	stalled := still >= c.stallAfter()
+	if !left.Done() && still < c.Quiet {
 		return st, Event{}, nil // the counters show work left, and it moves (or has not been still for long)
 	}
-	// The counters show nothing left, or have been still with work left for StallAfter: the exact
-	// tally decides.
+	// The counters show nothing left, or have been still with work left for Quiet (counters that
+	// drifted high would otherwise hold the end for ever: the deployed stack's showed a Links
+	// message named and never counted admitted), or for StallAfter: the exact tally decides.
 	exact, tallied, err := c.State.Drained(ctx, m.Crawl)
 	if err != nil {
 		return st, Event{}, err
@@ -333,15 +335,15 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 				"countersQueued", left.Queued, "countersUnparsed", left.Unparsed, "countersLinks", left.Links)
 		}
 		return c.ended(ctx, ch, st, exact, now)
-	case left.Done():
-		c.log().Warn("the crawl's counters show nothing left and its tally disagrees: checks go on", "crawl", m.Crawl,
-			"countersQueued", left.Queued, "countersUnparsed", left.Unparsed, "countersLinks", left.Links,
-			"tallyQueued", tallied.Queued, "tallyUnparsed", tallied.Unparsed, "tallyLinks", tallied.Links)
-		if !stalled {
-			return st, Event{}, nil
+	case !stalled:
+		if left.Done() {
+			c.log().Warn("the crawl's counters show nothing left and its tally disagrees: checks go on", "crawl", m.Crawl,
+				"countersQueued", left.Queued, "countersUnparsed", left.Unparsed, "countersLinks", left.Links,
+				"tallyQueued", tallied.Queued, "tallyUnparsed", tallied.Unparsed, "tallyLinks", tallied.Links)
 		}
-		// Counters that drifted low and stood still for StallAfter: the tally's work left is stuck.
+		return st, Event{}, nil
 	}
+	// The counters stood still for StallAfter, and the tally finds work left: it is stuck.
 	ev := stallEventOf(ch, m.Seq, exact, tallied, true, st.QuietSince, now, c.Prices)
 	b, err := json.Marshal(ev)
 	if err != nil {
