@@ -168,8 +168,11 @@ func (h *Harness) CheckEndAnnouncedOnce(concurrency int) {
 	if ch.End != crawlstate.EndAnnounced {
 		t.Errorf("the crawl item's end is %q, want %q", ch.End, crawlstate.EndAnnounced)
 	}
-	if ch.Seq < 2 {
-		t.Errorf("the chain of checks reached seq %d: want a few checks, copies dropped", ch.Seq)
+	// The end comes from the counters at the first check after the last page, which may be the
+	// chain's first (a check every 50 ms, the crawl's pages done within the first): every check is
+	// delivered twice, and the copy finds the chain moved on.
+	if ch.Seq < 1 {
+		t.Errorf("the chain of checks reached seq %d: want at least one step, copies dropped", ch.Seq)
 	}
 	// The end came from the end's counters (a check tallies only once they show nothing left):
 	// with every message delivered twice they still count each page stored and each Links message
