@@ -31,7 +31,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -88,72 +87,6 @@ var ErrClaimed = errors.New("url already claimed or done")
 // ErrBudget is returned by ReserveBudget when the crawl has used up its pages (--max-pages); the
 // URL ends skipped with class budget, the class the docs name for it.
 var ErrBudget = errclass.Errorf(errclass.Budget, "page budget used up")
-
-// Store is the crawl state on a table. It is safe for concurrent use. Its settings are given to
-// New as options (options.go), and none changes once the store is built.
-type Store struct {
-	t table.Table
-	// now is the clock (WithClock).
-	now func() time.Time
-	// costCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
-	costCheck time.Duration
-	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
-	runCheck time.Duration
-	// retention is how long a crawl's items live after their last write or renewal before the
-	// table's TTL may delete them (see life.go and renew.go): DefaultRetention.
-	retention time.Duration
-	// bufferCounters keeps counter increments in memory until Flush, one write per crawl instead
-	// of one per transition (WithBufferedCounters). Handlers flush at the end of every invocation.
-	bufferCounters bool
-	// holdCounters, with bufferCounters, makes Flush keep the increments for WriteCounters, which
-	// the process that owns the store calls on its own schedule (WithHeldCounters). crawl run holds
-	// them: its handlers all share one store, so it writes them every 100 ms and at the end rather
-	// than at the end of each of thousands of invocations. A Lambda function must not: a frozen
-	// container keeps them.
-	holdCounters bool
-	// circuitFailures is how many failed first requests in a row open a host's circuit
-	// (0: DefaultCircuitFailures; below 0: never); circuitProbe is how long an open circuit waits
-	// before each probe (0: DefaultCircuitProbe). See circuit.go and WithCircuit.
-	circuitFailures int
-	circuitProbe    time.Duration
-
-	starts    sync.Map // crawl -> its start (time.Time; zero when none is on record)
-	slotSeen  sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
-	spare     sync.Map // spareKey -> *spares, the host's slots booked and not yet given out (BookSlots)
-	throttles sync.Map // host -> its throttled gap as this store last saw it (throttle)
-	circuits  sync.Map // host -> its circuit as this store last saw it (circuit)
-	answers   answerTimes
-	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
-	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
-	renewals  sync.Map // crawl -> renewSeen, its last renewal as last read (see AdmissionOpen)
-
-	// writer names this store in the counter shards it writes, and counterLogs holds, for each
-	// crawl, its shard and its writes' sequence (countwrite.go).
-	writer      string
-	counterLogs sync.Map // crawl -> *counterLog
-	budgets     sync.Map // budget item key -> *blockBudget, this store's block of that budget
-	// recent are the Links messages' names this store counted lately (endcount.go).
-	recent recentNames
-
-	mu      sync.Mutex
-	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
-}
-
-// DefaultRetention is how long a crawl's items live after their last write or renewal (life.go).
-const DefaultRetention = 30 * 24 * time.Hour
-
-// New returns a Store on t with DefaultRetention, and the options applied in order.
-func New(t table.Table, opts ...Option) *Store {
-	s := &Store{t: t, now: time.Now, retention: DefaultRetention, writer: newWriter()}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
-}
-
-// Now is the time on the store's clock (WithClock): the time its slots, leases and circuits are
-// reckoned in.
-func (s *Store) Now() time.Time { return s.now() }
 
 // Page is where a fetched URL's response is stored, kept on its item so that a lost parse message
 // can be sent again without fetching the page again (the fetch stage's outbox).
