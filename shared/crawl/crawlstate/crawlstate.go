@@ -208,7 +208,7 @@ const (
 )
 
 // Admit is AdmitIn with the URL as a group of its own.
-func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
+func (s *URLs) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
 	res, _, err := s.AdmitIn(ctx, crawl, "", key, rawURL, root, depth, by)
 	return res, err
 }
@@ -225,9 +225,9 @@ func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, dept
 // because its answer was lost. An item found that by admitted and then took back (Unadmit: a
 // tombstone in its group) before its item went is admitted afresh in group: the un-admission is
 // finished, and the URL is not stranded as another message's.
-func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
+func (s *URLs) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
 	now := s.now()
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return Known, "", err
 	}
@@ -252,7 +252,7 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 		}
 	}
 	if cf == nil || ownAdmission(cf.Item, group, by) {
-		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
+		return Admitted, GroupOf(URL{Key: key, Group: group}), s.counts.count(ctx, crawl, map[string]int64{"seen": 1})
 	}
 	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
 	if err != nil {
@@ -270,7 +270,7 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 // as a condition failure would (no item: nil), for the caller to tell whether the write was
 // applied, as it does when a replay of the write fails its condition; or writeErr and the read's
 // error when the item cannot be read either.
-func (s *Store) readBack(ctx context.Context, key table.Key, writeErr error) (*table.ConditionFailedError, error) {
+func (s *URLs) readBack(ctx context.Context, key table.Key, writeErr error) (*table.ConditionFailedError, error) {
 	it, err := s.t.Get(ctx, key)
 	switch {
 	case errors.Is(err, table.ErrNotFound):
@@ -305,7 +305,7 @@ func admitResult(u URL, by string) (AdmitResult, string) {
 // tell this item from one admitted after its delete was applied; and an item so admitted is never
 // deleted by an Unadmit of its own, only tombstoned, so that an item gone from the first group
 // is that Unadmit's own delete (see Unadmit).
-func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
+func (s *URLs) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
 	was := table.Eq(attrGroup, gone.Group)
 	if gone.Group == "" {
 		was = table.NotExists(attrGroup)
@@ -334,10 +334,10 @@ func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item
 
 // Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
 // false when the URL was already known.
-func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
+func (s *URLs) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
 	now := s.now()
 	class := errclass.Of(cause)
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return false, err
 	}
@@ -363,30 +363,30 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 		return false, nil // another refusal's, or an admission's
 	}
 	// Written now, or by its own earlier attempt (a replay, or an answer lost).
-	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
+	return true, s.counts.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
 }
 
 // Finish records a terminal state for the URL claimed by owner (whose state was prev when
 // claimed) in its group (see Record), and counts it. It returns false, and records nothing, when
 // another owner took the URL over. It reads the URL's item for its group: the fetcher records a
 // message's URLs with one Record instead.
-func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
+func (s *URLs) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
 	return s.finish(ctx, crawl, Outcome{Key: key, State: to, Prev: prev, Cause: cause, Owner: owner})
 }
 
 // FinishFetched is Finish to fetched, with where the response is stored: a redelivered fetch
 // message finds it there and sends the parse message again, without fetching again.
-func (s *Store) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
+func (s *URLs) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
 	return s.finish(ctx, crawl, Outcome{Key: key, State: Fetched, Prev: prev, Page: &page, Owner: owner})
 }
 
 // FailRedrivable is Finish to failed, for a message that goes on to the dead-letter queue: a
 // redrive of that message may claim the URL again.
-func (s *Store) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
+func (s *URLs) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
 	return s.finish(ctx, crawl, Outcome{Key: key, State: Failed, Prev: prev, Cause: cause, Redrivable: true, Owner: owner})
 }
 
-func (s *Store) finish(ctx context.Context, crawl string, o Outcome) (bool, error) {
+func (s *URLs) finish(ctx context.Context, crawl string, o Outcome) (bool, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, o.Key))
 	if err != nil {
 		return false, fmt.Errorf("finish %s: %w", o.Key, err)

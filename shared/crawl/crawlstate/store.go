@@ -58,12 +58,14 @@ type Hosts struct {
 	answers   answerTimes
 }
 
-// Store is the crawl state on a table. It is safe for concurrent use. Its settings are given to
-// New as options (options.go), and none changes once the store is built.
-type Store struct {
+// Runs is the state of each crawl as a whole: its crawl item in the k# partitions, with its run
+// state (run.go), its start, renewal and expiry (life.go, renew.go, expiry.go), its chain of checks
+// and its end (finish.go), its ledger (ledger.go) and its page budget (block.go, budget.go,
+// giveback.go); and its counter shards (counters.go, countwrite.go), which every part writes. It is
+// safe for concurrent use.
+type Runs struct {
 	*base
 	*counts
-	*Hosts
 	// costCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
 	costCheck time.Duration
 	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
@@ -77,8 +79,30 @@ type Store struct {
 	runs     sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
 	renewals sync.Map // crawl -> renewSeen, its last renewal as last read (see AdmissionOpen)
 	budgets  sync.Map // budget item key -> *blockBudget, this store's block of that budget
+}
+
+// URLs is the state of each URL of a crawl, in the crawl's partitions: its item, written at its
+// admission (crawlstate.go), and its group's item with its claim and outcome (claim.go,
+// outcomes.go, reopen.go); the parse marks and Links items (parsed.go, links.go, endcount.go); and
+// the reads and tallies of them all (read.go, tally.go, erase.go). A URL's item lives as long as
+// its crawl (crawls: its expiry), and its transitions are counted in the crawl's counter shards.
+// It is safe for concurrent use.
+type URLs struct {
+	*base
+	counts *counts
+	crawls *Runs
 	// recent are the Links messages' names this store counted lately (endcount.go).
 	recent recentNames
+}
+
+// Store is the crawl state on a table: its URLs, Hosts and Runs, over one table and one clock,
+// each with the settings that concern it. It is safe for concurrent use. Its settings are given
+// to New as options (options.go), and none changes once the store is built.
+type Store struct {
+	*base
+	*URLs
+	*Hosts
+	*Runs
 }
 
 // DefaultRetention is how long a crawl's items live after their last write or renewal (life.go).
@@ -93,8 +117,7 @@ func New(t table.Table, opts ...Option) *Store {
 	b := &base{t: t, now: o.now}
 	c := &counts{base: b, bufferCounters: o.bufferCounters, holdCounters: o.holdCounters, writer: newWriter()}
 	h := &Hosts{base: b, counts: c, circuitFailures: o.circuitFailures, circuitProbe: o.circuitProbe}
-	return &Store{
-		base: b, counts: c, Hosts: h,
-		costCheck: o.costCheck, runCheck: o.runCheck, retention: DefaultRetention,
-	}
+	r := &Runs{base: b, counts: c, costCheck: o.costCheck, runCheck: o.runCheck, retention: DefaultRetention}
+	u := &URLs{base: b, counts: c, crawls: r}
+	return &Store{base: b, URLs: u, Hosts: h, Runs: r}
 }
