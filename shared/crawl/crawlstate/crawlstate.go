@@ -23,6 +23,23 @@
 // Counters and budget blocks, which ADD, number each store's writes (countwrite.go, block.go), so
 // they count once. An update names each attribute once (table.Update.Check).
 //
+// The store is three types over one table and one clock (store.go), one per kind of item, which
+// New builds together into a Store:
+//   - URLs: each URL of a crawl, its item and its group's claims and outcomes, the parse marks and
+//     Links items, and the tallies that read them (this file, claim.go, outcomes.go, reopen.go,
+//     parsed.go, links.go, endcount.go, read.go, tally.go, erase.go);
+//   - Hosts: the state of each host that every crawl shares, its politeness slot, circuit,
+//     throttled gap and the usual time of its answers (slots.go, spare.go, circuit.go,
+//     circuitnotes.go, throttle.go, throttled.go);
+//   - Runs: each crawl as a whole, its crawl item (run state, start, renewal and expiry, the chain
+//     of checks and the end, the ledger), its page budget and its counter shards (run.go, life.go,
+//     renew.go, expiry.go, finish.go, ledger.go, block.go, budget.go, giveback.go, counters.go,
+//     countwrite.go).
+//
+// URLs is given the Runs, for its items' expiry and the crawl's counters; URLs and Hosts count
+// through the Runs' counter writer, so a store writes each crawl's counters in one sequence
+// (countwrite.go). Runs needs neither. A consumer takes the narrowest of the three that serves it.
+//
 // The table's key layout is in one place, keys.go.
 package crawlstate
 
