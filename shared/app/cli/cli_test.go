@@ -155,7 +155,7 @@ func TestTheCrawlCountersAreWrittenByTheEnd(t *testing.T) {
 }
 
 // checkSummaryCountsTheItems holds the counts of the summary s of a run on the embedded state
-// against a scan of its crawl's items (crawlstate.Store.Tally), the oracle of a summary read from
+// against a scan of its crawl's items (crawlstate.URLs.Tally), the oracle of a summary read from
 // the crawl's counters, and returns the counters as written.
 func checkSummaryCountsTheItems(t *testing.T, state string, s Summary) crawlstate.Counters {
 	t.Helper()

@@ -59,7 +59,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 
 // finalCounts counts the crawl's URLs for its summary. Its counters may drift by one for each
 // process that died between a URL's transition and its count, so the count is a scan of its items
-// (crawlstate.Store.Tally), unless exact says that the counters missed nothing: one process
+// (crawlstate.URLs.Tally), unless exact says that the counters missed nothing: one process
 // counted every transition of the crawl, from its start to a clean end (crawl run on the embedded
 // backend, whose state it locks, of a crawl it started). Then the counters are read instead, a
 // few milliseconds where the scan of a crawl of 5,000 URLs takes 40 to 50; but not for a crawl with

@@ -257,10 +257,11 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 	front := frontier.New(frontier.Config{Rules: w.rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead,
 		BudgetUSD: cfg.BudgetUSD, Prices: prices, AdmitConcurrency: cfg.AdmitConcurrency},
-		frontier.Deps{Admissions: w.state, Skips: w.state, Gates: w.state, PageBudget: w.state, Counters: w.state,
-			Slots: w.state, Starts: w.state, Send: w.p.Queue, Log: log, Crawls: w.crawls, OptOuts: w.optOuts()})
+		frontier.Deps{Admissions: w.state.URLs, Skips: w.state.URLs, Gates: w.state.Runs, PageBudget: w.state.Runs,
+			Counters: w.state.Runs, Slots: w.state.Hosts, Starts: w.state.Runs, Send: w.p.Queue, Log: log, Crawls: w.crawls,
+			OptOuts: w.optOuts()})
 	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log,
-		Links: w.state}
+		Links: w.state.URLs}
 	if w.finish != nil && cfg.FinishEvery > 0 {
 		d.Checks = w.finish
 	}
@@ -278,9 +279,9 @@ func (w *wiring) fetch() (*fetcher.Handler, *httpfetch.Client, error) {
 			return nil, nil, err
 		}
 	}
-	st := w.state
-	d := fetcher.Deps{Claims: st, Outcomes: st, URLs: st, PageBudget: st, Politeness: st, Circuits: st, HostHealth: st,
-		Runs: st, Counters: st, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
+	urls, hosts, runs := w.state.URLs, w.state.Hosts, w.state.Runs
+	d := fetcher.Deps{Claims: urls, Outcomes: urls, URLs: urls, PageBudget: runs, Politeness: hosts, Circuits: hosts,
+		HostHealth: hosts, Runs: runs, Counters: runs, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
 		Pages: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("fetch"), Log: w.log.With("fn", "fetch"), Crawls: w.crawls,
 		OptOuts: w.optOuts()}
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
@@ -307,7 +308,7 @@ func fetcherConfig(cfg Config) fetcher.Config {
 // parse builds the parse handler.
 func (w *wiring) parse() *parser.Handler {
 	cfg := w.cfg
-	d := parser.Deps{Parsed: w.state, Counters: w.state, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("parse"),
+	d := parser.Deps{Parsed: w.state.URLs, Counters: w.state.Runs, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("parse"),
 		Log: w.log.With("fn", "parse"), Crawls: w.crawls,
 		Prior: w.p.Blobs} // a recrawl reuses the previous crawl's records (records/)
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface

@@ -71,7 +71,7 @@ type budgetWrite struct {
 // settle learns whether the write whose answer was lost was applied, from the budget's item, and
 // books it: a block taken is this store's to hand out, and pages not given back are gathered to
 // give back again. b.mu is held.
-func (b *blockBudget) settle(ctx context.Context, s *Store) error {
+func (b *blockBudget) settle(ctx context.Context, s *Runs) error {
 	w := b.lost
 	if w == nil {
 		return nil
@@ -94,7 +94,7 @@ func (b *blockBudget) settle(ctx context.Context, s *Store) error {
 // write adds n to the budget's count of pages taken, numbered, if cond holds. It returns the
 // count after the write, or the count as it was when cond (or the seq's) refused it; applied
 // tells which. A write the table answered with an error is kept as lost, for settle.
-func (b *blockBudget) write(ctx context.Context, s *Store, n int64, cond table.Cond) (count int64, applied bool, err error) {
+func (b *blockBudget) write(ctx context.Context, s *Runs, n int64, cond table.Cond) (count int64, applied bool, err error) {
 	q := s.seqAttr()
 	b.seq++
 	set := map[string]any{q: b.seq}
@@ -125,7 +125,7 @@ const usedUpRecheck = 5 * time.Second
 
 // budget is this store's block of the budget counted by key's attr. A store keeps one such entry
 // (about a hundred bytes) for the crawl, and one for each host it admitted URLs of.
-func (s *Store) budget(key table.Key, attr string) *blockBudget {
+func (s *Runs) budget(key table.Key, attr string) *blockBudget {
 	if b, ok := s.budgets.Load(key); ok {
 		return b.(*blockBudget)
 	}
@@ -134,7 +134,7 @@ func (s *Store) budget(key table.Key, attr string) *blockBudget {
 }
 
 // take hands out one page, taking a new block from the table when the store's block is empty.
-func (b *blockBudget) take(ctx context.Context, s *Store, maxPages int) error {
+func (b *blockBudget) take(ctx context.Context, s *Runs, maxPages int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.settle(ctx, s); err != nil {
@@ -172,7 +172,7 @@ func (b *blockBudget) giveBack() {
 // the block to the pages taken if they stay within maxPages. The condition also asks for enough
 // pages left for the block's size (tailShare times it, see there), so a store whose guess of what
 // is left was stale learns the count from the failed write and asks again for a fitting block.
-func (b *blockBudget) takeBlock(ctx context.Context, s *Store, maxPages int) (int, error) {
+func (b *blockBudget) takeBlock(ctx context.Context, s *Runs, maxPages int) (int, error) {
 	for range 100 { // only workers that raced us for the budget make it go round again
 		left := int64(maxPages) - b.seen
 		if left <= 0 {

@@ -19,7 +19,7 @@ import (
 // reclaimed, crawl run stopped) are never admitted. Each store that goes leaves at most a block
 // less one unused: under 1% of the budget, and fewer near its end, where blocks shrink. A page
 // taken for a URL whose host is over its own budget goes back to the crawl's block.
-func (s *Store) ReserveBudget(ctx context.Context, crawl, host string, maxPages, maxPerHost int) error {
+func (s *Runs) ReserveBudget(ctx context.Context, crawl, host string, maxPages, maxPerHost int) error {
 	var b *blockBudget
 	if maxPages > 0 {
 		b = s.budget(CrawlKey(crawl), attrBudget)

@@ -48,7 +48,7 @@ const (
 type circuit struct{ fails, until int64 }
 
 // failuresToOpen is how many failed first requests in a row open a host's circuit.
-func (s *Store) failuresToOpen() int64 {
+func (s *Hosts) failuresToOpen() int64 {
 	if s.circuitFailures == 0 {
 		return DefaultCircuitFailures
 	}
@@ -56,7 +56,7 @@ func (s *Store) failuresToOpen() int64 {
 }
 
 // probeEvery is how long an open circuit waits before each probe.
-func (s *Store) probeEvery() time.Duration {
+func (s *Hosts) probeEvery() time.Duration {
 	if s.circuitProbe <= 0 {
 		return DefaultCircuitProbe
 	}
@@ -65,7 +65,7 @@ func (s *Store) probeEvery() time.Duration {
 
 // learnCircuit keeps the circuit that the host's slot item holds; the item is whole, as every
 // write and failed condition returns it.
-func (s *Store) learnCircuit(host string, it table.Item) {
+func (s *Hosts) learnCircuit(host string, it table.Item) {
 	if it == nil {
 		return
 	}
@@ -78,7 +78,7 @@ func (s *Store) learnCircuit(host string, it table.Item) {
 	s.circuits.Store(host, c)
 }
 
-func (s *Store) circuitOf(host string) circuit {
+func (s *Hosts) circuitOf(host string) circuit {
 	v, ok := s.circuits.Load(host)
 	if !ok {
 		return circuit{}
@@ -88,7 +88,7 @@ func (s *Store) circuitOf(host string) circuit {
 
 // CircuitOpen returns how long the host's URLs must still wait for its circuit's next probe, as
 // this store last saw it (0: the circuit is closed, or its probe is due). It writes nothing.
-func (s *Store) CircuitOpen(host string) time.Duration {
+func (s *Hosts) CircuitOpen(host string) time.Duration {
 	c := s.circuitOf(host)
 	if c.until == 0 {
 		return 0
@@ -100,7 +100,7 @@ func (s *Store) CircuitOpen(host string) time.Duration {
 // request). A closed circuit costs nothing. An open one whose probe is due is taken by the first
 // caller, with a conditional write that moves the next probe one probe interval on: that caller
 // gets 0 and probe true, and sends the probe; the others wait for the next probe.
-func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duration, probe bool, err error) {
+func (s *Hosts) CircuitWait(ctx context.Context, host string) (wait time.Duration, probe bool, err error) {
 	c := s.circuitOf(host)
 	if c.until == 0 {
 		return 0, false, nil
@@ -130,7 +130,7 @@ func (s *Store) CircuitWait(ctx context.Context, host string) (wait time.Duratio
 // takes it at once, rather than after the probe interval. Without it, messages of URLs that are
 // done, each taking a probe in turn, would hold an open circuit open for as long as they keep
 // coming.
-func (s *Store) ReleaseProbe(ctx context.Context, host string) error {
+func (s *Hosts) ReleaseProbe(ctx context.Context, host string) error {
 	now := s.now().UnixMilli()
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrOpenUntil: now}},
 		table.And(table.Exists(attrOpenUntil), table.Gt(attrOpenUntil, now)))
@@ -150,7 +150,7 @@ func (s *Store) ReleaseProbe(ctx context.Context, host string) error {
 // row raises the host's gap (SlowDownFor, Why5xx), as does each one after; the one that reaches
 // the failures to open (WithCircuit) opens its circuit, noted for the crawl's summary and status
 // unless crawl is "". It returns whether the circuit is open.
-func (s *Store) HostFailed(ctx context.Context, crawl, host string, first bool, interval time.Duration) (bool, error) {
+func (s *Hosts) HostFailed(ctx context.Context, crawl, host string, first bool, interval time.Duration) (bool, error) {
 	if !first || s.circuitFailures < 0 {
 		return s.CircuitOpen(host) > 0, nil
 	}
@@ -202,7 +202,7 @@ func (s *Store) HostFailed(ctx context.Context, crawl, host string, first bool, 
 //   - otherwise it ends the host's run of failures and closes its circuit (noted for the crawl's
 //     summary and status), and halves what is left of a throttled host's gap, once a second at
 //     most, so that a host that answers well is soon back at its configured rate.
-func (s *Store) HostAnswered(ctx context.Context, crawl, host string, took, interval time.Duration) error {
+func (s *Hosts) HostAnswered(ctx context.Context, crawl, host string, took, interval time.Duration) error {
 	if s.answers.slow(host, took) {
 		_, err := s.SlowDownFor(ctx, crawl, host, interval, WhySlow)
 		return err
@@ -224,7 +224,7 @@ func (s *Store) HostAnswered(ctx context.Context, crawl, host string, took, inte
 
 // speedUp halves what is left of the host's throttled gap, unless it was set less than raiseEvery
 // ago. The write is a compare-and-swap on when the gap was set: a raise in between wins.
-func (s *Store) speedUp(ctx context.Context, host string) error {
+func (s *Hosts) speedUp(ctx context.Context, host string) error {
 	v, ok := s.throttles.Load(host)
 	if !ok {
 		return nil

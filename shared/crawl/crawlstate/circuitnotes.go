@@ -35,13 +35,13 @@ func (h CircuitHost) Open() bool { return h.OpenedAt.After(h.ClosedAt) }
 
 // noteCircuit notes an opening (attrCircuitOpened) or closing (attrCircuitClosed) of the host's
 // circuit in one of the crawl's counter shards.
-func (s *Store) noteCircuit(ctx context.Context, crawl, host, what string, at time.Time) error {
+func (s *Hosts) noteCircuit(ctx context.Context, crawl, host, what string, at time.Time) error {
 	h := hostAttr(host)
 	var add map[string]int64
 	if what == attrCircuitOpened {
 		add = map[string]int64{attrCircuitOpens + h: 1}
 	}
-	if err := s.writeCounters(ctx, crawl, add, map[string]any{what + h: at.UnixMilli()}); err != nil {
+	if err := s.counts.writeCounters(ctx, crawl, add, map[string]any{what + h: at.UnixMilli()}); err != nil {
 		return fmt.Errorf("note the circuit of %s: %w", host, err)
 	}
 	return nil

@@ -26,11 +26,11 @@ const maxClaimRounds = 8
 // (message.Target.Prev), whose claims pass to owner. It returns the claimed URLs' states before the claim (Queued,
 // or Failed for a redriven failure), by key; a key left out is done, held or gone: its message is
 // a duplicate.
-func (s *Store) ClaimGroup(ctx context.Context, crawl, group, owner string, prev []string, lease time.Duration, keys []string) (map[string]State, error) {
+func (s *URLs) ClaimGroup(ctx context.Context, crawl, group, owner string, prev []string, lease time.Duration, keys []string) (map[string]State, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func claimedIn(g table.Item, want map[string]State, me string, until int64) bool
 // Claim takes one URL for owner, in its group (ClaimGroup), reading its item first for the
 // group. It returns the URL, with its state before the claim and its claim as written (Owner is
 // OwnerTag(owner)), or ErrClaimed.
-func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.Duration) (URL, error) {
+func (s *URLs) Claim(ctx context.Context, crawl, key, owner string, lease time.Duration) (URL, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, key))
 	if errors.Is(err, table.ErrNotFound) {
 		return URL{}, ErrClaimed // no item: nothing to claim
@@ -146,7 +146,7 @@ func (s *Store) Claim(ctx context.Context, crawl, key, owner string, lease time.
 // a file whose record survived (fetch records a page while its file is being synced). lost is the
 // URL as read before the page was found gone. Refetch returns ErrClaimed when the URL has moved on
 // since: fetched again by another worker. The crawl's fetched count gives the page back.
-func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease time.Duration, lost URL) (URL, error) {
+func (s *URLs) Refetch(ctx context.Context, crawl, key, owner string, lease time.Duration, lost URL) (URL, error) {
 	if lost.outcome == "" || lost.State != Fetched {
 		return URL{}, ErrClaimed
 	}
@@ -167,7 +167,7 @@ func (s *Store) Refetch(ctx context.Context, crawl, key, owner string, lease tim
 	if lost.Page != nil && lost.Page.WARCKey != "" {
 		add[counterPages] = -1 // its page is stored again, and counted again, when it is recorded
 	}
-	return u, s.count(ctx, crawl, add)
+	return u, s.counts.count(ctx, crawl, add)
 }
 
 // refetchedIn reports whether the group's item g shows the URL with the key taken back as Refetch
@@ -180,9 +180,9 @@ func refetchedIn(g table.Item, key, me string, until int64) bool {
 // SkipQueued moves a queued URL of group that no message holds to skipped: its budget ran out
 // before its fetch message was sent, or its page was already fetched as another URL's redirect
 // target.
-func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause error) error {
+func (s *URLs) SkipQueued(ctx context.Context, crawl, group, key string, cause error) error {
 	class := errclass.Of(cause)
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause 
 	} else if err != nil && !done {
 		return fmt.Errorf("skip %s: %w", key, err)
 	}
-	return s.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
+	return s.counts.count(ctx, crawl, map[string]int64{string(Skipped): 1, "class_" + string(class): 1})
 }
 
 // Unadmit takes back an admission that AdmitIn just made in group, as long as no message has
@@ -210,8 +210,8 @@ func (s *Store) SkipQueued(ctx context.Context, crawl, group, key string, cause 
 // AdmitIn admitted afresh over an earlier un-admission (readmit, attrFrom) stays, tombstoned, and
 // counted: the redelivery admits it afresh again, with no count, and only the first admission's
 // Unadmit deletes and uncounts the URL.
-func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
-	expires, err := s.expiry(ctx, crawl)
+func (s *URLs) Unadmit(ctx context.Context, crawl, group, key string) error {
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (s *Store) Unadmit(ctx context.Context, crawl, group, key string) error {
 	// Deleted, by this call or by its earlier attempt whose replay this is: the item found, if any,
 	// is a later admission's, which counted itself. Nothing else deletes an item of this admission,
 	// or of one made afresh over its un-admission (readmit): a crawl's erase does not count.
-	return s.count(ctx, crawl, map[string]int64{"seen": -1})
+	return s.counts.count(ctx, crawl, map[string]int64{"seen": -1})
 }
 
 // admittedFrom reports whether the URL item it is the admission made in group (the URL's own
@@ -265,7 +265,7 @@ func admittedFrom(it table.Item, group, key string) bool {
 // such a URL is a duplicate, which ClaimGroup would refuse: Done lets one that came back to wait (a
 // re-queue, a retry, a redelivery) end before it books a politeness slot, with a read where a
 // claim would take a write.
-func (s *Store) Done(ctx context.Context, crawl, group, key, owner string, prev []string) (done, held bool, err error) {
+func (s *URLs) Done(ctx context.Context, crawl, group, key, owner string, prev []string) (done, held bool, err error) {
 	g, err := s.t.Get(ctx, groupKey(crawl, group))
 	if errors.Is(err, table.ErrNotFound) {
 		return false, false, nil

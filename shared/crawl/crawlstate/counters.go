@@ -11,12 +11,12 @@ import (
 )
 
 // CountParseError counts a page whose parse failed (its URL stays fetched).
-func (s *Store) CountParseError(ctx context.Context, crawl string, class errclass.Class) error {
+func (s *Runs) CountParseError(ctx context.Context, crawl string, class errclass.Class) error {
 	return s.count(ctx, crawl, map[string]int64{"parse_errors": 1, "class_" + string(class): 1})
 }
 
 // CountPoison counts a quarantined message of the crawl.
-func (s *Store) CountPoison(ctx context.Context, crawl string) error {
+func (s *Runs) CountPoison(ctx context.Context, crawl string) error {
 	return s.count(ctx, crawl, map[string]int64{"class_" + string(errclass.Poison): 1})
 }
 
@@ -58,7 +58,7 @@ var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Fai
 
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
 // and the crawl item, which holds the counts written before the counters were sharded.
-func (s *Store) Counters(ctx context.Context, crawl string) (Counters, error) {
+func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 	keys := make([]table.Key, 0, CounterShards+1)
 	keys = append(keys, CrawlKey(crawl))
 	for n := range CounterShards {

@@ -67,11 +67,11 @@ func newWriter() string {
 }
 
 // seqAttr is the attribute of a counter shard that holds the seq of this store's last write.
-func (s *Store) seqAttr() string { return "q" + s.writer }
+func (s *counts) seqAttr() string { return "q" + s.writer }
 
 // counterLog returns the store's log of the crawl's counter writes, picking its shard at random
 // the first time.
-func (s *Store) counterLog(crawl string) *counterLog {
+func (s *counts) counterLog(crawl string) *counterLog {
 	if l, ok := s.counterLogs.Load(crawl); ok {
 		return l.(*counterLog)
 	}
@@ -81,10 +81,10 @@ func (s *Store) counterLog(crawl string) *counterLog {
 }
 
 // shardKey is the shard that the store writes the crawl's counters to.
-func (s *Store) shardKey(crawl string) table.Key { return s.counterLog(crawl).shard }
+func (s *counts) shardKey(crawl string) table.Key { return s.counterLog(crawl).shard }
 
 // count adds the increments to the crawl's counters: buffered until Flush, or written now.
-func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) error {
+func (s *counts) count(ctx context.Context, crawl string, add map[string]int64) error {
 	metrics.CountStates(ctx, add) // crawl.pages, when metrics are on
 	if s.bufferCounters {
 		s.buffer(crawl, add)
@@ -96,7 +96,7 @@ func (s *Store) count(ctx context.Context, crawl string, add map[string]int64) e
 // writeCounters numbers a write of add and set (unless both are empty) and sends it to the
 // crawl's shard, after the writes unsent before it. A write that fails stays unsent, with its
 // seq, for the next call to send again.
-func (s *Store) writeCounters(ctx context.Context, crawl string, add map[string]int64, set map[string]any) error {
+func (s *counts) writeCounters(ctx context.Context, crawl string, add map[string]int64, set map[string]any) error {
 	l := s.counterLog(crawl)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -114,7 +114,7 @@ func (s *Store) writeCounters(ctx context.Context, crawl string, add map[string]
 }
 
 // writeDelta writes d to the shard unless the shard shows it written (see above).
-func (s *Store) writeDelta(ctx context.Context, shard table.Key, d delta) error {
+func (s *counts) writeDelta(ctx context.Context, shard table.Key, d delta) error {
 	q := s.seqAttr()
 	set := make(map[string]any, len(d.set)+1)
 	for k, v := range d.set {
@@ -135,7 +135,7 @@ func (s *Store) writeDelta(ctx context.Context, shard table.Key, d delta) error 
 // the crawl), unless HoldCounters keeps them for WriteCounters. Increments it could not write are
 // kept for the next Flush. The counters are for progress and the crawl record; a process that
 // dies with increments unwritten leaves them low, and Tally stays exact.
-func (s *Store) Flush(ctx context.Context) error {
+func (s *counts) Flush(ctx context.Context) error {
 	if s.holdCounters {
 		return nil
 	}
@@ -144,7 +144,7 @@ func (s *Store) Flush(ctx context.Context) error {
 
 // WriteCounters writes the buffered counter increments, as Flush does, also when they are held,
 // and sends again the writes that failed before.
-func (s *Store) WriteCounters(ctx context.Context) error {
+func (s *counts) WriteCounters(ctx context.Context) error {
 	s.mu.Lock()
 	pending := s.pending
 	s.pending = nil
@@ -173,7 +173,7 @@ func (s *Store) WriteCounters(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Store) buffer(crawl string, add map[string]int64) {
+func (s *counts) buffer(crawl string, add map[string]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending == nil {

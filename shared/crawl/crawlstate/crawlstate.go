@@ -23,6 +23,23 @@
 // Counters and budget blocks, which ADD, number each store's writes (countwrite.go, block.go), so
 // they count once. An update names each attribute once (table.Update.Check).
 //
+// The store is three types over one table and one clock (store.go), one per kind of item, which
+// New builds together into a Store:
+//   - URLs: each URL of a crawl, its item and its group's claims and outcomes, the parse marks and
+//     Links items, and the tallies that read them (this file, claim.go, outcomes.go, reopen.go,
+//     parsed.go, links.go, endcount.go, read.go, tally.go, erase.go);
+//   - Hosts: the state of each host that every crawl shares, its politeness slot, circuit,
+//     throttled gap and the usual time of its answers (slots.go, spare.go, circuit.go,
+//     circuitnotes.go, throttle.go, throttled.go);
+//   - Runs: each crawl as a whole, its crawl item (run state, start, renewal and expiry, the chain
+//     of checks and the end, the ledger), its page budget and its counter shards (run.go, life.go,
+//     renew.go, expiry.go, finish.go, ledger.go, block.go, budget.go, giveback.go, counters.go,
+//     countwrite.go).
+//
+// URLs is given the Runs, for its items' expiry and the crawl's counters; URLs and Hosts count
+// through the Runs' counter writer, so a store writes each crawl's counters in one sequence
+// (countwrite.go). Runs needs neither. A consumer takes the narrowest of the three that serves it.
+//
 // The table's key layout is in one place, keys.go.
 package crawlstate
 
@@ -31,7 +48,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -88,72 +104,6 @@ var ErrClaimed = errors.New("url already claimed or done")
 // ErrBudget is returned by ReserveBudget when the crawl has used up its pages (--max-pages); the
 // URL ends skipped with class budget, the class the docs name for it.
 var ErrBudget = errclass.Errorf(errclass.Budget, "page budget used up")
-
-// Store is the crawl state on a table. It is safe for concurrent use. Its settings are given to
-// New as options (options.go), and none changes once the store is built.
-type Store struct {
-	t table.Table
-	// now is the clock (WithClock).
-	now func() time.Time
-	// costCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
-	costCheck time.Duration
-	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
-	runCheck time.Duration
-	// retention is how long a crawl's items live after their last write or renewal before the
-	// table's TTL may delete them (see life.go and renew.go): DefaultRetention.
-	retention time.Duration
-	// bufferCounters keeps counter increments in memory until Flush, one write per crawl instead
-	// of one per transition (WithBufferedCounters). Handlers flush at the end of every invocation.
-	bufferCounters bool
-	// holdCounters, with bufferCounters, makes Flush keep the increments for WriteCounters, which
-	// the process that owns the store calls on its own schedule (WithHeldCounters). crawl run holds
-	// them: its handlers all share one store, so it writes them every 100 ms and at the end rather
-	// than at the end of each of thousands of invocations. A Lambda function must not: a frozen
-	// container keeps them.
-	holdCounters bool
-	// circuitFailures is how many failed first requests in a row open a host's circuit
-	// (0: DefaultCircuitFailures; below 0: never); circuitProbe is how long an open circuit waits
-	// before each probe (0: DefaultCircuitProbe). See circuit.go and WithCircuit.
-	circuitFailures int
-	circuitProbe    time.Duration
-
-	starts    sync.Map // crawl -> its start (time.Time; zero when none is on record)
-	slotSeen  sync.Map // host -> the next free politeness slot this store last wrote or saw (int64 ms)
-	spare     sync.Map // spareKey -> *spares, the host's slots booked and not yet given out (BookSlots)
-	throttles sync.Map // host -> its throttled gap as this store last saw it (throttle)
-	circuits  sync.Map // host -> its circuit as this store last saw it (circuit)
-	answers   answerTimes
-	spent     sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
-	runs      sync.Map // crawl -> *runSeen, its run state as last read (see RunOf)
-	renewals  sync.Map // crawl -> renewSeen, its last renewal as last read (see AdmissionOpen)
-
-	// writer names this store in the counter shards it writes, and counterLogs holds, for each
-	// crawl, its shard and its writes' sequence (countwrite.go).
-	writer      string
-	counterLogs sync.Map // crawl -> *counterLog
-	budgets     sync.Map // budget item key -> *blockBudget, this store's block of that budget
-	// recent are the Links messages' names this store counted lately (endcount.go).
-	recent recentNames
-
-	mu      sync.Mutex
-	pending map[string]map[string]int64 // crawl -> counter -> increment, when buffering
-}
-
-// DefaultRetention is how long a crawl's items live after their last write or renewal (life.go).
-const DefaultRetention = 30 * 24 * time.Hour
-
-// New returns a Store on t with DefaultRetention, and the options applied in order.
-func New(t table.Table, opts ...Option) *Store {
-	s := &Store{t: t, now: time.Now, retention: DefaultRetention, writer: newWriter()}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
-}
-
-// Now is the time on the store's clock (WithClock): the time its slots, leases and circuits are
-// reckoned in.
-func (s *Store) Now() time.Time { return s.now() }
 
 // Page is where a fetched URL's response is stored, kept on its item so that a lost parse message
 // can be sent again without fetching the page again (the fetch stage's outbox).
@@ -275,7 +225,7 @@ const (
 )
 
 // Admit is AdmitIn with the URL as a group of its own.
-func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
+func (s *URLs) Admit(ctx context.Context, crawl, key, rawURL, root string, depth int, by string) (AdmitResult, error) {
 	res, _, err := s.AdmitIn(ctx, crawl, "", key, rawURL, root, depth, by)
 	return res, err
 }
@@ -292,9 +242,9 @@ func (s *Store) Admit(ctx context.Context, crawl, key, rawURL, root string, dept
 // because its answer was lost. An item found that by admitted and then took back (Unadmit: a
 // tombstone in its group) before its item went is admitted afresh in group: the un-admission is
 // finished, and the URL is not stranded as another message's.
-func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
+func (s *URLs) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root string, depth int, by string) (AdmitResult, string, error) {
 	now := s.now()
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return Known, "", err
 	}
@@ -319,7 +269,7 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 		}
 	}
 	if cf == nil || ownAdmission(cf.Item, group, by) {
-		return Admitted, GroupOf(URL{Key: key, Group: group}), s.count(ctx, crawl, map[string]int64{"seen": 1})
+		return Admitted, GroupOf(URL{Key: key, Group: group}), s.counts.count(ctx, crawl, map[string]int64{"seen": 1})
 	}
 	u, err := s.withGroup(ctx, crawl, urlFrom(key, cf.Item))
 	if err != nil {
@@ -337,7 +287,7 @@ func (s *Store) AdmitIn(ctx context.Context, crawl, group, key, rawURL, root str
 // as a condition failure would (no item: nil), for the caller to tell whether the write was
 // applied, as it does when a replay of the write fails its condition; or writeErr and the read's
 // error when the item cannot be read either.
-func (s *Store) readBack(ctx context.Context, key table.Key, writeErr error) (*table.ConditionFailedError, error) {
+func (s *URLs) readBack(ctx context.Context, key table.Key, writeErr error) (*table.ConditionFailedError, error) {
 	it, err := s.t.Get(ctx, key)
 	switch {
 	case errors.Is(err, table.ErrNotFound):
@@ -372,7 +322,7 @@ func admitResult(u URL, by string) (AdmitResult, string) {
 // tell this item from one admitted after its delete was applied; and an item so admitted is never
 // deleted by an Unadmit of its own, only tombstoned, so that an item gone from the first group
 // is that Unadmit's own delete (see Unadmit).
-func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
+func (s *URLs) readmit(ctx context.Context, crawl, group string, gone URL, item table.Item) (AdmitResult, string, error) {
 	was := table.Eq(attrGroup, gone.Group)
 	if gone.Group == "" {
 		was = table.NotExists(attrGroup)
@@ -401,10 +351,10 @@ func (s *Store) readmit(ctx context.Context, crawl, group string, gone URL, item
 
 // Reject records a URL that is not admitted (out of scope, a trap) as skipped, once. It returns
 // false when the URL was already known.
-func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
+func (s *URLs) Reject(ctx context.Context, crawl, key, rawURL string, depth int, cause error) (bool, error) {
 	now := s.now()
 	class := errclass.Of(cause)
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return false, err
 	}
@@ -430,30 +380,30 @@ func (s *Store) Reject(ctx context.Context, crawl, key, rawURL string, depth int
 		return false, nil // another refusal's, or an admission's
 	}
 	// Written now, or by its own earlier attempt (a replay, or an answer lost).
-	return true, s.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
+	return true, s.counts.count(ctx, crawl, map[string]int64{"seen": 1, "skipped": 1, "class_" + string(class): 1})
 }
 
 // Finish records a terminal state for the URL claimed by owner (whose state was prev when
 // claimed) in its group (see Record), and counts it. It returns false, and records nothing, when
 // another owner took the URL over. It reads the URL's item for its group: the fetcher records a
 // message's URLs with one Record instead.
-func (s *Store) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
+func (s *URLs) Finish(ctx context.Context, crawl, key, owner string, prev, to State, cause error) (bool, error) {
 	return s.finish(ctx, crawl, Outcome{Key: key, State: to, Prev: prev, Cause: cause, Owner: owner})
 }
 
 // FinishFetched is Finish to fetched, with where the response is stored: a redelivered fetch
 // message finds it there and sends the parse message again, without fetching again.
-func (s *Store) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
+func (s *URLs) FinishFetched(ctx context.Context, crawl, key, owner string, prev State, page Page) (bool, error) {
 	return s.finish(ctx, crawl, Outcome{Key: key, State: Fetched, Prev: prev, Page: &page, Owner: owner})
 }
 
 // FailRedrivable is Finish to failed, for a message that goes on to the dead-letter queue: a
 // redrive of that message may claim the URL again.
-func (s *Store) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
+func (s *URLs) FailRedrivable(ctx context.Context, crawl, key, owner string, prev State, cause error) (bool, error) {
 	return s.finish(ctx, crawl, Outcome{Key: key, State: Failed, Prev: prev, Cause: cause, Redrivable: true, Owner: owner})
 }
 
-func (s *Store) finish(ctx context.Context, crawl string, o Outcome) (bool, error) {
+func (s *URLs) finish(ctx context.Context, crawl string, o Outcome) (bool, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, o.Key))
 	if err != nil {
 		return false, fmt.Errorf("finish %s: %w", o.Key, err)

@@ -80,9 +80,9 @@ func (r *recentNames) fresh(crawl, counter string, links []string) int64 {
 }
 
 // countLinks counts the names of links under counter, but those the store counted lately.
-func (s *Store) countLinks(ctx context.Context, crawl, counter string, links []string) error {
+func (s *URLs) countLinks(ctx context.Context, crawl, counter string, links []string) error {
 	if n := s.recent.fresh(crawl, counter, links); n > 0 {
-		return s.count(ctx, crawl, map[string]int64{counter: n})
+		return s.counts.count(ctx, crawl, map[string]int64{counter: n})
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 // claims, outcomes and tombstones in every group's item, then their items. Run again after
 // a failure, it finishes what the failed run left: the items go last, so a URL whose outcome is
 // left still has its item for the next run to find.
-func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
+func (s *URLs) Erase(ctx context.Context, crawl string, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (s *Store) Erase(ctx context.Context, crawl string, keys []string) error {
 // A page parsed under the name of its one-page parse message (message.PageName), which holds the
 // page's old offset, keeps that name as its message's: PageParsed and the drain's tally look the
 // mark up by the page's offset otherwise, and would no longer find it.
-func (s *Store) MovePage(ctx context.Context, crawl string, u URL, to Page) error {
+func (s *URLs) MovePage(ctx context.Context, crawl string, u URL, to Page) error {
 	if u.outcome == "" || u.Page == nil {
 		return nil
 	}
@@ -104,7 +104,7 @@ func (s *Store) MovePage(ctx context.Context, crawl string, u URL, to Page) erro
 
 // keepPageMark names, in st, the one-page parse message of u's page at its old offset as the
 // page's message, when that message is marked parsed and the one st names is not.
-func (s *Store) keepPageMark(ctx context.Context, crawl string, u URL, st *stored) error {
+func (s *URLs) keepPageMark(ctx context.Context, crawl string, u URL, st *stored) error {
 	if u.Page.Msg != "" {
 		if done, err := s.IsMessageParsed(ctx, crawl, u.Page.Msg); done || err != nil {
 			return err

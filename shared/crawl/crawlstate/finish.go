@@ -106,7 +106,7 @@ type Checks struct {
 }
 
 // ChecksOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
-func (s *Store) ChecksOf(ctx context.Context, crawl string) (Checks, error) {
+func (s *Runs) ChecksOf(ctx context.Context, crawl string) (Checks, error) {
 	it, err := s.t.Get(ctx, CrawlKey(crawl))
 	if err != nil {
 		return Checks{}, fmt.Errorf("read crawl %s: %w", crawl, err)
@@ -157,7 +157,7 @@ type Step struct {
 // passed, or one of a crawl whose end is decided, gets ErrStale and changes nothing. A deciding
 // step that the SDK sent again because its answer was lost finds its own decision (attrEndTok),
 // and is not stale: a stale check announces nothing.
-func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, error) {
+func (s *Runs) StepCheck(ctx context.Context, crawl string, st Step) (Checks, error) {
 	at := table.Eq(attrCheckSeq, int64(st.Seq))
 	if st.Seq == 0 {
 		at = table.Or(table.NotExists(attrCheckSeq), at)
@@ -202,7 +202,7 @@ func (s *Store) StepCheck(ctx context.Context, crawl string, st Step) (Checks, e
 // DecideEnd decides the crawl's end with event (JSON), by (what decided it), unless its end is
 // decided already. It returns the crawl item as it is afterwards: its Event is the one decided,
 // by this call or before it.
-func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks, error) {
+func (s *Runs) DecideEnd(ctx context.Context, crawl, by, event string) (Checks, error) {
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
 		attrEnd: string(EndPending), attrEndBy: by, attrEndAt: s.now().UnixMilli(), attrEndEvent: event,
 		table.TTLAttr: s.expiresAfter(s.now().UnixMilli()),
@@ -222,7 +222,7 @@ func (s *Store) DecideEnd(ctx context.Context, crawl, by, event string) (Checks,
 // TakeEnd hands a pending end from from (its EndBy) to to, who will announce it, and restarts its
 // EndAt: for a check that finds the end's decider gone. It returns ErrStale when the end is no
 // longer pending or another took it first (not when its own write, sent again, took it).
-func (s *Store) TakeEnd(ctx context.Context, crawl, from, to string) error {
+func (s *Runs) TakeEnd(ctx context.Context, crawl, from, to string) error {
 	tok := randomTag()
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrEndBy: to, attrEndAt: s.now().UnixMilli(), attrEndTok: tok}},
 		table.And(table.Eq(attrEnd, string(EndPending)), table.Eq(attrEndBy, from)))
@@ -239,7 +239,7 @@ func (s *Store) TakeEnd(ctx context.Context, crawl, from, to string) error {
 }
 
 // MarkAnnounced records that the crawl's end event was sent. It is a no-op once recorded.
-func (s *Store) MarkAnnounced(ctx context.Context, crawl string) error {
+func (s *Runs) MarkAnnounced(ctx context.Context, crawl string) error {
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
 		attrEnd: string(EndAnnounced), attrAnnouncedAt: s.now().UnixMilli(),
 	}}, table.Eq(attrEnd, string(EndPending)))
@@ -254,7 +254,7 @@ func (s *Store) MarkAnnounced(ctx context.Context, crawl string) error {
 
 // MarkStallAnnounced records that the crawl's stall event was sent. It is a no-op once recorded,
 // or once a later check took the chain on.
-func (s *Store) MarkStallAnnounced(ctx context.Context, crawl string) error {
+func (s *Runs) MarkStallAnnounced(ctx context.Context, crawl string) error {
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrStall: string(StallAnnounced)}},
 		table.Eq(attrStall, string(StallPending)))
 	if _, done := table.IsConditionFailed(err); done {
@@ -268,7 +268,7 @@ func (s *Store) MarkStallAnnounced(ctx context.Context, crawl string) error {
 
 // expiresAfter is the time to live (Unix seconds) of a crawl's items decided at ms (Unix ms): its
 // retention later.
-func (s *Store) expiresAfter(ms int64) int64 { return time.UnixMilli(ms).Add(s.retention).Unix() }
+func (s *Runs) expiresAfter(ms int64) int64 { return time.UnixMilli(ms).Add(s.retention).Unix() }
 
 // Left is the work a crawl's items still show.
 type Left struct {
@@ -283,12 +283,3 @@ type Left struct {
 
 // Done reports whether the items show no work left.
 func (l Left) Done() bool { return l.Queued == 0 && l.Unparsed == 0 && l.Links == 0 }
-
-// Drained tallies the crawl's items exactly (as Tally does) and counts the work they still show:
-// URLs not ended, fetched pages not parsed, and Links messages sent and not yet admitted (named by
-// a parse mark or a note, not marked admitted: links.go). It scans the whole table once, and counts
-// as it reads (tally.go): for the end of a crawl, not for its progress. Its counters list no failed
-// URLs (GaveUp); Tally's do.
-func (s *Store) Drained(ctx context.Context, crawl string) (Counters, Left, error) {
-	return s.tally(ctx, crawl, true)
-}

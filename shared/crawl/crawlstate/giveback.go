@@ -22,7 +22,7 @@ import (
 // gives back what a store holds, at the end of a run.
 
 // ReturnPages gives n pages of the crawl's budget (maxPages) back.
-func (s *Store) ReturnPages(ctx context.Context, crawl string, n, maxPages int) error {
+func (s *Runs) ReturnPages(ctx context.Context, crawl string, n, maxPages int) error {
 	if n <= 0 || maxPages <= 0 {
 		return nil
 	}
@@ -45,7 +45,7 @@ func (s *Store) ReturnPages(ctx context.Context, crawl string, n, maxPages int) 
 // its handlers are done, so that the next run can use them. The store takes new blocks if it goes
 // on. The hosts' budgets, a spider-trap guard of 100,000 pages by default, keep their unused
 // blocks: a write per host for nothing that matters.
-func (s *Store) ReleaseBudgets(ctx context.Context) error {
+func (s *Runs) ReleaseBudgets(ctx context.Context) error {
 	var errs []error
 	s.budgets.Range(func(_, v any) bool {
 		b := v.(*blockBudget)
@@ -75,7 +75,7 @@ func (s *Store) ReleaseBudgets(ctx context.Context) error {
 // write whose answer was lost is settled. b.mu is held. A budget with no count (nothing was ever
 // taken from it) has nothing to give back. The write is numbered as takeBlock's are, so a replay
 // gives nothing back twice.
-func (b *blockBudget) writeBack(ctx context.Context, s *Store) error {
+func (b *blockBudget) writeBack(ctx context.Context, s *Runs) error {
 	if err := b.settle(ctx, s); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (b *blockBudget) writeBack(ctx context.Context, s *Store) error {
 // BudgetLeft is how many pages of the crawl's budget this store holds and has not handed out:
 // the rest of its block, and the pages given back to it. At the end of crawl run, when no worker
 // admits any more, they are pages the crawl may still fetch.
-func (s *Store) BudgetLeft(crawl string) int {
+func (s *Runs) BudgetLeft(crawl string) int {
 	v, ok := s.budgets.Load(CrawlKey(crawl))
 	if !ok {
 		return 0

@@ -14,7 +14,7 @@ import (
 
 // AddCost adds u, billed units spent on the crawl, to its ledger: counters kept and written like
 // the others (see Flush), so that the crawl record shows what the crawl has cost so far.
-func (s *Store) AddCost(ctx context.Context, crawl string, u cost.Units) error {
+func (s *Runs) AddCost(ctx context.Context, crawl string, u cost.Units) error {
 	c := u.Counters()
 	if len(c) == 0 {
 		return nil
@@ -57,7 +57,7 @@ func projected(c Counters, prices cost.Prices) float64 {
 // have metered units they have not written yet: a budget is a bound to within some seconds of
 // crawling, not to the cent.
 // The first store to find the budget spent marks the crawl record stopped (Counters.Stopped).
-func (s *Store) BudgetOpen(ctx context.Context, crawl string, usd float64, prices cost.Prices) error {
+func (s *Runs) BudgetOpen(ctx context.Context, crawl string, usd float64, prices cost.Prices) error {
 	if usd <= 0 {
 		return nil
 	}
@@ -90,7 +90,7 @@ func (s *Store) BudgetOpen(ctx context.Context, crawl string, usd float64, price
 }
 
 // markStopped records on the crawl item why the crawl stopped admitting URLs, once.
-func (s *Store) markStopped(ctx context.Context, crawl, reason string) error {
+func (s *Runs) markStopped(ctx context.Context, crawl, reason string) error {
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{
 		attrStopped: reason, attrStoppedAt: s.now().UnixMilli(),
 	}}, table.NotExists(attrStopped))
@@ -105,6 +105,6 @@ func (s *Store) markStopped(ctx context.Context, crawl, reason string) error {
 
 // CountBudgetRefusal counts a link that was not admitted because the crawl's budget is spent. It
 // is not recorded on an item: a crawl that goes on discovering links would pay a write for each.
-func (s *Store) CountBudgetRefusal(ctx context.Context, crawl string) error {
+func (s *Runs) CountBudgetRefusal(ctx context.Context, crawl string) error {
 	return s.count(ctx, crawl, map[string]int64{"class_" + string(errclass.Budget): 1})
 }

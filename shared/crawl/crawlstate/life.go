@@ -27,7 +27,7 @@ const attrStarted = "startedAt"
 // MarkStarted records when the crawl started, unless it is recorded already (a seed file read
 // again, or a redelivered notification, keeps the first time), and that the crawl counts its
 // end's counters from its start (attrEndCounted).
-func (s *Store) MarkStarted(ctx context.Context, crawl string) error {
+func (s *Runs) MarkStarted(ctx context.Context, crawl string) error {
 	_, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrStarted: s.now().UnixMilli(), attrEndCounted: true}},
 		table.NotExists(attrStarted))
 	if _, known := table.IsConditionFailed(err); known {
@@ -41,7 +41,7 @@ func (s *Store) MarkStarted(ctx context.Context, crawl string) error {
 
 // Started returns when the crawl started, or the zero time for a crawl that has no start on
 // record (one started before starts were recorded). A start once read is kept in memory.
-func (s *Store) Started(ctx context.Context, crawl string) (time.Time, error) {
+func (s *Runs) Started(ctx context.Context, crawl string) (time.Time, error) {
 	if t, ok := s.starts.Load(crawl); ok {
 		return t.(time.Time), nil
 	}
@@ -60,7 +60,7 @@ func (s *Store) Started(ctx context.Context, crawl string) (time.Time, error) {
 
 // expiry is when an item the crawl writes now may expire: a retention from now. A crawl that runs
 // longer has its older items renewed (Renew).
-func (s *Store) expiry(context.Context, string) (int64, error) {
+func (s *Runs) expiry(context.Context, string) (int64, error) {
 	return s.now().Add(s.retention).Unix(), nil
 }
 
@@ -69,7 +69,7 @@ func (s *Store) expiry(context.Context, string) (int64, error) {
 // too soon after): a crawl whose drain checks renew its items stays open for as long as it runs.
 // A crawl with no start on record is always open. The crawl item is read again only once the
 // crawl is older than RenewEvery, at most once per renewCheck.
-func (s *Store) AdmissionOpen(ctx context.Context, crawl string) error {
+func (s *Runs) AdmissionOpen(ctx context.Context, crawl string) error {
 	start, err := s.Started(ctx, crawl)
 	if err != nil || start.IsZero() || s.now().Sub(start) <= s.RenewEvery() {
 		return err
@@ -93,7 +93,7 @@ const renewCheck = time.Minute
 
 // renewedAt is when the crawl's items were last renewed (zero for never), as read at most once
 // per renewCheck.
-func (s *Store) renewedAt(ctx context.Context, crawl string) (time.Time, error) {
+func (s *Runs) renewedAt(ctx context.Context, crawl string) (time.Time, error) {
 	if r, ok := s.renewals.Load(crawl); ok {
 		if seen := r.(renewSeen); s.now().Sub(seen.readAt) < renewCheck {
 			return seen.at, nil

@@ -64,15 +64,15 @@ func linksItemKey(crawl, letter, id string) table.Key {
 // message sent (their frontier.Source), after it sent them: until each is marked admitted
 // (MarkLinksAdmitted), Drained counts it left. Names beyond what one item holds, and those of a
 // delivery that finds the mark written already by another (two deliveries at once), go to notes.
-func (s *Store) MarkMessageParsedLinks(ctx context.Context, crawl, name, records string, links []string) (bool, error) {
+func (s *URLs) MarkMessageParsedLinks(ctx context.Context, crawl, name, records string, links []string) (bool, error) {
 	return s.MarkMessageParsedPages(ctx, crawl, name, records, links, 0)
 }
 
 // MarkMessageParsedPages is MarkMessageParsedLinks for a message of pages pages: the write that
 // makes the mark counts them parsed, and the Links messages it names named (endcount.go). A replay
 // of that write, whose answer was lost, finds its own token on the mark and counts them too.
-func (s *Store) MarkMessageParsedPages(ctx context.Context, crawl, name, records string, links []string, pages int) (bool, error) {
-	expires, err := s.expiry(ctx, crawl)
+func (s *URLs) MarkMessageParsedPages(ctx context.Context, crawl, name, records string, links []string, pages int) (bool, error) {
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return false, err
 	}
@@ -102,7 +102,7 @@ func (s *Store) MarkMessageParsedPages(ctx context.Context, crawl, name, records
 		return false, fmt.Errorf("mark %s parsed: %w", name, err)
 	}
 	if pages > 0 {
-		if err := s.count(ctx, crawl, map[string]int64{counterPagesParsed: int64(pages)}); err != nil {
+		if err := s.counts.count(ctx, crawl, map[string]int64{counterPagesParsed: int64(pages)}); err != nil {
 			return true, err
 		}
 	}
@@ -129,7 +129,7 @@ func namesAll(held string, names []string) bool {
 // check can miss them: a Links message named and never sent keeps the crawl from its end until
 // it is sent. The item is the same for the same names, so a replay or a redelivery finds it
 // written and leaves it.
-func (s *Store) NoteLinksSent(ctx context.Context, crawl, by string, links []string) error {
+func (s *URLs) NoteLinksSent(ctx context.Context, crawl, by string, links []string) error {
 	return s.putLinks(ctx, crawl, linksNoteLetter, by, links)
 }
 
@@ -137,7 +137,7 @@ func (s *Store) NoteLinksSent(ctx context.Context, crawl, by string, links []str
 // URL of each was admitted or refused, and the fetch messages of those admitted were sent. One put
 // for up to maxLinksPerItem names, on condition that the item is not there: a replay, or the same
 // batch delivered again, finds it written.
-func (s *Store) MarkLinksAdmitted(ctx context.Context, crawl string, links []string) error {
+func (s *URLs) MarkLinksAdmitted(ctx context.Context, crawl string, links []string) error {
 	return s.putLinks(ctx, crawl, linksAdmittedLetter, "admitted", links)
 }
 
@@ -145,11 +145,11 @@ func (s *Store) MarkLinksAdmitted(ctx context.Context, crawl string, links []str
 // names of each item it writes first (endcount.go): a note's named, an admitted mark's admitted.
 // An item written already (a replay of the same names) is left as it is and not counted again; the
 // write that made it, sent again by the SDK, finds its token and counts.
-func (s *Store) putLinks(ctx context.Context, crawl, letter, by string, links []string) error {
+func (s *URLs) putLinks(ctx context.Context, crawl, letter, by string, links []string) error {
 	if len(links) == 0 {
 		return nil
 	}
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return err
 	}

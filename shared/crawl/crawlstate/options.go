@@ -4,40 +4,57 @@ import "time"
 
 // Option sets how a Store behaves, at New: a store is complete when built, and shared by handlers
 // that run at once, so none of its settings is changed once it is in use.
-type Option func(*Store)
+type Option func(*settings)
+
+// settings are a store's options, which New hands to the parts that use them.
+type settings struct {
+	// now is the clock (WithClock).
+	now func() time.Time
+	// costCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
+	costCheck time.Duration
+	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
+	runCheck time.Duration
+	// circuitFailures is how many failed first requests in a row open a host's circuit
+	// (0: DefaultCircuitFailures; below 0: never); circuitProbe is how long an open circuit waits
+	// before each probe (0: DefaultCircuitProbe). See circuit.go and WithCircuit.
+	circuitFailures int
+	circuitProbe    time.Duration
+	// bufferCounters and holdCounters: see counts.
+	bufferCounters, holdCounters bool
+}
 
 // WithClock makes the store read the time from now instead of time.Now (tests).
 func WithClock(now func() time.Time) Option {
-	return func(s *Store) { s.now = now }
+	return func(s *settings) { s.now = now }
 }
 
 // WithRunCheck sets how long RunOf keeps a crawl's run state once read (0: DefaultRunCheck; below
 // 0: not at all).
 func WithRunCheck(d time.Duration) Option {
-	return func(s *Store) { s.runCheck = d }
+	return func(s *settings) { s.runCheck = d }
 }
 
 // WithCostCheck sets how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
 func WithCostCheck(d time.Duration) Option {
-	return func(s *Store) { s.costCheck = d }
+	return func(s *settings) { s.costCheck = d }
 }
 
 // WithCircuit sets how many failed first requests in a row open a host's circuit (0:
 // DefaultCircuitFailures; below 0: never) and how long an open circuit waits before each probe
 // (0: DefaultCircuitProbe).
 func WithCircuit(failures int, probe time.Duration) Option {
-	return func(s *Store) { s.circuitFailures, s.circuitProbe = failures, probe }
+	return func(s *settings) { s.circuitFailures, s.circuitProbe = failures, probe }
 }
 
 // WithBufferedCounters keeps counter increments in memory until Flush, one write per crawl and
 // invocation instead of one per transition; the handlers flush at the end of every invocation.
 func WithBufferedCounters() Option {
-	return func(s *Store) { s.bufferCounters = true }
+	return func(s *settings) { s.bufferCounters = true }
 }
 
 // WithHeldCounters buffers counter increments and makes Flush keep them for WriteCounters, which
 // the process that owns the store calls on its own schedule (crawl run, every 100 ms). Only for a
 // process that runs for the whole crawl: a frozen Lambda container would keep them.
 func WithHeldCounters() Option {
-	return func(s *Store) { s.bufferCounters, s.holdCounters = true, true }
+	return func(s *settings) { s.bufferCounters, s.holdCounters = true, true }
 }

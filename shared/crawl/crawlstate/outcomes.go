@@ -290,7 +290,7 @@ func (u *URL) fromHeld(crawl string, h held) error {
 }
 
 // withGroup reads u's group and sets what it holds of u (fromGroup).
-func (s *Store) withGroup(ctx context.Context, crawl string, u URL) (URL, error) {
+func (s *URLs) withGroup(ctx context.Context, crawl string, u URL) (URL, error) {
 	if u.State != Queued {
 		return u, nil
 	}
@@ -313,12 +313,12 @@ func (s *Store) withGroup(ctx context.Context, crawl string, u URL) (URL, error)
 // owner: so when the SDK sends it again because its answer was lost, the replay's condition
 // fails. The item as it was then shows the outcomes as written, each its own write token (see
 // stored.W), and Record takes that for its own success.
-func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome) (lost []string, err error) {
+func (s *URLs) Record(ctx context.Context, crawl, group string, outs []Outcome) (lost []string, err error) {
 	outs = oneEach(outs)
 	if len(outs) == 0 {
 		return nil, nil
 	}
-	expires, err := s.expiry(ctx, crawl)
+	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +356,7 @@ func (s *Store) Record(ctx context.Context, crawl, group string, outs []Outcome)
 			}
 			continue
 		}
-		return lost, s.count(ctx, crawl, recordCounts(outs))
+		return lost, s.counts.count(ctx, crawl, recordCounts(outs))
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 
 // MarkMessageParsed records that the parse message named name (message.Parse.Name) is done. It
 // returns false when it already was.
-func (s *Store) MarkMessageParsed(ctx context.Context, crawl, name string) (bool, error) {
+func (s *URLs) MarkMessageParsed(ctx context.Context, crawl, name string) (bool, error) {
 	return s.MarkMessageParsedIn(ctx, crawl, name, "")
 }
 
@@ -21,12 +21,12 @@ const attrRecords = "records"
 // MarkMessageParsedIn is MarkMessageParsed, noting the key of the records file that holds the
 // message's records (shared/crawl/records), for a recrawl to find them again (RecordsOf). The key rides
 // on the same write.
-func (s *Store) MarkMessageParsedIn(ctx context.Context, crawl, name, records string) (bool, error) {
+func (s *URLs) MarkMessageParsedIn(ctx context.Context, crawl, name, records string) (bool, error) {
 	return s.MarkMessageParsedLinks(ctx, crawl, name, records, nil)
 }
 
 // IsMessageParsed reports whether the parse message named name is done.
-func (s *Store) IsMessageParsed(ctx context.Context, crawl, name string) (bool, error) {
+func (s *URLs) IsMessageParsed(ctx context.Context, crawl, name string) (bool, error) {
 	_, err := s.t.Get(ctx, parsedKey(crawl, name))
 	if errors.Is(err, table.ErrNotFound) {
 		return false, nil
@@ -40,7 +40,7 @@ func (s *Store) IsMessageParsed(ctx context.Context, crawl, name string) (bool, 
 // PageParsed reports whether the page of a fetched URL was parsed: the parse message of its file's
 // part is marked done, or the one-page message a fetcher sends again for it (message.PageName),
 // or (an item from before messages were marked) the URL itself is.
-func (s *Store) PageParsed(ctx context.Context, crawl string, u URL) (bool, error) {
+func (s *URLs) PageParsed(ctx context.Context, crawl string, u URL) (bool, error) {
 	if u.Parsed || u.Page == nil {
 		return u.Parsed, nil
 	}
@@ -58,7 +58,7 @@ func (s *Store) PageParsed(ctx context.Context, crawl string, u URL) (bool, erro
 // RecordsOf returns the key of the records file that holds the records of the parse message named
 // name, as MarkMessageParsedIn noted it: "" when the message is not parsed, or was marked without
 // one.
-func (s *Store) RecordsOf(ctx context.Context, crawl, name string) (string, error) {
+func (s *URLs) RecordsOf(ctx context.Context, crawl, name string) (string, error) {
 	it, err := s.t.Get(ctx, parsedKey(crawl, name))
 	if errors.Is(err, table.ErrNotFound) {
 		return "", nil

@@ -13,7 +13,7 @@ import (
 
 // Get returns the URL item, with its claim or outcome as its group holds them, or
 // table.ErrNotFound.
-func (s *Store) Get(ctx context.Context, crawl, key string) (URL, error) {
+func (s *URLs) Get(ctx context.Context, crawl, key string) (URL, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, key))
 	if err != nil {
 		return URL{}, fmt.Errorf("get url %s: %w", key, err)
@@ -23,7 +23,7 @@ func (s *Store) Get(ctx context.Context, crawl, key string) (URL, error) {
 
 // Peek returns the URL item as it is, without what its group holds: enough to tell whether it was
 // admitted, and by which message.
-func (s *Store) Peek(ctx context.Context, crawl, key string) (URL, error) {
+func (s *URLs) Peek(ctx context.Context, crawl, key string) (URL, error) {
 	it, err := s.t.Get(ctx, URLKey(crawl, key))
 	if err != nil {
 		return URL{}, fmt.Errorf("get url %s: %w", key, err)
@@ -34,7 +34,7 @@ func (s *Store) Peek(ctx context.Context, crawl, key string) (URL, error) {
 // Unsent reports whether the Links message by must send the URL's fetch message again
 // (URL.Unsent), with the URL's group; it returns table.ErrNotFound when the URL has no item. Its
 // group is read only when by admitted it.
-func (s *Store) Unsent(ctx context.Context, crawl, key, by string) (bool, string, error) {
+func (s *URLs) Unsent(ctx context.Context, crawl, key, by string) (bool, string, error) {
 	u, err := s.Peek(ctx, crawl, key)
 	if err != nil {
 		return false, "", err
@@ -52,7 +52,7 @@ func (s *Store) Unsent(ctx context.Context, crawl, key, by string) (bool, string
 // EachURL calls fn for every URL item of the crawl, as Get reads it (for tests, audits and
 // reports; not the hot path), with queries of the crawl's partitions. It holds what the crawl's groups say of each URL in memory (about 125
 // bytes a URL, and its outcome: some 250 bytes a page fetched); a tally reads less (tally.go).
-func (s *Store) EachURL(ctx context.Context, crawl string, fn func(URL) error) error {
+func (s *URLs) EachURL(ctx context.Context, crawl string, fn func(URL) error) error {
 	heldBy := map[string]held{} // by group + "#" + the URL's short key
 	err := EachInCrawl(ctx, s.t, crawl, groupKind, func(sort string, it table.Item) error {
 		group := sort[len(groupKind):]

@@ -37,13 +37,13 @@ const (
 const renewWidth = 16
 
 // RenewEvery is how long after a crawl's start, or its last renewal, its items are renewed.
-func (s *Store) RenewEvery() time.Duration { return s.retention - MinItemLife }
+func (s *Runs) RenewEvery() time.Duration { return s.retention - MinItemLife }
 
 // Renew renews the crawl's items if they are due (see above), spending at most about budget on
 // it: it returns true once no renewal is due or under way, false while one is left to go on with
 // at the next call. A renewal stopped halfway (a budget spent, a process gone) goes on from its
 // partition; items renewed already are read again and left alone.
-func (s *Store) Renew(ctx context.Context, crawl string, budget time.Duration) (bool, error) {
+func (s *Runs) Renew(ctx context.Context, crawl string, budget time.Duration) (bool, error) {
 	deadline := s.now().Add(budget)
 	it, err := s.t.Get(ctx, CrawlKey(crawl))
 	if errors.Is(err, table.ErrNotFound) {
@@ -82,7 +82,7 @@ func (s *Store) Renew(ctx context.Context, crawl string, budget time.Duration) (
 
 // startRenewal marks a renewal under way from partition 0, to a retention from now. It returns
 // nil when another check started one first.
-func (s *Store) startRenewal(ctx context.Context, crawl string) (table.Item, error) {
+func (s *Runs) startRenewal(ctx context.Context, crawl string) (table.Item, error) {
 	to := s.now().Add(s.retention).Unix()
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrRenewPart: int64(0), attrRenewTo: to}},
 		table.And(table.ItemExists(), table.NotExists(attrRenewPart)))
@@ -96,7 +96,7 @@ func (s *Store) startRenewal(ctx context.Context, crawl string) (table.Item, err
 }
 
 // renewPart gives every item of the crawl's partition that expires before to that expiry.
-func (s *Store) renewPart(ctx context.Context, crawl string, part int, to int64) error {
+func (s *Runs) renewPart(ctx context.Context, crawl string, part int, to int64) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(renewWidth)
 	p := crawlPart(crawl, part)
@@ -125,7 +125,7 @@ func (s *Store) renewPart(ctx context.Context, crawl string, part int, to int64)
 }
 
 // stepRenewal records partition part renewed: the renewal goes on at the next one, or ends.
-func (s *Store) stepRenewal(ctx context.Context, crawl string, part int) error {
+func (s *Runs) stepRenewal(ctx context.Context, crawl string, part int) error {
 	u := table.Update{Set: map[string]any{attrRenewPart: int64(part + 1)}}
 	if part+1 == Shards {
 		u = table.Update{Set: map[string]any{attrRenewedAt: s.now().UnixMilli()}, Remove: []string{attrRenewPart, attrRenewTo}}

@@ -11,7 +11,7 @@ import (
 // its counts with it, so that a Links message that names it again admits it afresh, or refuses it
 // again, under the settings of the run that sends it (crawl run, when a flag that refused it has
 // changed since). It returns false when the URL is no longer as read: another worker moved it on.
-func (s *Store) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
+func (s *URLs) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
 	if u.State != Skipped {
 		return false, fmt.Errorf("reopen %s: it is %s, not skipped", u.URL, u.State)
 	}
@@ -32,7 +32,7 @@ func (s *Store) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
 	} else if err != nil && !moved {
 		return false, fmt.Errorf("reopen %s: %w", u.URL, err)
 	}
-	return true, s.count(ctx, crawl, map[string]int64{"seen": -1, string(Skipped): -1, "class_" + string(u.Class): -1})
+	return true, s.counts.count(ctx, crawl, map[string]int64{"seen": -1, string(Skipped): -1, "class_" + string(u.Class): -1})
 }
 
 // closeOutcome replaces u's outcome in its group with a tombstone, before its item goes: a message
@@ -42,7 +42,7 @@ func (s *Store) Reopen(ctx context.Context, crawl string, u URL) (bool, error) {
 // here leaves the item queued and tombstoned, as a half-done Unadmit does: the crawl then shows it
 // left, and never ends early. It returns false when the outcome is no longer as read: another
 // worker moved the URL on.
-func (s *Store) closeOutcome(ctx context.Context, crawl string, u URL) (bool, error) {
+func (s *URLs) closeOutcome(ctx context.Context, crawl string, u URL) (bool, error) {
 	_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{
 		Set:    map[string]any{tombstoneAttr(u.Key): true},
 		Remove: []string{outcomeAttr(u.Key), redriveAttr(u.Key)},

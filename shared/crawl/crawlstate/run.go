@@ -58,7 +58,7 @@ type runSeen struct {
 // WithRunCheck (DefaultRunCheck when 0; every time when negative). A stop, once seen, is kept: it
 // is final.
 // A crawl with no record runs.
-func (s *Store) RunOf(ctx context.Context, crawl string) (Run, error) {
+func (s *Runs) RunOf(ctx context.Context, crawl string) (Run, error) {
 	v, _ := s.runs.LoadOrStore(crawl, &runSeen{})
 	rs := v.(*runSeen)
 	rs.mu.Lock()
@@ -92,7 +92,7 @@ func runFrom(it table.Item) Run {
 // SetRun records that the crawl is to run, pause or stop. It returns ErrUnknownCrawl for a crawl
 // with no record, and ErrStopped when a stopped crawl is asked to run or pause. A stop also
 // records StopUser as why the crawl stopped admitting URLs, unless a reason is recorded already.
-func (s *Store) SetRun(ctx context.Context, crawl string, to Run) error {
+func (s *Runs) SetRun(ctx context.Context, crawl string, to Run) error {
 	if to != Running && to != Paused && to != StoppedBy {
 		return fmt.Errorf("run state %q: want running, paused or stopped", to)
 	}
@@ -121,7 +121,7 @@ func (s *Store) SetRun(ctx context.Context, crawl string, to Run) error {
 
 // CountStopRefusal counts a link that a stopped crawl did not admit; like a budget refusal it is
 // counted, not recorded on an item.
-func (s *Store) CountStopRefusal(ctx context.Context, crawl string) error {
+func (s *Runs) CountStopRefusal(ctx context.Context, crawl string) error {
 	return s.count(ctx, crawl, map[string]int64{"class_" + string(errclass.Stopped): 1})
 }
 
@@ -140,7 +140,7 @@ type Crawl struct {
 }
 
 // CrawlOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
-func (s *Store) CrawlOf(ctx context.Context, crawl string) (Crawl, error) {
+func (s *Runs) CrawlOf(ctx context.Context, crawl string) (Crawl, error) {
 	it, err := s.t.Get(ctx, CrawlKey(crawl))
 	if err != nil {
 		return Crawl{}, fmt.Errorf("read crawl %s: %w", crawl, err)
@@ -161,7 +161,7 @@ func crawlFrom(id string, it table.Item) Crawl {
 
 // Crawls lists the crawls on record, newest start first. It queries the CrawlShards partitions
 // of the crawl items, which hold nothing else: a read unit per 4 KB of crawl items.
-func (s *Store) Crawls(ctx context.Context) ([]Crawl, error) {
+func (s *Runs) Crawls(ctx context.Context) ([]Crawl, error) {
 	var out []Crawl
 	err := eachInParts(ctx, s.t, CrawlShards, crawlListPart, "", func(id string, it table.Item) error {
 		out = append(out, crawlFrom(id, it))

@@ -36,7 +36,7 @@ func (s Slots) At(i int) time.Time { return s.Start.Add(time.Duration(i) * s.Int
 // returns how long until it starts (0: fetch now). The slot is the caller's: it fetches when the
 // wait is over, without asking again, so every waiting worker gets its own slot instead of all of
 // them racing for the next one. Every worker of every crawl shares the slots (invariant 4).
-func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
+func (s *Hosts) ReserveSlot(ctx context.Context, host string, interval time.Duration) (time.Duration, error) {
 	if max(interval, s.Throttled(host)) <= 0 {
 		return 0, nil
 	}
@@ -59,13 +59,13 @@ func (s *Store) ReserveSlot(ctx context.Context, host string, interval time.Dura
 //
 // A host throttled for its errors (SlowDown) gets the wider of interval and its throttled gap, as
 // this store last saw it (Throttled); the returned Slots.Interval is the gap used.
-func (s *Store) ReserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon time.Duration) (Slots, error) {
+func (s *Hosts) ReserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon time.Duration) (Slots, error) {
 	return s.reserveSlots(ctx, host, interval, n, horizon, 0)
 }
 
 // reserveSlots is ReserveSlots with no slot starting sooner than lead from now: a host free
 // earlier is booked from then, and the time between is left to others.
-func (s *Store) reserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration) (Slots, error) {
+func (s *Hosts) reserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration) (Slots, error) {
 	now := s.now()
 	interval = max(interval, s.Throttled(host))
 	if interval <= 0 || n <= 0 {

@@ -41,7 +41,7 @@ type spareKey struct {
 // its fetcher too late, and the fetcher would book another. Spares are given out first, earliest
 // first, while they start lead or more from now and the host is not throttled to a wider gap than
 // they were booked at; the others are dropped. A host free sooner is booked from lead on.
-func (s *Store) BookSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration, spare int) (Booked, error) {
+func (s *Hosts) BookSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration, spare int) (Booked, error) {
 	now := s.now()
 	gap := max(interval, s.Throttled(host))
 	if gap <= 0 || n <= 0 {
@@ -104,7 +104,7 @@ func (s *Store) BookSlots(ctx context.Context, host string, interval time.Durati
 // as this store last saw it, but none sooner than lead from now. Schedule groups the URLs it
 // admits by it, before it books them (frontier.groups): a guess that turns out wrong costs a fetch
 // message more, nothing else.
-func (s *Store) SlotGuess(host string, interval, lead time.Duration, k int) time.Time {
+func (s *Hosts) SlotGuess(host string, interval, lead time.Duration, k int) time.Time {
 	now := s.now()
 	gap := max(interval, s.Throttled(host))
 	if gap <= 0 {

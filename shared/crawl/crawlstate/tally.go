@@ -42,16 +42,25 @@ import (
 // no URL's outcome need be held until its item is read. (A URL item's own parsed attribute, of
 // items from before parse messages were marked, is not read: nothing writes it any more.)
 
+// Drained tallies the crawl's items exactly (as Tally does) and counts the work they still show:
+// URLs not ended, fetched pages not parsed, and Links messages sent and not yet admitted (named by
+// a parse mark or a note, not marked admitted: links.go). It scans the whole table once, and counts
+// as it reads (tally.go): for the end of a crawl, not for its progress. Its counters list no failed
+// URLs (GaveUp); Tally's do.
+func (s *URLs) Drained(ctx context.Context, crawl string) (Counters, Left, error) {
+	return s.tally(ctx, crawl, true)
+}
+
 // Tally counts the crawl's URL items by state and class with a scan. Unlike Counters, which are
 // updated beside each transition and may drift by one if the process dies between the two writes,
 // Tally is exact; it reads every item, so it is for summaries at the end of a run, not for progress.
-func (s *Store) Tally(ctx context.Context, crawl string) (Counters, error) {
+func (s *URLs) Tally(ctx context.Context, crawl string) (Counters, error) {
 	c, _, err := s.tally(ctx, crawl, false)
 	return c, err
 }
 
 // tally is Tally, and with left also the work the items show left (Drained).
-func (s *Store) tally(ctx context.Context, crawl string, left bool) (Counters, Left, error) {
+func (s *URLs) tally(ctx context.Context, crawl string, left bool) (Counters, Left, error) {
 	t := &tallier{crawl: crawl, withLeft: left, c: Counters{Classes: map[errclass.Class]int64{}}, gaveUp: map[string]int{}}
 	var err error
 	if left {
@@ -141,8 +150,8 @@ func (t *tallier) readAll(ctx context.Context, tb table.Table) error {
 }
 
 // addCounted adds to c, a tally, what is counted and not recorded on URL items.
-func (s *Store) addCounted(ctx context.Context, crawl string, c *Counters) error {
-	counted, err := s.Counters(ctx, crawl)
+func (s *URLs) addCounted(ctx context.Context, crawl string, c *Counters) error {
+	counted, err := s.crawls.Counters(ctx, crawl)
 	if err != nil {
 		return err
 	}

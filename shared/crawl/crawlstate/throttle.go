@@ -53,7 +53,7 @@ func (t throttle) left(now time.Time) time.Duration {
 
 // Throttled returns the host's throttled gap now, as this store last saw it (0: none). The store
 // learns it from every write of the host's slot item (ReserveSlots, SlowDown).
-func (s *Store) Throttled(host string) time.Duration {
+func (s *Hosts) Throttled(host string) time.Duration {
 	v, ok := s.throttles.Load(host)
 	if !ok {
 		return 0
@@ -62,7 +62,7 @@ func (s *Store) Throttled(host string) time.Duration {
 }
 
 // learn keeps the throttled gap and the circuit that the host's slot item holds.
-func (s *Store) learn(host string, it table.Item) {
+func (s *Hosts) learn(host string, it table.Item) {
 	if it != nil && it.Has(attrSlowAt) {
 		s.throttles.Store(host, throttle{gap: it.Int(attrSlowGap), at: it.Int(attrSlowAt)})
 	}
@@ -74,7 +74,7 @@ func (s *Store) learn(host string, it table.Item) {
 // minThrottleGap and at most MaxThrottleGap. A gap raised less than a second ago is left as it is. It returns the host's
 // throttled gap now. A raise is noted for the crawl's summary and status (Counters.Throttled),
 // unless crawl is "".
-func (s *Store) SlowDown(ctx context.Context, crawl, host string, interval time.Duration) (time.Duration, error) {
+func (s *Hosts) SlowDown(ctx context.Context, crawl, host string, interval time.Duration) (time.Duration, error) {
 	return s.SlowDownFor(ctx, crawl, host, interval, Why429)
 }
 
@@ -86,7 +86,7 @@ const (
 )
 
 // SlowDownFor is SlowDown for another reason than a 429: why is one of Why429, Why5xx, WhySlow.
-func (s *Store) SlowDownFor(ctx context.Context, crawl, host string, interval time.Duration, why string) (time.Duration, error) {
+func (s *Hosts) SlowDownFor(ctx context.Context, crawl, host string, interval time.Duration, why string) (time.Duration, error) {
 	now := s.now()
 	gap, tok := min(max(2*max(interval, s.Throttled(host)), minThrottleGap), MaxThrottleGap), randomTag()
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{

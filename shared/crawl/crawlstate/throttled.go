@@ -49,9 +49,9 @@ func (h ThrottledHost) Left(now time.Time) time.Duration {
 }
 
 // noteThrottled notes a raise of the host's gap in one of the crawl's counter shards.
-func (s *Store) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time, why string) error {
+func (s *Hosts) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time, why string) error {
 	h := hostAttr(host)
-	err := s.writeCounters(ctx, crawl, map[string]int64{attrThrottleRaises + h: 1},
+	err := s.counts.writeCounters(ctx, crawl, map[string]int64{attrThrottleRaises + h: 1},
 		map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli(), attrThrottleWhy + h: why})
 	if err != nil {
 		return fmt.Errorf("note the throttling of %s: %w", host, err)

@@ -2,7 +2,7 @@
 // cost, put on EventBridge's default bus by the stack (package eventbus) and written beside the
 // crawl's seed report by `crawl run`. A crawl whose work stops moving with work left is announced
 // "Crawl Stalled", once, and its checks stop. The checks also renew the items of a crawl that
-// runs longer than its items' retention (renew, crawlstate.Store.Renew).
+// runs longer than its items' retention (renew, crawlstate.Runs.Renew).
 //
 // When a crawl has drained is not something one handler can see: the last URL ends before its
 // page is parsed and its links are admitted, and the queues are shared by every crawl. So a crawl
@@ -260,7 +260,7 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 // schedule function's timeout: a renewal of a large crawl takes several checks.
 const RenewBudget = 20 * time.Second
 
-// renew renews the crawl's items when they are due (crawlstate.Store.Renew: a crawl runs for as
+// renew renews the crawl's items when they are due (crawlstate.Runs.Renew: a crawl runs for as
 // long as it needs, its items never expiring under it), while its chain of checks runs, paused or
 // not. A renewal that fails is taken up again by the next check; the check goes on.
 func (c *Checker) renew(ctx context.Context, crawl string) {

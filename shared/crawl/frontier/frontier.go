@@ -92,12 +92,12 @@ type Config struct {
 	// commit, so more at once admits a message's URLs sooner (crawl run sets it).
 	AdmitConcurrency int
 	// SpareSlots is how many of a host's slots a booking takes beyond the URLs at hand, kept for
-	// the host's next ones (crawlstate.Store.BookSlots): 0 is DefaultSpareSlots, below 0 none.
+	// the host's next ones (crawlstate.Hosts.BookSlots): 0 is DefaultSpareSlots, below 0 none.
 	SpareSlots int
 }
 
 // Deps are what a Frontier works with. The crawl state's capabilities (state.go) are each a
-// field: one crawlstate.Store gives them all.
+// field: crawlstate.Store gives them all, and each of its URLs, Hosts and Runs some.
 type Deps struct {
 	Admissions Admissions
 	Skips      Skips
@@ -347,7 +347,7 @@ func Source(m *message.Links) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
-// Flush writes the crawl counters buffered since the last Flush (see crawlstate.Store.Flush).
+// Flush writes the crawl counters buffered since the last Flush (see crawlstate.Runs.Flush).
 func (f *Frontier) Flush(ctx context.Context) error { return f.counters.Flush(ctx) }
 
 // Start records that the crawl started now, unless its start is on record already: it admits URLs

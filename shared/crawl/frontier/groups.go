@@ -10,7 +10,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 )
 
-// A URL is admitted in a group (crawlstate.Store.AdmitIn), and its fetch messages name it: the
+// A URL is admitted in a group (crawlstate.URLs.AdmitIn), and its fetch messages name it: the
 // fetcher claims a message's URLs, and records their outcomes, in one write each on their group's
 // item. So a group is what schedule will send as one fetch message: at most
 // message.MaxFetchURLs URLs, one of each host (a message's URLs all go out when it arrives), due

@@ -165,7 +165,7 @@ const packSpread = time.Second
 const bookConcurrency = 8
 
 // book reserves the politeness slots of the URLs about to be sent, with one write per host, or
-// none while the host's spare slots last (crawlstate.Store.BookSlots), and returns each message's
+// none while the host's spare slots last (crawlstate.Hosts.BookSlots), and returns each message's
 // delay: each fetch message carries its slot and arrives just before it, so that a URL waits for
 // its host in the queue once, from the start, instead of being received, refused and re-sent. Slots are booked at most the fetcher's
 // SlotHorizon ahead; a URL beyond it is sent without one, to arrive when the booking ends and

@@ -8,9 +8,9 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 )
 
-// The crawl state a Frontier works with, one capability an interface (crawlstate.Store has them
-// all; pipeline's checks.go holds it to them). Each is safe for concurrent use, as the URLs of a
-// message are admitted at once.
+// The crawl state a Frontier works with, one capability an interface (crawlstate.URLs, Hosts and
+// Runs have them; pipeline's checks.go holds each to them). Each is safe for concurrent use, as the
+// URLs of a message are admitted at once.
 
 // Admissions writes the URLs admitted, once each (DESIGN invariant 3), named for the Links message
 // that admits them so that its redelivery sends what it had not sent.

@@ -36,7 +36,7 @@ type Target struct {
 	Group string `json:"g,omitempty"`
 	// Prev are the claim's owners of the messages that re-queued this URL as this one, the latest
 	// first (at most MaxPrev): a claim one of them holds passes to this message's
-	// (crawlstate.Store.ClaimGroup) without being given back.
+	// (crawlstate.URLs.ClaimGroup) without being given back.
 	Prev []string `json:"prev,omitempty"`
 	// Waits counts the delayed re-queues (politeness waits, long Retry-After) so far.
 	Waits int `json:"waits,omitempty"`

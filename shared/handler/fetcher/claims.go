@@ -9,7 +9,7 @@ import (
 )
 
 // A fetch message's URLs are claimed together, in one write on their group's item
-// (crawlstate.Store.ClaimGroup), when the first of them comes to its claim: the URLs of a message
+// (crawlstate.URLs.ClaimGroup), when the first of them comes to its claim: the URLs of a message
 // of several (work.go) share one claim set, registered before the batch's work starts. A message
 // of one URL claims it alone.
 

@@ -175,7 +175,7 @@ type Handler struct {
 }
 
 // Deps are the handler's collaborators. The crawl state's capabilities (state.go) are each a
-// field: one crawlstate.Store gives them all.
+// field: crawlstate.Store gives them all, and each of its URLs, Hosts and Runs some.
 type Deps struct {
 	Claims     Claims
 	Outcomes   Outcomes

@@ -153,7 +153,7 @@ func (h *Handler) resendUnclaimed(ctx context.Context, w *work, wait time.Durati
 // resend sends m to the fetch queue again, delayed by wait (at least a second, at most SQS's
 // 15 minutes; a longer wait is chained through m.NotBefore). The new message names the owners
 // whose claim may pass to it (message.Fetch.Requeued), so nothing is given back with a write
-// (crawlstate.Store.ClaimGroup).
+// (crawlstate.URLs.ClaimGroup).
 func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Duration) error {
 	body, err := message.Encode(m)
 	if err != nil {

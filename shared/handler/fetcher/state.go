@@ -7,9 +7,9 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 )
 
-// The crawl state the handler works with, one capability an interface (crawlstate.Store has them
-// all; pipeline's checks.go holds it to them). Each is safe for concurrent use, as the URLs of a
-// batch are worked on at once.
+// The crawl state the handler works with, one capability an interface (crawlstate.URLs, Hosts and
+// Runs have them; pipeline's checks.go holds each to them). Each is safe for concurrent use, as the
+// URLs of a batch are worked on at once.
 
 // Claims holds a message's URLs for it while it works on them (DESIGN invariant 1): a claim lives
 // for its lease, and a message re-queued by its owner takes the owner's claims over (prev).

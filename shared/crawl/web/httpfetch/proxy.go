@@ -133,7 +133,7 @@ func (e proxiesOut) Unwrap() error { return e.error }
 
 // ViaProxy tells whether err is a request's failure on its way through a proxy, or the pool's
 // refusal when every proxy is out: the proxy's trouble as much as the target's, which the proxy's
-// own breaker counts, so that a host's circuit (crawlstate.Store.HostFailed) leaves it out.
+// own breaker counts, so that a host's circuit (crawlstate.Hosts.HostFailed) leaves it out.
 func ViaProxy(err error) bool {
 	var pe *proxyError
 	var out proxiesOut

@@ -1,0 +1,41 @@
+package crawlstate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+)
+
+// TestPartsCountInOneSequence: a store's URLs, Hosts and Runs write a crawl's counters as one
+// writer, to one shard and in one sequence (countwrite.go). Parts that numbered their writes
+// apart would each start at seq 1, and a part's write would be refused on a shard that another
+// part of the same store wrote first.
+func TestPartsCountInOneSequence(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	if _, err := s.URLs.Admit(ctx, "c1", "k1", "https://a.test/", "https://a.test/", 0, "L1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Hosts.SlowDown(ctx, "c1", "a.test", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Runs.CountStopRefusal(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	shard, err := s.t.Get(ctx, s.shardKey("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shard.Int(s.seqAttr()); got != 3 {
+		t.Errorf("the shard holds the store's write %d, want its 3rd: one sequence for all its parts", got)
+	}
+	c, err := s.Counters(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Seen != 1 || c.Classes[errclass.Stopped] != 1 || len(c.Throttled) != 1 || c.Throttled[0].Host != "a.test" {
+		t.Errorf("counters: seen %d, stopped refusals %d, throttled %v; want 1, 1 and a.test", c.Seen, c.Classes[errclass.Stopped], c.Throttled)
+	}
+}
