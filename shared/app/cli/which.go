@@ -44,8 +44,8 @@ func (s crawlState) done() bool {
 
 // readCrawl reads a crawl's record and its counters. Counters may drift by one after a crash, and
 // do not count the pages left to parse, so a crawl they say has ended is counted again exactly,
-// with those pages (exact); that scans the table (on DynamoDB the whole table), so it is done only
-// then, at most once per run.
+// with those pages (exact); that reads every item of the crawl (its 64 partitions, docs/state.md),
+// so it is done only then, at most once per run.
 func readCrawl(ctx context.Context, st *crawlstate.Store, id string) (crawlState, error) {
 	if _, err := st.CrawlOf(ctx, id); errors.Is(err, table.ErrNotFound) {
 		return crawlState{}, nil
@@ -132,7 +132,7 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 
 // unfinishedOthers lists the crawls on record other than id that have URLs pending, with the pages
 // each has fetched so far: their messages wait in the same queues, so a run advances them too. It
-// scans the table, so a run asks only on the embedded backend, where a scan is a local query.
+// reads every crawl's counters, so a run asks only on the embedded backend, where they are local.
 func unfinishedOthers(ctx context.Context, st *crawlstate.Store, id string) ([]Summary, error) {
 	all, err := st.Crawls(ctx)
 	if err != nil {

@@ -44,8 +44,8 @@ import (
 
 // Drained tallies the crawl's items exactly (as Tally does) and counts the work they still show:
 // URLs not ended, fetched pages not parsed, and Links messages sent and not yet admitted (named by
-// a parse mark or a note, not marked admitted: links.go). It scans the whole table once, and counts
-// as it reads (tally.go): for the end of a crawl, not for its progress. Its counters list no failed
+// a parse mark or a note, not marked admitted: links.go). It queries each of the crawl's partitions once,
+// and counts as it reads (tally.go): for the end of a crawl, not for its progress. Its counters list no failed
 // URLs (GaveUp); Tally's do.
 func (s *URLs) Drained(ctx context.Context, crawl string) (Counters, Left, error) {
 	return s.tally(ctx, crawl, true)
