@@ -67,9 +67,13 @@ func (s *Runs) expiry(context.Context, string) (int64, error) {
 // AdmissionOpen returns nil while the crawl may admit new URLs, and an error of class scope once
 // its items were last renewed, or it started, more than RenewEvery ago (its items would expire
 // too soon after): a crawl whose drain checks renew its items stays open for as long as it runs.
-// A crawl with no start on record is always open. The crawl item is read again only once the
+// A crawl with no start on record, or on a table that keeps items past their expiry (the
+// embedded one), is always open. The crawl item is read again only once the
 // crawl is older than RenewEvery, at most once per renewCheck.
 func (s *Runs) AdmissionOpen(ctx context.Context, crawl string) error {
+	if s.kept {
+		return nil // no item of the crawl expires (the embedded table): always open
+	}
 	start, err := s.Started(ctx, crawl)
 	if err != nil || start.IsZero() || s.now().Sub(start) <= s.RenewEvery() {
 		return err

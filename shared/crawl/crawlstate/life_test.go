@@ -161,3 +161,35 @@ func TestACrawlAdmitsWhileItsItemsAreRenewed(t *testing.T) {
 		t.Errorf("a legacy crawl's item expires %v, want %v", got, want)
 	}
 }
+
+// TestACrawlOnTheEmbeddedTableAdmitsForAsLongAsItRuns: the embedded table keeps items past their
+// expiry (it has no TTL), so a crawl on it admits new URLs 40 days in, and has nothing to renew.
+// The same table behind a wrapper that does not say so is taken to delete them.
+func TestACrawlOnTheEmbeddedTableAdmitsForAsLongAsItRuns(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	if _, ok := s.t.(interface{ KeepsItems() bool }); !ok {
+		t.Fatal("the embedded table does not say that it keeps items")
+	}
+	start := c.t
+	if err := s.MarkStarted(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit(ctx, "c", "a", "http://a.test/a", "http://a.test/", 1, "L"); err != nil {
+		t.Fatal(err)
+	}
+	c.t = start.Add(40 * 24 * time.Hour)
+	if err := s.AdmissionOpen(ctx, "c"); err != nil {
+		t.Errorf("40 days in, on the embedded table: %v, want open", err)
+	}
+	if done, err := s.Renew(ctx, "c", time.Minute); err != nil || !done {
+		t.Errorf("Renew = %v, %v; want nothing to do", done, err)
+	}
+	if got := expiresAt(t, s, URLKey("c", "a")); !got.Equal(start.Add(30 * 24 * time.Hour)) {
+		t.Errorf("the item expires %v: renewed on a table that keeps it", got)
+	}
+	wrapped := New(slowQueries{s.t, c}, WithClock(c.now))
+	if err := wrapped.AdmissionOpen(ctx, "c"); err == nil {
+		t.Error("behind a wrapper that does not say it keeps items: open, want closed 40 days in with no renewal")
+	}
+}

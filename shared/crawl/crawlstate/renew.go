@@ -44,6 +44,9 @@ func (s *Runs) RenewEvery() time.Duration { return s.retention - MinItemLife }
 // at the next call. A renewal stopped halfway (a budget spent, a process gone) goes on from its
 // partition; items renewed already are read again and left alone.
 func (s *Runs) Renew(ctx context.Context, crawl string, budget time.Duration) (bool, error) {
+	if s.kept {
+		return true, nil // nothing expires: nothing to renew
+	}
 	deadline := s.now().Add(budget)
 	it, err := s.t.Get(ctx, CrawlKey(crawl))
 	if errors.Is(err, table.ErrNotFound) {

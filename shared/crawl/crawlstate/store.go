@@ -7,6 +7,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
+// keeper is a table that says whether it keeps items past their time to live: the embedded
+// table has no TTL (package sqlite). A table that does not say is taken to delete them.
+type keeper interface{ KeepsItems() bool }
+
 // base is what every part of a store is built on, shared: the one table, and the one clock.
 type base struct {
 	t table.Table
@@ -73,6 +77,9 @@ type Runs struct {
 	// retention is how long a crawl's items live after their last write or renewal before the
 	// table's TTL may delete them (see life.go and renew.go): DefaultRetention.
 	retention time.Duration
+	// kept is whether the table keeps items past their expiry (keeper): then no item expires
+	// under a crawl, which needs no renewal and admits for as long as it runs.
+	kept bool
 
 	starts   sync.Map // crawl -> its start (time.Time; zero when none is on record)
 	spent    sync.Map // crawl -> *spent, its ledger as last read (see BudgetOpen)
@@ -118,6 +125,9 @@ func New(t table.Table, opts ...Option) *Store {
 	c := &counts{base: b, bufferCounters: o.bufferCounters, holdCounters: o.holdCounters, writer: newWriter()}
 	h := &Hosts{base: b, counts: c, circuitFailures: o.circuitFailures, circuitProbe: o.circuitProbe}
 	r := &Runs{base: b, counts: c, costCheck: o.costCheck, runCheck: o.runCheck, retention: DefaultRetention}
+	if k, ok := t.(keeper); ok {
+		r.kept = k.KeepsItems()
+	}
 	u := &URLs{base: b, counts: c, crawls: r}
 	return &Store{base: b, URLs: u, Hosts: h, Runs: r}
 }

@@ -595,13 +595,23 @@ func TestAURLResentForAnotherDeliveryIsNotRemembered(t *testing.T) {
 	}
 }
 
-// TestAnOldCrawlAdmitsNothingNew: once a crawl is older than its admission window, a new URL is
-// recorded skipped (class scope) and not sent, while a URL it admitted before is still known.
+// expiringTable is a table that does not say it keeps items past their expiry, as DynamoDB's
+// does not: the embedded table behind it is taken to delete them (crawlstate's keeper).
+type expiringTable struct{ table.Table }
+
+// TestAnOldCrawlAdmitsNothingNew: once a crawl on a table that deletes expired items is older
+// than its admission window, with no renewal of its items, a new URL is recorded skipped (class
+// scope) and not sent, while a URL it admitted before is still known.
 func TestAnOldCrawlAdmitsNothingNew(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	now := start
-	st := newStore(t, crawlstate.WithClock(func() time.Time { return now }))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st := crawlstate.New(expiringTable{db.Table("crawl")}, crawlstate.WithClock(func() time.Time { return now }))
 	snd := &fakeSender{}
 	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch"}, withState(st, Deps{Send: snd, Log: quiet()}))
 	if err := f.Start(ctx, "c1"); err != nil {

@@ -175,6 +175,11 @@ func (t *Table) modify(ctx context.Context, key table.Key, cond table.Cond,
 	})
 }
 
+// KeepsItems says that the table keeps items past their time to live: SQLite has no TTL, and
+// nothing here deletes an item for its expiresAt. A crawl on it needs no renewal of its items and
+// admits new URLs for as long as it runs (crawlstate).
+func (t *Table) KeepsItems() bool { return true }
+
 // Each calls fn for every item of the table, in key order, a page at a time. It is not part of
 // the table port, which reads one partition at a time: it is for tests and audits of a local state
 // file, which want to see all of it.
