@@ -3,6 +3,7 @@ package crawlstate
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,3 +194,47 @@ func TestACrawlOnTheEmbeddedTableAdmitsForAsLongAsItRuns(t *testing.T) {
 		t.Error("behind a wrapper that does not say it keeps items: open, want closed 40 days in with no renewal")
 	}
 }
+
+// gets counts a table's reads of one item.
+type gets struct {
+	table.Table
+	n atomic.Int64
+}
+
+func (g *gets) Get(ctx context.Context, key table.Key) (table.Item, error) {
+	g.n.Add(1)
+	return g.Table.Get(ctx, key)
+}
+
+// TestRenewReadsNothingWhileTheCrawlIsYoung: a drain check calls Renew every minute; for a crawl
+// younger than RenewEvery it reads nothing once the crawl's start is known, and reads the crawl
+// item again once a renewal may be due.
+func TestRenewReadsNothingWhileTheCrawlIsYoung(t *testing.T) {
+	ctx := context.Background()
+	base, c := newStore(t)
+	g := &gets{Table: expiring{base.t}}
+	s := New(g, WithClock(c.now))
+	if err := s.MarkStarted(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	start := c.t
+	for i := range 10 {
+		c.t = start.Add(time.Duration(i) * 24 * time.Hour)
+		if done, err := s.Renew(ctx, "c", time.Minute); err != nil || !done {
+			t.Fatalf("Renew on day %d = %v, %v", i, done, err)
+		}
+	}
+	if n := g.n.Load(); n != 1 {
+		t.Errorf("%d reads in 10 days of Renew, want 1 (the start, once)", n)
+	}
+	c.t = start.Add(24 * 24 * time.Hour)
+	if _, err := s.Renew(ctx, "c", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.n.Load(); n < 2 {
+		t.Errorf("%d reads once a renewal is due, want the crawl item read again", n)
+	}
+}
+
+// expiring is a table that does not say it keeps items past their expiry.
+type expiring struct{ table.Table }

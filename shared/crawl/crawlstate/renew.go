@@ -47,6 +47,11 @@ func (s *Runs) Renew(ctx context.Context, crawl string, budget time.Duration) (b
 	if s.kept {
 		return true, nil // nothing expires: nothing to renew
 	}
+	// A crawl younger than RenewEvery has no renewal due or under way: every check of it would
+	// otherwise read its crawl item a second time. Its start is read once and kept (Started).
+	if start, err := s.Started(ctx, crawl); err == nil && !start.IsZero() && s.now().Sub(start) < s.RenewEvery() {
+		return true, nil
+	}
 	deadline := s.now().Add(budget)
 	it, err := s.t.Get(ctx, CrawlKey(crawl))
 	if errors.Is(err, table.ErrNotFound) {
