@@ -1,8 +1,11 @@
 // Package seeds reads seed files: text with one URL per line, the input that starts a crawl.
 //
-// Blank lines and lines whose first non-blank character is '#' are ignored. A UTF-8 byte-order
-// mark at the start and CRLF line ends are accepted, and surrounding whitespace is trimmed. Each
-// URL is normalised with urlnorm.Normalize. A bad line (an invalid URL, or one longer than the
+// Blank lines and lines whose first non-blank character is '#' are ignored, and so is a trailing
+// comment: a '#' after whitespace, with the rest of its line ("https://example.com/  # home"). A
+// '#' with no whitespace before it is the URL's fragment. A UTF-8 byte-order mark at the start and
+// CRLF line ends are accepted, and surrounding whitespace is trimmed. Each URL is normalised with
+// urlnorm.Normalize; a line with no scheme ("example.com/a", "127.0.0.1:8080/") is bad, and its
+// error says how to write it. A bad line (an invalid URL, or one longer than the
 // line limit) is reported and skipped: one typo never stops a crawl of a million seeds. Only a
 // read error or the caller's own error ends a scan early.
 package seeds
@@ -66,7 +69,7 @@ func Scan(r io.Reader, maxLine int, fn func(Seed) error, bad func(LineError)) er
 		if n == 1 {
 			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
 		}
-		text := strings.TrimSpace(string(line))
+		text := withoutComment(strings.TrimSpace(string(line)))
 		switch {
 		case tooLong:
 			report(bad, n, text, errclass.Errorf(errclass.TooLarge, "line over %d bytes", maxLine))
@@ -74,7 +77,7 @@ func Scan(r io.Reader, maxLine int, fn func(Seed) error, bad func(LineError)) er
 		default:
 			u, nerr := urlnorm.Normalize(text)
 			if nerr != nil {
-				report(bad, n, text, nerr)
+				report(bad, n, text, withSchemeHint(text, nerr))
 				break
 			}
 			if ferr := fn(Seed{Line: n, URL: u}); ferr != nil {
@@ -100,11 +103,58 @@ func Parse(r io.Reader) ([]Seed, []LineError, error) {
 	return good, bad, err
 }
 
+// withoutComment is text without a trailing comment: a '#' after whitespace, and what follows.
+func withoutComment(text string) string {
+	for i := 1; i < len(text); i++ {
+		if text[i] == '#' && (text[i-1] == ' ' || text[i-1] == '\t') {
+			return strings.TrimSpace(text[:i])
+		}
+	}
+	return text
+}
+
+// withSchemeHint is err, the reason text is not a seed, or for a text with no scheme an error that
+// says how to write it: a seed is an absolute http or https URL, and "host:port/path" parses as a
+// scheme and an opaque rest, or not at all.
+func withSchemeHint(text string, err error) error {
+	if strings.Contains(text, "://") || (errclass.Of(err) != errclass.Parse && otherScheme(text)) {
+		return err // a URL, or another scheme ("mailto:"), whose error says what is wrong
+	}
+	return errclass.Errorf(errclass.Parse, "no scheme: a seed is an absolute URL; write it as %s (or https://)",
+		"http://"+redact(text))
+}
+
+// otherScheme reports whether text starts with a scheme written without "//" that is no host's
+// name: mailto:, tel:, javascript:, data:, urn:.
+func otherScheme(text string) bool {
+	scheme, _, ok := strings.Cut(text, ":")
+	switch strings.ToLower(scheme) {
+	case "mailto", "tel", "javascript", "data", "urn", "news", "sms":
+		return ok
+	}
+	return false
+}
+
+// userinfo reports whether text, with no scheme, starts with credentials ("bob:pw@host/").
+func userinfo(text string) bool {
+	at := strings.IndexByte(text, '@')
+	return at > 0 && !strings.ContainsAny(text[:at], "/?#")
+}
+
+// redact is text without the password of its credentials, with or without a scheme: urlnorm.Redact
+// finds credentials only after "scheme://".
+func redact(text string) string {
+	if strings.Contains(text, "://") || !userinfo(text) {
+		return urlnorm.Redact(text)
+	}
+	return strings.TrimPrefix(urlnorm.Redact("http://"+text), "http://")
+}
+
 func report(bad func(LineError), n int, text string, err error) {
 	if bad == nil {
 		return
 	}
-	text = urlnorm.Redact(text)
+	text = redact(text)
 	if len(text) > maxText {
 		text = strings.ToValidUTF8(text[:maxText], "") + "..."
 	}

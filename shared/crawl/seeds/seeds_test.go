@@ -41,6 +41,12 @@ func TestParse(t *testing.T) {
 			bad:   []badLine{{1, errclass.Parse}, {2, errclass.Scope}, {4, errclass.Parse}},
 		},
 		{
+			name: "trailing comments",
+			in:   "http://a.example/  # the home page\nhttp://b.example/x#top\nhttp://c.example/\t#tab\nhttp://d.example/#frag # note\n",
+			seeds: map[int]string{1: "http://a.example/", 2: "http://b.example/x", 3: "http://c.example/",
+				4: "http://d.example/"},
+		},
+		{
 			name:  "over-long line",
 			in:    "http://a.example/" + strings.Repeat("x", DefaultMaxLine) + "\nhttp://b.example/\n",
 			seeds: map[int]string{2: "http://b.example/"},
@@ -83,6 +89,26 @@ func TestParse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A line with no scheme says how to write it; another scheme keeps its own reason.
+func TestBadLineSaysHowToWriteIt(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"127.0.0.1:8081/p3.html", "write it as http://127.0.0.1:8081/p3.html (or https://)"},
+		{"localhost:8080/", "write it as http://localhost:8080/ (or https://)"},
+		{"example.com/a", "write it as http://example.com/a (or https://)"},
+		{"bob:pw@example.com:81/", "write it as http://example.com:81/ (or https://)"},
+		{"mailto:someone@example.com", `scheme "mailto" is not crawled`},
+		{"http://exa mple/", "invalid character"},
+	} {
+		_, bad, err := Parse(strings.NewReader(tt.in + "\n"))
+		if err != nil || len(bad) != 1 {
+			t.Fatalf("Parse(%q) = %v, %v; want one bad line", tt.in, bad, err)
+		}
+		if msg := bad[0].Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "pw@") {
+			t.Errorf("Parse(%q): %s; want it to say %q, and no password", tt.in, msg, tt.want)
+		}
 	}
 }
 
