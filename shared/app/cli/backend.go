@@ -59,6 +59,9 @@ type Backend struct {
 	// SyncsFiles is whether the backend's stores sync files to disk (the embedded backend's
 	// SQLite file and blob files), which blocks a thread in the kernel for each sync.
 	SyncsFiles bool
+	// Active, when set, says whether a crawl run is working on the backend's state now (the
+	// embedded backend's lock on its state directory); without it, that is not known.
+	Active func() bool
 	// Metered is whether the backend's clients are metered (meter.Register), so that a run can
 	// keep its crawl's ledger and hold it to a budget.
 	Metered bool
@@ -101,6 +104,7 @@ func OpenEmbedded(dir string) (*Backend, error) {
 			return err == nil
 		},
 		Close:      db.Close,
+		Active:     func() bool { return runActive(dir) },
 		Compact:    func(ctx context.Context) error { return sqlite.Vacuum(ctx, filepath.Join(dir, stateFile)) },
 		IdleCheck:  embeddedIdleCheck,
 		SyncsFiles: true,

@@ -101,7 +101,7 @@ func goOn(ctx context.Context, o RunOptions, be *Backend, res Resources, h *pipe
 	sum.ElapsedSeconds = time.Since(start).Seconds()
 	sum.Finished = runErr == nil
 	announced := announceEnd(wctx, h, be, &sum, stderr)
-	printSummary(stdout, stderr, sum, o.JSON)
+	printSummary(stdout, stderr, sum, o.JSON, hintsOf(o))
 	switch {
 	case errors.Is(runErr, context.Canceled):
 		fmt.Fprintf(stderr, "crawl: interrupted: what was done is saved in %s%s; run the same command again to go on\n", o.State,

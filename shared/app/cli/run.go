@@ -51,6 +51,8 @@ type Counts struct {
 	Skipped     int64 `json:"skipped"`
 	Failed      int64 `json:"failed"`
 	StoppedURLs int64 `json:"stoppedUrls"`
+	// StopRefused are the links a stopped crawl did not admit (no URL: not in Seen).
+	StopRefused int64 `json:"stopRefusedLinks,omitempty"`
 	Pending     int64 `json:"pending"`
 	ParseErrors int64 `json:"parseErrors"`
 	// PagesPerSecond is the fetched pages per second: over the run in a summary, over the time
@@ -62,7 +64,7 @@ type Counts struct {
 // countsOf are the counts of c.
 func countsOf(c crawlstate.Counters) Counts {
 	n := Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed, StoppedURLs: c.StoppedURLs,
-		Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{}}
+		StopRefused: c.StopRefused, Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{}}
 	for cl, k := range c.Classes {
 		n.Classes[string(cl)] = k
 	}
@@ -346,7 +348,7 @@ func showEnded(ctx context.Context, o RunOptions, env runEnv, sum Summary, stdou
 	}
 	sum.Finished, sum.AlreadyEnded = true, true
 	announced := announceEnd(ctx, env.h, env.be, &sum, stderr)
-	printSummary(stdout, stderr, sum, o.JSON)
+	printSummary(stdout, stderr, sum, o.JSON, hintsOf(o))
 	if !announced {
 		return sum, ExitFailed
 	}
@@ -424,7 +426,7 @@ func reportRun(ctx context.Context, o RunOptions, env runEnv, sum Summary, other
 		sum.Also = append(sum.Also, also)
 	}
 	announced := announceEnd(context.WithoutCancel(ctx), h, be, &sum, stderr) // the queues ran out: the crawls drained
-	printSummary(stdout, stderr, sum, o.JSON)
+	printSummary(stdout, stderr, sum, o.JSON, hintsOf(o))
 	if sum.Classes[string(errclass.SSRF)] > 0 {
 		explainRefused(context.WithoutCancel(ctx), stderr, h.State, crawl, sum.Classes[string(errclass.SSRF)], sum.Fetched,
 			be.Name == "embedded")
@@ -442,7 +444,7 @@ func reportRun(ctx context.Context, o RunOptions, env runEnv, sum Summary, other
 		fmt.Fprintf(stderr, "crawl: %v\n", out.err)
 		return sum, ExitFailed
 	case sum.Fetched == 0:
-		fmt.Fprintf(stderr, "crawl: no page could be fetched (crawl failures %s lists why)\n", crawl)
+		fmt.Fprintf(stderr, "crawl: no page could be fetched (%s lists why)\n", hintsOf(o).cmd("failures", crawl))
 		return sum, ExitFailed
 	case !announced:
 		return sum, ExitFailed

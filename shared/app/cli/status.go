@@ -21,9 +21,10 @@ import (
 // Status is what `crawl status CRAWL` shows, and prints as JSON with --json.
 type Status struct {
 	Crawl string `json:"crawl"`
-	// State is running, paused, stopped (its user stopped it), stalled (its drain checks found its
-	// work still with work left, announced it and stopped: package finish), or finished (nothing
-	// pending).
+	// State is running, interrupted (work is pending and no crawl run works on the embedded
+	// backend's state directory: a run was stopped with Ctrl-C or killed), paused, stopped (its
+	// user stopped it), stalled (its drain checks found its work still with work left, announced
+	// it and stopped: package finish), or finished (nothing pending).
 	State   string    `json:"state"`
 	Started time.Time `json:"started,omitzero"`
 	// Counts' PagesPerSecond is over the time since the crawl started, while it has URLs pending
@@ -138,7 +139,7 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 	}
 	switch to {
 	case crawlstate.Paused:
-		fmt.Fprintf(stdout, "crawl %s paused: within seconds its fetch messages wait in the queue (crawl resume %s goes on)\n", crawl, crawl)
+		fmt.Fprintf(stdout, "crawl %s paused: within seconds its fetch messages wait in the queue (%s goes on)\n", crawl, hintsOf(o).cmd("resume", crawl))
 	case crawlstate.Running:
 		fmt.Fprintf(stdout, "crawl %s resumed: its waiting fetch messages go on as they come back from their wait\n", crawl)
 		if o.Backend != "aws" {
@@ -182,7 +183,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer be.Close()
 	st := crawlstate.New(be.Table)
 	if len(rest) == 0 {
-		list, err := listCrawls(ctx, st)
+		list, err := listCrawls(ctx, st, be)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl status: %v\n", err)
 			return ExitFailed
@@ -191,13 +192,13 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	if watch > 0 {
-		if err := watchStatus(ctx, st, be, rest[0], watch, asJSON, stdout); err != nil {
+		if err := watchStatus(ctx, st, be, rest[0], watch, asJSON, stdout, hintsOf(o)); err != nil {
 			fmt.Fprintf(stderr, "crawl status: %v\n", err)
 			return ExitFailed
 		}
 		return ExitOK
 	}
-	s, err := crawlStatus(ctx, st, be, rest[0], time.Now())
+	s, err := crawlStatus(ctx, st, be, rest[0], time.Now(), hintsOf(o))
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl status: %v\n", err)
 		return ExitFailed
@@ -212,7 +213,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // listCrawls reads the crawls on record with their counters.
-func listCrawls(ctx context.Context, st *crawlstate.Store) ([]CrawlListing, error) {
+func listCrawls(ctx context.Context, st *crawlstate.Store, be *Backend) ([]CrawlListing, error) {
 	crawls, err := st.Crawls(ctx)
 	if err != nil {
 		return nil, err
@@ -223,12 +224,13 @@ func listCrawls(ctx context.Context, st *crawlstate.Store) ([]CrawlListing, erro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, CrawlListing{Crawl: c.ID, State: stateOf(c, n), Started: c.Started, Fetched: n.Fetched, Pending: n.Pending()})
+		out = append(out, CrawlListing{Crawl: c.ID, State: stateNow(be, c, n), Started: c.Started, Fetched: n.Fetched, Pending: n.Pending()})
 	}
 	return out, nil
 }
 
-// stateOf is the crawl's state as status shows it.
+// stateOf is the crawl's state as status shows it: finished once its end is decided (a crawl
+// with no URL pending may still have pages to parse and links to admit).
 func stateOf(c crawlstate.Crawl, n crawlstate.Counters) string {
 	switch {
 	case c.Run == crawlstate.StoppedBy:
@@ -237,14 +239,24 @@ func stateOf(c crawlstate.Crawl, n crawlstate.Counters) string {
 		return "paused"
 	case c.Stall != "":
 		return "stalled"
-	case n.Seen > 0 && n.Pending() == 0:
+	case c.End != "":
 		return "finished"
 	}
 	return "running"
 }
 
+// stateNow is stateOf, with a running crawl that no crawl run works on interrupted (the embedded
+// backend, whose runs lock its state directory).
+func stateNow(be *Backend, c crawlstate.Crawl, n crawlstate.Counters) string {
+	s := stateOf(c, n)
+	if s == "running" && be.Active != nil && !be.Active() {
+		return "interrupted"
+	}
+	return s
+}
+
 // crawlStatus reads the crawl's record, counters and the queues' depths.
-func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl string, now time.Time) (Status, error) {
+func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl string, now time.Time, h hints) (Status, error) {
 	ch, err := st.ChecksOf(ctx, crawl)
 	if errors.Is(err, table.ErrNotFound) {
 		return Status{}, fmt.Errorf("no crawl %s on record (crawl status lists them)", crawl)
@@ -257,7 +269,7 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 	if err != nil {
 		return Status{}, err
 	}
-	s := Status{Crawl: crawl, State: stateOf(c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
+	s := Status{Crawl: crawl, State: stateNow(be, c, n), Started: c.Started, Counts: countsOf(n), StoppedWhy: n.Stopped,
 		CostUSD: cost.DefaultPrices().Cost(n.Cost).Total, Queues: map[string]Depth{}, Waiting: []string{}, End: string(ch.End),
 		Stall: string(ch.Stall), StalledAt: ch.StallAt}
 	s.Throttled, s.Circuits = throttledOf(n.Throttled, now), circuitsOf(n.Circuits)
@@ -275,24 +287,27 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 		}
 		s.Queues[q.name] = Depth{Visible: v, InFlight: nv}
 	}
-	s.Waiting = append(s.Waiting, waitingFor(s)...)
+	s.Waiting = append(s.Waiting, waitingFor(s, h)...)
 	s.metered = be.Metered
 	return s, nil
 }
 
-// waitingFor says what keeps the crawl from going on, as far as its record and the queues tell.
-func waitingFor(s Status) []string {
+// waitingFor says what keeps the crawl from going on, as far as its record and the queues tell,
+// with the commands that help written as h writes them.
+func waitingFor(s Status, h hints) []string {
 	var why []string
 	switch s.State {
+	case "interrupted":
+		why = append(why, fmt.Sprintf("no crawl run works on it (one was interrupted): %s goes on with what the state directory holds", h.cmd("run")))
 	case "paused":
-		why = append(why, fmt.Sprintf("paused by its user: its fetch messages wait in the queue (crawl resume %s)", s.Crawl))
+		why = append(why, fmt.Sprintf("paused by its user: its fetch messages wait in the queue (%s)", h.cmd("resume", s.Crawl)))
 	case "stopped":
 		if s.Pending > 0 {
 			why = append(why, "stopped by its user: its queued URLs end stopped as their messages come")
 		}
 	case "stalled":
 		why = append(why, fmt.Sprintf("stalled: its work stood still with work left, and its drain checks stopped;"+
-			" move the dead-letter queues below back (crawl redrive QUEUE), then crawl resume %s starts its checks again", s.Crawl))
+			" move the dead-letter queues below back (%s), then %s starts its checks again", h.cmd("redrive", "QUEUE"), h.cmd("resume", s.Crawl)))
 	}
 	if s.StoppedWhy == crawlstate.StopBudget {
 		why = append(why, "its budget is spent: it admits no more URLs and drains what it admitted")
@@ -315,7 +330,7 @@ func waitingFor(s Status) []string {
 	}
 	for _, name := range []string{"schedule", "fetch", "parse"} {
 		if d := s.Queues[name+"-dlq"]; d.Visible+d.InFlight > 0 {
-			why = append(why, fmt.Sprintf("%d messages in the %s dead-letter queue (crawl redrive %s)", d.Visible+d.InFlight, name, name))
+			why = append(why, fmt.Sprintf("%d messages in the %s dead-letter queue (%s)", d.Visible+d.InFlight, name, h.cmd("redrive", name)))
 		}
 	}
 	return why
@@ -338,6 +353,9 @@ func printStatus(w io.Writer, s Status) {
 	}
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
+	}
+	if s.StopRefused > 0 {
+		fmt.Fprintf(w, "  links not admitted since the stop: %d\n", s.StopRefused)
 	}
 	switch crawlstate.End(s.End) {
 	case crawlstate.EndAnnounced:

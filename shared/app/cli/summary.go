@@ -93,7 +93,7 @@ func existing(be *Backend, prefix string, fetched int64) string {
 
 // printSummary writes the human summary on stdout; with asJSON, it writes the summary as one JSON
 // document on stdout instead, and the human one on stderr, so that stdout can go to jq.
-func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
+func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool, h hints) {
 	w := stdout
 	if asJSON {
 		w = stderr
@@ -115,8 +115,8 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 	default:
 		fmt.Fprintf(w, "crawl %s %s in %.1fs\n", s.Crawl, state, s.ElapsedSeconds)
 	}
-	fmt.Fprintf(w, "  seen %d  fetched %d  skipped %d  failed %d  pending %d  (%.1f pages/s)\n",
-		s.Seen, s.Fetched, s.Skipped, s.Failed, s.Pending, s.PagesPerSecond)
+	fmt.Fprintf(w, "  seen %d  fetched %d  skipped %d  failed %d  stopped %d  pending %d  (%.1f pages/s)\n",
+		s.Seen, s.Fetched, s.Skipped, s.Failed, s.StoppedURLs, s.Pending, s.PagesPerSecond)
 	if len(s.Classes) > 0 {
 		fmt.Fprintf(w, "  by class: %s\n", classLine(s.Classes))
 	}
@@ -131,7 +131,7 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool) {
 		fmt.Fprintf(w, "  bad seed lines skipped: %d\n", s.BadSeedLines)
 	}
 	for q, n := range s.DeadLetters {
-		fmt.Fprintf(w, "  %d messages in the %s dead-letter queue (crawl redrive %s)\n", n, q, q)
+		fmt.Fprintf(w, "  %d messages in the %s dead-letter queue (%s)\n", n, q, h.cmd("redrive", q))
 	}
 	for _, a := range s.Also {
 		fmt.Fprintf(w, "  this run also advanced crawl %s: seen %d  fetched %d  skipped %d  failed %d  pending %d\n",
@@ -190,8 +190,8 @@ func printLimits(w io.Writer, s Summary) {
 			" what it had admitted was crawled to the end\n", s.BudgetUSD, s.Classes[string(errclass.Budget)])
 	}
 	if s.Stopped == crawlstate.StopUser {
-		fmt.Fprintf(w, "  stopped by its user (crawl stop): %d queued URLs ended stopped, and no link was admitted since\n",
-			s.StoppedURLs)
+		fmt.Fprintf(w, "  stopped by its user (crawl stop): %d queued URLs ended stopped, and no link was admitted since (%d links not admitted)\n",
+			s.StoppedURLs, s.StopRefused)
 	}
 }
 

@@ -22,7 +22,7 @@ const clearScreen = "\x1b[H\x1b[2J"
 // watchStatus shows a crawl's status every interval until it is done (no URL pending and the
 // three queues empty) or ctx ends (Ctrl-C). On a terminal each screen replaces the last; to a
 // pipe the screens follow one another, and with --json each is one line.
-func watchStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl string, every time.Duration, asJSON bool, stdout io.Writer) error {
+func watchStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl string, every time.Duration, asJSON bool, stdout io.Writer, h hints) error {
 	tty := false
 	if f, ok := stdout.(interface{ Fd() uintptr }); ok && !asJSON {
 		tty = term.IsTerminal(int(f.Fd()))
@@ -30,7 +30,7 @@ func watchStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for first := true; ; first = false {
-		s, err := crawlStatus(ctx, st, be, crawl, time.Now())
+		s, err := crawlStatus(ctx, st, be, crawl, time.Now(), h)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -75,7 +75,7 @@ func TestStatusWatch(t *testing.T) {
 	defer cancel()
 	out := &screens{header: "crawl " + crawl + ":", at: 2, after: cancel}
 	start := time.Now()
-	if err := watchStatus(ctx, crawlstate.New(be.Table), be, crawl, time.Second, false, out); err != nil {
+	if err := watchStatus(ctx, crawlstate.New(be.Table), be, crawl, time.Second, false, out, hints{}); err != nil {
 		t.Fatalf("watch: %v", err)
 	}
 	be.Close()

@@ -23,8 +23,10 @@ func (s *Runs) CountPoison(ctx context.Context, crawl string) error {
 // Counters are a crawl's totals.
 type Counters struct {
 	Seen, Fetched, Skipped, Failed, ParseErrors int64
-	// StoppedURLs are the URLs a stopped crawl ended unfetched (state Stopped).
-	StoppedURLs int64
+	// StoppedURLs are the URLs a stopped crawl ended unfetched (state Stopped), and StopRefused the
+	// links it did not admit once stopped (no URL: like a budget refusal, counted and not recorded;
+	// Classes' stopped counts the URLs only).
+	StoppedURLs, StopRefused int64
 	Classes     map[errclass.Class]int64
 	// Cost is the crawl's ledger: the billed units its handlers were metered for (AddCost).
 	Cost cost.Units
@@ -53,7 +55,7 @@ func (c Counters) Pending() int64 {
 }
 
 // counterAttrs are the counters' attribute names besides the classes'.
-var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), Stopped.counter(), "parse_errors",
+var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), Stopped.counter(), counterStopRefused, "parse_errors",
 	counterPages, counterPagesParsed, counterLinksNamed, counterLinksAdmitted}
 
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
@@ -82,7 +84,8 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 	}
 	c := Counters{
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
-		Failed: sum[string(Failed)], StoppedURLs: sum[Stopped.counter()], ParseErrors: sum["parse_errors"],
+		Failed: sum[string(Failed)], StoppedURLs: sum[Stopped.counter()], StopRefused: sum[counterStopRefused],
+		ParseErrors: sum["parse_errors"],
 		Pages: sum[counterPages], PagesParsed: sum[counterPagesParsed],
 		LinksNamed: sum[counterLinksNamed], LinksAdmitted: sum[counterLinksAdmitted],
 		Classes: map[errclass.Class]int64{},

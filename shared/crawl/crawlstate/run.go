@@ -119,10 +119,14 @@ func (s *Runs) SetRun(ctx context.Context, crawl string, to Run) error {
 	return nil
 }
 
+// counterStopRefused counts the links a stopped crawl did not admit (Counters.StopRefused).
+const counterStopRefused = "stop_refused"
+
 // CountStopRefusal counts a link that a stopped crawl did not admit; like a budget refusal it is
-// counted, not recorded on an item.
+// counted, not recorded on an item. It is not counted in the class stopped, which counts the URLs
+// that ended stopped: the two numbers a person reads of a stop are the URLs and the links.
 func (s *Runs) CountStopRefusal(ctx context.Context, crawl string) error {
-	return s.count(ctx, crawl, map[string]int64{"class_" + string(errclass.Stopped): 1})
+	return s.count(ctx, crawl, map[string]int64{counterStopRefused: 1})
 }
 
 // Crawl is what the crawl item records of a crawl.
@@ -137,6 +141,9 @@ type Crawl struct {
 	// Stall is whether its drain checks found it stalled and stopped (StallPending, or
 	// StallAnnounced once its event was sent; none when it is not: finish.go).
 	Stall End
+	// End is whether its end is decided (EndPending, or EndAnnounced once its event was sent;
+	// none while it runs: finish.go).
+	End End
 }
 
 // CrawlOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
@@ -149,7 +156,7 @@ func (s *Runs) CrawlOf(ctx context.Context, crawl string) (Crawl, error) {
 }
 
 func crawlFrom(id string, it table.Item) Crawl {
-	c := Crawl{ID: id, Run: runFrom(it), Stopped: it.String(attrStopped), Stall: End(it.String(attrStall))}
+	c := Crawl{ID: id, Run: runFrom(it), Stopped: it.String(attrStopped), Stall: End(it.String(attrStall)), End: End(it.String(attrEnd))}
 	if it.Has(attrStarted) {
 		c.Started = time.UnixMilli(it.Int(attrStarted))
 	}

@@ -171,6 +171,7 @@ type Handler struct {
 	hosts      hostLimiter
 	optOuts    OptOuts
 	mem        *memory
+	said       saidHosts
 	now        func() time.Time
 }
 

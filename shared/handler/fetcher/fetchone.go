@@ -152,7 +152,7 @@ func (h *Handler) robotsRefuse(ctx context.Context, f *fetched, rules robots.Dec
 		}
 		// Each try waits for the robots.txt cache to let go of its failure, so that it asks again.
 		wait := max(h.policy().Delay(errclass.RobotsUnavailable, made), rules.RetryAfter)
-		return true, h.requeueRetry(ctx, f, wait, made)
+		return true, h.requeueRetry(ctx, f, cause, wait, made)
 	}
 	if !rules.Allowed {
 		return true, h.finish(ctx, f, crawlstate.Skipped, errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason))
@@ -296,7 +296,7 @@ func (h *Handler) settle(ctx context.Context, a *fetching, err error) (done bool
 	f := a.f
 	if wait, open := h.circuitRetry(err, a.u.Host); open {
 		// The host's circuit opened while this URL was being retried: it waits for the probe.
-		return true, h.requeueRetry(ctx, f, wait, a.tries.Made)
+		return true, h.requeueRetry(ctx, f, err, wait, a.tries.Made)
 	}
 	var deferred *retry.Deferred
 	var spent *retry.Exhausted
@@ -311,7 +311,7 @@ func (h *Handler) settle(ctx context.Context, a *fetching, err error) (done bool
 		// The next try is further off than this invocation waits: the message goes back to the
 		// queue with the wait (the policy's, or the server's Retry-After) and the requests made,
 		// burning no receive.
-		return true, h.requeueRetry(ctx, f, deferred.After, a.tries.Made)
+		return true, h.requeueRetry(ctx, f, deferred.Err, deferred.After, a.tries.Made)
 	case errors.As(err, &deferred):
 		// A backend failure: SQS delivers the message again after its visibility timeout, and
 		// after maxReceiveCount receives it moves to the DLQ, recorded failed.

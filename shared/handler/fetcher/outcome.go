@@ -78,6 +78,7 @@ func (h *Handler) fail(ctx context.Context, f *fetched, cause error) error {
 		}
 		return fmt.Errorf("giving up on %s after %d receives: %w", f.msg.URL, h.cfg.MaxReceive, cause)
 	}
+	h.sayWaiting(ctx, f, cause, 0, f.w.receives())
 	return fmt.Errorf("fetch %s: %w", f.msg.URL, cause)
 }
 
@@ -87,9 +88,10 @@ func (h *Handler) requeue(ctx context.Context, f *fetched, wait time.Duration) e
 	return h.requeueWith(ctx, f, wait, time.Time{}, 0, -1)
 }
 
-// requeueRetry re-sends the fetch message of a URL whose fetch failed, to be tried again after
-// wait, with made, the requests it has taken so far.
-func (h *Handler) requeueRetry(ctx context.Context, f *fetched, wait time.Duration, made int) error {
+// requeueRetry re-sends the fetch message of a URL whose fetch failed for cause, to be tried again
+// after wait, with made, the requests it has taken so far.
+func (h *Handler) requeueRetry(ctx context.Context, f *fetched, cause error, wait time.Duration, made int) error {
+	h.sayWaiting(ctx, f, cause, wait, made)
 	return h.requeueWith(ctx, f, wait, time.Time{}, 0, made)
 }
 

@@ -167,9 +167,14 @@ func (h *Harness) CheckStop(concurrency int) {
 		t.Errorf("live counters %+v differ from the items %+v", live, tally)
 	}
 	// The stop cut the crawl short: URLs queued then ended stopped, or links found then were not
-	// admitted (counted, not recorded: live.Classes holds both).
-	if live.Classes[errclass.Stopped] == 0 || live.Classes[errclass.Stopped] < tally.StoppedURLs {
+	// admitted (counted, not recorded). The class stopped counts the URLs alone, so that the counts
+	// a person reads of a stop agree: the counters' and the items'.
+	if tally.StoppedURLs+live.StopRefused == 0 {
 		t.Errorf("counters %+v, items %+v: want URLs ended stopped or links refused for the stop", live, tally)
+	}
+	if live.Classes[errclass.Stopped] != tally.Classes[errclass.Stopped] || tally.Classes[errclass.Stopped] != tally.StoppedURLs {
+		t.Errorf("class stopped: %d counted, %d in the items, %d URLs ended stopped: want them equal",
+			live.Classes[errclass.Stopped], tally.Classes[errclass.Stopped], tally.StoppedURLs)
 	}
 	if r := h.Site.Repeats(); len(r) != 0 {
 		t.Errorf("pages fetched more than once: %v", r)
