@@ -27,7 +27,7 @@ type Counters struct {
 	// links it did not admit once stopped (no URL: like a budget refusal, counted and not recorded;
 	// Classes' stopped counts the URLs only).
 	StoppedURLs, StopRefused int64
-	Classes     map[errclass.Class]int64
+	Classes                  map[errclass.Class]int64
 	// Cost is the crawl's ledger: the billed units its handlers were metered for (AddCost).
 	Cost cost.Units
 	// Stopped is why the crawl stopped admitting URLs before its end (StopBudget), if it did.
@@ -86,7 +86,7 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
 		Failed: sum[string(Failed)], StoppedURLs: sum[Stopped.counter()], StopRefused: sum[counterStopRefused],
 		ParseErrors: sum["parse_errors"],
-		Pages: sum[counterPages], PagesParsed: sum[counterPagesParsed],
+		Pages:       sum[counterPages], PagesParsed: sum[counterPagesParsed],
 		LinksNamed: sum[counterLinksNamed], LinksAdmitted: sum[counterLinksAdmitted],
 		Classes: map[errclass.Class]int64{},
 		Cost:    cost.UnitsFromCounters(func(name string) int64 { return sum[name] }),
