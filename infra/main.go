@@ -15,9 +15,8 @@ import (
 func main() {
 	defer jsii.Close()
 	app := awscdk.NewApp(nil)
-	cfg, err := crawlstack.ConfigFromContext(func(key string) any {
-		return app.Node().TryGetContext(jsii.String(key))
-	})
+	all, _ := app.Node().GetAllContext(nil).(map[string]any)
+	cfg, err := crawlstack.ConfigFromContextMap(all)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawlstack: bad configuration:\n%v\n", err)
 		os.Exit(1)

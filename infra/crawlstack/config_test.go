@@ -186,7 +186,7 @@ func TestConfigFromContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := ConfigFromContext(func(k string) any { return tt.ctx[k] })
+			cfg, err := ConfigFromContextMap(tt.ctx) // every key of the table is one of ours
 			wantErrors(t, err, tt.wantErr)
 			if len(tt.wantErr) == 0 && !tt.check(cfg) {
 				t.Errorf("config not as set: %+v", cfg)
@@ -346,5 +346,27 @@ func wantErrors(t *testing.T, err error, want []string) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}
+	}
+}
+
+// A misspelled key is refused with the key it likely meant, a type error does not hide the other
+// bad keys, and CDK's own keys (cdk.json's feature flags) pass: every mistake is named in one pass.
+func TestUnknownContextKeysAreNamedWithTheRest(t *testing.T) {
+	_, err := ConfigFromContextMap(map[string]any{
+		"maxPage": "5", "fetchMemoryMb": "1024", "max_depth": "2", "maxDepth": "three", "scope": "web",
+		"@aws-cdk/core:checkSecretUsage": true, "aws:cdk:version-reporting": false, "acknowledged-issue-numbers": []any{},
+	})
+	wantErrors(t, err, []string{`"maxPage"`, `did you mean "maxPages"`, `"fetchMemoryMb"`, `did you mean "fetchMemoryMB"`,
+		`"max_depth"`, `did you mean "maxDepth"`, `"maxDepth"`, "whole number", `"scope"`, "host, domain or any"})
+	for _, cdk := range []string{"@aws-cdk", "aws:cdk", "acknowledged"} {
+		if strings.Contains(err.Error(), cdk) {
+			t.Errorf("CDK's own key %s... was refused: %v", cdk, err)
+		}
+	}
+	if _, err := ConfigFromContextMap(map[string]any{"maxPages": "5", "@aws-cdk/aws-iam:minimizePolicies": true}); err != nil {
+		t.Errorf("known keys and CDK's: %v", err)
+	}
+	if got := nearestKey("colour", ContextKeys()); got != "" {
+		t.Errorf("a key near nothing suggested %q", got)
 	}
 }

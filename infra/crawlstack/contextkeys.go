@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // ContextGetter returns the context value of key, or nil when it is unset.
@@ -13,7 +18,8 @@ import (
 type ContextGetter func(key string) any
 
 // ConfigFromContext reads every [ContextKeys] entry over [DefaultConfig] and
-// validates the result. The error lists every bad value, not just the first.
+// validates the result. The error lists every bad value, not just the first: a value of the
+// wrong type is named with the values that fail validation.
 func ConfigFromContext(get ContextGetter) (Config, error) {
 	cfg := DefaultConfig()
 	var errs []error
@@ -26,13 +32,60 @@ func ConfigFromContext(get ContextGetter) (Config, error) {
 			errs = append(errs, fmt.Errorf("context %q: %w", k.name, err))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, err
-	}
-	if err := cfg.Validate(); err != nil {
+	// A key that did not set keeps its default, which validates: the rest are checked too.
+	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// ConfigFromContextMap is ConfigFromContext over all, the whole CDK context (cdk.json's context
+// and every -c): it also refuses a key that looks like one of the crawler's and is not
+// (`-c maxPage=5`), with the key it likely meant, in the same list as the bad values.
+func ConfigFromContextMap(all map[string]any) (Config, error) {
+	cfg, err := ConfigFromContext(func(key string) any { return all[key] })
+	if unknown := UnknownContextKeys(slices.Collect(maps.Keys(all))); unknown != nil {
+		return Config{}, errors.Join(unknown, err)
+	}
+	return cfg, err
+}
+
+// ours matches a key written as the crawler's are (camelCase, or snake_case by mistake); CDK's
+// own keys hold ':', '/', '@' or '-' ("@aws-cdk/core:...", "aws:cdk:...", "acknowledged-issue-numbers").
+var ours = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*$`)
+
+// UnknownContextKeys names, with a suggestion each, the keys that look like the crawler's and are
+// none of [ContextKeys], in name order; nil when there is none.
+func UnknownContextKeys(keys []string) error {
+	known := ContextKeys()
+	var errs []error
+	for _, k := range slices.Sorted(slices.Values(keys)) {
+		if !ours.MatchString(k) || slices.Contains(known, k) {
+			continue
+		}
+		msg := fmt.Sprintf("context %q: not a setting of this stack", k)
+		if near := nearestKey(k, known); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		errs = append(errs, errors.New(msg+" (docs/deploy.md lists the settings)"))
+	}
+	return errors.Join(errs...)
+}
+
+// nearestKey is the known key closest to k: the same but for case and underscores, or within a
+// few edits; "" when none is close.
+func nearestKey(k string, known []string) string {
+	fold := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", "")) }
+	best, bestD := "", 4
+	for _, n := range known {
+		if fold(n) == fold(k) {
+			return n
+		}
+		if d := levenshtein.ComputeDistance(fold(k), fold(n)); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
 }
 
 // ContextKeys lists the context keys ConfigFromContext reads, in order.
