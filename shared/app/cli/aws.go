@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/aws/s3blob"
 	"github.com/crawlstack/crawlstack/shared/aws/sqsqueue"
+	"github.com/crawlstack/crawlstack/shared/aws/stackoutputs"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
 )
 
@@ -20,7 +22,30 @@ func openBackend(ctx context.Context, o RunOptions) (*Backend, error) {
 	if o.Backend == "embedded" {
 		return OpenEmbedded(o.State)
 	}
-	return OpenAWS(ctx, os.Getenv)
+	getenv := environ
+	if o.Stack != "" {
+		vars, err := stackVars(ctx, o.Stack)
+		if err != nil {
+			return nil, err
+		}
+		getenv = func(k string) string {
+			if v, ok := vars[k]; ok {
+				return v
+			}
+			return environ(k)
+		}
+	}
+	return OpenAWS(ctx, getenv)
+}
+
+// stackVars are the variables the outputs of the deployed stack name set (stackoutputs.Vars):
+// its table, bucket and queues, which win over the environment's.
+func stackVars(ctx context.Context, stack string) (map[string]string, error) {
+	cfg, err := awsconfig.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws configuration: %w", err)
+	}
+	return stackoutputs.Read(ctx, cloudformation.NewFromConfig(cfg), stack)
 }
 
 // openExisting opens the backend for a command about crawls that are there already (status,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -57,24 +56,13 @@ func reportBadSeeds(w io.Writer, file string, bad []seeds.LineError) {
 var normalizePrefix = regexp.MustCompile(`^(normalize|resolve) ("[^"]*"|url): (parse: )?`)
 
 // seedProblem is why a seed line is bad, in one sentence: without the error class and the
-// normaliser's repetition of the text the report shows already, and with the scheme a bare host
-// name lacks.
+// normaliser's repetition of the text the report shows already (a line with no scheme says how to
+// write it: package seeds).
 func seedProblem(le seeds.LineError) string {
 	msg := le.Err.Error()
 	var ce *errclass.Error
 	if errors.As(le.Err, &ce) {
 		msg = ce.Err.Error()
 	}
-	msg = normalizePrefix.ReplaceAllString(msg, "")
-	if msg == "not an absolute url" && looksLikeHost(le.Text) {
-		return fmt.Sprintf("no scheme: write https://%s (or http://)", le.Text)
-	}
-	return msg
-}
-
-// looksLikeHost is whether text is a host name (and path) written without a scheme:
-// "www.example.com", "example.com/docs".
-func looksLikeHost(text string) bool {
-	host, _, _ := strings.Cut(text, "/")
-	return strings.Contains(host, ".") && !strings.ContainsAny(text, " \t") && !strings.Contains(text, "://")
+	return normalizePrefix.ReplaceAllString(msg, "")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/ops/export"
 )
 
@@ -22,8 +23,8 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageError(stdout, stderr, "export", err)
 	}
-	if len(rest) != 1 {
-		fmt.Fprintf(stderr, "crawl export: want exactly one CRAWL (crawl status lists them), got %d arguments\n", len(rest))
+	if len(rest) > 1 {
+		fmt.Fprintf(stderr, "crawl export: want one CRAWL (or latest, or none when there is one; %s lists them), got %d arguments\n", hintsOf(o).cmd("list"), len(rest))
 		return ExitUsage
 	}
 	f := export.FormatOf(out)
@@ -38,6 +39,11 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return ExitFailed
 	}
 	defer be.Close()
+	crawl, err := pickCrawl(ctx, crawlstate.New(be.Table), rest, hintsOf(o))
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		return ExitFailed
+	}
 	progress := func(done, total int) {
 		if done == total || done%100 == 0 {
 			fmt.Fprintf(stderr, "crawl export: %d of %d records files read\n", done, total)
@@ -45,9 +51,9 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var res export.Result
 	if out == "" {
-		res, err = export.Write(ctx, be.Blobs, rest[0], f, stdout, progress)
+		res, err = export.Write(ctx, be.Blobs, crawl, f, stdout, progress)
 	} else {
-		res, err = exportToFile(ctx, be, rest[0], f, out, progress)
+		res, err = exportToFile(ctx, be, crawl, f, out, progress)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl export: %v\n", err)

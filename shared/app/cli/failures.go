@@ -36,8 +36,8 @@ func failures(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(stdout, stderr, "failures", err)
 	}
-	if len(rest) != 1 {
-		fmt.Fprintf(stderr, "crawl failures: want exactly one CRAWL (crawl status lists them), got %d arguments\n", len(rest))
+	if len(rest) > 1 {
+		fmt.Fprintf(stderr, "crawl failures: want one CRAWL (or latest, or none when there is one; %s lists them), got %d arguments\n", hintsOf(o).cmd("list"), len(rest))
 		return ExitUsage
 	}
 	if asJSON && asCSV {
@@ -55,7 +55,13 @@ func failures(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return ExitFailed
 	}
 	defer be.Close()
-	list, err := listFailures(ctx, crawlstate.New(be.Table), rest[0], only)
+	st := crawlstate.New(be.Table)
+	crawl, err := pickCrawl(ctx, st, rest, hintsOf(o))
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl failures: %v\n", err)
+		return ExitFailed
+	}
+	list, err := listFailures(ctx, st, crawl, only)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl failures: %v\n", err)
 		return ExitFailed

@@ -10,15 +10,17 @@ const defaultState = "crawl-state"
 // hints writes the commands the CLI suggests so that they can be pasted as they are: with the
 // backend and the state directory of the command that suggests them.
 type hints struct {
-	backend, state string
+	backend, state, stack string
 }
 
-func hintsOf(o RunOptions) hints { return hints{backend: o.Backend, state: o.State} }
+func hintsOf(o RunOptions) hints { return hints{backend: o.Backend, state: o.State, stack: o.Stack} }
 
 // cmd is the command `crawl SUB [--backend aws | --state DIR] ARGS...`.
 func (h hints) cmd(sub string, args ...string) string {
 	parts := []string{"crawl", sub}
 	switch {
+	case h.stack != "":
+		parts = append(parts, "--stack", shellQuote(h.stack))
 	case h.backend == "aws":
 		parts = append(parts, "--backend", "aws")
 	case h.state != "" && h.state != defaultState:

@@ -22,6 +22,8 @@ usage:
                                (.yaml, .json: docs/spec.md); run it again to resume; with no
                                SEEDFILE, go on with what the state directory holds
   crawl demo [flags]           serve a generated site on loopback and crawl it
+  crawl list [flags]           the crawls with their state, counts and seed file, and the seed
+                               files refused (--stack NAME: a deployed stack's)
   crawl status [flags] [CRAWL] a crawl's progress, cost, queues and what it waits for; with no
                                CRAWL, the crawls on record
   crawl pause|resume|stop [flags] CRAWL  pause a crawl (its messages wait), resume it (a stalled
@@ -51,7 +53,7 @@ Run 'crawl COMMAND --help' for a command's flags.
 `
 
 // commands are the commands Main knows, for suggestions on a typo.
-var commands = []string{"run", "demo", "status", "pause", "resume", "stop", "failures", "index", "export", "redrive", "optout", "purge", "invoke", "help", "version"}
+var commands = []string{"run", "demo", "list", "status", "pause", "resume", "stop", "failures", "index", "export", "redrive", "optout", "purge", "invoke", "help", "version"}
 
 // Main runs the crawl command with args (without the program name) and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -75,6 +77,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return redrive(ctx, args[1:], stdout, stderr)
 	case "status":
 		return status(ctx, args[1:], stdout, stderr)
+	case "list":
+		return list(ctx, args[1:], stdout, stderr)
 	case "failures":
 		return failures(ctx, args[1:], stdout, stderr)
 	case "index":

@@ -21,8 +21,11 @@ import (
 
 // RunOptions are the flags of `crawl run`.
 type RunOptions struct {
-	State           string
-	Backend         string
+	State   string
+	Backend string
+	// Stack is a deployed stack whose outputs name the table, bucket and queues (the commands
+	// about crawls: --stack, CRAWL_STACK); it implies the aws backend.
+	Stack           string
 	Concurrency     int
 	HostConcurrency int
 	HostRPS         float64

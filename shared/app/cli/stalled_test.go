@@ -39,7 +39,8 @@ func TestStatusShowsAStalledCrawl(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"crawl stalled-1: stalled", `"Crawl Stalled" event was sent`, "crawl redrive", "crawl resume stalled-1"} {
+	for _, want := range []string{"crawl stalled-1: stalled", `"Crawl Stalled" event was sent`, "crawl redrive --state " + state + " QUEUE",
+		"crawl resume --state " + state + " stalled-1"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("crawl status does not say %q:\n%s", want, stdout)
 		}

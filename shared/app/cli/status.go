@@ -97,6 +97,7 @@ func adminFlags(name, args string, argv []string, asJSON *bool, extra ...func(*f
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&o.State, "state", "crawl-state", "state directory of the embedded backend")
 	fs.StringVar(&o.Backend, "backend", "embedded", "embedded, or aws (as crawl run --help says)")
+	fs.StringVar(&o.Stack, "stack", "", "a deployed stack's name: its outputs name the table, bucket and queues (implies --backend aws)")
 	if asJSON != nil {
 		fs.BoolVar(asJSON, "json", false, "print JSON")
 	}
@@ -104,12 +105,20 @@ func adminFlags(name, args string, argv []string, asJSON *bool, extra ...func(*f
 		add(fs)
 	}
 	h := adminHelp[name]
-	h.usage = fmt.Sprintf("crawl %s [--state DIR] [--backend embedded|aws] %s", name, args)
+	h.usage = fmt.Sprintf("crawl %s [--state DIR] [--backend embedded|aws] [--stack NAME] %s", name, args)
 	if err := parseFlags(fs, argv, h); err != nil {
 		return o, nil, err
 	}
 	if o.Backend != "embedded" && o.Backend != "aws" {
 		return o, nil, fmt.Errorf("--backend %q: want embedded or aws", o.Backend)
+	}
+	if o.Stack != "" {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "backend" })
+		if given && o.Backend != "aws" {
+			return o, nil, fmt.Errorf("--stack %s is a deployed stack: it needs --backend aws, not %s", o.Stack, o.Backend)
+		}
+		o.Backend = "aws"
 	}
 	return o, fs.Args(), nil
 }
@@ -125,7 +134,6 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "crawl %s: want exactly one CRAWL (crawl status lists them), got %d arguments\n", cmd, len(rest))
 		return ExitUsage
 	}
-	crawl := rest[0]
 	be, err := openExisting(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl %s: %v\n", cmd, err)
@@ -133,6 +141,11 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 	}
 	defer be.Close()
 	st := crawlstate.New(be.Table)
+	crawl, err := pickCrawl(ctx, st, rest, hintsOf(o)) // rest[0], or the newest for latest
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl %s: %v\n", cmd, err)
+		return ExitFailed
+	}
 	if err := st.SetRun(ctx, crawl, to); err != nil {
 		fmt.Fprintf(stderr, "crawl %s: %v\n", cmd, err)
 		return ExitFailed
@@ -190,6 +203,12 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		printListing(stdout, list, asJSON)
 		return ExitOK
+	}
+	if rest[0] == latest {
+		if rest[0], err = pickCrawl(ctx, st, rest, hintsOf(o)); err != nil {
+			fmt.Fprintf(stderr, "crawl status: %v\n", err)
+			return ExitFailed
+		}
 	}
 	if watch > 0 {
 		if err := watchStatus(ctx, st, be, rest[0], watch, asJSON, stdout, hintsOf(o)); err != nil {

@@ -35,7 +35,8 @@ func TestPartsCountInOneSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Seen != 1 || c.Classes[errclass.Stopped] != 1 || len(c.Throttled) != 1 || c.Throttled[0].Host != "a.test" {
-		t.Errorf("counters: seen %d, stopped refusals %d, throttled %v; want 1, 1 and a.test", c.Seen, c.Classes[errclass.Stopped], c.Throttled)
+	if c.Seen != 1 || c.StopRefused != 1 || c.Classes[errclass.Stopped] != 0 || len(c.Throttled) != 1 || c.Throttled[0].Host != "a.test" {
+		t.Errorf("counters: seen %d, stopped refusals %d (class stopped %d), throttled %v; want 1, 1 (0: a refusal is no URL) and a.test",
+			c.Seen, c.StopRefused, c.Classes[errclass.Stopped], c.Throttled)
 	}
 }

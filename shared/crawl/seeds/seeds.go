@@ -117,11 +117,10 @@ func withoutComment(text string) string {
 // says how to write it: a seed is an absolute http or https URL, and "host:port/path" parses as a
 // scheme and an opaque rest, or not at all.
 func withSchemeHint(text string, err error) error {
-	if strings.Contains(text, "://") || (errclass.Of(err) != errclass.Parse && otherScheme(text)) {
-		return err // a URL, or another scheme ("mailto:"), whose error says what is wrong
+	if strings.Contains(text, "://") || strings.ContainsAny(text, " \t") || (errclass.Of(err) != errclass.Parse && otherScheme(text)) {
+		return err // a URL, words, or another scheme ("mailto:"), whose error says what is wrong
 	}
-	return errclass.Errorf(errclass.Parse, "no scheme: a seed is an absolute URL; write it as %s (or https://)",
-		"http://"+redact(text))
+	return errclass.Errorf(errclass.Parse, "no scheme: write https://%s (or http://)", redact(text))
 }
 
 // otherScheme reports whether text starts with a scheme written without "//" that is no host's

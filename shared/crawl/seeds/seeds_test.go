@@ -95,10 +95,11 @@ func TestParse(t *testing.T) {
 // A line with no scheme says how to write it; another scheme keeps its own reason.
 func TestBadLineSaysHowToWriteIt(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
-		{"127.0.0.1:8081/p3.html", "write it as http://127.0.0.1:8081/p3.html (or https://)"},
-		{"localhost:8080/", "write it as http://localhost:8080/ (or https://)"},
-		{"example.com/a", "write it as http://example.com/a (or https://)"},
-		{"bob:pw@example.com:81/", "write it as http://example.com:81/ (or https://)"},
+		{"127.0.0.1:8081/p3.html", "no scheme: write https://127.0.0.1:8081/p3.html (or http://)"},
+		{"localhost:8080/", "no scheme: write https://localhost:8080/ (or http://)"},
+		{"example.com/a", "no scheme: write https://example.com/a (or http://)"},
+		{"bob:pw@example.com:81/", "no scheme: write https://example.com:81/ (or http://)"},
+		{"bad line 1", "not an absolute url"},
 		{"mailto:someone@example.com", `scheme "mailto" is not crawled`},
 		{"http://exa mple/", "invalid character"},
 	} {
