@@ -332,7 +332,7 @@ func (c *costRun) source(fn, q string, h localrun.Invoke) localrun.Source {
 	f := c.fns[fn]
 	// Each invocation keeps the crawl's ledger, as the Lambda mains do (awsports.NewFunction):
 	// the ledger's own table write is part of the bill.
-	l := &ledger.Ledger{State: c.handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Log: c.log}
+	l := &ledger.Ledger{State: c.handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Polled: true, Log: c.log}
 	return localrun.Source{Name: fn, Queue: q, Handler: c.invoke(fn, localrun.Invoke(l.Wrap(ledger.Handler(h)))), Pollers: f.MaxConcurrency,
 		BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: c.o.Visibility,
 		Poll: lambdaPoll}

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +46,11 @@ type Ledger struct {
 	// ReportBytes is what Lambda itself logs for each invocation: LambdaReportBytes at its
 	// default system log level (INFO), 0 at WARN, where it writes no START or REPORT line.
 	ReportBytes int
-	Log         *slog.Logger
+	// Polled says the batches come from SQS through an event source mapping (or crawl run's
+	// runner on SQS), whose receives and deletes the handler never sees: each batch is booked its
+	// cost.BatchRequests as well.
+	Polled bool
+	Log    *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -57,7 +63,7 @@ func (l *Ledger) Wrap(h Handler) Handler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
 		resp, err := h(meter.WithAccount(ctx, acct), ev)
-		l.book(ctx, acct, start, logs, crawlsOf(ev.Records))
+		l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err))
 		return resp, err
 	}
 }
@@ -73,7 +79,8 @@ func (l *Ledger) WrapInvoke(h Invoker) Invoker {
 		out, err := h(meter.WithAccount(ctx, acct), raw)
 		var ev events.SQSEvent
 		if json.Unmarshal(raw, &ev) == nil {
-			l.book(ctx, acct, start, logs, crawlsOf(ev.Records))
+			resp, _ := out.(events.SQSEventResponse)
+			l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err))
 		}
 		return out, err
 	}
@@ -86,14 +93,29 @@ func (l *Ledger) now() time.Time {
 	return time.Now()
 }
 
-// book adds the invocation's units to its crawls' ledgers and writes them.
-func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, logsBefore int64, crawls []weight) {
+// deleted is how many of a batch's records the event source mapping deletes after the handler
+// returned resp and err: none when it failed, else all but the failures it named.
+func deleted(recs []events.SQSMessage, resp events.SQSEventResponse, err error) int {
+	if err != nil {
+		return 0
+	}
+	return max(len(recs)-len(resp.BatchItemFailures), 0)
+}
+
+// book adds the invocation's units to its crawls' ledgers and writes them, and logs them with
+// the metrics' breakdown in one line.
+func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, logsBefore int64, recs []events.SQSMessage, deleted int) {
 	if l.MemoryMB > 0 {
 		acct.AddLambda(l.now().Sub(start), l.MemoryMB)
 		acct.AddLogBytes(l.ReportBytes)
 	}
+	if l.Polled && len(recs) > 0 {
+		acct.AddSQSRequests(cost.BatchRequests(len(recs), deleted))
+	}
+	crawls := crawlsOf(recs)
+	l.logLine(ctx, acct.Snapshot(), recs, crawls)
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
-	metrics.CostUnits(ctx, acct.Snapshot()) // crawl.cost.*, when metrics are on
+	metrics.CostUnits(ctx, acct.Snapshot()) // crawl.cost, when metrics are on
 	if len(crawls) == 0 {
 		return
 	}
@@ -110,6 +132,30 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 	if err := l.State.Flush(ctx); err != nil {
 		l.logger().Warn("write the crawl's ledger", "err", err.Error())
 	}
+}
+
+// logLine logs what the invocation spent (its units so far, and their cost at the default prices)
+// with the metrics' breakdown (metrics.TakeBreakdown): one line an invocation, which CloudWatch
+// Logs Insights sums by crawl, function, class or reason (docs/operating.md). Its own bytes are
+// counted in the invocation's.
+func (l *Ledger) logLine(ctx context.Context, u cost.Units, recs []events.SQSMessage, crawls []weight) {
+	attrs := []any{"records", len(recs), "usd", cost.DefaultPrices().Cost(u).Total,
+		slog.Group("units", "sqs", u.SQSRequests, "ddb_wru", u.DynamoDBWriteUnits, "ddb_rru", u.DynamoDBReadUnits,
+			"s3_a", u.S3ClassA, "s3_b", u.S3ClassB, "lambda_gbs", u.LambdaGBSeconds, "log_bytes", u.LogBytes)}
+	if len(crawls) == 1 {
+		attrs = append(attrs, "crawl", crawls[0].crawl)
+	} else if len(crawls) > 1 {
+		attrs = append(attrs, "crawls", len(crawls))
+	}
+	b := metrics.TakeBreakdown()
+	for _, group := range slices.Sorted(maps.Keys(b)) {
+		var kv []any
+		for _, k := range slices.Sorted(maps.Keys(b[group])) {
+			kv = append(kv, k, b[group][k])
+		}
+		attrs = append(attrs, slog.Group(group, kv...))
+	}
+	l.logger().InfoContext(ctx, "invocation", attrs...)
 }
 
 func (l *Ledger) logger() *slog.Logger {
