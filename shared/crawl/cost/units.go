@@ -87,12 +87,18 @@ const (
 )
 
 // BatchRequests is what an event source mapping spends in SQS requests on one batch of records,
-// of which deleted succeeded: the receives that gathered the records and the deletes of the
-// successes, MessagesPerReceive a request. The function never sees these calls, so the ledger
-// books them from this model.
-func BatchRequests(records, deleted int) int64 {
+// of which deleted succeeded: the receives that gathered the records, MessagesPerReceive at most
+// each, and unless the batch was full the one more that found nothing left in its batching window
+// (the mapping keeps receiving until the window ends); and the deletes of the successes,
+// MessagesPerReceive a request. The function never sees these calls, so the ledger books them
+// from this model.
+func BatchRequests(records, deleted int, full bool) int64 {
 	per := func(n int) int64 { return int64((max(n, 0) + MessagesPerReceive - 1) / MessagesPerReceive) }
-	return per(records) + per(deleted)
+	n := per(records) + per(deleted)
+	if records > 0 && !full {
+		n++
+	}
+	return n
 }
 
 // IdleReceives is what pollers long-polling empty queues spend in d: one receive per poller every

@@ -167,17 +167,18 @@ func TestAPolledBatchBooksItsReceivesAndDeletes(t *testing.T) {
 		err      error
 		want     int64
 	}{
-		// 23 records: 3 receives; 23 deleted: 3 DeleteMessageBatch; 11 deleted: 2; none: 0.
-		{"all succeed", true, 0, nil, 6},
-		{"12 fail", true, 12, nil, 5},
-		{"the invocation fails", true, 0, errors.New("boom"), 3},
+		// 23 records of a batch of up to 100: 3 receives and the one that found no more; 23
+		// deleted: 3 DeleteMessageBatch; 11 deleted: 2; none: 0.
+		{"all succeed", true, 0, nil, 7},
+		{"12 fail", true, 12, nil, 6},
+		{"the invocation fails", true, 0, errors.New("boom"), 4},
 		{"not polled", false, 0, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := &books{}
 			var line strings.Builder
-			l := &Ledger{State: b, Polled: tt.polled, Log: slog.New(slog.NewJSONHandler(&line, nil))}
+			l := &Ledger{State: b, Polled: tt.polled, BatchSize: 100, Log: slog.New(slog.NewJSONHandler(&line, nil))}
 			h := l.Wrap(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 				var resp events.SQSEventResponse
 				for i := range tt.failures {
