@@ -97,10 +97,12 @@ type Config struct {
 	// work left before its checks announce it stalled ("Crawl Stalled" and
 	// the CrawlStalled alarm) and stop.
 	FinishStallMinutes int
-	// Metrics has the functions write the crawl's metrics as EMF lines (about
-	// 2 KB per fetch invocation of 10 URLs, billed as log ingestion). False
-	// sets OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's
-	// crawl charts stay empty and the CrawlOverBudget alarm never fires.
+	// Metrics has the functions write the crawl's 8 metric series as EMF
+	// lines (one of under 1 KB an invocation, billed as log ingestion,
+	// and each series by the hour it receives data). False sets
+	// OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's crawl
+	// charts stay empty and the CrawlOverBudget and CrawlStalled alarms never
+	// fire.
 	Metrics bool
 	// OTelCollectorLayerARN, when set, adds that Lambda layer (an
 	// OpenTelemetry collector extension, such as AWS Distro for
