@@ -75,11 +75,13 @@ type Config struct {
 	// Dashboard creates the CloudWatch dashboard. Off by default: an account
 	// pays for every dashboard beyond its first 3.
 	Dashboard bool
-	// Alarms creates the eleven alarms: six on the queues, and five on the
-	// functions, the table, the crawls' budgets and stalled crawls (the last
-	// only with FinishEvent; an account pays for every alarm beyond its first
-	// 10).
-	Alarms bool
+	// Alarms creates the core alarms, which read at most five metrics (an
+	// alarm is billed $0.10 a month for each metric it reads): one on each
+	// dead-letter queue, one on stalled crawls (with FinishEvent) and one on
+	// the crawls' budgets (with BudgetUSD). ExtraAlarms adds the queues' age,
+	// the functions' errors and throttles and the table's throttles (11 alarm
+	// metrics more: $1.10 a month). docs/cost.md has the idle bill.
+	Alarms, ExtraAlarms bool
 	// AlarmEmail, when set, receives every alarm's state changes through an
 	// encrypted SNS topic. It needs Alarms.
 	AlarmEmail string
@@ -95,10 +97,12 @@ type Config struct {
 	// work left before its checks announce it stalled ("Crawl Stalled" and
 	// the CrawlStalled alarm) and stop.
 	FinishStallMinutes int
-	// Metrics has the functions write the crawl's metrics as EMF lines (about
-	// 2 KB per fetch invocation of 10 URLs, billed as log ingestion). False
-	// sets OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's
-	// crawl charts stay empty and the CrawlOverBudget alarm never fires.
+	// Metrics has the functions write the crawl's 8 metric series as EMF
+	// lines (one of under 1 KB an invocation, billed as log ingestion,
+	// and each series by the hour it receives data). False sets
+	// OTEL_METRICS_EXPORTER=none: no crawl metric, so the dashboard's crawl
+	// charts stay empty and the CrawlOverBudget and CrawlStalled alarms never
+	// fire.
 	Metrics bool
 	// OTelCollectorLayerARN, when set, adds that Lambda layer (an
 	// OpenTelemetry collector extension, such as AWS Distro for
@@ -166,6 +170,7 @@ func DefaultConfig() Config {
 		Metrics:                   true,
 		Dashboard:                 false,
 		Alarms:                    true,
+		ExtraAlarms:               false,
 		AlarmEmail:                "",
 		FinishEvent:               true,
 		FinishCheckSeconds:        60,
@@ -333,6 +338,9 @@ func (c Config) validateAlarms(bad func(key, format string, args ...any)) {
 	}
 	if c.OldestMessageAlarmSeconds < 60 {
 		bad("oldestMessageAlarmSeconds", "must be 60 or more, got %d", c.OldestMessageAlarmSeconds)
+	}
+	if c.ExtraAlarms && !c.Alarms {
+		bad("extraAlarms", "is true but context \"alarms\" is false: the extra alarms come with the core ones, set alarms to true or extraAlarms to false")
 	}
 	if c.AlarmEmail != "" {
 		if !emailAddr.MatchString(c.AlarmEmail) {

@@ -131,6 +131,7 @@ func contextKeys(c *Config) []contextKey {
 		{"oldestMessageAlarmSeconds", intInto(&c.OldestMessageAlarmSeconds)},
 		{"dashboard", boolInto(&c.Dashboard)},
 		{"alarms", boolInto(&c.Alarms)},
+		{"extraAlarms", boolInto(&c.ExtraAlarms)},
 		{"alarmEmail", stringInto(&c.AlarmEmail)},
 		{"finishEvent", boolInto(&c.FinishEvent)},
 		{"finishCheckSeconds", intInto(&c.FinishCheckSeconds)},

@@ -62,8 +62,8 @@ func TestPipelineAlarms(t *testing.T) {
 		{"FunctionErrors", []string{"AWS/Lambda Errors " + fn(FnFetch), "AWS/Lambda Errors " + fn(FnParse), "AWS/Lambda Errors " + fn(FnSchedule)}, 5, 3},
 		{"FunctionThrottles", []string{"AWS/Lambda Throttles " + fn(FnFetch), "AWS/Lambda Throttles " + fn(FnParse), "AWS/Lambda Throttles " + fn(FnSchedule)}, 5, 3},
 		{"TableThrottles", []string{"AWS/DynamoDB ReadThrottleEvents " + table, "AWS/DynamoDB WriteThrottleEvents " + table}, 5, 3},
-		{"CrawlOverBudget", []string{`Crawlstack crawl.refusals class="budget",function="schedule"`}, 1, 0},
-		{"CrawlStalled", []string{`Crawlstack crawl.stalls function="schedule"`}, 1, 0},
+		{"CrawlOverBudget", []string{`Crawlstack crawl.budget.refusals `}, 1, 0},
+		{"CrawlStalled", []string{`Crawlstack crawl.stalls `}, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.alarm, func(t *testing.T) {
@@ -109,10 +109,10 @@ func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"Pages per minute", "Fetch latency (s)", "Bytes fetched per minute", "Admissions and dedup hits",
-		"Politeness waits and requeues", "Message age at receive (s)", "Billed units per minute",
-		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.message.age\"`, `\"crawl.admissions\"`,
-		`MetricName=\\\"crawl.requeues\\\"`, `MetricName=\\\"crawl.cost.sqs_requests\\\" OR MetricName=\\\"crawl.cost.ddb_read_units\\\"`, `{Crawlstack,class,function,outcome}`,
+		"Pages per minute", "Fetch latency (s)", "Bytes fetched per minute", "Admissions and requeues",
+		"Metered cost per minute (USD)", "Links refused over budget, crawls stalled",
+		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.admissions\"`, `\"crawl.requeues\"`, `\"crawl.cost\"`,
+		`\"crawl.budget.refusals\"`, `\"crawl.stalls\"`, `\"crawl.fetch.bytes\"`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard has no %s", want)

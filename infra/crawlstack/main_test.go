@@ -50,6 +50,7 @@ var testContext = map[string]any{
 	"fetchBatchWindowSeconds": "5",
 	"parseBatchConcurrency":   float64(20),
 	"dashboard":               "true",
+	"extraAlarms":             "true",
 	"alarmEmail":              "ops@example.com",
 }
 

@@ -19,10 +19,15 @@ type monitoring struct {
 	Topic     awssns.Topic            // only with cfg.AlarmEmail
 }
 
-// newMonitoring adds the alarms (unless cfg.Alarms is false: six on the queues,
-// four on the functions, the table and the crawls' budgets), the topic that
+// newMonitoring adds the alarms (unless cfg.Alarms is false: the core ones on
+// the dead-letter queues, stalled crawls and budgets, and with cfg.ExtraAlarms
+// the queues' age and the pipeline's errors and throttles), the topic that
 // mails their state changes (only with cfg.AlarmEmail) and the dashboard (only
 // with cfg.Dashboard). Without AlarmEmail the alarms have no actions.
+//
+// An alarm is billed for each metric it reads, $0.10 a month, and the stack's
+// idle bill has to stay under $1.50 a month (docs/cost.md): the core alarms
+// read at most five metrics, the extra ones eleven more.
 func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[string]pipelineQueue, fns map[string]fnResources) monitoring {
 	var mon monitoring
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
@@ -50,7 +55,10 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 					ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 					EvaluationPeriods:  jsii.Number(1),
 					TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-				}),
+				}))
+		}
+		if cfg.Alarms && cfg.ExtraAlarms {
+			mon.Alarms = append(mon.Alarms,
 				oldest.CreateAlarm(stack, jsii.String(id+"QueueStale"), &awscloudwatch.CreateAlarmOptions{
 					AlarmDescription:   jsii.String("crawlstack: the " + name + " queue is not being drained"),
 					Threshold:          jsii.Number(float64(cfg.OldestMessageAlarmSeconds)),
@@ -115,7 +123,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 		graph("Throttles", throttles),
 		graph("Concurrent executions", concurrency),
 	)
-	for _, row := range crawlWidgets(queues) {
+	for _, row := range crawlWidgets() {
 		mon.Dashboard.AddWidgets(row...)
 	}
 	return mon

@@ -84,20 +84,22 @@ func alarmIDs(template map[string]any) []string {
 	return ids
 }
 
-// TestMonitoringDefaults: with no context the stack has the eleven alarms, no
-// actions on them, no topic, no key and no dashboard, so an idle deploy adds
-// nothing billed beyond the alarms themselves.
+// TestMonitoringDefaults: with no context the stack has the four core alarms
+// (the three dead-letter queues and stalled crawls; no budget, so no budget
+// alarm), no actions on them, no topic, no key and no dashboard, so an idle
+// deploy adds nothing billed beyond the alarms themselves.
 func TestMonitoringDefaults(t *testing.T) {
 	cfg := DefaultConfig()
-	if cfg.Dashboard || !cfg.Alarms || cfg.AlarmEmail != "" {
-		t.Errorf("defaults: dashboard %v, alarms %v, alarmEmail %q; want false, true, empty", cfg.Dashboard, cfg.Alarms, cfg.AlarmEmail)
+	if cfg.Dashboard || !cfg.Alarms || cfg.ExtraAlarms || cfg.AlarmEmail != "" {
+		t.Errorf("defaults: dashboard %v, alarms %v, extraAlarms %v, alarmEmail %q; want false, true, false, empty",
+			cfg.Dashboard, cfg.Alarms, cfg.ExtraAlarms, cfg.AlarmEmail)
 	}
 	def, defJSON := synthWith(t, nil)
 	for _, tt := range []struct {
 		typ  string
 		want float64
 	}{
-		{"AWS::CloudWatch::Alarm", 11},
+		{"AWS::CloudWatch::Alarm", 4},
 		{"AWS::CloudWatch::Dashboard", 0},
 		{"AWS::SNS::Topic", 0},
 		{"AWS::SNS::Subscription", 0},
@@ -106,8 +108,12 @@ func TestMonitoringDefaults(t *testing.T) {
 		check(t, tt.typ, func() { def.ResourceCountIs(jsii.String(tt.typ), jsii.Number(tt.want)) })
 	}
 	ids := alarmIDs(defJSON)
-	if len(ids) != 11 {
-		t.Fatalf("want 11 alarms, got %v", ids)
+	var names []string
+	for _, id := range ids {
+		names = append(names, hashSuffix.ReplaceAllString(id, ""))
+	}
+	if want := []string{"CrawlStalled", "FetchDLQNotEmpty", "ParseDLQNotEmpty", "ScheduleDLQNotEmpty"}; !slices.Equal(names, want) {
+		t.Fatalf("alarms %v, want %v", names, want)
 	}
 	for _, id := range ids {
 		p, _ := resourcesOf(defJSON)[id]["Properties"].(map[string]any)

@@ -40,7 +40,7 @@ func NewFunction(ctx context.Context, getenv func(string) string, handler string
 	// Their lines are log bytes too: the ledger counts them (in the next invocation's share, as they
 	// are written after the invocation's units are booked).
 	tel, err := telemetry.Setup(ctx, getenv, telemetry.Options{Service: "crawlstack-" + handler,
-		EMF: logs.Writer(os.Stdout), Function: handler})
+		EMF: logs.Writer(os.Stdout)})
 	if err != nil {
 		return &Function{Log: log}, err
 	}
@@ -58,5 +58,5 @@ func NewFunction(ctx context.Context, getenv func(string) string, handler string
 		report = 0 // the stack's default: Lambda writes no START or REPORT line
 	}
 	return &Function{Handlers: h, Log: log, Telemetry: tel,
-		Ledger: &ledger.Ledger{State: h.State, MemoryMB: mem, Logs: logs, ReportBytes: report, Log: log}}, nil
+		Ledger: &ledger.Ledger{State: h.State, MemoryMB: mem, Logs: logs, ReportBytes: report, Polled: true, Log: log}}, nil
 }

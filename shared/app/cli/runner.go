@@ -24,9 +24,10 @@ const runPauseWait = 5 * time.Second
 const budgetCheck = time.Second
 
 // bookCosts adds what each of the runner's invocations is metered for to its crawls' ledgers (the
-// AWS backend's SDK calls; no Lambda bills a local run), so that a budget can stop the crawl.
+// AWS backend's SDK calls, and the runner's receives and deletes of each batch; no Lambda bills a
+// local run), so that a budget can stop the crawl.
 func bookCosts(r *localrun.Runner, st *crawlstate.Store, log *slog.Logger) {
-	l := &ledger.Ledger{State: st, Log: log}
+	l := &ledger.Ledger{State: st, Polled: true, Log: log}
 	for i := range r.Sources {
 		r.Sources[i].Handler = localrun.Invoke(l.Wrap(ledger.Handler(r.Sources[i].Handler)))
 	}

@@ -99,9 +99,14 @@ type Report struct {
 	// SQSCalls are the SQS requests by call and queue (meter.Meter.SQSCalls).
 	SQSCalls map[string]int64
 	// Ledger is the crawl's own bill, as its record holds it (package ledger): the units its
-	// handlers' invocations booked, which leaves out the set-up (queues, table, bucket) and the
-	// pollers' receives between invocations.
+	// handlers' invocations booked, with each batch's receives and deletes as the event source
+	// mapping makes them (cost.BatchRequests), which leaves out the set-up (queues, table, bucket)
+	// and the pollers' empty receives between batches.
 	Ledger cost.Units
+	// Crawled is what the meter counted from the crawl's first message (its seed file sent) to
+	// the end of its queues, the early empty receives left out: the part of Units that the
+	// ledger books, for comparing the two.
+	Crawled cost.Units
 	// EarlyEmpty counts the empty receives the emulator answered before their wait was over,
 	// which SQS never does: left out of Units and SQSCalls (see earlyEmpty).
 	EarlyEmpty int64
@@ -167,6 +172,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	crawled := c.m.Snapshot().Sub(c.started)
 	var index crawlindex.Result
 	if o.Pipeline.WARCIndex == pipeline.IndexPerCrawl {
 		// The crawl's CDXJ index, built from its WARC files as `crawl index` builds it: its reads
@@ -175,7 +181,7 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 			return Report{}, fmt.Errorf("index the crawl: %w", err)
 		}
 	}
-	return c.report(ctx, crawl, index, start)
+	return c.report(ctx, crawl, index, start, crawled)
 }
 
 // costRun is one Run: its options, its meter, the adapters, the counters around them, and the
@@ -198,6 +204,9 @@ type costRun struct {
 	handlers map[string]*pipeline.Handlers
 	batches  batchTally
 	early    earlyEmpty
+	// started is the meter's count once the crawl was started (its seed file stored and its first
+	// message sent), which the ledger does not book.
+	started cost.Units
 }
 
 // open meters a copy of cfg, and sets up a fresh table, bucket and set of queues with it.
@@ -332,7 +341,8 @@ func (c *costRun) source(fn, q string, h localrun.Invoke) localrun.Source {
 	f := c.fns[fn]
 	// Each invocation keeps the crawl's ledger, as the Lambda mains do (awsports.NewFunction):
 	// the ledger's own table write is part of the bill.
-	l := &ledger.Ledger{State: c.handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Log: c.log}
+	l := &ledger.Ledger{State: c.handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Polled: true,
+		BatchSize: f.BatchSize, Log: c.log}
 	return localrun.Source{Name: fn, Queue: q, Handler: c.invoke(fn, localrun.Invoke(l.Wrap(ledger.Handler(h)))), Pollers: f.MaxConcurrency,
 		BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: c.o.Visibility,
 		Poll: lambdaPoll}
@@ -350,6 +360,7 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 	if err != nil {
 		return "", err
 	}
+	c.started = c.m.Snapshot()
 	stop := func() {}
 	if c.o.Progress != nil && c.o.ProgressEvery > 0 {
 		stop = localrun.Every(ctx, c.o.ProgressEvery, func() {
@@ -368,11 +379,14 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 
 // report is what the crawl used: the meter's units, the counters' findings, the site's count of
 // the pages it served, and the crawl's own tally.
-func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Result, start time.Time) (Report, error) {
+func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Result, start time.Time, crawled cost.Units) (Report, error) {
 	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.o.Web.Hosts, Elapsed: time.Since(start), Units: c.m.Snapshot(),
 		Delayed: c.sent.delayed.Load(), Requeued: c.sent.resent(), SQSCalls: c.m.SQSCalls()}
 	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
 	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
+	// The early empty receives all came while the runner ran, between the two snapshots.
+	r.Crawled = crawled
+	r.Crawled.SQSRequests = max(r.Crawled.SQSRequests-r.EarlyEmpty, 0)
 	r.Pages, r.Twice = c.web.Fetched()
 	// The tally is the report's, not the crawl's: done with the meter's copy of the clients'
 	// config, it would count in the crawl's cost, so it uses an unmetered table.

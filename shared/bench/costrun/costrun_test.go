@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -85,7 +86,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		SlotWrites: map[string]int64{"schedule": 2000, "fetch": 250},
 		Batches:    map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}},
 		SQSCalls:   map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
-		Ledger:     cost.Units{DynamoDBWriteUnits: 1600}}
+		Ledger:     cost.Units{DynamoDBWriteUnits: 1600},
+		Crawled:    cost.Units{DynamoDBWriteUnits: 1700}, Elapsed: 61 * time.Minute}
 	var b bytes.Buffer
 	r.Print(&b, p)
 	out := b.String()
@@ -102,7 +104,10 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		"politeness slot writes per page by function: schedule 2.00, fetch 0.25",
 		"invocations per page by function: fetch 0.250 (8.0 records each), parse 0.020 (50.0 records each)",
 		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10",
-		"the crawl's own ledger (its record): $1.00 per million pages"} {
+		// The ledger: 1,600 WRU, $0.001, against the meter's 1,700: 1 - 1600/1700 = 5.9% under.
+		"the crawl's own ledger (its record, which the budget reads): $1.00 per million pages; the meter, from the crawl's first message to its end: $1.06 (the ledger -5.9%",
+		// 8 series for two clock hours: 16 x $0.30 / 730 = $0.0066, $6.58 per million pages.
+		"custom metrics: 8 series while the crawl ran, billed by the clock hour: $0.0066, $6.58 per million pages"} {
 		if !strings.Contains(squeeze(out), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
@@ -166,6 +171,12 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 	if r.FirstURLs < 60 || r.FirstMessages*message.MaxFetchURLs < r.FirstURLs || r.Groups == 0 || r.Groups > r.FirstMessages {
 		t.Errorf("first sends: %d messages of %d URLs in %d groups, want the 60 pages' URLs in messages of at most %d, groups no more than messages",
 			r.FirstMessages, r.FirstURLs, r.Groups, message.MaxFetchURLs)
+	}
+	// The crawl's ledger, which its budget reads, books what the meter counts from the crawl's first
+	// message to its end, the pollers' receives and deletes of each batch included: within 5%.
+	meterUSD, ledgerUSD := cost.DefaultPrices().Cost(r.Crawled).Total, cost.DefaultPrices().Cost(r.Ledger).Total
+	if meterUSD <= 0 || math.Abs(ledgerUSD-meterUSD) > 0.05*meterUSD {
+		t.Errorf("the ledger says $%.6f, the meter $%.6f: want within 5%% (ledger %+v, meter %+v)", ledgerUSD, meterUSD, r.Ledger, r.Crawled)
 	}
 	var b bytes.Buffer
 	r.Print(&b, cost.DefaultPrices())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 )
 
 // Print writes r as a table of units per page and dollars per million pages, by item, at prices
@@ -85,9 +86,13 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 		fmt.Fprintf(w, "SQS requests per page by call and queue: %s\n", strings.Join(parts, ", "))
 	}
 	if r.Ledger != (cost.Units{}) {
-		fmt.Fprintf(w, "the crawl's own ledger (its record): $%.2f per million pages of the $%.2f metered here "+
-			"(it leaves out the set-up, and the receives and deletes of the event source mappings)\n", perM(p.Cost(r.Ledger).Total), perM(c.Total))
+		meter, ledger := p.Cost(r.Crawled).Total, p.Cost(r.Ledger).Total
+		fmt.Fprintf(w, "the crawl's own ledger (its record, which the budget reads): $%.2f per million pages; the meter, from the crawl's "+
+			"first message to its end: $%.2f (the ledger %+.1f%%; it books each batch's receives and deletes, not the pollers' empty receives between batches)\n",
+			perM(ledger), perM(meter), 100*(ledger-meter)/max(meter, 1e-12))
 	}
+	fmt.Fprintf(w, "custom metrics: %d series while the crawl ran, billed by the clock hour: $%.4f, $%.2f per million pages (not in the total: shared by the crawls of that hour)\n",
+		len(metrics.Series), p.MetricHours(len(metrics.Series), r.Elapsed), perM(p.MetricHours(len(metrics.Series), r.Elapsed)))
 	if r.EarlyEmpty > 0 {
 		fmt.Fprintf(w, "not counted: %d empty receives the emulator answered before their wait was over (%.2f per page), which SQS never does\n",
 			r.EarlyEmpty, per(float64(r.EarlyEmpty)))

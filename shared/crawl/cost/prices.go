@@ -39,7 +39,32 @@ type Prices struct {
 	LambdaGBSecond Price
 	// LogsPerGB is the price of one GB (2^30 bytes) ingested by CloudWatch Logs.
 	LogsPerGB Price
+
+	// The prices by the month, of what a stack is billed for whether or not a crawl runs
+	// (Prices.Monthly).
+
+	// CustomMetricMonth is the price of one custom metric series a month, billed by the hour
+	// (a 730th of it) in each hour it receives data.
+	CustomMetricMonth Price
+	// AlarmMetricMonth is the price of one standard-resolution alarm metric a month: an alarm
+	// is billed for each metric it reads.
+	AlarmMetricMonth Price
+	// DashboardMonth is the price of one CloudWatch dashboard a month (an account's first 3 are free).
+	DashboardMonth Price
+	// KMSKeyMonth is the price of one customer managed KMS key a month.
+	KMSKeyMonth Price
+	// DynamoDBStorageGBMonth and DynamoDBPITRGBMonth are the prices of a GB-month of table size,
+	// and of its point-in-time recovery.
+	DynamoDBStorageGBMonth, DynamoDBPITRGBMonth Price
+	// S3StandardGBMonth and S3StandardIAGBMonth are the prices of a GB-month in S3 Standard and
+	// in S3 Standard-IA (where the stack moves large WARC files after pagesTransitionDays).
+	S3StandardGBMonth, S3StandardIAGBMonth Price
+	// LogsStorageGBMonth is the price of a GB-month of CloudWatch Logs kept.
+	LogsStorageGBMonth Price
 }
+
+// HoursPerMonth is the month that AWS's monthly prices are pro-rated by.
+const HoursPerMonth = 730
 
 // checked is the date the default prices were last checked.
 const checked = "2026-12-01"
@@ -70,8 +95,29 @@ func DefaultPrices() Prices {
 		LogsPerGB: Price{USD: 0.50, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checked,
 			Note: "Standard log class ingestion; confirmed on factualminds.com and coralogix.com; Lambda logs are " +
 				"billed as vended logs in volume tiers that start at this price (not confirmed here)"},
+		CustomMetricMonth: Price{USD: 0.30, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checkedMonthly,
+			Note: "first 10,000 metrics; pro-rated by the hour, in each hour a series receives data (EMF dimensions make series)"},
+		AlarmMetricMonth: Price{USD: 0.10, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checkedMonthly,
+			Note: "standard resolution (60 s); a metric-math alarm is billed for each metric it reads; an account's first 10 are free"},
+		DashboardMonth: Price{USD: 3.00, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checkedMonthly,
+			Note: "an account's first 3 dashboards (up to 50 metrics each) are free"},
+		KMSKeyMonth: Price{USD: 1.00, Source: "https://aws.amazon.com/kms/pricing/", Checked: checkedMonthly,
+			Note: "customer managed key, pro-rated by the hour; not billed while pending deletion"},
+		DynamoDBStorageGBMonth: Price{USD: 0.25, Source: "https://aws.amazon.com/dynamodb/pricing/on-demand/", Checked: checkedMonthly,
+			Note: "Standard table class, beyond the first 25 GB a month"},
+		DynamoDBPITRGBMonth: Price{USD: 0.20, Source: "https://aws.amazon.com/dynamodb/pricing/on-demand/", Checked: checkedMonthly,
+			Note: "continuous backups, by the table's size"},
+		S3StandardGBMonth: Price{USD: 0.023, Source: "https://aws.amazon.com/s3/pricing/", Checked: checkedMonthly,
+			Note: "first 50 TB a month"},
+		S3StandardIAGBMonth: Price{USD: 0.0125, Source: "https://aws.amazon.com/s3/pricing/", Checked: checkedMonthly,
+			Note: "at least 128 KB and 30 days an object are billed"},
+		LogsStorageGBMonth: Price{USD: 0.03, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checkedMonthly,
+			Note: "archived logs, compressed"},
 	}
 }
+
+// checkedMonthly is the date the monthly prices were last checked (docs/cost.md, Prices).
+const checkedMonthly = "2026-12-05"
 
 // priceKeys maps the names that Override accepts to the Prices fields.
 var priceKeys = map[string]func(*Prices) *Price{
@@ -83,6 +129,15 @@ var priceKeys = map[string]func(*Prices) *Price{
 	"lambda_requests": func(p *Prices) *Price { return &p.LambdaRequestsPerMillion },
 	"lambda_gbs":      func(p *Prices) *Price { return &p.LambdaGBSecond },
 	"logs_gb":         func(p *Prices) *Price { return &p.LogsPerGB },
+	"metric_month":    func(p *Prices) *Price { return &p.CustomMetricMonth },
+	"alarm_month":     func(p *Prices) *Price { return &p.AlarmMetricMonth },
+	"dashboard_month": func(p *Prices) *Price { return &p.DashboardMonth },
+	"kms_key_month":   func(p *Prices) *Price { return &p.KMSKeyMonth },
+	"ddb_gb_month":    func(p *Prices) *Price { return &p.DynamoDBStorageGBMonth },
+	"pitr_gb_month":   func(p *Prices) *Price { return &p.DynamoDBPITRGBMonth },
+	"s3_gb_month":     func(p *Prices) *Price { return &p.S3StandardGBMonth },
+	"s3_ia_gb_month":  func(p *Prices) *Price { return &p.S3StandardIAGBMonth },
+	"logs_gb_month":   func(p *Prices) *Price { return &p.LogsStorageGBMonth },
 }
 
 // PriceKeys returns the names that Override accepts, sorted.
@@ -98,7 +153,9 @@ func PriceKeys() []string {
 // Override returns p with the prices that s names replaced. s is a comma-separated list of
 // name=dollars, such as "sqs=0.40,ddb_write=0.625", in the unit of the field each name stands
 // for: sqs, ddb_write, ddb_read, lambda_requests per million; s3_put, s3_get per thousand;
-// lambda_gbs per GB-second; logs_gb per GB. An empty s changes nothing. An unknown or repeated
+// lambda_gbs per GB-second; logs_gb per GB; and by the month metric_month, alarm_month,
+// dashboard_month, kms_key_month, and per GB-month ddb_gb_month, pitr_gb_month, s3_gb_month,
+// s3_ia_gb_month, logs_gb_month. An empty s changes nothing. An unknown or repeated
 // name, or a price that is not a finite number at least zero, is an error.
 func (p Prices) Override(s string) (Prices, error) {
 	seen := map[string]bool{}

@@ -73,3 +73,41 @@ func LambdaGBSeconds(d time.Duration, memoryMB int) float64 {
 	}
 	return float64(ms) / 1000 * float64(memoryMB) / 1024
 }
+
+// How an SQS event source mapping polls its queue, as AWS runs it. With maximum concurrency set
+// (the stack sets it on every mapping) Lambda keeps PollersPerQueue pollers on the queue, each
+// long-polling PollWait at a time and taking up to MessagesPerReceive messages a receive; it
+// deletes a batch's successes with DeleteMessageBatch, MessagesPerReceive at a time. ("Configuring
+// scaling behavior for SQS event source mappings" in the Lambda developer guide: the optimisation
+// to as few as 2 pollers is not available when maximum concurrency is set.)
+const (
+	PollersPerQueue    = 5
+	PollWait           = 20 * time.Second
+	MessagesPerReceive = 10
+)
+
+// BatchRequests is what an event source mapping spends in SQS requests on one batch of records,
+// of which deleted succeeded: the receives that gathered the records, MessagesPerReceive at most
+// each, and unless the batch was full the one more that found nothing left in its batching window
+// (the mapping keeps receiving until the window ends); and the deletes of the successes,
+// MessagesPerReceive a request. The function never sees these calls, so the ledger books them
+// from this model.
+func BatchRequests(records, deleted int, full bool) int64 {
+	per := func(n int) int64 { return int64((max(n, 0) + MessagesPerReceive - 1) / MessagesPerReceive) }
+	n := per(records) + per(deleted)
+	if records > 0 && !full {
+		n++
+	}
+	return n
+}
+
+// IdleReceives is what pollers long-polling empty queues spend in d: one receive per poller every
+// PollWait. A deployed stack's three mappings cost IdleReceives(3, PollersPerQueue, d) with no
+// crawl running (15 receives a minute a queue); the dead-letter queues have no mapping and no
+// poller.
+func IdleReceives(queues, pollers int, d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(queues) * int64(pollers) * int64((d+PollWait-1)/PollWait)
+}

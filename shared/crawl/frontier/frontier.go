@@ -277,7 +277,7 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	results := make([]result, len(m.URLs))
 	var g errgroup.Group
 	g.SetLimit(f.cfg.AdmitConcurrency)
-	memory := 0 // links known from the warm cache alone, for crawl.dedup.hits
+	memory := 0 // links known from the warm cache alone, for the dedup breakdown (metrics.DedupHits)
 	before := closedTurn
 	for i, raw := range m.URLs {
 		if f.recentlyConfirmed(m.Crawl, raw) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
@@ -106,6 +107,7 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	if spec != nil {
 		settings = &spec.Settings
 	}
+	cost.PayFor(ctx, crawl) // the notification names no crawl: the ledger books the start to this one
 	previous, err := h.previousOf(ctx, key, crawl)
 	if err != nil {
 		return err

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,9 +47,21 @@ type Ledger struct {
 	// ReportBytes is what Lambda itself logs for each invocation: LambdaReportBytes at its
 	// default system log level (INFO), 0 at WARN, where it writes no START or REPORT line.
 	ReportBytes int
-	Log         *slog.Logger
+	// Polled says the batches come from SQS through an event source mapping (or crawl run's
+	// runner on SQS), whose receives and deletes the handler never sees: each batch is booked its
+	// cost.BatchRequests as well. BatchSize is the mapping's batch size, to tell a full batch
+	// (0: unknown, every batch is taken as not full).
+	Polled    bool
+	BatchSize int
+	Log       *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+
+	// carried are the units of the ledger's own writes (the counters' flush at the end of an
+	// invocation, which the handlers' counters ride on), booked to each crawl with its next
+	// invocation in this process.
+	mu      sync.Mutex
+	carried map[string]cost.Units
 }
 
 // Handler is an SQS batch handler.
@@ -56,8 +71,9 @@ type Handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, er
 func (l *Ledger) Wrap(h Handler) Handler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
-		resp, err := h(meter.WithAccount(ctx, acct), ev)
-		l.book(ctx, acct, start, logs, crawlsOf(ev.Records))
+		hctx, payers := cost.WithPayers(meter.WithAccount(ctx, acct))
+		resp, err := h(hctx, ev)
+		l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err), payers())
 		return resp, err
 	}
 }
@@ -70,10 +86,12 @@ type Invoker func(context.Context, json.RawMessage) (any, error)
 func (l *Ledger) WrapInvoke(h Invoker) Invoker {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
-		out, err := h(meter.WithAccount(ctx, acct), raw)
+		hctx, payers := cost.WithPayers(meter.WithAccount(ctx, acct))
+		out, err := h(hctx, raw)
 		var ev events.SQSEvent
 		if json.Unmarshal(raw, &ev) == nil {
-			l.book(ctx, acct, start, logs, crawlsOf(ev.Records))
+			resp, _ := out.(events.SQSEventResponse)
+			l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err), payers())
 		}
 		return out, err
 	}
@@ -86,14 +104,29 @@ func (l *Ledger) now() time.Time {
 	return time.Now()
 }
 
-// book adds the invocation's units to its crawls' ledgers and writes them.
-func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, logsBefore int64, crawls []weight) {
+// deleted is how many of a batch's records the event source mapping deletes after the handler
+// returned resp and err: none when it failed, else all but the failures it named.
+func deleted(recs []events.SQSMessage, resp events.SQSEventResponse, err error) int {
+	if err != nil {
+		return 0
+	}
+	return max(len(recs)-len(resp.BatchItemFailures), 0)
+}
+
+// book adds the invocation's units to its crawls' ledgers and writes them, and logs them with
+// the metrics' breakdown in one line.
+func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, logsBefore int64, recs []events.SQSMessage, deleted int, payers []string) {
 	if l.MemoryMB > 0 {
 		acct.AddLambda(l.now().Sub(start), l.MemoryMB)
 		acct.AddLogBytes(l.ReportBytes)
 	}
+	if l.Polled && len(recs) > 0 {
+		acct.AddSQSRequests(cost.BatchRequests(len(recs), deleted, l.BatchSize > 0 && len(recs) >= l.BatchSize))
+	}
+	crawls := withPayers(crawlsOf(recs), payers)
+	l.logLine(ctx, acct.Snapshot(), recs, crawls)
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
-	metrics.CostUnits(ctx, acct.Snapshot()) // crawl.cost.*, when metrics are on
+	metrics.CostUnits(ctx, acct.Snapshot()) // crawl.cost, when metrics are on
 	if len(crawls) == 0 {
 		return
 	}
@@ -103,13 +136,79 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 	}
 	ctx = context.WithoutCancel(ctx) // book what was spent even when the invocation ran out of time
 	for i, part := range acct.Snapshot().Share(ws) {
-		if err := l.State.AddCost(ctx, crawls[i].crawl, part); err != nil {
+		if err := l.State.AddCost(ctx, crawls[i].crawl, part.Add(l.takeCarried(crawls[i].crawl))); err != nil {
 			l.logger().Warn("add to the crawl's ledger", "crawl", crawls[i].crawl, "err", err.Error())
 		}
 	}
-	if err := l.State.Flush(ctx); err != nil {
+	// The flush writes the ledger and the handlers' counters: metered, and booked with the crawls'
+	// next invocations.
+	flush, began := meter.New(), l.now()
+	if err := l.State.Flush(meter.WithAccount(ctx, flush)); err != nil {
 		l.logger().Warn("write the crawl's ledger", "err", err.Error())
 	}
+	spent := flush.Snapshot()
+	if l.MemoryMB > 0 { // the function is billed while it writes
+		spent.LambdaGBSeconds += l.now().Sub(began).Seconds() * float64(l.MemoryMB) / 1024
+	}
+	l.carry(crawls, spent.Share(ws))
+}
+
+// carry keeps parts, one a crawl, for the crawls' next invocations.
+func (l *Ledger) carry(crawls []weight, parts []cost.Units) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.carried == nil {
+		l.carried = map[string]cost.Units{}
+	}
+	for i, p := range parts {
+		if p != (cost.Units{}) {
+			l.carried[crawls[i].crawl] = l.carried[crawls[i].crawl].Add(p)
+		}
+	}
+}
+
+// takeCarried returns and forgets what was carried for crawl.
+func (l *Ledger) takeCarried(crawl string) cost.Units {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	u := l.carried[crawl]
+	delete(l.carried, crawl)
+	return u
+}
+
+// withPayers adds to a batch's crawls those its handler named (cost.PayFor) that no record
+// names, each weighing one record.
+func withPayers(crawls []weight, payers []string) []weight {
+	for _, p := range payers {
+		if !slices.ContainsFunc(crawls, func(w weight) bool { return w.crawl == p }) {
+			crawls = append(crawls, weight{crawl: p, records: 1})
+		}
+	}
+	return crawls
+}
+
+// logLine logs what the invocation spent (its units so far, and their cost at the default prices)
+// with the metrics' breakdown (metrics.TakeBreakdown): one line an invocation, which CloudWatch
+// Logs Insights sums by crawl, function, class or reason (docs/operating.md). Its own bytes are
+// counted in the invocation's.
+func (l *Ledger) logLine(ctx context.Context, u cost.Units, recs []events.SQSMessage, crawls []weight) {
+	attrs := []any{"records", len(recs), "usd", cost.DefaultPrices().Cost(u).Total,
+		slog.Group("units", "sqs", u.SQSRequests, "ddb_wru", u.DynamoDBWriteUnits, "ddb_rru", u.DynamoDBReadUnits,
+			"s3_a", u.S3ClassA, "s3_b", u.S3ClassB, "lambda_gbs", u.LambdaGBSeconds, "log_bytes", u.LogBytes)}
+	if len(crawls) == 1 {
+		attrs = append(attrs, "crawl", crawls[0].crawl)
+	} else if len(crawls) > 1 {
+		attrs = append(attrs, "crawls", len(crawls))
+	}
+	b := metrics.TakeBreakdown()
+	for _, group := range slices.Sorted(maps.Keys(b)) {
+		var kv []any
+		for _, k := range slices.Sorted(maps.Keys(b[group])) {
+			kv = append(kv, k, b[group][k])
+		}
+		attrs = append(attrs, slog.Group(group, kv...))
+	}
+	l.logger().InfoContext(ctx, "invocation", attrs...)
 }
 
 func (l *Ledger) logger() *slog.Logger {

@@ -2,12 +2,15 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,5 +147,63 @@ func TestConcurrentInvocationsBookTheirOwnCalls(t *testing.T) {
 	}
 	if u := b.units["one"].Add(b.units["five"]); u.LambdaRequests != 0 || u.LogBytes != 0 {
 		t.Errorf("a ledger with no memory and no log counter booked %+v", u)
+	}
+}
+
+// TestAPolledBatchBooksItsReceivesAndDeletes: a batch from an event source mapping is booked the
+// receives that gathered it and the deletes of its successes (10 messages a request), which the
+// handler never sees; one run by crawl run's embedded queue (Polled false) books none. The
+// invocation's line says what it spent.
+func TestAPolledBatchBooksItsReceivesAndDeletes(t *testing.T) {
+	recs := make([]events.SQSMessage, 23)
+	for i := range recs {
+		recs[i] = record("a")
+		recs[i].MessageId = strconv.Itoa(i)
+	}
+	tests := []struct {
+		name     string
+		polled   bool
+		failures int
+		err      error
+		want     int64
+	}{
+		// 23 records of a batch of up to 100: 3 receives and the one that found no more; 23
+		// deleted: 3 DeleteMessageBatch; 11 deleted: 2; none: 0.
+		{"all succeed", true, 0, nil, 7},
+		{"12 fail", true, 12, nil, 6},
+		{"the invocation fails", true, 0, errors.New("boom"), 4},
+		{"not polled", false, 0, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &books{}
+			var line strings.Builder
+			l := &Ledger{State: b, Polled: tt.polled, BatchSize: 100, Log: slog.New(slog.NewJSONHandler(&line, nil))}
+			h := l.Wrap(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				var resp events.SQSEventResponse
+				for i := range tt.failures {
+					resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+				}
+				return resp, tt.err
+			})
+			_, _ = h(context.Background(), events.SQSEvent{Records: recs})
+			if got := b.units["a"].SQSRequests; got != tt.want {
+				t.Errorf("%d SQS requests booked, want %d", got, tt.want)
+			}
+			var doc struct {
+				Msg     string
+				Records int
+				Crawl   string
+				USD     float64
+				Units   struct{ SQS int64 }
+			}
+			if err := json.Unmarshal([]byte(line.String()), &doc); err != nil {
+				t.Fatalf("%v: %q", err, line.String())
+			}
+			if doc.Msg != "invocation" || doc.Records != 23 || doc.Crawl != "a" || doc.Units.SQS != tt.want ||
+				math.Abs(doc.USD-float64(tt.want)*0.40/1e6) > 1e-15 {
+				t.Errorf("line %s: want the invocation's 23 records of crawl a, its %d requests and their price", line.String(), tt.want)
+			}
+		})
 	}
 }

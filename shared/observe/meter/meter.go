@@ -92,6 +92,14 @@ func (m *Meter) AddLambda(d time.Duration, memoryMB int) {
 	m.add(cost.Units{LambdaRequests: 1, LambdaGBSeconds: cost.LambdaGBSeconds(d, memoryMB)})
 }
 
+// AddSQSRequests counts n SQS requests made where no client of the meter sees them: an event
+// source mapping's receives and deletes (cost.BatchRequests).
+func (m *Meter) AddSQSRequests(n int64) {
+	if n > 0 {
+		m.add(cost.Units{SQSRequests: n})
+	}
+}
+
 // AddLogBytes counts n bytes ingested by CloudWatch Logs. A negative n counts nothing.
 func (m *Meter) AddLogBytes(n int) {
 	if n <= 0 {

@@ -1,38 +1,52 @@
-// Package metrics records the crawl's OpenTelemetry metrics (pages by outcome, fetches, admissions,
-// politeness waits, requeues, message age, billed units) through the OTel metric API alone, so that
-// the crawl domain and the handlers can count without linking an SDK or an exporter. Until a
+// Package metrics records the crawl's OpenTelemetry metrics through the OTel metric API alone, so
+// that the crawl domain and the handlers can count without linking an SDK or an exporter. Until a
 // provider is installed (UseMeter, which observe/telemetry's Setup calls) every helper returns at
 // once.
+//
+// A custom metric series is billed by the hour in CloudWatch, for every distinct name and set of
+// dimension values. So the metrics are few and carry no attributes: a stack writes the Series
+// below and no others, however many crawls run and whatever their pages' error classes. The
+// breakdowns (pages by outcome and class, fetches by kind and class, requeues by reason, dedup
+// hits by layer, politeness waits, message age by queue) are kept in a Breakdown instead, which
+// the ledger writes in its line at the end of each invocation (a log line, queried with CloudWatch
+// Logs Insights: docs/operating.md).
 package metrics
 
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
+// The names of the crawl's metrics: Series lists them all.
+const (
+	Pages          = "crawl.pages"           // URLs that reached a terminal state
+	BudgetRefusals = "crawl.budget.refusals" // links refused because the crawl's budget is spent
+	FetchBytes     = "crawl.fetch.bytes"     // body bytes fetched
+	FetchDuration  = "crawl.fetch.duration"  // time of one fetch (histogram)
+	Admissions     = "crawl.admissions"      // URLs admitted
+	Requeues       = "crawl.requeues"        // fetch messages sent back with a delay
+	CostUSD        = "crawl.cost"            // the invocations' metered cost, in dollars
+	Stalls         = "crawl.stalls"          // crawls announced stalled
+)
+
+// Series are the metric series the crawler writes: each name once, with no dimension. The stack's
+// alarms and dashboard read only these (infra/crawlstack/testdata/metric-series.json holds the same
+// list for the stack's tests), and a stack pays for at most len(Series) custom metric series.
+var Series = []string{Pages, BudgetRefusals, FetchBytes, FetchDuration, Admissions, Requeues, CostUSD, Stalls}
+
 // The crawl's instruments, made on the meter provider that Setup (or a test) installs. With none
-// installed the helpers below return at once, without building attributes.
+// installed the helpers below return at once.
 type instruments struct {
-	pages         metric.Int64Counter              // crawl.pages{outcome, class}
-	refusals      metric.Int64Counter              // crawl.refusals{class}
-	fetches       metric.Int64Counter              // crawl.fetches{kind, class}
-	fetchBytes    metric.Int64Counter              // crawl.fetch.bytes
-	fetchDuration metric.Float64Histogram          // crawl.fetch.duration, s
-	admissions    metric.Int64Counter              // crawl.admissions
-	dedupHits     metric.Int64Counter              // crawl.dedup.hits{layer}
-	waits         metric.Int64Counter              // crawl.politeness.waits
-	waitTime      metric.Float64Counter            // crawl.politeness.wait_time, s
-	requeues      metric.Int64Counter              // crawl.requeues{reason}
-	messageAge    metric.Float64Histogram          // crawl.message.age{queue}, s
-	costUnits     map[string]metric.Float64Counter // crawl.cost.<unit>, by unit name
-	stalls        metric.Int64Counter              // crawl.stalls
+	pages, refusals, fetchBytes, admissions, requeues, stalls metric.Int64Counter
+	fetchDuration                                             metric.Float64Histogram
+	cost                                                      metric.Float64Counter
 }
 
 // ScopeName names the crawler's meter (and observe/telemetry's tracer).
@@ -40,8 +54,10 @@ const ScopeName = "github.com/crawlstack/crawlstack"
 
 var (
 	inst        atomic.Pointer[instruments] // nil: metrics are off
-	emptyAttrs  = metric.WithAttributes()
+	noAttrs     = metric.WithAttributes()
 	secondsHist = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+	// prices turn an invocation's units into the dollars of crawl.cost.
+	prices = cost.DefaultPrices()
 )
 
 // Enabled reports whether metrics are being recorded.
@@ -62,43 +78,27 @@ func newInstruments(m metric.Meter) *instruments {
 		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		return c
 	}
-	seconds := func(name, desc string) metric.Float64Counter {
-		c, _ := m.Float64Counter(name, metric.WithUnit("s"), metric.WithDescription(desc))
-		return c
-	}
-	histogram := func(name, desc string) metric.Float64Histogram {
-		h, _ := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(secondsHist...))
-		return h
-	}
-	// One metric per billed unit, not one with a unit attribute: in EMF an attribute set is a line of
-	// its own, and the eight units then share the function's line.
-	units := map[string]metric.Float64Counter{}
-	for _, u := range CostUnitNames {
-		units[u], _ = m.Float64Counter("crawl.cost."+u, metric.WithUnit("{unit}"),
-			metric.WithDescription("billed "+u+" metered on the SDK clients (package meter)"))
-	}
+	h, _ := m.Float64Histogram(FetchDuration, metric.WithUnit("s"), metric.WithDescription("time of one fetch, redirects and body included"),
+		metric.WithExplicitBucketBoundaries(secondsHist...))
+	usd, _ := m.Float64Counter(CostUSD, metric.WithUnit("{USD}"),
+		metric.WithDescription("the invocations' billed units (package meter) at the default list prices, in dollars"))
 	return &instruments{
-		pages:         counter("crawl.pages", "{page}", "URLs that reached a terminal state, by outcome (fetched, skipped, failed, stopped) and error class"),
-		refusals:      counter("crawl.refusals", "{url}", "links not admitted because the crawl's budget is spent (class budget) or it was stopped (class stopped)"),
-		fetches:       counter("crawl.fetches", "{request}", "outbound fetches (pages and robots.txt files), by kind and error class (\"\" for a 1xx-3xx answer)"),
-		fetchBytes:    counter("crawl.fetch.bytes", "By", "body bytes fetched, decoded"),
-		fetchDuration: histogram("crawl.fetch.duration", "time of one fetch, redirects and body included"),
-		admissions:    counter("crawl.admissions", "{url}", "URLs admitted to a crawl and staged for a fetch message"),
-		dedupHits:     counter("crawl.dedup.hits", "{url}", "links dropped as already known, by the layer that knew them (memory, table)"),
-		waits:         counter("crawl.politeness.waits", "{wait}", "waits in place for a host's politeness slot"),
-		waitTime:      seconds("crawl.politeness.wait_time", "time spent waiting in place for politeness slots"),
-		requeues:      counter("crawl.requeues", "{message}", "fetch messages sent back with a delay, by reason (slot, wait, retry)"),
-		messageAge:    histogram("crawl.message.age", "time from a message's send to its record's start"),
-		costUnits:     units,
-		stalls:        counter("crawl.stalls", "{crawl}", "crawls announced stalled: their work stopped moving with work left (package finish)"),
+		pages:         counter(Pages, "{page}", "URLs that reached a terminal state (fetched, skipped, failed, stopped)"),
+		refusals:      counter(BudgetRefusals, "{url}", "links not admitted because the crawl's budget is spent"),
+		fetchBytes:    counter(FetchBytes, "By", "body bytes fetched, decoded"),
+		fetchDuration: h,
+		admissions:    counter(Admissions, "{url}", "URLs admitted to a crawl and staged for a fetch message"),
+		requeues:      counter(Requeues, "{message}", "fetch messages sent back with a delay (for a slot, a retry or a wait)"),
+		cost:          usd,
+		stalls:        counter(Stalls, "{crawl}", "crawls announced stalled: their work stopped moving with work left (package finish)"),
 	}
 }
 
 // CountStates records counter increments as a crawl's state store makes them ("fetched": 1,
-// "class_robots": 1 ...): the terminal outcomes become crawl.pages, by the increment's class when it
-// has one; a link refused for a spent budget or a stopped crawl (a class with no outcome) becomes
-// crawl.refusals. Other keys (seen, parse errors, ledger units) and decrements are not pages.
+// "class_robots": 1 ...): the terminal outcomes become crawl.pages, and in the breakdown pages by
+// outcome and class; a link refused for a spent budget (class budget with no outcome) becomes
+// crawl.budget.refusals, and one refused by a stopped crawl a refusal in the breakdown. Other keys
+// (seen, parse errors, ledger units) and decrements are not pages.
 func CountStates(ctx context.Context, add map[string]int64) {
 	if !Enabled() {
 		return
@@ -115,88 +115,157 @@ func CountStates(ctx context.Context, add map[string]int64) {
 		case "fetched", "skipped", "failed", "stopped":
 			if v > 0 {
 				outcome = true
-				meters().pages.Add(ctx, v, metric.WithAttributes(attribute.String("outcome", k), attribute.String("class", class)))
+				meters().pages.Add(ctx, v, noAttrs)
+				breakdown.add("pages", join(k, class), float64(v))
 			}
 		}
 	}
 	if !outcome && (class == "budget" || class == "stopped") {
-		meters().refusals.Add(ctx, add["class_"+class], metric.WithAttributes(attribute.String("class", class)))
+		n := add["class_"+class]
+		breakdown.add("refusals", class, float64(n))
+		if class == "budget" {
+			meters().refusals.Add(ctx, n, noAttrs)
+		}
 	}
+}
+
+// join names a breakdown's key by its parts, leaving out the empty ones ("fetched", "skipped_robots").
+func join(parts ...string) string {
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "_")
 }
 
 // Stalled counts a crawl announced stalled; the stack's CrawlStalled alarm watches it.
 func Stalled(ctx context.Context) {
 	if Enabled() {
-		meters().stalls.Add(ctx, 1)
+		meters().stalls.Add(ctx, 1, noAttrs)
 	}
 }
 
 // Admitted counts n URLs admitted to a crawl.
 func Admitted(ctx context.Context, n int) {
 	if Enabled() && n > 0 {
-		meters().admissions.Add(ctx, int64(n))
+		meters().admissions.Add(ctx, int64(n), noAttrs)
+		breakdown.add("admission", "admitted", float64(n))
 	}
 }
 
-// DedupHits counts n links dropped as known by layer ("memory": the frontier's warm cache of
-// confirmed URLs; "table": the table, after the Bloom filter or its conditional write).
-func DedupHits(ctx context.Context, layer string, n int) {
+// DedupHits counts, in the breakdown, n links dropped as known by layer ("memory": the frontier's
+// warm cache of confirmed URLs; "table": the table, after the Bloom filter or its conditional
+// write).
+func DedupHits(_ context.Context, layer string, n int) {
 	if Enabled() && n > 0 {
-		meters().dedupHits.Add(ctx, int64(n), metric.WithAttributes(attribute.String("layer", layer)))
+		breakdown.add("admission", join("known", layer), float64(n))
 	}
 }
 
-// PolitenessWait counts a wait in place of d for a host's slot.
-func PolitenessWait(ctx context.Context, d time.Duration) {
+// PolitenessWait counts, in the breakdown, a wait in place of d for a host's slot.
+func PolitenessWait(_ context.Context, d time.Duration) {
 	if Enabled() && d > 0 {
-		meters().waits.Add(ctx, 1)
-		meters().waitTime.Add(ctx, d.Seconds())
+		breakdown.add("politeness", "waits", 1)
+		breakdown.add("politeness", "wait_s", d.Seconds())
 	}
 }
 
-// Requeued counts a fetch message sent back to wait: for its politeness slot ("slot"), for a
-// retry ("retry"), or for a fresh invocation or a host's turn ("wait").
+// Requeued counts a fetch message sent back to wait, and in the breakdown its reason: for its
+// politeness slot ("slot"), for a retry ("retry"), or for a fresh invocation or a host's turn
+// ("wait").
 func Requeued(ctx context.Context, reason string) {
 	if Enabled() {
-		meters().requeues.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+		meters().requeues.Add(ctx, 1, noAttrs)
+		breakdown.add("requeues", reason, 1)
 	}
 }
 
-// CostUnitNames are the billed units, each counted as crawl.cost.<name>.
-var CostUnitNames = []string{"sqs_requests", "ddb_read_units", "ddb_write_units", "s3_class_a", "s3_class_b",
-	"lambda_requests", "lambda_gb_seconds", "log_bytes"}
-
-// CostUnits records the billed units of one invocation (package meter).
+// CostUnits records the billed units of one invocation (package meter) as crawl.cost, in dollars
+// at the default list prices.
 func CostUnits(ctx context.Context, u cost.Units) {
 	if !Enabled() {
 		return
 	}
-	values := []float64{float64(u.SQSRequests), u.DynamoDBReadUnits, u.DynamoDBWriteUnits, float64(u.S3ClassA),
-		float64(u.S3ClassB), float64(u.LambdaRequests), u.LambdaGBSeconds, float64(u.LogBytes)}
-	for i, name := range CostUnitNames {
-		if values[i] > 0 {
-			meters().costUnits[name].Add(ctx, values[i], emptyAttrs)
-		}
+	if usd := prices.Cost(u).Total; usd > 0 {
+		meters().cost.Add(ctx, usd, noAttrs)
 	}
 }
 
-// MessageAge records how long a record waited in its queue.
-func MessageAge(ctx context.Context, queue string, sentAt time.Time) {
+// MessageAge records, in the breakdown, how long a record waited in its queue: the longest wait
+// of the queue's records ("<queue>_max_s"; AWS/SQS ApproximateAgeOfOldestMessage charts a queue's
+// age at no charge).
+func MessageAge(_ context.Context, queue string, sentAt time.Time) {
 	if Enabled() && !sentAt.IsZero() {
-		meters().messageAge.Record(ctx, max(time.Since(sentAt).Seconds(), 0), metric.WithAttributes(attribute.String("queue", queue)))
+		breakdown.max("message_age", queue+"_max_s", max(time.Since(sentAt).Seconds(), 0))
 	}
 }
 
-// Fetched records one outbound fetch.
+// Fetched records one outbound fetch: its bytes and time, and in the breakdown its kind and class.
 func Fetched(ctx context.Context, kind, class string, bytes int, d time.Duration) {
 	if !Enabled() {
 		return
 	}
 	m := meters()
-	m.fetches.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind), attribute.String("class", class)))
-	m.fetchBytes.Add(ctx, int64(bytes), emptyAttrs)
-	m.fetchDuration.Record(ctx, d.Seconds(), emptyAttrs)
+	m.fetchBytes.Add(ctx, int64(bytes), noAttrs)
+	m.fetchDuration.Record(ctx, d.Seconds(), noAttrs)
+	if class == "" {
+		class = "ok"
+	}
+	breakdown.add("fetches", join(kind, class), 1)
 }
 
 // Off turns metrics off (observe/telemetry's Stop, before it shuts its provider down).
 func Off() { inst.Store(nil) }
+
+// Breakdown is what the metrics leave out, by group and key ("pages": {"fetched": 9,
+// "skipped_robots": 1}): counts, and for message_age the longest wait. TakeBreakdown returns it
+// once a batch, for the ledger's line.
+type Breakdown map[string]map[string]float64
+
+// tally is the process's Breakdown since it was last taken. A Lambda function runs one
+// invocation at a time, so it holds that invocation's; `crawl run` with metrics on mixes its
+// batches' (each line then says what happened since the one before).
+type tally struct {
+	mu sync.Mutex
+	b  Breakdown
+}
+
+var breakdown tally
+
+func (t *tally) add(group, key string, v float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entry(group)[key] += v
+}
+
+func (t *tally) max(group, key string, v float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.entry(group)
+	g[key] = max(g[key], v)
+}
+
+// entry is the group's map, made on first use; t.mu is held.
+func (t *tally) entry(group string) map[string]float64 {
+	if t.b == nil {
+		t.b = Breakdown{}
+	}
+	g := t.b[group]
+	if g == nil {
+		g = map[string]float64{}
+		t.b[group] = g
+	}
+	return g
+}
+
+// TakeBreakdown returns the breakdown counted since it was last taken, and starts a new one. It is
+// empty (nil) while metrics are off.
+func TakeBreakdown() Breakdown {
+	breakdown.mu.Lock()
+	defer breakdown.mu.Unlock()
+	b := breakdown.b
+	breakdown.b = nil
+	return b
+}

@@ -17,8 +17,9 @@ import (
 // EMF exports metrics as CloudWatch Embedded Metric Format: one JSON line per set of attributes,
 // written to W (a Lambda function's stdout, which CloudWatch Logs reads and turns into metrics, with
 // no agent and no API call). Temporality is delta: each line holds what happened since the last
-// export, as CloudWatch sums it. The attributes are the dimensions, with the function's name; an
-// attribute whose value is empty (the class of a page fetched) is left out.
+// export, as CloudWatch sums it. The attributes are the dimensions, and no others are added: the
+// crawl's metrics have none (package metrics), so that a stack pays for few metric series. An
+// attribute whose value is empty is left out.
 //
 // A histogram becomes an array of values, each bucket's midpoint (its bound for the outer ones)
 // repeated by its count, at most MaxEMFValues in all, as the format allows arrays of values and
@@ -26,8 +27,6 @@ import (
 type EMF struct {
 	W         io.Writer
 	Namespace string
-	// Function is the "function" dimension of every metric ("" leaves it out).
-	Function string
 
 	mu sync.Mutex
 }
@@ -72,10 +71,7 @@ func (e *EMF) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
 		if l, ok := lines[k]; ok {
 			return l
 		}
-		l := &emfLine{fields: map[string]any{}}
-		if e.Function != "" {
-			l.dims, l.fields["function"] = append(l.dims, "function"), e.Function
-		}
+		l := &emfLine{dims: []string{}, fields: map[string]any{}} // [] and not null: no dimension
 		for _, kv := range set.ToSlice() {
 			if v := kv.Value.Emit(); v != "" { // CloudWatch takes no empty dimension value
 				l.dims = append(l.dims, string(kv.Key))

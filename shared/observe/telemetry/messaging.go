@@ -97,7 +97,7 @@ func Producer(rec events.SQSMessage) trace.SpanContext {
 
 // StartRecord starts the span of one SQS record, a child of the invocation's span in ctx, linked
 // to the span that sent the record, and records how long the record waited in its queue
-// (crawl.message.age). End it with EndRecord. With telemetry off it returns ctx and a span that
+// (the message_age breakdown, metrics.MessageAge). End it with EndRecord. With telemetry off it returns ctx and a span that
 // records nothing.
 func StartRecord(ctx context.Context, rec events.SQSMessage) (context.Context, trace.Span) {
 	if !Enabled() && !metrics.Enabled() {

@@ -114,8 +114,6 @@ type Options struct {
 	// EMF, if set, receives the metrics as CloudWatch Embedded Metric Format when no OTLP endpoint
 	// is set: a Lambda function's stdout.
 	EMF io.Writer
-	// Function is the EMF lines' "function" dimension.
-	Function string
 }
 
 // Namespace is the CloudWatch namespace of the EMF metrics unless CRAWL_METRICS_NAMESPACE names
@@ -171,7 +169,7 @@ func Setup(ctx context.Context, getenv func(string) string, opts Options) (*Tele
 		if ns == "" {
 			ns = Namespace
 		}
-		mexp = &EMF{W: opts.EMF, Namespace: ns, Function: opts.Function}
+		mexp = &EMF{W: opts.EMF, Namespace: ns}
 	}
 	if mexp != nil {
 		// The reader's own period is long: a Lambda function flushes after each invocation and
