@@ -56,7 +56,7 @@ func (w *Web) Links(h, p int) []Link {
 	for i := 0; i < min(navLinks, on); i++ {
 		out = append(out, Link{Host: h, Page: i % n})
 	}
-	out = append(out, Link{Host: -1, URL: strings.TrimSuffix(w.Roots[h], "/") + "/search?q=" + word(r.IntN(200))})
+	out = append(out, Link{Host: -1, URL: strings.TrimSuffix(w.Roots[h], "/") + "/search"})
 	for _, c := range []int{2*p + 1, 2*p + 2} {
 		if c < n {
 			out = append(out, Link{Host: h, Page: c})
@@ -199,7 +199,7 @@ func (w *Web) Render(h, p int) []byte {
 
 	// The article: sections of paragraphs with the page's links in them, a list, a table, cards.
 	fmt.Fprintf(b, "<main id=\"content\" class=\"main\">\n<article class=\"post\" itemscope itemtype=\"https://schema.org/Article\">\n<h1 class=\"post-title\">%s</h1>\n", title)
-	fmt.Fprintf(b, "<p class=\"byline\">By <a rel=\"author\" href=\"/p/0\">%s %s</a> · <time datetime=\"20%02d-%02d-%02d\">%d %s 20%02d</time></p>\n",
+	fmt.Fprintf(b, "<p class=\"byline\">By <a rel=\"author\" href=\"/\">%s %s</a> · <time datetime=\"20%02d-%02d-%02d\">%d %s 20%02d</time></p>\n",
 		word(r.IntN(500)), word(r.IntN(500)), 10+r.IntN(16), 1+r.IntN(12), 1+r.IntN(28), 1+r.IntN(28), word(r.IntN(12)), 10+r.IntN(16))
 	// Room for the footer and the closing tags.
 	for section := 0; b.Len() < size-3_000; section++ {

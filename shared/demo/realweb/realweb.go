@@ -50,8 +50,10 @@ type Options struct {
 	MinBytes, MedianBytes, MaxBytes int
 	// Median and P99 shape the lognormal time an answer takes, capped at MaxLatency.
 	Median, P99, MaxLatency time.Duration
-	// SlowHosts is how many hosts (from the smallest) take Slow to answer anything, robots.txt
-	// included: set Slow above the crawl's fetch timeout for hosts that time out.
+	// SlowHosts is how many hosts (from the smallest) take Slow to answer a page: set Slow above
+	// the crawl's fetch timeout for hosts that time out. Their robots.txt answers in time, as a
+	// static file in front of a slow application does (a robots.txt that times out makes a
+	// crawler wait out its robots cache's error TTL between tries: package robots).
 	SlowHosts int
 	Slow      time.Duration
 	// Seed draws the web: sizes of pages, links, words and answer times.
@@ -315,7 +317,7 @@ func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := w.latency(h, r.URL.Path)
-	if w.slow[h] {
+	if w.slow[h] && r.URL.Path != "/robots.txt" {
 		d = w.opts.Slow
 	}
 	t := time.NewTimer(d) // the server's own time to answer

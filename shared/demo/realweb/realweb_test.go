@@ -185,7 +185,10 @@ func TestServesEachHostOnItsOwnAddress(t *testing.T) {
 		t.Fatalf("slow host %d: want one of the smaller half", slow)
 	}
 	var ne net.Error
-	if _, err := client.Get(w.Roots[slow] + "robots.txt"); !errors.As(err, &ne) || !ne.Timeout() {
+	if code, _ := get(w.Roots[slow] + "robots.txt"); code != 200 {
+		t.Errorf("slow host %d's robots.txt: %d, want it in time", slow, code)
+	}
+	if _, err := client.Get(w.Roots[slow]); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Errorf("slow host %d answered within 500 ms: %v", slow, err)
 	}
 	if _, err := client.Get(w.out[0] + "/x"); err == nil {
