@@ -2,6 +2,7 @@ package costrun
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 	"github.com/crawlstack/crawlstack/shared/demo/realweb"
+	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
 )
 
 // TestJSONHoldsThePrintedTotals prints two reports and writes them as JSON, then reads the JSON
@@ -98,5 +100,47 @@ func TestRealisticTurnsTheDrainChecksOn(t *testing.T) {
 	}
 	if err := o.Pipeline.Validate(); err != nil {
 		t.Errorf("the realistic pipeline's configuration: %v", err)
+	}
+}
+
+// TestIntegrationRealisticProfileEndsByItsDrainChecks crawls a small realweb on the emulators with
+// the realistic profile's settings (drain checks every 2 s here): every page but the slow host's
+// is fetched once, the slow host's times out, no host outside the web is reached (Run would fail),
+// and the crawl's end is announced once, drained, by its drain checks.
+func TestIntegrationRealisticProfileEndsByItsDrainChecks(t *testing.T) {
+	cfg := awstest.Config(t)
+	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
+		awstest.RequireService(t, s)
+	}
+	pc := pipeline.DefaultConfig()
+	pc.AllowNets = []string{"127.0.0.0/8"}
+	pc.HostRPS, pc.FetchTimeout, pc.RetryWait = 0, time.Second, 100*time.Millisecond
+	pc.WARCIndex = pipeline.IndexPerCrawl
+	web := realweb.Defaults()
+	web.Hosts, web.Pages, web.SlowHosts, web.Slow = 20, 60, 1, 3*time.Second
+	web.Median, web.P99, web.MaxLatency = time.Millisecond, 5*time.Millisecond, 10*time.Millisecond
+	o := Realistic(pc, web, 0, 30*time.Second)
+	o.Pipeline.FinishEvery, o.Pipeline.FinishQuiet, o.Visibility = 2*time.Second, 5*time.Second, 30*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, o, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, n := range realweb.Sizes(web) {
+		total += n
+	}
+	if r.Pages != total-1 || r.Twice != 0 || r.Hosts != 20 {
+		t.Errorf("%d pages fetched (%d twice) on %d hosts, want %d (all but the slow host's one page) once on 20", r.Pages, r.Twice, r.Hosts, total-1)
+	}
+	if r.URLs.Classes["timeout"] != 1 {
+		t.Errorf("URL classes %v: want the slow host's page timed out", r.URLs.Classes)
+	}
+	if len(r.Ends) != 1 || r.Ends[0].End != "drained" || r.Ends[0].Counts.Fetched != int64(total-1) {
+		t.Errorf("ends announced: %+v, want one, drained, with %d pages fetched", r.Ends, total-1)
+	}
+	if r.Units.LambdaRequests == 0 || r.Units.DynamoDBWriteUnits == 0 || r.Units.S3ClassA == 0 {
+		t.Errorf("units = %+v: want the crawl metered", r.Units)
 	}
 }
