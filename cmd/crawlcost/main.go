@@ -1,7 +1,9 @@
-// Command crawlcost meters what crawls cost on AWS: a wide crawl of a generated web of many
-// hosts, and a crawl of one host, through the AWS adapters on the endpoints the environment names
-// (`make cost` starts the local emulators for it). It prints the units per page and the dollars
-// per million pages of each, by item. It refuses to run against AWS itself.
+// Command crawlcost meters what crawls cost on AWS: a realistic crawl (1,000 hosts of Zipf sizes,
+// real-looking pages, the drain checks on, a table with other crawls' history), a wide crawl of
+// 100 equal hosts, and a crawl of one host (-profiles picks them), through the AWS adapters on the
+// endpoints the environment names (`make cost` starts the local emulators for it). It prints the
+// units per page and the dollars per million pages of each, by item, and -json writes the same to
+// a file. It refuses to run against AWS itself.
 package main
 
 import (

@@ -27,7 +27,9 @@ import (
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
+	"github.com/crawlstack/crawlstack/shared/demo/realweb"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/ledger"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
@@ -69,6 +71,9 @@ type Options struct {
 	Name string
 	// Web is the generated web to crawl; every host's root is a seed.
 	Web multisite.Options
+	// Real, when set, is the web to crawl instead of Web: many hosts of Zipf sizes with
+	// real-looking pages (shared/demo/realweb).
+	Real *realweb.Options
 	// Pipeline is the crawl's configuration (the stack's: pipeline.DefaultConfig); its queues are
 	// set by Run, and it must allow the loopback web (AllowNets 127.0.0.0/8).
 	Pipeline pipeline.Config
@@ -83,6 +88,9 @@ type Options struct {
 	// crawl (shared/testkit/tablefill), written unmetered: a crawl must cost the same on a table
 	// that other crawls have used as on an empty one (docs/state.md).
 	HistoryItems int
+	// Pollers is how many pollers each event source mapping has on AWS (AWSPollers), for the
+	// report; 0 when not stated. The local runner polls with one per batch in flight.
+	Pollers int
 }
 
 // Report is what one measured crawl used.
@@ -138,6 +146,13 @@ type Report struct {
 	// History is what the table held of other crawls before the crawl (none unless
 	// Options.HistoryItems).
 	History tablefill.Result
+	// Web says what web was crawled.
+	Web string
+	// Ends are the crawl's ends as the drain checks announced them (none without
+	// Pipeline.FinishEvery).
+	Ends []finish.Event
+	// Pollers is Options.Pollers.
+	Pollers int
 }
 
 // Batches counts one function's invocations and the records they were given.
@@ -156,11 +171,11 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	if err := c.fillHistory(ctx); err != nil {
 		return Report{}, err
 	}
-	web, err := multisite.Start(o.Web)
+	web, err := startSite(o)
 	if err != nil {
 		return Report{}, err
 	}
-	defer web.Close()
+	defer web.close()
 	c.web = web
 	closeHandlers, err := c.startHandlers()
 	defer closeHandlers()
@@ -181,6 +196,11 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 			return Report{}, fmt.Errorf("index the crawl: %w", err)
 		}
 	}
+	if web.unscoped != nil {
+		if n := web.unscoped(); n > 0 {
+			return Report{}, fmt.Errorf("the crawl left its scope: %d connections to hosts outside the web", n)
+		}
+	}
 	return c.report(ctx, crawl, index, start, crawled)
 }
 
@@ -196,7 +216,8 @@ type costRun struct {
 	unmetered aws.Config
 	history   tablefill.Result
 	res       cli.Resources
-	web       *multisite.Web
+	web       *site
+	events    endEvents
 
 	writes   *keyWrites
 	sent     *fetchSends
@@ -277,7 +298,11 @@ func (c *costRun) startHandlers() (closeAll func(), err error) {
 	for _, fn := range []string{"schedule", "fetch", "parse"} {
 		fc := pc
 		fc.BatchConcurrency = max(c.fns[fn].BatchConcurrency, 1)
-		hs, err := pipeline.New(fc, pipeline.Ports{Queue: c.sent, Table: c.writes.of(fn), Blobs: c.be.Blobs}, c.log)
+		ports := pipeline.Ports{Queue: c.sent, Table: c.writes.of(fn), Blobs: c.be.Blobs}
+		if fn == "schedule" && fc.FinishEvery > 0 { // schedule runs the drain checks, as in the stack
+			ports.Events = &c.events
+		}
+		hs, err := pipeline.New(fc, ports, c.log)
 		if err != nil {
 			return closeAll, err
 		}
@@ -356,7 +381,7 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 		c.source("fetch", c.res.Fetch, c.handlers["fetch"].Fetch.Handle),
 		c.source("parse", c.res.Parse, c.handlers["parse"].Parse.Handle),
 	}}
-	crawl, err = cli.StartCrawl(ctx, c.be, c.res, "seeds.txt", []byte(strings.Join(c.web.Roots, "\n")+"\n"))
+	crawl, err = cli.StartCrawl(ctx, c.be, c.res, "seeds.txt", []byte(strings.Join(c.web.roots, "\n")+"\n"))
 	if err != nil {
 		return "", err
 	}
@@ -364,7 +389,7 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 	stop := func() {}
 	if c.o.Progress != nil && c.o.ProgressEvery > 0 {
 		stop = localrun.Every(ctx, c.o.ProgressEvery, func() {
-			pages, _ := c.web.Fetched()
+			pages, _ := c.web.fetched()
 			cost := cost.DefaultPrices().Cost(c.m.Snapshot())
 			fmt.Fprintf(c.o.Progress, "%s: %d pages in %v, $%.4f so far\n", c.o.Name, pages, time.Since(start).Round(time.Second), cost.Total)
 		})
@@ -380,14 +405,15 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 // report is what the crawl used: the meter's units, the counters' findings, the site's count of
 // the pages it served, and the crawl's own tally.
 func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Result, start time.Time, crawled cost.Units) (Report, error) {
-	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.o.Web.Hosts, Elapsed: time.Since(start), Units: c.m.Snapshot(),
+	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.web.hosts, Web: c.web.describe,
+		Ends: c.events.ends(), Pollers: c.o.Pollers, Elapsed: time.Since(start), Units: c.m.Snapshot(),
 		Delayed: c.sent.delayed.Load(), Requeued: c.sent.resent(), SQSCalls: c.m.SQSCalls()}
 	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
 	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
 	// The early empty receives all came while the runner ran, between the two snapshots.
 	r.Crawled = crawled
 	r.Crawled.SQSRequests = max(r.Crawled.SQSRequests-r.EarlyEmpty, 0)
-	r.Pages, r.Twice = c.web.Fetched()
+	r.Pages, r.Twice = c.web.fetched()
 	// The tally is the report's, not the crawl's: done with the meter's copy of the clients'
 	// config, it would count in the crawl's cost, so it uses an unmetered table.
 	var err error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
+	"github.com/crawlstack/crawlstack/shared/demo/realweb"
 )
 
 // Main is the crawlcost command: it parses args, runs the crawls they ask for and prints their
@@ -23,6 +25,14 @@ import (
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crawlcost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	profiles := fs.String("profiles", strings.Join(Profiles, ","), "the crawls to measure, in this order: "+strings.Join(Profiles, ", "))
+	jsonOut := fs.String("json", "", "also write the reports as JSON to this file")
+	realHosts := fs.Int("real-hosts", 1000, "hosts of the realistic crawl, on 127.0.1.1 upwards (250 an address's third byte)")
+	realPages := fs.Int("real-pages", 2500, "about how many pages the realistic crawl's web has, over its hosts by Zipf's law "+
+		"(its largest host takes 13% of them, at one page a second: 2,500 pages take some 6 minutes)")
+	realSlow := fs.Int("real-slow-hosts", 5, "hosts of the realistic crawl that answer only after the fetch timeout")
+	realHistory := fs.Int("real-history-items", 100_000, "items of other crawls in the realistic crawl's table before it (as -history-items)")
+	realSeed := fs.Uint64("real-seed", 1, "the seed the realistic crawl's web is drawn from")
 	pages := fs.Int("pages", 10_000, "pages of the wide crawl (0: skip it)")
 	hosts := fs.Int("hosts", 100, "hosts of the wide crawl, on 127.0.1.1 upwards")
 	links := fs.Int("links", 20, "links per page")
@@ -39,8 +49,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *history < 0 {
-		fmt.Fprintf(stderr, "crawlcost: --history-items %d: want 0 or more\n", *history)
+	if *history < 0 || *realHistory < 0 {
+		fmt.Fprintf(stderr, "crawlcost: --history-items %d, --real-history-items %d: want 0 or more\n", *history, *realHistory)
+		return 2
+	}
+	chosen, err := ParseProfiles(*profiles)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawlcost: --profiles: %v\n", err)
 		return 2
 	}
 	fns, err := OverrideFunctions(StackFunctions(), *fnFlag)
@@ -66,19 +81,30 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	base := pipeline.DefaultConfig()
 	base.AllowNets = []string{"127.0.0.0/8"}
 	base.WARCIndex = pipeline.IndexPerCrawl // the stack's default (infra's warcIndex): one index per crawl
+	const visibility = 2 * time.Minute
 	var runs []Options
-	if *pages > 0 {
+	if slices.Contains(chosen, ProfileRealistic) {
+		web := realweb.Defaults()
+		web.Hosts, web.Pages, web.SlowHosts, web.Seed = *realHosts, *realPages, *realSlow, *realSeed
+		web.Slow = base.FetchTimeout + 10*time.Second // past the fetch timeout: these hosts time out
+		runs = append(runs, Realistic(base, web, *realHistory, visibility))
+	}
+	if *pages > 0 && slices.Contains(chosen, ProfileWide) {
 		runs = append(runs, Options{Name: "wide", Pipeline: base, Web: multisite.Options{Hosts: *hosts, Pages: *pages,
 			Links: *links, CrossHost: *cross, PageBytes: 20_000, Latency: *latency}})
 	}
-	if *singlePages > 0 {
+	if *singlePages > 0 && slices.Contains(chosen, ProfileSingle) {
 		single := base
 		single.HostRPS = *singleRPS
 		runs = append(runs, Options{Name: "single-host", Pipeline: single, Web: multisite.Options{Hosts: 1,
 			Pages: *singlePages, Links: *links, PageBytes: 20_000, Latency: *latency}})
 	}
+	var reports []Report
 	for i, o := range runs {
-		o.Visibility, o.Progress, o.ProgressEvery, o.Functions, o.HistoryItems = 2*time.Minute, stderr, *every, fns, *history
+		o.Visibility, o.Progress, o.ProgressEvery, o.Functions = visibility, stderr, *every, fns
+		if o.Real == nil {
+			o.HistoryItems = *history
+		}
 		r, err := Run(ctx, o, cfg)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
@@ -92,9 +118,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout)
 		}
 		r.Print(stdout, p)
+		r.PrintProfile(stdout)
+		reports = append(reports, r)
 	}
 	fmt.Fprintf(stdout, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
 	fmt.Fprintf(stdout, "functions: %s\n", describe(fns))
+	if *jsonOut != "" {
+		if err := writeJSONFile(*jsonOut, reports, p); err != nil {
+			fmt.Fprintf(stderr, "crawlcost: --json: %v\n", err)
+			return 1
+		}
+	}
 	return 0
 }
 
