@@ -41,11 +41,15 @@ func (r Report) Totals() CrawlReport {
 		t.WARCFilesDeleted = append(t.WARCFilesDeleted, c.WARCFilesDeleted...)
 		t.RecordLines += c.RecordLines
 		t.OutLinks += c.OutLinks
+		t.NoFollowLinks += c.NoFollowLinks
+		t.Canonicals += c.Canonicals
 		t.RecordFilesRewritten = append(t.RecordFilesRewritten, c.RecordFilesRewritten...)
 		t.RecordFilesDeleted = append(t.RecordFilesDeleted, c.RecordFilesDeleted...)
 		t.PagesMoved += c.PagesMoved
 		t.RecordsMoved += c.RecordsMoved
 		t.Budgets += c.Budgets
+		t.HostNotes += c.HostNotes
+		t.DataValues += c.DataValues
 		t.Unresolved = append(t.Unresolved, c.Unresolved...)
 		t.IndexesRewritten = append(t.IndexesRewritten, c.IndexesRewritten...)
 	}
