@@ -27,6 +27,9 @@ type Report struct {
 	// StillNamedIn are objects the purge does not change that name the host or URL: seed files
 	// (the user's own input), quarantined messages, crawl reports. docs/erasure.md says what to do.
 	StillNamedIn []string `json:"stillNamedIn,omitempty"`
+	// Kept are copies out of the purge's reach that still hold what it erased, for a time
+	// (Purger.Kept): on AWS, the table's point-in-time recovery.
+	Kept []string `json:"kept,omitempty"`
 	// Audit is the key of the audit record.
 	Audit string `json:"audit,omitempty"`
 }
