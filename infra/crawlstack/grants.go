@@ -5,7 +5,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// tableActions are the item operations of each handler. No Scan at all, and
+// tableActions are the reads by key of each handler; its writes and deletes are
+// granted apart, each held to the partitions the handler owns (tableWrites,
+// tableDeletes). No Scan at all, and
 // no Query but schedule's tally of a crawl that looks drained (granted apart),
 // which queries that crawl's partitions: every other access is by key. Only schedule deletes: the frontier takes an
 // admission back (crawlstate Unadmit) when it cannot reserve its budget.
@@ -14,9 +16,44 @@ import (
 // when a budget is set, granted apart. shared/testkit/stacke2e holds every call of a
 // crawl through the deployed stack against these grants.
 var tableActions = map[string][]string{
-	FnSchedule: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
-	FnFetch:    {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-	FnParse:    {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+	FnSchedule: {"dynamodb:GetItem"},
+	FnFetch:    {"dynamodb:GetItem"},
+	FnParse:    {"dynamodb:GetItem"},
+}
+
+// The partitions of the table (docs/state.md), as dynamodb:LeadingKeys patterns: a crawl's items
+// (URLs, groups, marks, counter shards, host budgets), the crawl items, the hosts' politeness
+// slots, and the opt-out list.
+const (
+	crawlParts  = "c#*"
+	crawlItems  = "k#*"
+	slotParts   = "p#*"
+	optOutPart  = "x#optout"
+	leadingKeys = "dynamodb:LeadingKeys"
+)
+
+// tableWrites are the partitions each handler writes (PutItem, UpdateItem), from its code:
+// schedule admits URLs and books their hosts' slots, starts crawls and runs their checks; fetch
+// claims and ends URLs, books and throttles slots, and gives page budget back to the crawl item;
+// parse marks pages parsed and counts. Every function's ledger counts into the crawl's shards and
+// may stop an over-budget crawl on its crawl item. No function writes the opt-out list: only the
+// crawl command does (crawl optout, crawl purge), with the operator's own credentials.
+var tableWrites = map[string][]string{
+	FnSchedule: {crawlParts, crawlItems, slotParts},
+	FnFetch:    {crawlParts, crawlItems, slotParts},
+	FnParse:    {crawlParts, crawlItems},
+}
+
+// tableDeletes are the partitions each handler deletes items of: only schedule deletes, the URL
+// item of an admission it takes back (crawlstate Unadmit).
+var tableDeletes = map[string][]string{
+	FnSchedule: {crawlParts},
+}
+
+// byLeadingKeys holds a statement on the table to the items whose partition key matches one of
+// the patterns. Every item action names its item's key, so the key is always there to match.
+func byLeadingKeys(patterns []string) *map[string]any {
+	return &map[string]any{"ForAllValues:StringLike": map[string]any{leadingKeys: patterns}}
 }
 
 // sendsTo lists, per function, the queues it sends to. Consuming its own
@@ -38,6 +75,18 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 			Actions:   jsii.Strings(tableActions[name]...),
 			Resources: jsii.Strings(*table.TableArn()),
 		}))
+		fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:    jsii.Strings("dynamodb:PutItem", "dynamodb:UpdateItem"),
+			Resources:  jsii.Strings(*table.TableArn()),
+			Conditions: byLeadingKeys(tableWrites[name]),
+		}))
+		if parts := tableDeletes[name]; len(parts) > 0 {
+			fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:    jsii.Strings("dynamodb:DeleteItem"),
+				Resources:  jsii.Strings(*table.TableArn()),
+				Conditions: byLeadingKeys(parts),
+			}))
+		}
 	}
 
 	// Every handler sets malformed messages aside under quarantine/<fn>/, and only there.

@@ -12,7 +12,10 @@ import (
 func TestLeastPrivilege(t *testing.T) {
 	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
 	send := []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
-	table := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	table := []string{"dynamodb:GetItem"}
+	writes := []string{"dynamodb:PutItem", "dynamodb:UpdateItem"}
+	// Writes and deletes are held to the partitions each function owns (dynamodb:LeadingKeys).
+	const crawlsItemsSlots = "Table if dynamodb:LeadingKeys=c#*,dynamodb:LeadingKeys=k#*,dynamodb:LeadingKeys=p#*"
 	on := func(resource string, actions ...[]string) []string {
 		var out []string
 		for _, as := range actions {
@@ -30,7 +33,8 @@ func TestLeastPrivilege(t *testing.T) {
 			on("ScheduleQueue", consume, send), // consumes; splits seed files
 			on("FetchQueue", send),
 			on("Table", table),
-			on("Table", []string{"dynamodb:DeleteItem"}),   // an admission taken back
+			on(crawlsItemsSlots, writes),
+			on("Table if dynamodb:LeadingKeys=c#*", []string{"dynamodb:DeleteItem"}), // an admission taken back: its URL item
 			on("Table", []string{"dynamodb:BatchGetItem"}), // the crawl's counter shards, for its budget (the test context sets one) and its drain checks
 			on("Table", []string{"dynamodb:Query"}),        // a drain check's exact tally of a crawl that looks drained
 			on("arn:AWS::Partition:events:AWS::Region:AWS::AccountId:event-bus/default", []string{"events:PutEvents"}), // the crawl's end, on the default bus only
@@ -47,6 +51,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("FetchQueue", consume, send), // consumes; delayed re-queue
 			on("ParseQueue", send),
 			on("Table", table),
+			on(crawlsItemsSlots, writes),
 			// GetObject: a redelivered fetch message reads its stored page back (checkStored).
 			on("Bucket/pages/*", []string{"s3:GetObject", "s3:PutObject"}),
 			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}), // the crawl's User-Agent, headers, rate, scope
@@ -56,6 +61,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("ParseQueue", consume),
 			on("ScheduleQueue", send),
 			on("Table", table),
+			on("Table if dynamodb:LeadingKeys=c#*,dynamodb:LeadingKeys=k#*", writes), // no slot: parse books none
 			on("Bucket/pages/*", []string{"s3:GetObject"}),
 			on("Bucket/records/*", []string{"s3:PutObject", "s3:GetObject"}), // GetObject: a recrawl reuses a record
 			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}),        // the crawl's depth and extraction fields
@@ -164,4 +170,40 @@ func renderCondition(c any) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ",")
+}
+
+// TestTableWritesAreHeldToTheirPartitions: every statement that lets a function write or delete
+// items of the table holds it to partition key patterns (ForAllValues:StringLike on
+// dynamodb:LeadingKeys), none of which is the opt-out list's: no function may change it.
+func TestTableWritesAreHeldToTheirPartitions(t *testing.T) {
+	writes := 0
+	for _, r := range resourcesOf(tmplJSON) {
+		if r["Type"] != "AWS::IAM::Policy" {
+			continue
+		}
+		for _, s := range r["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := s.(map[string]any)
+			if !slices.ContainsFunc(list(st["Action"]), func(a any) bool {
+				return a == "dynamodb:PutItem" || a == "dynamodb:UpdateItem" || a == "dynamodb:DeleteItem"
+			}) {
+				continue
+			}
+			writes++
+			cond, _ := st["Condition"].(map[string]any)
+			like, _ := cond["ForAllValues:StringLike"].(map[string]any)
+			keys := list(like["dynamodb:LeadingKeys"])
+			if len(cond) != 1 || len(like) != 1 || len(keys) == 0 {
+				t.Errorf("a table write not held to partitions: %v", st)
+				continue
+			}
+			for _, k := range keys {
+				if k == "x#optout" || k == "x#*" || k == "*" {
+					t.Errorf("a function may write %v: %v", k, st)
+				}
+			}
+		}
+	}
+	if writes != 4 {
+		t.Errorf("%d statements let a function write the table, want 4: the writes of schedule, fetch and parse, and schedule's deletes", writes)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/aws/eventbus"
 	"github.com/crawlstack/crawlstack/shared/aws/s3blob"
 	"github.com/crawlstack/crawlstack/shared/aws/sqsqueue"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/proxysecret"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
@@ -100,6 +101,11 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 		}
 	}
 	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}
+	if slices.Contains(names, pipeline.Fetch) {
+		// The functions do not read secret headers yet (docs/spec.md): a crawl whose spec names
+		// one fails its fetches with an error that says so, rather than sending without it.
+		ports.Secrets = secretref.None{}
+	}
 	if cfg.FinishEvery > 0 { // the stack sets it on schedule, which runs the drain checks
 		ports.Events = p.Events
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/local/fileblob"
 	"github.com/crawlstack/crawlstack/shared/local/sqlite"
 	"github.com/crawlstack/crawlstack/shared/port/blob"
@@ -33,6 +34,9 @@ type Backend struct {
 		blob.Admin
 		blob.Deleter
 	}
+	// Secrets, when set, reads ssm: and secretsmanager: references of crawl specs' secret
+	// headers (the AWS backend); nil: crawl run reads env: and file: ones only.
+	Secrets secretref.Resolver
 	// TableName and Bucket name the table and bucket the adapters use.
 	TableName, Bucket string
 	// QueuePrefix starts the name of every queue Setup creates.

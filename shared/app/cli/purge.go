@@ -88,6 +88,9 @@ func purgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	p := purge.Purger{T: be.Table, B: be.Blobs, DryRun: dryRun,
 		Progress: func(line string) { fmt.Fprintf(stderr, "crawl purge: %s\n", line) }}
+	if o.Backend == "aws" {
+		p.Kept = []string{purge.PITRKept}
+	}
 	rep, err := p.Purge(ctx, purge.Request{Target: target, Reason: reason, Crawls: crawls})
 	if err == nil && !dryRun && be.Compact != nil {
 		fmt.Fprintln(stderr, "crawl purge: compacting the state file, so that no deleted row is left in it")
@@ -124,6 +127,12 @@ func printPurge(w io.Writer, rep purge.Report) {
 		t.WARCRecords, len(t.WARCFilesRewritten), len(t.WARCFilesDeleted), t.PagesMoved)
 	fmt.Fprintf(w, "  records:  %d lines, %d links from other pages; %d files rewritten, %d deleted\n",
 		t.RecordLines, t.OutLinks, len(t.RecordFilesRewritten), len(t.RecordFilesDeleted))
+	if n := t.NoFollowLinks + t.Canonicals + t.DataValues; n > 0 {
+		fmt.Fprintf(w, "            %d nofollow links, %d canonical URLs, %d data values of other pages\n", t.NoFollowLinks, t.Canonicals, t.DataValues)
+	}
+	if t.HostNotes > 0 || t.Budgets > 0 {
+		fmt.Fprintf(w, "  hosts:    %d page budgets, %d throttling and circuit notes\n", t.Budgets, t.HostNotes)
+	}
 	for _, u := range t.URLs {
 		fmt.Fprintf(w, "  url       %s\n", u)
 	}
@@ -141,6 +150,9 @@ func printPurge(w io.Writer, rep purge.Report) {
 	}
 	for _, k := range rep.StillNamedIn {
 		fmt.Fprintf(w, "  still named in %s (not changed by a purge: docs/erasure.md)\n", k)
+	}
+	for _, k := range rep.Kept {
+		fmt.Fprintf(w, "  kept in %s\n", k)
 	}
 	if rep.Tombstone != nil {
 		fmt.Fprintf(w, "tombstone: %s %s is on the opt-out list (crawl optout list)\n", rep.Tombstone.Kind, rep.Tombstone.Value)

@@ -23,6 +23,15 @@ func TestPurgeEmbedded(t *testing.T) {
 	e2etest.CheckPurge(t, main, []string{"--state", state, "--host-rps", "0"}, []string{"--state", state}, rawEmbedded(state))
 }
 
+// TestPurgeLeavesNothingInAnyStoreEmbedded: after a purge of a URL and of a host, no byte of the
+// state file, its log or a blob file names them but where docs/erasure.md says they are kept
+// (shared/testkit/awse2e runs the same check with --backend aws).
+func TestPurgeLeavesNothingInAnyStoreEmbedded(t *testing.T) {
+	state := t.TempDir()
+	main := func(args ...string) (int, string, string) { return runMain(t, args...) }
+	e2etest.CheckPurgeSearchesEveryStore(t, main, []string{"--state", state, "--host-rps", "0"}, []string{"--state", state}, rawEmbedded(state))
+}
+
 // rawEmbedded reads the embedded backend's files directly: the state file's rows with SQL, the
 // blobs as files.
 func rawEmbedded(state string) e2etest.Raw {

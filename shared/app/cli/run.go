@@ -23,6 +23,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/local/gctune"
 	"github.com/crawlstack/crawlstack/shared/local/handoff"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
@@ -264,7 +265,7 @@ func openRun(ctx context.Context, o RunOptions, body []byte, stderr io.Writer) (
 	}
 	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: eventbus.BlobPublisher{Blobs: be.Blobs},
-		Fetching: fetching}, log)
+		Fetching: fetching, Secrets: secretref.Local{AWS: be.Secrets}}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return env, closeRun, ExitUsage

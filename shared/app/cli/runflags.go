@@ -205,6 +205,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
 	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
 	c.MaxTries, c.RetryWait = o.MaxTries, o.RetryWait
+	c.LocalSecrets = true // the handlers run here, beside the variables and files a spec may name
 	c.CircuitFailures, c.CircuitProbe = o.CircuitFailures, o.CircuitProbe
 	c.Proxies, c.ProxyRotation = o.Proxies, o.ProxyRotation
 	if len(o.AllowPorts) > 0 {

@@ -103,6 +103,10 @@ type Config struct {
 	// to write on its own schedule (crawlstate.WithHeldCounters): crawl run sets it, and writes
 	// them every 100 ms. A Lambda function must not: a frozen container would keep them.
 	HoldCounters bool
+	// LocalSecrets lets crawl specs name secret headers by env: and file: reference
+	// (crawlspec.Bounds.LocalSecrets): crawl run sets it, where the handlers run beside the
+	// variables and files. A Lambda function has neither.
+	LocalSecrets bool
 	// CostCheck is how often the store reads a crawl's ledger to check its budget (0:
 	// crawlstate.DefaultCostCheck).
 	CostCheck time.Duration
@@ -140,7 +144,7 @@ func (c Config) RetryPolicy() retry.Tries {
 // host and rate, and its include patterns when c has its own.
 func (c Config) SpecBounds() crawlspec.Bounds {
 	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
-		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint}
+		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets}
 	if c.MaxDepth >= 0 {
 		b.MaxDepth = &c.MaxDepth
 	}

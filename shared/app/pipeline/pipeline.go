@@ -16,6 +16,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/optout"
 	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/crawl/specstore"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
@@ -50,6 +51,10 @@ type Ports struct {
 	// same Config before the other ports (crawl run warms the cache while it opens its state);
 	// nil: New makes them.
 	Fetching *Fetching
+	// Secrets, if set, reads the values of the secret headers that crawl specs name by reference
+	// (secretref), for fetch: set it wherever fetch runs. Nil leaves them unread, which only a
+	// program that sends no request may do.
+	Secrets secretref.Resolver
 }
 
 // Fetching is fetch's side of the web: its address guard, HTTP client and robots.txt cache.
@@ -188,6 +193,9 @@ func newWiring(cfg Config, p Ports, log *slog.Logger) (*wiring, error) {
 	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
 	w.crawls = specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint})
+	if p.Secrets != nil {
+		w.crawls.WithSecrets(p.Secrets)
+	}
 	// Every message sent carries the trace context of its send (a no-op without telemetry).
 	w.p.Queue = telemetry.Sender{Next: p.Queue}
 	if p.Events != nil {

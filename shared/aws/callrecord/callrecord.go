@@ -16,12 +16,14 @@ import (
 	"io"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -44,7 +46,14 @@ type Call struct {
 	Action    string            `json:"action"`
 	Resource  string            `json:"resource"`
 	Context   map[string]string `json:"context,omitempty"`
+	// LeadingKeys are the partition key values of the items a DynamoDB call reads or writes
+	// (the multivalued condition key dynamodb:LeadingKeys), when the input names them.
+	LeadingKeys []string `json:"leadingKeys,omitempty"`
 }
+
+// PartitionKey is the name of the tables' partition key attribute, whose values a DynamoDB
+// call's LeadingKeys are.
+const PartitionKey = "pk"
 
 // Recorder writes the calls of the clients it is registered on, one JSON line each. It is safe for
 // concurrent use.
@@ -221,39 +230,59 @@ func eventCalls(call Call, region, account string, in any) []Call {
 func dynamoCalls(call Call, region, account string, in any) []Call {
 	table := func(name string) string { return "arn:aws:dynamodb:" + region + ":" + account + ":table/" + name }
 	var out []Call
-	add := func(action, name string) {
+	add := func(action, name string, keys ...map[string]types.AttributeValue) {
 		c := call
 		c.Action, c.Resource = action, table(name)
+		c.LeadingKeys = leadingKeys(keys...)
 		out = append(out, c)
 	}
 	switch v := in.(type) {
 	case *dynamodb.BatchGetItemInput:
-		for name := range v.RequestItems {
-			add("dynamodb:BatchGetItem", name)
+		for name, ka := range v.RequestItems {
+			add("dynamodb:BatchGetItem", name, ka.Keys...)
 		}
 	case *dynamodb.BatchWriteItemInput:
-		for name := range v.RequestItems {
-			add("dynamodb:BatchWriteItem", name)
+		for name, reqs := range v.RequestItems {
+			var keys []map[string]types.AttributeValue
+			for _, r := range reqs {
+				switch {
+				case r.PutRequest != nil:
+					keys = append(keys, r.PutRequest.Item)
+				case r.DeleteRequest != nil:
+					keys = append(keys, r.DeleteRequest.Key)
+				}
+			}
+			add("dynamodb:BatchWriteItem", name, keys...)
 		}
 	case *dynamodb.TransactWriteItemsInput:
 		for _, it := range v.TransactItems {
 			switch {
 			case it.Put != nil:
-				add("dynamodb:PutItem", aws.ToString(it.Put.TableName))
+				add("dynamodb:PutItem", aws.ToString(it.Put.TableName), it.Put.Item)
 			case it.Update != nil:
-				add("dynamodb:UpdateItem", aws.ToString(it.Update.TableName))
+				add("dynamodb:UpdateItem", aws.ToString(it.Update.TableName), it.Update.Key)
 			case it.Delete != nil:
-				add("dynamodb:DeleteItem", aws.ToString(it.Delete.TableName))
+				add("dynamodb:DeleteItem", aws.ToString(it.Delete.TableName), it.Delete.Key)
 			case it.ConditionCheck != nil:
-				add("dynamodb:ConditionCheckItem", aws.ToString(it.ConditionCheck.TableName))
+				add("dynamodb:ConditionCheckItem", aws.ToString(it.ConditionCheck.TableName), it.ConditionCheck.Key)
 			}
 		}
 	case *dynamodb.TransactGetItemsInput:
 		for _, it := range v.TransactItems {
 			if it.Get != nil {
-				add("dynamodb:GetItem", aws.ToString(it.Get.TableName))
+				add("dynamodb:GetItem", aws.ToString(it.Get.TableName), it.Get.Key)
 			}
 		}
+	case *dynamodb.GetItemInput:
+		add(call.Action, aws.ToString(v.TableName), v.Key)
+	case *dynamodb.PutItemInput:
+		add(call.Action, aws.ToString(v.TableName), v.Item)
+	case *dynamodb.UpdateItemInput:
+		add(call.Action, aws.ToString(v.TableName), v.Key)
+	case *dynamodb.DeleteItemInput:
+		add(call.Action, aws.ToString(v.TableName), v.Key)
+	case *dynamodb.QueryInput:
+		add(call.Action, aws.ToString(v.TableName), queryKey(v))
 	default:
 		if name := field(in, "TableName"); name != "" {
 			add(call.Action, name)
@@ -297,4 +326,36 @@ func field(in any, name string) string {
 		return f.Elem().String()
 	}
 	return ""
+}
+
+// leadingKeys are the partition key values (PartitionKey, a string) of the items, each once.
+func leadingKeys(items ...map[string]types.AttributeValue) []string {
+	var out []string
+	for _, it := range items {
+		if v, ok := it[PartitionKey].(*types.AttributeValueMemberS); ok && !slices.Contains(out, v.Value) {
+			out = append(out, v.Value)
+		}
+	}
+	return out
+}
+
+// queryKey is the key a Query names in its key condition, PartitionKey = :value (by name or by
+// an expression attribute name), as an item: nil when the condition names it otherwise.
+func queryKey(in *dynamodb.QueryInput) map[string]types.AttributeValue {
+	cond := aws.ToString(in.KeyConditionExpression)
+	for name, attr := range in.ExpressionAttributeNames {
+		if attr == PartitionKey {
+			cond = strings.ReplaceAll(cond, name, PartitionKey)
+		}
+	}
+	for _, part := range strings.Split(cond, " AND ") {
+		l, r, ok := strings.Cut(part, "=")
+		if !ok || strings.Trim(strings.TrimSpace(l), "()") != PartitionKey {
+			continue
+		}
+		if v, ok := in.ExpressionAttributeValues[strings.Trim(strings.TrimSpace(r), "()")]; ok {
+			return map[string]types.AttributeValue{PartitionKey: v}
+		}
+	}
+	return nil
 }

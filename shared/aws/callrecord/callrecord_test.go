@@ -5,10 +5,12 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -99,5 +101,42 @@ func TestRecorderWritesEveryOperationOnce(t *testing.T) {
 	want := callrecord.Call{Who: "fetch", Operation: "GetItem", Action: "dynamodb:GetItem", Resource: "arn:aws:dynamodb:us-east-1:000000000000:table/t"}
 	if attempts != 2 || len(calls) != 1 || calls[0].Who != want.Who || calls[0].Action != want.Action || calls[0].Resource != want.Resource {
 		t.Errorf("%d attempts recorded as %+v, want 2 attempts recorded once as %+v", attempts, calls, want)
+	}
+}
+
+// TestLeadingKeys: a DynamoDB call carries the partition keys of the items it names, as IAM's
+// dynamodb:LeadingKeys has them: by key, by item, in a batch, and a Query's key condition as the
+// SDK's expression builder writes it.
+func TestLeadingKeys(t *testing.T) {
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	key := func(pk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": s(pk), "sk": s("u#1")}
+	}
+	cond := expression.Key("pk").Equal(expression.Value("c#crawl#7")).And(expression.Key("sk").BeginsWith("u#"))
+	ex, err := expression.NewBuilder().WithKeyCondition(cond).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		in   any
+		want []string
+	}{
+		{"PutItem", &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("x#optout")}, []string{"x#optout"}},
+		{"UpdateItem", &dynamodb.UpdateItemInput{TableName: aws.String("t"), Key: key("p#3")}, []string{"p#3"}},
+		{"DeleteItem", &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: key("k#1")}, []string{"k#1"}},
+		{"GetItem", &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("c#a#0")}, []string{"c#a#0"}},
+		{"BatchGetItem", &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			"t": {Keys: []map[string]types.AttributeValue{key("c#a#0"), key("c#a#1"), key("c#a#0")}}}}, []string{"c#a#0", "c#a#1"}},
+		{"Query", &dynamodb.QueryInput{TableName: aws.String("t"), KeyConditionExpression: ex.KeyCondition(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}, []string{"c#crawl#7"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := callrecord.Describe("DynamoDB", tt.name, "us-east-1", "1", tt.in)
+			if len(calls) != 1 || !slices.Equal(calls[0].LeadingKeys, tt.want) {
+				t.Errorf("calls %+v, want one with leading keys %q", calls, tt.want)
+			}
+		})
 	}
 }

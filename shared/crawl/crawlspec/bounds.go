@@ -32,6 +32,9 @@ type Bounds struct {
 	// UserAgent and Fingerprint are the stack's (CRAWL_USER_AGENT, CRAWL_TLS_FINGERPRINT): a spec
 	// that sets one of the two must still agree with the other (httpfetch.UserAgentFor).
 	UserAgent, Fingerprint string
+	// LocalSecrets allows secret headers by env: and file: reference (crawl run); on AWS a spec
+	// may name SSM parameters and Secrets Manager secrets only.
+	LocalSecrets bool
 }
 
 // bounds checks the spec's settings against b, at the lines of the settings.
@@ -91,8 +94,14 @@ type Crawl struct {
 	// Fingerprint is the TLS fingerprint of the crawl's requests (httpfetch.FingerprintGo or
 	// FingerprintChrome).
 	Fingerprint string
-	// Header holds the spec's extra request headers (nil: none).
+	// Header holds the spec's extra request headers (nil: none); those given by reference are
+	// in it once specstore has read them (Secret names them).
 	Header http.Header
+	// SecretRefs are the spec's secret headers' references, by name (Settings.SecretHeaders).
+	SecretRefs map[string]string
+	// Secret names the headers whose values are secrets: the spec's secret headers, and the
+	// headers that carry credentials. WARC request records hold them redacted.
+	Secret []string
 	// Fields are the spec's extraction rules (nil: none).
 	Fields *extract.Set
 	// Spec is the crawl's spec settings; nil for a crawl of a URL list.
@@ -156,6 +165,7 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 	if len(s.Headers) > 0 {
 		c.Header = s.Headers.Clone()
 	}
+	c.SecretRefs = s.SecretHeaders
 	if len(s.Extract) > 0 {
 		set, err := extract.Compile(s.Extract)
 		if err != nil {

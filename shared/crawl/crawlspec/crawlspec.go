@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
@@ -48,11 +49,14 @@ type Settings struct {
 	Rate            *float64   `json:"rate,omitempty"`
 	UserAgent       string     `json:"userAgent,omitempty"`
 	// TLSFingerprint is FingerprintChrome or FingerprintGo ("": the stack's).
-	TLSFingerprint string          `json:"tlsFingerprint,omitempty"`
-	Headers        http.Header     `json:"headers,omitempty"`
-	Recrawl        *bool           `json:"recrawl,omitempty"`
-	Sitemaps       bool            `json:"sitemaps,omitempty"`
-	Extract        []extract.Field `json:"extract,omitempty"`
+	TLSFingerprint string      `json:"tlsFingerprint,omitempty"`
+	Headers        http.Header `json:"headers,omitempty"`
+	// SecretHeaders are the headers the spec gives by reference ({secret: REF}), by name: the
+	// reference (secretref), never the value, which only the fetch handler reads.
+	SecretHeaders map[string]string `json:"secretHeaders,omitempty"`
+	Recrawl       *bool             `json:"recrawl,omitempty"`
+	Sitemaps      bool              `json:"sitemaps,omitempty"`
+	Extract       []extract.Field   `json:"extract,omitempty"`
 	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
 	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
 	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page
@@ -140,6 +144,13 @@ func IsSpec(name string, body []byte) bool {
 	}
 	return false
 }
+
+// secretHeaders are the request headers that carry credentials: a spec gives their values by
+// reference only, and WARC request records hold them redacted (warcfile.Redacted).
+var secretHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization"}
+
+// IsSecretHeader says whether name (canonical) is a header that carries credentials.
+func IsSecretHeader(name string) bool { return slices.Contains(secretHeaders, name) }
 
 // forbiddenHeaders are the request headers a spec may not set: the fetcher's own (the client
 // decodes what it asks for, and says who it is through user_agent), and those that belong to the

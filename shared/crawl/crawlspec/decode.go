@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
@@ -31,7 +32,7 @@ func Parse(body []byte, bounds Bounds) (*Spec, error) {
 	if err := yaml.Unmarshal(body, &doc); err != nil {
 		return nil, Errors{syntaxError(err)}
 	}
-	d := &decoder{}
+	d := &decoder{localSecrets: bounds.LocalSecrets}
 	s := &Spec{}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		line := 1
@@ -66,6 +67,8 @@ func syntaxError(err error) Error {
 
 type decoder struct {
 	errs Errors
+	// localSecrets allows env: and file: references of secret headers (Bounds.LocalSecrets).
+	localSecrets bool
 }
 
 func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
@@ -203,7 +206,7 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 				}
 			}
 		},
-		"headers": func(k, v *yaml.Node) { s.Headers = d.headers(v) },
+		"headers": func(k, v *yaml.Node) { s.Headers, s.SecretHeaders = d.headers(v) },
 		"recrawl": func(k, v *yaml.Node) {
 			if b, ok := d.boolean(v, "recrawl"); ok {
 				s.Recrawl = &b
@@ -281,19 +284,37 @@ func (d *decoder) rate(n *yaml.Node) *float64 {
 	return &v
 }
 
-func (d *decoder) headers(n *yaml.Node) http.Header {
+// headers reads the spec's headers: a value given as {secret: REF} is a secret header, kept as its
+// reference (secretref); a header that holds credentials (SecretHeaders) must be given so. No
+// error quotes a header's value.
+func (d *decoder) headers(n *yaml.Node) (http.Header, map[string]string) {
 	h := http.Header{}
+	secrets := map[string]string{}
 	size := 0
 	d.mappingAny(n, "headers", func(k, v *yaml.Node) {
 		key := join("headers", k.Value)
 		name := http.CanonicalHeaderKey(k.Value)
+		switch {
+		case !validToken(k.Value):
+			d.fail(k, key, "not a header name")
+			return
+		case forbiddenHeaders[name] != "":
+			d.fail(k, key, "a spec may not set %s: %s", name, forbiddenHeaders[name])
+			return
+		case v.Kind == yaml.MappingNode:
+			if ref, ok := d.secretRef(v, key); ok {
+				size += len(name) + len(ref)
+				secrets[name] = ref
+			}
+			return
+		case IsSecretHeader(name) && v.Kind == yaml.ScalarNode:
+			d.fail(v, key, "%s holds credentials: give a reference to its value, not the value: {secret: \"ssm:<parameter>\"} or {secret: \"secretsmanager:<secret>\"}%s (docs/spec.md)",
+				name, d.localKinds())
+			return
+		}
 		val, ok := d.str(v, key)
 		switch {
 		case !ok:
-		case !validToken(k.Value):
-			d.fail(k, key, "not a header name")
-		case forbiddenHeaders[name] != "":
-			d.fail(k, key, "a spec may not set %s: %s", name, forbiddenHeaders[name])
 		case strings.ContainsAny(val, "\r\n\x00"):
 			d.fail(v, key, "a header value is one line")
 		default:
@@ -301,10 +322,44 @@ func (d *decoder) headers(n *yaml.Node) http.Header {
 			h.Set(name, val)
 		}
 	})
-	if len(h) > MaxHeaders || size > MaxHeaderBytes {
-		d.fail(n, "headers", "%d headers of %d bytes, over the limit of %d headers and %d bytes", len(h), size, MaxHeaders, MaxHeaderBytes)
+	if len(h)+len(secrets) > MaxHeaders || size > MaxHeaderBytes {
+		d.fail(n, "headers", "%d headers of %d bytes, over the limit of %d headers and %d bytes", len(h)+len(secrets), size, MaxHeaders, MaxHeaderBytes)
 	}
-	return h
+	if len(secrets) == 0 {
+		secrets = nil
+	}
+	return h, secrets
+}
+
+// secretRef reads a secret header's {secret: REF}.
+func (d *decoder) secretRef(n *yaml.Node, key string) (string, bool) {
+	var ref string
+	found := false
+	d.mapping(n, key, map[string]func(k, v *yaml.Node){
+		"secret": func(k, v *yaml.Node) {
+			s, ok := d.str(v, join(key, "secret"))
+			if !ok {
+				return
+			}
+			if _, err := secretref.Parse(s, d.localSecrets); err != nil {
+				d.fail(v, join(key, "secret"), "%v", err)
+				return
+			}
+			ref, found = strings.TrimSpace(s), true
+		},
+	})
+	if !found && len(n.Content) == 0 {
+		d.fail(n, key, "want {secret: REFERENCE}")
+	}
+	return ref, found
+}
+
+// localKinds names the references only crawl run reads, when the spec may use them.
+func (d *decoder) localKinds() string {
+	if d.localSecrets {
+		return ", or locally {secret: \"env:<variable>\"} or {secret: \"file:<path>\"}"
+	}
+	return ""
 }
 
 // mappingAny walks a mapping whose keys are the user's own (header names, field names).

@@ -2,8 +2,12 @@ package crawlstate
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -80,4 +84,70 @@ func DeleteSlot(ctx context.Context, t table.Table, host string) error {
 		return fmt.Errorf("delete the politeness slot of %s: %w", host, err)
 	}
 	return nil
+}
+
+// hostNotePrefixes are the prefixes of the counter shards' attributes that name a host (hostAttr):
+// the notes of throttled hosts and of circuits.
+var hostNotePrefixes = []string{attrThrottleGap, attrThrottleAt, attrThrottleRaises, attrThrottleWhy,
+	attrCircuitOpens, attrCircuitOpened, attrCircuitClosed}
+
+// EraseHostNotes removes from the crawl's counter shards the notes of the hosts that match says
+// are erased (an erasure of a host): their throttling and circuit notes, whose attribute names
+// spell the host. It returns how many attributes it removed (or, with dryRun, would remove).
+func EraseHostNotes(ctx context.Context, t table.Table, crawl string, match func(host string) bool, dryRun bool) (int, error) {
+	type change struct {
+		key    table.Key
+		remove []string
+	}
+	var changes []change
+	n := 0
+	err := EachInCrawl(ctx, t, crawl, counterKind, func(sort string, it table.Item) error {
+		var rm []string
+		for name := range it {
+			for _, p := range hostNotePrefixes {
+				enc, ok := strings.CutPrefix(name, p)
+				if !ok {
+					continue
+				}
+				if host, err := base64.RawURLEncoding.DecodeString(enc); err == nil && match(string(host)) {
+					rm = append(rm, name)
+				}
+				break
+			}
+		}
+		if len(rm) == 0 {
+			return nil
+		}
+		key, err := counterKeyOf(crawl, sort)
+		if err != nil {
+			return err
+		}
+		slices.Sort(rm)
+		n += len(rm)
+		changes = append(changes, change{key, rm})
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the host notes of crawl %s: %w", crawl, err)
+	}
+	if dryRun {
+		return n, nil
+	}
+	for _, c := range changes {
+		if _, err := t.Update(ctx, c.key, table.Update{Remove: c.remove}, table.ItemExists()); err != nil {
+			if _, gone := table.IsConditionFailed(err); !gone {
+				return 0, fmt.Errorf("erase host notes from %s: %w", c.key, err)
+			}
+		}
+	}
+	return n, nil
+}
+
+// counterKeyOf is the key of the crawl's counter shard whose sort key is sort (n#<i>).
+func counterKeyOf(crawl, sort string) (table.Key, error) {
+	i, err := strconv.Atoi(strings.TrimPrefix(sort, counterKind))
+	if err != nil || i < 0 || i >= CounterShards {
+		return table.Key{}, fmt.Errorf("counter shard %q of crawl %s: not a shard's key", sort, crawl)
+	}
+	return ShardKey(crawl, i), nil
 }

@@ -31,6 +31,7 @@ var tableTests = []struct {
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
 	{"TallyReadsEachURLAsGetDoes", testTallyReadsEachURLAsGetDoes},
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
+	{"HostNotesErased", testHostNotesErased},
 	{"EraseAndMovePage", testEraseAndMovePage},
 	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
 	{"DrainedCountsWhatIsLeft", testDrainedCountsWhatIsLeft},

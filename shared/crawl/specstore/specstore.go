@@ -10,6 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 
@@ -17,6 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/port/blob"
 )
 
@@ -58,16 +62,25 @@ type Getter interface {
 // Store answers what a crawl's settings are: the stack's (Base) with its spec's over them. It is
 // safe for concurrent use.
 type Store struct {
-	blobs  Getter
-	base   crawlspec.Crawl
-	cache  *lru.Cache[string, *crawlspec.Crawl]
-	flight singleflight.Group
+	blobs   Getter
+	base    crawlspec.Crawl
+	secrets secretref.Resolver // nil: secret headers are left unread
+	cache   *lru.Cache[string, *crawlspec.Crawl]
+	flight  singleflight.Group
 }
 
 // New returns a Store that reads from blobs, over base.
 func New(blobs Getter, base crawlspec.Crawl) *Store {
 	c, _ := lru.New[string, *crawlspec.Crawl](cacheSize) // only a size below 1 fails
 	return &Store{blobs: blobs, base: base, cache: c}
+}
+
+// WithSecrets has the store read the values of the crawls' secret headers with r and put them in
+// each crawl's Header: the fetch handler's store, the only one that sends them. Call it before
+// the first For.
+func (s *Store) WithSecrets(r secretref.Resolver) *Store {
+	s.secrets = r
+	return s
 }
 
 // Base is the stack's settings, those of a crawl without a spec.
@@ -103,6 +116,9 @@ func (s *Store) For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 		if err != nil {
 			return nil, fmt.Errorf("settings of crawl %s: %w", crawl, err)
 		}
+		if err := s.readSecrets(ctx, c); err != nil {
+			return nil, fmt.Errorf("settings of crawl %s: %w", crawl, err)
+		}
 		s.cache.Add(crawl, c)
 		return c, nil
 	})
@@ -110,4 +126,41 @@ func (s *Store) For(ctx context.Context, crawl string) (*crawlspec.Crawl, error)
 		return nil, err
 	}
 	return v.(*crawlspec.Crawl), nil
+}
+
+// readSecrets puts the values of c's secret headers into its Header, when the store reads them,
+// and names them in Secret with the headers that carry credentials. Its errors name the header
+// and its reference, never a value.
+func (s *Store) readSecrets(ctx context.Context, c *crawlspec.Crawl) error {
+	c.Secret = nil
+	for name := range c.Header {
+		if crawlspec.IsSecretHeader(name) {
+			c.Secret = append(c.Secret, name)
+		}
+	}
+	if len(c.SecretRefs) == 0 || s.secrets == nil {
+		return nil
+	}
+	h := c.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	for name, raw := range c.SecretRefs {
+		ref, err := secretref.Parse(raw, true)
+		if err != nil {
+			return fmt.Errorf("header %s: %w", name, err)
+		}
+		v, err := s.secrets.Resolve(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("header %s: %w", name, err)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("header %s: the value of %s is not one line", name, ref)
+		}
+		h.Set(name, v)
+		c.Secret = append(c.Secret, name)
+	}
+	c.Header = h
+	slices.Sort(c.Secret)
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,13 +278,35 @@ func responseRecord(p Page, id string) (gowarc.WarcRecord, error) {
 	return httpRecord(gowarc.Response, id, p, status, StoredHeader(p), p.Body, fields...)
 }
 
+// RedactedValue is what a request record holds in place of a secret header's value: the header's
+// name is kept, so that a reader sees that the request carried it.
+const RedactedValue = "[redacted]"
+
+// credentialHeaders are the request headers that carry credentials, redacted in every request
+// record whoever set them.
+var credentialHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization"}
+
+// Redacted returns a copy of the request header h with the values of the headers that carry
+// credentials, and of the headers named in secret (canonical names), replaced by RedactedValue.
+func Redacted(h http.Header, secret ...string) http.Header {
+	out := h.Clone()
+	for _, name := range append(slices.Clip(credentialHeaders), secret...) {
+		if vs, ok := out[name]; ok {
+			for i := range vs {
+				vs[i] = RedactedValue
+			}
+		}
+	}
+	return out
+}
+
 // requestRecord builds the request record of p, concurrent to the response record responseID.
 func requestRecord(p Page, responseID string) (gowarc.WarcRecord, error) {
 	u, err := url.Parse(p.URL)
 	if err != nil {
 		return nil, fmt.Errorf("request target: %w", err)
 	}
-	h := p.Request.Clone()
+	h := Redacted(p.Request)
 	h.Set("Host", u.Host)
 	return httpRecord(gowarc.Request, "", p, "GET "+u.RequestURI()+" HTTP/1.1", h, nil,
 		gowarc.WarcConcurrentTo, responseID, gowarc.ContentType, "application/http;msgtype=request")

@@ -279,6 +279,8 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 		a.lastErr = err
 		return 0, err
 	}
+	// The request record keeps the header names, never a secret's value.
+	r.Request = warcfile.Redacted(r.Request, a.crawl.secret...)
 	a.resp = r
 	if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
 		// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.

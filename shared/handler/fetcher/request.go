@@ -129,6 +129,8 @@ type crawlSettings struct {
 	scope ScopeChecker
 	// previous is the crawl this one recrawls ("": none).
 	previous string
+	// secret names the request headers whose values are secrets (crawlspec.Crawl.Secret).
+	secret []string
 }
 
 // crawlContext returns ctx with the crawl's User-Agent, headers and TLS fingerprint for its
@@ -145,5 +147,5 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
 	}
 	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
-	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous}, nil
+	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret}, nil
 }

@@ -28,6 +28,11 @@ type CrawlReport struct {
 	// URLs removed from other pages' records.
 	RecordLines int `json:"recordLines"`
 	OutLinks    int `json:"outLinks"`
+	// NoFollowLinks, Canonicals and DataValues count what else of other pages' records named
+	// them: links in nofollowLinks, canonical URLs, and values of data (docs/erasure.md).
+	NoFollowLinks int `json:"nofollowLinks,omitempty"`
+	Canonicals    int `json:"canonicals,omitempty"`
+	DataValues    int `json:"dataValues,omitempty"`
 	// RecordFilesRewritten and RecordFilesDeleted are the records files changed.
 	RecordFilesRewritten []string `json:"recordFilesRewritten,omitempty"`
 	RecordFilesDeleted   []string `json:"recordFilesDeleted,omitempty"`
@@ -38,6 +43,9 @@ type CrawlReport struct {
 	RecordsMoved int `json:"recordsMoved"`
 	// Budgets are the per-host page budget items deleted (a host purge).
 	Budgets int `json:"budgets,omitempty"`
+	// HostNotes counts the notes of the purged hosts (throttling, circuit) removed from the
+	// crawl's counter shards (a host purge).
+	HostNotes int `json:"hostNotes,omitempty"`
 	// IndexesRewritten are the CDXJ indexes written again: beside the rewritten WARC files, and
 	// the crawl's (indexes/<crawl>.cdxj), or deleted with the last file.
 	IndexesRewritten []string `json:"indexesRewritten,omitempty"`
@@ -105,6 +113,11 @@ func (p *Purger) finish(ctx context.Context, c *crawlPurge, all map[string]*warc
 		if err := p.budgets(ctx, c.crawl, m, cr); err != nil {
 			return err
 		}
+		n, err := crawlstate.EraseHostNotes(ctx, p.T, c.crawl, m.matchHost, p.DryRun)
+		if err != nil {
+			return err
+		}
+		cr.HostNotes = n
 	}
 	if err := p.records(ctx, c.crawl, m, all, cr); err != nil {
 		return err

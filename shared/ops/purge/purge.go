@@ -60,7 +60,18 @@ type Purger struct {
 	Progress func(line string)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Kept names the copies of the stores that the purge cannot reach, for its report: the
+	// backend's backups (PITRKept on AWS).
+	Kept []string
 }
+
+// PITRKept is what a purge on AWS leaves in the table's backups: DynamoDB point-in-time recovery,
+// on by default in the stack, can restore the table as it was at any second of the last 35 days,
+// erased items included. Deploy with pointInTimeRecovery=false under erasure duties
+// (docs/erasure.md, docs/deploy.md).
+const PITRKept = "DynamoDB point-in-time recovery (on unless the stack is deployed with pointInTimeRecovery=false): " +
+	"a restore to a time before this purge brings the erased table items back, for 35 days; " +
+	"deploy with -c pointInTimeRecovery=false under erasure duties (docs/erasure.md)"
 
 // AuditPrefix is where the audit records lie: audit/purge/<time>-<target>.json.
 const AuditPrefix = layout.Audit
@@ -73,7 +84,7 @@ func (p *Purger) Purge(ctx context.Context, r Request) (Report, error) {
 		return Report{}, fmt.Errorf("purge: want a host or a URL, got %s %q", r.Target.Kind, r.Target.Value)
 	}
 	now := p.now()
-	rep := Report{Target: r.Target, Reason: r.Reason, Started: now, DryRun: p.DryRun}
+	rep := Report{Target: r.Target, Reason: r.Reason, Started: now, DryRun: p.DryRun, Kept: p.Kept}
 	crawls, err := p.crawls(ctx, r.Crawls)
 	if err != nil {
 		return rep, err

@@ -5,15 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/records"
 )
 
-// records removes the purged pages' records from the crawl's records files, and the links to
-// them from the other pages' records; the other records' WARC offsets follow their records in the
-// rewritten files. Lines that do not change are kept byte for byte.
+// records removes the purged pages' records from the crawl's records files, and from the other
+// pages' records what names them (links, canonical URLs, data: eraseFromRecord); the other
+// records' WARC offsets follow their records in the rewritten files. Lines that do not change are
+// kept byte for byte; a line that changes keeps its numbers as they were written.
 func (p *Purger) records(ctx context.Context, crawl string, m matcher, files map[string]*warcFile, cr *CrawlReport) error {
 	keys, err := p.B.List(ctx, records.Dir(crawl))
 	if err != nil {
@@ -66,8 +66,8 @@ func (p *Purger) filterRecords(data []byte, m matcher, files map[string]*warcFil
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var rec records.Record
-		if err := json.Unmarshal(line, &rec); err != nil {
+		rec, err := decodeRecord(line)
+		if err != nil {
 			return nil, 0, false, fmt.Errorf("line %d is not a record: %w", n, err)
 		}
 		if m.match(rec.URL) || m.match(rec.FinalURL) {
@@ -76,14 +76,7 @@ func (p *Purger) filterRecords(data []byte, m matcher, files map[string]*warcFil
 			continue
 		}
 		left++
-		mod := false
-		if links := len(rec.OutLinks); links > 0 {
-			rec.OutLinks = slices.DeleteFunc(rec.OutLinks, m.match)
-			if d := links - len(rec.OutLinks); d > 0 {
-				cr.OutLinks += d
-				mod = true
-			}
-		}
+		mod := m.eraseFromRecord(&rec, cr)
 		if f := files[rec.WARC.Key]; f != nil {
 			at, ok := f.find(rec.FinalURL, rec.WARC.Offset)
 			switch {

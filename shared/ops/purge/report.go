@@ -27,6 +27,9 @@ type Report struct {
 	// StillNamedIn are objects the purge does not change that name the host or URL: seed files
 	// (the user's own input), quarantined messages, crawl reports. docs/erasure.md says what to do.
 	StillNamedIn []string `json:"stillNamedIn,omitempty"`
+	// Kept are copies out of the purge's reach that still hold what it erased, for a time
+	// (Purger.Kept): on AWS, the table's point-in-time recovery.
+	Kept []string `json:"kept,omitempty"`
 	// Audit is the key of the audit record.
 	Audit string `json:"audit,omitempty"`
 }
@@ -41,11 +44,15 @@ func (r Report) Totals() CrawlReport {
 		t.WARCFilesDeleted = append(t.WARCFilesDeleted, c.WARCFilesDeleted...)
 		t.RecordLines += c.RecordLines
 		t.OutLinks += c.OutLinks
+		t.NoFollowLinks += c.NoFollowLinks
+		t.Canonicals += c.Canonicals
 		t.RecordFilesRewritten = append(t.RecordFilesRewritten, c.RecordFilesRewritten...)
 		t.RecordFilesDeleted = append(t.RecordFilesDeleted, c.RecordFilesDeleted...)
 		t.PagesMoved += c.PagesMoved
 		t.RecordsMoved += c.RecordsMoved
 		t.Budgets += c.Budgets
+		t.HostNotes += c.HostNotes
+		t.DataValues += c.DataValues
 		t.Unresolved = append(t.Unresolved, c.Unresolved...)
 		t.IndexesRewritten = append(t.IndexesRewritten, c.IndexesRewritten...)
 	}

@@ -4,7 +4,8 @@
 // case-sensitively, both with the * and ? wildcards; conditions hold when every operator's every
 // key matches one of its values.
 //
-// The condition operators are the string and ARN ones and Bool: the ones the crawler's roles use.
+// The condition operators are the string and ARN ones and Bool, alone or qualified with
+// ForAllValues: or ForAnyValue: for a multivalued key: the ones the crawler's roles use.
 // A statement with another operator never applies, so a policy that needs one fails closed.
 package iampolicy
 
@@ -16,11 +17,13 @@ import (
 	"strings"
 )
 
-// Request is one action on one resource, with the condition keys it carries.
+// Request is one action on one resource, with the condition keys it carries: single-valued in
+// Context, multivalued (dynamodb:LeadingKeys) in Values.
 type Request struct {
 	Action   string
 	Resource string
 	Context  map[string]string
+	Values   map[string][]string
 }
 
 // Statement is one statement of a policy document, its lists normalised.
@@ -140,7 +143,7 @@ func (p Policy) Decide(r Request) (bool, *Statement) {
 // Applies says whether s matches r: one of its actions, one of its resources, and all of its
 // conditions.
 func (s Statement) Applies(r Request) bool {
-	return s.action(r.Action) != "" && s.resource(r.Resource) != "" && s.conditionsHold(r.Context)
+	return s.action(r.Action) != "" && s.resource(r.Resource) != "" && s.conditionsHold(r)
 }
 
 func (s Statement) action(a string) string {
@@ -161,16 +164,44 @@ func (s Statement) resource(res string) string {
 	return ""
 }
 
-func (s Statement) conditionsHold(ctx map[string]string) bool {
+// conditionsHold says whether every condition of s holds for r. An operator qualified with
+// ForAllValues: holds when each of the key's request values matches one of the statement's (and
+// when the request has none, as IAM has it: the reason a policy pairs it with a key that every
+// request carries); ForAnyValue: when at least one does.
+func (s Statement) conditionsHold(r Request) bool {
 	for op, keys := range s.Conditions {
 		for k, values := range keys {
-			v, ok := ctx[k]
-			if !ok || !condition(op, v, values) {
+			have := r.Values[k]
+			if v, ok := r.Context[k]; ok {
+				have = append([]string{v}, have...)
+			}
+			if !holds(op, have, values) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// holds applies op to the request's values of one key.
+func holds(op string, have, values []string) bool {
+	if base, ok := strings.CutPrefix(op, "ForAllValues:"); ok {
+		for _, v := range have {
+			if !condition(base, v, values) {
+				return false
+			}
+		}
+		return true
+	}
+	if base, ok := strings.CutPrefix(op, "ForAnyValue:"); ok {
+		for _, v := range have {
+			if condition(base, v, values) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(have) == 1 && condition(op, have[0], values)
 }
 
 // condition applies one operator to a request's value: true if any of values matches it.

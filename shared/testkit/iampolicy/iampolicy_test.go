@@ -2,6 +2,7 @@ package iampolicy_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/testkit/iampolicy"
@@ -14,7 +15,11 @@ const policy = `{"Version": "2012-10-17", "Statement": [
  {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b",
   "Condition": {"StringLike": {"s3:prefix": ["seeds/*"]}}},
  {"Effect": "Allow", "Action": "sqs:Send*", "Resource": ["arn:aws:sqs:us-east-1:1:q?"]},
- {"Effect": "Deny", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/pages/secret*"}
+ {"Effect": "Deny", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/pages/secret*"},
+ {"Effect": "Allow", "Action": "dynamodb:PutItem", "Resource": "arn:aws:dynamodb:us-east-1:1:table/t",
+  "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["c#*", "p#*"]}}},
+ {"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": "arn:aws:dynamodb:us-east-1:1:table/t",
+  "Condition": {"ForAnyValue:StringEquals": {"dynamodb:LeadingKeys": ["x#optout"]}}}
 ]}`
 
 func parse(t *testing.T) iampolicy.Policy {
@@ -46,6 +51,14 @@ func TestDecide(t *testing.T) {
 		{"ConditionHolds", iampolicy.Request{Action: "s3:ListBucket", Resource: "arn:aws:s3:::b", Context: map[string]string{"s3:prefix": "seeds/"}}, true, 1},
 		{"ConditionFails", iampolicy.Request{Action: "s3:ListBucket", Resource: "arn:aws:s3:::b", Context: map[string]string{"s3:prefix": "pages/"}}, false, -1},
 		{"ConditionKeyMissing", iampolicy.Request{Action: "s3:ListBucket", Resource: "arn:aws:s3:::b"}, false, -1},
+		{"ForAllValuesEachMatches", iampolicy.Request{Action: "dynamodb:PutItem", Resource: "arn:aws:dynamodb:us-east-1:1:table/t",
+			Values: map[string][]string{"dynamodb:LeadingKeys": {"c#crawl#3", "p#7"}}}, true, 4},
+		{"ForAllValuesOneDoesNot", iampolicy.Request{Action: "dynamodb:PutItem", Resource: "arn:aws:dynamodb:us-east-1:1:table/t",
+			Values: map[string][]string{"dynamodb:LeadingKeys": {"c#crawl#3", "x#optout"}}}, false, -1},
+		{"ForAllValuesNoneGiven", iampolicy.Request{Action: "dynamodb:PutItem", Resource: "arn:aws:dynamodb:us-east-1:1:table/t"}, true, 4},
+		{"ForAnyValueOneMatches", iampolicy.Request{Action: "dynamodb:GetItem", Resource: "arn:aws:dynamodb:us-east-1:1:table/t",
+			Values: map[string][]string{"dynamodb:LeadingKeys": {"c#a#1", "x#optout"}}}, true, 5},
+		{"ForAnyValueNoneGiven", iampolicy.Request{Action: "dynamodb:GetItem", Resource: "arn:aws:dynamodb:us-east-1:1:table/t"}, false, -1},
 		{"ActionWildcard", iampolicy.Request{Action: "sqs:SendMessage", Resource: "arn:aws:sqs:us-east-1:1:q1"}, true, 2},
 		{"QuestionMarkIsOneCharacter", iampolicy.Request{Action: "sqs:SendMessage", Resource: "arn:aws:sqs:us-east-1:1:q12"}, false, -1},
 	}
@@ -74,8 +87,9 @@ func TestUnused(t *testing.T) {
 	for _, g := range p.Unused(used) {
 		got = append(got, g.Action+" "+g.Resource)
 	}
-	want := []string{"s3:GetObject arn:aws:s3:::b/pages/*", "s3:ListBucket arn:aws:s3:::b"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+	want := []string{"dynamodb:GetItem arn:aws:dynamodb:us-east-1:1:table/t", "dynamodb:PutItem arn:aws:dynamodb:us-east-1:1:table/t",
+		"s3:GetObject arn:aws:s3:::b/pages/*", "s3:ListBucket arn:aws:s3:::b"}
+	if !slices.Equal(got, want) {
 		t.Errorf("Unused = %q, want %q", got, want)
 	}
 }

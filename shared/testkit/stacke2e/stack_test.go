@@ -117,6 +117,7 @@ func TestIntegrationDeployedStack(t *testing.T) {
 		}
 	}
 	t.Run("IAM", func(t *testing.T) { checkIAM(t, d) })
+	t.Run("KeyOwnership", func(t *testing.T) { checkKeyOwnership(t, d) })
 }
 
 // tick invokes schedule as the template's EventBridge rule does when it is enabled: directly,
