@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,24 +32,6 @@ const (
 	// DefaultProxyCooldown is how long a proxy stays out before one request probes it.
 	DefaultProxyCooldown = 30 * time.Second
 )
-
-// ParseProxy checks a proxy's URL: http, https or socks5, with a host and port, and no path.
-// Its errors never hold the URL's password.
-func ParseProxy(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return nil, errors.New("proxy: not a URL") // url's error would quote the password
-	}
-	switch u.Scheme {
-	case "http", "https", "socks5":
-	default:
-		return nil, fmt.Errorf("proxy %s: want an http://, https:// or socks5:// URL", u.Redacted())
-	}
-	if u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return nil, fmt.Errorf("proxy %s: want scheme://[user:password@]host:port", u.Redacted())
-	}
-	return u, nil
-}
 
 // proxyPool chooses the proxy of each request among the configured ones, and keeps a circuit
 // breaker per proxy: failures in a row take it out for a cooldown, then one request probes it,
