@@ -39,7 +39,7 @@ const (
 	// PageGone is a page that parse cannot read back: its WARC file was purged, or expired by the
 	// bucket's lifecycle, before its parse message was handled. Not retried: the page is gone.
 	PageGone Class = "page_gone"
-	Internal          Class = "internal"  // a bug or a backend failure: retried
+	Internal Class = "internal" // a bug or a backend failure: retried
 )
 
 // All lists every class, in a stable order for summaries.
