@@ -1,7 +1,9 @@
 package crawlstack
 
 import (
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -21,20 +23,13 @@ const (
 	secretKindSecretsManager = "secretsmanager"
 )
 
-// checkProxies checks proxies, proxyRotation and proxiesSecret. No message quotes a password.
+// checkProxies checks proxies, proxyRotation and proxiesSecret. No message quotes a password, or
+// any part of a proxy URL that might be one: they name a proxy by its scheme, host and port alone
+// (proxyName).
 func checkProxies(c Config, bad func(key, format string, args ...any)) {
-	for i, p := range proxyList(c.Proxies) {
-		u, err := url.Parse(p)
-		switch {
-		case err != nil:
-			bad("proxies", "proxy %d is not a URL", i+1)
-		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5":
-			bad("proxies", "proxy %s: want an http://, https:// or socks5:// URL", u.Redacted())
-		case u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "":
-			bad("proxies", "proxy %s: want scheme://host:port", u.Redacted())
-		case u.User != nil:
-			bad("proxies", "proxy %s holds credentials, which would sit in the functions' settings: list it in proxiesSecret "+
-				"(an SSM SecureString or a Secrets Manager secret) instead", u.Redacted())
+	for _, p := range proxyList(c.Proxies) {
+		if why := proxyProblem(p); why != "" {
+			bad("proxies", "proxy %s: %s", proxyName(p), why)
 		}
 	}
 	if r := c.ProxyRotation; r != "" && r != "request" && r != "host" {
@@ -48,6 +43,68 @@ func checkProxies(c Config, bad func(key, format string, args ...any)) {
 	if (c.Proxies != "" || c.ProxiesSecret != "") && c.TLSFingerprint == fingerprintChrome {
 		bad("tlsFingerprint", "proxies and the chrome TLS fingerprint do not go together yet: use one or the other")
 	}
+}
+
+// proxyProblem says what is wrong with a proxy URL of the proxies setting, or "" when nothing is.
+// It is as strict as the fetch function's parser (httpfetch.ParseProxy, which infra, a module of
+// its own, cannot import; TestBadProxiesNeverShowTheirPassword throws the same corpus at both):
+// scheme://host:port[/] and nothing else. net/url alone would read "http://bob:12#pw@proxy:3128"
+// as host bob, port 12, and let the password into the functions' environment.
+func proxyProblem(p string) string {
+	scheme, rest, ok := strings.Cut(p, "://")
+	switch {
+	case !ok:
+		return "not a URL of the form scheme://host:port"
+	case scheme != "http" && scheme != "https" && scheme != "socks5":
+		return "want an http://, https:// or socks5:// URL"
+	case strings.Contains(rest, "@"):
+		return "holds credentials (or an @), which would sit in the functions' settings: list it in proxiesSecret " +
+			"(an SSM SecureString or a Secrets Manager secret) instead"
+	case strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }) || strings.ContainsAny(rest, "#?"):
+		return "want scheme://host:port (a space, a control character, a fragment or a query is refused)"
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	u, err := url.Parse(p)
+	if path != "" || err != nil || u.Host != authority || u.Hostname() == "" {
+		return "want scheme://host:port"
+	}
+	if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
+		return "want scheme://host:port, with a port from 1 to 65535"
+	}
+	return ""
+}
+
+// proxyName is what a message may say of a proxy URL: its scheme when it is a short lower-case
+// word, and the host and port after the last "@" (the whole authority when there is none), each
+// only when it is plainly a host name, an IP address or a port number.
+func proxyName(p string) string {
+	scheme, rest, ok := strings.Cut(p, "://")
+	if !ok {
+		return "(not a URL)"
+	}
+	if len(scheme) > 10 || strings.ContainsFunc(scheme, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		scheme = "?"
+	}
+	hostport := rest[strings.LastIndex(rest, "@")+1:]
+	if i := strings.IndexAny(hostport, "/?# \t\r\n"); i >= 0 {
+		hostport = hostport[:i]
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	if net.ParseIP(host) == nil && (host == "" || len(host) > 253 || strings.ContainsFunc(host, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_')
+	})) {
+		host = "?"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		port = "?"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host + ":" + port
 }
 
 // proxyList splits the proxies setting at commas.

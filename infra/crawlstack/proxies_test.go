@@ -3,6 +3,7 @@ package crawlstack
 import (
 	"maps"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,34 @@ func TestBadProxySettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "pw-SECRET") {
 			t.Errorf("context %v: error %v; want one that says %q and shows no password", tt.ctx, err, tt.want)
 		}
+	}
+}
+
+// Every malformed proxy URL of the shared corpus (shared/testkit/proxycorpus) is refused in the
+// proxies setting, and the password is in no message; none reaches a template, since a refused
+// context synthesizes none.
+func TestBadProxiesNeverShowTheirPassword(t *testing.T) {
+	const marker = "PWMARK-s3cret"
+	b, err := os.ReadFile("../../shared/testkit/proxycorpus/bad-proxies.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		raw, err := strconv.Unquote(line)
+		if err != nil || !strings.Contains(raw, marker) {
+			t.Fatalf("corpus line %q: want a Go-quoted URL holding %s", line, marker)
+		}
+		n++
+		_, err = ConfigFromContext(func(key string) any { return map[string]any{"proxies": raw}[key] })
+		if err == nil || !strings.Contains(err.Error(), "proxies") || strings.Contains(err.Error(), marker) {
+			t.Errorf("proxies %q: error %v; want one that names the setting and not the password", raw, err)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("the corpus holds %d URLs: want it read", n)
 	}
 }

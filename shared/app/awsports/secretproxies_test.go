@@ -22,6 +22,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/testkit/embedtest"
+	"github.com/crawlstack/crawlstack/shared/testkit/proxycorpus"
 )
 
 // parameter is a Parameter Store that holds one parameter.
@@ -106,7 +107,7 @@ func TestSecretProxiesAreUsedAndNeverLogged(t *testing.T) {
 	log.Error("cannot start: bad configuration", "err", err.Error())
 
 	out := logs.String()
-	if !strings.Contains(out, "crawler:xxxxx@"+dead.Addr().String()) || !strings.Contains(out, "cannot start") {
+	if !strings.Contains(out, "ftp://"+dead.Addr().String()) || !strings.Contains(out, "cannot start") {
 		t.Fatalf("the log does not name the proxy (redacted) and the init error, so it proves nothing:\n%s", out)
 	}
 	if strings.Contains(out, password) {
@@ -133,5 +134,39 @@ func TestASecretWithoutAReaderStopsFetchAlone(t *testing.T) {
 			continue
 		}
 		h.Close()
+	}
+}
+
+// Every malformed proxy URL of the corpus, in CRAWL_PROXIES or in the parameter that
+// CRAWL_PROXIES_SECRET names, stops the fetch function at init; the error, logged at debug level
+// as main logs it, holds no password.
+func TestBadProxiesStopTheFunctionWithoutThePassword(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, raw := range proxycorpus.Bad(t) {
+		env := map[string]string{"CRAWL_TABLE": "crawl", "CRAWL_BUCKET": "bucket", "CRAWL_PROXIES": raw,
+			"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+		h, err := newHandlers(context.Background(), func(k string) string { return env[k] }, log, nil, pipeline.Fetch)
+		if err == nil {
+			h.Close()
+			t.Errorf("CRAWL_PROXIES=%q: the fetch function started", raw)
+		} else {
+			log.Error("cannot start: bad configuration", "err", err.Error())
+		}
+
+		cfg := pipeline.DefaultConfig()
+		cfg.ProxiesSecret = "ssm:/crawl/proxies"
+		src := awssecrets.Source{SSM: parameter{name: "/crawl/proxies", value: raw}}
+		if _, err := SecretProxies(context.Background(), cfg, src.Proxies); err == nil {
+			t.Errorf("a parameter that holds %q: no error", raw)
+		} else {
+			log.Error("cannot start: bad configuration", "err", err.Error())
+		}
+	}
+	if !strings.Contains(logs.String(), "cannot start") {
+		t.Fatalf("nothing logged, so the test proves nothing:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), proxycorpus.Marker) {
+		t.Errorf("the password is in the log:\n%s", logs.String())
 	}
 }

@@ -29,7 +29,8 @@ func defaultBackoff() backoffPolicy {
 // errSomeFailed tells the backoff loop that some entries of a batch are worth sending again.
 var errSomeFailed = errors.New("some batch entries failed")
 
-// SendBatch sends entries in chunks of queue.MaxBatch. Entries that SQS reports as failed through
+// SendBatch sends entries in chunks of at most queue.MaxBatch entries and queue.MaxBatchBytes of
+// payload (queue.Chunks). Entries that SQS reports as failed through
 // no fault of the sender (SenderFault false, such as an internal error or throttling) are re-sent,
 // alone, a bounded number of times with exponential backoff; the rest fail at once. A call that
 // fails as a whole has already been retried by the SDK's retryer. Delay is rounded up to whole

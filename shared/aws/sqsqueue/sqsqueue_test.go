@@ -89,6 +89,51 @@ func TestSendBatchChunks(t *testing.T) {
 	}
 }
 
+// Entries of about 240 KiB go one to a call, whatever their count: two would pass SQS's 256 KiB
+// limit on a batch's total payload (attributes count too), which fails the call whole. Every
+// call holds at most 10 entries and 256 KiB, and every entry is sent once, in order.
+func TestSendBatchKeepsUnderThePayloadLimit(t *testing.T) {
+	f := &fakeAPI{sendBatch: func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+		return &sqs.SendMessageBatchOutput{}, nil
+	}}
+	var es []queue.Entry
+	for i := range 3 {
+		es = append(es, queue.Entry{ID: fmt.Sprintf("big%d", i), Body: strings.Repeat("x", 240<<10)})
+	}
+	small := entries(12)
+	small[0].Attributes = map[string]string{"traceparent": strings.Repeat("t", 20<<10)}
+	es = append(es, small...)
+	es = append(es, queue.Entry{ID: "last", Body: strings.Repeat("y", 200<<10)})
+	if err := newTestQueue(f).SendBatch(context.Background(), "q", es); err != nil {
+		t.Fatalf("SendBatch: %v", err)
+	}
+	var sent []string
+	for _, c := range f.batchCalls {
+		total := 0
+		for _, e := range c.Entries {
+			total += len(aws.ToString(e.MessageBody))
+			for k, v := range e.MessageAttributes {
+				total += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue))
+			}
+			sent = append(sent, aws.ToString(e.Id))
+		}
+		if len(c.Entries) > 10 || total > 262144 {
+			t.Errorf("a call of %d entries and %d bytes; want at most 10 and 262,144", len(c.Entries), total)
+		}
+	}
+	var want []string
+	for _, e := range es {
+		want = append(want, e.ID)
+	}
+	if fmt.Sprint(sent) != fmt.Sprint(want) {
+		t.Errorf("sent %v, want %v", sent, want)
+	}
+	// big0, big1 and big2 alone; the small ones 10 to a call; the last two small ones with the 200 KiB one.
+	if len(f.batchCalls) != 5 {
+		t.Errorf("%d calls, want 5", len(f.batchCalls))
+	}
+}
+
 func TestSendBatchRetriesOnlyFailedEntries(t *testing.T) {
 	calls := 0
 	f := &fakeAPI{sendBatch: func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {

@@ -36,12 +36,15 @@ const (
 	Budget            Class = "budget"    // a link not admitted: the crawl's pages (max pages) or money budget are used up
 	Stopped           Class = "stopped"   // a URL left unfetched, or a link not admitted: the crawl was stopped
 	OptedOut          Class = "opted_out" // on the opt-out list: its owner asked not to be crawled, or its page was purged
-	Internal          Class = "internal"  // a bug or a backend failure: retried
+	// PageGone is a page that parse cannot read back: its WARC file was purged, or expired by the
+	// bucket's lifecycle, before its parse message was handled. Not retried: the page is gone.
+	PageGone Class = "page_gone"
+	Internal Class = "internal" // a bug or a backend failure: retried
 )
 
 // All lists every class, in a stable order for summaries.
 var All = []Class{DNS, Connect, TLS, Timeout, HTTP4xx, HTTP429, HTTP5xx, TooLarge, Robots, RobotsUnavailable,
-	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Stopped, OptedOut, Internal}
+	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Stopped, OptedOut, PageGone, Internal}
 
 // Error is an error with a class.
 type Error struct {

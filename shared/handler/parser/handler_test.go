@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -376,6 +377,39 @@ func TestGarbageWARCRange(t *testing.T) {
 	}
 	if q, err := e.blobs.List(ctx, quarantine.Prefix); err != nil || len(q) != 0 {
 		t.Errorf("quarantined %v (%v): a bad page is not a bad message", q, err)
+	}
+}
+
+// A parse message whose WARC file is gone (purged, or expired by the lifecycle) is done, not
+// retried into the DLQ: its page is recorded with class page_gone and counted, and no links go out.
+func TestAPageWhoseFileIsGoneEndsPageGone(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rec, m := e.sample()
+	rec = e.store(rec, m, warc(t, m.FinalURL, nil, "<title>gone</title>"+links), 0)
+	if err := e.blobs.Delete(ctx, m.WARC.Key); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.handle(rec); len(got) != 0 {
+		t.Errorf("BatchItemFailures = %v, want none: a page that is gone cannot come back", got)
+	}
+	recs := e.records(m.Crawl)
+	if len(recs) != 1 || recs[0].Class != errclass.PageGone || !strings.Contains(recs[0].Error, m.WARC.Key) || recs[0].URL != m.URL {
+		t.Fatalf("records = %+v, want one with class page_gone naming the file", recs)
+	}
+	c, err := e.state.Counters(ctx, m.Crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Classes[errclass.PageGone] != 1 {
+		t.Errorf("counters = %+v, want 1 of class page_gone", c)
+	}
+	if got := e.sent(m); len(got) != 0 {
+		t.Errorf("links sent = %v, want none", got)
+	}
+	// Delivered again, it is a duplicate: nothing more is recorded.
+	if got := e.handle(rec); len(got) != 0 || len(e.records(m.Crawl)) != 1 {
+		t.Errorf("a second delivery: failures %v, %d records; want none and still 1", got, len(e.records(m.Crawl)))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -38,6 +39,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/web/links"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
+	"github.com/crawlstack/crawlstack/shared/port/blob"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -233,6 +235,11 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 		page = *handed
 	} else {
 		raw, err := pages.read(ctx, ref)
+		if errors.Is(err, blob.ErrNotFound) {
+			// Purged, or expired by the lifecycle: reading again cannot help, and the DLQ would
+			// only hold the message. The page's record says so, and the message is done.
+			return h.pageGone(ctx, p, fmt.Errorf("read %s: %w", ref.Key, err))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", ref.Key, err)
 		}
@@ -333,6 +340,16 @@ func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {
 func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*parsed, error) {
 	p.out.Class, p.out.Error = errclass.Parse, safelog.Truncate(cause.Error())
 	if err := h.counters.CountParseError(ctx, p.crawl, errclass.Parse); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// pageGone records p as a page whose stored copy is gone (errclass.PageGone), counted as a parse
+// error of that class, with no links.
+func (h *Handler) pageGone(ctx context.Context, p *parsed, cause error) (*parsed, error) {
+	p.out.Class, p.out.Error = errclass.PageGone, safelog.Truncate(cause.Error())
+	if err := h.counters.CountParseError(ctx, p.crawl, errclass.PageGone); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -1,15 +1,18 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,6 +47,25 @@ type env struct {
 	blobs *fileblob.Store
 	state *crawlstate.Store
 	h     *scheduler.Handler
+	logs  *syncBuffer // the handler's log, text lines at Info and above
+}
+
+// syncBuffer is a bytes.Buffer that the handler's workers may write at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // frontierDeps gives d the crawl state s for each of the capabilities a frontier takes of it.
@@ -56,13 +78,14 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	be := embedtest.Open(t, scheduleQ, fetchQ)
 	q, blobs := be.Queue, be.Blobs
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	state := crawlstate.New(be.Table)
 	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontierDeps(state, frontier.Deps{Send: q, Log: log}))
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "schedule"}, Log: log}
 	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4},
 		scheduler.Deps{Admit: front, Starts: front, Blobs: blobs, Send: q, Batch: batch, Log: log, Links: state})
-	return &env{t: t, q: q, blobs: blobs, state: state, h: h}
+	return &env{t: t, q: q, blobs: blobs, state: state, h: h, logs: logs}
 }
 
 func (e *env) put(key, body string) {
@@ -347,6 +370,44 @@ func TestInvokeUnrecognisedEvent(t *testing.T) {
 }
 
 // A seed file over the limit is refused from the event's size, before it is read into memory.
+// A seed file of thousands of bad lines logs the first MaxLoggedBadLines of them, one line each,
+// and counts the rest: the "crawl started" line and the report give the count, the report lists
+// the first 1,000, and the good lines are all sent.
+func TestBadSeedLinesAreSampledInTheLog(t *testing.T) {
+	e := newEnv(t)
+	const bad, good = 5000, 5
+	var b strings.Builder
+	for i := range bad {
+		fmt.Fprintf(&b, "not a url %d\n", i)
+		if i%1000 == 0 {
+			fmt.Fprintf(&b, "http://example.test/%d\n", i)
+		}
+	}
+	e.put("seeds/bad.txt", b.String())
+	if err := e.h.StartCrawl(context.Background(), "seeds/bad.txt", "c"); err != nil {
+		t.Fatal(err)
+	}
+	logs := e.logs.String()
+	if n := strings.Count(logs, "bad seed line"); n != scheduler.MaxLoggedBadLines {
+		t.Errorf("%d bad seed lines logged, want %d", n, scheduler.MaxLoggedBadLines)
+	}
+	if want := fmt.Sprintf("badLines=%d badLinesNotLogged=%d", bad, bad-scheduler.MaxLoggedBadLines); !strings.Contains(logs, want) {
+		t.Errorf("the log does not say %q:\n%s", want, logs)
+	}
+	raw, err := e.blobs.Get(context.Background(), scheduler.ReportsPrefix+"c/seeds.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r scheduler.SeedReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != bad || len(r.Bad) != r.Limits.MaxReports || r.Limits.MaxLogged != scheduler.MaxLoggedBadLines || r.Accepted != good {
+		t.Errorf("report: %d errors, %d listed, limits %+v, %d accepted; want %d, %d, %d logged, %d",
+			r.Errors, len(r.Bad), r.Limits, r.Accepted, bad, r.Limits.MaxReports, scheduler.MaxLoggedBadLines, good)
+	}
+}
+
 func TestOversizeSeedFileIsReportedNotRead(t *testing.T) {
 	e := newEnv(t) // no seed file stored: reading it would fail the record
 	ev := sqsSample(t, samples.S3PutSeed)

@@ -69,9 +69,17 @@ type SeedLimits struct {
 	MaxBytes   int `json:"maxBytes"`
 	MaxLine    int `json:"maxLine"`
 	MaxReports int `json:"maxReportedBadLines"`
+	// MaxLogged is how many bad lines are logged, one line each; the rest are only counted
+	// (Errors) and, up to MaxReports, listed in the report.
+	MaxLogged int `json:"maxLoggedBadLines"`
 }
 
 const maxReportedBad = 1000
+
+// MaxLoggedBadLines is how many bad lines of a seed file are logged, each on a log line of its
+// own: a file of millions of bad lines would otherwise make gigabytes of logs (and their bill)
+// and a timeout. The count of them all is in the "crawl started" line and the seed report.
+const MaxLoggedBadLines = 10
 
 // StartCrawl reads one seed file, a URL list or a crawl spec (crawlspec.IsSpec), and fans its URLs
 // out to the schedule queue as Links messages. A spec's settings are stored first, for every
@@ -159,7 +167,8 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	if err != nil {
 		return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)
 	}
-	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors, "recrawls", previous)
+	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors,
+		"badLinesNotLogged", max(report.Errors-MaxLoggedBadLines, 0), "recrawls", previous)
 	return h.writeReport(ctx, report)
 }
 
@@ -169,7 +178,9 @@ func (h *Handler) scanSeeds(body []byte, crawl, key string, report *SeedReport, 
 		return add(s.URL.String())
 	}, func(le seeds.LineError) {
 		report.Errors++
-		h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
+		if report.Errors <= MaxLoggedBadLines {
+			h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
+		}
 		if len(report.Bad) < maxReportedBad {
 			report.Bad = append(report.Bad, BadLine{Line: le.Line, Text: le.Text, Error: le.Err.Error()})
 		}
@@ -194,7 +205,7 @@ func (h *Handler) badSpec(ctx context.Context, report SeedReport, err error) err
 
 func newReport(crawl, key string) SeedReport {
 	return SeedReport{Crawl: crawl, SeedFile: key, ReadAt: time.Now().UTC(), Bad: []BadLine{},
-		Limits: SeedLimits{MaxBytes: MaxSeedBytes, MaxLine: seeds.DefaultMaxLine, MaxReports: maxReportedBad}}
+		Limits: SeedLimits{MaxBytes: MaxSeedBytes, MaxLine: seeds.DefaultMaxLine, MaxReports: maxReportedBad, MaxLogged: MaxLoggedBadLines}}
 }
 
 // oversize is the report of a seed file too big to crawl: nothing of it is read.

@@ -21,6 +21,12 @@ import (
 // split longer slices into chunks of MaxBatch themselves.
 const MaxBatch = 10
 
+// MaxBatchBytes is the largest total payload SQS accepts in one SendMessageBatch call: the sum of
+// its messages' sizes (EntrySize), 256 KiB, as for one message (SendMessageBatch's API reference:
+// "the maximum total payload size (the sum of the individual lengths of all of the batched
+// messages) [is] 256 KiB (262,144 bytes)"; a longer call fails whole, BatchRequestTooLong).
+const MaxBatchBytes = 256 << 10
+
 // MaxDelay is the longest per-message delay SQS supports. Longer waits are chained by the caller.
 const MaxDelay = 15 * time.Minute
 
@@ -122,15 +128,32 @@ func (e *BatchError) Error() string {
 	return fmt.Sprintf("send batch: %d entries failed, first %s: %v", len(ids), ids[0], e.Failed[ids[0]])
 }
 
-// Chunks splits entries into slices of at most MaxBatch entries, in order.
+// EntrySize is the size SQS counts for e against its message and batch limits: the body, and
+// each attribute's name, data type ("String") and value.
+func EntrySize(e Entry) int {
+	n := len(e.Body)
+	for k, v := range e.Attributes {
+		n += len(k) + len("String") + len(v)
+	}
+	return n
+}
+
+// Chunks splits entries into slices of at most MaxBatch entries and at most MaxBatchBytes in all
+// (EntrySize), in order. An entry larger than MaxBatchBytes alone goes in a chunk of its own, for
+// SQS to refuse.
 func Chunks(entries []Entry) [][]Entry {
 	var out [][]Entry
-	for len(entries) > MaxBatch {
-		out = append(out, entries[:MaxBatch])
-		entries = entries[MaxBatch:]
+	start, size := 0, 0
+	for i, e := range entries {
+		n := EntrySize(e)
+		if i > start && (i-start == MaxBatch || size+n > MaxBatchBytes) {
+			out = append(out, entries[start:i])
+			start, size = i, 0
+		}
+		size += n
 	}
-	if len(entries) > 0 {
-		out = append(out, entries)
+	if start < len(entries) {
+		out = append(out, entries[start:])
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -13,6 +14,41 @@ import (
 // fakeDNS is a loopback DNS server: names in a answer with those IPv4 addresses, names that
 // start with "fail." answer SERVFAIL, and every other name is NXDOMAIN. Nothing reaches real DNS.
 func fakeDNS(t *testing.T, a map[string]netip.Addr) *net.Resolver {
+	t.Helper()
+	return dnsServer(t, func(name string, _ bool) (netip.Addr, bool) {
+		ip, ok := a[name]
+		return ip, ok
+	})
+}
+
+// rebindingDNS is a loopback DNS server whose A answer for name is first the first time it is
+// asked, and then every time after; other names are NXDOMAIN. It plays a rebinding attacker's
+// name server (TTL 0 in spirit: nothing caches here).
+func rebindingDNS(t *testing.T, name string, first, then netip.Addr) *net.Resolver {
+	t.Helper()
+	var mu sync.Mutex
+	asked := 0
+	return dnsServer(t, func(q string, isA bool) (netip.Addr, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if q != name {
+			return netip.Addr{}, false
+		}
+		if !isA {
+			return netip.Addr{}, true
+		}
+		asked++
+		if asked == 1 {
+			return first, true
+		}
+		return then, true
+	})
+}
+
+// dnsServer answers each query with what lookup says of the name asked (isA: an A query; its
+// address is used for those only): known names get NOERROR, others NXDOMAIN, and names that
+// start with "fail." SERVFAIL.
+func dnsServer(t *testing.T, lookup func(name string, isA bool) (netip.Addr, bool)) *net.Resolver {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -26,7 +62,7 @@ func fakeDNS(t *testing.T, a map[string]netip.Addr) *net.Resolver {
 			if err != nil {
 				return
 			}
-			if out, ok := answer(buf[:n], a); ok {
+			if out, ok := answer(buf[:n], lookup); ok {
 				pc.WriteTo(out, from)
 			}
 		}
@@ -38,7 +74,7 @@ func fakeDNS(t *testing.T, a map[string]netip.Addr) *net.Resolver {
 	}}
 }
 
-func answer(query []byte, a map[string]netip.Addr) ([]byte, bool) {
+func answer(query []byte, lookup func(string, bool) (netip.Addr, bool)) ([]byte, bool) {
 	var p dnsmessage.Parser
 	h, err := p.Start(query)
 	if err != nil {
@@ -50,7 +86,7 @@ func answer(query []byte, a map[string]netip.Addr) ([]byte, bool) {
 	}
 	name := strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")
 	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionAvailable: true}
-	ip, known := a[name]
+	ip, known := lookup(name, q.Type == dnsmessage.TypeA)
 	switch {
 	case strings.HasPrefix(name, "fail."):
 		rh.RCode = dnsmessage.RCodeServerFailure

@@ -83,8 +83,10 @@ type Options struct {
 	Fingerprint string
 	// Proxies, when set, carry every request: http://, https:// or socks5:// URLs, with their
 	// credentials in the URL (never logged: errors name them redacted). The SSRF guard still
-	// checks each target's addresses before the request goes to a proxy; the proxies' own
-	// addresses are dialled unguarded, since the user configured them. Not with FingerprintChrome.
+	// checks each target's addresses before the request goes to a proxy, and the proxy is asked
+	// for a tunnel to a checked address, never to the name (an HTTP or SOCKS5 CONNECT, for
+	// plain-http targets too); the proxies' own addresses are dialled unguarded, since the user
+	// configured them. Not with FingerprintChrome.
 	Proxies []string
 	// ProxyRotation is RotatePerRequest (the default) or StickyPerHost.
 	ProxyRotation string
@@ -168,14 +170,10 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("httpfetch: %w", err)
 		}
 		plain := &net.Dialer{Timeout: opts.HeaderTimeout, KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if pool.isProxy(addr) {
-				return plain.DialContext(ctx, network, addr) // configured by the user: trusted
-			}
-			return dialer.DialContext(ctx, network, addr)
+		for _, s := range pool.proxies {
+			s.transport = newProxyTransport(tr, &tunnelDialer{proxy: s, plain: plain, rootCAs: opts.RootCAs, timeout: opts.HeaderTimeout})
 		}
-		tr.Proxy = proxyOf
-		c.proxied = &proxyTransport{next: tr, pool: pool, guard: guard, resolver: cmp.Or(opts.Resolver, net.DefaultResolver)}
+		c.proxied = &proxyTransport{pool: pool, guard: guard, resolver: cmp.Or(opts.Resolver, net.DefaultResolver)}
 	}
 	if opts.MaxInFlight > 0 {
 		c.slots = make(chan struct{}, opts.MaxInFlight)
@@ -223,6 +221,11 @@ func setDefaults(o *Options) {
 func (c *Client) Close() {
 	c.transport.CloseIdleConnections()
 	c.chrome.CloseIdleConnections()
+	if c.proxied != nil {
+		for _, s := range c.proxied.pool.proxies {
+			s.transport.CloseIdleConnections()
+		}
+	}
 }
 
 // Get fetches rawURL with the client's limits.

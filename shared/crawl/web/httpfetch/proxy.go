@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,24 +33,6 @@ const (
 	DefaultProxyCooldown = 30 * time.Second
 )
 
-// ParseProxy checks a proxy's URL: http, https or socks5, with a host and port, and no path.
-// Its errors never hold the URL's password.
-func ParseProxy(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return nil, errors.New("proxy: not a URL") // url's error would quote the password
-	}
-	switch u.Scheme {
-	case "http", "https", "socks5":
-	default:
-		return nil, fmt.Errorf("proxy %s: want an http://, https:// or socks5:// URL", u.Redacted())
-	}
-	if u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return nil, fmt.Errorf("proxy %s: want scheme://[user:password@]host:port", u.Redacted())
-	}
-	return u, nil
-}
-
 // proxyPool chooses the proxy of each request among the configured ones, and keeps a circuit
 // breaker per proxy: failures in a row take it out for a cooldown, then one request probes it,
 // and it is back in when that succeeds.
@@ -66,8 +47,9 @@ type proxyPool struct {
 
 // proxyState is a proxy and its breaker.
 type proxyState struct {
-	url  *url.URL
-	addr string // host:port, as the transport dials it
+	url       *url.URL
+	addr      string          // host:port, as the transport dials it
+	transport *http.Transport // the requests through this proxy, each connection a tunnel (tunnel.go)
 
 	mu        sync.Mutex
 	fails     int
@@ -92,17 +74,6 @@ func newProxyPool(raw []string, rotation string, failures int, cooldown time.Dur
 		p.proxies = append(p.proxies, &proxyState{url: u, addr: net.JoinHostPort(u.Hostname(), port)})
 	}
 	return p, nil
-}
-
-// isProxy reports whether addr is a configured proxy's: the one address a dial may reach
-// without the SSRF guard, because the user configured it.
-func (p *proxyPool) isProxy(addr string) bool {
-	for _, s := range p.proxies {
-		if s.addr == addr {
-			return true
-		}
-	}
-	return false
 }
 
 // pick returns the proxy for a request to host: the next one in turn, or the host's own, skipping
@@ -170,27 +141,27 @@ func (p *proxyPool) report(s *proxyState, failed bool) {
 	s.probing = false
 }
 
-type proxyKey struct{}
-
 // proxyTransport sends every request through a proxy of the pool. Before it does, it resolves
 // the target's host and refuses it unless the SSRF guard allows every address (the proxy would
-// reach it on the crawler's behalf); every redirect hop comes through here again.
+// reach it on the crawler's behalf); then the proxy's transport tunnels to one of those
+// addresses, never to the name (tunnel.go). Every redirect hop comes through here again.
 type proxyTransport struct {
-	next     http.RoundTripper
 	pool     *proxyPool
 	guard    *netguard.Guard
 	resolver *net.Resolver
 }
 
 func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := t.checkTarget(req.Context(), req.URL); err != nil {
+	addrs, err := t.checkTarget(req.Context(), req.URL)
+	if err != nil {
 		return nil, err
 	}
 	s, err := t.pool.pick(req.URL.Host)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := t.next.RoundTrip(req.WithContext(context.WithValue(req.Context(), proxyKey{}, s)))
+	ctx := context.WithValue(req.Context(), targetKey{}, checkedTarget{host: req.URL.Hostname(), addrs: addrs})
+	resp, err := s.transport.RoundTrip(req.WithContext(ctx))
 	switch {
 	case err != nil && req.Context().Err() != nil:
 		// The caller gave up or its deadline passed: not the proxy's fault.
@@ -220,29 +191,34 @@ func (e *proxyError) Timeout() bool {
 	return errors.As(e.err, &ne) && ne.Timeout()
 }
 
-// checkTarget resolves u's host and checks every address with the guard.
-func (t *proxyTransport) checkTarget(ctx context.Context, u *url.URL) error {
+// checkTarget resolves u's host and checks every address with the guard; it returns them, for
+// the tunnel to go to one of them and nowhere else.
+func (t *proxyTransport) checkTarget(ctx context.Context, u *url.URL) ([]netip.Addr, error) {
 	if err := t.guard.CheckURL(u); err != nil {
-		return err
+		return nil, err
 	}
 	port, err := netip.ParseAddrPort(net.JoinHostPort("0.0.0.0", portOf(u)))
 	if err != nil {
-		return errclass.Errorf(errclass.SSRF, "port of %s: %v", u.Redacted(), err)
+		return nil, errclass.Errorf(errclass.SSRF, "port of %s: %v", u.Redacted(), err)
 	}
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return t.guard.CheckAddr(netip.AddrPortFrom(ip, port.Port()))
+		return []netip.Addr{ip}, t.guard.CheckAddr(netip.AddrPortFrom(ip, port.Port()))
 	}
 	ips, err := t.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return classify(ctx, err, &idleTimer{})
+		return nil, classify(ctx, err, &idleTimer{})
 	}
-	for _, ip := range ips {
-		if err := t.guard.CheckAddr(netip.AddrPortFrom(ip.Unmap(), port.Port())); err != nil {
-			return fmt.Errorf("%s resolves to %s: %w", host, ip, err)
+	if len(ips) == 0 {
+		return nil, errclass.Errorf(errclass.DNS, "%s has no address", host)
+	}
+	for i, ip := range ips {
+		ips[i] = ip.Unmap()
+		if err := t.guard.CheckAddr(netip.AddrPortFrom(ips[i], port.Port())); err != nil {
+			return nil, fmt.Errorf("%s resolves to %s: %w", host, ip, err)
 		}
 	}
-	return nil
+	return ips, nil
 }
 
 func portOf(u *url.URL) string {
@@ -253,12 +229,4 @@ func portOf(u *url.URL) string {
 		return "443"
 	}
 	return "80"
-}
-
-// proxyOf is the proxy the pool chose for the request (http.Transport.Proxy).
-func proxyOf(req *http.Request) (*url.URL, error) {
-	if s, ok := req.Context().Value(proxyKey{}).(*proxyState); ok {
-		return s.url, nil
-	}
-	return nil, errclass.Errorf(errclass.Internal, "a request without a proxy chosen")
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -18,54 +19,20 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
-	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
+	"github.com/crawlstack/crawlstack/shared/testkit/tunnelproxy"
 )
 
-// testProxy is a forward proxy on loopback for plain-http targets: it counts the requests it
-// carried and the Proxy-Authorization it saw, and can be made slow.
+// testProxy is a forward proxy on loopback (package tunnelproxy): it counts the plain-http
+// requests it carried and the Proxy-Authorization it saw, and can be made slow.
 type testProxy struct {
-	srv     *httptest.Server
-	carried atomic.Int64
-	delay   time.Duration
-	mu      sync.Mutex
-	auth    []string
+	*tunnelproxy.Proxy
+	srv *httptest.Server
 }
 
 func newTestProxy(t *testing.T, delay time.Duration) *testProxy {
 	t.Helper()
-	p := &testProxy{delay: delay}
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !r.URL.IsAbs() {
-			http.Error(w, "not a proxy request", http.StatusBadRequest)
-			return
-		}
-		p.mu.Lock()
-		p.auth = append(p.auth, r.Header.Get("Proxy-Authorization"))
-		p.mu.Unlock()
-		if p.delay > 0 {
-			select {
-			case <-time.After(p.delay):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		p.carried.Add(1)
-		out, _ := http.NewRequestWithContext(r.Context(), r.Method, r.URL.String(), nil)
-		out.Header = r.Header.Clone()
-		out.Header.Del("Proxy-Authorization")
-		resp, err := tr.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
+	p := tunnelproxy.New(t, tunnelproxy.Options{Delay: delay})
+	return &testProxy{Proxy: p, srv: p.Server}
 }
 
 // listen serves each connection to a new loopback listener with serve, and returns its address.
@@ -122,8 +89,8 @@ func TestProxyRotationPerRequest(t *testing.T) {
 			t.Errorf("body %q, want %q", resp.Body, want)
 		}
 	}
-	if a.carried.Load() != 3 || b.carried.Load() != 3 {
-		t.Errorf("the proxies carried %d and %d requests, want 3 each", a.carried.Load(), b.carried.Load())
+	if a.CarriedRequests() != 3 || b.CarriedRequests() != 3 {
+		t.Errorf("the proxies carried %d and %d requests, want 3 each", a.CarriedRequests(), b.CarriedRequests())
 	}
 }
 
@@ -137,7 +104,7 @@ func TestProxyStickyPerHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := []int64{a.carried.Load(), b.carried.Load()}; !(got[0] == 5 && got[1] == 0 || got[0] == 0 && got[1] == 5) {
+	if got := []int64{a.CarriedRequests(), b.CarriedRequests()}; !(got[0] == 5 && got[1] == 0 || got[0] == 0 && got[1] == 5) {
 		t.Errorf("the proxies carried %v of one host's 5 requests, want all through one", got)
 	}
 }
@@ -159,8 +126,8 @@ func TestProxyBreakerOpensAndCloses(t *testing.T) {
 		}
 	}
 	// The bad proxy's turns: requests 1 and 3 (2 failures open it); the rest go through the good one.
-	if failed != 2 || good.carried.Load() != 6 {
-		t.Errorf("%d requests failed and the good proxy carried %d; want 2 failures, 6 carried", failed, good.carried.Load())
+	if failed != 2 || good.CarriedRequests() != 6 {
+		t.Errorf("%d requests failed and the good proxy carried %d; want 2 failures, 6 carried", failed, good.CarriedRequests())
 	}
 	before := dials.Load()
 	if before < 2 {
@@ -177,8 +144,8 @@ func TestProxyBreakerOpensAndCloses(t *testing.T) {
 			t.Fatalf("after the cooldown: %v", err)
 		}
 	}
-	if healed.carried.Load() != 2 || dials.Load() != before {
-		t.Errorf("after the cooldown the probed proxy carried %d of 4 requests, want 2 (in again, taking turns)", healed.carried.Load())
+	if healed.CarriedRequests() != 2 || dials.Load() != before {
+		t.Errorf("after the cooldown the probed proxy carried %d of 4 requests, want 2 (in again, taking turns)", healed.CarriedRequests())
 	}
 }
 
@@ -191,17 +158,134 @@ func TestProxySlow(t *testing.T) {
 	wantClass(t, err, errclass.Timeout)
 }
 
-// The SSRF guard still checks the target behind the proxy: a guard that allows no private
-// address refuses a loopback target, and the proxy (itself on loopback, trusted because it was
-// configured) carries nothing.
+// The SSRF guard still checks the target behind the proxy: a name that resolves to 127.0.0.2,
+// which the test guard refuses (it allows 127.0.0.1 alone), on a port the guard leaves to the
+// dial (an allow-list makes any port pass CheckURL): only the proxy transport's check of the
+// target's addresses refuses it. The proxy (itself on loopback, trusted because it was
+// configured) is asked for nothing.
 func TestProxyKeepsTheGuardOnTheTarget(t *testing.T) {
 	p := newTestProxy(t, 0)
-	site := target(t)
-	c := newClient(t, Options{Proxies: []string{p.srv.URL}, Guard: netguard.New(nil, nil)})
-	_, err := c.Get(context.Background(), site.URL)
-	wantClass(t, err, errclass.SSRF)
-	if p.carried.Load() != 0 {
-		t.Errorf("the proxy carried %d requests to a refused target", p.carried.Load())
+	resolver := fakeDNS(t, map[string]netip.Addr{"private.test": netip.MustParseAddr("127.0.0.2")})
+	c := newClient(t, Options{Proxies: []string{p.srv.URL}, Resolver: resolver})
+	for _, u := range []string{"http://private.test:8080/", "https://private.test/"} {
+		_, err := c.Get(context.Background(), u)
+		wantClass(t, err, errclass.SSRF)
+	}
+	if asked := p.Asked(); len(asked) != 0 || p.CarriedRequests() != 0 {
+		t.Errorf("the proxy was asked for %v and carried %d requests to a refused target", asked, p.CarriedRequests())
+	}
+}
+
+// rebindSite serves on 127.0.0.1 and, on the same port, a refused server on 127.0.0.2 that
+// counts the connections it gets (none may come); its handler records the Host and SNI it saw.
+type rebindSite struct {
+	port        string
+	denied      *atomic.Int64
+	mu          sync.Mutex
+	hosts, snis []string
+}
+
+func newRebindSite(t *testing.T, tlsSite bool) (*rebindSite, *httptest.Server) {
+	t.Helper()
+	rs := &rebindSite{denied: &atomic.Int64{}}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rs.mu.Lock()
+		rs.hosts = append(rs.hosts, r.Host)
+		if r.TLS != nil {
+			rs.snis = append(rs.snis, r.TLS.ServerName)
+		}
+		rs.mu.Unlock()
+		fmt.Fprint(w, "the public page")
+	}))
+	if tlsSite {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	_, rs.port, _ = net.SplitHostPort(srv.Listener.Addr().String())
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", rs.port))
+	if err != nil {
+		t.Skipf("cannot listen on 127.0.0.2:%s: %v", rs.port, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			rs.denied.Add(1)
+			c.Close()
+		}
+	}()
+	return rs, srv
+}
+
+// A rebinding name (its name server answers an allowed address, 127.0.0.1, the first time, and a
+// refused one, 127.0.0.2, after) cannot lead a proxy to the refused address: the crawler checks
+// the first answer and asks the proxy for a tunnel to that address, never to the name, so the
+// proxy, which resolves names with the same name server, never looks the name up. Over https the
+// name is the SNI and the Host; the certificate is checked for it.
+func TestProxyConnectsToTheCheckedAddress(t *testing.T) {
+	for _, tt := range []struct {
+		name, host string
+		tls        bool
+	}{
+		{"http", "rebind.test", false},
+		{"https", "example.com", true}, // httptest's certificate is for example.com
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			site, srv := newRebindSite(t, tt.tls)
+			resolver := rebindingDNS(t, tt.host, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"))
+			p := tunnelproxy.New(t, tunnelproxy.Options{Resolver: resolver})
+			opts := Options{Proxies: []string{p.URL()}, Resolver: resolver}
+			if tt.tls {
+				opts.RootCAs = x509.NewCertPool()
+				opts.RootCAs.AddCert(srv.Certificate())
+			}
+			c := newClient(t, opts)
+			scheme := map[bool]string{false: "http", true: "https"}[tt.tls]
+			resp, err := c.Get(context.Background(), scheme+"://"+tt.host+":"+site.port+"/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(resp.Body) != "the public page" {
+				t.Errorf("body %q, want the public page", resp.Body)
+			}
+			want := "127.0.0.1:" + site.port
+			if asked, dialled := p.Asked(), p.Dialled(); len(asked) != 1 || asked[0] != want || len(dialled) != 1 || dialled[0] != want {
+				t.Errorf("the proxy was asked for %v and connected to %v; want %s, the checked address, once", asked, dialled, want)
+			}
+			if n := site.denied.Load(); n != 0 {
+				t.Errorf("the refused address 127.0.0.2 got %d connections", n)
+			}
+			site.mu.Lock()
+			defer site.mu.Unlock()
+			if len(site.hosts) != 1 || site.hosts[0] != tt.host+":"+site.port {
+				t.Errorf("the site saw Host %v, want %s:%s", site.hosts, tt.host, site.port)
+			}
+			if tt.tls && (len(site.snis) != 1 || site.snis[0] != tt.host) {
+				t.Errorf("the site saw SNI %v, want %s", site.snis, tt.host)
+			}
+		})
+	}
+}
+
+// Through a SOCKS5 proxy too, the proxy is asked for the checked IP, not the name.
+func TestSOCKSProxyConnectsToTheCheckedAddress(t *testing.T) {
+	site, _ := newRebindSite(t, false)
+	resolver := rebindingDNS(t, "rebind.test", netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"))
+	socks, carried, asked := socks5Proxy(t)
+	c := newClient(t, Options{Proxies: []string{socks}, Resolver: resolver})
+	if _, err := c.Get(context.Background(), "http://rebind.test:"+site.port+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked(); carried.Load() != 1 || len(got) != 1 || got[0] != "127.0.0.1:"+site.port {
+		t.Errorf("the SOCKS proxy carried %d connections, asked for %v; want one, to 127.0.0.1:%s", carried.Load(), got, site.port)
+	}
+	if site.denied.Load() != 0 {
+		t.Errorf("the refused address got %d connections", site.denied.Load())
 	}
 }
 
@@ -215,8 +299,8 @@ func TestProxyCredentialsAreSentAndNeverShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("crawler:s3cret-pw"))
-	if p.auth[0] != want {
-		t.Errorf("the proxy saw Proxy-Authorization %q, want %q", p.auth[0], want)
+	if p.Auth()[0] != want {
+		t.Errorf("the proxy saw Proxy-Authorization %q, want %q", p.Auth()[0], want)
 	}
 	bad, _ := deadProxy(t)
 	c = newClient(t, Options{Proxies: []string{strings.Replace(bad, "http://", "http://crawler:s3cret-pw@", 1)}})
@@ -242,9 +326,11 @@ func mustParseProxy(t *testing.T, raw string) *url.URL {
 
 // socks5Proxy is a SOCKS5 server on loopback for the tests (RFC 1928: no authentication, CONNECT
 // only); it counts the connections it carried.
-func socks5Proxy(t *testing.T) (string, *atomic.Int64) {
+func socks5Proxy(t *testing.T) (string, *atomic.Int64, func() []string) {
 	t.Helper()
 	var carried atomic.Int64
+	var mu sync.Mutex
+	var asked []string
 	serve := func(c net.Conn) {
 		defer c.Close()
 		buf := make([]byte, 262)
@@ -273,6 +359,9 @@ func socks5Proxy(t *testing.T) (string, *atomic.Int64) {
 		}
 		io.ReadFull(c, buf[:2])
 		port := int(buf[0])<<8 | int(buf[1])
+		mu.Lock()
+		asked = append(asked, net.JoinHostPort(host, fmt.Sprint(port)))
+		mu.Unlock()
 		up, err := net.Dial("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
 		if err != nil {
 			c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0})
@@ -284,14 +373,18 @@ func socks5Proxy(t *testing.T) (string, *atomic.Int64) {
 		go io.Copy(up, c)
 		io.Copy(c, up)
 	}
-	return "socks5://" + listen(t, serve), &carried
+	return "socks5://" + listen(t, serve), &carried, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), asked...)
+	}
 }
 
 // The three kinds of proxy carry a request: socks5 (to a plain-http target), and an https proxy
 // (TLS to the proxy, whose certificate the client checks).
 func TestProxyKinds(t *testing.T) {
 	site := target(t)
-	socks, carried := socks5Proxy(t)
+	socks, carried, _ := socks5Proxy(t)
 	c := newClient(t, Options{Proxies: []string{socks}})
 	resp, err := c.Get(context.Background(), site.URL+"/s")
 	if err != nil || !strings.HasPrefix(string(resp.Body), "page /s") || carried.Load() != 1 {
@@ -307,14 +400,14 @@ func TestProxyKinds(t *testing.T) {
 	roots.AddCert(tlsProxy.Certificate())
 	c = newClient(t, Options{Proxies: []string{tlsProxy.URL}, RootCAs: roots})
 	resp, err = c.Get(context.Background(), site.URL+"/h")
-	if err != nil || !strings.HasPrefix(string(resp.Body), "page /h") || p.carried.Load() != 1 {
-		t.Errorf("through an https proxy: %v, carried %d", err, p.carried.Load())
+	if err != nil || !strings.HasPrefix(string(resp.Body), "page /h") || p.CarriedRequests() != 1 {
+		t.Errorf("through an https proxy: %v, carried %d", err, p.CarriedRequests())
 	}
 	// A proxy whose certificate is not trusted carries nothing: the proxy is trusted for its
 	// address, not for its TLS.
 	c = newClient(t, Options{Proxies: []string{tlsProxy.URL}})
-	if _, err := c.Get(context.Background(), site.URL+"/x"); err == nil || p.carried.Load() != 1 {
-		t.Errorf("through an https proxy with an unknown certificate: %v, carried %d", err, p.carried.Load())
+	if _, err := c.Get(context.Background(), site.URL+"/x"); err == nil || p.CarriedRequests() != 1 {
+		t.Errorf("through an https proxy with an unknown certificate: %v, carried %d", err, p.CarriedRequests())
 	}
 }
 

@@ -23,8 +23,11 @@ import (
 // DefaultPorts are the ports a public address may be fetched on when New is given nil.
 var DefaultPorts = []int{80, 443}
 
-// blocked lists every range that is not a public unicast destination. IPv4-mapped IPv6
-// addresses are unmapped before the check, so ::ffff:127.0.0.1 is caught by 127.0.0.0/8.
+// blocked lists every range that is not a public unicast destination: every entry of IANA's IPv4
+// and IPv6 Special-Purpose Address Registries that is not globally reachable, and the forms of
+// IPv6 that embed an IPv4 address (mapped, translated, compatible, NAT64, 6to4, Teredo). IPv4-mapped
+// IPv6 addresses are unmapped before the check, so ::ffff:127.0.0.1 is caught by 127.0.0.0/8.
+// TestIsPublicAgreesWithNetip holds it to net/netip's own classification as well.
 var blocked = mustPrefixes(
 	// IPv4
 	"0.0.0.0/8",       // "this network", includes the unspecified address
@@ -43,20 +46,22 @@ var blocked = mustPrefixes(
 	"224.0.0.0/4",     // multicast
 	"240.0.0.0/4",     // reserved, includes broadcast 255.255.255.255
 	// IPv6
-	"::/96",         // unspecified, loopback and deprecated IPv4-compatible addresses
-	"::ffff:0:0/96", // IPv4-mapped (only reached if unmapping failed; kept as a backstop)
-	"64:ff9b::/96",  // NAT64: embeds an IPv4 address the gateway would reach
+	"::/96",           // unspecified, loopback and deprecated IPv4-compatible addresses
+	"::ffff:0:0/96",   // IPv4-mapped (only reached if unmapping failed; kept as a backstop)
+	"::ffff:0:0:0/96", // IPv4-translated (SIIT, RFC 2765): embeds an IPv4 address a translator would reach
+	"64:ff9b::/96",    // NAT64: embeds an IPv4 address the gateway would reach
 	"64:ff9b:1::/48",
-	"100::/64",      // discard-only
-	"2001::/23",     // IETF protocol assignments, includes Teredo
-	"2001:db8::/32", // documentation
-	"2002::/16",     // 6to4: embeds an IPv4 address
-	"3fff::/20",     // documentation (RFC 9637)
-	"5f00::/16",     // SRv6 SIDs
-	"fc00::/7",      // unique local (private)
-	"fe80::/10",     // link-local
-	"fec0::/10",     // site-local (deprecated)
-	"ff00::/8",      // multicast
+	"100::/64",       // discard-only
+	"100:0:0:1::/64", // dummy prefix (RFC 9780)
+	"2001::/23",      // IETF protocol assignments, includes Teredo
+	"2001:db8::/32",  // documentation
+	"2002::/16",      // 6to4: embeds an IPv4 address
+	"3fff::/20",      // documentation (RFC 9637)
+	"5f00::/16",      // SRv6 SIDs
+	"fc00::/7",       // unique local (private)
+	"fe80::/10",      // link-local
+	"fec0::/10",      // site-local (deprecated)
+	"ff00::/8",       // multicast
 )
 
 func mustPrefixes(list ...string) []netip.Prefix {

@@ -46,6 +46,11 @@ func TestIsPublic(t *testing.T) {
 		{"::ffff:169.254.169.254", false},
 		{"::ffff:10.1.2.3", false},
 		{"::ffff:8.8.8.8", true},
+		{"::ffff:0:7f00:1", false},    // IPv4-translated 127.0.0.1
+		{"::ffff:0:a9fe:a9fe", false}, // IPv4-translated 169.254.169.254
+		{"::ffff:0:808:808", false},   // IPv4-translated, even of a public address: a translator decides where it goes
+		{"100:0:0:1::1", false},       // dummy prefix
+		{"100:0:0:2::1", true},        // past it
 		{"::127.0.0.1", false},
 		{"64:ff9b::a9fe:a9fe", false},
 		{"2001:db8::1", false},
@@ -217,5 +222,33 @@ func TestDialerRefusesBeforeConnect(t *testing.T) {
 				t.Fatalf("Dial(%s) error = %v, want class %q", addr, err, errclass.SSRF)
 			}
 		})
+	}
+}
+
+// IsPublic refuses every address that net/netip itself calls loopback, private, link-local,
+// multicast or unspecified, in both families and IPv4-mapped: an oracle independent of the
+// blocked list, over a sweep of addresses.
+func TestIsPublicAgreesWithNetip(t *testing.T) {
+	special := func(a netip.Addr) bool {
+		return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+			a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified()
+	}
+	n := 0
+	check := func(a netip.Addr) {
+		for _, x := range []netip.Addr{a, netip.AddrFrom16(a.As16())} {
+			if special(x.Unmap()) && IsPublic(x) {
+				t.Errorf("IsPublic(%s) = true; net/netip calls it special", x)
+			}
+		}
+		n++
+	}
+	for i := range 1 << 16 {
+		check(netip.AddrFrom4([4]byte{byte(i >> 8), byte(i), byte(i * 7), 1}))
+		var b [16]byte
+		b[0], b[1], b[15] = byte(i>>8), byte(i), 1
+		check(netip.AddrFrom16(b))
+	}
+	if n != 1<<17 {
+		t.Fatalf("checked %d addresses", n)
 	}
 }

@@ -40,7 +40,7 @@ func TestListSplitsAndChecksWithoutQuotingTheValue(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, value, want string }{
 		{"a proxy that is not a URL", "http://user:" + secret + "@127.0.0.1:3128,http://u:" + secret + "@[::1", "proxy 2 of 2"},
-		{"a proxy of another scheme", "ftp://user:" + secret + "@127.0.0.1:21", "ftp://user:xxxxx@"},
+		{"a proxy of another scheme", "ftp://user:" + secret + "@127.0.0.1:21", "proxy ftp://127.0.0.1:21:"},
 		{"no port", "http://user:" + secret + "@proxy.example", "host:port"},
 		{"no proxy", " ,\n", "lists no proxy"},
 	} {
