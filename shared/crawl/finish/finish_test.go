@@ -68,6 +68,11 @@ func (s *scans) Query(ctx context.Context, part, prefix string, fn func(string, 
 	return s.Table.Query(ctx, part, prefix, fn)
 }
 
+func (s *scans) QueryAfter(ctx context.Context, part, prefix, after string, fn func(string, table.Item) error) error {
+	s.n.Add(1)
+	return s.Table.QueryAfter(ctx, part, prefix, after, fn)
+}
+
 type fixture struct {
 	st    *crawlstate.Store
 	c     *finish.Checker
