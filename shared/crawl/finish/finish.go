@@ -95,7 +95,8 @@ type State interface {
 	ExpireCounters(ctx context.Context, crawl string, at time.Time) error
 	Retention() time.Duration
 	Counters(ctx context.Context, crawl string) (crawlstate.Counters, error)
-	Drained(ctx context.Context, crawl string) (crawlstate.Counters, crawlstate.Left, error)
+	DrainedStep(ctx context.Context, crawl string, basis int64, budget time.Duration) (crawlstate.TallyStep, error)
+	DropTally(ctx context.Context, crawl string) error
 	Renew(ctx context.Context, crawl string, budget time.Duration) (bool, error)
 }
 
@@ -121,6 +122,9 @@ type Checker struct {
 	// with no end's counters (a bound on the tallies' cost); StallAfter how long they must not
 	// change, with work left, before the crawl is announced stalled (0: DefaultStallAfter).
 	Every, Quiet, StallAfter time.Duration
+	// TallyBudget is how long one check spends at most on a step of the crawl's exact tally
+	// (0: DefaultTallyBudget).
+	TallyBudget time.Duration
 	// Prices cost the crawl's ledger in the event.
 	Prices cost.Prices
 	Log    *slog.Logger
@@ -260,6 +264,19 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 // schedule function's timeout: a renewal of a large crawl takes several checks.
 const RenewBudget = 20 * time.Second
 
+// DefaultTallyBudget is how long one check spends at most on a step of the crawl's exact tally,
+// another third of the schedule function's 60 s: with RenewBudget, 40 s, and the last third for
+// what a step overruns its budget by (a partition's page being read), saving the tally (a few
+// seconds for a crawl of a million URLs: docs/bench.md), the counters and the step of the chain.
+const DefaultTallyBudget = 20 * time.Second
+
+func (c *Checker) tallyBudget() time.Duration {
+	if c.TallyBudget > 0 {
+		return c.TallyBudget
+	}
+	return DefaultTallyBudget
+}
+
 // renew renews the crawl's items when they are due (crawlstate.Runs.Renew: a crawl runs for as
 // long as it needs, its items never expiring under it), while its chain of checks runs, paused or
 // not. A renewal that fails is taken up again by the next check; the check goes on.
@@ -309,7 +326,7 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 	// quiet time (a parse that ended without a counter to move, say).
 	talliedAlready := ch.Tallied && ch.TallyFP == st.QuietFP && now.Sub(ch.TallyAt) < c.Quiet
 	if ch.Run == crawlstate.Paused || talliedAlready {
-		return st, Event{}, nil
+		return st, Event{}, c.dropTally(ctx, ch)
 	}
 	if !ch.Counted {
 		return c.lookByTally(ctx, ch, st, now)
@@ -318,13 +335,15 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 	still := now.Sub(st.QuietSince)
 	stalled := still >= c.stallAfter()
 	if !left.Done() && still < c.Quiet {
-		return st, Event{}, nil // the counters show work left, and it moves (or has not been still for long)
+		// the counters show work left, and it moves (or has not been still for long)
+		return st, Event{}, c.dropTally(ctx, ch)
 	}
 	// The counters show nothing left, or have been still with work left for Quiet (counters that
 	// drifted high would otherwise hold the end for ever: the deployed stack's showed a Links
-	// message named and never counted admitted), or for StallAfter: the exact tally decides.
-	exact, tallied, err := c.State.Drained(ctx, m.Crawl)
-	if err != nil {
+	// message named and never counted admitted), or for StallAfter: the exact tally decides, once
+	// it completes.
+	exact, tallied, done, err := c.tallyStep(ctx, m.Crawl, st.QuietFP)
+	if err != nil || !done {
 		return st, Event{}, err
 	}
 	st.Tallied = true
@@ -357,10 +376,10 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 // its counters of URLs have been quiet for Quiet, and never stalls.
 func (c *Checker) lookByTally(ctx context.Context, ch crawlstate.Checks, st crawlstate.Step, now time.Time) (crawlstate.Step, Event, error) {
 	if now.Sub(st.QuietSince) < c.Quiet {
-		return st, Event{}, nil
+		return st, Event{}, c.dropTally(ctx, ch)
 	}
-	exact, left, err := c.State.Drained(ctx, ch.ID)
-	if err != nil {
+	exact, left, done, err := c.tallyStep(ctx, ch.ID, st.QuietFP)
+	if err != nil || !done {
 		return st, Event{}, err
 	}
 	st.Tallied = true
@@ -369,6 +388,33 @@ func (c *Checker) lookByTally(ctx context.Context, ch crawlstate.Checks, st craw
 		return st, Event{}, nil
 	}
 	return c.ended(ctx, ch, st, exact, now)
+}
+
+// tallyStep takes the crawl's exact tally a step further (crawlstate.DrainedStep), from the
+// counters' fingerprint fp: it returns the tally and true once it completed, false while steps
+// are left, which the next checks take.
+func (c *Checker) tallyStep(ctx context.Context, crawl string, fp int64) (crawlstate.Counters, crawlstate.Left, bool, error) {
+	step, err := c.State.DrainedStep(ctx, crawl, fp, c.tallyBudget())
+	if step.Dropped != "" {
+		c.log().Warn("the crawl's tally starts again", "crawl", crawl, "why", step.Dropped)
+	}
+	if err != nil {
+		return crawlstate.Counters{}, crawlstate.Left{}, false, err
+	}
+	if !step.Done {
+		c.log().Info("the crawl's tally goes on at the next check", "crawl", crawl, "steps", step.Steps, "read", step.Read, "savedBytes", step.Saved)
+		return crawlstate.Counters{}, crawlstate.Left{}, false, nil
+	}
+	return step.Counters, step.Left, true, nil
+}
+
+// dropTally deletes the crawl's saved tally, if it has one, when a check does not take it on: the
+// crawl is paused, or its counters moved. A tally is only ever one of unchanged counters.
+func (c *Checker) dropTally(ctx context.Context, ch crawlstate.Checks) error {
+	if !ch.Tallying {
+		return nil
+	}
+	return c.State.DropTally(ctx, ch.ID)
 }
 
 // ended is the step that decides the end of crawl ch with exact, its tally.
