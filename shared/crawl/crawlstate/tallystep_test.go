@@ -175,9 +175,9 @@ func testAnUnreadableTallyStartsAgain(t *testing.T, tb table.Table) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		name  string
+		name   string
 		break_ func(key table.Key, it table.Item) error
-		why   string
+		why    string
 	}{
 		{"changed", func(key table.Key, it table.Item) error {
 			b, _ := base64.StdEncoding.DecodeString(it.String(attrChunk))
