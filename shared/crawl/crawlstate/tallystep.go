@@ -292,8 +292,10 @@ func (s *URLs) saveTally(ctx context.Context, crawl string, basis int64, saved s
 		attrTallyGen: next.gen, attrTallyChunks: int64(next.chunks), attrTallyBytes: next.bytes, attrTallySum: next.sum,
 		attrTallyBasis: basis, attrTallySteps: int64(steps),
 	}}, table.And(table.ItemExists(), was))
-	if _, lost := table.IsConditionFailed(err); lost {
+	if cf, lost := table.IsConditionFailed(err); lost && cf.Item.String(attrTallyGen) != next.gen {
 		return 0, s.deleteChunks(ctx, crawl, next)
+	} else if lost {
+		err = nil // its own write, sent again because its answer was lost
 	}
 	if err != nil {
 		return 0, fmt.Errorf("save the tally of crawl %s: %w", crawl, err)

@@ -175,9 +175,9 @@ func testAnUnreadableTallyStartsAgain(t *testing.T, tb table.Table) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		name   string
-		break_ func(key table.Key, it table.Item) error
-		why    string
+		name  string
+		spoil func(key table.Key, it table.Item) error
+		why   string
 	}{
 		{"changed", func(key table.Key, it table.Item) error {
 			b, _ := base64.StdEncoding.DecodeString(it.String(attrChunk))
@@ -203,7 +203,7 @@ func testAnUnreadableTallyStartsAgain(t *testing.T, tb table.Table) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tt.break_(key, chunk); err != nil {
+			if err := tt.spoil(key, chunk); err != nil {
 				t.Fatal(err)
 			}
 			steps := stepsUntilDone(t, s, shape.crawl, 7, items)

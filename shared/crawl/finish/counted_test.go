@@ -21,14 +21,23 @@ import (
 type tallies struct {
 	*crawlstate.Store
 	n, steps atomic.Int64
-	drift    func(crawlstate.Counters) crawlstate.Counters
+	// dropped counts the steps that dropped a saved tally; first is the number (of steps) of the
+	// last step that was the first of its tally.
+	dropped, first atomic.Int64
+	drift          func(crawlstate.Counters) crawlstate.Counters
 }
 
 func (t *tallies) DrainedStep(ctx context.Context, crawl string, basis int64, budget time.Duration) (crawlstate.TallyStep, error) {
 	st, err := t.Store.DrainedStep(ctx, crawl, basis, budget)
-	t.steps.Add(1)
+	n := t.steps.Add(1)
 	if st.Done {
 		t.n.Add(1)
+	}
+	if st.Dropped != "" {
+		t.dropped.Add(1)
+	}
+	if st.Steps == 1 {
+		t.first.Store(n)
 	}
 	return st, err
 }
