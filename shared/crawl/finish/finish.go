@@ -27,6 +27,35 @@
 // twice) is logged at warn with both counts, and the checks go on; they tally again only once the
 // counters move or another Quiet has passed.
 //
+// A large crawl's tally does not fit one check: the schedule function has 60 s, and a crawl of a
+// million URLs took 248 s to tally on DynamoDB Local. So each check takes the tally a step
+// (crawlstate.DrainedStep): it reads for TallyBudget (DefaultTallyBudget, 20 s, beside
+// RenewBudget's 20 s), from where the step before stopped, mid-partition too, and saves what it
+// counted for the next check, which it sends as it sends any. A check decides nothing from a
+// tally that has not completed: the end (or the stall) is decided only at the check whose step
+// reads the last item. The steps are given the fingerprint of the crawl's end's counters, and a
+// step whose fingerprint is not the one the tally began with drops the saved tally and starts again
+// from the first item; a check that does not go on with the tally (the crawl paused, or its
+// counters moved and show work left) drops it. So a tally in steps is a tally of a crawl whose
+// end's counters did not move from its first step to its last, and a saved tally that cannot be
+// read (logged at warn) is started again, never guessed at.
+//
+// Why that is as safe as the tally in one invocation it replaces. That tally was no snapshot
+// either: it read the 64 partitions over seconds to minutes, while the crawl's handlers wrote, and
+// an item written behind its reads was not seen. What made it safe is that the counters move
+// beside every write that makes work or ends it: an admission (a URL item), an end (an outcome), a
+// stored page, a parse mark, a Links message named or admitted. A check decides the end from a
+// tally only while its counters show nothing left, or stood still for Quiet, and the next check
+// sees any counter that moved during the tally. A tally in steps keeps that, and more: any such
+// write between its first step and its last moves the fingerprint, and the tally starts again, so
+// the tally that completes read a crawl in which nothing counted happened for the whole of its
+// reads (a write whose counter is not yet written, or lost, is the drift that the one-go tally
+// could not see either, and that the quiet time and the stall cover as before). Its state is the
+// same counts and sets the one-go tally held in memory, saved whole or not at all (its head, on
+// the crawl item, names one complete set of chunks by their digest), and each step reads every
+// partition from exactly after the last item the step before counted, so the items it counts are
+// those the one-go tally would have: each once.
+//
 // A crawl whose counters have not moved for StallAfter (DefaultStallAfter, an hour of checks) with
 // work left is stalled: a URL that cannot end, or a message in a dead-letter queue. The check
 // tallies once more (counters that drifted high end the crawl here, late), and if work is left it
