@@ -115,7 +115,7 @@ func (t *tallier) readInOrder(ctx context.Context, tb table.Table) error {
 func (t *tallier) readAll(ctx context.Context, tb table.Table) error {
 	t.resumable()
 	var cur cursors
-	if _, err := t.readParts(ctx, tb, &cur, func(int64) bool { return false }); err != nil {
+	if _, err := t.readParts(ctx, tb, &cur, 0, func(int64) bool { return false }); err != nil {
 		return err
 	}
 	t.countLeft()

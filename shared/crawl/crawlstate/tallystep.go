@@ -127,7 +127,7 @@ func (s *URLs) DrainedStep(ctx context.Context, crawl string, basis int64, budge
 	}
 	step.Steps++
 	limit := s.tallyItems
-	step.Read, err = t.readParts(ctx, s.t, cur, func(read int64) bool {
+	step.Read, err = t.readParts(ctx, s.t, cur, deadline.Sub(s.now()), func(read int64) bool {
 		return read > 0 && ((limit > 0 && read >= limit) || !s.now().Before(deadline))
 	})
 	if err != nil {
@@ -332,12 +332,31 @@ func (s *URLs) deleteChunks(ctx context.Context, crawl string, saved savedTally)
 // queryWidth at once, and counts their items, until every one is done or stop says so (before
 // an item, given the items read so far); it moves cur, and returns how many items it read. fn is
 // called for one item at a time, as EachInCrawl calls it.
-func (t *tallier) readParts(ctx context.Context, tb table.Table, cur *cursors, stop func(read int64) bool) (int64, error) {
-	g, gctx := errgroup.WithContext(ctx)
+//
+// With cut above 0, the reads still waiting for a page once cut has passed (and an item was read)
+// are cancelled: a page of a slow table (DynamoDB Local's 1 MB took a minute on a loaded machine)
+// would otherwise hold the step past its budget, and past the function's timeout. The items of a
+// page cancelled were not counted, and the cursors stay at the last item counted.
+func (t *tallier) readParts(ctx context.Context, tb table.Table, cur *cursors, cut time.Duration, stop func(read int64) bool) (int64, error) {
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	g, gctx := errgroup.WithContext(readCtx)
 	g.SetLimit(queryWidth)
 	var mu sync.Mutex
 	var read int64
 	var fnErr error
+	cutNow := false // cut has passed with no item read: cancel at the first
+	if cut > 0 {
+		timer := time.AfterFunc(cut, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if read > 0 {
+				cancelRead()
+			}
+			cutNow = true
+		})
+		defer timer.Stop()
+	}
 	var todo []int
 	for n := range cur {
 		if !cur[n].Done {
@@ -369,7 +388,9 @@ func (t *tallier) readParts(ctx context.Context, tb table.Table, cur *cursors, s
 					return err
 				}
 				cur[n].After = sort
-				read++
+				if read++; cutNow {
+					cancelRead()
+				}
 				return nil
 			})
 			switch {
@@ -378,8 +399,8 @@ func (t *tallier) readParts(ctx context.Context, tb table.Table, cur *cursors, s
 				cur[n].Done = true
 				mu.Unlock()
 				return nil
-			case errors.Is(err, errStepDone):
-				return nil
+			case errors.Is(err, errStepDone), readCtx.Err() != nil && ctx.Err() == nil:
+				return nil // the step's budget is spent: the partition goes on at the next
 			}
 			return err
 		})

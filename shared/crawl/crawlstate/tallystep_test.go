@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -375,4 +376,69 @@ var tallyStepTests = []struct {
 	{"ATallyWhoseBasisMovedStartsAgain", testATallyWhoseBasisMovedStartsAgain},
 	{"AnUnreadableTallyStartsAgain", testAnUnreadableTallyStartsAgain},
 	{"ALargeTallyIsSavedInChunks", testALargeTallyIsSavedInChunks},
+}
+
+// stuckPages is a table whose reads of one partition wait for their context while stuck is set:
+// a page that a slow table takes longer than a step's budget to serve.
+type stuckPages struct {
+	table.Table
+	part  string
+	stuck atomic.Bool
+}
+
+func (s *stuckPages) QueryAfter(ctx context.Context, part, prefix, after string, fn func(string, table.Item) error) error {
+	if part == s.part && s.stuck.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Table.QueryAfter(ctx, part, prefix, after, fn)
+}
+
+// A step whose budget passes while a partition's page is still on its way cancels that read and
+// saves what it counted, within its budget however long the page would take; the steps after it
+// complete the tally as the tally in one go.
+func TestAStepDoesNotWaitForAPageOnceItsBudgetIsSpent(t *testing.T) {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	shape := crawlShape{crawl: "stuck", urls: 200}
+	items := putShape(t, New(db.Table("t")), shape)
+	want, wantLeft, err := New(db.Table("t")).Drained(context.Background(), shape.crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &stuckPages{Table: db.Table("t"), part: crawlPart(shape.crawl, 0)}
+	tb.stuck.Store(true)
+	s := New(tb)
+	type result struct {
+		st  TallyStep
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := s.DrainedStep(context.Background(), shape.crawl, 1, 100*time.Millisecond)
+		done <- result{st, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a step of 100 ms still waits for a stuck page after 30 s")
+	}
+	if r.err != nil || r.st.Done || r.st.Read == 0 || r.st.Saved == 0 {
+		t.Fatalf("the step with a stuck page: %+v, %v; want items read and saved, the tally not done", r.st, r.err)
+	}
+	tb.stuck.Store(false)
+	steps := stepsUntilDone(t, s, shape.crawl, 1, 10)
+	read := r.st.Read
+	for _, st := range steps {
+		read += st.Read
+	}
+	last := steps[len(steps)-1]
+	last.Counters.GaveUp, want.GaveUp = nil, nil
+	if read != int64(items) || !reflect.DeepEqual(last.Counters, want) || last.Left != wantLeft {
+		t.Errorf("after the stuck page: %d items read, %+v, left %+v; want %d, %+v, left %+v", read, last.Counters, last.Left, items, want, wantLeft)
+	}
 }
