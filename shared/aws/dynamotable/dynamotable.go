@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -173,8 +174,25 @@ func (t *Table) Delete(ctx context.Context, key table.Key, cond table.Cond) erro
 // sort-key order, a page (up to 1 MB) at a time with strongly consistent reads. DynamoDB bills a
 // Query for the items it reads, all of them returned: the key condition selects them, no filter.
 func (t *Table) Query(ctx context.Context, part, prefix string, fn func(sort string, item table.Item) error) error {
+	return t.QueryAfter(ctx, part, prefix, "", fn)
+}
+
+// QueryAfter is Query from the first item whose sort key comes after after: its first page starts
+// at after as a page after the first does at the last key of the one before (ExclusiveStartKey),
+// which need not be an item's, as the last item of a page may be deleted before the next is read.
+// An after before the prefix's items starts at their first; one beyond them reads nothing, with no
+// request (DynamoDB refuses a start key that the key condition does not hold).
+func (t *Table) QueryAfter(ctx context.Context, part, prefix, after string, fn func(sort string, item table.Item) error) error {
 	if err := (table.Key{Part: part, Sort: "-"}).Check(); err != nil {
 		return fmt.Errorf("query: %w", err)
+	}
+	var start map[string]types.AttributeValue
+	switch {
+	case after == "" || after < prefix:
+	case strings.HasPrefix(after, prefix):
+		start = keyOf(table.Key{Part: part, Sort: after})
+	default:
+		return nil // after every item with the prefix
 	}
 	expr, err := keyCondition(part, prefix)
 	if err != nil {
@@ -185,6 +203,7 @@ func (t *Table) Query(ctx context.Context, part, prefix string, fn func(sort str
 		KeyConditionExpression:    expr.KeyCondition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
+		ExclusiveStartKey:         start,
 	}
 	pages := dynamodb.NewQueryPaginator(t.api, in)
 	for pages.HasMorePages() {

@@ -103,6 +103,8 @@ type Checks struct {
 	StallEvent string
 	// Counted: the crawl counts its end's counters from its start (endcount.go).
 	Counted bool
+	// Tallying: a resumable tally of the crawl is saved, to go on at its next step (tallystep.go).
+	Tallying bool
 }
 
 // ChecksOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
@@ -119,7 +121,7 @@ func checksFrom(crawl string, it table.Item) Checks {
 		QuietFP: it.Int(attrQuietFP), TallyFP: it.Int(attrTallyFP), Tallied: it.Has(attrTallyFP),
 		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent),
 		StallBy: it.String(attrStallBy), StallEvent: it.String(attrStallEvent),
-		Counted: it.Bool(attrEndCounted)}
+		Counted: it.Bool(attrEndCounted), Tallying: it.Has(attrTallyGen)}
 	if it.Has(attrStallAt) {
 		c.StallAt = time.UnixMilli(it.Int(attrStallAt))
 	}

@@ -14,3 +14,12 @@ func TestIntegrationCountersAndBudgetOnDynamoDB(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, tb) })
 	}
 }
+
+// TestIntegrationTallyInStepsOnDynamoDB runs the tests of the resumable tally on DynamoDB at the
+// configured endpoint, in one fresh table.
+func TestIntegrationTallyInStepsOnDynamoDB(t *testing.T) {
+	tb, _, _ := awstest.DynamoTable(t, "tallystep")
+	for _, tt := range tallyStepTests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, tb) })
+	}
+}

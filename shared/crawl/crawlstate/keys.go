@@ -21,6 +21,8 @@ import (
 //	c#<crawl>#<n>  m#<sha256(name)>      a parse message marked done, one per WARC file (parsed.go),
 //	               m#L…, m#A…            and the Links messages named and admitted (links.go)
 //	c#<crawl>#<n>  b#<host>              a host's page budget in the crawl (budgetKey)
+//	c#<crawl>#<n>  a#<gen>#<i>           chunk i of a resumable tally's saved state (tallystep.go): its
+//	                                     kind sorts before every other, and a tally reads after it
 //	k#<n>          <crawl>               a crawl, among CrawlShards partitions listing every crawl (CrawlKey)
 //	p#<n>          <host>                a host's politeness slot, which every crawl and worker shares (slotKey)
 //	x#optout       x                     the opt-out list (package optout)

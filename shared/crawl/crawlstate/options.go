@@ -21,6 +21,8 @@ type settings struct {
 	circuitProbe    time.Duration
 	// bufferCounters and holdCounters: see counts.
 	bufferCounters, holdCounters bool
+	// tallyItems: see WithTallyStepItems.
+	tallyItems int64
 }
 
 // WithClock makes the store read the time from now instead of time.Now (tests).
@@ -57,4 +59,11 @@ func WithBufferedCounters() Option {
 // process that runs for the whole crawl: a frozen Lambda container would keep them.
 func WithHeldCounters() Option {
 	return func(s *settings) { s.bufferCounters, s.holdCounters = true, true }
+}
+
+// WithTallyStepItems makes each step of a resumable tally (DrainedStep) read at most n items
+// besides its time budget (0: no bound but the budget): the tests split a tally at every item, and
+// the bench runs a tally in the steps its checks would take.
+func WithTallyStepItems(n int) Option {
+	return func(s *settings) { s.tallyItems = int64(n) }
 }

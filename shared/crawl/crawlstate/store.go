@@ -100,6 +100,8 @@ type URLs struct {
 	crawls *Runs
 	// recent are the Links messages' names this store counted lately (endcount.go).
 	recent recentNames
+	// tallyItems bounds the items one step of a resumable tally reads (WithTallyStepItems).
+	tallyItems int64
 }
 
 // Store is the crawl state on a table: its URLs, Hosts and Runs, over one table and one clock,
@@ -128,6 +130,6 @@ func New(t table.Table, opts ...Option) *Store {
 	if k, ok := t.(keeper); ok {
 		r.kept = k.KeepsItems()
 	}
-	u := &URLs{base: b, counts: c, crawls: r}
+	u := &URLs{base: b, counts: c, crawls: r, tallyItems: o.tallyItems}
 	return &Store{base: b, URLs: u, Hosts: h, Runs: r}
 }

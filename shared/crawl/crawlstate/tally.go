@@ -61,7 +61,7 @@ func (s *URLs) Tally(ctx context.Context, crawl string) (Counters, error) {
 
 // tally is Tally, and with left also the work the items show left (Drained).
 func (s *URLs) tally(ctx context.Context, crawl string, left bool) (Counters, Left, error) {
-	t := &tallier{crawl: crawl, withLeft: left, c: Counters{Classes: map[errclass.Class]int64{}}, gaveUp: map[string]int{}}
+	t := newTallier(crawl, left)
 	var err error
 	if left {
 		err = t.readAll(ctx, s.t)
@@ -71,12 +71,22 @@ func (s *URLs) tally(ctx context.Context, crawl string, left bool) (Counters, Le
 	if err != nil {
 		return Counters{}, Left{}, err
 	}
+	return s.complete(ctx, t)
+}
+
+func newTallier(crawl string, left bool) *tallier {
+	return &tallier{crawl: crawl, withLeft: left, c: Counters{Classes: map[errclass.Class]int64{}}, gaveUp: map[string]int{}}
+}
+
+// complete is the tally t once every item is read: the URLs left queued, and what is counted
+// and not recorded on items.
+func (s *URLs) complete(ctx context.Context, t *tallier) (Counters, Left, error) {
 	if t.left.Queued = t.queued - t.outcomes; t.left.Queued < 0 {
 		return Counters{}, Left{}, fmt.Errorf("tally crawl %s: %d outcomes in its groups and %d queued urls: outcomes of urls with no item",
-			crawl, t.outcomes, t.queued)
+			t.crawl, t.outcomes, t.queued)
 	}
 	t.c.GaveUp = slices.DeleteFunc(t.c.GaveUp, func(u URL) bool { return u.Key == "" }) // none should be left
-	if err := s.addCounted(ctx, crawl, &t.c); err != nil {
+	if err := s.addCounted(ctx, t.crawl, &t.c); err != nil {
 		return Counters{}, Left{}, err
 	}
 	return t.c, t.left, nil
@@ -101,38 +111,54 @@ func (t *tallier) readInOrder(ctx context.Context, tb table.Table) error {
 
 // readAll reads the crawl's messages, groups and URL items in one query of each of its
 // partitions, in any order. It lists no failed URLs (Drained's counters have no GaveUp): an outcome and its URL's
-// item come in any order.
+// item come in any order. It is a resumable tally (tallystep.go) read in one step.
 func (t *tallier) readAll(ctx context.Context, tb table.Table) error {
-	t.gaveUp, t.marks, t.pages = nil, map[uint64]bool{}, map[uint64][]uint64{}
-	var named, admitted []uint64
-	err := EachInCrawl(ctx, tb, t.crawl, "", func(sort string, it table.Item) error {
-		switch {
-		case strings.HasPrefix(sort, groupKind):
-			return t.group(sort[len(groupKind):], it)
-		case strings.HasPrefix(sort, urlKind):
-			t.url(urlFrom(sort[len(urlKind):], it))
-		case strings.HasPrefix(sort, parsedKind):
-			rest := sort[len(parsedKind):]
-			switch {
-			case strings.HasPrefix(rest, linksAdmittedLetter):
-				admitted = appendNames(admitted, it.String(attrLinks))
-			case strings.HasPrefix(rest, linksNoteLetter):
-				named = appendNames(named, it.String(attrLinks))
-			default:
-				if h, ok := markHashOfKey(rest); ok {
-					t.marks[h] = true
-				}
-				named = appendNames(named, it.String(attrLinks))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("tally crawl %s: %w", t.crawl, err)
+	t.resumable()
+	var cur cursors
+	if _, err := t.readParts(ctx, tb, &cur, 0, func(int64) bool { return false }); err != nil {
+		return err
 	}
-	named, admitted = sortedSet(named), sortedSet(admitted)
-	for _, n := range named {
-		if _, ok := slices.BinarySearch(admitted, n); !ok {
+	t.countLeft()
+	return nil
+}
+
+// resumable readies t to read the crawl's items in any order, over one or more steps: it lists no
+// failed URLs, and holds the parse marks, the pages read before theirs, and the Links messages'
+// names.
+func (t *tallier) resumable() {
+	t.gaveUp, t.marks, t.pages = nil, map[uint64]bool{}, map[uint64][]uint64{}
+}
+
+// item counts one item of the crawl, of any kind, read in any order (readAll).
+func (t *tallier) item(sort string, it table.Item) error {
+	switch {
+	case strings.HasPrefix(sort, groupKind):
+		return t.group(sort[len(groupKind):], it)
+	case strings.HasPrefix(sort, urlKind):
+		t.url(urlFrom(sort[len(urlKind):], it))
+	case strings.HasPrefix(sort, parsedKind):
+		rest := sort[len(parsedKind):]
+		switch {
+		case strings.HasPrefix(rest, linksAdmittedLetter):
+			t.admitted = appendNames(t.admitted, it.String(attrLinks))
+		case strings.HasPrefix(rest, linksNoteLetter):
+			t.named = appendNames(t.named, it.String(attrLinks))
+		default:
+			if h, ok := markHashOfKey(rest); ok {
+				t.marks[h] = true
+			}
+			t.named = appendNames(t.named, it.String(attrLinks))
+		}
+	}
+	return nil
+}
+
+// countLeft counts, once every item is read, the Links messages named and not admitted, and the
+// fetched pages whose parse message has no mark.
+func (t *tallier) countLeft() {
+	t.named, t.admitted = sortedSet(t.named), sortedSet(t.admitted)
+	for _, n := range t.named {
+		if _, ok := slices.BinarySearch(t.admitted, n); !ok {
 			t.left.Links++
 		}
 	}
@@ -146,7 +172,6 @@ func (t *tallier) readAll(ctx context.Context, tb table.Table) error {
 			}
 		}
 	}
-	return nil
 }
 
 // addCounted adds to c, a tally, what is counted and not recorded on URL items.
@@ -177,6 +202,9 @@ type tallier struct {
 	// message's mark, by the hash of its name: the hashes of their one-page messages' names.
 	marks map[uint64]bool
 	pages map[uint64][]uint64
+	// named and admitted are the hashes of the Links messages' names named sent and marked
+	// admitted (appendNames): sorted and rid of repeats when they grow, and at the end.
+	named, admitted []uint64
 	// outcomes are the outcomes read in the groups; queued the queued URL items.
 	outcomes, queued int64
 	// gaveUp holds, for a failed URL listed in c.GaveUp from its group, its index there until

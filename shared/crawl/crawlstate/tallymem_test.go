@@ -162,6 +162,15 @@ type shapeTable struct {
 	peak    uint64
 }
 
+// QueryAfter is Query from the start of a partition (a tally's first read of it, after the saved
+// tallies' kind): the shape's items are a stream, not partitions.
+func (s *shapeTable) QueryAfter(ctx context.Context, part, prefix, after string, fn func(string, table.Item) error) error {
+	if after != "" && after != afterTallyKind {
+		return fmt.Errorf("the shape's table reads no partition from after %q", after)
+	}
+	return s.Query(ctx, part, prefix, fn)
+}
+
 func (s *shapeTable) Query(_ context.Context, part, prefix string, fn func(string, table.Item) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

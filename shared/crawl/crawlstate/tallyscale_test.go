@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/crawlstack/crawlstack/shared/app/memlimit"
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/port/table"
@@ -24,84 +25,75 @@ import (
 )
 
 // The tally at scale: a crawl's items as a real crawl writes them (crawlShape), loaded into
-// DynamoDB at the configured endpoint with BatchWriteItem, then tallied (Drained) in a process of
-// its own, this test binary run again, whose peak RSS and wall time are the tally's. The schedule
-// function, which runs the drain checks, has 256 MB and 60 s (infra/crawlstack).
+// DynamoDB at the configured endpoint with BatchWriteItem, then tallied as the drain checks tally
+// it: in steps (DrainedStep), each in a process of its own, this test binary run again with the
+// schedule function's memory limit (GOMEMLIMIT, as package memlimit sets it from its 256 MB),
+// each step going on from the state the one before saved. Each process's peak RSS and wall time
+// are its step's, and must fit the schedule function's 256 MB and 60 s.
 //
 // CRAWL_TALLY_URLS sets the URL items (5,000 unless set: make test runs it under the race
 // detector, whose memory and time are not asserted): `make tally-scale` runs a million.
+// CRAWL_TALLY_BUDGET sets a step's budget: the checks' (finish.DefaultTallyBudget, 20 s) with
+// CRAWL_TALLY_URLS set, 2 s unless (so that a small crawl takes a few steps too).
 
-// Env of the tally's child process: the table to tally, and the crawl.
+// Env of the tally's child process: the table to tally, the crawl, a step's budget.
 const (
-	envTallyURLs  = "CRAWL_TALLY_URLS"
-	envTallyTable = "CRAWL_TALLY_CHILD_TABLE"
-	envTallyCrawl = "CRAWL_TALLY_CHILD_CRAWL"
+	envTallyURLs   = "CRAWL_TALLY_URLS"
+	envTallyBudget = "CRAWL_TALLY_BUDGET"
+	envTallyTable  = "CRAWL_TALLY_CHILD_TABLE"
+	envTallyCrawl  = "CRAWL_TALLY_CHILD_CRAWL"
+	envTallyStep   = "CRAWL_TALLY_CHILD_BUDGET"
 )
 
-// The schedule function's memory and timeout.
+// The schedule function's memory and timeout, and the budget of a check's step of the tally
+// (finish.DefaultTallyBudget).
 const (
-	scheduleMemory  = 256 << 20
-	scheduleTimeout = 60 * time.Second
+	scheduleMemoryMB   = 256
+	scheduleMemory     = scheduleMemoryMB << 20
+	scheduleTimeout    = 60 * time.Second
+	checkTallyBudget   = 20 * time.Second
+	tallyScaleMaxSteps = 200
 )
 
 func init() {
 	if name := os.Getenv(envTallyTable); name != "" {
-		os.Exit(tallyChild(name, os.Getenv(envTallyCrawl)))
+		os.Exit(tallyChild(name, os.Getenv(envTallyCrawl), os.Getenv(envTallyStep)))
 	}
 }
 
 // tallyResult is what the child prints, on a line of its own after tallyMark.
 type tallyResult struct {
-	Counters Counters
-	Left     Left
-	Seconds  float64
-	// Queries are the seconds each query of a partition took, and the items it returned.
-	Queries []queryTook
-}
-
-// timedQueries times the queries of the table it wraps, which run at once.
-type timedQueries struct {
-	table.Table
-	mu   sync.Mutex
-	took []queryTook
-}
-
-type queryTook struct {
-	Part, Prefix string
-	Items        int
-	Seconds      float64
-}
-
-func (t *timedQueries) Query(ctx context.Context, part, prefix string, fn func(string, table.Item) error) error {
-	start, n := time.Now(), 0
-	err := t.Table.Query(ctx, part, prefix, func(sort string, it table.Item) error {
-		n++
-		return fn(sort, it)
-	})
-	t.mu.Lock()
-	t.took = append(t.took, queryTook{part, prefix, n, time.Since(start).Seconds()})
-	t.mu.Unlock()
-	return err
+	Step TallyStep
+	// Seconds is the step's time in the process.
+	Seconds float64
 }
 
 const tallyMark = "tally-result: "
 
-// tallyChild tallies crawl in the table name and prints the result; it returns the exit code.
-func tallyChild(name, crawl string) int {
+// tallyBasis is the basis the bench's steps give: the crawl's counters do not move.
+const tallyBasis = 1
+
+// tallyChild takes a step of the tally of crawl in the table name, within budget, and prints the
+// result; it returns the exit code.
+func tallyChild(name, crawl, budget string) int {
 	ctx := context.Background()
+	d, err := time.ParseDuration(budget)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	start := time.Now()
-	tb := &timedQueries{Table: dynamotable.New(dynamodb.NewFromConfig(cfg), name)}
-	c, left, err := New(tb).Drained(ctx, crawl)
+	st, err := New(dynamotable.New(dynamodb.NewFromConfig(cfg), name)).DrainedStep(ctx, crawl, tallyBasis, d)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	b, err := json.Marshal(tallyResult{Counters: c, Left: left, Seconds: time.Since(start).Seconds(), Queries: tb.took})
+	b, err := json.Marshal(tallyResult{Step: st, Seconds: time.Since(start).Seconds()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -110,14 +102,53 @@ func tallyChild(name, crawl string) int {
 	return 0
 }
 
+// stepRun is one step's process as the parent saw it.
+type stepRun struct {
+	res  tallyResult
+	wall time.Duration
+	rss  int64
+}
+
+// runStep runs a step of the tally in a child process with the schedule function's memory limit.
+func runStep(t *testing.T, name, crawl string, budget time.Duration) stepRun {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envTallyTable+"="+name, envTallyCrawl+"="+crawl, envTallyStep+"="+budget.String(),
+		"GOMEMLIMIT="+strconv.FormatInt(memlimit.For(scheduleMemoryMB), 10))
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatalf("the tally's process: %v; output:\n%s", err, out)
+	}
+	var res tallyResult
+	i := strings.Index(string(out), tallyMark)
+	if i < 0 {
+		t.Fatalf("the tally's output %q has no result", out)
+	}
+	if err := json.Unmarshal(out[i+len(tallyMark):], &res); err != nil {
+		t.Fatalf("the tally's output %q: %v", out, err)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // kilobytes on Linux
+	return stepRun{res: res, wall: wall, rss: rss}
+}
+
 func TestIntegrationTallyAtScale(t *testing.T) {
-	urls := 5_000
+	urls, budget := 5_000, 2*time.Second
 	if v := os.Getenv(envTallyURLs); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1000 {
 			t.Fatalf("%s=%q: want a number of URLs, 1000 or more", envTallyURLs, v)
 		}
-		urls = n
+		urls, budget = n, checkTallyBudget
+	}
+	if v := os.Getenv(envTallyBudget); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a duration", envTallyBudget, v)
+		}
+		budget = d
 	}
 	_, client, name := awstest.DynamoTable(t, "tally")
 	shape := crawlShape{crawl: "scale", urls: urls}
@@ -125,35 +156,48 @@ func TestIntegrationTallyAtScale(t *testing.T) {
 	items := loadShape(t, client, name, shape)
 	load := time.Since(start)
 	t.Logf("loaded %d items (%d URLs) in %v: %.0f items/s", items, urls, load.Round(time.Millisecond), float64(items)/load.Seconds())
+	if _, err := New(dynamotable.New(client, name)).Runs.t.Update(context.Background(), CrawlKey(shape.crawl),
+		table.Update{Set: map[string]any{attrStarted: time.Now().UnixMilli()}}, table.Cond{}); err != nil {
+		t.Fatal(err) // the crawl item, which holds a saved tally's head
+	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envTallyTable+"="+name, envTallyCrawl+"="+shape.crawl)
-	cmd.Stderr = os.Stderr
-	start = time.Now()
-	out, err := cmd.Output()
-	wall := time.Since(start)
-	if err != nil {
-		t.Fatalf("the tally's process: %v; output:\n%s", err, out)
-	}
-	var res tallyResult
-	line := out[strings.Index(string(out), tallyMark)+len(tallyMark):]
-	if err := json.Unmarshal(line, &res); err != nil {
-		t.Fatalf("the tally's output %q: %v", out, err)
-	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // kilobytes on Linux
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	var slowest queryTook
-	read := 0
-	for _, q := range res.Queries {
-		read += q.Items
-		if q.Seconds > slowest.Seconds {
-			slowest = q
+	var steps []stepRun
+	var total time.Duration
+	var read int64
+	for len(steps) < tallyScaleMaxSteps {
+		s := runStep(t, name, shape.crawl, budget)
+		steps = append(steps, s)
+		total += s.wall
+		read += s.res.Step.Read
+		t.Logf("step %d: %.1f s (%.1f s in the step), peak RSS %.1f MB, %d items read, %d bytes saved",
+			len(steps), s.wall.Seconds(), s.res.Seconds, float64(s.rss)/(1<<20), s.res.Step.Read, s.res.Step.Saved)
+		if s.res.Step.Dropped != "" {
+			t.Errorf("step %d dropped the saved tally: %s", len(steps), s.res.Step.Dropped)
+		}
+		if s.res.Step.Steps != len(steps) {
+			t.Errorf("step %d says it is step %d of its tally", len(steps), s.res.Step.Steps)
+		}
+		if s.res.Step.Done {
+			break
 		}
 	}
-	t.Logf("tally of %d URLs: peak RSS %.1f MB, %.1f s in the process, %.1f s of CPU (%.1f s its tally, %d queries of %d items, the slowest %+v); left %+v",
-		urls, float64(rss)/(1<<20), wall.Seconds(), cpu.Seconds(), res.Seconds, len(res.Queries), read, slowest, res.Left)
+	last := steps[len(steps)-1].res.Step
+	if !last.Done {
+		t.Fatalf("the tally did not complete in %d steps of %v", len(steps), budget)
+	}
+	slowest, peak := steps[0], steps[0]
+	for _, s := range steps {
+		if s.wall > slowest.wall {
+			slowest = s
+		}
+		if s.rss > peak.rss {
+			peak = s
+		}
+	}
+	t.Logf("tally of %d URLs in %d steps of %v: %.1f s in all, the slowest step %.1f s, the highest peak RSS %.1f MB; %d items read; left %+v",
+		urls, len(steps), budget, total.Seconds(), slowest.wall.Seconds(), float64(peak.rss)/(1<<20), read, last.Left)
 
-	c, left := res.Counters, res.Left
+	c, left := last.Counters, last.Left
 	fetched := int64(0)
 	for i := range urls {
 		if i%shapeGroup != 3 && i%shapeGroup != 7 {
@@ -165,14 +209,23 @@ func TestIntegrationTallyAtScale(t *testing.T) {
 		t.Errorf("tally %+v, left %+v: want %d seen, %d fetched, none queued, the last file's pages unparsed, 28 links messages left",
 			c, left, urls, fetched)
 	}
+	if read != int64(items) {
+		t.Errorf("the steps read %d items, want the %d loaded, each once", read, items)
+	}
+	if it, err := New(dynamotable.New(client, name)).Runs.t.Get(context.Background(), CrawlKey(shape.crawl)); err != nil || it.Has(attrTallyGen) {
+		t.Errorf("the crawl item after the tally: %v, %v; want no saved tally named", it, err)
+	}
 	if raceEnabled {
 		return // its memory and time are the race detector's
 	}
-	if rss > scheduleMemory {
-		t.Errorf("the tally of %d URLs peaked at %.1f MB, over the schedule function's %d MB", urls, float64(rss)/(1<<20), scheduleMemory>>20)
-	}
-	if wall > scheduleTimeout {
-		t.Errorf("the tally of %d URLs took %v, over the schedule function's %v", urls, wall, scheduleTimeout)
+	for i, s := range steps {
+		if s.rss > scheduleMemory {
+			t.Errorf("step %d of the tally of %d URLs peaked at %.1f MB, over the schedule function's %d MB", i+1, urls, float64(s.rss)/(1<<20), scheduleMemoryMB)
+		}
+		if s.wall > scheduleTimeout-checkTallyBudget {
+			t.Errorf("step %d of the tally of %d URLs took %v: with a renewal's %v, over the schedule function's %v", i+1, urls, s.wall,
+				checkTallyBudget, scheduleTimeout)
+		}
 	}
 }
 

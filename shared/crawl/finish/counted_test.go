@@ -16,17 +16,30 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/table/tabletest"
 )
 
-// tallies is the crawl state that counts its exact tallies (Drained), and can show counters other
-// than the store's (drift).
+// tallies is the crawl state that counts its exact tallies (DrainedStep that completed) and their
+// steps, and can show counters other than the store's (drift).
 type tallies struct {
 	*crawlstate.Store
-	n     atomic.Int64
-	drift func(crawlstate.Counters) crawlstate.Counters
+	n, steps atomic.Int64
+	// dropped counts the steps that dropped a saved tally; first is the number (of steps) of the
+	// last step that was the first of its tally.
+	dropped, first atomic.Int64
+	drift          func(crawlstate.Counters) crawlstate.Counters
 }
 
-func (t *tallies) Drained(ctx context.Context, crawl string) (crawlstate.Counters, crawlstate.Left, error) {
-	t.n.Add(1)
-	return t.Store.Drained(ctx, crawl)
+func (t *tallies) DrainedStep(ctx context.Context, crawl string, basis int64, budget time.Duration) (crawlstate.TallyStep, error) {
+	st, err := t.Store.DrainedStep(ctx, crawl, basis, budget)
+	n := t.steps.Add(1)
+	if st.Done {
+		t.n.Add(1)
+	}
+	if st.Dropped != "" {
+		t.dropped.Add(1)
+	}
+	if st.Steps == 1 {
+		t.first.Store(n)
+	}
+	return st, err
 }
 
 func (t *tallies) Counters(ctx context.Context, crawl string) (crawlstate.Counters, error) {

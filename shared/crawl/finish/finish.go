@@ -27,6 +27,35 @@
 // twice) is logged at warn with both counts, and the checks go on; they tally again only once the
 // counters move or another Quiet has passed.
 //
+// A large crawl's tally does not fit one check: the schedule function has 60 s, and a crawl of a
+// million URLs took 248 s to tally on DynamoDB Local. So each check takes the tally a step
+// (crawlstate.DrainedStep): it reads for TallyBudget (DefaultTallyBudget, 20 s, beside
+// RenewBudget's 20 s), from where the step before stopped, mid-partition too, and saves what it
+// counted for the next check, which it sends as it sends any. A check decides nothing from a
+// tally that has not completed: the end (or the stall) is decided only at the check whose step
+// reads the last item. The steps are given the fingerprint of the crawl's end's counters, and a
+// step whose fingerprint is not the one the tally began with drops the saved tally and starts again
+// from the first item; a check that does not go on with the tally (the crawl paused, or its
+// counters moved and show work left) drops it. So a tally in steps is a tally of a crawl whose
+// end's counters did not move from its first step to its last, and a saved tally that cannot be
+// read (logged at warn) is started again, never guessed at.
+//
+// Why that is as safe as the tally in one invocation it replaces. That tally was no snapshot
+// either: it read the 64 partitions over seconds to minutes, while the crawl's handlers wrote, and
+// an item written behind its reads was not seen. What made it safe is that the counters move
+// beside every write that makes work or ends it: an admission (a URL item), an end (an outcome), a
+// stored page, a parse mark, a Links message named or admitted. A check decides the end from a
+// tally only while its counters show nothing left, or stood still for Quiet, and the next check
+// sees any counter that moved during the tally. A tally in steps keeps that, and more: any such
+// write between its first step and its last moves the fingerprint, and the tally starts again, so
+// the tally that completes read a crawl in which nothing counted happened for the whole of its
+// reads (a write whose counter is not yet written, or lost, is the drift that the one-go tally
+// could not see either, and that the quiet time and the stall cover as before). Its state is the
+// same counts and sets the one-go tally held in memory, saved whole or not at all (its head, on
+// the crawl item, names one complete set of chunks by their digest), and each step reads every
+// partition from exactly after the last item the step before counted, so the items it counts are
+// those the one-go tally would have: each once.
+//
 // A crawl whose counters have not moved for StallAfter (DefaultStallAfter, an hour of checks) with
 // work left is stalled: a URL that cannot end, or a message in a dead-letter queue. The check
 // tallies once more (counters that drifted high end the crawl here, late), and if work is left it
@@ -95,7 +124,8 @@ type State interface {
 	ExpireCounters(ctx context.Context, crawl string, at time.Time) error
 	Retention() time.Duration
 	Counters(ctx context.Context, crawl string) (crawlstate.Counters, error)
-	Drained(ctx context.Context, crawl string) (crawlstate.Counters, crawlstate.Left, error)
+	DrainedStep(ctx context.Context, crawl string, basis int64, budget time.Duration) (crawlstate.TallyStep, error)
+	DropTally(ctx context.Context, crawl string) error
 	Renew(ctx context.Context, crawl string, budget time.Duration) (bool, error)
 }
 
@@ -121,6 +151,9 @@ type Checker struct {
 	// with no end's counters (a bound on the tallies' cost); StallAfter how long they must not
 	// change, with work left, before the crawl is announced stalled (0: DefaultStallAfter).
 	Every, Quiet, StallAfter time.Duration
+	// TallyBudget is how long one check spends at most on a step of the crawl's exact tally
+	// (0: DefaultTallyBudget).
+	TallyBudget time.Duration
 	// Prices cost the crawl's ledger in the event.
 	Prices cost.Prices
 	Log    *slog.Logger
@@ -260,6 +293,19 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 // schedule function's timeout: a renewal of a large crawl takes several checks.
 const RenewBudget = 20 * time.Second
 
+// DefaultTallyBudget is how long one check spends at most on a step of the crawl's exact tally,
+// another third of the schedule function's 60 s: with RenewBudget, 40 s, and the last third for
+// what a step overruns its budget by (a partition's page being read), saving the tally (a few
+// seconds for a crawl of a million URLs: docs/bench.md), the counters and the step of the chain.
+const DefaultTallyBudget = 20 * time.Second
+
+func (c *Checker) tallyBudget() time.Duration {
+	if c.TallyBudget > 0 {
+		return c.TallyBudget
+	}
+	return DefaultTallyBudget
+}
+
 // renew renews the crawl's items when they are due (crawlstate.Runs.Renew: a crawl runs for as
 // long as it needs, its items never expiring under it), while its chain of checks runs, paused or
 // not. A renewal that fails is taken up again by the next check; the check goes on.
@@ -309,7 +355,7 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 	// quiet time (a parse that ended without a counter to move, say).
 	talliedAlready := ch.Tallied && ch.TallyFP == st.QuietFP && now.Sub(ch.TallyAt) < c.Quiet
 	if ch.Run == crawlstate.Paused || talliedAlready {
-		return st, Event{}, nil
+		return st, Event{}, c.dropTally(ctx, ch)
 	}
 	if !ch.Counted {
 		return c.lookByTally(ctx, ch, st, now)
@@ -318,13 +364,15 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 	still := now.Sub(st.QuietSince)
 	stalled := still >= c.stallAfter()
 	if !left.Done() && still < c.Quiet {
-		return st, Event{}, nil // the counters show work left, and it moves (or has not been still for long)
+		// the counters show work left, and it moves (or has not been still for long)
+		return st, Event{}, c.dropTally(ctx, ch)
 	}
 	// The counters show nothing left, or have been still with work left for Quiet (counters that
 	// drifted high would otherwise hold the end for ever: the deployed stack's showed a Links
-	// message named and never counted admitted), or for StallAfter: the exact tally decides.
-	exact, tallied, err := c.State.Drained(ctx, m.Crawl)
-	if err != nil {
+	// message named and never counted admitted), or for StallAfter: the exact tally decides, once
+	// it completes.
+	exact, tallied, done, err := c.tallyStep(ctx, m.Crawl, st.QuietFP)
+	if err != nil || !done {
 		return st, Event{}, err
 	}
 	st.Tallied = true
@@ -357,10 +405,10 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 // its counters of URLs have been quiet for Quiet, and never stalls.
 func (c *Checker) lookByTally(ctx context.Context, ch crawlstate.Checks, st crawlstate.Step, now time.Time) (crawlstate.Step, Event, error) {
 	if now.Sub(st.QuietSince) < c.Quiet {
-		return st, Event{}, nil
+		return st, Event{}, c.dropTally(ctx, ch)
 	}
-	exact, left, err := c.State.Drained(ctx, ch.ID)
-	if err != nil {
+	exact, left, done, err := c.tallyStep(ctx, ch.ID, st.QuietFP)
+	if err != nil || !done {
 		return st, Event{}, err
 	}
 	st.Tallied = true
@@ -369,6 +417,33 @@ func (c *Checker) lookByTally(ctx context.Context, ch crawlstate.Checks, st craw
 		return st, Event{}, nil
 	}
 	return c.ended(ctx, ch, st, exact, now)
+}
+
+// tallyStep takes the crawl's exact tally a step further (crawlstate.DrainedStep), from the
+// counters' fingerprint fp: it returns the tally and true once it completed, false while steps
+// are left, which the next checks take.
+func (c *Checker) tallyStep(ctx context.Context, crawl string, fp int64) (crawlstate.Counters, crawlstate.Left, bool, error) {
+	step, err := c.State.DrainedStep(ctx, crawl, fp, c.tallyBudget())
+	if step.Dropped != "" {
+		c.log().Warn("the crawl's tally starts again", "crawl", crawl, "why", step.Dropped)
+	}
+	if err != nil {
+		return crawlstate.Counters{}, crawlstate.Left{}, false, err
+	}
+	if !step.Done {
+		c.log().Info("the crawl's tally goes on at the next check", "crawl", crawl, "steps", step.Steps, "read", step.Read, "savedBytes", step.Saved)
+		return crawlstate.Counters{}, crawlstate.Left{}, false, nil
+	}
+	return step.Counters, step.Left, true, nil
+}
+
+// dropTally deletes the crawl's saved tally, if it has one, when a check does not take it on: the
+// crawl is paused, or its counters moved. A tally is only ever one of unchanged counters.
+func (c *Checker) dropTally(ctx context.Context, ch crawlstate.Checks) error {
+	if !ch.Tallying {
+		return nil
+	}
+	return c.State.DropTally(ctx, ch.ID)
 }
 
 // ended is the step that decides the end of crawl ch with exact, its tally.

@@ -24,11 +24,17 @@ type sent struct {
 	mu     sync.Mutex
 	checks []*message.Check
 	delays []time.Duration
+	// fail: the next fail sends fail.
+	fail int
 }
 
 func (s *sent) SendBatch(_ context.Context, _ string, entries []queue.Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fail > 0 {
+		s.fail--
+		return errors.New("injected: the send failed")
+	}
 	for _, e := range entries {
 		m, err := message.DecodeCheck(e.Body)
 		if err != nil {
@@ -66,6 +72,11 @@ type scans struct {
 func (s *scans) Query(ctx context.Context, part, prefix string, fn func(string, table.Item) error) error {
 	s.n.Add(1)
 	return s.Table.Query(ctx, part, prefix, fn)
+}
+
+func (s *scans) QueryAfter(ctx context.Context, part, prefix, after string, fn func(string, table.Item) error) error {
+	s.n.Add(1)
+	return s.Table.QueryAfter(ctx, part, prefix, after, fn)
 }
 
 type fixture struct {

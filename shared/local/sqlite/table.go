@@ -224,11 +224,21 @@ const queryPage = 500
 // It reads a page at a time and calls fn after each page's rows are closed, so that fn may write
 // to the table; like a DynamoDB Query over several pages it is not a snapshot.
 func (t *Table) Query(ctx context.Context, part, prefix string, fn func(sort string, item table.Item) error) error {
+	return t.QueryAfter(ctx, part, prefix, "", fn)
+}
+
+// QueryAfter is Query from the first item whose sort key comes after after: the range of rows
+// starts after the row key it would have.
+func (t *Table) QueryAfter(ctx context.Context, part, prefix, after string, fn func(sort string, item table.Item) error) error {
 	if err := (table.Key{Part: part, Sort: "-"}).Check(); err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
 	from := part + table.Sep
-	err := eachPage(ctx, t.keyPages(from+prefix), func(p decoded) error {
+	pages := t.keyPages(from + prefix)
+	if after != "" && after >= prefix {
+		pages = t.keyPagesAfter(from+prefix, from+after)
+	}
+	err := eachPage(ctx, pages, func(p decoded) error {
 		for i, r := range p.rows {
 			if err := fn(r.key[len(from):], p.items[i]); err != nil {
 				return err
@@ -297,8 +307,13 @@ func decodePage(page []scanned) ([]table.Item, error) {
 type pager func(ctx context.Context) (found []scanned, more bool, err error)
 
 // keyPages reads the items whose row key starts with prefix, in key order.
-func (t *Table) keyPages(prefix string) pager {
-	from, op := prefix, ">="
+func (t *Table) keyPages(prefix string) pager { return t.keyPagesFrom(prefix, prefix, ">=") }
+
+// keyPagesAfter is keyPages from the first row key after after, which is at least prefix.
+func (t *Table) keyPagesAfter(prefix, after string) pager { return t.keyPagesFrom(prefix, after, ">") }
+
+// keyPagesFrom is keyPages from the row key from, taken (op ">=") or not (">").
+func (t *Table) keyPagesFrom(prefix, from, op string) pager {
 	return func(ctx context.Context) ([]scanned, bool, error) {
 		rows, err := t.db.r.QueryContext(ctx, `SELECT pk, item FROM items WHERE tbl = ? AND pk `+op+` ? ORDER BY pk LIMIT ?`,
 			t.name, from, queryPage)

@@ -244,6 +244,11 @@ type Table interface {
 	// in proportion to the items it returns, whatever the rest of the table holds. Items written
 	// during the call may or may not be seen.
 	Query(ctx context.Context, part, prefix string, fn func(sort string, item Item) error) error
+	// QueryAfter is Query from the first item whose sort key comes after after (in the order of
+	// sort keys; "" reads from the partition's first, as Query does): a read of a partition stopped
+	// at an item goes on after it, whether that item is still there or not. An after beyond the
+	// prefix's items reads none.
+	QueryAfter(ctx context.Context, part, prefix, after string, fn func(sort string, item Item) error) error
 }
 
 // Admin creates tables. The local runner and the tests use it; on AWS the CDK stack does.

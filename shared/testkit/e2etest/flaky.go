@@ -164,6 +164,13 @@ func (t flakyTable) Query(ctx context.Context, part, prefix string, fn func(stri
 	return t.t.Query(ctx, part, prefix, fn)
 }
 
+func (t flakyTable) QueryAfter(ctx context.Context, part, prefix, after string, fn func(string, table.Item) error) error {
+	if err := t.f.call(&t.f.table, "query"); err != nil {
+		return err
+	}
+	return t.t.QueryAfter(ctx, part, prefix, after, fn)
+}
+
 type flakyBlobs struct {
 	f *Flaky
 	b blob.Store

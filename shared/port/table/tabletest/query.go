@@ -135,3 +135,84 @@ func testBadKeys(t *testing.T, tb table.Table, prefix string) {
 		t.Errorf("Query of no partition = %v, want ErrBadKey", err)
 	}
 }
+
+// testQueryAfter reads partitions from after a sort key, an item's or one no item has (one read
+// and deleted since): the items with the prefix whose sort keys come after it, in order, as a
+// filter of the whole partition's keys says.
+func testQueryAfter(t *testing.T, tb table.Table, prefix string) {
+	part := prefix + "p"
+	keys := []string{"A/1", "a", "a%/1", "a/1", "a/2", "a/3x", "a_/1", "b/1"} // in sort-key order
+	for i, k := range keys {
+		put(t, tb, table.Key{Part: part, Sort: k}, table.Item{"n": int64(i)})
+	}
+	put(t, tb, table.Key{Part: prefix + "p2", Sort: "a/9"}, table.Item{"n": int64(99)})
+	afters := append([]string{"", "0", "a/", "a/1x", "a/0", "a/9", "a%", "a0", "b", "zz", "~"}, keys...)
+	for _, p := range []string{"", "a", "a/", "b/", "c"} {
+		for _, after := range afters {
+			var want []string
+			for _, k := range keys {
+				if strings.HasPrefix(k, p) && k > after {
+					want = append(want, k)
+				}
+			}
+			var got []string
+			err := tb.QueryAfter(ctxFor(t), part, p, after, func(sort string, it table.Item) error {
+				if n := it.Int("n"); n < 0 || int(n) >= len(keys) || keys[n] != sort {
+					t.Errorf("QueryAfter(%q, %q) returned %s with n=%d", p, after, sort, n)
+				}
+				got = append(got, sort)
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("QueryAfter(%q, %q): %v", p, after, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("QueryAfter(%q, %q) = %q, want %q", p, after, got, want)
+			}
+		}
+	}
+	t.Run("AfterADeletedItem", func(t *testing.T) {
+		if err := tb.Delete(ctxFor(t), table.Key{Part: part, Sort: "a/2"}, table.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		err := tb.QueryAfter(ctxFor(t), part, "a/", "a/2", func(sort string, _ table.Item) error {
+			got = append(got, sort)
+			return nil
+		})
+		if err != nil || !reflect.DeepEqual(got, []string{"a/3x"}) {
+			t.Errorf("QueryAfter a deleted item = %q, %v; want [a/3x]", got, err)
+		}
+	})
+	t.Run("BadKey", func(t *testing.T) {
+		if err := tb.QueryAfter(ctxFor(t), "", "", "a", func(string, table.Item) error { return nil }); !errors.Is(err, table.ErrBadKey) {
+			t.Errorf("QueryAfter of no partition = %v, want ErrBadKey", err)
+		}
+	})
+}
+
+// testQueryAfterPages reads a partition larger than a page from after an item in its middle, and
+// from each page's last item: every item after it once, in order.
+func testQueryAfterPages(t *testing.T, tb table.Table, prefix string) {
+	const n = 700
+	pad := strings.Repeat("x", 2000) // as testQueryPages: two of DynamoDB's pages
+	for i := range n {
+		put(t, tb, table.Key{Part: prefix, Sort: fmt.Sprintf("i%04d", i)}, table.Item{"n": int64(i), "pad": pad})
+	}
+	for _, from := range []int{0, 349, 499, 500, 698, 699} {
+		next := from + 1
+		err := tb.QueryAfter(ctxFor(t), prefix, "i", fmt.Sprintf("i%04d", from), func(sort string, it table.Item) error {
+			if want := fmt.Sprintf("i%04d", next); sort != want || it.Int("n") != int64(next) {
+				return fmt.Errorf("item %d is %s (n=%d), want %s", next, sort, it.Int("n"), want)
+			}
+			next++
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("QueryAfter i%04d: %v", from, err)
+		}
+		if next != n {
+			t.Errorf("QueryAfter i%04d read up to item %d, want %d", from, next, n)
+		}
+	}
+}

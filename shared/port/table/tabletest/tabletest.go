@@ -38,6 +38,8 @@ func Run(t *testing.T, newTable func(t *testing.T) table.Table) {
 		{"Delete", testDelete},
 		{"Query", testQuery},
 		{"QueryPages", testQueryPages},
+		{"QueryAfter", testQueryAfter},
+		{"QueryAfterPages", testQueryAfterPages},
 		{"BadKeys", testBadKeys},
 		{"RoundTrip", testRoundTrip},
 		{"ReservedWords", testReservedWords},
