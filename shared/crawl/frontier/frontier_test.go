@@ -174,7 +174,7 @@ func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
 	st := newStore(t)
 	snd := &fakeSender{failIDs: map[string]bool{"1": true}}
 	// One host's URLs come due two seconds apart, so each goes in a message of its own.
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, withState(st, Deps{Send: snd, Log: quiet()}))
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second, RunURLs: -1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	m := seeds("http://a.test/1", "http://a.test/2", "http://a.test/3")
 	if _, err := f.Admit(ctx, m); err == nil {
 		t.Fatal("a failed send must fail the message so it is delivered again")
@@ -200,7 +200,7 @@ func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{failIDs: map[string]bool{"0": true}}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, withState(st, Deps{Send: snd, Log: quiet()}))
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second, RunURLs: -1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	var urls []string
 	for h := range message.MaxFetchURLs + 5 {
 		urls = append(urls, fmt.Sprintf("http://h%d.test/1", h), fmt.Sprintf("http://h%d.test/2", h))
@@ -663,7 +663,7 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	st := crawlstate.New(writes, crawlstate.WithClock(func() time.Time { return t0 }))
 	snd := &entrySender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond}, withState(st, Deps{Send: snd, Log: quiet()}))
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond, RunURLs: -1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	f.now = st.Now
 	// c.test is booked by others until 1s before the horizon: one of its two URLs gets a slot.
 	if _, err := st.ReserveSlots(ctx, "c.test", 1500*time.Millisecond, 599, 0); err != nil {

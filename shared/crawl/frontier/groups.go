@@ -25,6 +25,8 @@ type groups struct {
 	start time.Time // the first take's time: the guessed slots are grouped by their second from then
 	open  map[dueKey][]*group
 	taken map[string]int // crawl and host -> URLs of the host given a group in this batch
+	// runs is the open run of each crawl and host of runs (runs.go).
+	runs map[string]*group
 }
 
 type dueKey struct {
@@ -35,6 +37,8 @@ type dueKey struct {
 type group struct {
 	name  string
 	hosts map[string]bool
+	// n counts a run's URLs (its hosts hold its one host).
+	n int
 }
 
 type groupsKey struct{}
@@ -46,7 +50,7 @@ func WithGroups(ctx context.Context) context.Context {
 }
 
 func newGroups() *groups {
-	return &groups{open: map[dueKey][]*group{}, taken: map[string]int{}}
+	return &groups{open: map[dueKey][]*group{}, taken: map[string]int{}, runs: map[string]*group{}}
 }
 
 // groupsIn returns ctx's allocator (Stage sees that there is one).
@@ -55,9 +59,10 @@ func groupsIn(ctx context.Context) *groups {
 }
 
 // take gives a URL of host a group: the first open one of its crawl and guessed second without a
-// URL of the host. guess tells the start of the host's kth next slot; k is returned, the URL's
-// place among the host's URLs of the batch, which Send books the host's slots in.
-func (g *groups) take(crawl, host string, now time.Time, guess func(k int) time.Time) (name string, k int) {
+// URL of the host, or, when the host gets runs of up to run URLs (runs.go), its open run. guess
+// tells the start of the host's kth next slot; k is returned, the URL's place among the host's
+// URLs of the batch, which Send books the host's slots in.
+func (g *groups) take(crawl, host string, now time.Time, run int, guess func(k int) time.Time) (name string, k int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.start.IsZero() {
@@ -66,6 +71,16 @@ func (g *groups) take(crawl, host string, now time.Time, guess func(k int) time.
 	hk := crawl + "\x00" + host
 	k = g.taken[hk]
 	g.taken[hk]++
+	if run >= 2 {
+		// The host's URLs in consecutive slots, in order: a run is full at run URLs.
+		gr := g.runs[hk]
+		if gr == nil || gr.n >= run {
+			gr = &group{name: groupName(), hosts: map[string]bool{host: true}}
+			g.runs[hk] = gr
+		}
+		gr.n++
+		return gr.name, k
+	}
 	// Rounded, not truncated: the guesses are whole milliseconds and the start is not, so a guess a
 	// whole number of seconds after another may come a hair short of it.
 	d := dueKey{crawl, int64(guess(k).Sub(g.start).Round(time.Second) / time.Second)}
@@ -87,6 +102,10 @@ func (g *groups) give(crawl, host, name string) {
 	hk := crawl + "\x00" + host
 	if g.taken[hk] > 0 {
 		g.taken[hk]--
+	}
+	if gr := g.runs[hk]; gr != nil && gr.name == name {
+		gr.n--
+		return
 	}
 	for d, list := range g.open {
 		if d.crawl != crawl {
