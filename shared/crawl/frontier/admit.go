@@ -52,10 +52,10 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 	}
 	groups := groupsIn(ctx)
 	run := f.runLength(lim.interval)
-	taken, place := groups.take(m.Crawl, u.Host, f.slots.Now(), run, func(k int) time.Time {
+	taken, place := groups.take(m.Crawl, u.Host, key, f.slots.Now(), run, func(k int) time.Time {
 		return f.slots.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
 	})
-	giveBack := func() { groups.give(m.Crawl, u.Host, taken) }
+	giveBack := func() { groups.give(m.Crawl, u.Host, key, taken) }
 	res, group, err := f.admissions.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
 	if res != crawlstate.Admitted || err != nil {
 		giveBack()

@@ -194,7 +194,7 @@ func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
 }
 
 // TestURLsDueTogetherShareAMessage: the URLs of a Links message that come due at the same second
-// go in one fetch message (one host each second), at most message.MaxFetchURLs in each, and a
+// go in one fetch message (one host each second), at most message.MaxPackedURLs in each, and a
 // failed send of one leaves all its URLs to the redelivery.
 func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	ctx := context.Background()
@@ -202,7 +202,7 @@ func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	snd := &fakeSender{failIDs: map[string]bool{"0": true}}
 	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second, RunURLs: -1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	var urls []string
-	for h := range message.MaxFetchURLs + 5 {
+	for h := range message.MaxPackedURLs + 5 {
 		urls = append(urls, fmt.Sprintf("http://h%d.test/1", h), fmt.Sprintf("http://h%d.test/2", h))
 	}
 	m := seeds(urls...)
@@ -211,8 +211,8 @@ func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	}
 	// Each host's first URL is due now, its second two seconds later: four messages (50 and 5 of
 	// each time), the first of them failed.
-	if got := snd.urls(t); len(snd.bodies) != 3 || len(got) != len(urls)-message.MaxFetchURLs {
-		t.Fatalf("sent %d URLs in %d messages, want %d in 3", len(got), len(snd.bodies), len(urls)-message.MaxFetchURLs)
+	if got := snd.urls(t); len(snd.bodies) != 3 || len(got) != len(urls)-message.MaxPackedURLs {
+		t.Fatalf("sent %d URLs in %d messages, want %d in 3", len(got), len(snd.bodies), len(urls)-message.MaxPackedURLs)
 	}
 	for _, b := range snd.bodies {
 		fm, err := message.DecodeFetch(b)
@@ -229,8 +229,8 @@ func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	}
 	snd.failIDs = nil
 	res, err := f.Admit(ctx, m)
-	if err != nil || res.Sent != message.MaxFetchURLs {
-		t.Fatalf("redelivery = %+v, %v; want the %d URLs of the failed message sent", res, err, message.MaxFetchURLs)
+	if err != nil || res.Sent != message.MaxPackedURLs {
+		t.Fatalf("redelivery = %+v, %v; want the %d URLs of the failed message sent", res, err, message.MaxPackedURLs)
 	}
 	if got := snd.urls(t); len(got) != len(urls) || len(snd.bodies) != 4 {
 		t.Errorf("sent %d URLs in %d messages in all, want %d in 4", len(got), len(snd.bodies), len(urls))

@@ -12,10 +12,11 @@ import "time"
 // write, a WARC PUT and a parse invocation then serve a run of pages instead of one page each
 // (docs/cost.md, "Runs of URLs for polite hosts").
 
-// DefaultRunURLs is the most URLs of one host a run holds: message.MaxFetchURLs, the URLs that
-// one claim and one outcome write on a group's item take with their conditions well inside
-// DynamoDB's 4 KB for an expression.
-const DefaultRunURLs = 10
+// DefaultRunURLs is the most URLs of one host a run holds (at most message.MaxFetchURLs): 30
+// seconds of a host at a page a second. The fetcher claims and records them on their group's item
+// in writes of at most ten (crawlstate.ClaimGroup, Record), each condition well inside DynamoDB's
+// 4 KB for an expression.
+const DefaultRunURLs = 30
 
 // DefaultRunMinInterval is the gap between a host's requests from which it gets runs: a host of
 // at most a page a second. A faster host fills messages of one URL of each host well enough, and

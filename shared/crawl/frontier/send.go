@@ -96,7 +96,7 @@ const packBytes = 48 << 10
 
 // pack groups the URLs to send into fetch messages: those of one crawl and group (groups.go)
 // whose slots start within packSpread of the earliest's (or, without slots, that are sent after the
-// same delay) go together, at most message.MaxFetchURLs and about packBytes in each, and at most
+// same delay) go together, at most message.MaxPackedURLs and about packBytes in each, and at most
 // one URL of each host (a group holds one of each): a message's URLs all go out as soon as it
 // arrives, none waiting behind another of its host for a slot. A run's URLs (runs.go), of one
 // host, go together when their slots start within runSpan of the earliest's. A message is sent
@@ -152,7 +152,11 @@ func pack(out []pending, delays []time.Duration, runSpan time.Duration) [][]int 
 			n := len(p.msg.URL) + len(p.msg.Root) + len(p.msg.Group) + 100
 			// A group of one host's is a run, whose URLs go out one after another.
 			sameHost := hosts[p.host] && !p.run
-			if len(cur) > 0 && (len(cur) == message.MaxFetchURLs || size+n > packBytes || sameHost || !together(cur[0], i)) {
+			limit := message.MaxPackedURLs
+			if p.run {
+				limit = message.MaxFetchURLs
+			}
+			if len(cur) > 0 && (len(cur) >= limit || size+n > packBytes || sameHost || !together(cur[0], i)) {
 				msgs = append(msgs, cur)
 				cur, size, hosts = nil, 0, map[string]bool{}
 			}
