@@ -64,9 +64,11 @@ func isRun(d *delivery) bool {
 }
 
 // runWaitEarly is how much before a run's next slot its wait in place ends: the URL's checks
-// before its request (its crawl, robots.txt from the cache) take that long at most, and the
-// request then waits for the slot itself (awaitSlot).
-const runWaitEarly = 250 * time.Millisecond
+// before its request (its crawl, robots.txt, the opt-out list, the host's circuit) run then, and
+// the request waits for the slot itself (awaitSlot), so that a slow check on a loaded machine does
+// not make it late for its slot (a URL more than half an interval late loses it, and is sent
+// back alone to wait for another). keepWaiting keeps a URL this close to its slot.
+const runWaitEarly = MaxHeldWait
 
 // awaitRunSlot waits in place, before a run's URL w is worked on, until just before its held
 // slot, and reports true, when the invocation leaves time to fetch and store it then; otherwise it
