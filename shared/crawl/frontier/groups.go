@@ -17,7 +17,8 @@ import (
 // at the same second. The slots are booked after admission, with the batch's (Send), so the
 // second is guessed from what the store knows of each host's next slots (SlotGuess); a URL whose
 // slot turns out another second goes in a message of its own group's, which costs a message and a
-// claim more, not a fetch.
+// claim more, not a fetch. A polite host's URLs go in runs instead (runs.go): a group of up to
+// Config.RunURLs of that host alone, in consecutive slots, fetched one after another.
 
 // groups hands out the groups of one schedule batch's URLs, shared by its Links messages.
 type groups struct {
