@@ -92,8 +92,9 @@ type Config struct {
 	SlotLead time.Duration
 
 	// RunURLs is how many URLs of one polite host a fetch message carries at most, fetched one
-	// after another (0: frontier.DefaultRunURLs; 1 or below 0: no runs); a host gets runs when its
-	// requests are RunMinInterval apart or more (0: frontier.DefaultRunMinInterval, a second).
+	// after another (0 or 1, the default: no runs; frontier.DefaultRunURLs, 10, is the length
+	// measured); a host gets runs when its requests are RunMinInterval apart or more (0:
+	// frontier.DefaultRunMinInterval, a second).
 	RunURLs        int
 	RunMinInterval time.Duration
 

@@ -95,8 +95,9 @@ type Config struct {
 	// the host's next ones (crawlstate.Hosts.BookSlots): 0 is DefaultSpareSlots, below 0 none.
 	SpareSlots int
 	// RunURLs is how many URLs of one polite host a fetch message carries at most, one after
-	// another in the host's slots (runs.go): 0 is DefaultRunURLs, 1 or below 0 none (each message
-	// then holds one URL of each host).
+	// another in the host's slots (runs.go), up to message.MaxFetchURLs: 0, 1 or below 0 is none
+	// (each message then holds one URL of each host), the default until runs stop holding up the
+	// fetch invocations of a wide crawl (docs/cost.md); DefaultRunURLs is the length measured.
 	RunURLs int
 	// RunMinInterval is the gap between a host's requests from which its URLs go in runs: 0 is
 	// DefaultRunMinInterval.
@@ -198,9 +199,6 @@ func New(cfg Config, d Deps) *Frontier {
 	}
 	if cfg.SpareSlots == 0 {
 		cfg.SpareSlots = DefaultSpareSlots
-	}
-	if cfg.RunURLs == 0 {
-		cfg.RunURLs = DefaultRunURLs
 	}
 	cfg.RunURLs = min(cfg.RunURLs, message.MaxFetchURLs)
 	if cfg.RunMinInterval <= 0 {

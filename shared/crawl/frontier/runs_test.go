@@ -22,12 +22,13 @@ func TestPoliteHostsGetRuns(t *testing.T) {
 		span     time.Duration
 		want     []int // URLs per message of a.test, in slot order
 	}{
-		{"default run", time.Second, 0, 0, []int{10, 10, 5}},
+		{"runs of 10", time.Second, DefaultRunURLs, 0, []int{10, 10, 5}},
+		{"off by default", time.Second, 0, 0, slices.Repeat([]int{1}, 25)},
 		{"runs of 30", time.Second, 30, 0, []int{25}},
-		{"span bounds the run", time.Second, 0, 3 * time.Second, []int{4, 4, 4, 4, 4, 4, 1}},
+		{"span bounds the run", time.Second, DefaultRunURLs, 3 * time.Second, []int{4, 4, 4, 4, 4, 4, 1}},
 		{"runs of 6", time.Second, 6, 0, []int{6, 6, 6, 6, 1}},
 		{"no runs", time.Second, -1, 0, slices.Repeat([]int{1}, 25)},
-		{"a faster host", 500 * time.Millisecond, 0, 0, nil}, // checked below: at most one URL of the host a message
+		{"a faster host", 500 * time.Millisecond, DefaultRunURLs, 0, nil}, // checked below: at most one URL of the host a message
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
