@@ -91,6 +91,13 @@ type Config struct {
 	// slot come back that much earlier, so that the window does not make them late for it.
 	SlotLead time.Duration
 
+	// RunURLs is how many URLs of one polite host a fetch message carries at most, fetched one
+	// after another (0 or 1, the default: no runs; frontier.DefaultRunURLs, 10, is the length
+	// measured); a host gets runs when its requests are RunMinInterval apart or more (0:
+	// frontier.DefaultRunMinInterval, a second).
+	RunURLs        int
+	RunMinInterval time.Duration
+
 	// BudgetUSD stops a crawl from admitting URLs once its ledger costs this much (0: no budget).
 	BudgetUSD float64
 	// Prices overrides some of the prices the ledger is costed at (cost.Prices.Override: "sqs=0.40,...").
@@ -412,6 +419,8 @@ func (r *envReader) readLimits(c *Config) {
 	r.num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
 	r.duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)
 	r.duration("CRAWL_SLOT_LEAD", &c.SlotLead)
+	r.num("CRAWL_RUN_URLS", &c.RunURLs)
+	r.duration("CRAWL_RUN_MIN_INTERVAL", &c.RunMinInterval)
 	r.str("CRAWL_WARC_INDEX", &c.WARCIndex)
 	r.duration("CRAWL_FINISH_EVERY", &c.FinishEvery)
 	r.duration("CRAWL_FINISH_QUIET", &c.FinishQuiet)

@@ -264,7 +264,8 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 	}
 	front := frontier.New(frontier.Config{Rules: w.rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
 		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead,
-		BudgetUSD: cfg.BudgetUSD, Prices: prices, AdmitConcurrency: cfg.AdmitConcurrency},
+		BudgetUSD: cfg.BudgetUSD, Prices: prices, AdmitConcurrency: cfg.AdmitConcurrency,
+		RunURLs: cfg.RunURLs, RunMinInterval: cfg.RunMinInterval},
 		frontier.Deps{Admissions: w.state.URLs, Skips: w.state.URLs, Gates: w.state.Runs, PageBudget: w.state.Runs,
 			Counters: w.state.Runs, Slots: w.state.Hosts, Starts: w.state.Runs, Send: w.p.Queue, Log: log, Crawls: w.crawls,
 			OptOuts: w.optOuts()})

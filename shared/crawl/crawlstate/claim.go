@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
@@ -13,6 +15,11 @@ import (
 // Claiming URLs in their group's item (see outcomes.go), and the other moves of a URL that its
 // group decides: taking a fetched URL back whose page is gone, skipping a queued URL that no
 // message holds, and taking an admission back.
+
+// MaxGroupWrite bounds the URLs of one claim or outcome write on a group's item: each URL adds a
+// few conditions, and ten keep the expression well inside DynamoDB's 4 KB. A run's URLs
+// (frontier/runs.go), up to message.MaxFetchURLs of them, take a write for every ten.
+const MaxGroupWrite = 10
 
 // maxClaimRounds bounds the conditional updates of one ClaimGroup: each refused round drops the
 // URLs found done or held, or turns a redriven failure into a claim of its own, so a round that
@@ -26,9 +33,22 @@ const maxClaimRounds = 8
 // (message.Target.Prev), whose claims pass to owner. It returns the claimed URLs' states before the claim (Queued,
 // or Failed for a redriven failure), by key; a key left out is done, held or gone: its message is
 // a duplicate.
+//
+// More than MaxGroupWrite keys (a run's) are claimed in writes of that many, each on its own.
 func (s *URLs) ClaimGroup(ctx context.Context, crawl, group, owner string, prev []string, lease time.Duration, keys []string) (map[string]State, error) {
 	if len(keys) == 0 {
 		return nil, nil
+	}
+	if len(keys) > MaxGroupWrite {
+		all := map[string]State{}
+		for part := range slices.Chunk(keys, MaxGroupWrite) {
+			got, err := s.ClaimGroup(ctx, crawl, group, owner, prev, lease, part)
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(all, got)
+		}
+		return all, nil
 	}
 	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +23,8 @@ import (
 
 // A URL's claim and outcome live in its group's item, "r#<crawl>#<group>", not in its own. The
 // group is fixed when the URL is admitted (AdmitIn, on the URL's item): schedule gives the URLs
-// of a batch groups of at most message.MaxFetchURLs, one URL of a host each, and sends each
+// of a batch groups of at most message.MaxPackedURLs, one URL of a host each, or runs of one
+// polite host's URLs (frontier/runs.go), and sends each
 // group's URLs in one fetch message (two or more only when their slots come due apart). Every
 // message that carries the URL names its group: the first send, a Links message's redelivery that
 // sends it again (it reads the group back from the item its admission found), a fetcher's re-queue
@@ -110,7 +112,7 @@ type Outcome struct {
 // stored is an Outcome as its group's item holds it: short names, the state as a letter, the
 // page's parts that can be derived left out, and its WARC file's name shortened when it is the
 // usual pages/<crawl>/<day>/<batch>.warc.gz (a group's item is billed by its size, a unit a
-// kilobyte, and holds up to message.MaxFetchURLs outcomes). Whether a failure may be redriven is
+// kilobyte, and holds up to message.MaxFetchURLs outcomes, a run's). Whether a failure may be redriven is
 // the item's x<k> attribute.
 type stored struct {
 	S string         `json:"s"`
@@ -313,10 +315,22 @@ func (s *URLs) withGroup(ctx context.Context, crawl string, u URL) (URL, error) 
 // owner: so when the SDK sends it again because its answer was lost, the replay's condition
 // fails. The item as it was then shows the outcomes as written, each its own write token (see
 // stored.W), and Record takes that for its own success.
+//
+// More than MaxGroupWrite outcomes (a run's) are recorded in writes of that many, each on its own.
 func (s *URLs) Record(ctx context.Context, crawl, group string, outs []Outcome) (lost []string, err error) {
 	outs = oneEach(outs)
 	if len(outs) == 0 {
 		return nil, nil
+	}
+	if len(outs) > MaxGroupWrite {
+		for part := range slices.Chunk(outs, MaxGroupWrite) {
+			gone, err := s.Record(ctx, crawl, group, part)
+			lost = append(lost, gone...)
+			if err != nil {
+				return lost, err
+			}
+		}
+		return lost, nil
 	}
 	expires, err := s.crawls.expiry(ctx, crawl)
 	if err != nil {

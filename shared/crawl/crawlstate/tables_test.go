@@ -28,6 +28,7 @@ var tableTests = []struct {
 	{"Reopen", testReopen},
 	{"RunState", testRunState},
 	{"Outcomes", testOutcomes},
+	{"ARunIsClaimedAndRecordedInWritesOfTen", testARunIsClaimedAndRecordedInWritesOfTen},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
 	{"TallyReadsEachURLAsGetDoes", testTallyReadsEachURLAsGetDoes},
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},

@@ -51,10 +51,11 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		return pending{}, outRejected, nil
 	}
 	groups := groupsIn(ctx)
-	taken, place := groups.take(m.Crawl, u.Host, f.slots.Now(), func(k int) time.Time {
+	run := f.runLength(lim.interval)
+	taken, place := groups.take(m.Crawl, u.Host, key, f.slots.Now(), run, func(k int) time.Time {
 		return f.slots.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
 	})
-	giveBack := func() { groups.give(m.Crawl, u.Host, taken) }
+	giveBack := func() { groups.give(m.Crawl, u.Host, key, taken) }
 	res, group, err := f.admissions.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
 	if res != crawlstate.Admitted || err != nil {
 		giveBack()
@@ -83,7 +84,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 	if res != crawlstate.Admitted {
 		place = -1 // sent again in its old group, after the batch's own
 	}
-	return pending{crawl: m.Crawl, key: key, group: group, place: place, host: u.Host, interval: lim.interval, msg: message.Target{URL: norm, Root: r.String(),
+	return pending{crawl: m.Crawl, key: key, group: group, place: place, host: u.Host, interval: lim.interval, run: run >= 2, msg: message.Target{URL: norm, Root: r.String(),
 		Depth: m.Depth, Sitemap: m.Sitemap, Group: group}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 

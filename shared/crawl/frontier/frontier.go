@@ -94,6 +94,16 @@ type Config struct {
 	// SpareSlots is how many of a host's slots a booking takes beyond the URLs at hand, kept for
 	// the host's next ones (crawlstate.Hosts.BookSlots): 0 is DefaultSpareSlots, below 0 none.
 	SpareSlots int
+	// RunURLs is how many URLs of one polite host a fetch message carries at most, one after
+	// another in the host's slots (runs.go), up to message.MaxFetchURLs: 0, 1 or below 0 is none
+	// (each message then holds one URL of each host), the default until runs stop holding up the
+	// fetch invocations of a wide crawl (docs/cost.md); DefaultRunURLs is the length measured.
+	RunURLs int
+	// RunMinInterval is the gap between a host's requests from which its URLs go in runs: 0 is
+	// DefaultRunMinInterval.
+	RunMinInterval time.Duration
+	// RunSpan bounds the time from a run's first slot to its last: 0 is DefaultRunSpan.
+	RunSpan time.Duration
 }
 
 // Deps are what a Frontier works with. The crawl state's capabilities (state.go) are each a
@@ -190,6 +200,13 @@ func New(cfg Config, d Deps) *Frontier {
 	if cfg.SpareSlots == 0 {
 		cfg.SpareSlots = DefaultSpareSlots
 	}
+	cfg.RunURLs = min(cfg.RunURLs, message.MaxFetchURLs)
+	if cfg.RunMinInterval <= 0 {
+		cfg.RunMinInterval = DefaultRunMinInterval
+	}
+	if cfg.RunSpan <= 0 {
+		cfg.RunSpan = DefaultRunSpan
+	}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
@@ -213,7 +230,9 @@ type pending struct {
 	host  string // the URL's host and port, whose politeness slots it takes
 	// interval is the gap between the host's requests at the crawl's rate (0: none booked here).
 	interval time.Duration
-	msg      message.Target
+	// run: the URL's group is a run of its host's (runs.go).
+	run bool
+	msg message.Target
 	// resent: the URL was admitted by an earlier delivery of the same message, which may still be
 	// at work (and may take its admission back): the URL is sent but not remembered.
 	resent bool

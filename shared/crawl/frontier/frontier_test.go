@@ -174,7 +174,7 @@ func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
 	st := newStore(t)
 	snd := &fakeSender{failIDs: map[string]bool{"1": true}}
 	// One host's URLs come due two seconds apart, so each goes in a message of its own.
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, withState(st, Deps{Send: snd, Log: quiet()}))
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second, RunURLs: -1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	m := seeds("http://a.test/1", "http://a.test/2", "http://a.test/3")
 	if _, err := f.Admit(ctx, m); err == nil {
 		t.Fatal("a failed send must fail the message so it is delivered again")
@@ -194,15 +194,15 @@ func TestAdmitResendsUnsentAfterPartialFailure(t *testing.T) {
 }
 
 // TestURLsDueTogetherShareAMessage: the URLs of a Links message that come due at the same second
-// go in one fetch message (one host each second), at most message.MaxFetchURLs in each, and a
+// go in one fetch message (one host each second), at most message.MaxPackedURLs in each, and a
 // failed send of one leaves all its URLs to the redelivery.
 func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	snd := &fakeSender{failIDs: map[string]bool{"0": true}}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second}, withState(st, Deps{Send: snd, Log: quiet()}))
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 2 * time.Second, RunURLs: -1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	var urls []string
-	for h := range message.MaxFetchURLs + 5 {
+	for h := range message.MaxPackedURLs + 5 {
 		urls = append(urls, fmt.Sprintf("http://h%d.test/1", h), fmt.Sprintf("http://h%d.test/2", h))
 	}
 	m := seeds(urls...)
@@ -211,8 +211,8 @@ func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	}
 	// Each host's first URL is due now, its second two seconds later: four messages (50 and 5 of
 	// each time), the first of them failed.
-	if got := snd.urls(t); len(snd.bodies) != 3 || len(got) != len(urls)-message.MaxFetchURLs {
-		t.Fatalf("sent %d URLs in %d messages, want %d in 3", len(got), len(snd.bodies), len(urls)-message.MaxFetchURLs)
+	if got := snd.urls(t); len(snd.bodies) != 3 || len(got) != len(urls)-message.MaxPackedURLs {
+		t.Fatalf("sent %d URLs in %d messages, want %d in 3", len(got), len(snd.bodies), len(urls)-message.MaxPackedURLs)
 	}
 	for _, b := range snd.bodies {
 		fm, err := message.DecodeFetch(b)
@@ -229,8 +229,8 @@ func TestURLsDueTogetherShareAMessage(t *testing.T) {
 	}
 	snd.failIDs = nil
 	res, err := f.Admit(ctx, m)
-	if err != nil || res.Sent != message.MaxFetchURLs {
-		t.Fatalf("redelivery = %+v, %v; want the %d URLs of the failed message sent", res, err, message.MaxFetchURLs)
+	if err != nil || res.Sent != message.MaxPackedURLs {
+		t.Fatalf("redelivery = %+v, %v; want the %d URLs of the failed message sent", res, err, message.MaxPackedURLs)
 	}
 	if got := snd.urls(t); len(got) != len(urls) || len(snd.bodies) != 4 {
 		t.Errorf("sent %d URLs in %d messages in all, want %d in 4", len(got), len(snd.bodies), len(urls))
@@ -663,7 +663,7 @@ func TestFetchMessagesGoOutWithTheirSlots(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	st := crawlstate.New(writes, crawlstate.WithClock(func() time.Time { return t0 }))
 	snd := &entrySender{}
-	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond}, withState(st, Deps{Send: snd, Log: quiet()}))
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: 1500 * time.Millisecond, RunURLs: -1}, withState(st, Deps{Send: snd, Log: quiet()}))
 	f.now = st.Now
 	// c.test is booked by others until 1s before the horizon: one of its two URLs gets a slot.
 	if _, err := st.ReserveSlots(ctx, "c.test", 1500*time.Millisecond, 599, 0); err != nil {

@@ -36,7 +36,7 @@ func (f *Frontier) Send(ctx context.Context, staged []*Staged) []error {
 		return errs
 	}
 	delays := f.book(ctx, out)
-	groups := pack(out, delays)
+	groups := pack(out, delays, f.cfg.RunSpan)
 	entries := make([]queue.Entry, len(groups))
 	for g, idx := range groups {
 		targets := make([]message.Target, len(idx))
@@ -96,12 +96,14 @@ const packBytes = 48 << 10
 
 // pack groups the URLs to send into fetch messages: those of one crawl and group (groups.go)
 // whose slots start within packSpread of the earliest's (or, without slots, that are sent after the
-// same delay) go together, at most message.MaxFetchURLs and about packBytes in each, and at most
+// same delay) go together, at most message.MaxPackedURLs and about packBytes in each, and at most
 // one URL of each host (a group holds one of each): a message's URLs all go out as soon as it
-// arrives, none waiting behind another of its host for a slot. A message is sent after its
-// earliest URL's delay, and the others wait for their slots in place (fetcher.MaxHeldWait). Each
-// list holds indexes of out, earliest first.
-func pack(out []pending, delays []time.Duration) [][]int {
+// arrives, none waiting behind another of its host for a slot. A run's URLs (runs.go), of one
+// host, go together when their slots start within runSpan of the earliest's. A message is sent
+// after its earliest URL's delay, and the others wait for their slots in place
+// (fetcher.MaxHeldWait; a run's as long as the fetcher's invocation allows). Each list holds
+// indexes of out, earliest first.
+func pack(out []pending, delays []time.Duration, runSpan time.Duration) [][]int {
 	type key struct{ crawl, group string }
 	var order []key
 	byGroup := map[key][]int{}
@@ -119,6 +121,9 @@ func pack(out []pending, delays []time.Duration) [][]int {
 		s, d := due(i)
 		if fs.IsZero() || s.IsZero() {
 			return fs.IsZero() && s.IsZero() && fd == d
+		}
+		if out[i].run {
+			return s.Sub(fs) <= runSpan
 		}
 		return s.Sub(fs) <= packSpread
 	}
@@ -145,7 +150,13 @@ func pack(out []pending, delays []time.Duration) [][]int {
 		for _, i := range idx {
 			p := out[i]
 			n := len(p.msg.URL) + len(p.msg.Root) + len(p.msg.Group) + 100
-			if len(cur) > 0 && (len(cur) == message.MaxFetchURLs || size+n > packBytes || hosts[p.host] || !together(cur[0], i)) {
+			// A group of one host's is a run, whose URLs go out one after another.
+			sameHost := hosts[p.host] && !p.run
+			limit := message.MaxPackedURLs
+			if p.run {
+				limit = message.MaxFetchURLs
+			}
+			if len(cur) > 0 && (len(cur) >= limit || size+n > packBytes || sameHost || !together(cur[0], i)) {
 				msgs = append(msgs, cur)
 				cur, size, hosts = nil, 0, map[string]bool{}
 			}

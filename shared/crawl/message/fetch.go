@@ -19,10 +19,15 @@ type Fetch struct {
 	URLs []Target `json:"urls,omitempty"`
 }
 
-// MaxFetchURLs bounds the URLs of one Fetch message. A fetch batch of 100 messages then holds at
-// most 1,000 URLs, each waiting for its host's slot inside the invocation: more would leave the
-// last ones to start after their slots had gone by.
-const MaxFetchURLs = 10
+// MaxFetchURLs bounds the URLs of one Fetch message: a run of one host's URLs, fetched one after
+// another in the host's slots (shared/crawl/frontier/runs.go), holds up to that many.
+const MaxFetchURLs = 60
+
+// MaxPackedURLs bounds the URLs of a Fetch message of several hosts, one URL of each, which all
+// go out at once when it arrives. A fetch batch of 100 such messages then holds at most 1,000
+// URLs, each waiting for its host's slot inside the invocation: more would leave the last ones to
+// start after their slots had gone by.
+const MaxPackedURLs = 10
 
 // Target is one URL to fetch, with what the fetch needs to know of it.
 type Target struct {

@@ -59,16 +59,24 @@ type site struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	hits map[string]int
+	// at is when each path was requested, in order.
+	at map[string][]time.Time
 	// elsewhere is where /moved-seed redirects to.
 	elsewhere string
 }
 
 func newSite(t *testing.T) *site {
-	s := &site{hits: map[string]int{}}
+	s := &site{hits: map[string]int{}, at: map[string][]time.Time{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hits[r.URL.Path]++
+		s.at[r.URL.Path] = append(s.at[r.URL.Path], time.Now())
 		s.mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/run/") {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, page)
+			return
+		}
 		switch r.URL.Path {
 		case "/robots.txt":
 			w.Header().Set("Content-Type", "text/plain")

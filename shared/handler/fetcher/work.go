@@ -203,22 +203,32 @@ func newWork(d *delivery, m *message.Fetch) *work {
 	return w
 }
 
-// fetchAll runs each piece of work, Concurrency at once, and stores the fetched pages: at the end,
+// fetchAll runs each piece of work, Concurrency at once (a run's one after another, runs.go), and
+// stores the fetched pages: at the end,
 // or earlier in parts when they fill the memory budget (kept.go). It returns which pieces failed.
 func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 	failed = make([]bool, len(all))
 	ctx, k := withKept(ctx, h)
-	ids := sqsbatch.Each(len(all), h.cfg.Concurrency, strconv.Itoa, func(i int) error {
-		f, err := h.runOne(ctx, all[i])
-		if err == nil && f != nil {
-			k.add(*f)
+	ls := lanes(all)
+	lanesOrder(ls)
+	_ = sqsbatch.Each(len(ls), h.cfg.Concurrency, strconv.Itoa, func(i int) error {
+		lane := ls[i]
+		for j, w := range lane {
+			if j > 0 && !h.awaitRunSlot(ctx, w) { // a run's next URL (runs.go)
+				back := h.sendRunBack(ctx, lane[j:])
+				for _, rest := range lane[j:] {
+					failed[rest.n] = !back
+				}
+				break
+			}
+			f, err := h.runOne(ctx, w)
+			if err == nil && f != nil {
+				k.add(*f)
+			}
+			failed[w.n] = err != nil // each piece of work is one lane's, written by it alone
 		}
-		return err
+		return nil
 	})
-	for _, id := range ids {
-		i, _ := strconv.Atoi(id)
-		failed[i] = true
-	}
 	k.store(true)
 	for n := range k.failed {
 		failed[n] = true

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/records"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/port/blob"
@@ -36,6 +37,8 @@ type Write struct {
 	// Target is the queue's address for a send or delete, the item's key (table.Key.String) for a table write and
 	// the object's key for a blob put.
 	Target string
+	// Item is the kind of a table write's item (crawlstate.KindOf).
+	Item string
 }
 
 // Step names a place between two steps of the pipeline by the write that begins or ends it, so
@@ -48,6 +51,8 @@ type Step struct {
 	queue func(Resources) string
 	// keyPrefix is the start of a blob put's key.
 	keyPrefix string
+	// item is the kind of a table write's item (crawlstate.KindOf), when set.
+	item string
 	// after crashes once the write is made and before its caller hears of it; otherwise the crash
 	// comes just before the write.
 	after bool
@@ -70,6 +75,13 @@ var (
 		kind: BlobPut, keyPrefix: records.Prefix, after: true}
 )
 
+// AfterGroupWrite: fetch wrote a fetch message's claims, or its outcomes, on their group's item,
+// and has not heard back. The third time comes after a message's claim with its pages not yet
+// fetched, or not all: with runs, its URLs are claimed together and fetched one after another
+// (shared/handler/fetcher/runs.go), so the crash comes halfway through a run.
+var AfterGroupWrite = Step{Name: "after a group's claims or outcomes are written, before fetch hears of it",
+	kind: TableUpdate, item: "groups", after: true}
+
 // BeforeDelete is the step after a batch of queue's records is done, before the runner deletes
 // their messages; queue is "schedule", "fetch" or "parse".
 func BeforeDelete(queue string) Step {
@@ -81,7 +93,7 @@ func BeforeDelete(queue string) Step {
 
 // Steps are the named crash points, each tried by the crash scenarios of both backends.
 func Steps() []Step {
-	return []Step{AfterAdmission, AfterPageRecorded, AfterLinksSent, AfterRecordsStored,
+	return []Step{AfterAdmission, AfterGroupWrite, AfterPageRecorded, AfterLinksSent, AfterRecordsStored,
 		BeforeDelete("schedule"), BeforeDelete("fetch"), BeforeDelete("parse")}
 }
 
@@ -90,6 +102,9 @@ func (s Step) matches(res Resources, w Write) bool {
 		return false
 	}
 	if s.queue != nil && w.Target != s.queue(res) {
+		return false
+	}
+	if s.item != "" && w.Item != s.item {
 		return false
 	}
 	return strings.HasPrefix(w.Target, s.keyPrefix)
@@ -185,7 +200,7 @@ type crashQueue struct {
 }
 
 func (q crashQueue) SendBatch(ctx context.Context, name string, e []queue.Entry) error {
-	w := Write{Send, name}
+	w := Write{Kind: Send, Target: name}
 	if err := q.c.before(w); err != nil {
 		return err
 	}
@@ -193,7 +208,7 @@ func (q crashQueue) SendBatch(ctx context.Context, name string, e []queue.Entry)
 }
 
 func (q crashQueue) Delete(ctx context.Context, name, receipt string) error {
-	w := Write{Delete, name}
+	w := Write{Kind: Delete, Target: name}
 	if err := q.c.before(w); err != nil {
 		return err
 	}
@@ -201,7 +216,7 @@ func (q crashQueue) Delete(ctx context.Context, name, receipt string) error {
 }
 
 func (q crashQueue) DeleteBatch(ctx context.Context, name string, receipts []string) error {
-	w := Write{Delete, name}
+	w := Write{Kind: Delete, Target: name}
 	if err := q.c.before(w); err != nil {
 		return err
 	}
@@ -214,7 +229,7 @@ type crashTable struct {
 }
 
 func (t crashTable) Put(ctx context.Context, key table.Key, it table.Item, cond table.Cond) error {
-	w := Write{TablePut, key.String()}
+	w := Write{Kind: TablePut, Target: key.String(), Item: crawlstate.KindOf(key)}
 	if err := t.c.before(w); err != nil {
 		return err
 	}
@@ -222,7 +237,7 @@ func (t crashTable) Put(ctx context.Context, key table.Key, it table.Item, cond 
 }
 
 func (t crashTable) Update(ctx context.Context, key table.Key, u table.Update, cond table.Cond) (table.Item, error) {
-	w := Write{TableUpdate, key.String()}
+	w := Write{Kind: TableUpdate, Target: key.String(), Item: crawlstate.KindOf(key)}
 	if err := t.c.before(w); err != nil {
 		return nil, err
 	}
@@ -236,7 +251,7 @@ type crashBlobs struct {
 }
 
 func (b crashBlobs) Put(ctx context.Context, key string, body []byte, ct string) error {
-	w := Write{BlobPut, key}
+	w := Write{Kind: BlobPut, Target: key}
 	if err := b.c.before(w); err != nil {
 		return err
 	}

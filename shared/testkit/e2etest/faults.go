@@ -31,6 +31,8 @@ type CountingSender struct {
 	// Sent and Delayed are the counts of messages; URLs counts a fetch message's URLs (one for any
 	// other message).
 	Sent, Delayed, URLs atomic.Int64
+	// Several counts the fetch messages of more than one URL (on a site of one host, its runs).
+	Several atomic.Int64
 }
 
 // SendBatch counts the entries, then sends them.
@@ -46,6 +48,9 @@ func (c *CountingSender) SendBatch(ctx context.Context, q string, entries []queu
 				n = len(m.URLList())
 			}
 			c.URLs.Add(int64(n))
+			if n > 1 {
+				c.Several.Add(1)
+			}
 		}
 	}
 	return c.Sender.SendBatch(ctx, q, entries)

@@ -65,7 +65,7 @@ func TestCrasherFailsEveryWriteAfterTheLimit(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		c := &Crasher{Limit: limit, Cancel: cancel}
 		for i := int64(1); i <= limit+2; i++ {
-			err := c.before(Write{TablePut, "k"})
+			err := c.before(Write{Kind: TablePut, Target: "k"})
 			if crashed := i > limit; crashed != errors.Is(err, ErrCrashed) {
 				t.Errorf("limit %d: write %d returned %v, want a crash %v", limit, i, err, crashed)
 			}
@@ -85,11 +85,12 @@ func TestCrasherCrashesAtTheNthWriteOfItsStep(t *testing.T) {
 		other Write // a write that is not the step
 		at    Write // the step's write
 	}{
-		{AfterAdmission, 2, Write{Send, "q-parse"}, Write{Send, "q-fetch"}},
-		{AfterPageRecorded, 1, Write{Send, "q-fetch"}, Write{Send, "q-parse"}},
-		{AfterLinksSent, 3, Write{BlobPut, "pages/c/x.warc.gz"}, Write{BlobPut, "records/c/x.jsonl"}},
-		{AfterRecordsStored, 2, Write{TableUpdate, "records/c/x.jsonl"}, Write{BlobPut, "records/c/y.jsonl"}},
-		{BeforeDelete("fetch"), 2, Write{Delete, "q-parse"}, Write{Delete, "q-fetch"}},
+		{AfterAdmission, 2, Write{Kind: Send, Target: "q-parse"}, Write{Kind: Send, Target: "q-fetch"}},
+		{AfterPageRecorded, 1, Write{Kind: Send, Target: "q-fetch"}, Write{Kind: Send, Target: "q-parse"}},
+		{AfterLinksSent, 3, Write{Kind: BlobPut, Target: "pages/c/x.warc.gz"}, Write{Kind: BlobPut, Target: "records/c/x.jsonl"}},
+		{AfterRecordsStored, 2, Write{Kind: TableUpdate, Target: "records/c/x.jsonl"}, Write{Kind: BlobPut, Target: "records/c/y.jsonl"}},
+		{BeforeDelete("fetch"), 2, Write{Kind: Delete, Target: "q-parse"}, Write{Kind: Delete, Target: "q-fetch"}},
+		{AfterGroupWrite, 3, Write{Kind: TableUpdate, Target: "k", Item: "url"}, Write{Kind: TableUpdate, Target: "k", Item: "groups"}},
 	} {
 		t.Run(tc.step.Name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -128,7 +129,7 @@ func TestCrasherAfterAStepLetsTheWriteThrough(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &Crasher{At: AfterRecordsStored, Cancel: cancel}
-	w := Write{BlobPut, "records/c/x.jsonl"}
+	w := Write{Kind: BlobPut, Target: "records/c/x.jsonl"}
 	if err := c.before(w); err != nil {
 		t.Fatalf("the write itself was refused: %v", err)
 	}

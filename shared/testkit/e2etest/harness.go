@@ -89,6 +89,10 @@ type Harness struct {
 	// DLQSettle is how long the dead-letter queues' counts may take to settle (SQS's are
 	// approximate and lag); 0 looks once, for a backend whose counts are exact.
 	DLQSettle time.Duration
+	// Runs crawls the site at RunsRPS with its URLs in runs (shared/crawl/frontier/runs.go): a
+	// fetch message of several of the host's URLs, fetched one after another in its slots. A
+	// scenario that sets its own rate keeps the runs.
+	Runs bool
 
 	// heldAtCrash are the paths of the site's URLs that a worker held (claimed, not yet done) when
 	// the last Crash or CrashAt stopped the run: the only pages the resumed run may fetch again.
@@ -105,11 +109,19 @@ func (h *Harness) Config() pipeline.Config {
 	c.ScheduleQueue, c.FetchQueue, c.ParseQueue = h.Res.Schedule, h.Res.Fetch, h.Res.Parse
 	c.AllowNets = []string{"127.0.0.0/8"}
 	c.HostRPS, c.HostConcurrency = 0, 0
+	if h.Runs {
+		// Runs at any rate, of at most 6 URLs, so that a site of a few dozen pages makes several.
+		c.HostRPS, c.RunMinInterval, c.RunURLs = RunsRPS, time.Millisecond, 6
+	}
 	if h.MaxReceive > 0 {
 		c.MaxReceive = h.MaxReceive
 	}
 	return c
 }
+
+// RunsRPS is the site's rate in a harness with Runs: 50 ms between requests, so that a run of
+// 6 URLs waits in place for about a quarter of a second.
+const RunsRPS = 20
 
 // Ports are the backend's adapters, unwrapped.
 func (h *Harness) Ports() pipeline.Ports {

@@ -53,6 +53,16 @@ func (h *Harness) CheckDuplicatesFetchOnce(concurrency int) {
 	if n := sent.URLs.Load(); n < 2*int64(h.Site.Pages) {
 		t.Errorf("%d URLs sent in fetch messages, want at least %d (two per page)", n, 2*h.Site.Pages)
 	}
+	h.checkRunsSent(sent)
+}
+
+// checkRunsSent fails the test of a harness with Runs if no fetch message held several URLs: the
+// scenario never saw a run.
+func (h *Harness) checkRunsSent(sent *CountingSender) {
+	h.T.Helper()
+	if h.Runs && sent.Several.Load() == 0 {
+		h.T.Errorf("no fetch message of several URLs in %d sent: the crawl had no runs", sent.Sent.Load())
+	}
 }
 
 // CrashPoints crawls the site to its end with every write counted, checks that nothing was lost,
@@ -219,6 +229,7 @@ func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int
 		t.Errorf("%d answers 503 and %d delayed fetch messages: the site's faults or the host's rate never struck",
 			h.Site.Refused(), sent.Delayed.Load())
 	}
+	h.checkRunsSent(sent)
 }
 
 // occupyHost reserves the site's politeness slots at interval, as another crawler of the same

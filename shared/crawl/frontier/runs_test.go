@@ -1,0 +1,111 @@
+package frontier
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+)
+
+// TestPoliteHostsGetRuns: a host held to a page a second gets its URLs in runs, each message of
+// one host and one group holding up to RunURLs URLs in consecutive slots of the host's, every URL
+// sent once and every slot its own; a faster host still gets one URL of each host a message.
+func TestPoliteHostsGetRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		runURLs  int
+		span     time.Duration
+		want     []int // URLs per message of a.test, in slot order
+	}{
+		{"runs of 10", time.Second, DefaultRunURLs, 0, []int{10, 10, 5}},
+		{"off by default", time.Second, 0, 0, slices.Repeat([]int{1}, 25)},
+		{"runs of 30", time.Second, 30, 0, []int{25}},
+		{"span bounds the run", time.Second, DefaultRunURLs, 3 * time.Second, []int{4, 4, 4, 4, 4, 4, 1}},
+		{"runs of 6", time.Second, 6, 0, []int{6, 6, 6, 6, 1}},
+		{"no runs", time.Second, -1, 0, slices.Repeat([]int{1}, 25)},
+		{"a faster host", 500 * time.Millisecond, DefaultRunURLs, 0, nil}, // checked below: at most one URL of the host a message
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := newStore(t)
+			snd := &fakeSender{}
+			f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: tc.interval, RunURLs: tc.runURLs,
+				RunSpan: tc.span}, withState(st, Deps{Send: snd, Log: quiet()}))
+			var urls []string
+			for i := range 25 {
+				urls = append(urls, fmt.Sprintf("http://a.test/%d", i))
+			}
+			if res, err := f.Admit(ctx, seeds(urls...)); err != nil || res.Sent != 25 {
+				t.Fatalf("admit = %+v, %v; want 25 sent", res, err)
+			}
+			type msg struct {
+				slots  []time.Time
+				groups map[string]bool
+			}
+			var msgs []msg
+			seen := map[string]bool{}
+			var slots []time.Time
+			for _, b := range snd.bodies {
+				fm, err := message.DecodeFetch(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := msg{groups: map[string]bool{}}
+				for _, one := range fm.Split() {
+					if seen[one.URL] {
+						t.Errorf("%s sent twice", one.URL)
+					}
+					seen[one.URL] = true
+					if one.Slot.IsZero() {
+						t.Errorf("%s sent without a slot", one.URL)
+					}
+					m.slots = append(m.slots, one.Slot)
+					m.groups[one.Group] = true
+					slots = append(slots, one.Slot)
+				}
+				if len(m.groups) != 1 {
+					t.Errorf("a message of %d groups, want 1", len(m.groups))
+				}
+				if !slices.IsSortedFunc(m.slots, func(a, b time.Time) int { return a.Compare(b) }) {
+					t.Errorf("a message's slots out of order: %v", m.slots)
+				}
+				msgs = append(msgs, m)
+			}
+			if len(seen) != 25 {
+				t.Errorf("sent %d URLs, want 25", len(seen))
+			}
+			slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
+			for i := 1; i < len(slots); i++ {
+				if gap := slots[i].Sub(slots[i-1]); gap < tc.interval {
+					t.Errorf("slots %d and %d %v apart, want at least %v", i-1, i, gap, tc.interval)
+				}
+			}
+			slices.SortFunc(msgs, func(a, b msg) int { return a.slots[0].Compare(b.slots[0]) })
+			var sizes []int
+			groups := map[string]bool{}
+			for _, m := range msgs {
+				sizes = append(sizes, len(m.slots))
+				for g := range m.groups {
+					if tc.want != nil && groups[g] {
+						t.Errorf("group %s in two messages", g)
+					}
+					groups[g] = true
+				}
+			}
+			if tc.want == nil {
+				if slices.Max(sizes) != 1 {
+					t.Errorf("a host at %v: messages of %v URLs, want one URL of the host in each", tc.interval, sizes)
+				}
+				return
+			}
+			if !slices.Equal(sizes, tc.want) {
+				t.Errorf("messages of %v URLs, want %v", sizes, tc.want)
+			}
+		})
+	}
+}
