@@ -32,6 +32,9 @@ type Bounds struct {
 	// UserAgent and Fingerprint are the stack's (CRAWL_USER_AGENT, CRAWL_TLS_FINGERPRINT): a spec
 	// that sets one of the two must still agree with the other (httpfetch.UserAgentFor).
 	UserAgent, Fingerprint string
+	// Proxies is set when the stack fetches through proxies (CRAWL_PROXIES, its secret): the chrome
+	// TLS fingerprint does not go through them (httpfetch), so a spec may not ask for it.
+	Proxies bool
 }
 
 // bounds checks the spec's settings against b, at the lines of the settings.
@@ -71,6 +74,10 @@ func (d *decoder) bounds(root *yaml.Node, s *Spec, b Bounds) {
 			}
 			d.fail(at(key), key, "%v", err)
 		}
+	}
+	if fingerprintOf(s.TLSFingerprint) == httpfetch.FingerprintChrome && b.Proxies {
+		d.fail(at("tls_fingerprint"), "tls_fingerprint", "%q does not go through the proxies this stack fetches through (CRAWL_PROXIES, proxiesSecret): leave it out, or deploy a stack without proxies",
+			httpfetch.FingerprintChrome)
 	}
 	if len(s.Include) > 0 && b.Include {
 		d.fail(at("include"), "include", "the stack sets include patterns (CRAWL_INCLUDE, --include) that bound every crawl: a spec may add exclude patterns only")
