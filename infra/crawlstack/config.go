@@ -153,7 +153,7 @@ func DefaultConfig() Config {
 	return Config{
 		DistDir:                   "../dist",
 		Scope:                     "host",
-		MaxDepth:                  3,
+		MaxDepth:                  16, // crawl run's (pipeline.DefaultConfig)
 		MaxPages:                  1000,
 		MaxPagesPerHost:           100_000,
 		HostRPS:                   1,

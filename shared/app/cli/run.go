@@ -336,6 +336,11 @@ func pickRunCrawl(ctx context.Context, o RunOptions, env runEnv, body []byte, st
 			map[bool]string{true: "s"}[len(others) > 1], strings.Join(ids, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
 	}
 	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
+	if p.created {
+		if d := o.config(Resources{}).UnlikeTheStack(); len(d) > 0 {
+			fmt.Fprintf(stderr, "crawl: unlike a deployed stack's defaults: %s\n", strings.Join(d, "; "))
+		}
+	}
 	return p, others, ExitOK
 }
 

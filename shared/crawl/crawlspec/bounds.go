@@ -35,6 +35,9 @@ type Bounds struct {
 	// LocalSecrets allows secret headers by env: and file: reference (crawl run); on AWS a spec
 	// may name SSM parameters and Secrets Manager secrets only.
 	LocalSecrets bool
+	// Proxies is set when the stack fetches through proxies (CRAWL_PROXIES, its secret): the chrome
+	// TLS fingerprint does not go through them (httpfetch), so a spec may not ask for it.
+	Proxies bool
 }
 
 // bounds checks the spec's settings against b, at the lines of the settings.
@@ -74,6 +77,10 @@ func (d *decoder) bounds(root *yaml.Node, s *Spec, b Bounds) {
 			}
 			d.fail(at(key), key, "%v", err)
 		}
+	}
+	if fingerprintOf(s.TLSFingerprint) == httpfetch.FingerprintChrome && b.Proxies {
+		d.fail(at("tls_fingerprint"), "tls_fingerprint", "%q does not go through the proxies this stack fetches through (CRAWL_PROXIES, proxiesSecret): leave it out, or deploy a stack without proxies",
+			httpfetch.FingerprintChrome)
 	}
 	if len(s.Include) > 0 && b.Include {
 		d.fail(at("include"), "include", "the stack sets include patterns (CRAWL_INCLUDE, --include) that bound every crawl: a spec may add exclude patterns only")

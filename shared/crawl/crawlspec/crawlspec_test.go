@@ -123,6 +123,8 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 			Bounds{}, []string{"line 4: user_agent: user agent \"Mozilla/5.0 (X11) Chrome/120.0.0.0 Safari/537.36\" names another Chrome"}},
 		{"Go's fingerprint under the stack's browser user agent", "version: 1\nseeds: [http://127.0.0.1/]\ntls_fingerprint: go\n",
 			Bounds{UserAgent: "browser", Fingerprint: "chrome"}, []string{"line 3: tls_fingerprint: user agent \"browser\": only with"}},
+		{"chrome's fingerprint on a stack with proxies", "version: 1\nseeds: [http://127.0.0.1/]\ntls_fingerprint: chrome\n",
+			Bounds{Proxies: true}, []string{"line 3: tls_fingerprint: \"chrome\" does not go through the proxies this stack fetches through"}},
 		{"not a mapping", "- http://127.0.0.1/\n", Bounds{}, []string{"line 1: a spec is a mapping of settings"}},
 		{"syntax", "version: 1\nseeds:\n  - http://127.0.0.1/\n bad: indent\n", Bounds{}, []string{"line 3: not YAML or JSON: did not find expected key"}},
 	}
