@@ -34,9 +34,9 @@ func TestLeastPrivilege(t *testing.T) {
 			on("FetchQueue", send),
 			on("Table", table),
 			on(crawlsItemsSlots, writes),
-			on("Table if dynamodb:LeadingKeys=c#*", []string{"dynamodb:DeleteItem"}), // an admission taken back: its URL item
-			on("Table", []string{"dynamodb:BatchGetItem"}), // the crawl's counter shards, for its budget (the test context sets one) and its drain checks
-			on("Table", []string{"dynamodb:Query"}),        // a drain check's exact tally of a crawl that looks drained
+			on("Table if dynamodb:LeadingKeys=c#*", []string{"dynamodb:DeleteItem"}),                                   // an admission taken back: its URL item
+			on("Table", []string{"dynamodb:BatchGetItem"}),                                                             // the crawl's counter shards, for its budget (the test context sets one) and its drain checks
+			on("Table", []string{"dynamodb:Query"}),                                                                    // a drain check's exact tally of a crawl that looks drained
 			on("arn:AWS::Partition:events:AWS::Region:AWS::AccountId:event-bus/default", []string{"events:PutEvents"}), // the crawl's end, on the default bus only
 			on("Bucket/seeds/*", []string{"s3:GetObject"}),
 			on("Bucket/recrawl/*", []string{"s3:GetObject"}), // the test context's recrawl prefix
