@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
@@ -196,12 +195,12 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer be.Close()
 	st := crawlstate.New(be.Table)
 	if len(rest) == 0 {
-		list, err := listCrawls(ctx, st, be)
+		list, err := listAll(ctx, st, be) // as crawl list
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl status: %v\n", err)
 			return ExitFailed
 		}
-		printListing(stdout, list, asJSON)
+		printList(stdout, list, asJSON)
 		return ExitOK
 	}
 	if rest[0] == latest {
@@ -408,25 +407,3 @@ func printStatus(w io.Writer, s Status) {
 	}
 }
 
-// printListing writes the crawls on record, one a line.
-func printListing(w io.Writer, list []CrawlListing, asJSON bool) {
-	if asJSON {
-		b, _ := json.Marshal(list)
-		fmt.Fprintf(w, "%s\n", b)
-		return
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(w, "no crawls on record")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CRAWL\tSTATE\tSTARTED\tFETCHED\tPENDING")
-	for _, c := range list {
-		started := "-"
-		if !c.Started.IsZero() {
-			started = c.Started.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", c.Crawl, c.State, started, c.Fetched, c.Pending)
-	}
-	tw.Flush()
-}

@@ -63,6 +63,9 @@ func CheckAdminCommands(t testing.TB, main MainFunc, crawl string, fetched int64
 	if len(list) != 1 || list[0].Crawl != crawl || list[0].State != "finished" {
 		t.Errorf("crawl listing = %+v: want %s alone, finished", list, crawl)
 	}
+	if listed, _ := run(0, "list", "--json"); listed != out {
+		t.Errorf("crawl list --json:\n%s\nwant what crawl status --json lists:\n%s", listed, out)
+	}
 	if out, _ := run(0, "status"); !strings.Contains(out, crawl) || !strings.Contains(out, "finished") {
 		t.Errorf("crawl status lists:\n%s\nwant %s, finished", out, crawl)
 	}
