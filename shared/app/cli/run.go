@@ -335,12 +335,12 @@ func pickRunCrawl(ctx context.Context, o RunOptions, env runEnv, body []byte, st
 		p.note += fmt.Sprintf("; unfinished crawl%s %s %s here too: their messages share the queues, so this run advances them as well",
 			map[bool]string{true: "s"}[len(others) > 1], strings.Join(ids, ", "), map[bool]string{true: "are", false: "is"}[len(others) > 1])
 	}
-	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
 	if p.created {
 		if d := o.config(Resources{}).UnlikeTheStack(); len(d) > 0 {
-			fmt.Fprintf(stderr, "crawl: unlike a deployed stack's defaults: %s\n", strings.Join(d, "; "))
+			p.note += " (unlike a deployed stack's defaults: " + strings.Join(d, "; ") + ")"
 		}
 	}
+	fmt.Fprintf(stderr, "crawl: %s\n", p.note)
 	return p, others, ExitOK
 }
 

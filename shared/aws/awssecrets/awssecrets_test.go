@@ -75,7 +75,7 @@ func TestErrorsHoldNoSecret(t *testing.T) {
 		src   func(value *string) Source
 		want  string
 	}{
-		{"a proxy of another scheme", aws.String("ftp://user:" + secret + "@127.0.0.1:21"), secretRef, secretsOf, "ftp://user:xxxxx@"},
+		{"a proxy of another scheme", aws.String("ftp://user:" + secret + "@127.0.0.1:21"), secretRef, secretsOf, "proxy ftp://127.0.0.1:21"},
 		{"no proxy", aws.String(" ,\n"), ssmRef, ssmOf, "lists no proxy"},
 		{"a binary secret", nil, secretRef, secretsOf, "holds no string"},
 		{"a parameter that is not there", aws.String(secret), proxysecret.Ref{Kind: proxysecret.KindSSM, Name: "/other"}, ssmOf, "ssm:/other"},

@@ -48,7 +48,7 @@ func TestAStoppedCrawlAdmitsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := st.Counters(ctx, "c1")
-	if err != nil || c.Classes[errclass.Stopped] != 1 {
-		t.Errorf("counters %+v, %v: want one link refused for the stop", c, err)
+	if err != nil || c.StopRefused != 1 || c.Classes[errclass.Stopped] != 0 {
+		t.Errorf("counters %+v, %v: want one link refused for the stop (not a URL of class stopped)", c, err)
 	}
 }
