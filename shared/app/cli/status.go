@@ -406,4 +406,3 @@ func printStatus(w io.Writer, s Status) {
 		fmt.Fprintf(w, "  waiting: %s\n", why)
 	}
 }
-

@@ -36,6 +36,7 @@ const (
 	attrQuietFP     = "quietFp"     // the crawl's counters, as a fingerprint, as the last check saw them
 	attrQuietSince  = "quietSince"  // since when the fingerprint has not changed (Unix ms)
 	attrTallyFP     = "tallyFp"     // the fingerprint when the crawl's items were last tallied
+	attrTallyDrift  = "tallyDrift"  // 1: that tally found the crawl drained while its counters showed work left
 	attrTallyAt     = "tallyAt"     // when (Unix ms)
 	attrEnd         = "end"         // EndPending or EndAnnounced
 	attrEndBy       = "endBy"       // what decided the end (a check message's id, "crawl run")
@@ -90,6 +91,8 @@ type Checks struct {
 	TallyFP int64
 	TallyAt time.Time
 	Tallied bool
+	// Drift: that tally found the crawl drained while its counters showed work left (Step.Drift).
+	Drift bool
 	// End, EndBy, EndAt and Event: the end decided, what decided it (or took it over: TakeEnd)
 	// and when, and its event (JSON).
 	End   End
@@ -118,7 +121,7 @@ func (s *Runs) ChecksOf(ctx context.Context, crawl string) (Checks, error) {
 
 func checksFrom(crawl string, it table.Item) Checks {
 	c := Checks{Crawl: crawlFrom(crawl, it), Seq: int(it.Int(attrCheckSeq)), By: it.String(attrCheckBy),
-		QuietFP: it.Int(attrQuietFP), TallyFP: it.Int(attrTallyFP), Tallied: it.Has(attrTallyFP),
+		QuietFP: it.Int(attrQuietFP), TallyFP: it.Int(attrTallyFP), Tallied: it.Has(attrTallyFP), Drift: it.Int(attrTallyDrift) == 1,
 		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent),
 		StallBy: it.String(attrStallBy), StallEvent: it.String(attrStallEvent),
 		Counted: it.Bool(attrEndCounted), Tallying: it.Has(attrTallyGen)}
@@ -145,8 +148,10 @@ type Step struct {
 	// QuietFP and QuietSince are the counters' fingerprint and since when it has not changed.
 	QuietFP    int64
 	QuietSince time.Time
-	// Tallied: the check tallied the crawl's items, at QuietFP.
-	Tallied bool
+	// Tallied: the check tallied the crawl's items, at QuietFP; Drift: that tally found the crawl
+	// drained while its counters showed work left, which a later tally at the same counters
+	// confirms before the end is decided (package finish).
+	Tallied, Drift bool
 	// Event, when set, decides the crawl's end with this event (JSON).
 	Event string
 	// Stall, when set, decides that the crawl is stalled, with this event (JSON).
@@ -169,7 +174,10 @@ func (s *Runs) StepCheck(ctx context.Context, crawl string, st Step) (Checks, er
 	set := map[string]any{attrCheckSeq: int64(st.Seq + 1), attrCheckBy: st.By, attrCheckAt: now,
 		attrQuietFP: st.QuietFP, attrQuietSince: st.QuietSince.UnixMilli()}
 	if st.Tallied {
-		set[attrTallyFP], set[attrTallyAt] = st.QuietFP, now
+		set[attrTallyFP], set[attrTallyAt], set[attrTallyDrift] = st.QuietFP, now, int64(0)
+		if st.Drift {
+			set[attrTallyDrift] = int64(1)
+		}
 	}
 	tok := ""
 	var remove []string

@@ -11,6 +11,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
 	"github.com/crawlstack/crawlstack/shared/port/table/tabletest"
@@ -437,7 +438,7 @@ func TestAReplayedStallIsAnnounced(t *testing.T) {
 // TestCountersThatDriftedHighHoldTheEndAQuietTimeAtMost: the deployed stack's counters once named
 // a Links message that was never counted admitted, its crawl done. With counters that show work
 // left for ever, the end still comes a quiet time after they stood still: the tally decides it.
-func TestCountersThatDriftedHighHoldTheEndAQuietTimeAtMost(t *testing.T) {
+func TestCountersThatDriftedHighHoldTheEndTwoQuietTimesAtMost(t *testing.T) {
 	f, tl := counted(t)
 	tl.drift = func(c crawlstate.Counters) crawlstate.Counters { c.LinksNamed++; return c }
 	last := f.begin(t)
@@ -450,7 +451,38 @@ func TestCountersThatDriftedHighHoldTheEndAQuietTimeAtMost(t *testing.T) {
 	if ev.End != finish.EndDrained {
 		t.Fatalf("the crawl ended %q, want drained", ev.End)
 	}
-	if took := f.now.Sub(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)); took < f.c.Quiet || took > f.c.Quiet+2*time.Minute {
-		t.Errorf("the end came %v after the start, want about the quiet time (%v)", took, f.c.Quiet)
+	// One tally after a quiet time finds it drained, a second a quiet time later confirms it.
+	if took := f.now.Sub(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)); took < 2*f.c.Quiet || took > 2*f.c.Quiet+2*time.Minute {
+		t.Errorf("the end came %v after the start, want about twice the quiet time (%v)", took, f.c.Quiet)
+	}
+}
+
+// A tally is no snapshot: one that finds the crawl drained while its counters show work left (an
+// admission read half, its admitted mark and not its URL items) decides nothing; the admission's
+// counters then move, and a URL left queued keeps the crawl from a drained end.
+func TestATallyThatDisagreesWithTheCountersIsConfirmedBeforeTheEnd(t *testing.T) {
+	f, tl := counted(t)
+	tl.drift = func(c crawlstate.Counters) crawlstate.Counters { c.LinksNamed++; return c }
+	last := f.begin(t)
+	for i := 0; tl.n.Load() == 0; i++ {
+		if i > 30 || !f.next(t, fmt.Sprintf("m%d", i), &last) {
+			t.Fatalf("no tally after %d checks a minute apart", i)
+		}
+	}
+	if len(f.pub.ev) != 0 {
+		t.Fatalf("one tally that disagreed with the counters decided the end: %+v", f.pub.ev[0])
+	}
+	// The admission the tally read half of lands: its URL is queued, its counters move.
+	raw := "http://a.test/late"
+	if _, err := f.st.Admit(context.Background(), crawl, urlnorm.Key(raw), raw, raw, 1, "links-1"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		f.next(t, fmt.Sprintf("n%d", i), &last)
+	}
+	for _, ev := range f.pub.ev {
+		if ev.End == finish.EndDrained {
+			t.Errorf("the crawl was announced drained with a URL queued: %+v", ev)
+		}
 	}
 }

@@ -25,7 +25,11 @@
 // the counter shards alone, a few reads. When they show none, it tallies once to confirm. A tally
 // that disagrees (the counters drifted: a store that died with counts unwritten, a mark counted
 // twice) is logged at warn with both counts, and the checks go on; they tally again only once the
-// counters move or another Quiet has passed.
+// counters move or another Quiet has passed. Counters still with work left for Quiet are tallied
+// too (counters that drifted high); a tally that then finds the crawl drained decides its end only
+// once a second tally, a Quiet later with the counters unchanged, finds it drained again: a tally
+// is no snapshot, and one that read a partition before an admission wrote its URL items and
+// another after it wrote its admitted mark finds the crawl drained with the URLs unseen.
 //
 // A large crawl's tally does not fit one check: the schedule function has 60 s, and a crawl of a
 // million URLs took 248 s to tally on DynamoDB Local. So each check takes the tally a step
@@ -377,6 +381,15 @@ func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Che
 	}
 	st.Tallied = true
 	switch {
+	case tallied.Done() && !left.Done() && !stalled && !(ch.Drift && ch.TallyFP == st.QuietFP):
+		// The tally is no snapshot: a Links message admitted while it read can show its admitted
+		// mark and none of its URL items, whose counts are written at its batch's end. Counters
+		// that drifted high are told from that by a second tally a Quiet later, the counters
+		// unchanged between the two (an admission moves them).
+		st.Drift = true
+		c.log().Info("crawl drained by its tally while its counters show work left: a tally a quiet time later confirms it",
+			"crawl", m.Crawl, "countersQueued", left.Queued, "countersUnparsed", left.Unparsed, "countersLinks", left.Links)
+		return st, Event{}, nil
 	case tallied.Done():
 		if !left.Done() {
 			c.log().Warn("crawl drained while its counters show work left: they drifted", "crawl", m.Crawl,
