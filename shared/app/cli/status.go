@@ -267,8 +267,14 @@ func stateOf(c crawlstate.Crawl, n crawlstate.Counters) string {
 // backend, whose runs lock its state directory).
 func stateNow(be *Backend, c crawlstate.Crawl, n crawlstate.Counters) string {
 	s := stateOf(c, n)
-	if s == "running" && be.Active != nil && !be.Active() {
+	switch {
+	case s != "running":
+	case be.Active != nil && !be.Active():
 		return "interrupted"
+	case be.Active == nil && n.Seen > 0 && n.Pending() == 0 && c.End == "":
+		// On AWS a stack deployed with finishEvent=false runs no drain checks, which decide the
+		// end: a crawl with no URL pending is shown finished, as before they decided it.
+		return "finished"
 	}
 	return s
 }
