@@ -201,7 +201,6 @@ func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
 // trickling, an always-500 and a bad Retry-After page finishes in under two minutes with the
 // default retry policy, each bad page requested 4 times, nothing in a DLQ.
 func TestIntegrationBadURLsGiveUpWithTheDefaults(t *testing.T) {
-	t.Parallel() // it waits out the default retry policy's waits, most of its time: beside the others
 	h := newHarness(t, 20, 4)
 	h.setup(cli.QueueSettings{Visibility: 2 * time.Minute, MaxReceiveCount: 5})
 	h.Timeout = 4 * time.Minute

@@ -40,7 +40,6 @@ const fillTimeout = 2 * time.Minute
 // read of every crawl's URL items costs some 10,000 read units on the full table (tried once with
 // EachInCrawl made to read them: 51 units a page), where the crawl reads about 170 in all.
 func TestIntegrationCostDoesNotGrowWithTheTable(t *testing.T) {
-	t.Parallel() // its own table, queues and bucket, and no environment of its own
 	const pages, links, runs = 200, 6, 3
 	full := newHarness(t, pages, links)
 	full.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
