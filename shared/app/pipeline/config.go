@@ -12,9 +12,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
-	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
-	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
@@ -139,25 +137,6 @@ const (
 	IndexEachFile = "file"
 	IndexPerCrawl = "crawl"
 )
-
-// RetryPolicy is the fetcher's retry policy of c.MaxTries and c.RetryWait.
-func (c Config) RetryPolicy() retry.Tries {
-	p := retry.DefaultPolicy()
-	p.Max, p.First, p.Last = c.MaxTries, c.RetryWait, 15*c.RetryWait
-	return p
-}
-
-// SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
-// host and rate, and its include patterns when c has its own.
-func (c Config) SpecBounds() crawlspec.Bounds {
-	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
-		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets,
-		Proxies: len(c.Proxies) > 0 || c.ProxiesSecret != ""}
-	if c.MaxDepth >= 0 {
-		b.MaxDepth = &c.MaxDepth
-	}
-	return b
-}
 
 // SentUserAgent is the User-Agent the requests send: UserAgent, or the browser's own for
 // httpfetch.UserAgentBrowser (Validate has checked that it agrees with the TLS fingerprint).
