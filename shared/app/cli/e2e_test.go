@@ -40,14 +40,17 @@ func newHarnessWith(t *testing.T, pages, links int, qs QueueSettings) *harness {
 }
 
 func TestCrawlFetchesEveryPageOnce(t *testing.T) {
+	t.Parallel()
 	newHarness(t, 150, 8, 30*time.Second).CheckCrawlsOnce(16)
 }
 
 func TestDuplicateDeliveriesFetchOnce(t *testing.T) {
+	t.Parallel()
 	newHarness(t, 120, 6, 30*time.Second).CheckDuplicatesFetchOnce(24)
 }
 
 func TestCrashBetweenAnyStepsLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash matrix: several crawls")
 	}
@@ -62,6 +65,7 @@ func TestCrashBetweenAnyStepsLosesNothing(t *testing.T) {
 	limits := newHarness(t, 60, 5, time.Second).CrashPoints(concurrency, 0.01, 0.05, 0.17, 0.35, 0.52, 0.7)
 	for _, limit := range limits {
 		t.Run("after_"+strconv.FormatInt(limit, 10)+"_writes", func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, 60, 5, time.Second)
 			h.Crash(limit, concurrency)
 			h.Resume(concurrency)
@@ -73,11 +77,13 @@ func TestCrashBetweenAnyStepsLosesNothing(t *testing.T) {
 // the pipeline (the third time a worker reaches it, so that the crash is mid-crawl), then resumes
 // it: nothing is lost, and at most the one page whose GET was in flight is fetched again.
 func TestCrashAtEveryNamedStepLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash points: several crawls")
 	}
 	for _, step := range e2etest.Steps() {
 		t.Run(step.Name, func(t *testing.T) {
+			t.Parallel()
 			const concurrency = 1
 			h := newHarness(t, 40, 5, time.Second)
 			h.CrashAt(step, 3, concurrency)
@@ -92,11 +98,13 @@ func TestCrashAtEveryNamedStepLosesNothing(t *testing.T) {
 // record fails at most a few times in a row here, so maxReceiveCount 10 keeps the dead-letter
 // queues for what they are for.
 func TestTransientFaultsDuringARunThatFinishes(t *testing.T) {
+	t.Parallel()
 	h := newHarnessWith(t, 40, 5, QueueSettings{Visibility: time.Second, MaxReceiveCount: 10})
 	h.CheckTransientFaults(17, 8, 32)
 }
 
 func TestPoisonIsQuarantinedAndTheCrawlGoesOn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 30, 4, 30*time.Second)
 	ctx := context.Background()
 	for _, q := range []string{h.Res.Schedule, h.Res.Fetch, h.Res.Parse} {
@@ -128,6 +136,7 @@ func TestPoisonIsQuarantinedAndTheCrawlGoesOn(t *testing.T) {
 // TestAFailingURLGivesUpAfterItsTries: a page that answers 503 to every request is requested as
 // many times as the retry policy allows, then failed with its class, and no message reaches a DLQ.
 func TestAFailingURLGivesUpAfterItsTries(t *testing.T) {
+	t.Parallel()
 	newHarness(t, 20, 4, time.Second).CheckFailingURLGivesUp(3, 4, 8)
 }
 
@@ -137,26 +146,31 @@ func TestAFailingURLGivesUpAfterItsTries(t *testing.T) {
 // TestBadURLsGiveUpWithTheDefaults: a crawl with a dead, a trickling, an always-500 and a bad
 // Retry-After page finishes in under two minutes with the default retry policy (about 90 s).
 func TestBadURLsGiveUpWithTheDefaults(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4, 2*time.Minute)
 	h.Timeout = 4 * time.Minute
 	h.CheckBadURLsGiveUpWithTheDefaults(8)
 }
 
 func TestPauseThenResumeLosesNothing(t *testing.T) {
+	t.Parallel()
 	newHarnessWith(t, 120, 6, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 2}).CheckPauseResume(8)
 }
 
 func TestStopLosesNothing(t *testing.T) {
+	t.Parallel()
 	newHarness(t, 120, 6, 30*time.Second).CheckStop(8)
 }
 
 // A spec with extraction rules crawls the demo site: every record carries the extracted fields.
 func TestSpecWithExtractionRules(t *testing.T) {
+	t.Parallel()
 	newHarness(t, 40, 5, 30*time.Second).CheckSpecExtracts(8)
 }
 
 // A site whose pages are reachable only through its sitemaps is crawled completely.
 func TestSitemapsFindEveryPage(t *testing.T) {
+	t.Parallel()
 	site := e2etest.NewSiteWithOrphans(t, 20, 4, 45)
 	h := newHarness(t, 20, 4, 30*time.Second)
 	h.Site = site
@@ -167,6 +181,7 @@ func TestSitemapsFindEveryPage(t *testing.T) {
 // twice, every parse message (the last one too) failing once before it is marked done, and the
 // first put of the event failing after the end was decided.
 func TestEndAnnouncedOnce(t *testing.T) {
+	t.Parallel()
 	newHarness(t, 40, 5, time.Second).CheckEndAnnouncedOnce(8)
 }
 
@@ -175,11 +190,13 @@ func TestEndAnnouncedOnce(t *testing.T) {
 // too, or the pages' alone, the last page's too), the end is announced once, after every URL was
 // admitted and every page fetched and recorded.
 func TestEndWaitsForLinksFailingTwice(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		minDepth int
 	}{{"seeds and pages", 0}, {"pages", 1}} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			newHarness(t, 40, 5, time.Second).CheckEndWaitsForLinksFailingTwice(tt.minDepth, 8)
 		})
 	}
@@ -188,6 +205,7 @@ func TestEndWaitsForLinksFailingTwice(t *testing.T) {
 // TestEndPutAgainAfterCrashBeforeMark: a crash after the event is put and before the end is marked
 // announced puts the same event again (EventBridge has no deduplication): same id, same detail.
 func TestEndPutAgainAfterCrashBeforeMark(t *testing.T) {
+	t.Parallel()
 	newHarness(t, 20, 4, time.Second).CheckEndPutAgainAfterCrashBeforeMark(8)
 }
 
@@ -195,6 +213,7 @@ func TestEndPutAgainAfterCrashBeforeMark(t *testing.T) {
 // whose pages changed, gets 304s or the same digests for the rest, stores revisit records that
 // warcio.js resolves, and reuses the first crawl's records (shared/testkit/e2etest CheckRecrawl).
 func TestRecrawlAsksWithValidatorsAndStoresRevisits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 60, 5, 30*time.Second)
 	h.Site.Validators = true
 	h.CheckRecrawl(8, func(i int) bool { return i%5 == 4 }, func(i int) bool { return i%10 == 1 })
@@ -203,6 +222,7 @@ func TestRecrawlAsksWithValidatorsAndStoresRevisits(t *testing.T) {
 // TestRecrawlSkipsPagesBySitemapLastmod: a recrawl of a spec that reads sitemaps asks nothing of the
 // pages whose lastmod is older than the first crawl, and records them unchanged.
 func TestRecrawlSkipsPagesBySitemapLastmod(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4, 30*time.Second)
 	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
 	h.Site.Validators = true

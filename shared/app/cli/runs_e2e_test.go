@@ -19,10 +19,12 @@ func newRunsHarness(t *testing.T, pages, links int, qs QueueSettings) *harness {
 }
 
 func TestRunsCrawlFetchesEveryPageOnce(t *testing.T) {
+	t.Parallel()
 	newRunsHarness(t, 60, 6, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 5}).CheckCrawlsOnce(16)
 }
 
 func TestRunsDuplicateDeliveriesFetchOnce(t *testing.T) {
+	t.Parallel()
 	newRunsHarness(t, 60, 6, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 5}).CheckDuplicatesFetchOnce(24)
 }
 
@@ -30,11 +32,13 @@ func TestRunsDuplicateDeliveriesFetchOnce(t *testing.T) {
 // after a group's claim is written with its run's pages not all fetched (AfterGroupWrite), then
 // resumes it: nothing is lost, and only the pages held at the crash may be fetched again.
 func TestRunsCrashAtEveryNamedStepLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash points: several crawls")
 	}
 	for _, step := range e2etest.Steps() {
 		t.Run(step.Name, func(t *testing.T) {
+			t.Parallel()
 			const concurrency = 1
 			h := newRunsHarness(t, 40, 5, QueueSettings{Visibility: time.Second, MaxReceiveCount: 5})
 			h.CrashAt(step, 3, concurrency)
@@ -44,6 +48,7 @@ func TestRunsCrashAtEveryNamedStepLosesNothing(t *testing.T) {
 }
 
 func TestRunsTransientFaultsDuringARunThatFinishes(t *testing.T) {
+	t.Parallel()
 	h := newRunsHarness(t, 40, 5, QueueSettings{Visibility: time.Second, MaxReceiveCount: 10})
 	h.CheckTransientFaults(17, 8, 32)
 }

@@ -21,6 +21,7 @@ import (
 // adapters, driven by the local runner: every page fetched once, every URL terminal, every
 // record stored, and a second run of the same seed file fetches nothing.
 func TestIntegrationCrawlFetchesEveryPageOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 40, 6)
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckCrawlsOnce(16)
@@ -125,6 +126,7 @@ func runCrawlIn(ctx context.Context, t *testing.T, args []string) cli.Summary {
 // TestIntegrationDuplicateDeliveriesFetchOnce sends every message of every handler twice through
 // SQS: the claims in DynamoDB still let each page be fetched once.
 func TestIntegrationDuplicateDeliveriesFetchOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 40, 6)
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckDuplicatesFetchOnce(16)
@@ -135,6 +137,7 @@ func TestIntegrationDuplicateDeliveriesFetchOnce(t *testing.T) {
 // then resumes with fresh handlers: nothing is lost, and only pages in flight at the crash may
 // be fetched again.
 func TestIntegrationCrashMidBatchLosesNothing(t *testing.T) {
+	t.Parallel()
 	// Each limit kills the crawl at a different point: inside admission, in the middle of the
 	// fetch batches, and while parse batches write records and send links. The points are
 	// fractions of the writes of a whole crawl of the same site: at 72% of them, 23 to 26 of the 30
@@ -163,8 +166,10 @@ func TestIntegrationCrashMidBatchLosesNothing(t *testing.T) {
 // named step between two writes of the pipeline (the third time a worker reaches it), then
 // resumes: nothing is lost, and at most the one page in flight is fetched again.
 func TestIntegrationCrashAtEveryNamedStepLosesNothing(t *testing.T) {
+	t.Parallel()
 	for _, step := range e2etest.Steps() {
 		t.Run(step.Name, func(t *testing.T) {
+			t.Parallel()
 			const concurrency = 1
 			h := newHarness(t, 20, 4)
 			h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
@@ -178,6 +183,7 @@ func TestIntegrationCrashAtEveryNamedStepLosesNothing(t *testing.T) {
 // call, every message comes twice, some pages answer 503 or answer slowly, and the host's rate
 // makes messages wait: the crawl finishes by itself and loses nothing.
 func TestIntegrationTransientFaultsDuringARunThatFinishes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4)
 	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 10})
 	// Every message twice and a fault in every 17th call: with three runs at once on the emulators,
@@ -192,6 +198,7 @@ func TestIntegrationTransientFaultsDuringARunThatFinishes(t *testing.T) {
 // requested as many times as the retry policy allows, then failed with its class, and no message
 // reaches a DLQ, on the AWS adapters.
 func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4)
 	h.setup(cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
 	h.CheckFailingURLGivesUp(3, 4, 8)
@@ -201,6 +208,7 @@ func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
 // trickling, an always-500 and a bad Retry-After page finishes in under two minutes with the
 // default retry policy, each bad page requested 4 times, nothing in a DLQ.
 func TestIntegrationBadURLsGiveUpWithTheDefaults(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4)
 	h.setup(cli.QueueSettings{Visibility: 2 * time.Minute, MaxReceiveCount: 5})
 	h.Timeout = 4 * time.Minute
@@ -211,6 +219,7 @@ func TestIntegrationBadURLsGiveUpWithTheDefaults(t *testing.T) {
 // the spec's settings reach every handler through the bucket, and every record carries the
 // extracted fields.
 func TestIntegrationSpecWithExtractionRules(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 30, 5)
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckSpecExtracts(8)
@@ -220,6 +229,7 @@ func TestIntegrationSpecWithExtractionRules(t *testing.T) {
 // its sitemaps list (robots.txt's Sitemap: line, an index, a gzip sitemap, /sitemap.xml): a spec
 // that asks for sitemaps fetches every one of them.
 func TestIntegrationSitemapsFindEveryPage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4)
 	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
@@ -231,6 +241,7 @@ func TestIntegrationSitemapsFindEveryPage(t *testing.T) {
 // same digest stores a revisit record in S3, and the records of unchanged pages reuse the first
 // crawl's (shared/testkit/e2etest CheckRecrawl).
 func TestIntegrationRecrawl(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 40, 5)
 	h.Site.Validators = true
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
@@ -240,6 +251,7 @@ func TestIntegrationRecrawl(t *testing.T) {
 // TestIntegrationRecrawlSkipsBySitemapLastmod: on the AWS adapters, a recrawl asks nothing of the
 // sitemap-listed pages whose lastmod is older than the first crawl, and records them unchanged.
 func TestIntegrationRecrawlSkipsBySitemapLastmod(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4)
 	h.Site = e2etest.NewSiteWithOrphans(t, 20, 4, 30)
 	h.Site.Validators = true

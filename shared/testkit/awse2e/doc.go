@@ -9,4 +9,9 @@
 // poison message through the dead-letter queue and `crawl redrive`, a lease that expires, and
 // politeness waits that never burn receive counts; and invariant 12 (history_test.go): a crawl
 // reads and writes the same units per page on a table that other crawls have filled.
+//
+// The invariant suites call t.Parallel: each has its own names and reads no process environment.
+// Tests that run the crawl command set the process environment (cli.Main reads it, as a user's
+// shell would) and stay serial, as do the timing tests (politeness, leases), whose clocks a
+// neighbour's load could move.
 package awse2e

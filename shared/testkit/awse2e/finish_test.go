@@ -12,6 +12,7 @@ import (
 // done, and the first put of the end event failing after the end was decided: the end is announced
 // exactly once, with the crawl's exact counts, after its last page.
 func TestIntegrationEndAnnouncedOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4)
 	h.setup(cli.QueueSettings{Visibility: 3 * time.Second, MaxReceiveCount: 5})
 	h.CheckEndAnnouncedOnce(8)
@@ -20,6 +21,7 @@ func TestIntegrationEndAnnouncedOnce(t *testing.T) {
 // TestIntegrationEndPutAgainAfterCrashBeforeMark: on SQS and DynamoDB, a crash after the event is
 // put and before the end is marked announced puts the same event again, with the same id.
 func TestIntegrationEndPutAgainAfterCrashBeforeMark(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 10, 3)
 	h.setup(cli.QueueSettings{Visibility: 3 * time.Second, MaxReceiveCount: 5})
 	h.CheckEndPutAgainAfterCrashBeforeMark(8)
@@ -29,6 +31,7 @@ func TestIntegrationEndPutAgainAfterCrashBeforeMark(t *testing.T) {
 // as the counters stop moving, every Links message with a new URL of the pages' failing twice before
 // its URLs are admitted: the end waits for each, and is announced once, after the last page.
 func TestIntegrationEndWaitsForLinksFailingTwice(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 20, 4)
 	h.setup(cli.QueueSettings{Visibility: 3 * time.Second, MaxReceiveCount: 5})
 	h.CheckEndWaitsForLinksFailingTwice(1, 8)

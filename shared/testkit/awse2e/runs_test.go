@@ -21,10 +21,12 @@ func newRunsHarness(t *testing.T, pages, links int, qs cli.QueueSettings) *harne
 }
 
 func TestIntegrationRunsCrawlFetchesEveryPageOnce(t *testing.T) {
+	t.Parallel()
 	newRunsHarness(t, 40, 6, cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5}).CheckCrawlsOnce(16)
 }
 
 func TestIntegrationRunsDuplicateDeliveriesFetchOnce(t *testing.T) {
+	t.Parallel()
 	newRunsHarness(t, 40, 6, cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5}).CheckDuplicatesFetchOnce(16)
 }
 
@@ -33,8 +35,10 @@ func TestIntegrationRunsDuplicateDeliveriesFetchOnce(t *testing.T) {
 // (AfterGroupWrite), then resumes: nothing is lost, and only the pages held at the crash may be
 // fetched again.
 func TestIntegrationRunsCrashAtEveryNamedStepLosesNothing(t *testing.T) {
+	t.Parallel()
 	for _, step := range e2etest.Steps() {
 		t.Run(step.Name, func(t *testing.T) {
+			t.Parallel()
 			const concurrency = 1
 			h := newRunsHarness(t, 20, 4, cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 5})
 			h.CrashAt(step, 3, concurrency)
@@ -44,6 +48,7 @@ func TestIntegrationRunsCrashAtEveryNamedStepLosesNothing(t *testing.T) {
 }
 
 func TestIntegrationRunsTransientFaultsDuringARunThatFinishes(t *testing.T) {
+	t.Parallel()
 	h := newRunsHarness(t, 20, 4, cli.QueueSettings{Visibility: 2 * time.Second, MaxReceiveCount: 10})
 	h.Timeout = e2etest.DefaultTimeout
 	h.CheckTransientFaults(17, 4, 16)

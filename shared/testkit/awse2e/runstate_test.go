@@ -17,6 +17,7 @@ import (
 // the dead-letter queue, the site serves nothing meanwhile, and once resumed the crawl ends with
 // every page fetched once.
 func TestIntegrationPauseThenResumeLosesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 60, 5)
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 2})
 	h.CheckPauseResume(8)
@@ -25,6 +26,7 @@ func TestIntegrationPauseThenResumeLosesNothing(t *testing.T) {
 // TestIntegrationStopLosesNothing stops a crawl on the AWS adapters while it runs: it drains with
 // every URL terminal, the pages served fetched and recorded, the rest stopped and never requested.
 func TestIntegrationStopLosesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 60, 5)
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckStop(8)
