@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
 // Failure is a URL of a crawl that ended without a page: failed, skipped or stopped.
@@ -121,8 +123,10 @@ func parseClasses(v string) (map[errclass.Class]bool, error) {
 // only names (all when nil), sorted by class and URL. The scan reads the crawl's items (on
 // DynamoDB: the whole table, filtered).
 func listFailures(ctx context.Context, st *crawlstate.Store, crawl string, only map[errclass.Class]bool) ([]Failure, error) {
-	if _, err := st.CrawlOf(ctx, crawl); err != nil {
-		return nil, fmt.Errorf("no crawl %s on record (crawl status lists them): %w", crawl, err)
+	if _, err := st.CrawlOf(ctx, crawl); errors.Is(err, table.ErrNotFound) {
+		return nil, fmt.Errorf("no crawl %s on record (crawl list lists them)", crawl)
+	} else if err != nil {
+		return nil, fmt.Errorf("read crawl %s: %w", crawl, err)
 	}
 	var out []Failure
 	err := st.EachURL(ctx, crawl, func(u crawlstate.URL) error {

@@ -130,7 +130,7 @@ func setRun(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return usageError(stdout, stderr, cmd, err)
 	}
 	if len(rest) != 1 {
-		fmt.Fprintf(stderr, "crawl %s: want exactly one CRAWL (crawl status lists them), got %d arguments\n", cmd, len(rest))
+		fmt.Fprintf(stderr, "crawl %s: want exactly one CRAWL (crawl list lists them), got %d arguments\n", cmd, len(rest))
 		return ExitUsage
 	}
 	be, err := openExisting(ctx, o)
@@ -283,7 +283,7 @@ func stateNow(be *Backend, c crawlstate.Crawl, n crawlstate.Counters) string {
 func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl string, now time.Time, h hints) (Status, error) {
 	ch, err := st.ChecksOf(ctx, crawl)
 	if errors.Is(err, table.ErrNotFound) {
-		return Status{}, fmt.Errorf("no crawl %s on record (crawl status lists them)", crawl)
+		return Status{}, fmt.Errorf("no crawl %s on record (crawl list lists them)", crawl)
 	}
 	if err != nil {
 		return Status{}, err

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
 )
 
 // pasted runs a command the CLI suggested, split as a shell splits a line without quotes, and
@@ -83,5 +85,27 @@ func TestStatusSaysInterruptedOnceTheRunIsGone(t *testing.T) {
 	}
 	if _, screen, _ := runMain(t, "status", "--state", state, crawl); !strings.HasPrefix(screen, "crawl "+crawl+": finished") {
 		t.Errorf("status after the pasted run:\n%s\nwant it finished", screen)
+	}
+}
+
+// Every command that names a crawl, given one that is not on record, says so in the user's words:
+// it fails, names the crawl, and prints none of the state table's keys or the port's sentinel texts.
+func TestNoInternalKeyTextReachesAUser(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	state := filepath.Join(t.TempDir(), "st")
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/gone\n")
+	if code, _, stderr := runMain(t, "run", "--state", state, "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--quiet", seeds); code != ExitFailed {
+		t.Fatalf("the crawl: exit %d, want %d (no page fetched)\n%s", code, ExitFailed, stderr)
+	}
+	for _, args := range e2etest.UnknownCrawlCommands("no-such-crawl") {
+		code, stdout, stderr := runMain(t, append(args, "--state", state)...)
+		out := stdout + stderr
+		if code == ExitOK || !strings.Contains(stderr, "no-such-crawl") {
+			t.Errorf("crawl %s: exit %d\n%s\nwant a failure that names the crawl", strings.Join(args, " "), code, out)
+		}
+		if bad := e2etest.InternalText(out); bad != "" {
+			t.Errorf("crawl %s shows the internal text %q:\n%s", strings.Join(args, " "), bad, out)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
 	"github.com/crawlstack/crawlstack/shared/testkit/fakecfn"
 )
 
@@ -55,6 +56,16 @@ func TestIntegrationTheCLIFindsAStackByItsName(t *testing.T) {
 	}
 	if cfn.Calls() < 3 {
 		t.Errorf("CloudFormation was asked %d times, want once a command", cfn.Calls())
+	}
+	// A crawl that is not on record is said so in the user's words, with no key of the table.
+	for _, args := range e2etest.UnknownCrawlCommands("no-such-crawl") {
+		code, out, errOut := crawlMain(append(args, "--stack", "MyCrawler")...)
+		if code == 0 || !strings.Contains(errOut, "no-such-crawl") {
+			t.Errorf("crawl %s --stack: exit %d\n%s%s\nwant a failure that names the crawl", strings.Join(args, " "), code, out, errOut)
+		}
+		if bad := e2etest.InternalText(out + errOut); bad != "" {
+			t.Errorf("crawl %s --stack shows the internal text %q:\n%s%s", strings.Join(args, " "), bad, out, errOut)
+		}
 	}
 	code, _, errOut = crawlMain("status", "--stack", "NoSuchStack")
 	if code == 0 || !strings.Contains(errOut, "stack NoSuchStack: no such stack") {
