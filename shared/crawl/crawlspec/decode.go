@@ -413,6 +413,7 @@ func (d *decoder) fields(n *yaml.Node) []extract.Field {
 		before := len(d.errs)
 		d.mapping(v, key, map[string]func(k, v *yaml.Node){
 			"css":       str(&f.CSS),
+			"xpath":     str(&f.XPath),
 			"attr":      str(&f.Attr),
 			"regexp":    str(&f.Regexp),
 			"jsonld":    str(&f.JSONLD),
@@ -421,6 +422,10 @@ func (d *decoder) fields(n *yaml.Node) []extract.Field {
 			"all": func(kk, vv *yaml.Node) {
 				lines["all"] = vv
 				f.All, _ = d.boolean(vv, join(key, "all"))
+			},
+			"url": func(kk, vv *yaml.Node) {
+				lines["url"] = vv
+				f.URL, _ = d.boolean(vv, join(key, "url"))
 			},
 			"opengraph": func(kk, vv *yaml.Node) {
 				lines["opengraph"] = vv

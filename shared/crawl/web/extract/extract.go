@@ -8,8 +8,8 @@
 // crawled. Every value is bounded (MaxValueBytes, MaxItems, MaxDataBytes).
 //
 // Selectors are CSS as browsers read them, through github.com/PuerkitoBio/goquery and
-// andybalholm/cascadia; the page is parsed with golang.org/x/net/html after decoding it to UTF-8
-// with golang.org/x/net/html/charset.
+// andybalholm/cascadia, or XPath 1.0, through github.com/antchfx/htmlquery; the page is parsed
+// with golang.org/x/net/html after decoding it to UTF-8 with golang.org/x/net/html/charset.
 package extract
 
 import (
@@ -24,6 +24,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
+	"github.com/antchfx/xpath"
 	"golang.org/x/net/html/charset"
 )
 
@@ -39,8 +40,8 @@ const (
 	MaxDataBytes = 256 << 10
 )
 
-// Field is one declarative field. Exactly one of CSS, JSONLD, Meta, OpenGraph and Extractor says
-// where the value comes from.
+// Field is one declarative field. Exactly one of CSS, XPath, JSONLD, Meta, OpenGraph and Extractor
+// says where the value comes from.
 type Field struct {
 	// Name is the key of the value in the record's data.
 	Name string `json:"name"`
@@ -49,9 +50,17 @@ type Field struct {
 	CSS  string `json:"css,omitempty"`
 	Attr string `json:"attr,omitempty"`
 	All  bool   `json:"all,omitempty"`
-	// Regexp, applied to each string a CSS or Meta field found, keeps the match (its first group
-	// when it has one); a string it does not match is dropped.
+	// XPath is an XPath 1.0 expression, as CSS is used (Attr and All too): a node's value is an
+	// element's text, an attribute's or a text node's value; an expression of a string, a number
+	// or a boolean (string(//h1), count(//li)) is that value.
+	XPath string `json:"xpath,omitempty"`
+	// Regexp, applied to each string a CSS, XPath or Meta field found, keeps the match (its first
+	// group when it has one); a string it does not match is dropped.
 	Regexp string `json:"regexp,omitempty"`
+	// URL resolves each string a CSS, XPath or Meta field found against the page's URL (an href
+	// of "../a" on https://x.example/b/c gives https://x.example/a); a string that is no URL is
+	// dropped.
+	URL bool `json:"url,omitempty"`
 	// JSONLD takes the page's <script type="application/ld+json"> objects (those of a @graph
 	// too): "*" all of them, as a list; a schema.org type such as "Product", the first object of
 	// that type (every one with All).
@@ -97,13 +106,13 @@ func (f Field) compile() (compiled, error) {
 		return c, &KeyError{"name", fmt.Errorf("%q: want letters, digits and _, not starting with a digit, at most 64", f.Name)}
 	}
 	sources := 0
-	for _, set := range []bool{f.CSS != "", f.JSONLD != "", f.Meta != "", f.OpenGraph, f.Extractor != ""} {
+	for _, set := range []bool{f.CSS != "", f.XPath != "", f.JSONLD != "", f.Meta != "", f.OpenGraph, f.Extractor != ""} {
 		if set {
 			sources++
 		}
 	}
 	if sources != 1 {
-		return c, &KeyError{"", fmt.Errorf("field %s: want exactly one of css, jsonld, meta, opengraph and extractor, got %d", f.Name, sources)}
+		return c, &KeyError{"", fmt.Errorf("field %s: want exactly one of css, xpath, jsonld, meta, opengraph and extractor, got %d", f.Name, sources)}
 	}
 	switch {
 	case f.CSS != "":
@@ -112,6 +121,10 @@ func (f Field) compile() (compiled, error) {
 			return c, &KeyError{"css", fmt.Errorf("selector %q: %w", f.CSS, err)}
 		}
 		c.sel = sel
+	case f.XPath != "":
+		if _, err := xpath.Compile(f.XPath); err != nil {
+			return c, &KeyError{"xpath", fmt.Errorf("expression %q: %w", f.XPath, err)}
+		}
 	case f.Extractor != "":
 		e, ok := Lookup(f.Extractor)
 		if !ok {
@@ -119,12 +132,16 @@ func (f Field) compile() (compiled, error) {
 		}
 		c.ext = e
 	}
-	if f.Attr != "" && f.CSS == "" {
-		return c, &KeyError{"attr", errors.New("attr goes with css")}
+	selects := f.CSS != "" || f.XPath != ""
+	if f.Attr != "" && !selects {
+		return c, &KeyError{"attr", errors.New("attr goes with css or xpath")}
+	}
+	if f.URL && !selects && f.Meta == "" {
+		return c, &KeyError{"url", errors.New("url goes with css, xpath or meta")}
 	}
 	if f.Regexp != "" {
-		if f.CSS == "" && f.Meta == "" {
-			return c, &KeyError{"regexp", errors.New("regexp goes with css or meta")}
+		if !selects && f.Meta == "" {
+			return c, &KeyError{"regexp", errors.New("regexp goes with css, xpath or meta")}
 		}
 		re, err := regexp.Compile(f.Regexp)
 		if err != nil {
@@ -132,8 +149,8 @@ func (f Field) compile() (compiled, error) {
 		}
 		c.re = re
 	}
-	if f.All && f.CSS == "" && f.JSONLD == "" {
-		return c, &KeyError{"all", errors.New("all goes with css or jsonld")}
+	if f.All && !selects && f.JSONLD == "" {
+		return c, &KeyError{"all", errors.New("all goes with css, xpath or jsonld")}
 	}
 	return c, nil
 }
@@ -206,6 +223,12 @@ func (s *Set) Extract(pageURL *url.URL, body []byte, contentType string) Result 
 		return res
 	}
 	p := &Page{URL: pageURL, Doc: doc}
+	return s.run(p)
+}
+
+// run runs every field on p, bounding the data's size.
+func (s *Set) run(p *Page) Result {
+	res := Result{Data: make(map[string]any, s.Len())}
 	size := 0
 	for _, f := range s.fields {
 		v, ferr := f.run(p)
@@ -232,9 +255,12 @@ func (s *Set) Extract(pageURL *url.URL, body []byte, contentType string) Result 
 func (f compiled) run(p *Page) (any, error) {
 	switch {
 	case f.CSS != "":
-		return f.css(p.Doc), nil
+		return f.css(p.URL, p.Doc.Selection), nil
+	case f.XPath != "":
+		return f.xpath(p.URL, p.Doc.Selection), nil
 	case f.Meta != "":
-		return f.one(metaContent(p.Doc, f.Meta)), nil
+		v, ok := metaContent(p.Doc, f.Meta)
+		return f.one(p.URL, v, ok), nil
 	case f.OpenGraph:
 		return openGraph(p.Doc), nil
 	case f.JSONLD != "":
@@ -247,9 +273,10 @@ func (f compiled) run(p *Page) (any, error) {
 	return v, nil
 }
 
-func (f compiled) css(doc *goquery.Document) any {
+// css is the field's CSS selector's value within in: the first match's, or with All every one's.
+func (f compiled) css(base *url.URL, in *goquery.Selection) any {
 	var items []any
-	doc.FindMatcher(f.sel).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	in.FindMatcher(f.sel).EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		var v string
 		var ok bool
 		if f.Attr != "" {
@@ -258,13 +285,18 @@ func (f compiled) css(doc *goquery.Document) any {
 			v, ok = strings.Join(strings.Fields(s.Text()), " "), true
 		}
 		if ok {
-			if v, ok = f.match(v); ok {
+			if v, ok = f.match(base, v); ok {
 				items = append(items, v)
 			}
 		}
 		// One item is enough for a single value; a list stops at MaxItems.
 		return f.All && len(items) < MaxItems || !f.All && len(items) == 0
 	})
+	return f.value(items)
+}
+
+// value is the field's value of the items it found: the list with All, else the first, or nil.
+func (f compiled) value(items []any) any {
 	if f.All {
 		if items == nil {
 			return nil
@@ -278,18 +310,19 @@ func (f compiled) css(doc *goquery.Document) any {
 }
 
 // one is a single string value through the field's regexp, or nil.
-func (f compiled) one(v string, ok bool) any {
+func (f compiled) one(base *url.URL, v string, ok bool) any {
 	if !ok {
 		return nil
 	}
-	if v, ok = f.match(v); !ok {
+	if v, ok = f.match(base, v); !ok {
 		return nil
 	}
 	return v
 }
 
-// match applies the field's regexp to v: the match, or its first group.
-func (f compiled) match(v string) (string, bool) {
+// match applies the field's regexp to v (the match, or its first group), then with URL resolves
+// it against base.
+func (f compiled) match(base *url.URL, v string) (string, bool) {
 	if f.re != nil {
 		m := f.re.FindStringSubmatch(v)
 		if m == nil {
@@ -299,6 +332,13 @@ func (f compiled) match(v string) (string, bool) {
 		if len(m) > 1 {
 			v = m[1]
 		}
+	}
+	if f.URL {
+		ref, err := url.Parse(strings.TrimSpace(v))
+		if err != nil || base == nil {
+			return "", false
+		}
+		v = base.ResolveReference(ref).String()
 	}
 	return cut(v), true
 }

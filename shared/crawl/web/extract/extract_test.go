@@ -63,7 +63,21 @@ func TestFields(t *testing.T) {
 			map[string]any{"@type": "Organization", "name": "Shop"},
 			map[string]any{"@type": []any{"Thing", "https://schema.org/Product"}, "name": "Kettle", "sku": "K-1"},
 			map[string]any{"@type": "Product", "name": "Lid"}}},
+		{"xpath element text", Field{XPath: "//h1"}, "The kettle"},
+		{"xpath attribute node", Field{XPath: "//a[@class='tag']/@href"}, "/t/steel"},
+		{"xpath attr of elements, those without it left out", Field{XPath: "//a[@class='tag']", Attr: "href", All: true}, []any{"/t/steel", "/t/blue"}},
+		{"xpath all text nodes", Field{XPath: "//a[@class='tag']/text()", All: true}, []any{"steel", "blue", "no href"}},
+		{"xpath a string", Field{XPath: "normalize-space(string(//h1))"}, "The kettle"},
+		{"xpath a number", Field{XPath: "count(//a[@class='tag'])"}, "3"},
+		{"xpath a boolean", Field{XPath: "boolean(//h1)"}, true},
+		{"xpath with regexp", Field{XPath: "//span[@class='price']", Regexp: `([0-9]+),`}, "12"},
+		{"url resolves against the page", Field{CSS: "a.tag", Attr: "href", All: true, URL: true},
+			[]any{"http://127.0.0.1/t/steel", "http://127.0.0.1/t/blue"}},
+		{"url on meta", Field{Meta: "og:image", URL: true}, "http://127.0.0.1/a.jpg"},
 		// Found nothing: null, not an error.
+		{"xpath no match", Field{XPath: "//h2"}, nil},
+		{"xpath all no match", Field{XPath: "//h2", All: true}, nil},
+		{"xpath empty string", Field{XPath: "string(//h2)"}, nil},
 		{"css no match", Field{CSS: "h2"}, nil},
 		{"css all no match", Field{CSS: "h2", All: true}, nil},
 		{"regexp no match", Field{CSS: "h1", Regexp: `[0-9]`}, nil},
@@ -108,11 +122,14 @@ func TestCompileRefusesFieldsThatCannotWork(t *testing.T) {
 	}{
 		{"malformed selector", Field{Name: "a", CSS: "div[["}, "css", `selector "div[["`},
 		{"malformed regexp", Field{Name: "a", CSS: "p", Regexp: "(["}, "regexp", "missing closing ]"},
-		{"no source", Field{Name: "a"}, "", "want exactly one of css, jsonld, meta, opengraph and extractor, got 0"},
+		{"no source", Field{Name: "a"}, "", "want exactly one of css, xpath, jsonld, meta, opengraph and extractor, got 0"},
 		{"two sources", Field{Name: "a", CSS: "p", Meta: "x"}, "", "got 2"},
-		{"attr without css", Field{Name: "a", Meta: "x", Attr: "href"}, "attr", "attr goes with css"},
-		{"regexp on jsonld", Field{Name: "a", JSONLD: "*", Regexp: "x"}, "regexp", "regexp goes with css or meta"},
-		{"all on meta", Field{Name: "a", Meta: "x", All: true}, "all", "all goes with css or jsonld"},
+		{"attr without css", Field{Name: "a", Meta: "x", Attr: "href"}, "attr", "attr goes with css or xpath"},
+		{"regexp on jsonld", Field{Name: "a", JSONLD: "*", Regexp: "x"}, "regexp", "regexp goes with css, xpath or meta"},
+		{"all on meta", Field{Name: "a", Meta: "x", All: true}, "all", "all goes with css, xpath or jsonld"},
+		{"malformed xpath", Field{Name: "a", XPath: "//a[@"}, "xpath", `expression "//a[@"`},
+		{"css and xpath", Field{Name: "a", CSS: "p", XPath: "//p"}, "", "got 2"},
+		{"url on jsonld", Field{Name: "a", JSONLD: "*", URL: true}, "url", "url goes with css, xpath or meta"},
 		{"bad name", Field{Name: "1a", CSS: "p"}, "name", `"1a"`},
 		{"unknown extractor", Field{Name: "a", Extractor: "nope"}, "extractor", `no extractor is registered as "nope"`},
 	}
@@ -189,5 +206,27 @@ func TestBounds(t *testing.T) {
 	b, _ := json.Marshal(got.Data)
 	if len(b) > MaxDataBytes+len(fields)*80 {
 		t.Errorf("data is %d bytes, over the bound", len(b))
+	}
+}
+
+// XPath and CSS are two engines (antchfx/htmlquery, andybalholm/cascadia): expressions that select
+// the same elements give the same values, each the other's oracle.
+func TestXPathAgreesWithCSS(t *testing.T) {
+	pairs := []struct{ css, xpath string }{
+		{"h1", "//h1"},
+		{"a.tag", "//a[@class='tag']"},
+		{"span.price", "//span[@class='price']"},
+		{"head > title", "/html/head/title"},
+		{"p", "//p"},
+	}
+	for _, p := range pairs {
+		for _, all := range []bool{false, true} {
+			for _, attr := range []string{"", "href"} {
+				got := run(t, Field{Name: "c", CSS: p.css, All: all, Attr: attr}, Field{Name: "x", XPath: p.xpath, All: all, Attr: attr})
+				if !reflect.DeepEqual(got.Data["c"], got.Data["x"]) {
+					t.Errorf("css %q and xpath %q (all %v, attr %q): %#v and %#v", p.css, p.xpath, all, attr, got.Data["c"], got.Data["x"])
+				}
+			}
+		}
 	}
 }
