@@ -16,10 +16,11 @@ import (
 
 // envNames are the variables whose names are not CRAWL_ and the flag's name in capitals; "" is
 // none: the flags that name what a command acts on (crawl optout's entry, crawl purge's target,
-// crawls and dry run) are never taken from the environment, where a forgotten variable would act
-// on something else.
+// crawls and dry run, crawl try's field and page) are never taken from the environment, where a
+// forgotten variable would act on something else.
 var envNames = map[string]string{"allow-port": "CRAWL_ALLOW_PORTS", "proxy": "CRAWL_PROXIES",
-	"host": "", "prefix": "", "pattern": "", "url": "", "reason": "", "crawl": "", "dry-run": ""}
+	"host": "", "prefix": "", "pattern": "", "url": "", "reason": "", "crawl": "", "dry-run": "",
+	"css": "", "xpath": "", "attr": "", "all": "", "regexp": "", "base": ""}
 
 // envOf is the environment variable of the flag name.
 func envOf(name string) string {

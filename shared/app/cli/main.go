@@ -34,6 +34,8 @@ usage:
                                (indexes/CRAWL.cdxj; -o FILE writes a copy)
   crawl export [flags] CRAWL   the crawl's records in one file, each page once
                                (--format jsonl|csv, -o FILE; default: stdout)
+  crawl try [flags] SPEC URL|FILE  run a spec's extraction (or one --css or --xpath) on one
+                               page and print what it yields: try a selector before a crawl
   crawl redrive [flags] QUEUE  move the dead-letter messages of schedule, fetch or parse back
   crawl optout add|remove|list [flags]  the hosts, prefixes, patterns and URLs no crawl admits
   crawl purge [flags] --host H | --url URL  erase a site's or a page's stored data, leave a
@@ -53,7 +55,7 @@ Run 'crawl COMMAND --help' for a command's flags.
 `
 
 // commands are the commands Main knows, for suggestions on a typo.
-var commands = []string{"run", "demo", "list", "status", "pause", "resume", "stop", "failures", "index", "export", "redrive", "optout", "purge", "invoke", "help", "version"}
+var commands = []string{"run", "demo", "list", "status", "pause", "resume", "stop", "failures", "index", "export", "try", "redrive", "optout", "purge", "invoke", "help", "version"}
 
 // Main runs the crawl command with args (without the program name) and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -85,6 +87,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return index(ctx, args[1:], stdout, stderr)
 	case "export":
 		return exportCmd(ctx, args[1:], stdout, stderr)
+	case "try":
+		return try(ctx, args[1:], stdout, stderr)
 	case "pause", "resume", "stop":
 		return setRun(ctx, args[0], args[1:], stdout, stderr)
 	case "invoke":

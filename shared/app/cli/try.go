@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
+)
+
+// tryHelp is the help of `crawl try`.
+var tryHelp = cmdHelp{
+	usage: "crawl try [flags] SPEC URL|FILE\n       crawl try [flags] --css SELECTOR | --xpath EXPR URL|FILE",
+	about: "Run a spec's extraction (or one --css or --xpath field) on one page and print what it yields, as the\n" +
+		"record's data would hold it: try a selector before a crawl. A URL is fetched once, with the spec's\n" +
+		"User-Agent and headers and the same guard against non-public addresses as a crawl (--allow-net admits\n" +
+		"a range); robots.txt is not read, as for any single request a person makes. A FILE is a saved page:\n" +
+		"--base names its URL, against which url: fields resolve.",
+	examples: `crawl try shop.yaml https://shop.example.com/p/kettle
+crawl try --css 'h1' https://example.com/
+crawl try --xpath '//a/@href' --all --url https://example.com/
+crawl try --base https://shop.example.com/p/kettle shop.yaml saved.html`,
+}
+
+// tryFlags are the flags of `crawl try`.
+type tryFlags struct {
+	field     extract.Field // the --css or --xpath field, named "value"
+	base      string
+	allowNet  listFlag
+	userAgent string
+	timeout   time.Duration
+}
+
+// Tried is what `crawl try` prints: the page and what its extraction yields.
+type Tried struct {
+	URL        string            `json:"url"`
+	Status     int               `json:"status,omitempty"`
+	Data       map[string]any    `json:"data"`
+	DataErrors map[string]string `json:"dataErrors,omitempty"`
+}
+
+// try is `crawl try`: one page through a spec's extraction rules, or through one field.
+func try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f tryFlags
+	fs := flag.NewFlagSet("try", flag.ContinueOnError)
+	fs.StringVar(&f.field.CSS, "css", "", "a CSS selector to try, instead of a spec's fields")
+	fs.StringVar(&f.field.XPath, "xpath", "", "an XPath 1.0 expression to try, instead of a spec's fields")
+	fs.StringVar(&f.field.Attr, "attr", "", "with --css or --xpath: the attribute to take, not the text")
+	fs.BoolVar(&f.field.All, "all", false, "with --css or --xpath: every match, as a list")
+	fs.StringVar(&f.field.Regexp, "regexp", "", "with --css or --xpath: keep the match of each value (its first group)")
+	fs.BoolVar(&f.field.URL, "url", false, "with --css or --xpath: resolve each value against the page's URL")
+	fs.StringVar(&f.base, "base", "", "for a FILE: the page's URL (default: the file's own file:// URL)")
+	fs.Var(&f.allowNet, "allow-net", "CIDR (or IP) of a non-public range that may be fetched; repeatable")
+	fs.StringVar(&f.userAgent, "user-agent", pipeline.DefaultUserAgent, "the User-Agent, when the spec sets none")
+	fs.DurationVar(&f.timeout, "fetch-timeout", 30*time.Second, "time for the fetch, redirects and body included")
+	if err := parseFlags(fs, args, tryHelp); err != nil {
+		return usageError(stdout, stderr, "try", err)
+	}
+	one := f.field.CSS != "" || f.field.XPath != ""
+	rest := fs.Args()
+	if want := map[bool]int{true: 1, false: 2}[one]; len(rest) != want {
+		return usageError(stdout, stderr, "try", fmt.Errorf("want %s, got %d arguments", map[bool]string{true: "URL or FILE", false: "SPEC and a URL or FILE"}[one], len(rest)))
+	}
+	spec := &crawlspec.Spec{}
+	if one {
+		f.field.Name = "value"
+		spec.Extract = []extract.Field{f.field}
+	} else {
+		var err error
+		if spec, err = readTrySpec(rest[0]); err != nil {
+			fmt.Fprintf(stderr, "crawl try: %v\n", err)
+			return ExitUsage
+		}
+	}
+	fields, err := extract.Compile(spec.Extract)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl try: %v\n", err)
+		return ExitUsage
+	}
+	if len(spec.SecretHeaders) > 0 {
+		fmt.Fprintf(stderr, "crawl try: the spec's secret headers are not sent (%s): only crawls read secrets\n", strings.Join(slices.Sorted(maps.Keys(spec.SecretHeaders)), ", "))
+	}
+	page, err := loadPage(ctx, rest[len(rest)-1], spec, f)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl try: %v\n", err)
+		return ExitFailed
+	}
+	res := fields.Extract(page.url, page.body, page.contentType)
+	out, err := json.MarshalIndent(Tried{URL: page.url.String(), Status: page.status, Data: res.Data, DataErrors: res.Errors}, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl try: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(stdout, "%s\n", out)
+	return ExitOK
+}
+
+// readTrySpec reads the spec file at path. Its seeds are not used, and the bounds are not the
+// stack's: only its extraction, User-Agent and headers matter here.
+func readTrySpec(path string) (*crawlspec.Spec, error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the spec: %w", err)
+	}
+	if !crawlspec.IsSpec(path, body) {
+		return nil, fmt.Errorf("%s is not a crawl spec (a .yaml or .json file, docs/spec.md)", path)
+	}
+	spec, err := crawlspec.Parse(body, crawlspec.Bounds{LocalSecrets: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(spec.Extract) == 0 {
+		return nil, fmt.Errorf("%s has no extract section: nothing to try (or give --css or --xpath)", path)
+	}
+	return spec, nil
+}
+
+// triedPage is the page to extract from.
+type triedPage struct {
+	url         *url.URL
+	status      int
+	body        []byte
+	contentType string
+}
+
+// loadPage fetches target when it is an http(s) URL, and otherwise reads it as a saved file.
+func loadPage(ctx context.Context, target string, spec *crawlspec.Spec, f tryFlags) (triedPage, error) {
+	if u, err := url.Parse(target); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return fetchPage(ctx, target, spec, f)
+	}
+	body, err := os.ReadFile(target)
+	if err != nil {
+		return triedPage{}, fmt.Errorf("read the page: %w (a URL starts with http:// or https://)", err)
+	}
+	base := f.base
+	if base == "" {
+		abs, err := filepath.Abs(target)
+		if err != nil {
+			return triedPage{}, err
+		}
+		base = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+	}
+	u, err := url.Parse(base)
+	if err != nil || !u.IsAbs() {
+		return triedPage{}, fmt.Errorf("--base %q: want an absolute URL", base)
+	}
+	ct := mime.TypeByExtension(filepath.Ext(target))
+	if ct == "" {
+		ct = "text/html"
+	}
+	return triedPage{url: u, body: body, contentType: ct}, nil
+}
+
+// fetchPage GETs target as a crawl would: the guard, the spec's User-Agent and headers.
+func fetchPage(ctx context.Context, target string, spec *crawlspec.Spec, f tryFlags) (triedPage, error) {
+	allow, err := netguard.ParseCIDRs(f.allowNet)
+	if err != nil {
+		return triedPage{}, fmt.Errorf("--allow-net: %w", err)
+	}
+	ua, fp := f.userAgent, httpfetch.FingerprintGo
+	if spec.UserAgent != "" {
+		ua = spec.UserAgent
+	}
+	if spec.TLSFingerprint != "" {
+		fp = spec.TLSFingerprint
+	}
+	if ua, err = httpfetch.UserAgentFor(ua, fp); err != nil {
+		return triedPage{}, err
+	}
+	client, err := httpfetch.New(httpfetch.Options{UserAgent: ua, Fingerprint: fp, Guard: netguard.New(allow, nil), TotalTimeout: f.timeout})
+	if err != nil {
+		return triedPage{}, err
+	}
+	defer client.Close()
+	resp, err := client.Get(httpfetch.WithRequest(ctx, ua, spec.Headers), target)
+	if err != nil {
+		var hint string
+		if errclass.Of(err) == errclass.SSRF {
+			hint = " (--allow-net CIDR admits a non-public range)"
+		}
+		return triedPage{}, fmt.Errorf("fetch %s: %w%s", target, err, hint)
+	}
+	u, err := url.Parse(resp.URL)
+	if err != nil {
+		return triedPage{}, fmt.Errorf("the final URL %q: %w", resp.URL, err)
+	}
+	return triedPage{url: u, status: resp.Status, body: resp.Body, contentType: resp.Header.Get("Content-Type")}, nil
+}
