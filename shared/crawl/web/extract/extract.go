@@ -161,17 +161,34 @@ func (f Field) Check() error {
 	return err
 }
 
-// Set is the compiled fields of one crawl. It is safe for concurrent use.
+// Set is the compiled fields and item rules of one crawl. It is safe for concurrent use.
 type Set struct {
 	fields []compiled
+	rules  []compiledRule
 }
 
-// Compile checks and compiles fields. Its error names the first field that cannot work.
-func Compile(fields []Field) (*Set, error) {
+// Compile checks and compiles fields and the item rules. Its error names the first field or rule
+// that cannot work.
+func Compile(fields []Field, rules ...Rule) (*Set, error) {
 	if len(fields) > MaxFields {
 		return nil, fmt.Errorf("%d fields, over the limit of %d", len(fields), MaxFields)
 	}
+	if len(rules) > MaxRules {
+		return nil, fmt.Errorf("%d item rules, over the limit of %d", len(rules), MaxRules)
+	}
 	s := &Set{}
+	named := map[string]bool{}
+	for _, r := range rules {
+		if named[r.Name] {
+			return nil, fmt.Errorf("items %s: %w", r.Name, &KeyError{"name", errors.New("defined twice")})
+		}
+		named[r.Name] = true
+		c, err := r.compile()
+		if err != nil {
+			return nil, fmt.Errorf("items %s: %w", r.Name, err)
+		}
+		s.rules = append(s.rules, c)
+	}
 	seen := map[string]bool{}
 	for _, f := range fields {
 		if seen[f.Name] {
@@ -187,20 +204,23 @@ func Compile(fields []Field) (*Set, error) {
 	return s, nil
 }
 
-// Len is the number of fields.
+// Len is the number of fields and item rules.
 func (s *Set) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.fields)
+	return len(s.fields) + len(s.rules)
 }
 
 // Result is what Extract found on one page.
 type Result struct {
 	// Data has one entry per field: its value, or nil (JSON null) where the field found nothing.
 	Data map[string]any
+	// Items has, by item rule, the list of the items it found (each an object of its fields);
+	// nil when no rule found any.
+	Items map[string]any
 	// Errors, by field, are registered extractors that failed and fields cut for size: their
-	// values are nil.
+	// values are nil; "items.NAME" says a rule's items were cut for size.
 	Errors map[string]string
 }
 
@@ -220,7 +240,7 @@ func (s *Set) Extract(pageURL *url.URL, body []byte, contentType string) Result 
 		for _, f := range s.fields {
 			res.Data[f.Name] = nil
 		}
-		return res
+		return res // no items: a page that does not parse has none
 	}
 	p := &Page{URL: pageURL, Doc: doc}
 	return s.run(p)
@@ -247,6 +267,14 @@ func (s *Set) run(p *Page) Result {
 			res.Errors[f.Name] = cut(ferr.Error())
 		}
 		res.Data[f.Name] = v
+	}
+	errs := map[string]string{}
+	res.Items = s.items(p, errs)
+	for k, v := range errs {
+		if res.Errors == nil {
+			res.Errors = map[string]string{}
+		}
+		res.Errors[k] = v
 	}
 	return res
 }

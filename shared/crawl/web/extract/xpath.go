@@ -1,7 +1,9 @@
 package extract
 
 import (
+	"cmp"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,15 +22,23 @@ func (f compiled) xpath(base *url.URL, in *goquery.Selection) any {
 	if err != nil || in.Length() == 0 {
 		return nil // compile checked it
 	}
-	switch v := expr.Evaluate(htmlquery.CreateXPathNavigator(in.Nodes[0])).(type) {
+	root := in.Nodes[0]
+	switch v := expr.Evaluate(htmlquery.CreateXPathNavigator(root)).(type) {
 	case *xpath.NodeIterator:
-		var items []any
-		for v.MoveNext() && (f.All && len(items) < MaxItems || !f.All && len(items) == 0) {
-			s, ok := f.nodeValue(v.Current().(*htmlquery.NodeNavigator))
-			if !ok {
-				continue
+		var sel []selected
+		for v.MoveNext() && len(sel) < maxSelected {
+			nav := v.Current().(*htmlquery.NodeNavigator)
+			if s, ok := f.nodeValue(nav); ok {
+				sel = append(sel, selected{nav.Current(), s})
 			}
-			if s, ok = f.match(base, s); ok {
+		}
+		documentOrder(root, sel, func(x selected) *html.Node { return x.node })
+		var items []any
+		for _, x := range sel {
+			if !f.All && len(items) == 1 || len(items) == MaxItems {
+				break
+			}
+			if s, ok := f.match(base, x.value); ok {
 				items = append(items, s)
 			}
 		}
@@ -41,6 +51,42 @@ func (f compiled) xpath(base *url.URL, in *goquery.Selection) any {
 		return v
 	}
 	return nil
+}
+
+// selected is a node an expression selected, with its value.
+type selected struct {
+	node  *html.Node
+	value string
+}
+
+// maxSelected bounds the nodes one expression's value is chosen from.
+const maxSelected = 100 * MaxItems
+
+// documentOrder sorts xs into the order of their nodes in the document under root, as XPath's
+// results are read: antchfx/xpath yields //a grouped by parent, and a node set has no order of its
+// own. An attribute sorts as its element. The walk is iterative: a page may nest deeply.
+func documentOrder[T any](root *html.Node, xs []T, node func(T) *html.Node) {
+	if len(xs) < 2 {
+		return
+	}
+	pos := map[*html.Node]int{}
+	for n, i := root, 0; n != nil; i++ {
+		pos[n] = i
+		switch {
+		case n.FirstChild != nil:
+			n = n.FirstChild
+		default:
+			for n != root && n.NextSibling == nil {
+				n = n.Parent
+			}
+			if n == root {
+				n = nil
+			} else {
+				n = n.NextSibling
+			}
+		}
+	}
+	slices.SortStableFunc(xs, func(a, b T) int { return cmp.Compare(pos[node(a)], pos[node(b)]) })
 }
 
 // nodeValue is the string of a node an expression selected: an attribute's or a text node's
