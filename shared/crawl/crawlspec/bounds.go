@@ -173,8 +173,8 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 		c.Header = s.Headers.Clone()
 	}
 	c.SecretRefs = s.SecretHeaders
-	if len(s.Extract) > 0 {
-		set, err := extract.Compile(s.Extract)
+	if len(s.Extract) > 0 || len(s.Items) > 0 {
+		set, err := extract.Compile(s.Extract, s.Items...)
 		if err != nil {
 			return nil, fmt.Errorf("extract: %w", err)
 		}

@@ -57,6 +57,9 @@ type Settings struct {
 	Recrawl       *bool             `json:"recrawl,omitempty"`
 	Sitemaps      bool              `json:"sitemaps,omitempty"`
 	Extract       []extract.Field   `json:"extract,omitempty"`
+	// Items are the spec's item rules: each yields one item per node it selects, into the
+	// record's items.
+	Items []extract.Rule `json:"items,omitempty"`
 	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
 	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
 	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page

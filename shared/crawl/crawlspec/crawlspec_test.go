@@ -88,7 +88,7 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 		want   []string
 	}{
 		{"unknown key", "version: 1\nseeds: [http://127.0.0.1/]\nmax_deph: 3\n", Bounds{},
-			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, include, max_depth, max_pages, max_pages_per_host, rate, recrawl, scope, seeds, sitemaps, tls_fingerprint, user_agent, version)"}},
+			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, include, items, max_depth, max_pages, max_pages_per_host, rate, recrawl, scope, seeds, sitemaps, tls_fingerprint, user_agent, version)"}},
 		{"wrong types", "version: 1\nseeds: http://127.0.0.1/\nmax_pages: many\nrate: fast\nrecrawl: sometimes\n", Bounds{},
 			[]string{"line 2: seeds: want a list of at least one URL", "line 3: max_pages: want a whole number, got the string \"many\"",
 				"line 4: rate: want requests per second per host", "line 5: recrawl: want true or false"}},
@@ -98,6 +98,10 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 				"line 8: include: \"[\": error parsing regexp"}},
 		{"missing", "scope: host\n", Bounds{},
 			[]string{"line 1: version: missing", "line 1: seeds: missing"}},
+		{"items", "version: 1\nseeds: [http://127.0.0.1/]\nitems:\n  a: {css: li}\n  b:\n    css: li\n    xpath: //li\n    fields: {x: {css: p}}\n  c:\n    css: li\n    fields:\n      m: {meta: description}\n  d:\n    xpath: //li\n    fields:\n      p: {css: 'p[['}\n",
+			Bounds{},
+			[]string{"line 4: items.a.fields: want at least one field", "line 6: items.b: want exactly one of css and xpath",
+				"line 12: items.c.fields.m: a field of an item is css or xpath", "line 16: items.d.fields.p.css: selector \"p[[\""}},
 		{"set twice", "version: 1\nseeds: [http://127.0.0.1/]\nrate: 1\nrate: 2\n", Bounds{},
 			[]string{"line 4: rate: set twice"}},
 		{"headers", "version: 1\nseeds: [http://127.0.0.1/]\nheaders:\n  User-Agent: x\n  Cookie: [a]\n  'bad name': x\n", Bounds{},

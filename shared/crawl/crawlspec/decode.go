@@ -212,7 +212,8 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 				s.Recrawl = &b
 			}
 		},
-		"extract": func(k, v *yaml.Node) { s.Extract = d.fields(v) },
+		"extract": func(k, v *yaml.Node) { s.Extract = d.fields(v, "extract") },
+		"items":   func(k, v *yaml.Node) { s.Items = d.items(v) },
 		"sitemaps": func(k, v *yaml.Node) {
 			s.Sitemaps, _ = d.boolean(v, "sitemaps")
 		},
@@ -392,17 +393,72 @@ func validToken(s string) bool {
 	return true
 }
 
-// fields reads the extract section: a mapping of field names to their definitions, in file
-// order. A definition that cannot work is an error at the line of the setting at fault.
-func (d *decoder) fields(n *yaml.Node) []extract.Field {
-	var out []extract.Field
-	if n.Kind == yaml.MappingNode && len(n.Content)/2 > extract.MaxFields {
-		d.fail(n, "extract", "%d fields, over the limit of %d", len(n.Content)/2, extract.MaxFields)
+// items reads the items section: a mapping of rule names to a selector (css or xpath) and the
+// fields of each item, in file order. A rule that cannot work is an error at its line, or at the
+// line of the setting at fault.
+func (d *decoder) items(n *yaml.Node) []extract.Rule {
+	var out []extract.Rule
+	if n.Kind == yaml.MappingNode && len(n.Content)/2 > extract.MaxRules {
+		d.fail(n, "items", "%d item rules, over the limit of %d", len(n.Content)/2, extract.MaxRules)
 		return nil
 	}
-	d.mappingAny(n, "extract", func(k, v *yaml.Node) {
+	d.mappingAny(n, "items", func(k, v *yaml.Node) {
+		r := extract.Rule{Name: k.Value}
+		key := join("items", k.Value)
+		before := len(d.errs)
+		d.mapping(v, key, map[string]func(k, v *yaml.Node){
+			"css":    func(kk, vv *yaml.Node) { r.CSS, _ = d.str(vv, join(key, "css")) },
+			"xpath":  func(kk, vv *yaml.Node) { r.XPath, _ = d.str(vv, join(key, "xpath")) },
+			"fields": func(kk, vv *yaml.Node) { r.Fields = d.fields(vv, join(key, "fields")) },
+		})
+		if len(d.errs) > before {
+			return
+		}
+		if err := r.Check(); err != nil {
+			var ke *extract.KeyError
+			at := v
+			if errors.As(err, &ke) && ke.Key != "" {
+				d.fail(nodeAt(v, ke.Key), join(key, ke.Key), "%v", ke.Err)
+			} else {
+				d.fail(at, key, "%v", err)
+			}
+			return
+		}
+		out = append(out, r)
+	})
+	return out
+}
+
+// nodeAt is the value under n at the dotted path of mapping keys (fields.price.css), or the
+// deepest node of it that is there.
+func nodeAt(n *yaml.Node, path string) *yaml.Node {
+	for _, k := range strings.Split(path, ".") {
+		next := (*yaml.Node)(nil)
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+	return n
+}
+
+// fields reads a mapping of field names to their definitions under key (the extract section, or
+// an item rule's fields), in file order. A definition that cannot work is an error at the line of
+// the setting at fault.
+func (d *decoder) fields(n *yaml.Node, under string) []extract.Field {
+	var out []extract.Field
+	if n.Kind == yaml.MappingNode && len(n.Content)/2 > extract.MaxFields {
+		d.fail(n, under, "%d fields, over the limit of %d", len(n.Content)/2, extract.MaxFields)
+		return nil
+	}
+	d.mappingAny(n, under, func(k, v *yaml.Node) {
 		f := extract.Field{Name: k.Value}
-		key := join("extract", k.Value)
+		key := join(under, k.Value)
 		lines := map[string]*yaml.Node{"name": k}
 		str := func(dst *string) func(k, v *yaml.Node) {
 			return func(kk, vv *yaml.Node) {

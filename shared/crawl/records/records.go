@@ -59,6 +59,10 @@ type Record struct {
 	// DataErrors says, by field, why a field is null when it is not for finding nothing: a
 	// registered extractor that failed, or a value over the size bounds.
 	DataErrors map[string]string `json:"dataErrors,omitempty"`
+	// Items holds, by the spec's item rule, the list of items the page yielded (each an object of
+	// the rule's fields), as a listing page of 50 products yields 50: absent when no rule found
+	// any. crawl export --items RULE writes them one a row; Athena unnests them (docs/results.md).
+	Items map[string]any `json:"items,omitempty"`
 	// Sitemap marks the record of a sitemap (or of a robots.txt read for its Sitemap: lines):
 	// OutLinks are the URLs and sitemaps it lists.
 	Sitemap bool `json:"sitemap,omitempty"`

@@ -272,7 +272,7 @@ func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page w
 	}
 	if fields.Len() > 0 {
 		res := fields.Extract(final, page.Body, page.Header.Get("Content-Type"))
-		p.out.Data, p.out.DataErrors = res.Data, res.Errors
+		p.out.Data, p.out.DataErrors, p.out.Items = res.Data, res.Errors, res.Items
 	}
 	p.out.Title, p.out.Canonical, p.out.Charset = lf.Found.Title, lf.Found.Canonical, lf.Found.Charset
 	p.out.NoIndex, p.out.NoFollow = lf.NoIndex, lf.NoFollow

@@ -28,8 +28,8 @@ func decodeRecord(line []byte) (records.Record, error) {
 }
 
 // eraseFromRecord removes from another page's record what names the purged URLs: the links to
-// them in outLinks and nofollowLinks, a canonical URL that is one, and the values of data that
-// name one (a URL of theirs, or, for a host, text that holds the host name). It counts what it
+// them in outLinks and nofollowLinks, a canonical URL that is one, and the values of data and of
+// items that name one (a URL of theirs, or, for a host, text that holds the host name). It counts what it
 // removed in cr and says whether the record changed.
 func (m matcher) eraseFromRecord(rec *records.Record, cr *CrawlReport) bool {
 	changed := false
@@ -67,6 +67,14 @@ func (m matcher) eraseFromRecord(rec *records.Record, cr *CrawlReport) bool {
 		rec.Data[name] = out
 		cr.DataValues += n
 		changed = true
+	}
+	for rule, v := range rec.Items {
+		out, _, n := m.eraseValue(v) // a list of objects: a value that names one is set to null
+		if n > 0 {
+			rec.Items[rule] = out
+			cr.DataValues += n
+			changed = true
+		}
 	}
 	return changed
 }

@@ -19,7 +19,8 @@ func TestARewrittenRecordKeepsItsNumbersAndLosesEveryMentionOfThePurgedURL(t *te
 	other := `{"crawl":"c","url":"http://a.test/","finalUrl":"http://a.test/","depth":0,"status":200,"canonical":"http://a.test/p1",` +
 		`"outLinks":["http://a.test/p1","http://a.test/p10"],"fetchedAt":"2026-12-01T10:00:00Z","warc":{"key":"","offset":0,"length":0},` +
 		`"data":{"big":9007199254740993,"price":1.50,"link":"http://a.test/p1","list":["http://a.test/p1","keep http://a.test/p10"],` +
-		`"nested":{"n":-9007199254740995,"u":"see http://a.test/p1 now","e":12e3}},"nofollowLinks":["http://a.test/p1"]}` + "\n"
+		`"nested":{"n":-9007199254740995,"u":"see http://a.test/p1 now","e":12e3}},"nofollowLinks":["http://a.test/p1"],` +
+		`"items":{"rows":[{"link":"http://a.test/p1","n":9007199254740993},{"link":"http://a.test/p10"}]}}` + "\n"
 	untouched := `{"crawl":"c", "url":"http://a.test/p2","finalUrl":"http://a.test/p2","depth":1,"status":200,"outLinks":["http://a.test/p10"],` +
 		`"fetchedAt":"2026-12-01T10:00:00Z","warc":{"key":"","offset":0,"length":0},"data":{"big":9007199254740993}}` + "\n"
 	p := &Purger{}
@@ -40,7 +41,8 @@ func TestARewrittenRecordKeepsItsNumbersAndLosesEveryMentionOfThePurgedURL(t *te
 	}
 	got := lines[0]
 	for _, want := range []string{`"big":9007199254740993`, `"price":1.50`, `"n":-9007199254740995`, `"e":12e3`,
-		`"outLinks":["http://a.test/p10"]`, `"list":["keep http://a.test/p10"]`, `"link":null`, `"u":null`} {
+		`"outLinks":["http://a.test/p10"]`, `"list":["keep http://a.test/p10"]`, `"link":null`, `"u":null`,
+		`"rows":[{"link":null,"n":9007199254740993},{"link":"http://a.test/p10"}]`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the rewritten record lacks %s:\n%s", want, got)
 		}
@@ -57,8 +59,8 @@ func TestARewrittenRecordKeepsItsNumbersAndLosesEveryMentionOfThePurgedURL(t *te
 	if err := json.NewDecoder(bytes.NewReader([]byte(got))).Decode(&check); err != nil {
 		t.Errorf("the rewritten record is not JSON: %v", err)
 	}
-	if cr.RecordLines != 1 || cr.OutLinks != 1 || cr.NoFollowLinks != 1 || cr.Canonicals != 1 || cr.DataValues != 3 {
-		t.Errorf("report %+v; want 1 record, 1 link, 1 nofollow link, 1 canonical, 3 data values", cr)
+	if cr.RecordLines != 1 || cr.OutLinks != 1 || cr.NoFollowLinks != 1 || cr.Canonicals != 1 || cr.DataValues != 4 {
+		t.Errorf("report %+v; want 1 record, 1 link, 1 nofollow link, 1 canonical, 4 data values (an item's too)", cr)
 	}
 }
 

@@ -48,7 +48,7 @@ func (r Rule) compile() (compiledRule, error) {
 	}
 	switch {
 	case (r.CSS == "") == (r.XPath == ""):
-		return c, &KeyError{"", fmt.Errorf("items %s: want exactly one of css and xpath to select its nodes", r.Name)}
+		return c, &KeyError{"", errors.New("want exactly one of css and xpath to select its nodes")}
 	case r.CSS != "":
 		sel, err := cascadia.Compile(r.CSS)
 		if err != nil {
