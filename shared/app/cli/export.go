@@ -15,9 +15,10 @@ import (
 // exportCmd is `crawl export CRAWL`: the crawl's records in one local file (-o FILE, or stdout),
 // as JSON lines or CSV, each page once.
 func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var out, format string
-	o, rest, err := adminFlags("export", "[--format jsonl|csv] [-o FILE] CRAWL", args, nil, func(fs *flag.FlagSet) {
+	var out, format, items string
+	o, rest, err := adminFlags("export", "[--format jsonl|csv] [--items RULE] [-o FILE] CRAWL", args, nil, func(fs *flag.FlagSet) {
 		fs.StringVar(&out, "o", "", "write to FILE (default: stdout)")
+		fs.StringVar(&items, "items", "", "the items of the spec's item rule RULE, one a row, instead of the pages")
 		fs.StringVar(&format, "format", "", "jsonl or csv (default: csv for a FILE named .csv, jsonl otherwise)")
 	})
 	if err != nil {
@@ -49,11 +50,17 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "crawl export: %d of %d records files read\n", done, total)
 		}
 	}
+	write := func(w io.Writer) (export.Result, error) {
+		if items != "" {
+			return export.WriteItems(ctx, be.Blobs, crawl, items, f, w, progress)
+		}
+		return export.Write(ctx, be.Blobs, crawl, f, w, progress)
+	}
 	var res export.Result
 	if out == "" {
-		res, err = export.Write(ctx, be.Blobs, crawl, f, stdout, progress)
+		res, err = write(stdout)
 	} else {
-		res, err = exportToFile(ctx, be, crawl, f, out, progress)
+		res, err = exportToFile(out, write)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl export: %v\n", err)
@@ -63,19 +70,23 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if where == "" {
 		where = "stdout"
 	}
-	fmt.Fprintf(stderr, "exported %d pages of %d records files as %s to %s\n", res.Records, res.Files, f, where)
+	what := "pages"
+	if items != "" {
+		what = "items of " + items
+	}
+	fmt.Fprintf(stderr, "exported %d %s of %d records files as %s to %s\n", res.Records, what, res.Files, f, where)
 	return ExitOK
 }
 
 // exportToFile writes the export beside path and renames it into place once it is complete, so
 // that a failed or interrupted export leaves no partial file (and an earlier one stays).
-func exportToFile(ctx context.Context, be *Backend, crawl string, f export.Format, path string, progress func(int, int)) (export.Result, error) {
+func exportToFile(path string, write func(io.Writer) (export.Result, error)) (export.Result, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return export.Result{}, err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, there is none
-	res, err := export.Write(ctx, be.Blobs, crawl, f, tmp, progress)
+	res, err := write(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -26,8 +26,8 @@ import (
 // tryHelp is the help of `crawl try`.
 var tryHelp = cmdHelp{
 	usage: "crawl try [flags] SPEC URL|FILE\n       crawl try [flags] --css SELECTOR | --xpath EXPR URL|FILE",
-	about: "Run a spec's extraction (or one --css or --xpath field) on one page and print what it yields, as the\n" +
-		"record's data would hold it: try a selector before a crawl. A URL is fetched once, with the spec's\n" +
+	about: "Run a spec's extraction and item rules (or one --css or --xpath field) on one page and print what it\n" +
+		"yields, as the record's data and items would hold it: try a selector before a crawl. A URL is fetched once, with the spec's\n" +
 		"User-Agent and headers and the same guard against non-public addresses as a crawl (--allow-net admits\n" +
 		"a range); robots.txt is not read, as for any single request a person makes. A FILE is a saved page:\n" +
 		"--base names its URL, against which url: fields resolve.",
@@ -52,6 +52,7 @@ type Tried struct {
 	Status     int               `json:"status,omitempty"`
 	Data       map[string]any    `json:"data"`
 	DataErrors map[string]string `json:"dataErrors,omitempty"`
+	Items      map[string]any    `json:"items,omitempty"`
 }
 
 // try is `crawl try`: one page through a spec's extraction rules, or through one field.
@@ -87,7 +88,7 @@ func try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 	}
-	fields, err := extract.Compile(spec.Extract)
+	fields, err := extract.Compile(spec.Extract, spec.Items...)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl try: %v\n", err)
 		return ExitUsage
@@ -101,7 +102,7 @@ func try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitFailed
 	}
 	res := fields.Extract(page.url, page.body, page.contentType)
-	out, err := json.MarshalIndent(Tried{URL: page.url.String(), Status: page.status, Data: res.Data, DataErrors: res.Errors}, "", "  ")
+	out, err := json.MarshalIndent(Tried{URL: page.url.String(), Status: page.status, Data: res.Data, DataErrors: res.Errors, Items: res.Items}, "", "  ")
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl try: %v\n", err)
 		return ExitFailed
@@ -124,8 +125,8 @@ func readTrySpec(path string) (*crawlspec.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(spec.Extract) == 0 {
-		return nil, fmt.Errorf("%s has no extract section: nothing to try (or give --css or --xpath)", path)
+	if len(spec.Extract) == 0 && len(spec.Items) == 0 {
+		return nil, fmt.Errorf("%s has no extract section and no items: nothing to try (or give --css or --xpath)", path)
 	}
 	return spec, nil
 }

@@ -39,8 +39,9 @@ func TestTryYieldsWhatTheCrawlRecords(t *testing.T) {
 	before := h.Site.Agents()
 
 	got := tried(t, "--allow-net", "127.0.0.0/8", specFile, page)
-	if want := recs[page].Data; got.URL != page || got.Status != http.StatusOK || !reflect.DeepEqual(got.Data, want) {
-		t.Errorf("crawl try %s: %+v\nwant the crawl's record's data %#v", page, got, want)
+	if want := recs[page]; got.URL != page || got.Status != http.StatusOK || !reflect.DeepEqual(got.Data, want.Data) ||
+		len(got.Items) == 0 || !reflect.DeepEqual(got.Items, want.Items) {
+		t.Errorf("crawl try %s: %+v\nwant the crawl's record's data %#v and items %#v", page, got, want.Data, want.Items)
 	}
 	if got.Data["price"] != demosite.Product(3).Price {
 		t.Errorf("price %v, want %s", got.Data["price"], demosite.Product(3).Price)
@@ -78,7 +79,7 @@ func TestTryYieldsWhatTheCrawlRecords(t *testing.T) {
 		t.Errorf("loopback without --allow-net: exit %d\n%s\nwant refused with the flag named", code, stderr)
 	}
 	noFields := writeFile(t, "plain.yaml", "version: 1\nseeds: ["+page+"]\n")
-	if code, _, stderr := runMain(t, "try", noFields, page); code != ExitUsage || !strings.Contains(stderr, "no extract section") {
+	if code, _, stderr := runMain(t, "try", noFields, page); code != ExitUsage || !strings.Contains(stderr, "no extract section and no items") {
 		t.Errorf("a spec with no fields: exit %d\n%s", code, stderr)
 	}
 	if code, _, stderr := runMain(t, "try", "--xpath", "//a[@", page); code != ExitUsage || !strings.Contains(stderr, "xpath") {

@@ -93,9 +93,19 @@ var fixedColumns = []string{"crawl", "url", "finalUrl", "status", "depth", "cont
 func DataColumn(name string) string { return "data." + name }
 
 func writeCSV(ctx context.Context, s records.Store, crawl string, w io.Writer, progress records.Progress) (Result, error) {
+	return spoolCSV(w, fixedColumns, func(emit func(records.Record, map[string]any) error) (int, error) {
+		return records.Read(ctx, s, crawl, progress, func(r records.Record) error { return emit(r, r.Data) })
+	}, csvRow)
+}
+
+// spoolCSV writes as CSV the rows that read emits, each with its data: the fixed columns, then a
+// column per field of data that any row has, sorted (DataColumn). It holds the rows in a
+// temporary file while it learns those fields; nothing is written to w before read returns.
+func spoolCSV[T any](w io.Writer, fixed []string, read func(emit func(T, map[string]any) error) (int, error),
+	row func(T, []string) ([]string, error)) (Result, error) {
 	spool, err := os.CreateTemp("", "crawl-export-*.jsonl")
 	if err != nil {
-		return Result{}, fmt.Errorf("a temporary file for the records: %w", err)
+		return Result{}, fmt.Errorf("a temporary file for the rows: %w", err)
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
@@ -104,9 +114,9 @@ func writeCSV(ctx context.Context, s records.Store, crawl string, w io.Writer, p
 	sw := bufio.NewWriter(spool)
 	enc := json.NewEncoder(sw)
 	enc.SetEscapeHTML(false)
-	res.Files, err = records.Read(ctx, s, crawl, progress, func(r records.Record) error {
+	res.Files, err = read(func(r T, data map[string]any) error {
 		res.Records++
-		for k := range r.Data {
+		for k := range data {
 			fields[k] = true
 		}
 		return enc.Encode(r)
@@ -115,13 +125,13 @@ func writeCSV(ctx context.Context, s records.Store, crawl string, w io.Writer, p
 		return res, err
 	}
 	if err := sw.Flush(); err != nil {
-		return res, fmt.Errorf("spool the records: %w", err)
+		return res, fmt.Errorf("spool the rows: %w", err)
 	}
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return res, fmt.Errorf("spool the records: %w", err)
+		return res, fmt.Errorf("spool the rows: %w", err)
 	}
 	names := slices.Sorted(maps.Keys(fields))
-	header := slices.Clone(fixedColumns)
+	header := slices.Clone(fixed)
 	for _, n := range names {
 		header = append(header, DataColumn(n))
 	}
@@ -132,17 +142,17 @@ func writeCSV(ctx context.Context, s records.Store, crawl string, w io.Writer, p
 	dec := json.NewDecoder(bufio.NewReader(spool))
 	dec.UseNumber()
 	for {
-		var r records.Record
+		var r T
 		if err := dec.Decode(&r); err == io.EOF {
 			break
 		} else if err != nil {
-			return res, fmt.Errorf("read the spooled records: %w", err)
+			return res, fmt.Errorf("read the spooled rows: %w", err)
 		}
-		row, err := csvRow(r, names)
+		cells, err := row(r, names)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", r.URL, err)
+			return res, err
 		}
-		if err := cw.Write(row); err != nil {
+		if err := cw.Write(cells); err != nil {
 			return res, err
 		}
 	}
@@ -176,10 +186,15 @@ func csvRow(r records.Record, fields []string) ([]string, error) {
 		string(r.Class), r.Error, strconv.FormatBool(r.Sitemap), links,
 		r.WARC.Key, strconv.FormatInt(r.WARC.Offset, 10), strconv.FormatInt(r.WARC.Length, 10), r.Digest, r.ETag,
 		r.LastModified, dataErrors, strconv.FormatBool(r.Unchanged)}
+	return dataCells(row, r.Data, fields, r.URL)
+}
+
+// dataCells is row with a cell for each of fields of data, for the page at url.
+func dataCells(row []string, data map[string]any, fields []string, url string) ([]string, error) {
 	for _, f := range fields {
-		cell, err := dataCell(r.Data[f])
+		cell, err := dataCell(data[f])
 		if err != nil {
-			return nil, fmt.Errorf("field %s: %w", f, err)
+			return nil, fmt.Errorf("%s: field %s: %w", url, f, err)
 		}
 		row = append(row, cell)
 	}

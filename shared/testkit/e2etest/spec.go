@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+	"testing"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/records"
 	"github.com/crawlstack/crawlstack/shared/demo/demosite"
 )
 
@@ -27,8 +30,8 @@ func (h *Harness) CrawlFile(name, body string, concurrency int) string {
 	return crawl
 }
 
-// SpecYAML is a crawl spec of the site with one field of each kind of extraction, its own
-// User-Agent and an extra header.
+// SpecYAML is a crawl spec of the site with one field of each kind of extraction, an item rule
+// that yields an item per link, its own User-Agent and an extra header.
 func (h *Harness) SpecYAML() string {
 	return fmt.Sprintf(`version: 1
 seeds:
@@ -44,6 +47,13 @@ extract:
   og: {opengraph: true}
   description: {meta: description}
   nowhere: {css: .no-such-element}
+items:
+  links:
+    css: ul > li
+    fields:
+      text: {xpath: 'normalize-space(a)'}
+      href: {xpath: a/@href, url: true}
+  nothing: {css: table, fields: {x: {css: td}}}
 `, h.Site.URL, specAgent)
 }
 
@@ -85,6 +95,7 @@ func (h *Harness) CheckSpecExtracts(concurrency int) {
 		if len(r.DataErrors) != 0 {
 			t.Errorf("page %d: data errors %v", i, r.DataErrors)
 		}
+		checkLinkItems(t, i, r)
 	}
 	agents := h.Site.Agents()
 	for a, n := range agents {
@@ -94,5 +105,29 @@ func (h *Harness) CheckSpecExtracts(concurrency int) {
 	}
 	if n := agents[specAgent+"|yes-it-is"]; n < h.Site.Pages+1 || strings.Contains(fmt.Sprint(agents), "crawlstack/") {
 		t.Errorf("requests by agent %v, want the site's %d pages and robots.txt with the spec's", agents, h.Site.Pages)
+	}
+}
+
+// checkLinkItems checks the items of SpecYAML's rule against the record's outLinks, which the link
+// extractor found on its own: an item per link, in the page's order, its href resolved as the
+// link is; and no entry for the rule that selects nothing.
+func checkLinkItems(t testing.TB, i int, r records.Record) {
+	t.Helper()
+	list, _ := r.Items["links"].([]any)
+	var hrefs []string
+	for _, it := range list {
+		m, _ := it.(map[string]any)
+		href, _ := m["href"].(string)
+		text, _ := m["text"].(string)
+		if text == "" {
+			t.Errorf("page %d: item %v has no text", i, it)
+		}
+		hrefs = append(hrefs, href)
+	}
+	if !slices.Equal(hrefs, r.OutLinks) {
+		t.Errorf("page %d: the link items' hrefs %v, want the record's links %v", i, hrefs, r.OutLinks)
+	}
+	if _, ok := r.Items["nothing"]; ok || len(r.Items) != 1 {
+		t.Errorf("page %d: items %v, want the links' alone", i, r.Items)
 	}
 }
