@@ -16,9 +16,11 @@ import (
 // as JSON lines or CSV, each page once.
 func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var out, format, items string
+	var meta bool
 	o, rest, err := adminFlags("export", "[--format jsonl|csv] [--items RULE] [-o FILE] CRAWL", args, nil, func(fs *flag.FlagSet) {
 		fs.StringVar(&out, "o", "", "write to FILE (default: stdout)")
 		fs.StringVar(&items, "items", "", "the items of the spec's item rule RULE, one a row, instead of the pages")
+		fs.BoolVar(&meta, "meta", false, "keep the records of the sitemaps and robots.txt files the crawl read (left out by default)")
 		fs.StringVar(&format, "format", "", "jsonl or csv (default: csv for a FILE named .csv, jsonl otherwise)")
 	})
 	if err != nil {
@@ -54,7 +56,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if items != "" {
 			return export.WriteItems(ctx, be.Blobs, crawl, items, f, w, progress)
 		}
-		return export.Write(ctx, be.Blobs, crawl, f, w, progress)
+		return export.Write(ctx, be.Blobs, crawl, f, w, progress, export.Options{Meta: meta})
 	}
 	var res export.Result
 	if out == "" {

@@ -55,25 +55,40 @@ type Result struct {
 	Records int // the records written: one a page
 }
 
+// Options are what an export leaves in or out.
+type Options struct {
+	// Meta keeps the meta records: those of the sitemaps and robots.txt files a crawl read for its
+	// links (records.Record.Sitemap), which are no pages of the site. Left out by default.
+	Meta bool
+}
+
 // Write writes crawl's records from s to w in format f. progress, if not nil, is told of each
 // records file read. A CSV export holds the records in a temporary file while it learns the
 // columns of their data, then writes them; nothing is written to w before the last file is read.
-func Write(ctx context.Context, s records.Store, crawl string, f Format, w io.Writer, progress records.Progress) (Result, error) {
+func Write(ctx context.Context, s records.Store, crawl string, f Format, w io.Writer, progress records.Progress, o Options) (Result, error) {
+	read := func(each func(records.Record) error) (int, error) {
+		return records.Read(ctx, s, crawl, progress, func(r records.Record) error {
+			if r.Sitemap && !o.Meta {
+				return nil
+			}
+			return each(r)
+		})
+	}
 	switch f {
 	case JSONL:
-		return writeJSONL(ctx, s, crawl, w, progress)
+		return writeJSONL(read, w)
 	case CSV:
-		return writeCSV(ctx, s, crawl, w, progress)
+		return writeCSV(read, w)
 	}
 	return Result{}, fmt.Errorf("format %q: want jsonl or csv", f)
 }
 
-func writeJSONL(ctx context.Context, s records.Store, crawl string, w io.Writer, progress records.Progress) (Result, error) {
+func writeJSONL(read func(func(records.Record) error) (int, error), w io.Writer) (Result, error) {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	var res Result
-	files, err := records.Read(ctx, s, crawl, progress, func(r records.Record) error {
+	files, err := read(func(r records.Record) error {
 		res.Records++
 		return enc.Encode(r)
 	})
@@ -92,9 +107,9 @@ var fixedColumns = []string{"crawl", "url", "finalUrl", "status", "depth", "cont
 // DataColumn is the CSV column of the extracted field name.
 func DataColumn(name string) string { return "data." + name }
 
-func writeCSV(ctx context.Context, s records.Store, crawl string, w io.Writer, progress records.Progress) (Result, error) {
+func writeCSV(read func(func(records.Record) error) (int, error), w io.Writer) (Result, error) {
 	return spoolCSV(w, fixedColumns, func(emit func(records.Record, map[string]any) error) (int, error) {
-		return records.Read(ctx, s, crawl, progress, func(r records.Record) error { return emit(r, r.Data) })
+		return read(func(r records.Record) error { return emit(r, r.Data) })
 	}, csvRow)
 }
 

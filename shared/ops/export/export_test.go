@@ -41,7 +41,7 @@ func export1(t *testing.T, f export.Format) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := export.Write(context.Background(), store(t), "c1", f, out, nil)
+	res, err := export.Write(context.Background(), store(t), "c1", f, out, nil, export.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestFormats(t *testing.T) {
 func TestAnExportOfNothingIsAnError(t *testing.T) {
 	for _, f := range []export.Format{export.JSONL, export.CSV} {
 		var out strings.Builder
-		_, err := export.Write(context.Background(), store(t), "c3", f, &out, nil)
+		_, err := export.Write(context.Background(), store(t), "c3", f, &out, nil, export.Options{})
 		if err == nil || !strings.Contains(err.Error(), "no records") || out.Len() != 0 {
 			t.Errorf("%s: err = %v, wrote %q; want an error that says so and nothing written", f, err, out.String())
 		}

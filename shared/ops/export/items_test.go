@@ -67,3 +67,32 @@ func TestItemsExportReadsBackWithAnIndependentParser(t *testing.T) {
 		t.Errorf("a rule with no items gave rows: %v", rows)
 	}
 }
+
+// The records of the sitemaps and robots.txt a crawl read are no pages: an export leaves them out
+// unless Meta keeps them.
+func TestMetaRecordsAreLeftOutByDefault(t *testing.T) {
+	robots := `{"crawl":"c1","url":"http://a.test/robots.txt","finalUrl":"http://a.test/robots.txt","depth":0,"status":200,"outLinks":["http://a.test/sitemap.xml"],"fetchedAt":"2026-12-01T10:00:00Z","warc":{"key":"k","offset":2,"length":1},"sitemap":true}`
+	s := fileblobtest.Filled(t, map[string]string{"records/crawl=c1/dt=2026-12-01/a.jsonl": plain + "\n" + robots + "\n"})
+	for _, meta := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "out.jsonl")
+		out, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := export.Write(context.Background(), s, "c1", export.JSONL, out, nil, export.Options{Meta: meta}); err != nil {
+			t.Fatal(err)
+		}
+		out.Close()
+		var urls []string
+		for _, r := range exporttest.Read(t, "jsonl", path) {
+			urls = append(urls, r["url"].(string))
+		}
+		want := []string{"http://a.test/plain"}
+		if meta {
+			want = append(want, "http://a.test/robots.txt")
+		}
+		if !reflect.DeepEqual(urls, want) {
+			t.Errorf("meta %v: exported %v, want %v", meta, urls, want)
+		}
+	}
+}
