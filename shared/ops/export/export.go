@@ -83,12 +83,13 @@ func Write(ctx context.Context, s records.Store, crawl string, f Format, w io.Wr
 	return Result{}, fmt.Errorf("format %q: want jsonl or csv", f)
 }
 
-func writeJSONL(read func(func(records.Record) error) (int, error), w io.Writer) (Result, error) {
+// writeJSONL writes the rows that read gives, one JSON document a line.
+func writeJSONL[T any](read func(func(T) error) (int, error), w io.Writer) (Result, error) {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	var res Result
-	files, err := read(func(r records.Record) error {
+	files, err := read(func(r T) error {
 		res.Records++
 		return enc.Encode(r)
 	})

@@ -1,9 +1,7 @@
 package export
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -46,19 +44,9 @@ func WriteItems(ctx context.Context, s records.Store, crawl, rule string, f Form
 	}
 	switch f {
 	case JSONL:
-		bw := bufio.NewWriter(w)
-		enc := json.NewEncoder(bw)
-		enc.SetEscapeHTML(false)
-		var res Result
-		files, err := read(func(it Item, _ map[string]any) error {
-			res.Records++
-			return enc.Encode(it)
-		})
-		res.Files = files
-		if err != nil {
-			return res, err
-		}
-		return res, bw.Flush()
+		return writeJSONL(func(each func(Item) error) (int, error) {
+			return read(func(it Item, _ map[string]any) error { return each(it) })
+		}, w)
 	case CSV:
 		return spoolCSV(w, itemColumns, read, func(it Item, fields []string) ([]string, error) {
 			return dataCells([]string{it.Crawl, it.URL, it.Rule, strconv.Itoa(it.Index)}, it.Data, fields, it.URL)

@@ -176,32 +176,35 @@ func Compile(fields []Field, rules ...Rule) (*Set, error) {
 	if len(rules) > MaxRules {
 		return nil, fmt.Errorf("%d item rules, over the limit of %d", len(rules), MaxRules)
 	}
-	s := &Set{}
-	named := map[string]bool{}
-	for _, r := range rules {
-		if named[r.Name] {
-			return nil, fmt.Errorf("items %s: %w", r.Name, &KeyError{"name", errors.New("defined twice")})
-		}
-		named[r.Name] = true
-		c, err := r.compile()
-		if err != nil {
-			return nil, fmt.Errorf("items %s: %w", r.Name, err)
-		}
-		s.rules = append(s.rules, c)
+	rs, err := compileAll(rules, "items", func(r Rule) string { return r.Name }, Rule.compile)
+	if err != nil {
+		return nil, err
 	}
+	fs, err := compileAll(fields, "field", func(f Field) string { return f.Name }, Field.compile)
+	if err != nil {
+		return nil, err
+	}
+	return &Set{fields: fs, rules: rs}, nil
+}
+
+// compileAll compiles each of xs, whose names must differ; its error names the first that cannot
+// work, as "kind NAME: ...".
+func compileAll[T, C any](xs []T, kind string, name func(T) string, compile func(T) (C, error)) ([]C, error) {
+	var out []C
 	seen := map[string]bool{}
-	for _, f := range fields {
-		if seen[f.Name] {
-			return nil, fmt.Errorf("field %s: %w", f.Name, &KeyError{"name", errors.New("defined twice")})
+	for _, x := range xs {
+		n := name(x)
+		if seen[n] {
+			return nil, fmt.Errorf("%s %s: %w", kind, n, &KeyError{"name", errors.New("defined twice")})
 		}
-		seen[f.Name] = true
-		c, err := f.compile()
+		seen[n] = true
+		c, err := compile(x)
 		if err != nil {
-			return nil, fmt.Errorf("field %s: %w", f.Name, err)
+			return nil, fmt.Errorf("%s %s: %w", kind, n, err)
 		}
-		s.fields = append(s.fields, c)
+		out = append(out, c)
 	}
-	return s, nil
+	return out, nil
 }
 
 // Len is the number of fields and item rules.
