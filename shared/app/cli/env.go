@@ -20,7 +20,7 @@ import (
 // forgotten variable would act on something else.
 var envNames = map[string]string{"allow-port": "CRAWL_ALLOW_PORTS", "proxy": "CRAWL_PROXIES",
 	"host": "", "prefix": "", "pattern": "", "url": "", "reason": "", "crawl": "", "dry-run": "",
-	"css": "", "xpath": "", "attr": "", "all": "", "regexp": "", "base": "", "items": "", "meta": ""}
+	"css": "", "xpath": "", "attr": "", "all": "", "regexp": "", "base": "", "items": "", "meta": "", "follow": ""}
 
 // envOf is the environment variable of the flag name.
 func envOf(name string) string {

@@ -102,32 +102,63 @@ type Progress func(done, total int)
 // be read or holds a line that is not a record stops it with an error that names the file and
 // line. A crawl with no records files is an error too, since its id is likely mistyped.
 func Read(ctx context.Context, s Store, crawl string, progress Progress, fn func(Record) error) (files int, err error) {
-	if crawl == "" || strings.ContainsAny(crawl, "/#=") {
-		return 0, fmt.Errorf("crawl id %q: want a crawl's id, as crawl status lists them", crawl)
-	}
-	dir := Dir(crawl)
-	keys, err := s.List(ctx, dir)
+	f, err := NewFollower(s, crawl)
 	if err != nil {
-		return 0, fmt.Errorf("list the records of %s: %w", crawl, err)
+		return 0, err
+	}
+	n, err := f.readNew(ctx, progress, fn)
+	if err == nil && n == 0 {
+		return 0, fmt.Errorf("crawl %s has no records under %s", crawl, Dir(crawl))
+	}
+	return n, err
+}
+
+// Follower reads a crawl's records files as they land, for a reader that wants the pages as they
+// come: each Read passes on the records of the files that the ones before did not read, each page
+// once across them all. A records file is written whole (an S3 PUT, or a rename), so a file
+// listed is complete.
+type Follower struct {
+	s     Store
+	crawl string
+	done  map[string]bool // the files read
+	seen  map[string]bool // the records passed on
+}
+
+// NewFollower returns a Follower of crawl's records in s.
+func NewFollower(s Store, crawl string) (*Follower, error) {
+	if crawl == "" || strings.ContainsAny(crawl, "/#=") {
+		return nil, fmt.Errorf("crawl id %q: want a crawl's id, as crawl status lists them", crawl)
+	}
+	return &Follower{s: s, crawl: crawl, done: map[string]bool{}, seen: map[string]bool{}}, nil
+}
+
+// Read calls fn with the records of the files not read before, in key order, and returns how
+// many files it read (0: none landed since).
+func (f *Follower) Read(ctx context.Context, fn func(Record) error) (int, error) {
+	return f.readNew(ctx, nil, fn)
+}
+
+func (f *Follower) readNew(ctx context.Context, progress Progress, fn func(Record) error) (int, error) {
+	dir := Dir(f.crawl)
+	keys, err := f.s.List(ctx, dir)
+	if err != nil {
+		return 0, fmt.Errorf("list the records of %s: %w", f.crawl, err)
 	}
 	var names []string
 	for _, k := range keys {
-		if strings.HasSuffix(k, ".jsonl") {
+		if strings.HasSuffix(k, ".jsonl") && !f.done[k] {
 			names = append(names, k)
 		}
 	}
-	if len(names) == 0 {
-		return 0, fmt.Errorf("crawl %s has no records under %s", crawl, dir)
-	}
-	seen := map[string]bool{}
 	for i, k := range names {
-		b, err := s.Get(ctx, k)
+		b, err := f.s.Get(ctx, k)
 		if err != nil {
 			return i, fmt.Errorf("read %s: %w", k, err)
 		}
-		if err := readFile(k, b, seen, fn); err != nil {
+		if err := readFile(k, b, f.seen, fn); err != nil {
 			return i, err
 		}
+		f.done[k] = true
 		if progress != nil {
 			progress(i+1, len(names))
 		}

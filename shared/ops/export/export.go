@@ -62,13 +62,16 @@ type Options struct {
 	Meta bool
 }
 
+// keeps says whether an export with o writes r.
+func (o Options) keeps(r records.Record) bool { return !r.Sitemap || o.Meta }
+
 // Write writes crawl's records from s to w in format f. progress, if not nil, is told of each
 // records file read. A CSV export holds the records in a temporary file while it learns the
 // columns of their data, then writes them; nothing is written to w before the last file is read.
 func Write(ctx context.Context, s records.Store, crawl string, f Format, w io.Writer, progress records.Progress, o Options) (Result, error) {
 	read := func(each func(records.Record) error) (int, error) {
 		return records.Read(ctx, s, crawl, progress, func(r records.Record) error {
-			if r.Sitemap && !o.Meta {
+			if !o.keeps(r) {
 				return nil
 			}
 			return each(r)
