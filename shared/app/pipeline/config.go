@@ -275,13 +275,7 @@ func (c Config) checkRetries() []error {
 	if c.RetryWait <= 0 || c.RetryWait > time.Minute {
 		errs = append(errs, fmt.Errorf("retry wait %v: want more than 0 and at most a minute", c.RetryWait))
 	}
-	for class, cv := range c.RetryClasses {
-		if _, err := retry.ParseClass(string(class)); err != nil {
-			errs = append(errs, fmt.Errorf("retry classes: %w", err))
-		} else if err := cv.Check(); err != nil {
-			errs = append(errs, fmt.Errorf("retry classes: %s: %w", class, err))
-		}
-	}
+	errs = append(errs, c.checkRetryClasses()...)
 	if c.WARCIndex != IndexEachFile && c.WARCIndex != IndexPerCrawl {
 		errs = append(errs, fmt.Errorf("warc index %q: want %s (a CDXJ index beside each WARC file) or %s (crawl index builds one per crawl)",
 			c.WARCIndex, IndexEachFile, IndexPerCrawl))

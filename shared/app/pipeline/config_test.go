@@ -244,6 +244,11 @@ func TestTheStacksRetryClasses(t *testing.T) {
 	if b := c.SpecBounds(); b.MaxTries != 6 {
 		t.Errorf("specs' bound on tries = %d, want 6, the most any class gets", b.MaxTries)
 	}
+	bad := DefaultConfig()
+	bad.RetryClasses = map[errclass.Class]retry.Curve{errclass.HTTP4xx: {Tries: 2}, errclass.Timeout: {Tries: 30}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `"http_4xx" is never tried again`) || !strings.Contains(err.Error(), "timeout: tries 30") {
+		t.Errorf("Validate of bad retry classes: %v, want both named", err)
+	}
 	_, err = FromEnv(env(map[string]string{"CRAWL_RETRY_CLASSES": "timout=2,http_4xx=1"}))
 	for _, want := range []string{"CRAWL_RETRY_CLASSES", `did you mean "timeout"?`, `"http_4xx" is never tried again`} {
 		if err == nil || !strings.Contains(err.Error(), want) {

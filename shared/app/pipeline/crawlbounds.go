@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"fmt"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 )
@@ -9,6 +11,19 @@ import (
 // those c.RetryClasses sets. It is the policy of a crawl whose spec has no retry section.
 func (c Config) RetryPolicy() retry.Table {
 	return retry.Table{Default: retry.Curve{Tries: c.MaxTries, Wait: c.RetryWait}, Classes: c.RetryClasses}
+}
+
+// checkRetryClasses checks the classes and curves of c.RetryClasses.
+func (c Config) checkRetryClasses() []error {
+	var errs []error
+	for class, cv := range c.RetryClasses {
+		if _, err := retry.ParseClass(string(class)); err != nil {
+			errs = append(errs, fmt.Errorf("retry classes: %w", err))
+		} else if err := cv.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("retry classes: %s: %w", class, err))
+		}
+	}
+	return errs
 }
 
 // SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
