@@ -64,6 +64,11 @@ type Config struct {
 	// times longer (at most 15 times this). Retries go back to the queue with
 	// their wait and burn no receive.
 	MaxTries, RetryWaitSeconds int
+	// RetryClasses give some error classes their own tries or first wait over
+	// MaxTries and RetryWaitSeconds: "timeout=2,http_5xx=6/10s" (CLASS=TRIES,
+	// CLASS=TRIES/WAIT or CLASS=/WAIT; empty: none). A crawl spec's retry
+	// section may lower any class's tries, up to the most this policy gives.
+	RetryClasses string
 	// WARCIndex is where the WARC files' CDXJ index is: "crawl" (the default: none beside the
 	// files; `crawl index --backend aws CRAWL` builds the crawl's, a GET a file and one PUT) or
 	// "file" (one beside each file, as it is stored: a second PUT per fetch batch).
@@ -327,6 +332,9 @@ func (c Config) validateRecrawl(bad func(key, format string, args ...any)) {
 	}
 	if c.RetryWaitSeconds < 1 || c.RetryWaitSeconds > 60 {
 		bad("retryWaitSeconds", "must be 1 to 60 seconds, got %d", c.RetryWaitSeconds)
+	}
+	for _, p := range retryClassProblems(c.RetryClasses) {
+		bad("retryClasses", "%s", p)
 	}
 }
 

@@ -126,6 +126,7 @@ func contextKeys(c *Config) []contextKey {
 		{"maxReceiveCount", intInto(&c.MaxReceiveCount)},
 		{"maxTries", intInto(&c.MaxTries)},
 		{"retryWaitSeconds", intInto(&c.RetryWaitSeconds)},
+		{"retryClasses", stringInto(&c.RetryClasses)},
 		{"warcIndex", stringInto(&c.WARCIndex)},
 		{"logRetentionDays", intInto(&c.LogRetentionDays)},
 		{"oldestMessageAlarmSeconds", intInto(&c.OldestMessageAlarmSeconds)},

@@ -30,6 +30,7 @@ func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 		"CRAWL_WARC_INDEX":         "file", // the test context's; the stack's default is crawl
 		"CRAWL_METRICS_NAMESPACE":  "Crawlstack",
 		"CRAWL_RETRY_WAIT":         "5s",
+		"CRAWL_RETRY_CLASSES":      "timeout=2,http_5xx=6/10s",
 		"CRAWL_ALLOW_NET":          "10.0.0.0/8,127.0.0.1/32",
 		"CRAWL_RECRAWL_PREFIX":     "recrawl/",
 		"CRAWL_BUDGET_USD":         "12.5",

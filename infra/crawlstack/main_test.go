@@ -43,6 +43,7 @@ var testContext = map[string]any{
 	"maxTries":                "3",
 	"warcIndex":               "file",
 	"retryWaitSeconds":        float64(5),
+	"retryClasses":            "timeout=2,http_5xx=6/10s",
 	"fetchTimeoutSeconds":     "100",
 	"fetchMemoryMB":           float64(1024),
 	"parseMaxConcurrency":     float64(7),

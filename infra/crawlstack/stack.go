@@ -126,6 +126,9 @@ func configEnv(cfg Config) map[string]string {
 	if cfg.TLSFingerprint != "" {
 		env["CRAWL_TLS_FINGERPRINT"] = cfg.TLSFingerprint
 	}
+	if cfg.RetryClasses != "" {
+		env["CRAWL_RETRY_CLASSES"] = cfg.RetryClasses
+	}
 	for k, v := range proxiesEnv(cfg) {
 		env[k] = v
 	}

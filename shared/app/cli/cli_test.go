@@ -90,6 +90,8 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"run", "--turbo", seed}, ExitUsage, "turbo"},
 		{"browser user agent without its fingerprint", []string{"run", "--state", t.TempDir(), "--user-agent", "browser", seed}, ExitUsage,
 			`--user-agent "browser": user agent "browser": only with the TLS fingerprint "chrome"`},
+		{"misspelt retry class", []string{"run", "--state", t.TempDir(), "--retry-classes", "timout=2", seed}, ExitUsage,
+			`--retry-classes "timout=2": unknown error class "timout"; did you mean "timeout"?`},
 		{"bad log level", []string{"run", "--state", t.TempDir(), "--log-level", "loud", seed}, ExitUsage, "--log-level \"loud\""},
 		{"bad log format", []string{"run", "--state", t.TempDir(), "--log-format", "xml", seed}, ExitUsage, "--log-format \"xml\""},
 		{"bad invoke log format", []string{"invoke", "--log-format", "xml", "fetch", seed}, ExitUsage, "--log-format"},

@@ -228,3 +228,9 @@ func TestRecrawlSkipsPagesBySitemapLastmod(t *testing.T) {
 	h.Site.Validators = true
 	h.CheckRecrawlSkipsBySitemap(8)
 }
+
+// TestARetryPolicyPerCrawl: a spec's retry section sets the tries of its classes, and the stack's
+// those it leaves, on the embedded backend (shared/testkit/awse2e runs it on the AWS adapters).
+func TestARetryPolicyPerCrawl(t *testing.T) {
+	newHarness(t, 20, 4, time.Second).CheckRetryPolicyPerCrawl(8)
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
@@ -123,6 +124,9 @@ func checkRetryFlags(o RunOptions, bad flagProblem) {
 	}
 	if o.RetryWait <= 0 || o.RetryWait > time.Minute {
 		bad("retry-wait", o.RetryWait, "want more than 0 and at most 1m")
+	}
+	if _, err := retry.ParseClasses(o.RetryClasses); err != nil {
+		bad("retry-classes", fmt.Sprintf("%q", o.RetryClasses), "%v", err)
 	}
 	if o.CircuitFailures == 0 || o.CircuitFailures < -1 || o.CircuitFailures > 1000 {
 		bad("circuit-failures", o.CircuitFailures, "want 1 to 1000 failures in a row, or -1 for no circuit")

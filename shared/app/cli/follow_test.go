@@ -52,7 +52,7 @@ func TestExportFollowWritesPagesAsTheyLand(t *testing.T) {
 	if n := len(urls()); n >= pages {
 		t.Fatalf("%d records written while the site held its pages", n)
 	}
-	site.serve() // the later requests are served,
+	site.serve()   // the later requests are served,
 	site.release() // and the held ones go on
 	if err := awaitExit(t, run, 60*time.Second, runErr); err != nil {
 		t.Fatalf("the run: %v\n%s", err, runErr.String())

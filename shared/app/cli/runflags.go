@@ -11,6 +11,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
@@ -49,6 +50,8 @@ type RunOptions struct {
 	MaxReceive      int
 	MaxTries        int
 	RetryWait       time.Duration
+	// RetryClasses give some error classes their own tries or wait (retry.ParseClasses).
+	RetryClasses    string
 	CircuitFailures int
 	CircuitProbe    time.Duration
 	Quiet           bool
@@ -108,6 +111,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")
 	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next is 4 times longer, at most 15 times this")
+	fs.StringVar(&o.RetryClasses, "retry-classes", "", "tries and first wait of some error classes over --max-tries and --retry-wait: CLASS=TRIES[/WAIT],... of connect, timeout, http_429, http_5xx, robots_unavailable, such as timeout=2,http_5xx=6/10s")
 	fs.IntVar(&o.CircuitFailures, "circuit-failures", crawlstate.DefaultCircuitFailures, "failed first requests of a host in a row (no connection, timeout, 5xx) that open its circuit: its URLs wait, without a request, until a probe answers (-1: no circuit)")
 	fs.DurationVar(&o.CircuitProbe, "circuit-probe", crawlstate.DefaultCircuitProbe, "time between the probes of a host whose circuit is open: one URL is sent, and its answer closes the circuit")
 	o.Log.register(fs, "warn")
@@ -205,7 +209,8 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
 	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
 	c.MaxTries, c.RetryWait = o.MaxTries, o.RetryWait
-	c.LocalSecrets = true // the handlers run here, beside the variables and files a spec may name
+	c.RetryClasses, _ = retry.ParseClasses(o.RetryClasses) // checkRetryFlags refused a bad one
+	c.LocalSecrets = true                                  // the handlers run here, beside the variables and files a spec may name
 	c.CircuitFailures, c.CircuitProbe = o.CircuitFailures, o.CircuitProbe
 	c.Proxies, c.ProxyRotation = o.Proxies, o.ProxyRotation
 	if len(o.AllowPorts) > 0 {

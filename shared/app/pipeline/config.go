@@ -13,6 +13,8 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
@@ -75,6 +77,10 @@ type Config struct {
 	// to the queue with its wait and burns no receive (retry.Tries).
 	MaxTries  int
 	RetryWait time.Duration
+	// RetryClasses give some classes their own tries or first wait over MaxTries and RetryWait
+	// (retry.ParseClasses: "timeout=2,http_5xx=6/10s"; nil: none). A crawl's spec may set its
+	// own (its retry section), with no more tries than this policy gives any class.
+	RetryClasses map[errclass.Class]retry.Curve
 
 	// CircuitFailures is how many failed first requests in a row (no connection, a timeout, a
 	// 5xx) open a host's circuit, whose URLs then wait without a request until a probe answers
@@ -269,6 +275,7 @@ func (c Config) checkRetries() []error {
 	if c.RetryWait <= 0 || c.RetryWait > time.Minute {
 		errs = append(errs, fmt.Errorf("retry wait %v: want more than 0 and at most a minute", c.RetryWait))
 	}
+	errs = append(errs, c.checkRetryClasses()...)
 	if c.WARCIndex != IndexEachFile && c.WARCIndex != IndexPerCrawl {
 		errs = append(errs, fmt.Errorf("warc index %q: want %s (a CDXJ index beside each WARC file) or %s (crawl index builds one per crawl)",
 			c.WARCIndex, IndexEachFile, IndexPerCrawl))
@@ -396,6 +403,11 @@ func (r *envReader) readLimits(c *Config) {
 	r.str("CRAWL_PRICES", &c.Prices)
 	r.num("CRAWL_MAX_TRIES", &c.MaxTries)
 	r.duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
+	if classes, err := retry.ParseClasses(r.getenv("CRAWL_RETRY_CLASSES")); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("CRAWL_RETRY_CLASSES: %w", err))
+	} else if classes != nil {
+		c.RetryClasses = classes
+	}
 	r.num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
 	r.duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)
 	r.duration("CRAWL_SLOT_LEAD", &c.SlotLead)

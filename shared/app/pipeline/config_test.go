@@ -57,6 +57,7 @@ func TestFromEnvNamesTheBadVariable(t *testing.T) {
 		"CRAWL_SLOT_LEAD":         "-1s",
 		"CRAWL_BUDGET_USD":        "lots",
 		"CRAWL_WARC_INDEX":        "nowhere",
+		"CRAWL_RETRY_CLASSES":     "timout=2",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -221,6 +222,37 @@ func TestTheFetchMemoryBudgetFollowsTheFunctionsMemory(t *testing.T) {
 		}
 		if got := fetcherConfig(c).MemoryBudget; got != tt.want {
 			t.Errorf("%v: budget %d, want %d", tt.env, got, tt.want)
+		}
+	}
+}
+
+// TestTheStacksRetryClasses: CRAWL_RETRY_CLASSES gives classes their own tries and waits over
+// CRAWL_MAX_TRIES and CRAWL_RETRY_WAIT, in the policy of every crawl and in the bound on specs.
+func TestTheStacksRetryClasses(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"CRAWL_MAX_TRIES": "3", "CRAWL_RETRY_WAIT": "1s",
+		"CRAWL_RETRY_CLASSES": "timeout=1,http_5xx=6/10s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.RetryPolicy()
+	for class, want := range map[errclass.Class]retry.Curve{errclass.Timeout: {Tries: 1, Wait: time.Second},
+		errclass.HTTP5xx: {Tries: 6, Wait: 10 * time.Second}, errclass.Connect: {Tries: 3, Wait: time.Second}} {
+		if got := p.Curve(class); got != want {
+			t.Errorf("%s: %+v, want %+v", class, got, want)
+		}
+	}
+	if b := c.SpecBounds(); b.MaxTries != 6 {
+		t.Errorf("specs' bound on tries = %d, want 6, the most any class gets", b.MaxTries)
+	}
+	bad := DefaultConfig()
+	bad.RetryClasses = map[errclass.Class]retry.Curve{errclass.HTTP4xx: {Tries: 2}, errclass.Timeout: {Tries: 30}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `"http_4xx" is never tried again`) || !strings.Contains(err.Error(), "timeout: tries 30") {
+		t.Errorf("Validate of bad retry classes: %v, want both named", err)
+	}
+	_, err = FromEnv(env(map[string]string{"CRAWL_RETRY_CLASSES": "timout=2,http_4xx=1"}))
+	for _, want := range []string{"CRAWL_RETRY_CLASSES", `did you mean "timeout"?`, `"http_4xx" is never tried again`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a bad CRAWL_RETRY_CLASSES: %v, want it to say %q", err, want)
 		}
 	}
 }

@@ -1,15 +1,29 @@
 package pipeline
 
 import (
+	"fmt"
+
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 )
 
-// RetryPolicy is the fetcher's retry policy of c.MaxTries and c.RetryWait.
-func (c Config) RetryPolicy() retry.Tries {
-	p := retry.DefaultPolicy()
-	p.Max, p.First, p.Last = c.MaxTries, c.RetryWait, 15*c.RetryWait
-	return p
+// RetryPolicy is the stack's retry policy: c.MaxTries and c.RetryWait for every class, but for
+// those c.RetryClasses sets. It is the policy of a crawl whose spec has no retry section.
+func (c Config) RetryPolicy() retry.Table {
+	return retry.Table{Default: retry.Curve{Tries: c.MaxTries, Wait: c.RetryWait}, Classes: c.RetryClasses}
+}
+
+// checkRetryClasses checks the classes and curves of c.RetryClasses.
+func (c Config) checkRetryClasses() []error {
+	var errs []error
+	for class, cv := range c.RetryClasses {
+		if _, err := retry.ParseClass(string(class)); err != nil {
+			errs = append(errs, fmt.Errorf("retry classes: %w", err))
+		} else if err := cv.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("retry classes: %s: %w", class, err))
+		}
+	}
+	return errs
 }
 
 // SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
@@ -17,7 +31,7 @@ func (c Config) RetryPolicy() retry.Tries {
 func (c Config) SpecBounds() crawlspec.Bounds {
 	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
 		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets,
-		Proxies: len(c.Proxies) > 0 || c.ProxiesSecret != ""}
+		Proxies: len(c.Proxies) > 0 || c.ProxiesSecret != "", MaxTries: c.RetryPolicy().MostTries()}
 	if c.MaxDepth >= 0 {
 		b.MaxDepth = &c.MaxDepth
 	}

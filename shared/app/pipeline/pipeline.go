@@ -192,7 +192,7 @@ func newWiring(cfg Config, p Ports, log *slog.Logger) (*wiring, error) {
 	w := &wiring{cfg: cfg, p: p, log: log, rules: rules, state: newState(cfg, p.Table)}
 	// Each crawl's settings: the stack's, with its spec's over them (read once per crawl).
 	w.crawls = specstore.New(p.Blobs, crawlspec.Crawl{Rules: rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint})
+		HostRPS: cfg.HostRPS, UserAgent: cfg.UserAgent, Fingerprint: cfg.Fingerprint, Retry: cfg.RetryPolicy()})
 	if p.Secrets != nil {
 		w.crawls.WithSecrets(p.Secrets)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
@@ -38,6 +39,9 @@ type Bounds struct {
 	// Proxies is set when the stack fetches through proxies (CRAWL_PROXIES, its secret): the chrome
 	// TLS fingerprint does not go through them (httpfetch), so a spec may not ask for it.
 	Proxies bool
+	// MaxTries bounds every tries of the spec's retry section: the most the stack's retry policy
+	// gives any class (retry.Table.MostTries; 0: no bound).
+	MaxTries int
 }
 
 // bounds checks the spec's settings against b, at the lines of the settings.
@@ -115,6 +119,9 @@ type Crawl struct {
 	Spec *Settings
 	// Previous is the crawl this one recrawls ("": none; see Settings.Previous).
 	Previous string
+	// Retry is the crawl's retry policy: the stack's, with the spec's retry section over it
+	// (retry.Table.Over). A zero Table leaves the fetcher's own.
+	Retry retry.Table
 }
 
 // Over returns base with s's settings over it. s was checked when its spec was read, against the
@@ -173,6 +180,12 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 		c.Header = s.Headers.Clone()
 	}
 	c.SecretRefs = s.SecretHeaders
+	if s.Retry != nil {
+		if err := checkRetry(s.Retry); err != nil {
+			return nil, fmt.Errorf("retry: %w", err)
+		}
+		c.Retry = s.Retry.Over(base.Retry)
+	}
 	if len(s.Extract) > 0 || len(s.Items) > 0 {
 		set, err := extract.Compile(s.Extract, s.Items...)
 		if err != nil {
@@ -205,4 +218,21 @@ func fingerprintOf(v string) string {
 		return httpfetch.FingerprintGo
 	}
 	return v
+}
+
+// checkRetry checks stored retry settings as the spec's retry section was checked, but for the
+// stack's bound, which was checked against the stack of the time the spec was read.
+func checkRetry(t *retry.Table) error {
+	if err := t.Default.Check(); err != nil {
+		return fmt.Errorf("default: %w", err)
+	}
+	for c, cv := range t.Classes {
+		if _, err := retry.ParseClass(string(c)); err != nil {
+			return err
+		}
+		if err := cv.Check(); err != nil {
+			return fmt.Errorf("%s: %w", c, err)
+		}
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 )
@@ -60,6 +61,8 @@ type Settings struct {
 	// Items are the spec's item rules: each yields one item per node it selects, into the
 	// record's items.
 	Items []extract.Rule `json:"items,omitempty"`
+	// Retry is the spec's tries and waits per error class, over the stack's (nil: the stack's).
+	Retry *retry.Table `json:"retry,omitempty"`
 	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
 	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
 	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page

@@ -32,7 +32,7 @@ func Parse(body []byte, bounds Bounds) (*Spec, error) {
 	if err := yaml.Unmarshal(body, &doc); err != nil {
 		return nil, Errors{syntaxError(err)}
 	}
-	d := &decoder{localSecrets: bounds.LocalSecrets}
+	d := &decoder{localSecrets: bounds.LocalSecrets, maxTries: bounds.MaxTries}
 	s := &Spec{}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		line := 1
@@ -69,6 +69,8 @@ type decoder struct {
 	errs Errors
 	// localSecrets allows env: and file: references of secret headers (Bounds.LocalSecrets).
 	localSecrets bool
+	// maxTries bounds the tries of the retry section (Bounds.MaxTries; 0: none).
+	maxTries int
 }
 
 func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
@@ -217,6 +219,7 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 		"sitemaps": func(k, v *yaml.Node) {
 			s.Sitemaps, _ = d.boolean(v, "sitemaps")
 		},
+		"retry": func(k, v *yaml.Node) { s.Retry = d.retrySection(v) },
 	})
 	if !versionSet {
 		d.fail(root, "version", "missing: a spec starts with version: %d", Version)

@@ -38,7 +38,7 @@ type Target struct {
 	Sitemap bool `json:"sitemap,omitempty"`
 	// Group is the group the URL was admitted in, where the fetcher claims it and records its
 	// outcome (crawlstate.AdmitIn); "": the URL's own.
-	Group string `json:"g,omitempty"`
+	Group string `json:"group,omitempty"`
 	// Prev are the claim's owners of the messages that re-queued this URL as this one, the latest
 	// first (at most MaxPrev): a claim one of them holds passes to this message's
 	// (crawlstate.URLs.ClaimGroup) without being given back.

@@ -7,6 +7,11 @@
 // Every message carries the schema version V and its Kind. Decoding is strict: unknown fields,
 // a wrong version or kind, missing fields, oversized bodies and trailing data are errors of class
 // errclass.Poison, so a handler can quarantine the message and go on with the rest of its batch.
+//
+// Two schema versions are read side by side: Version, which this code writes, and the one before
+// it (Oldest), which Decode upgrades first (upgrade.go). Messages written before a deploy are so
+// still read after it; a message of a newer version (written by a newer deploy) or of an older
+// one is quarantined with a reason that says which.
 package message
 
 import (
@@ -21,8 +26,13 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 )
 
-// Version is the schema version this code writes and accepts.
-const Version = 1
+// Version is the schema version this code writes. Version 2 names a fetch target's group
+// "group" (version 1 wrote "g"; upgrade.go).
+const Version = 2
+
+// Oldest is the oldest schema version this code reads: a message of Oldest is upgraded to
+// Version as it is decoded, and is written as Version if it is sent again.
+const Oldest = Version - 1
 
 // MaxBytes bounds an encoded message: SQS's classic limit of 256 KiB.
 const MaxBytes = 256 * 1024
@@ -152,29 +162,17 @@ func Decode(body string, want Kind) (any, error) {
 	if len(body) > MaxBytes {
 		return nil, poison("message is %d bytes, over the %d-byte limit", len(body), MaxBytes)
 	}
-	var m interface {
-		header() Header
-		validate() error
-	}
-	switch want {
-	case KindLinks:
-		m = &Links{}
-	case KindFetch:
-		m = &Fetch{}
-	case KindParse:
-		m = &Parse{}
-	case KindCheck:
-		m = &Check{}
-	default:
+	m := newMessage(want)
+	if m == nil {
 		return nil, poison("unknown kind %q", want)
 	}
-	// One strict pass decodes a good message. Only a message it refuses is read again for its
-	// header, so that the error names a wrong version or kind before an unknown field.
-	dec := json.NewDecoder(strings.NewReader(body))
-	dec.DisallowUnknownFields()
-	decErr := dec.Decode(m)
+	// One strict pass decodes a good message of this version. Only a message it refuses, or one
+	// of another version, is read again for its header, so that the error names a wrong version
+	// or kind before an unknown field; a message of the version before is upgraded and decoded
+	// again.
+	dec, decErr := strictDecode(body, m)
 	h := m.header()
-	if decErr != nil {
+	if decErr != nil || h.V != Version {
 		h = Header{}
 		if err := json.Unmarshal([]byte(body), &h); err != nil {
 			return nil, poison("not a JSON message: %v", err)
@@ -182,6 +180,14 @@ func Decode(body string, want Kind) (any, error) {
 	}
 	if err := checkHeader(h, want); err != nil {
 		return nil, err
+	}
+	if h.V != Version {
+		up, err := upgrade(want, h.V, body)
+		if err != nil {
+			return nil, poison("upgrade %s message of schema version %d: %v", want, h.V, err)
+		}
+		m = newMessage(want)
+		dec, decErr = strictDecode(up, m)
 	}
 	if decErr != nil {
 		return nil, poison("decode %s message: %v", want, decErr)
@@ -195,11 +201,45 @@ func Decode(body string, want Kind) (any, error) {
 	return m, nil
 }
 
+// decoded is what Decode decodes a message into.
+type decoded interface {
+	header() Header
+	validate() error
+}
+
+// newMessage is an empty message of kind k; nil for no kind.
+func newMessage(k Kind) decoded {
+	switch k {
+	case KindLinks:
+		return &Links{}
+	case KindFetch:
+		return &Fetch{}
+	case KindParse:
+		return &Parse{}
+	case KindCheck:
+		return &Check{}
+	}
+	return nil
+}
+
+// strictDecode decodes body into m, refusing unknown fields; it returns the decoder, to look for
+// trailing data.
+func strictDecode(body string, m any) (*json.Decoder, error) {
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec, dec.Decode(m)
+}
+
 func (h Header) header() Header { return h }
 
 func checkHeader(h Header, want Kind) error {
-	if h.V != Version {
-		return poison("schema version %d, want %d", h.V, Version)
+	switch {
+	case h.V > Version:
+		return poison("schema version %d, written by a newer version of the crawler (this one reads %d and %d): deploy the new version everywhere (every function, and every crawl run that shares the queues), then send the quarantined body back to its queue",
+			h.V, Oldest, Version)
+	case h.V < Oldest:
+		return poison("schema version %d, written by a version of the crawler two or more schema versions old (this one reads %d and %d): no deploy reads it any more; crawl the URLs again",
+			h.V, Oldest, Version)
 	}
 	if h.Kind != want {
 		return poison("kind %q, want %q", h.Kind, want)

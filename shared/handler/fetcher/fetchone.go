@@ -147,11 +147,11 @@ func (h *Handler) robotsRefuse(ctx context.Context, f *fetched, rules robots.Dec
 		// and only for as many tries as the policy allows; then the URL is skipped.
 		cause := errclass.Errorf(errclass.RobotsUnavailable, "robots.txt is unavailable: %s", rules.Reason)
 		made := f.msg.Retries + 1
-		if made >= h.policy().Attempts(errclass.RobotsUnavailable) {
+		if made >= h.policy(ctx, f.msg.Crawl).Attempts(errclass.RobotsUnavailable) {
 			return true, h.finish(ctx, f, crawlstate.Skipped, cause)
 		}
 		// Each try waits for the robots.txt cache to let go of its failure, so that it asks again.
-		wait := max(h.policy().Delay(errclass.RobotsUnavailable, made), rules.RetryAfter)
+		wait := max(h.policy(ctx, f.msg.Crawl).Delay(errclass.RobotsUnavailable, made), rules.RetryAfter)
 		return true, h.requeueRetry(ctx, f, cause, wait, made)
 	}
 	if !rules.Allowed {
@@ -245,7 +245,7 @@ func (h *Handler) bookSlot(ctx context.Context, a *fetching) (done bool, err err
 // allow.
 func (h *Handler) get(a *fetching) error {
 	n := 0
-	a.tries = &retry.PolicyBackOff{P: h.policy(), Made: a.f.msg.Retries}
+	a.tries = &retry.PolicyBackOff{P: h.policy(a.fctx, a.f.msg.Crawl), Made: a.f.msg.Retries}
 	return retry.DoWith(a.fctx, retry.Options{MaxQuick: a.maxQuick, BackOff: a.tries}, func() (time.Duration, error) {
 		if n++; n > 1 && h.circuitShut(a.fctx, a.u.Host) {
 			return 0, errCircuitOpen
@@ -306,10 +306,10 @@ func (h *Handler) settle(ctx context.Context, a *fetching, err error) (done bool
 	case errors.Is(err, errSlotBusy):
 		// The host's next slot belongs to another worker, or the run stops: retry through the queue.
 		return true, h.fail(ctx, f, a.lastErr)
-	case errors.As(err, &spent) && h.policy().Limits(errclass.Of(spent.Err)):
+	case errors.As(err, &spent) && a.tries.P.Limits(errclass.Of(spent.Err)):
 		// Every request the policy allows is made: the URL failed for good, with its class.
 		return true, h.finish(ctx, f, crawlstate.Failed, spent.Err)
-	case errors.As(err, &deferred) && h.policy().Limits(errclass.Of(deferred.Err)):
+	case errors.As(err, &deferred) && a.tries.P.Limits(errclass.Of(deferred.Err)):
 		// The next try is further off than this invocation waits: the message goes back to the
 		// queue with the wait (the policy's, or the server's Retry-After) and the requests made,
 		// burning no receive.

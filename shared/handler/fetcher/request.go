@@ -20,8 +20,14 @@ import (
 // What one fetch runs with: its retry policy, its crawl's settings, its share of the invocation's
 // time, its redirect policy, and what a response or a failure ends in.
 
-// policy is the retry policy of failed fetches.
-func (h *Handler) policy() retry.Policy {
+// policy is the retry policy of failed fetches of crawl: its spec's over the stack's
+// (crawlspec.Crawl.Retry), or the handler's own (Config.Policy) when CrawlSettings has none.
+func (h *Handler) policy(ctx context.Context, crawl string) retry.Policy {
+	if h.crawls != nil {
+		if c, err := h.crawls.For(ctx, crawl); err == nil && !c.Retry.IsZero() {
+			return c.Retry
+		}
+	}
 	if h.cfg.Policy == nil {
 		return retry.DefaultPolicy()
 	}

@@ -64,10 +64,17 @@ func (h *Handler) holdPaused(ctx context.Context, ds []*delivery) []events.SQSBa
 	return nil
 }
 
-// pausedBody is the body a paused crawl's message goes back with: its own, or, when an earlier
-// delivery may hold claims, the message re-queued by those deliveries so that they pass on.
+// pausedBody is the body a paused crawl's message goes back with: its own (written again as
+// this schema version, when it came in the one before), or, when an earlier delivery may hold
+// claims, the message re-queued by those deliveries so that they pass on.
 func pausedBody(d *delivery) string {
 	if sqsbatch.ReceiveCount(d.rec) <= 1 {
+		if message.IsCurrent(d.rec.Body) {
+			return d.rec.Body
+		}
+		if body, err := message.Encode(d.msg); err == nil {
+			return body
+		}
 		return d.rec.Body
 	}
 	m := *d.msg

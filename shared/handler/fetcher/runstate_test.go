@@ -2,12 +2,15 @@ package fetcher_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
 )
 
@@ -46,6 +49,35 @@ func TestAPausedCrawlsMessageWaitsWhole(t *testing.T) {
 		if u := e.item(p); u.State != crawlstate.Queued || u.Owner != "" {
 			t.Errorf("%s is %s, owner %q: want queued and unclaimed", p, u.State, u.Owner)
 		}
+	}
+}
+
+// TestAPausedCrawlsMessageOfTheVersionBeforeWaitsAsThisVersion: a paused crawl's message that
+// came in the schema version before this one goes back to wait written as this version, the
+// same URLs and group, so that it outlives the next schema change too.
+func TestAPausedCrawlsMessageOfTheVersionBeforeWaitsAsThisVersion(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.severalURLs("msg-1", "/", "/a")
+	var f map[string]any
+	if err := json.Unmarshal([]byte(rec.Body), &f); err != nil {
+		t.Fatal(err)
+	}
+	f["v"] = message.Oldest
+	urls := f["urls"].([]any)
+	urls[0].(map[string]any)["g"] = "grp" // version 1's name of the group
+	b, _ := json.Marshal(f)
+	rec.Body = string(b)
+	e.setRun(crawlstate.Paused)
+	if got := e.handle(rec); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	back := e.received(fetchQ)
+	if len(back) != 1 || !message.IsCurrent(back[0].Body) || strings.Contains(back[0].Body, `"g":`) {
+		t.Fatalf("fetch queue holds %+v, want the message written as version %d", back, message.Version)
+	}
+	m, err := message.DecodeFetch(back[0].Body)
+	if err != nil || len(m.URLs) != 2 || m.URLs[0].Group != "grp" {
+		t.Errorf("sent back as %+v (%v), want both URLs, the first in group grp", m, err)
 	}
 }
 

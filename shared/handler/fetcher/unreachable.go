@@ -61,7 +61,7 @@ func (h *Handler) sayWaiting(ctx context.Context, f *fetched, cause error, wait 
 		next = h.now().Add(wait).UTC().Format(time.RFC3339)
 	}
 	h.log.WarnContext(ctx, "a host does not answer: its URLs wait and are tried again", "host", u.Host, "class", string(c),
-		"err", cause.Error(), "nextTry", next, "tries", made, "maxTries", h.policy().Attempts(c),
+		"err", cause.Error(), "nextTry", next, "tries", made, "maxTries", h.policy(ctx, f.msg.Crawl).Attempts(c),
 		"hint", "check that the host is up and reachable from here (an address on a private network must be allowed: crawl run --allow-net, the stack's allowNet);"+
 			" a URL that gives up ends with this class (crawl failures lists them)")
 }

@@ -204,6 +204,15 @@ func TestIntegrationAFailingURLGivesUpAfterItsTries(t *testing.T) {
 	h.CheckFailingURLGivesUp(3, 4, 8)
 }
 
+// TestIntegrationARetryPolicyPerCrawl: on the AWS adapters, a spec's retry section sets the tries
+// of its classes (timeout 3, http_5xx 2) and the stack's (CRAWL_RETRY_CLASSES) those it leaves
+// (http_429 1): the fetch handler reads the crawl's policy from the bucket, as on Lambda.
+func TestIntegrationARetryPolicyPerCrawl(t *testing.T) {
+	h := newHarness(t, 20, 4)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckRetryPolicyPerCrawl(8)
+}
+
 // TestIntegrationBadURLsGiveUpWithTheDefaults: on the AWS adapters, a crawl with a dead, a
 // trickling, an always-500 and a bad Retry-After page finishes in under two minutes with the
 // default retry policy, each bad page requested 4 times, nothing in a DLQ.

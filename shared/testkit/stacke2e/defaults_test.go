@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/testkit/cfntemplate"
 )
 
@@ -50,7 +51,8 @@ func TestTheStackHasTheCLIsDefaults(t *testing.T) {
 			"scope": {got.Scope, want.Scope}, "max depth": {got.MaxDepth, want.MaxDepth},
 			"max pages per host": {got.MaxPagesPerHost, want.MaxPagesPerHost}, "user agent": {got.UserAgent, want.UserAgent},
 			"max tries": {got.MaxTries, want.MaxTries}, "retry wait": {got.RetryWait, want.RetryWait},
-			"max receive": {got.MaxReceive, want.MaxReceive}, "recrawl prefix": {got.RecrawlPrefix, want.RecrawlPrefix},
+			"retry classes": {retry.FormatClasses(got.RetryClasses), retry.FormatClasses(want.RetryClasses)},
+			"max receive":   {got.MaxReceive, want.MaxReceive}, "recrawl prefix": {got.RecrawlPrefix, want.RecrawlPrefix},
 			"fingerprint": {got.Fingerprint, want.Fingerprint},
 		} {
 			if pair[0] != pair[1] {
