@@ -140,7 +140,9 @@ func TestConfigFromContext(t *testing.T) {
 			check: func(c Config) bool { return c.Tracing() == TracingXRay }},
 		{name: "tracing to an OTLP endpoint", ctx: map[string]any{"otelCollectorLayerArn": "arn:aws:lambda:us-east-1:901920570463:layer:otel:1",
 			"otelTracesEndpoint": "https://otlp.example.com:4318"},
-			check: func(c Config) bool { return c.Tracing() == TracingOTLP && c.OTelTracesEndpoint == "https://otlp.example.com:4318" }},
+			check: func(c Config) bool {
+				return c.Tracing() == TracingOTLP && c.OTelTracesEndpoint == "https://otlp.example.com:4318"
+			}},
 		{name: "tracing off by default", ctx: map[string]any{}, check: func(c Config) bool { return c.Tracing() == TracingOff }},
 		{name: "OTLP endpoint without the collector layer", ctx: map[string]any{"otelTracesEndpoint": "https://otlp.example.com"},
 			wantErr: []string{`"otelTracesEndpoint"`, "needs otelCollectorLayerArn"}},
