@@ -14,6 +14,10 @@ LAMBDA_TEMPLATE := $(LAMBDA_DIR)/cdk.out/Crawlstack.template.json
 # allowed (the test site is on 127.0.0.1) and a host rate that does not make a 30-page crawl
 # take 30 s. Everything else is what `make deploy` deploys.
 LAMBDA_TEST_CONTEXT ?= -c allowNet=127.0.0.0/8 -c hostRps=100
+# The same with tracing on (a collector layer, so X-Ray as the target), for the tracing test: the
+# layer is only named, since the test's OTLP receiver plays the collector.
+LAMBDA_TRACING_TEMPLATE := $(LAMBDA_DIR)/cdk.out-tracing/Crawlstack.template.json
+LAMBDA_TRACING_CONTEXT := -c otelCollectorLayerArn=arn:aws:lambda:us-east-1:123456789012:layer:test-collector:1
 LAMBDA_HOST_BOOTSTRAPS := $(foreach f,$(FUNCTIONS),$(LAMBDA_DIST)/$(f)/bootstrap)
 INFRA_SOURCES := $(shell find infra -name '*.go' -not -path '*/node_modules/*' 2>/dev/null) infra/cdk.json infra/go.mod
 COLDSTART_RUNS ?= 5
@@ -33,10 +37,15 @@ $(LAMBDA_TEMPLATE): $(INFRA_SOURCES) mk/lambda.mk | infra/node_modules $(LAMBDA_
 	cd infra && $(CDK_ENV) npx cdk synth -q --no-notices -o ../$(LAMBDA_DIR)/cdk.out \
 		-c distDir=../$(LAMBDA_DIST) $(LAMBDA_TEST_CONTEXT)
 
-lambda-test-deps: $(RIE) lambda-host $(LAMBDA_TEMPLATE)
+$(LAMBDA_TRACING_TEMPLATE): $(INFRA_SOURCES) $(wildcard infra/crawlstack/collector/*.yaml) mk/lambda.mk | infra/node_modules $(LAMBDA_HOST_BOOTSTRAPS)
+	cd infra && $(CDK_ENV) npx cdk synth -q --no-notices -o ../$(LAMBDA_DIR)/cdk.out-tracing \
+		-c distDir=../$(LAMBDA_DIST) $(LAMBDA_TEST_CONTEXT) $(LAMBDA_TRACING_CONTEXT)
+
+lambda-test-deps: $(RIE) lambda-host $(LAMBDA_TEMPLATE) $(LAMBDA_TRACING_TEMPLATE)
 
 # The variables shared/testkit/stacke2e reads.
 LAMBDA_TEST_ENV = CRAWL_TEST_STACK_TEMPLATE=$(abspath $(LAMBDA_TEMPLATE)) \
+	CRAWL_TEST_STACK_TEMPLATE_TRACING=$(abspath $(LAMBDA_TRACING_TEMPLATE)) \
 	CRAWL_TEST_LAMBDA_DIST=$(abspath $(LAMBDA_DIST)) CRAWL_TEST_RIE=$(abspath $(RIE))
 
 coldstart: lambda-test-deps ## each function's init duration under aws-lambda-rie (median of COLDSTART_RUNS cold starts)

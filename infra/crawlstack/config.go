@@ -109,13 +109,21 @@ type Config struct {
 	// charts stay empty and the CrawlOverBudget and CrawlStalled alarms never
 	// fire.
 	Metrics bool
-	// OTelCollectorLayerARN, when set, adds that Lambda layer (an
-	// OpenTelemetry collector extension, such as AWS Distro for
-	// OpenTelemetry's, for arm64) to every function and points the functions'
-	// OTLP exporters at it (OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318):
-	// traces and metrics then go to the collector instead of EMF lines. The
-	// collector's own configuration says where it sends them.
+	// OTelCollectorLayerARN, when set, turns tracing on end to end (tracing.go):
+	// every function gets that Lambda layer (an OpenTelemetry collector
+	// extension for arm64, such as AWS Distro for OpenTelemetry's) and a
+	// second layer with the collector's configuration, shipped with the stack;
+	// the functions send their spans to the collector over OTLP/HTTP on
+	// localhost:4318. The collector exports them to X-Ray (the functions then
+	// get active tracing and may call xray:PutTraceSegments and
+	// xray:PutTelemetryRecords), or, with OTelTracesEndpoint, over OTLP/HTTP
+	// to that endpoint. Metrics stay EMF lines either way, so the dashboard
+	// and the alarms keep working.
 	OTelCollectorLayerARN string
+	// OTelTracesEndpoint, when set with OTelCollectorLayerARN, is the
+	// OTLP/HTTP endpoint (https://host[:port][/path], the collector adds
+	// /v1/traces) that the collector sends the spans to instead of X-Ray.
+	OTelTracesEndpoint string
 	// RetainData keeps the bucket, the table and the logs when the stack is destroyed.
 	RetainData bool
 	// LogLevel is the functions' application log level (DEBUG, INFO, WARN or
@@ -141,9 +149,6 @@ const (
 	FnFetch    = "fetch"
 	FnParse    = "parse"
 )
-
-// otelLayerARN is a Lambda layer version ARN (any partition).
-var otelLayerARN = regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$`)
 
 // DefaultConfig returns the settings used where the context sets nothing.
 //
@@ -241,9 +246,7 @@ func (c Config) Validate() error {
 		bad("systemLogLevel", "must be DEBUG, INFO or WARN, got %q", c.SystemLogLevel)
 	}
 	c.validateLimits(bad)
-	if a := c.OTelCollectorLayerARN; a != "" && !otelLayerARN.MatchString(a) {
-		bad("otelCollectorLayerArn", "must be a Lambda layer version ARN like arn:aws:lambda:us-east-1:123456789012:layer:NAME:3, got %q", a)
-	}
+	c.validateTracing(bad)
 	if c.BudgetUSD < 0 {
 		bad("budgetUsd", "must be 0 (no budget) or more, got %v", c.BudgetUSD)
 	}

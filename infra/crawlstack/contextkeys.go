@@ -139,6 +139,7 @@ func contextKeys(c *Config) []contextKey {
 		{"finishStallMinutes", intInto(&c.FinishStallMinutes)},
 		{"finishMail", boolInto(&c.FinishMail)},
 		{"otelCollectorLayerArn", stringInto(&c.OTelCollectorLayerARN)},
+		{"otelTracesEndpoint", stringInto(&c.OTelTracesEndpoint)},
 		{"metrics", boolInto(&c.Metrics)},
 		{"retainData", boolInto(&c.RetainData)},
 		{"logLevel", stringInto(&c.LogLevel)},

@@ -26,7 +26,7 @@ type fnResources struct {
 // the poller's invocations, which returns messages to the queue, burns their
 // receive counts and sends good URLs to the DLQ. Reserving also takes capacity
 // from the rest of the account (new accounts may have too little to reserve).
-func newCrawlFunction(stack awscdk.Stack, name string, cfg Config, shared map[string]*string, queue awssqs.Queue) fnResources {
+func newCrawlFunction(stack awscdk.Stack, name string, cfg Config, shared map[string]*string, queue awssqs.Queue, tr tracingProps) fnResources {
 	fc := cfg.Function(name)
 	id := title(name)
 	env := make(map[string]*string, len(shared)+1)
@@ -38,13 +38,9 @@ func newCrawlFunction(stack awscdk.Stack, name string, cfg Config, shared map[st
 		Retention:     logRetentions[cfg.LogRetentionDays],
 		RemovalPolicy: removalPolicy(cfg),
 	})
-	var layers *[]awslambda.ILayerVersion
-	if cfg.OTelCollectorLayerARN != "" {
-		layers = &[]awslambda.ILayerVersion{awslambda.LayerVersion_FromLayerVersionArn(stack,
-			jsii.String(id+"OTelCollector"), jsii.String(cfg.OTelCollectorLayerARN))}
-	}
 	fn := awslambda.NewFunction(stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
-		Layers:        layers,
+		Layers:        tr.Layers,
+		Tracing:       tr.Tracing, // active (X-Ray) only when tracing goes to X-Ray (tracing.go)
 		Description:   jsii.String("crawlstack " + name),
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture:  awslambda.Architecture_ARM_64(),

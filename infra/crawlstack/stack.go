@@ -50,8 +50,9 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 
 	env := functionEnv(cfg, bucket, table, queues)
 	fns := map[string]fnResources{}
+	tr := newTracing(stack, cfg)
 	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
-		fns[name] = newCrawlFunction(stack, name, cfg, env, queues[name].Queue)
+		fns[name] = newCrawlFunction(stack, name, cfg, env, queues[name].Queue, tr)
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
 	grantProxiesSecret(cfg, fns[FnFetch].Function)
@@ -140,15 +141,12 @@ func configEnv(cfg Config) map[string]string {
 			env[k] = v
 		}
 	}
-	if cfg.OTelCollectorLayerARN != "" {
-		// The collector extension listens for OTLP/HTTP here (package telemetry).
-		env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otelCollectorEndpoint
+	// The spans to the collector layer, if any; the metrics stay EMF lines (tracing.go).
+	for k, v := range tracingEnv(cfg) {
+		env[k] = v
 	}
 	return env
 }
-
-// otelCollectorEndpoint is where a collector layer takes OTLP/HTTP.
-const otelCollectorEndpoint = "http://localhost:4318"
 
 // envBytes is the size Lambda counts for the environment: at most
 // deployTimeEnvBytes for what the deploy fills in, plus the configured part.

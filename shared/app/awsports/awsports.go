@@ -107,7 +107,9 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 		ports.Secrets = secretref.None{}
 	}
 	if cfg.FinishEvery > 0 { // the stack sets it on schedule, which runs the drain checks
-		ports.Events = p.Events
+		// The same bus, which the stack lets schedule put on with finishEvent, hears the seed
+		// files refused ("Seed File Refused").
+		ports.Events, ports.Refusals = p.Events, p.Events
 	}
 	return pipeline.NewOnly(cfg, ports, log, names...)
 }

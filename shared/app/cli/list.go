@@ -27,8 +27,10 @@ var listHelp = cmdHelp{
 type listed struct {
 	CrawlListing
 	SeedFile string `json:"seedFile,omitempty"`
-	// Refused is how many errors refused its seed file (a spec that starts no crawl).
-	Refused int `json:"refusedErrors,omitempty"`
+	// Refused is how many errors refused its seed file (a spec that starts no crawl), and Reason
+	// the first of them, as its seed report says it.
+	Refused int    `json:"refusedErrors,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // seedReport is what `crawl list` reads of a seed report (scheduler.SeedReport).
@@ -38,6 +40,17 @@ type seedReport struct {
 	Errors   int       `json:"errors"`
 	Spec     bool      `json:"spec"`
 	ReadAt   time.Time `json:"readAt"`
+	Bad      []struct {
+		Error string `json:"error"`
+	} `json:"bad"`
+}
+
+// reason is the first error of a refused seed file's report.
+func (r seedReport) reason() string {
+	if len(r.Bad) == 0 {
+		return ""
+	}
+	return r.Bad[0].Error
 }
 
 // list is `crawl list`.
@@ -87,7 +100,8 @@ func listAll(ctx context.Context, st *crawlstate.Store, be *Backend) ([]listed, 
 	}
 	for id, r := range reports {
 		if r.Errors > 0 { // a seed file that started no crawl
-			out = append(out, listed{CrawlListing: CrawlListing{Crawl: id, State: "refused", Started: r.ReadAt}, SeedFile: r.SeedFile, Refused: r.Errors})
+			out = append(out, listed{CrawlListing: CrawlListing{Crawl: id, State: "refused", Started: r.ReadAt}, SeedFile: r.SeedFile,
+				Refused: r.Errors, Reason: r.reason()})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b listed) int { return b.Started.Compare(a.Started) })
@@ -139,7 +153,10 @@ func printList(w io.Writer, list []listed, asJSON bool) {
 		}
 		seed := c.SeedFile
 		if c.Refused > 0 {
-			seed += fmt.Sprintf(" (%d errors: crawls/%s/seeds.json)", c.Refused, c.Crawl)
+			seed += " refused: " + c.Reason
+			if c.Refused > 1 {
+				seed += fmt.Sprintf(" (and %d more: %s)", c.Refused-1, layout.SeedReport(c.Crawl))
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", c.Crawl, c.State, started, c.Fetched, c.Pending, seed)
 	}

@@ -47,6 +47,9 @@ type Ports struct {
 	// Config.FinishEvery, schedule runs each crawl's drain checks, and Handlers.Finish announces
 	// the end of a crawl that its caller saw drain.
 	Events finish.Publisher
+	// Refusals, if set, is told of each seed file that starts no crawl (a spec with errors, a file
+	// over the size limit, a list with no good URL), after its seed report is written.
+	Refusals scheduler.Refusals
 	// Fetching, if set, is fetch's HTTP client and robots.txt cache, made by NewFetching from the
 	// same Config before the other ports (crawl run warms the cache while it opens its state);
 	// nil: New makes them.
@@ -270,7 +273,7 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 			Counters: w.state.Runs, Slots: w.state.Hosts, Starts: w.state.Runs, Send: w.p.Queue, Log: log, Crawls: w.crawls,
 			OptOuts: w.optOuts()})
 	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log,
-		Links: w.state.URLs}
+		Links: w.state.URLs, Refusals: w.p.Refusals}
 	if w.finish != nil && cfg.FinishEvery > 0 {
 		d.Checks = w.finish
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/crawl/refusal"
 )
 
 // No EventBridge emulator runs on these machines (none is listed among the emulators tried), so
@@ -139,5 +140,55 @@ func TestPublishFailsOnAnErrorAnswer(t *testing.T) {
 	err := newBus(t, e).Publish(context.Background(), sample())
 	if err == nil || !strings.Contains(err.Error(), "AccessDenied") {
 		t.Fatalf("err = %v, want the access denied error", err)
+	}
+}
+
+// A refused seed file is put as a "Seed File Refused" event of the crawler's source, its detail
+// the refusal with its reasons and the key of the seed report; a refused entry is an error that
+// names the seed file.
+func TestPublishRefusalPutsASeedFileRefusedEvent(t *testing.T) {
+	e := &endpoint{status: 200, answer: `{"Entries":[{"EventId":"1"}],"FailedEntryCount":0}`}
+	at := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
+	ev := refusal.New("big-0a1b2c3d4e5f", "seeds/big.yaml", true, at, 2,
+		[]refusal.Reason{{Line: 3, Error: "line 3: max_pages: 5000 is over the stack's 1000"}, {Line: 4, Error: "line 4: max_depth: x"}})
+	if err := newBus(t, e).PublishRefusal(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	var in struct {
+		Entries []struct {
+			EventBusName, Source, DetailType, Detail string
+			Time                                     float64
+		}
+	}
+	if err := json.Unmarshal(e.bodies[0], &in); err != nil || len(in.Entries) != 1 {
+		t.Fatalf("request body %s: %v", e.bodies[0], err)
+	}
+	en := in.Entries[0]
+	if en.EventBusName != "default" || en.Source != "crawlstack" || en.DetailType != "Seed File Refused" || en.Time != float64(at.Unix()) {
+		t.Errorf("bus %q, source %q, detail-type %q, time %v: want default, crawlstack, Seed File Refused, %d",
+			en.EventBusName, en.Source, en.DetailType, en.Time, at.Unix())
+	}
+	var got struct {
+		EventID, Crawl, SeedFile, Report string
+		Spec                             bool
+		Errors                           int
+		Reasons                          []struct {
+			Line  int
+			Error string
+		}
+	}
+	if err := json.Unmarshal([]byte(en.Detail), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.EventID != "crawlstack:big-0a1b2c3d4e5f:refused" || got.SeedFile != "seeds/big.yaml" || !got.Spec || got.Errors != 2 ||
+		len(got.Reasons) != 2 || got.Reasons[0].Line != 3 || !strings.Contains(got.Reasons[0].Error, "max_pages") ||
+		got.Report != "crawls/big-0a1b2c3d4e5f/seeds.json" {
+		t.Errorf("detail %s", en.Detail)
+	}
+
+	e.answer = `{"Entries":[{"ErrorCode":"InternalFailure","ErrorMessage":"try again"}],"FailedEntryCount":1}`
+	if err := newBus(t, e).PublishRefusal(context.Background(), ev); err == nil || !strings.Contains(err.Error(), "InternalFailure") ||
+		!strings.Contains(err.Error(), "seeds/big.yaml") {
+		t.Errorf("err = %v, want the refusal of the entry, naming the seed file", err)
 	}
 }

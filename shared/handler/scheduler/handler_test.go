@@ -76,6 +76,12 @@ func frontierDeps(s *crawlstate.Store, d frontier.Deps) frontier.Deps {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with deps changed by with (nil: none).
+func newEnvWith(t *testing.T, with func(*scheduler.Deps)) *env {
+	t.Helper()
 	be := embedtest.Open(t, scheduleQ, fetchQ)
 	q, blobs := be.Queue, be.Blobs
 	logs := &syncBuffer{}
@@ -83,8 +89,11 @@ func newEnv(t *testing.T) *env {
 	state := crawlstate.New(be.Table)
 	front := frontier.New(frontier.Config{Rules: scope.DefaultRules(), FetchQueue: fetchQ}, frontierDeps(state, frontier.Deps{Send: q, Log: log}))
 	batch := &sqsbatch.Runner{Quarantine: &quarantine.Store{Blobs: blobs, Source: "schedule"}, Log: log}
-	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4},
-		scheduler.Deps{Admit: front, Starts: front, Blobs: blobs, Send: q, Batch: batch, Log: log, Links: state})
+	d := scheduler.Deps{Admit: front, Starts: front, Blobs: blobs, Send: q, Batch: batch, Log: log, Links: state}
+	if with != nil {
+		with(&d)
+	}
+	h := scheduler.New(scheduler.Config{ScheduleQueue: scheduleQ, Concurrency: 4}, d)
 	return &env{t: t, q: q, blobs: blobs, state: state, h: h, logs: logs}
 }
 

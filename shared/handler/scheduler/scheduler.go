@@ -33,6 +33,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/refusal"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
@@ -112,6 +113,15 @@ type Deps struct {
 	// Links, if set, names the Links messages sent and admitted, for the checks (nil: none named,
 	// for tests of admission alone).
 	Links Links
+	// Refusals, if set, is told of every seed file that starts no crawl, after its seed report is
+	// written (the stack's event bus); nil: the report alone says so (crawl run refuses a spec
+	// before it starts).
+	Refusals Refusals
+}
+
+// Refusals announces a refused seed file (eventbus.Bus).
+type Refusals interface {
+	PublishRefusal(ctx context.Context, e refusal.Event) error
 }
 
 // Handler is the schedule handler.
@@ -125,6 +135,7 @@ type Handler struct {
 	log      *slog.Logger
 	checks   Checks
 	links    Links
+	refusals Refusals
 }
 
 // New returns a Handler, complete: nothing is set on it afterwards.
@@ -141,7 +152,7 @@ func New(cfg Config, d Deps) *Handler {
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, frontier: d.Admit, starts: d.Starts, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log, checks: d.Checks,
-		links: d.Links}
+		links: d.Links, refusals: d.Refusals}
 }
 
 // Invoke is the Lambda entry point: it tells an SQS event from an EventBridge event.
@@ -305,7 +316,7 @@ func (h *Handler) seedFile(ctx context.Context, r events.S3EventRecord) error {
 	}
 	crawl := CrawlID(r.S3.Bucket.Name, key, version)
 	if r.S3.Object.Size > MaxSeedBytes { // refuse before reading it into memory
-		return h.writeReport(ctx, oversize(crawl, key, r.S3.Object.Size))
+		return h.refuse(ctx, oversize(crawl, key, r.S3.Object.Size))
 	}
 	return h.StartCrawl(ctx, key, crawl)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/refusal"
 	"github.com/crawlstack/crawlstack/shared/crawl/seeds"
 	"github.com/crawlstack/crawlstack/shared/crawl/specstore"
 )
@@ -97,7 +98,7 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 		return fmt.Errorf("read seed file %s: %w", key, err)
 	}
 	if len(body) > MaxSeedBytes {
-		return h.writeReport(ctx, oversize(crawl, key, int64(len(body))))
+		return h.refuse(ctx, oversize(crawl, key, int64(len(body))))
 	}
 	report := newReport(crawl, key)
 	var spec *crawlspec.Spec
@@ -169,6 +170,9 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	}
 	h.log.Info("crawl started", "crawl", crawl, "seedFile", key, "seeds", report.Accepted, "badLines", report.Errors,
 		"badLinesNotLogged", max(report.Errors-MaxLoggedBadLines, 0), "recrawls", previous)
+	if report.Accepted == 0 && report.Errors > 0 {
+		return h.refuse(ctx, report) // a URL list with no good line crawls nothing
+	}
 	return h.writeReport(ctx, report)
 }
 
@@ -200,7 +204,27 @@ func (h *Handler) badSpec(ctx context.Context, report SeedReport, err error) err
 		}
 	}
 	h.log.Warn("crawl spec refused: nothing crawled", "crawl", report.Crawl, "seedFile", report.SeedFile, "problems", len(es), "err", err.Error())
-	return h.writeReport(ctx, report)
+	return h.refuse(ctx, report)
+}
+
+// refuse writes the report of a seed file that crawls nothing, then announces it (Refusals). The
+// report comes first, so that the event's reader finds it; a failed put fails the seed message,
+// whose redelivery writes the same report and puts the event again, with the same id.
+func (h *Handler) refuse(ctx context.Context, r SeedReport) error {
+	if err := h.writeReport(ctx, r); err != nil {
+		return err
+	}
+	if h.refusals == nil {
+		return nil
+	}
+	reasons := make([]refusal.Reason, 0, min(len(r.Bad), refusal.MaxReasons))
+	for _, b := range r.Bad[:min(len(r.Bad), refusal.MaxReasons)] {
+		reasons = append(reasons, refusal.Reason{Line: b.Line, Error: b.Error})
+	}
+	if err := h.refusals.PublishRefusal(ctx, refusal.New(r.Crawl, r.SeedFile, r.Spec, r.ReadAt, r.Errors, reasons)); err != nil {
+		return fmt.Errorf("announce the refusal of %s: %w", r.SeedFile, err)
+	}
+	return nil
 }
 
 func newReport(crawl, key string) SeedReport {

@@ -5,5 +5,6 @@
 // template's event source mappings, and started by an S3 notification of a seed file.
 //
 // The package has tests only. `make test-emulators` (part of `make test`) builds what they need
-// and names it in CRAWL_TEST_STACK_TEMPLATE, CRAWL_TEST_LAMBDA_DIST and CRAWL_TEST_RIE.
+// and names it in CRAWL_TEST_STACK_TEMPLATE, CRAWL_TEST_LAMBDA_DIST and CRAWL_TEST_RIE, and the
+// template synthesized with tracing on in CRAWL_TEST_STACK_TEMPLATE_TRACING.
 package stacke2e

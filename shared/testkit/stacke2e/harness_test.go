@@ -56,6 +56,8 @@ type deployment struct {
 	// bus is the functions' EventBridge endpoint, a stand-in (events_test.go) at busURL.
 	bus    *eventBus
 	busURL string
+	// over is set in every function's environment over the template's.
+	over map[string]string
 }
 
 // paths returns the template, dist folder and emulator binary the Makefile names, or ends the
@@ -80,6 +82,13 @@ func paths(t *testing.T) (template, dist, rie string) {
 func deploy(t *testing.T) *deployment {
 	t.Helper()
 	templatePath, dist, rie := paths(t)
+	return deployTemplate(t, templatePath, dist, rie, nil)
+}
+
+// deployTemplate deploys the template at templatePath, with over set in every function's
+// environment over the template's (nil: nothing).
+func deployTemplate(t *testing.T, templatePath, dist, rie string, over map[string]string) *deployment {
+	t.Helper()
 	cfg := awstest.Config(t)
 	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
 		awstest.RequireService(t, s)
@@ -91,7 +100,7 @@ func deploy(t *testing.T) *deployment {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	d := &deployment{t: t, cfg: cfg, clients: awsconfig.NewClients(cfg), callDir: t.TempDir(),
-		pools: map[string]*lambdarie.Pool{}, pollers: map[string]*sqsqueue.Queue{}}
+		pools: map[string]*lambdarie.Pool{}, pollers: map[string]*sqsqueue.Queue{}, over: over}
 	d.bus, d.busURL = newEventBus(t)
 	phys, err := stackrun.Deploy(ctx, stackrun.Clients{SQS: d.clients.SQS, DynamoDB: d.clients.DynamoDB, S3: d.clients.S3},
 		tmpl, shortName(t), cfg.Region)
@@ -147,6 +156,9 @@ func (d *deployment) env(f *stackrun.Function, callLog string) []string {
 		vars["CRAWL_FINISH_EVERY"], vars["CRAWL_FINISH_QUIET"] = testFinishEvery, testFinishQuiet
 	}
 	vars["AWS_ENDPOINT_URL_EVENTBRIDGE"] = d.busURL
+	for k, v := range d.over {
+		vars[k] = v
+	}
 	vars[callrecord.EnvLog] = callLog
 	vars[callrecord.EnvAccount] = d.stack.Physical.Account
 	out := make([]string, 0, len(vars))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/aws/callrecord"
 	"github.com/crawlstack/crawlstack/shared/testkit/iampolicy"
+	"github.com/crawlstack/crawlstack/shared/testkit/stackrun"
 )
 
 // kept are the grants that no call of the run uses, each with why it stays, keyed by function
@@ -44,31 +45,7 @@ func checkIAM(t *testing.T, d *deployment) {
 			t.Errorf("%s: no call was recorded", name)
 			continue
 		}
-		var reqs []iampolicy.Request
-		denied := map[string]int{} // by missing statement
-		var first []struct{ msg, key string }
-		for _, c := range calls {
-			r := iampolicy.Request{Action: c.Action, Resource: c.Resource, Context: c.Context}
-			if len(c.LeadingKeys) > 0 {
-				r.Values = map[string][]string{"dynamodb:LeadingKeys": c.LeadingKeys}
-			}
-			reqs = append(reqs, r)
-			if ok, by := f.Policy.Decide(r); !ok {
-				key := missing(c)
-				if denied[key] == 0 {
-					why := "no statement allows it"
-					if by != nil {
-						why = "denied by " + by.String()
-					}
-					first = append(first, struct{ msg, key string }{fmt.Sprintf("%s: %s (%s) on %s: %s; missing statement: %s",
-						name, c.Action, c.Operation, c.Resource, why, key), key})
-				}
-				denied[key]++
-			}
-		}
-		for _, f := range first {
-			t.Errorf("%s (%d calls like it)", f.msg, denied[f.key])
-		}
+		reqs := checkAllowed(t, name, f, calls)
 		actions := map[string]int{}
 		for _, c := range calls {
 			actions[c.Action]++
@@ -87,6 +64,38 @@ func checkIAM(t *testing.T, d *deployment) {
 			t.Errorf("%s: unused grant %s: remove it, or say in stacke2e's kept why it stays", name, g)
 		}
 	}
+}
+
+// checkAllowed holds each of calls, the named function's, against its role's policies in the
+// template, and returns them as requests.
+func checkAllowed(t *testing.T, name string, f *stackrun.Function, calls []callrecord.Call) []iampolicy.Request {
+	t.Helper()
+	var reqs []iampolicy.Request
+	denied := map[string]int{} // by missing statement
+	var first []struct{ msg, key string }
+	for _, c := range calls {
+		r := iampolicy.Request{Action: c.Action, Resource: c.Resource, Context: c.Context}
+		if len(c.LeadingKeys) > 0 {
+			r.Values = map[string][]string{"dynamodb:LeadingKeys": c.LeadingKeys}
+		}
+		reqs = append(reqs, r)
+		if ok, by := f.Policy.Decide(r); !ok {
+			key := missing(c)
+			if denied[key] == 0 {
+				why := "no statement allows it"
+				if by != nil {
+					why = "denied by " + by.String()
+				}
+				first = append(first, struct{ msg, key string }{fmt.Sprintf("%s: %s (%s) on %s: %s; missing statement: %s",
+					name, c.Action, c.Operation, c.Resource, why, key), key})
+			}
+			denied[key]++
+		}
+	}
+	for _, f := range first {
+		t.Errorf("%s (%d calls like it)", f.msg, denied[f.key])
+	}
+	return reqs
 }
 
 // notOwned are, per function, writes of the table that its role must deny: keys of partitions the
