@@ -121,6 +121,9 @@ func checkRetryFlags(o RunOptions, bad flagProblem) {
 	if o.MaxTries < 1 || o.MaxTries > 20 {
 		bad("max-tries", o.MaxTries, "want 1 to 20 requests of a failing URL")
 	}
+	if o.MaxTimeoutTries < 1 || o.MaxTimeoutTries > 20 {
+		bad("max-timeout-tries", o.MaxTimeoutTries, "want 1 to 20 requests of a URL that times out")
+	}
 	if o.RetryWait <= 0 || o.RetryWait > time.Minute {
 		bad("retry-wait", o.RetryWait, "want more than 0 and at most 1m")
 	}

@@ -48,6 +48,7 @@ type RunOptions struct {
 	Visibility      time.Duration
 	MaxReceive      int
 	MaxTries        int
+	MaxTimeoutTries int
 	RetryWait       time.Duration
 	CircuitFailures int
 	CircuitProbe    time.Duration
@@ -107,6 +108,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.DurationVar(&o.Visibility, "visibility", 30*time.Second, "visibility timeout of the queues the run creates: how long a received message stays hidden")
 	fs.IntVar(&o.MaxReceive, "max-receive", d.MaxReceive, "receives before a message moves to its dead-letter queue")
 	fs.IntVar(&o.MaxTries, "max-tries", d.MaxTries, "requests of a URL that keeps failing with http_5xx, http_429, timeout or connect, or whose robots.txt is down; then it ends failed with that class (skipped, robots_unavailable, for robots.txt)")
+	fs.IntVar(&o.MaxTimeoutTries, "max-timeout-tries", d.MaxTimeoutTries, "requests of a URL whose requests time out (at most --max-tries): each holds a fetch for the whole fetch timeout")
 	fs.DurationVar(&o.RetryWait, "retry-wait", d.RetryWait, "wait after a URL's first failed request; each next is 4 times longer, at most 15 times this")
 	fs.IntVar(&o.CircuitFailures, "circuit-failures", crawlstate.DefaultCircuitFailures, "failed first requests of a host in a row (no connection, timeout, 5xx) that open its circuit: its URLs wait, without a request, until a probe answers (-1: no circuit)")
 	fs.DurationVar(&o.CircuitProbe, "circuit-probe", crawlstate.DefaultCircuitProbe, "time between the probes of a host whose circuit is open: one URL is sent, and its answer closes the circuit")
@@ -204,7 +206,7 @@ func (o RunOptions) config(r Resources) pipeline.Config {
 	c.MaxDepth, c.MaxPages, c.MaxPagesPerHost = o.MaxDepth, o.MaxPages, o.MaxPagesPerHost
 	c.UserAgent, c.HostRPS, c.HostConcurrency = o.UserAgent, o.HostRPS, o.HostConcurrency
 	c.AllowNets, c.Fingerprint, c.MaxReceive = o.AllowNet, o.Fingerprint, o.MaxReceive
-	c.MaxTries, c.RetryWait = o.MaxTries, o.RetryWait
+	c.MaxTries, c.MaxTimeoutTries, c.RetryWait = o.MaxTries, o.MaxTimeoutTries, o.RetryWait
 	c.LocalSecrets = true // the handlers run here, beside the variables and files a spec may name
 	c.CircuitFailures, c.CircuitProbe = o.CircuitFailures, o.CircuitProbe
 	c.Proxies, c.ProxyRotation = o.Proxies, o.ProxyRotation

@@ -13,6 +13,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
@@ -75,6 +76,9 @@ type Config struct {
 	// to the queue with its wait and burns no receive (retry.Tries).
 	MaxTries  int
 	RetryWait time.Duration
+	// MaxTimeoutTries bounds the requests of a URL whose requests time out (1 to MaxTries;
+	// retry.DefaultTimeoutTries, 2, by default): each holds a fetch invocation for FetchTimeout.
+	MaxTimeoutTries int
 
 	// CircuitFailures is how many failed first requests in a row (no connection, a timeout, a
 	// 5xx) open a host's circuit, whose URLs then wait without a request until a probe answers
@@ -159,7 +163,7 @@ func DefaultConfig() Config {
 		ScheduleQueue: "schedule", FetchQueue: "fetch", ParseQueue: "parse",
 		Scope: scope.Host, MaxDepth: 16, MaxPagesPerHost: 100_000,
 		UserAgent: DefaultUserAgent, HostRPS: 1, HostConcurrency: 2, BatchConcurrency: 10,
-		FetchTimeout: 30 * time.Second, MaxReceive: 5, MaxTries: 4, RetryWait: 2 * time.Second, RecrawlPrefix: layout.Seeds,
+		FetchTimeout: 30 * time.Second, MaxReceive: 5, MaxTries: 4, MaxTimeoutTries: retry.DefaultTimeoutTries, RetryWait: 2 * time.Second, RecrawlPrefix: layout.Seeds,
 		WARCIndex: IndexEachFile,
 	}
 }
@@ -265,6 +269,9 @@ func (c Config) checkRetries() []error {
 	var errs []error
 	if c.MaxTries < 1 || c.MaxTries > 20 {
 		errs = append(errs, fmt.Errorf("max tries %d: want 1 to 20 requests of a failing URL", c.MaxTries))
+	}
+	if c.MaxTimeoutTries < 1 || c.MaxTimeoutTries > 20 {
+		errs = append(errs, fmt.Errorf("max timeout tries %d: want 1 to 20 requests of a URL that times out", c.MaxTimeoutTries))
 	}
 	if c.RetryWait <= 0 || c.RetryWait > time.Minute {
 		errs = append(errs, fmt.Errorf("retry wait %v: want more than 0 and at most a minute", c.RetryWait))
@@ -395,6 +402,7 @@ func (r *envReader) readLimits(c *Config) {
 	r.float("CRAWL_BUDGET_USD", &c.BudgetUSD)
 	r.str("CRAWL_PRICES", &c.Prices)
 	r.num("CRAWL_MAX_TRIES", &c.MaxTries)
+	r.num("CRAWL_MAX_TIMEOUT_TRIES", &c.MaxTimeoutTries)
 	r.duration("CRAWL_RETRY_WAIT", &c.RetryWait) // Validate refuses 0
 	r.num("CRAWL_CIRCUIT_FAILURES", &c.CircuitFailures)
 	r.duration("CRAWL_CIRCUIT_PROBE", &c.CircuitProbe)

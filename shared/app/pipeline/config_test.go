@@ -21,7 +21,7 @@ func TestFromEnv(t *testing.T) {
 		"CRAWL_ALLOW_NET": "10.0.0.0/8,127.0.0.1", "CRAWL_ALLOW_PORTS": "8080", "CRAWL_FETCH_TIMEOUT": "20s",
 		"CRAWL_MAX_RECEIVE": "6", "CRAWL_USER_AGENT": "mybot/1.0", "CRAWL_BATCH_CONCURRENCY": "50",
 		"CRAWL_MAX_TRIES": "3", "CRAWL_RETRY_WAIT": "5s", "CRAWL_SLOT_LEAD": "2s", "CRAWL_BUDGET_USD": "1.5",
-		"CRAWL_WARC_INDEX": "crawl",
+		"CRAWL_WARC_INDEX": "crawl", "CRAWL_MAX_TIMEOUT_TRIES": "1",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -29,14 +29,16 @@ func TestFromEnv(t *testing.T) {
 	if c.FetchQueue != "https://sqs/f" || c.Scope != scope.Domain || c.MaxDepth != 3 || c.MaxPages != 1000 ||
 		c.HostRPS != 0.5 || len(c.AllowNets) != 2 || len(c.Ports) != 3 || c.FetchTimeout != 20*time.Second ||
 		c.MaxReceive != 6 || c.UserAgent != "mybot/1.0" || c.BatchConcurrency != 50 || c.MaxTries != 3 ||
-		c.RetryWait != 5*time.Second || c.SlotLead != 2*time.Second || c.BudgetUSD != 1.5 || c.WARCIndex != IndexPerCrawl {
+		c.RetryWait != 5*time.Second || c.SlotLead != 2*time.Second || c.BudgetUSD != 1.5 || c.WARCIndex != IndexPerCrawl ||
+		c.MaxTimeoutTries != 1 || c.RetryPolicy().Attempts(errclass.Timeout) != 1 {
 		t.Errorf("FromEnv = %+v", c)
 	}
 	d, err := FromEnv(env(nil))
 	if err != nil {
 		t.Fatalf("the defaults must be valid: %v", err)
 	}
-	if d.UserAgent != DefaultUserAgent || d.HostRPS != 1 || d.Scope != scope.Host || d.WARCIndex != IndexEachFile {
+	if d.UserAgent != DefaultUserAgent || d.HostRPS != 1 || d.Scope != scope.Host || d.WARCIndex != IndexEachFile ||
+		d.RetryPolicy().Attempts(errclass.Timeout) != 2 || d.RetryPolicy().Attempts(errclass.HTTP5xx) != 4 {
 		t.Errorf("defaults = %+v", d)
 	}
 }
@@ -53,6 +55,7 @@ func TestFromEnvNamesTheBadVariable(t *testing.T) {
 		"CRAWL_MAX_RECEIVE":       "0",
 		"CRAWL_BATCH_CONCURRENCY": "many",
 		"CRAWL_MAX_TRIES":         "0",
+		"CRAWL_MAX_TIMEOUT_TRIES": "21",
 		"CRAWL_RETRY_WAIT":        "0s",
 		"CRAWL_SLOT_LEAD":         "-1s",
 		"CRAWL_BUDGET_USD":        "lots",

@@ -5,10 +5,10 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 )
 
-// RetryPolicy is the fetcher's retry policy of c.MaxTries and c.RetryWait.
+// RetryPolicy is the fetcher's retry policy of c.MaxTries, c.MaxTimeoutTries and c.RetryWait.
 func (c Config) RetryPolicy() retry.Tries {
 	p := retry.DefaultPolicy()
-	p.Max, p.First, p.Last = c.MaxTries, c.RetryWait, 15*c.RetryWait
+	p.Max, p.Timeouts, p.First, p.Last = c.MaxTries, c.MaxTimeoutTries, c.RetryWait, 15*c.RetryWait
 	return p
 }
 

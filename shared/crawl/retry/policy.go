@@ -23,10 +23,15 @@ type Policy interface {
 }
 
 // Tries is the default Policy: at most Max requests for a class that may succeed when tried
-// again (errclass.Retryable, robots.txt down included), the waits First, then each Factor times
-// the one before, at most Last; one request for any other class.
+// again (errclass.Retryable, robots.txt down included), and at most Timeouts for a timeout; the
+// waits First, then each Factor times the one before, at most Last; one request for any other
+// class.
 type Tries struct {
-	Max         int
+	Max int
+	// Timeouts bounds the requests of a URL whose requests time out (0: Max; never more than
+	// Max). A timed-out request holds a fetch invocation for the whole fetch timeout, so each
+	// one costs as much Lambda time as a few dozen pages (docs/cost.md, "Timeouts").
+	Timeouts    int
 	First, Last time.Duration
 	Factor      float64
 	// Unlimited are the classes the policy leaves to the queue: backend failures, which SQS
@@ -34,19 +39,26 @@ type Tries struct {
 	Unlimited []errclass.Class
 }
 
-// DefaultPolicy returns the crawler's policy: at most 4 requests for http_5xx, http_429,
-// timeout and connect (and a robots.txt that is down), waiting 2 s, 8 s and 30 s between them;
-// a backend failure (class internal) is left to the queue: SQS delivers it again, and after
-// maxReceiveCount receives it moves to the DLQ.
+// DefaultPolicy returns the crawler's policy: at most 4 requests for http_5xx, http_429 and
+// connect (and a robots.txt that is down), and DefaultTimeoutTries for a timeout, waiting 2 s,
+// 8 s and 30 s between them; a backend failure (class internal) is left to the queue: SQS
+// delivers it again, and after maxReceiveCount receives it moves to the DLQ.
 func DefaultPolicy() Tries {
-	return Tries{Max: 4, First: 2 * time.Second, Last: 30 * time.Second, Factor: 4,
+	return Tries{Max: 4, Timeouts: DefaultTimeoutTries, First: 2 * time.Second, Last: 30 * time.Second, Factor: 4,
 		Unlimited: []errclass.Class{errclass.Internal}}
 }
+
+// DefaultTimeoutTries is how many requests a URL whose requests time out takes by default: a
+// second chance for a stall, not three more fetch timeouts of Lambda time.
+const DefaultTimeoutTries = 2
 
 // Attempts implements Policy.
 func (p Tries) Attempts(c errclass.Class) int {
 	if !errclass.Retryable(c) && c != errclass.RobotsUnavailable {
 		return 1
+	}
+	if c == errclass.Timeout && p.Timeouts > 0 {
+		return max(min(p.Timeouts, p.Max), 1)
 	}
 	return max(p.Max, 1)
 }

@@ -13,10 +13,13 @@ import (
 
 func TestDefaultPolicy(t *testing.T) {
 	p := DefaultPolicy()
-	for _, c := range []errclass.Class{errclass.HTTP5xx, errclass.HTTP429, errclass.Timeout, errclass.Connect, errclass.RobotsUnavailable} {
+	for _, c := range []errclass.Class{errclass.HTTP5xx, errclass.HTTP429, errclass.Connect, errclass.RobotsUnavailable} {
 		if n := p.Attempts(c); n != 4 {
 			t.Errorf("Attempts(%s) = %d, want 4", c, n)
 		}
+	}
+	if n := p.Attempts(errclass.Timeout); n != 2 {
+		t.Errorf("Attempts(timeout) = %d, want 2: each try holds a fetch invocation for the whole timeout", n)
 	}
 	for _, c := range []errclass.Class{errclass.HTTP4xx, errclass.DNS, errclass.TLS, errclass.Robots} {
 		if n := p.Attempts(c); n != 1 {
@@ -69,11 +72,28 @@ func TestPolicyBoundsRequestsAcrossDeliveries(t *testing.T) {
 	}
 }
 
+// TestTimeoutTries: Timeouts bounds the timeout class alone, never above Max; 0 leaves it at Max.
+func TestTimeoutTries(t *testing.T) {
+	for _, tc := range []struct{ max, timeouts, want int }{{4, 2, 2}, {4, 0, 4}, {3, 5, 3}, {4, 1, 1}} {
+		p := Tries{Max: tc.max, Timeouts: tc.timeouts}
+		if got := p.Attempts(errclass.Timeout); got != tc.want {
+			t.Errorf("Max %d, Timeouts %d: Attempts(timeout) = %d, want %d", tc.max, tc.timeouts, got, tc.want)
+		}
+		if got := p.Attempts(errclass.HTTP5xx); got != tc.max {
+			t.Errorf("Max %d, Timeouts %d: Attempts(http_5xx) = %d, want %d", tc.max, tc.timeouts, got, tc.max)
+		}
+	}
+}
+
 func TestGiveUpAfterAddsTheTriesAndTheWaits(t *testing.T) {
 	p := DefaultPolicy()
 	// 4 tries of 10 s, and the waits after the first three: 2 s, 8 s, 30 s.
-	if got := GiveUpAfter(p, errclass.Timeout, 10*time.Second); got != 80*time.Second {
-		t.Errorf("GiveUpAfter(timeout, 10s) = %v, want 1m20s", got)
+	if got := GiveUpAfter(p, errclass.HTTP5xx, 10*time.Second); got != 80*time.Second {
+		t.Errorf("GiveUpAfter(http_5xx, 10s) = %v, want 1m20s", got)
+	}
+	// A timeout: 2 tries of 10 s and the wait after the first.
+	if got := GiveUpAfter(p, errclass.Timeout, 10*time.Second); got != 22*time.Second {
+		t.Errorf("GiveUpAfter(timeout, 10s) = %v, want 22s", got)
 	}
 	// A class tried once: its one request, no wait.
 	if got := GiveUpAfter(p, errclass.HTTP4xx, 10*time.Second); got != 10*time.Second {
