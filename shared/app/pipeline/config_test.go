@@ -256,3 +256,27 @@ func TestTheStacksRetryClasses(t *testing.T) {
 		}
 	}
 }
+
+// A URL whose requests time out takes DefaultTimeoutTries requests unless the stack names the
+// timeout class, never more than MaxTries; the other retried classes take MaxTries.
+func TestATimeoutTakesFewerTriesByDefault(t *testing.T) {
+	c := DefaultConfig()
+	if got := c.RetryPolicy().Attempts(errclass.Timeout); got != DefaultTimeoutTries {
+		t.Errorf("timeout: %d requests, want %d", got, DefaultTimeoutTries)
+	}
+	if got := c.RetryPolicy().Attempts(errclass.HTTP5xx); got != c.MaxTries {
+		t.Errorf("http_5xx: %d requests, want %d", got, c.MaxTries)
+	}
+	c.MaxTries = 1
+	if got := c.RetryPolicy().Attempts(errclass.Timeout); got != 1 {
+		t.Errorf("max tries 1: a timeout gets %d requests, want 1", got)
+	}
+	c = DefaultConfig()
+	c.RetryClasses = map[errclass.Class]retry.Curve{errclass.Timeout: {Tries: 3}, errclass.HTTP5xx: {Tries: 6}}
+	if p := c.RetryPolicy(); p.Attempts(errclass.Timeout) != 3 || p.Attempts(errclass.HTTP5xx) != 6 {
+		t.Errorf("classes named: timeout %d, http_5xx %d, want 3 and 6", p.Attempts(errclass.Timeout), p.Attempts(errclass.HTTP5xx))
+	}
+	if DefaultConfig().RetryClasses != nil {
+		t.Error("the default names no class: the stack's and crawl run's are the same, none")
+	}
+}

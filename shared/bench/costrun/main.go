@@ -40,6 +40,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	latency := fs.Duration("latency", 200*time.Millisecond, "how long each answer of the web takes")
 	singlePages := fs.Int("single-pages", 300, "pages of the single-host crawl (0: skip it)")
 	singleRPS := fs.Float64("single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
+	runURLs := fs.Int("run-urls", 0, "URLs of one polite host a fetch message carries (CRAWL_RUN_URLS; 0, the stack's default: no runs)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
 		"crawl's table before it, unmetered, as a table that other crawls have used holds them: at least 100,000 to see that a crawl costs the same (docs/state.md)")
@@ -47,6 +48,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fnFlag := fs.String("functions", "", "function settings over the stack's defaults, e.g. fetch.batchSize=10,fetch.batchWindowSeconds=0 "+
 		"(keys: the stack's context keys without the function name: timeoutSeconds, memoryMB, maxConcurrency, batchSize, batchWindowSeconds, batchConcurrency)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *runURLs < 0 || *runURLs > 60 {
+		fmt.Fprintf(stderr, "crawlcost: --run-urls %d: want 0 to 60\n", *runURLs)
 		return 2
 	}
 	if *history < 0 || *realHistory < 0 {
@@ -81,6 +86,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	base := pipeline.DefaultConfig()
 	base.AllowNets = []string{"127.0.0.0/8"}
 	base.WARCIndex = pipeline.IndexPerCrawl // the stack's default (infra's warcIndex): one index per crawl
+	base.RunURLs = *runURLs
 	const visibility = 2 * time.Minute
 	var runs []Options
 	if slices.Contains(chosen, ProfileRealistic) {
@@ -123,6 +129,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
 	fmt.Fprintf(stdout, "functions: %s\n", describe(fns))
+	if *runURLs > 1 {
+		fmt.Fprintf(stdout, "runs of URLs for polite hosts: up to %d a fetch message (-run-urls; the stack's default is none)\n", *runURLs)
+	}
 	if *jsonOut != "" {
 		if err := writeJSONFile(*jsonOut, reports, p); err != nil {
 			fmt.Fprintf(stderr, "crawlcost: --json: %v\n", err)

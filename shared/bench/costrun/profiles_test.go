@@ -90,6 +90,17 @@ func TestParseProfiles(t *testing.T) {
 	}
 }
 
+// TestRunURLsFlagIsBounded: -run-urls takes 0 to 60, as CRAWL_RUN_URLS does; outside that the
+// command says so, naming the flag, before it looks for an endpoint or crawls anything.
+func TestRunURLsFlagIsBounded(t *testing.T) {
+	for _, bad := range []string{"-1", "61"} {
+		var out, errOut bytes.Buffer
+		if code := Main(context.Background(), []string{"-run-urls", bad}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--run-urls "+bad) {
+			t.Errorf("-run-urls %s: exit %d, stderr %q; want 2 and the flag named", bad, code, errOut.String())
+		}
+	}
+}
+
 // TestRealisticTurnsTheDrainChecksOn: the realistic profile runs the stack's drain checks (one a
 // minute), on a table with history, its web realweb's.
 func TestRealisticTurnsTheDrainChecksOn(t *testing.T) {

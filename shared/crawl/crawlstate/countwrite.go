@@ -132,14 +132,27 @@ func (s *counts) writeDelta(ctx context.Context, shard table.Key, d delta) error
 }
 
 // Flush writes the buffered counter increments, one update per crawl (to the store's shard of
-// the crawl), unless HoldCounters keeps them for WriteCounters. Increments it could not write are
-// kept for the next Flush. The counters are for progress and the crawl record; a process that
-// dies with increments unwritten leaves them low, and Tally stays exact.
+// the crawl), unless HoldCounters keeps them for WriteCounters, or ctx comes from FlushLater: the
+// caller flushes them itself once the invocation is over. Increments it could not write are kept
+// for the next Flush. The counters are for progress and the crawl record; a process that dies
+// with increments unwritten leaves them low, and Tally stays exact.
 func (s *counts) Flush(ctx context.Context) error {
-	if s.holdCounters {
+	if s.holdCounters || ctx.Value(flushLaterKey{}) == s {
 		return nil
 	}
 	return s.WriteCounters(ctx)
+}
+
+// flushLaterKey marks a context in which a store's Flush writes nothing (FlushLater).
+type flushLaterKey struct{}
+
+// FlushLater returns ctx in which the store's Flush writes nothing: for a caller that runs a
+// handler in it and then flushes the store itself, in the same invocation (ledger.Ledger, which
+// adds the invocation's cost to the counters after the handler returns). The handler's counters
+// then ride on that one write, instead of a write of their own and a second for the cost: one
+// counter write per invocation and crawl, not two.
+func (s *counts) FlushLater(ctx context.Context) context.Context {
+	return context.WithValue(ctx, flushLaterKey{}, s)
 }
 
 // WriteCounters writes the buffered counter increments, as Flush does, also when they are held,

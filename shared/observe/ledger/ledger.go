@@ -36,6 +36,23 @@ type Recorder interface {
 	Flush(ctx context.Context) error
 }
 
+// flushLater is a Recorder whose Flush the handlers also call at the end of their invocations
+// (crawlstate.Store): in the context it returns, theirs writes nothing, and the ledger's flush
+// after the handler returns writes their counters with the cost, in one write instead of two.
+type flushLater interface {
+	FlushLater(ctx context.Context) context.Context
+}
+
+// handlerContext is the context a wrapped handler runs in: metered into acct, with its payers,
+// and with the recorder's flush left to the ledger.
+func (l *Ledger) handlerContext(ctx context.Context, acct *meter.Meter) (context.Context, func() []string) {
+	hctx, payers := cost.WithPayers(meter.WithAccount(ctx, acct))
+	if f, ok := l.State.(flushLater); ok {
+		hctx = f.FlushLater(hctx)
+	}
+	return hctx, payers
+}
+
 // Ledger meters invocations.
 type Ledger struct {
 	State Recorder
@@ -71,7 +88,7 @@ type Handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, er
 func (l *Ledger) Wrap(h Handler) Handler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
-		hctx, payers := cost.WithPayers(meter.WithAccount(ctx, acct))
+		hctx, payers := l.handlerContext(ctx, acct)
 		resp, err := h(hctx, ev)
 		l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err), payers())
 		return resp, err
@@ -86,13 +103,18 @@ type Invoker func(context.Context, json.RawMessage) (any, error)
 func (l *Ledger) WrapInvoke(h Invoker) Invoker {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
-		hctx, payers := cost.WithPayers(meter.WithAccount(ctx, acct))
+		hctx, payers := l.handlerContext(ctx, acct)
 		out, err := h(hctx, raw)
 		var ev events.SQSEvent
-		if json.Unmarshal(raw, &ev) == nil {
-			resp, _ := out.(events.SQSEventResponse)
-			l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err), payers())
+		if json.Unmarshal(raw, &ev) != nil {
+			// Not booked, but the handler's counters wait for a flush (handlerContext).
+			if ferr := l.State.Flush(context.WithoutCancel(ctx)); ferr != nil {
+				l.logger().Warn("write the crawl counters", "err", ferr.Error())
+			}
+			return out, err
 		}
+		resp, _ := out.(events.SQSEventResponse)
+		l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err), payers())
 		return out, err
 	}
 }
@@ -128,6 +150,10 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
 	metrics.CostUnits(ctx, acct.Snapshot()) // crawl.cost, when metrics are on
 	if len(crawls) == 0 {
+		// Nothing to book, but the handler's counters wait for this flush (handlerContext).
+		if err := l.State.Flush(context.WithoutCancel(ctx)); err != nil {
+			l.logger().Warn("write the crawl counters", "err", err.Error())
+		}
 		return
 	}
 	ws := make([]int, len(crawls))

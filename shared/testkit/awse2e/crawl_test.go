@@ -215,7 +215,8 @@ func TestIntegrationARetryPolicyPerCrawl(t *testing.T) {
 
 // TestIntegrationBadURLsGiveUpWithTheDefaults: on the AWS adapters, a crawl with a dead, a
 // trickling, an always-500 and a bad Retry-After page finishes in under two minutes with the
-// default retry policy, each bad page requested 4 times, nothing in a DLQ.
+// default retry policy, the two that time out requested twice and the others 4 times, nothing in a
+// DLQ.
 func TestIntegrationBadURLsGiveUpWithTheDefaults(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 20, 4)
