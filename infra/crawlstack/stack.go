@@ -55,6 +55,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
 	grantProxiesSecret(cfg, fns[FnFetch].Function)
+	grantSecretHeaders(cfg, fns[FnFetch].Function)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
 	mon := newMonitoring(stack, cfg, table, queues, fns)
 	newFinish(stack, cfg, fns[FnSchedule].Function, mon.Topic)
@@ -127,6 +128,9 @@ func configEnv(cfg Config) map[string]string {
 		env["CRAWL_TLS_FINGERPRINT"] = cfg.TLSFingerprint
 	}
 	for k, v := range proxiesEnv(cfg) {
+		env[k] = v
+	}
+	for k, v := range secretHeadersEnv(cfg) {
 		env[k] = v
 	}
 	if !cfg.Metrics {

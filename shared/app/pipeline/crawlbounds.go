@@ -16,7 +16,7 @@ func (c Config) RetryPolicy() retry.Tries {
 // host and rate, and its include patterns when c has its own.
 func (c Config) SpecBounds() crawlspec.Bounds {
 	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
-		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets,
+		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets, Secrets: c.SecretHeaders,
 		Proxies: len(c.Proxies) > 0 || c.ProxiesSecret != ""}
 	if c.MaxDepth >= 0 {
 		b.MaxDepth = &c.MaxDepth

@@ -32,7 +32,7 @@ func Parse(body []byte, bounds Bounds) (*Spec, error) {
 	if err := yaml.Unmarshal(body, &doc); err != nil {
 		return nil, Errors{syntaxError(err)}
 	}
-	d := &decoder{localSecrets: bounds.LocalSecrets}
+	d := &decoder{localSecrets: bounds.LocalSecrets, secrets: bounds.Secrets}
 	s := &Spec{}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		line := 1
@@ -69,6 +69,8 @@ type decoder struct {
 	errs Errors
 	// localSecrets allows env: and file: references of secret headers (Bounds.LocalSecrets).
 	localSecrets bool
+	// secrets are the names a deployed stack may read (Bounds.Secrets).
+	secrets secretref.Allowed
 }
 
 func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
@@ -341,7 +343,11 @@ func (d *decoder) secretRef(n *yaml.Node, key string) (string, bool) {
 			if !ok {
 				return
 			}
-			if _, err := secretref.Parse(s, d.localSecrets); err != nil {
+			r, err := secretref.Parse(s, d.localSecrets)
+			if err == nil && !d.localSecrets {
+				err = d.secrets.Check(r) // on the stack, what its fetch function is granted
+			}
+			if err != nil {
 				d.fail(v, join(key, "secret"), "%v", err)
 				return
 			}
