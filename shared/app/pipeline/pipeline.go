@@ -317,7 +317,7 @@ func fetcherConfig(cfg Config) fetcher.Config {
 // parse builds the parse handler.
 func (w *wiring) parse() *parser.Handler {
 	cfg := w.cfg
-	d := parser.Deps{Parsed: w.state.URLs, Counters: w.state.Runs, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("parse"),
+	d := parser.Deps{Parsed: w.state.URLs, Counters: w.state.Runs, Outcomes: w.state.URLs, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("parse"),
 		Log: w.log.With("fn", "parse"), Crawls: w.crawls,
 		Prior: w.p.Blobs} // a recrawl reuses the previous crawl's records (records/)
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface

@@ -63,6 +63,7 @@ var tableTests = []struct {
 	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
 	{"ReplayedMovePage", testReplayedMovePage},
 	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},
+	{"PageGoneEndsTheURLFailedOnce", testPageGoneEndsTheURLFailedOnce},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
