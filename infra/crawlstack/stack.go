@@ -28,6 +28,8 @@ const (
 	// LatestPrefix holds each seed file's pointer to its last crawl (shared/handler/scheduler.LatestPrefix).
 	LatestPrefix = CrawlsPrefix + "latest/"
 	SpecObject   = "spec.json"
+	// SeedReportObject is a crawl's seed report (crawls/<crawl>/seeds.json).
+	SeedReportObject = "seeds.json"
 	// QuarantinePrefix holds malformed messages, each handler under its own name.
 	QuarantinePrefix = "quarantine/"
 )

@@ -64,6 +64,7 @@ var tableTests = []struct {
 	{"ReplayedMovePage", testReplayedMovePage},
 	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},
 	{"PageGoneEndsTheURLFailedOnce", testPageGoneEndsTheURLFailedOnce},
+	{"SeedProgressMovesOnce", testSeedProgressMovesOnce},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {
