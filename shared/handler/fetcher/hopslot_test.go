@@ -2,6 +2,7 @@ package fetcher_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,8 +18,9 @@ import (
 
 // A redirect hop is a request to its target's host, so it takes that host's politeness slot as a
 // fetch does: a host that is free is booked (the next request to it waits its interval), and a
-// host whose next slot is far ahead is not requested now; the fetch is tried again later. The
-// target is another loopback host (127.0.0.2) than the site's.
+// host whose next slot is far ahead is not requested now; the fetch is tried again later, and the
+// site that redirected is not taken for failing. The target is another loopback host (127.0.0.2)
+// than the site's.
 func TestARedirectHopTakesAPolitenessSlot(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -56,14 +58,27 @@ func TestARedirectHopTakesAPolitenessSlot(t *testing.T) {
 				}
 			}
 
-			e.handle(e.seedRecord("msg-1", e.url("/moved-seed")))
-			it := e.item("/moved-seed")
 			if tt.busy {
-				if hits.Load() != 0 || it.State == crawlstate.Fetched {
-					t.Errorf("the target was requested %d times and the seed is %s; want no request while its host is booked", hits.Load(), it.State)
+				// As many seeds as open a host's circuit when their first requests fail (two already
+				// widen its gap): a busy redirect target is no failure of the site that redirects.
+				for i := range crawlstate.DefaultCircuitFailures {
+					seed := fmt.Sprintf("%s?n=%d", e.url("/moved-seed"), i)
+					e.handle(e.seedRecord(fmt.Sprint("msg-", i), seed))
+					if u, err := e.state.Get(ctx, crawl, keyOf(t, seed)); err != nil || u.State == crawlstate.Fetched {
+						t.Errorf("seed %d is %s, %v; want it not fetched while the target's host is booked", i, u.State, err)
+					}
+				}
+				if hits.Load() != 0 {
+					t.Errorf("the target was requested %d times; want none while its host is booked", hits.Load())
+				}
+				site := mustHost(t, e.url("/"))
+				if gap, open := e.state.Throttled(site), e.state.CircuitOpen(site); gap != 0 || open != 0 {
+					t.Errorf("the site is throttled to %s, its circuit open for %s; want neither: it answered every request", gap, open)
 				}
 				return
 			}
+			e.handle(e.seedRecord("msg-1", e.url("/moved-seed")))
+			it := e.item("/moved-seed")
 			if hits.Load() != 1 || it.State != crawlstate.Fetched {
 				t.Fatalf("the target was requested %d times and the seed is %s/%s (%s); want it fetched through the hop", hits.Load(), it.State, it.Class, it.Detail)
 			}

@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -82,6 +83,10 @@ func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc S
 // MaxHopWait is the longest a redirect hop waits in place for its host's politeness slot.
 const MaxHopWait = 5 * time.Second
 
+// errHopBusy says that a redirect target's host has no politeness slot soon: no failure of the
+// host that redirected, whose circuit it does not count toward (noteHost).
+var errHopBusy = errors.New("the fetch is tried again later")
+
 // hopSlot books the next politeness slot of host, a redirect target's, and waits for it when it
 // comes within MaxHopWait. A slot further away ends the request as connect, so that the whole
 // fetch is tried again later (the politeness wait of a hop cannot go back to the queue alone).
@@ -92,8 +97,8 @@ func (h *Handler) hopSlot(ctx context.Context, host string, interval time.Durati
 	}
 	wait := got.Start.Sub(h.now())
 	if got.N == 0 || wait > MaxHopWait {
-		return errclass.Errorf(errclass.Connect, "the redirect target's host %s has its next politeness slot in %s: the fetch is tried again later",
-			host, wait.Round(time.Second))
+		return errclass.Errorf(errclass.Connect, "the redirect target's host %s has its next politeness slot in %s: %w",
+			host, wait.Round(time.Second), errHopBusy)
 	}
 	if wait <= 0 {
 		return nil
