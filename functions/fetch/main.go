@@ -23,7 +23,7 @@ func main() {
 		slog.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)
 	}
-	f, err := awsports.NewFunction(context.Background(), os.Getenv, pipeline.Fetch, awssecrets.Proxies)
+	f, err := awsports.NewFunction(context.Background(), os.Getenv, pipeline.Fetch, awssecrets.Reader{})
 	if err != nil {
 		f.Log.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)

@@ -47,6 +47,11 @@ type Config struct {
 	// that lists proxy URLs with their credentials: only the fetch function may read it, and only
 	// when it is set (see proxies.go).
 	Proxies, ProxyRotation, ProxiesSecret string
+	// SecretHeaderParameterPrefix and SecretHeaderSecretPrefix start the names of the SSM
+	// parameters and Secrets Manager secrets that crawl specs' secret headers may name: the fetch
+	// function alone may read those (see secretheaders.go). Empty (the default): none, and a spec
+	// that names a secret is refused.
+	SecretHeaderParameterPrefix, SecretHeaderSecretPrefix string
 	// AllowNet is a comma-separated list of CIDRs that fetch may reach even
 	// though they are not public. Empty by default.
 	AllowNet string
@@ -255,6 +260,7 @@ func (c Config) Validate() error {
 	}
 	checkFingerprint(c, bad)
 	checkProxies(c, bad)
+	checkSecretHeaders(c, bad)
 	if c.AllowNet != "" {
 		for _, p := range strings.Split(c.AllowNet, ",") {
 			if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {

@@ -119,6 +119,8 @@ func contextKeys(c *Config) []contextKey {
 		{"proxies", stringInto(&c.Proxies)},
 		{"proxyRotation", stringInto(&c.ProxyRotation)},
 		{"proxiesSecret", stringInto(&c.ProxiesSecret)},
+		{"secretHeaderParameterPrefix", stringInto(&c.SecretHeaderParameterPrefix)},
+		{"secretHeaderSecretPrefix", stringInto(&c.SecretHeaderSecretPrefix)},
 		{"allowNet", stringInto(&c.AllowNet)},
 		{"recrawlPrefix", stringInto(&c.RecrawlPrefix)},
 		{"scheduleExpression", stringInto(&c.ScheduleExpression)},

@@ -157,6 +157,13 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		}))
 	}
 
+	// A seed file read in chunks over several invocations goes on from the report its last
+	// checkpoint wrote (shared/handler/scheduler seedchunks.go).
+	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*/" + SeedReportObject))),
+	}))
+
 	fetch := fns[FnFetch].Function
 	// GetObject: a fetch message delivered again for a page already stored reads the page back
 	// before it sends its parse message again (shared/handler/fetcher checkStored). No

@@ -45,6 +45,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Bucket/crawls/latest/*", []string{"s3:GetObject"}),
 			on("Bucket/crawls/*", []string{"s3:PutObject"}),              // seed reports and crawl settings
 			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}),    // the crawl's settings
+			on("Bucket/crawls/*/seeds.json", []string{"s3:GetObject"}),   // the report so far of a seed file read in chunks
 			on("Bucket/quarantine/schedule/*", []string{"s3:PutObject"}), // poison messages
 		}},
 		{"Fetch", [][]string{

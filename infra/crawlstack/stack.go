@@ -28,6 +28,8 @@ const (
 	// LatestPrefix holds each seed file's pointer to its last crawl (shared/handler/scheduler.LatestPrefix).
 	LatestPrefix = CrawlsPrefix + "latest/"
 	SpecObject   = "spec.json"
+	// SeedReportObject is a crawl's seed report (crawls/<crawl>/seeds.json).
+	SeedReportObject = "seeds.json"
 	// QuarantinePrefix holds malformed messages, each handler under its own name.
 	QuarantinePrefix = "quarantine/"
 )
@@ -56,6 +58,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
 	grantProxiesSecret(cfg, fns[FnFetch].Function)
+	grantSecretHeaders(cfg, fns[FnFetch].Function)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
 	mon := newMonitoring(stack, cfg, table, queues, fns)
 	newFinish(stack, cfg, fns[FnSchedule].Function, mon.Topic)
@@ -131,6 +134,9 @@ func configEnv(cfg Config) map[string]string {
 		env["CRAWL_RETRY_CLASSES"] = cfg.RetryClasses
 	}
 	for k, v := range proxiesEnv(cfg) {
+		env[k] = v
+	}
+	for k, v := range secretHeadersEnv(cfg) {
 		env[k] = v
 	}
 	if !cfg.Metrics {

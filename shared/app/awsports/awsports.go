@@ -40,10 +40,14 @@ type Ports struct {
 	sdk aws.Config
 }
 
-// ReadProxies reads the proxy URLs that ref names with a client built from cfg:
-// awssecrets.Proxies. The mains that run fetch pass it (package awssecrets links the SSM and
-// Secrets Manager clients); the parse and schedule functions pass nil and do not link them.
-type ReadProxies func(ctx context.Context, cfg aws.Config, ref proxysecret.Ref) ([]string, error)
+// SecretReader reads the stack's secrets with clients built from the SDK configuration cfg: the
+// proxies that ref names (CRAWL_PROXIES_SECRET) and the crawl specs' secret headers. The mains
+// that run fetch pass awssecrets.Reader (package awssecrets links the SSM and Secrets Manager
+// clients); the parse and schedule functions pass nil and do not link them.
+type SecretReader interface {
+	Proxies(ctx context.Context, cfg aws.Config, ref proxysecret.Ref) ([]string, error)
+	Headers(cfg aws.Config) secretref.Resolver
+}
 
 // open loads the SDK configuration (AWS_ENDPOINT_URL and the per-service variables select
 // LocalStack or the emulators) and builds the adapters for the named table and bucket, with the
@@ -72,13 +76,15 @@ func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorde
 // NewHandlers builds the three handlers of a Lambda function from its environment: the crawl
 // configuration (pipeline.FromEnv), CRAWL_TABLE and CRAWL_BUCKET. Any missing or malformed value
 // is an error that names it, so the function fails at init rather than inside a handler. read
-// reads the proxies that CRAWL_PROXIES_SECRET names; with it unset, read may be nil.
-func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read ReadProxies) (*pipeline.Handlers, error) {
+// reads the proxies that CRAWL_PROXIES_SECRET names and the secret headers under the prefixes
+// CRAWL_SECRET_HEADER_SSM_PREFIX and CRAWL_SECRET_HEADER_SECRETS_PREFIX name; with none of the
+// three set, read may be nil.
+func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read SecretReader) (*pipeline.Handlers, error) {
 	return newHandlers(ctx, getenv, log, read, pipeline.Schedule, pipeline.Fetch, pipeline.Parse)
 }
 
 // newHandlers is NewHandlers for the named handlers alone (pipeline.NewOnly).
-func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read ReadProxies, names ...string) (*pipeline.Handlers, error) {
+func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read SecretReader, names ...string) (*pipeline.Handlers, error) {
 	cfg, err := pipeline.FromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -93,18 +99,18 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	}
 	if cfg.ProxiesSecret != "" && slices.Contains(names, pipeline.Fetch) {
 		if read == nil {
-			return nil, errors.New("CRAWL_PROXIES_SECRET is set, but this program reads no secrets: the fetch function's main passes awssecrets.Proxies")
+			return nil, errors.New("CRAWL_PROXIES_SECRET is set, but this program reads no secrets: the fetch function's main passes awssecrets.Reader")
 		}
-		proxies := func(ctx context.Context, ref proxysecret.Ref) ([]string, error) { return read(ctx, p.sdk, ref) }
+		proxies := func(ctx context.Context, ref proxysecret.Ref) ([]string, error) { return read.Proxies(ctx, p.sdk, ref) }
 		if cfg, err = SecretProxies(ctx, cfg, proxies); err != nil {
 			return nil, err
 		}
 	}
 	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}
 	if slices.Contains(names, pipeline.Fetch) {
-		// The functions do not read secret headers yet (docs/spec.md): a crawl whose spec names
-		// one fails its fetches with an error that says so, rather than sending without it.
-		ports.Secrets = secretref.None{}
+		if ports.Secrets, err = HeaderSecrets(cfg.SecretHeaders, read, p.sdk); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.FinishEvery > 0 { // the stack sets it on schedule, which runs the drain checks
 		// The same bus, which the stack lets schedule put on with finishEvent, hears the seed
@@ -112,6 +118,20 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 		ports.Events, ports.Refusals = p.Events, p.Events
 	}
 	return pipeline.NewOnly(cfg, ports, log, names...)
+}
+
+// HeaderSecrets is how the fetch function reads crawl specs' secret headers: with read, only
+// under the prefixes allowed names (the stack's grant), and, with none, not at all: a crawl whose
+// spec names one fails its fetches with an error that names the stack's setting, rather than
+// sending without it.
+func HeaderSecrets(allowed secretref.Allowed, read SecretReader, sdk aws.Config) (secretref.Resolver, error) {
+	if !allowed.Any() {
+		return secretref.Held{Allowed: allowed, Resolver: secretref.None{}}, nil
+	}
+	if read == nil {
+		return nil, errors.New("CRAWL_SECRET_HEADER_SSM_PREFIX or CRAWL_SECRET_HEADER_SECRETS_PREFIX is set, but this program reads no secrets: the fetch function's main passes awssecrets.Reader")
+	}
+	return secretref.Held{Allowed: allowed, Resolver: read.Headers(sdk)}, nil
 }
 
 // SecretProxies returns cfg with the proxies that cfg.ProxiesSecret names, as read reads them,

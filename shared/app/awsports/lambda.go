@@ -30,9 +30,9 @@ type Function struct {
 // from its environment, as NewHandlers does, and no other: a function's init builds only what it
 // runs. The logger is in Lambda's own format and the ledger counts its bytes; the function's
 // memory (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, set by Lambda) is what its duration is billed at.
-// read reads the proxies that CRAWL_PROXIES_SECRET names: awssecrets.Proxies for fetch, nil for
-// the others, which then do not link the SSM and Secrets Manager clients.
-func NewFunction(ctx context.Context, getenv func(string) string, handler string, read ReadProxies) (*Function, error) {
+// read reads the stack's secrets (the proxies' and the secret headers'): awssecrets.Reader for
+// fetch, nil for the others, which then do not link the SSM and Secrets Manager clients.
+func NewFunction(ctx context.Context, getenv func(string) string, handler string, read SecretReader) (*Function, error) {
 	logs := &ledger.LogCounter{}
 	// Lines logged with a context that holds a span carry its trace_id and span_id.
 	log := slog.New(telemetry.LogHandler(logs.Handler(lambdacontext.NewLogHandler())))

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/aws/awssecrets"
 	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/aws/s3blob"
 	"github.com/crawlstack/crawlstack/shared/aws/sqsqueue"
@@ -93,6 +94,8 @@ func OpenAWSWith(cfg aws.Config, getenv func(string) string) *Backend {
 		SeedsPrefix: "runs/seeds/",
 		Where:       func(prefix string) string { return "s3://" + bucket + "/" + prefix },
 		Close:       func() error { return nil },
+		// crawl run reads specs' ssm: and secretsmanager: headers with the caller's credentials.
+		Secrets: awssecrets.Reader{}.Headers(cfg),
 	}
 	s, f, p := getenv("SCHEDULE_QUEUE_URL"), getenv("FETCH_QUEUE_URL"), getenv("PARSE_QUEUE_URL")
 	if s != "" && f != "" && p != "" {

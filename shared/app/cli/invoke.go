@@ -115,7 +115,7 @@ func invoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // invokeHandlers builds the handlers on the chosen backend and returns what releases them.
 func invokeHandlers(ctx context.Context, backend, state, eventFile string, hostRPS float64, allow []string, log *slog.Logger) (*pipeline.Handlers, func(), error) {
 	if backend == "aws" {
-		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log, awssecrets.Proxies)
+		h, err := awsports.NewHandlers(ctx, allowNetEnv(os.Getenv, allow), log, awssecrets.Reader{})
 		if err != nil {
 			return nil, nil, fmt.Errorf("configure the handlers from the environment (or use --backend embedded): %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/proxysecret"
@@ -62,6 +63,10 @@ type Config struct {
 	// "ssm:<parameter name>" or "secretsmanager:<secret name or ARN>" (package proxysecret). The
 	// fetch function reads them at init and adds them to Proxies; the value is never logged.
 	ProxiesSecret string
+	// SecretHeaders are the parameter and secret name prefixes that crawl specs' secret headers
+	// may name on a deployed stack, whose fetch function is granted those alone
+	// (CRAWL_SECRET_HEADER_SSM_PREFIX, CRAWL_SECRET_HEADER_SECRETS_PREFIX; none: no spec may name one).
+	SecretHeaders secretref.Allowed
 	MaxBodyBytes  int64
 	FetchTimeout  time.Duration
 	// FetchMemoryMB is the memory of the fetch process, in MB: half of it bounds the bodies and
@@ -428,6 +433,8 @@ func (r *envReader) readFetching(c *Config) {
 	r.list("CRAWL_PROXIES", &c.Proxies)
 	r.str("CRAWL_PROXY_ROTATION", &c.ProxyRotation)
 	r.str("CRAWL_PROXIES_SECRET", &c.ProxiesSecret)
+	r.str("CRAWL_SECRET_HEADER_SSM_PREFIX", &c.SecretHeaders.SSM)
+	r.str("CRAWL_SECRET_HEADER_SECRETS_PREFIX", &c.SecretHeaders.SecretsManager)
 	if v := r.value("CRAWL_ALLOW_PORTS"); v != "" {
 		c.Ports = []int{80, 443}
 		for _, f := range strings.Split(v, ",") {

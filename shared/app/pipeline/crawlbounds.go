@@ -46,7 +46,7 @@ func (c Config) checkRetryClasses() []error {
 // host and rate, and its include patterns when c has its own.
 func (c Config) SpecBounds() crawlspec.Bounds {
 	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
-		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets,
+		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets, Secrets: c.SecretHeaders,
 		Proxies: len(c.Proxies) > 0 || c.ProxiesSecret != "", MaxTries: c.RetryPolicy().MostTries()}
 	if c.MaxDepth >= 0 {
 		b.MaxDepth = &c.MaxDepth

@@ -273,7 +273,7 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 			Counters: w.state.Runs, Slots: w.state.Hosts, Starts: w.state.Runs, Send: w.p.Queue, Log: log, Crawls: w.crawls,
 			OptOuts: w.optOuts()})
 	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log,
-		Links: w.state.URLs, Refusals: w.p.Refusals}
+		Links: w.state.URLs, Refusals: w.p.Refusals, Progress: w.state.Runs}
 	if w.finish != nil && cfg.FinishEvery > 0 {
 		d.Checks = w.finish
 	}
@@ -320,7 +320,7 @@ func fetcherConfig(cfg Config) fetcher.Config {
 // parse builds the parse handler.
 func (w *wiring) parse() *parser.Handler {
 	cfg := w.cfg
-	d := parser.Deps{Parsed: w.state.URLs, Counters: w.state.Runs, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("parse"),
+	d := parser.Deps{Parsed: w.state.URLs, Counters: w.state.Runs, Outcomes: w.state.URLs, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("parse"),
 		Log: w.log.With("fn", "parse"), Crawls: w.crawls,
 		Prior: w.p.Blobs} // a recrawl reuses the previous crawl's records (records/)
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface

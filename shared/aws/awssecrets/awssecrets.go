@@ -1,5 +1,6 @@
-// Package awssecrets reads the value that a proxysecret reference names: an SSM Parameter Store
-// parameter (a SecureString, read decrypted) or a Secrets Manager secret. Only the fetch function
+// Package awssecrets reads the value that a proxysecret or secretref reference names: an SSM
+// Parameter Store parameter (a SecureString, read decrypted) or a Secrets Manager secret: the
+// proxies' list at init, and crawl specs' secret headers (Headers) as fetch meets their crawls. Only the fetch function
 // and the crawl command link it, so that the parse and schedule functions do not start the two
 // SDK clients they never call (docs/localstack.md, cold starts). No error of this package holds
 // the value or any part of it.
@@ -7,6 +8,7 @@ package awssecrets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,25 +50,35 @@ func (s Source) Proxies(ctx context.Context, ref proxysecret.Ref) ([]string, err
 }
 
 func (s Source) read(ctx context.Context, ref proxysecret.Ref) (string, error) {
+	v, err := s.value(ctx, ref.Kind, ref.Name)
+	if err != nil {
+		return "", fmt.Errorf("read the proxies from %s: %w", ref, err)
+	}
+	return v, nil
+}
+
+// value reads the parameter (kind ssm) or secret (kind secretsmanager) name names. Its errors
+// name neither the reference (the caller does) nor the value.
+func (s Source) value(ctx context.Context, kind, name string) (string, error) {
 	switch {
-	case ref.Kind == proxysecret.KindSSM && s.SSM != nil:
-		out, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(ref.Name), WithDecryption: aws.Bool(true)})
+	case kind == proxysecret.KindSSM && s.SSM != nil:
+		out, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
 		if err != nil {
-			return "", fmt.Errorf("read the proxies from %s: %w", ref, err)
+			return "", err
 		}
 		if out.Parameter == nil {
-			return "", fmt.Errorf("read the proxies from %s: no parameter in the answer", ref)
+			return "", errors.New("no parameter in the answer")
 		}
 		return aws.ToString(out.Parameter.Value), nil
-	case ref.Kind == proxysecret.KindSecretsManager && s.Secrets != nil:
-		out, err := s.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(ref.Name)})
+	case kind == proxysecret.KindSecretsManager && s.Secrets != nil:
+		out, err := s.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(name)})
 		if err != nil {
-			return "", fmt.Errorf("read the proxies from %s: %w", ref, err)
+			return "", err
 		}
 		if out.SecretString == nil {
-			return "", fmt.Errorf("read the proxies from %s: the secret holds no string (a binary secret is not read)", ref)
+			return "", errors.New("the secret holds no string (a binary secret is not read)")
 		}
 		return *out.SecretString, nil
 	}
-	return "", fmt.Errorf("read the proxies from %s: no client for %s", ref, ref.Kind)
+	return "", fmt.Errorf("no client for %s", kind)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 )
@@ -36,6 +37,10 @@ type Bounds struct {
 	// LocalSecrets allows secret headers by env: and file: reference (crawl run); on AWS a spec
 	// may name SSM parameters and Secrets Manager secrets only.
 	LocalSecrets bool
+	// Secrets are the name prefixes of the parameters and secrets a deployed stack's fetch
+	// function may read (secretref.Allowed): without LocalSecrets, a spec's ssm: and
+	// secretsmanager: references must be under them, and with none set a spec may name no secret.
+	Secrets secretref.Allowed
 	// Proxies is set when the stack fetches through proxies (CRAWL_PROXIES, its secret): the chrome
 	// TLS fingerprint does not go through them (httpfetch), so a spec may not ask for it.
 	Proxies bool

@@ -32,7 +32,7 @@ func Parse(body []byte, bounds Bounds) (*Spec, error) {
 	if err := yaml.Unmarshal(body, &doc); err != nil {
 		return nil, Errors{syntaxError(err)}
 	}
-	d := &decoder{localSecrets: bounds.LocalSecrets, maxTries: bounds.MaxTries}
+	d := &decoder{localSecrets: bounds.LocalSecrets, maxTries: bounds.MaxTries, secrets: bounds.Secrets}
 	s := &Spec{}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		line := 1
@@ -71,6 +71,8 @@ type decoder struct {
 	localSecrets bool
 	// maxTries bounds the tries of the retry section (Bounds.MaxTries; 0: none).
 	maxTries int
+	// secrets are the names a deployed stack may read (Bounds.Secrets).
+	secrets secretref.Allowed
 }
 
 func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
@@ -345,7 +347,11 @@ func (d *decoder) secretRef(n *yaml.Node, key string) (string, bool) {
 			if !ok {
 				return
 			}
-			if _, err := secretref.Parse(s, d.localSecrets); err != nil {
+			r, err := secretref.Parse(s, d.localSecrets)
+			if err == nil && !d.localSecrets {
+				err = d.secrets.Check(r) // on the stack, what its fetch function is granted
+			}
+			if err != nil {
 				d.fail(v, join(key, "secret"), "%v", err)
 				return
 			}

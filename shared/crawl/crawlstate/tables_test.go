@@ -63,6 +63,8 @@ var tableTests = []struct {
 	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
 	{"ReplayedMovePage", testReplayedMovePage},
 	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},
+	{"PageGoneEndsTheURLFailedOnce", testPageGoneEndsTheURLFailedOnce},
+	{"SeedProgressMovesOnce", testSeedProgressMovesOnce},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

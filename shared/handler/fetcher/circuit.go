@@ -73,8 +73,8 @@ func (h *Handler) noteHost(ctx context.Context, crawl, host string, first bool, 
 		c = errclass.Of(err)
 	}
 	switch {
-	case err != nil && httpfetch.ViaProxy(err):
-		return
+	case err != nil && (httpfetch.ViaProxy(err) || errors.Is(err, errHopBusy)):
+		return // the proxy's failure, or a redirect target's busy host: not this host's
 	case c == errclass.Connect || c == errclass.Timeout || c == errclass.HTTP5xx:
 		open, werr := h.health.HostFailed(ctx, crawl, host, first, interval)
 		if werr != nil {

@@ -269,7 +269,7 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	fctx, m, u := a.fctx, a.f.msg, a.u
 	start := h.now()
 	a.sent = true
-	r, err := h.http.GetFollowing(a.hold.with(conditional(fctx, a.prior)), u.String(), h.follow(fctx, m, u, a.crawl.scope))
+	r, err := h.http.GetFollowing(a.hold.with(conditional(fctx, a.prior)), u.String(), h.follow(fctx, m, u, a.crawl.scope, a.crawl.rps))
 	status := 0
 	if r != nil {
 		status = r.Status

@@ -2,6 +2,8 @@ package fetcher
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"mime"
 	"net/url"
 	"slices"
@@ -46,7 +48,10 @@ func storedPage(resp *httpfetch.Response) warcfile.Page {
 // (include, exclude and the trap rules only): http://example.com/ moving to
 // https://www.example.com/ is the usual start of a site, and the target becomes the crawl's root
 // (see seedRoot).
-func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc ScopeChecker) func(*url.URL) error {
+//
+// Each hop is a request to the target's host, so it takes that host's politeness slot as any
+// fetch does, at the crawl's rate rps or the target's Crawl-delay (hopSlot).
+func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc ScopeChecker, rps float64) func(*url.URL) error {
 	return func(target *url.URL) error {
 		t, err := urlnorm.Normalize(target.String())
 		if err != nil {
@@ -77,6 +82,39 @@ func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc S
 		case !rules.Allowed:
 			return errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason)
 		}
+		return h.hopSlot(ctx, t.Host, max(h.interval(rps, rules.CrawlDelay), h.politeness.Throttled(t.Host)))
+	}
+}
+
+// MaxHopWait is the longest a redirect hop waits in place for its host's politeness slot.
+const MaxHopWait = 5 * time.Second
+
+// errHopBusy says that a redirect target's host has no politeness slot soon: no failure of the
+// host that redirected, whose circuit it does not count toward (noteHost).
+var errHopBusy = errors.New("the fetch is tried again later")
+
+// hopSlot books the next politeness slot of host, a redirect target's, and waits for it when it
+// comes within MaxHopWait. A slot further away ends the request as connect, so that the whole
+// fetch is tried again later (the politeness wait of a hop cannot go back to the queue alone).
+func (h *Handler) hopSlot(ctx context.Context, host string, interval time.Duration) error {
+	got, err := h.politeness.ReserveSlots(ctx, host, interval, 1, SlotHorizon)
+	if err != nil {
+		return fmt.Errorf("the politeness slot of the redirect target's host %s: %w", host, err)
+	}
+	wait := got.Start.Sub(h.now())
+	if got.N == 0 || wait > MaxHopWait {
+		return errclass.Errorf(errclass.Connect, "the redirect target's host %s has its next politeness slot in %s: %w",
+			host, wait.Round(time.Second), errHopBusy)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
 		return nil
 	}
 }

@@ -381,15 +381,35 @@ func TestGarbageWARCRange(t *testing.T) {
 }
 
 // A parse message whose WARC file is gone (purged, or expired by the lifecycle) is done, not
-// retried into the DLQ: its page is recorded with class page_gone and counted, and no links go out.
+// retried into the DLQ: its page is recorded with class page_gone, its URL ends failed with that
+// class and moves from fetched to failed in the counters (no parse error), and no links go out. A
+// second delivery, and one after a failed store, count nothing more.
 func TestAPageWhoseFileIsGoneEndsPageGone(t *testing.T) {
 	e := newEnv(t)
+	e.with(func(d *parser.Deps) { d.Outcomes = e.state })
 	ctx := context.Background()
 	rec, m := e.sample()
 	rec = e.store(rec, m, warc(t, m.FinalURL, nil, "<title>gone</title>"+links), 0)
+	key := urlnorm.Key(m.URL)
+	if _, err := e.state.Claim(ctx, m.Crawl, key, "fetch-1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.state.FinishFetched(ctx, m.Crawl, key, "fetch-1", crawlstate.Queued, crawlstate.Page{WARCKey: m.WARC.Key,
+		Offset: m.WARC.Offset, Length: m.WARC.Length, FinalURL: m.FinalURL, Status: 200, FetchedAt: m.FetchedAt}); err != nil || !ok {
+		t.Fatalf("FinishFetched = %v, %v", ok, err)
+	}
 	if err := e.blobs.Delete(ctx, m.WARC.Key); err != nil {
 		t.Fatal(err)
 	}
+	e.send.mu.Lock()
+	e.send.fail = true // the first delivery stores nothing: its redelivery parses the page again
+	e.send.mu.Unlock()
+	if got := e.handle(rec); len(got) != 1 {
+		t.Fatalf("BatchItemFailures = %v, want the message back after a failed send", got)
+	}
+	e.send.mu.Lock()
+	e.send.fail = false
+	e.send.mu.Unlock()
 	if got := e.handle(rec); len(got) != 0 {
 		t.Errorf("BatchItemFailures = %v, want none: a page that is gone cannot come back", got)
 	}
@@ -397,20 +417,29 @@ func TestAPageWhoseFileIsGoneEndsPageGone(t *testing.T) {
 	if len(recs) != 1 || recs[0].Class != errclass.PageGone || !strings.Contains(recs[0].Error, m.WARC.Key) || recs[0].URL != m.URL {
 		t.Fatalf("records = %+v, want one with class page_gone naming the file", recs)
 	}
-	c, err := e.state.Counters(ctx, m.Crawl)
-	if err != nil {
-		t.Fatal(err)
+	check := func(when string) {
+		t.Helper()
+		c, err := e.state.Counters(ctx, m.Crawl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Classes[errclass.PageGone] != 1 || c.Failed != 1 || c.Fetched != 0 || c.ParseErrors != 0 || c.Pending() != 0 {
+			t.Errorf("%s: counters = %+v, want 1 failed of class page_gone, none fetched, no parse error, none pending", when, c)
+		}
+		u, err := e.state.Get(ctx, m.Crawl, key)
+		if err != nil || u.State != crawlstate.Failed || u.Class != errclass.PageGone {
+			t.Errorf("%s: the URL is %s/%s, %v; want failed, page_gone", when, u.State, u.Class, err)
+		}
 	}
-	if c.Classes[errclass.PageGone] != 1 {
-		t.Errorf("counters = %+v, want 1 of class page_gone", c)
-	}
+	check("after the parse")
 	if got := e.sent(m); len(got) != 0 {
 		t.Errorf("links sent = %v, want none", got)
 	}
-	// Delivered again, it is a duplicate: nothing more is recorded.
+	// Delivered again, it is a duplicate: nothing more is recorded or counted.
 	if got := e.handle(rec); len(got) != 0 || len(e.records(m.Crawl)) != 1 {
 		t.Errorf("a second delivery: failures %v, %d records; want none and still 1", got, len(e.records(m.Crawl)))
 	}
+	check("after a second delivery")
 }
 
 // batchOfOneFile stores n pages in one WARC file, as fetch stores a batch, and returns their parse

@@ -76,6 +76,12 @@ type Parsed interface {
 	RecordsOf(ctx context.Context, crawl, name string) (string, error)
 }
 
+// Outcomes ends the URL of a page whose stored copy is gone as failed, class page_gone
+// (crawlstate.URLs.EndPageGone): false when it was ended so already, and counted then.
+type Outcomes interface {
+	EndPageGone(ctx context.Context, crawl, key, warcKey string, cause error) (bool, error)
+}
+
 // Counters counts the pages that could not be parsed, and writes the counts it buffered at the
 // end of each batch (crawlstate.Store).
 type Counters interface {
@@ -87,6 +93,9 @@ type Counters interface {
 type Deps struct {
 	Parsed   Parsed
 	Counters Counters
+	// Outcomes, if set, ends a URL whose page is gone as failed (page_gone); nil counts it as a
+	// parse error of that class and leaves it fetched.
+	Outcomes Outcomes
 	Blobs    Blobs
 	Send     queue.Sender
 	// Batch runs the records of a batch (nil: a runner without quarantine); its Concurrency is
@@ -119,6 +128,7 @@ type Handler struct {
 	cfg         Config
 	parsed      Parsed
 	counters    Counters
+	outcomes    Outcomes
 	blobs       Blobs
 	send        queue.Sender
 	batch       *sqsbatch.Runner
@@ -143,7 +153,7 @@ func New(cfg Config, d Deps) *Handler {
 	}
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
-	return &Handler{cfg: cfg, parsed: d.Parsed, counters: d.Counters, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log,
+	return &Handler{cfg: cfg, parsed: d.Parsed, counters: d.Counters, outcomes: d.Outcomes, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log,
 		crawls: d.Crawls, priorReader: d.Prior, handoff: d.Handoff, now: d.Now}
 }
 
@@ -345,10 +355,23 @@ func (h *Handler) parseError(ctx context.Context, p *parsed, cause error) (*pars
 	return p, nil
 }
 
-// pageGone records p as a page whose stored copy is gone (errclass.PageGone), counted as a parse
-// error of that class, with no links.
+// pageGone records p as a page whose stored copy is gone (errclass.PageGone), with no links, and
+// ends its URL as failed with that class, counted as a failure (once: a duplicate delivery, or a
+// redelivery after a failed store, finds it ended). Without Outcomes it is counted as a parse
+// error of the class instead, and its URL stays fetched.
 func (h *Handler) pageGone(ctx context.Context, p *parsed, cause error) (*parsed, error) {
 	p.out.Class, p.out.Error = errclass.PageGone, safelog.Truncate(cause.Error())
+	if h.outcomes != nil {
+		u, err := urlnorm.Normalize(p.page.URL)
+		if err != nil {
+			return nil, errclass.Errorf(errclass.Poison, "parse message url: %v", err)
+		}
+		// Ended now and counted, or ended (and counted) before, or erased: nothing more to count.
+		if _, err := h.outcomes.EndPageGone(ctx, p.crawl, urlnorm.Key(u.String()), p.out.WARC.Key, cause); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	if err := h.counters.CountParseError(ctx, p.crawl, errclass.PageGone); err != nil {
 		return nil, err
 	}

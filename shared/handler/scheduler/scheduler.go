@@ -42,8 +42,9 @@ import (
 const (
 	SeedsPrefix   = layout.Seeds
 	ReportsPrefix = layout.Crawls
-	// MaxSeedBytes bounds a seed file read in one invocation (about a million URLs): the file is
-	// read whole, and the schedule function has 256 MB of memory by default. Split bigger lists.
+	// MaxSeedBytes bounds a seed file (about a million URLs): it is read into memory whole (a URL
+	// list then sent in chunks, seedchunks.go), and the schedule function has 256 MB of memory by
+	// default. Split bigger lists.
 	MaxSeedBytes = 64 << 20
 )
 
@@ -93,6 +94,11 @@ type Config struct {
 	Concurrency int
 	// Bounds are the stack's ceilings on what a crawl spec may set.
 	Bounds crawlspec.Bounds
+	// SeedChunkBytes is the size of the chunks a URL list is read in, with Progress (0:
+	// DefaultSeedChunkBytes); SeedBudget the time an invocation takes chunks for before it sends
+	// the notification on (0: DefaultSeedBudget).
+	SeedChunkBytes int
+	SeedBudget     time.Duration
 }
 
 // Deps are the handler's collaborators.
@@ -117,6 +123,11 @@ type Deps struct {
 	// written (the stack's event bus); nil: the report alone says so (crawl run refuses a spec
 	// before it starts).
 	Refusals Refusals
+	// Progress, if set, keeps how far each seed file was read, which is then read in chunks over
+	// as many invocations as it takes (seedchunks.go); nil reads it whole in one.
+	Progress Progress
+	// Now is the clock of the seed budget (nil: time.Now).
+	Now func() time.Time
 }
 
 // Refusals announces a refused seed file (eventbus.Bus).
@@ -136,6 +147,8 @@ type Handler struct {
 	checks   Checks
 	links    Links
 	refusals Refusals
+	progress Progress
+	now      func() time.Time
 }
 
 // New returns a Handler, complete: nothing is set on it afterwards.
@@ -149,10 +162,19 @@ func New(cfg Config, d Deps) *Handler {
 	if cfg.RecrawlPrefix == "" {
 		cfg.RecrawlPrefix = SeedsPrefix
 	}
+	if cfg.SeedChunkBytes <= 0 {
+		cfg.SeedChunkBytes = DefaultSeedChunkBytes
+	}
+	if cfg.SeedBudget <= 0 {
+		cfg.SeedBudget = DefaultSeedBudget
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, frontier: d.Admit, starts: d.Starts, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log, checks: d.Checks,
-		links: d.Links, refusals: d.Refusals}
+		links: d.Links, refusals: d.Refusals, progress: d.Progress, now: d.Now}
 }
 
 // Invoke is the Lambda entry point: it tells an SQS event from an EventBridge event.
@@ -318,7 +340,7 @@ func (h *Handler) seedFile(ctx context.Context, r events.S3EventRecord) error {
 	if r.S3.Object.Size > MaxSeedBytes { // refuse before reading it into memory
 		return h.refuse(ctx, oversize(crawl, key, r.S3.Object.Size))
 	}
-	return h.StartCrawl(ctx, key, crawl)
+	return h.startCrawl(ctx, seedSource{bucket: r.S3.Bucket.Name, key: key, version: version}, crawl, false)
 }
 
 // check runs a crawl's drain check.
@@ -347,7 +369,7 @@ func (h *Handler) Tick(ctx context.Context, ev events.EventBridgeEvent) error {
 			continue
 		}
 		id := CrawlID("", key, "tick@"+ev.Time.UTC().Format(time.RFC3339))
-		if err := h.startCrawl(ctx, key, id, true); err != nil {
+		if err := h.startCrawl(ctx, seedSource{key: key, version: "tick@" + ev.Time.UTC().Format(time.RFC3339)}, id, true); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -56,6 +56,9 @@ type SeedReport struct {
 	Spec bool `json:"spec,omitempty"`
 	// Previous names the crawl this one recrawls (the seed file's crawl before it), if any.
 	Previous string `json:"previous,omitempty"`
+	// Reading is set while a URL list is read in chunks (seedchunks.go): the report covers the
+	// lines read so far.
+	Reading bool `json:"reading,omitempty"`
 }
 
 // BadLine is a seed line that was not crawled, and why.
@@ -88,11 +91,14 @@ const MaxLoggedBadLines = 10
 // with their lines. A repeated call (a redelivered event) sends the same messages again;
 // admission drops the repeats.
 func (h *Handler) StartCrawl(ctx context.Context, key, crawl string) error {
-	return h.startCrawl(ctx, key, crawl, false)
+	return h.startCrawl(ctx, seedSource{key: key}, crawl, false)
 }
 
-// startCrawl is StartCrawl; a tick passes over a spec that asks for no recrawl.
-func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) error {
+// startCrawl is StartCrawl of the seed file src names; a tick passes over a spec that asks for
+// no recrawl. With Progress, a URL list is read in chunks (seedchunks.go), and the crawl's checks
+// begin once the last chunk is sent.
+func (h *Handler) startCrawl(ctx context.Context, src seedSource, crawl string, tick bool) error {
+	key := src.key
 	body, err := h.blobs.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read seed file %s: %w", key, err)
@@ -151,8 +157,16 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 		if err == nil {
 			err = send.sitemaps(ctx, spec)
 		}
+	} else if h.progress != nil {
+		done, err := h.scanInChunks(ctx, src, crawl, body, &report)
+		if err != nil {
+			return fmt.Errorf("start crawl %s from %s: %w", crawl, key, err)
+		}
+		if !done {
+			return nil // the next invocation goes on, or another delivery is ahead
+		}
 	} else {
-		err = h.scanSeeds(body, crawl, key, &report, add)
+		err = h.scanSeeds(body, crawl, key, 0, &report, add)
 	}
 	if err == nil {
 		err = send.finish(ctx)
@@ -176,17 +190,18 @@ func (h *Handler) startCrawl(ctx context.Context, key, crawl string, tick bool) 
 	return h.writeReport(ctx, report)
 }
 
-// scanSeeds reads a URL list, passing each good URL to add and reporting the bad lines.
-func (h *Handler) scanSeeds(body []byte, crawl, key string, report *SeedReport, add func(string) error) error {
+// scanSeeds reads a URL list (or a chunk of one whose first line is line+1), passing each good URL
+// to add and reporting the bad lines.
+func (h *Handler) scanSeeds(body []byte, crawl, key string, line int, report *SeedReport, add func(string) error) error {
 	return seeds.Scan(bytes.NewReader(body), 0, func(s seeds.Seed) error {
 		return add(s.URL.String())
 	}, func(le seeds.LineError) {
 		report.Errors++
 		if report.Errors <= MaxLoggedBadLines {
-			h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", le.Line, "err", le.Err.Error())
+			h.log.Info("bad seed line", "crawl", crawl, "seedFile", key, "line", line+le.Line, "err", le.Err.Error())
 		}
 		if len(report.Bad) < maxReportedBad {
-			report.Bad = append(report.Bad, BadLine{Line: le.Line, Text: le.Text, Error: le.Err.Error()})
+			report.Bad = append(report.Bad, BadLine{Line: line + le.Line, Text: le.Text, Error: le.Err.Error()})
 		}
 	})
 }

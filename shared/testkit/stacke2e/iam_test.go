@@ -27,9 +27,10 @@ var kept = map[string]string{
 	"* sqs:GetQueueUrl on own":             "the event source mapping's grant: Lambda's pollers look the queue up",
 	"* sqs:ChangeMessageVisibility on own": "the event source mapping's grant: Lambda's pollers change visibility",
 	// Paths of the code that this crawl does not take.
-	"schedule dynamodb:DeleteItem on table": "the frontier takes an admission back (crawlstate Unadmit) when the table fails while it reserves the URL's budget",
-	"fetch dynamodb:PutItem on table":       "a redirect's target is recorded as skipped (crawlstate Reject); the test site has no redirects",
-	"fetch sqs:SendMessage on own":          "a URL whose host's politeness slot is taken is sent again with a delay; the test template's host rate (100/s) made no URL wait",
+	"schedule dynamodb:DeleteItem on table":        "the frontier takes an admission back (crawlstate Unadmit) when the table fails while it reserves the URL's budget",
+	"fetch dynamodb:PutItem on table":              "a redirect's target is recorded as skipped (crawlstate Reject); the test site has no redirects",
+	"fetch sqs:SendMessage on own":                 "a URL whose host's politeness slot is taken is sent again with a delay; the test template's host rate (100/s) made no URL wait",
+	"schedule s3:GetObject on crawls/*/seeds.json": "a seed file read in chunks goes on from its report so far (shared/handler/scheduler seedchunks.go); the test's seed file is one chunk",
 	// The test's two crawls of one seed file (the upload's and the tick's) run at once, the later
 	// started recrawling the other: whether a previous record is there to reuse depends on timing.
 	"parse s3:GetObject on records/*": "a recrawl reuses the previous crawl's record of a page it found unchanged (shared/handler/parser recrawl.go)",
