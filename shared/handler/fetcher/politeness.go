@@ -84,7 +84,12 @@ func (h *Handler) awaitSlot(ctx context.Context, slot time.Time) error {
 		return nil
 	}
 	metrics.PolitenessWait(ctx, wait)
-	t := time.NewTimer(wait)
+	return waitFor(ctx, wait)
+}
+
+// waitFor waits d in place, or until ctx ends.
+func waitFor(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -109,14 +109,7 @@ func (h *Handler) hopSlot(ctx context.Context, host string, interval time.Durati
 	if wait <= 0 {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return waitFor(ctx, wait)
 }
 
 // storeReserve is the time kept, inside an invocation's deadline, for storing a batch's pages
