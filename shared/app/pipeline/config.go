@@ -270,34 +270,6 @@ func (c Config) checkLimits() []error {
 	return errs
 }
 
-// checkRetries checks the retries of failing URLs, the hosts' circuits, the receives and the
-// place of the WARC index.
-func (c Config) checkRetries() []error {
-	var errs []error
-	if c.MaxTries < 1 || c.MaxTries > 20 {
-		errs = append(errs, fmt.Errorf("max tries %d: want 1 to 20 requests of a failing URL", c.MaxTries))
-	}
-	if c.RetryWait <= 0 || c.RetryWait > time.Minute {
-		errs = append(errs, fmt.Errorf("retry wait %v: want more than 0 and at most a minute", c.RetryWait))
-	}
-	errs = append(errs, c.checkRetryClasses()...)
-	if c.WARCIndex != IndexEachFile && c.WARCIndex != IndexPerCrawl {
-		errs = append(errs, fmt.Errorf("warc index %q: want %s (a CDXJ index beside each WARC file) or %s (crawl index builds one per crawl)",
-			c.WARCIndex, IndexEachFile, IndexPerCrawl))
-	}
-	if c.CircuitFailures < -1 || c.CircuitFailures > 1000 {
-		errs = append(errs, fmt.Errorf("circuit failures %d: want 1 to 1000 failures in a row, 0 for the default (%d) or -1 for no circuit",
-			c.CircuitFailures, crawlstate.DefaultCircuitFailures))
-	}
-	if c.CircuitProbe < 0 || c.CircuitProbe > time.Hour {
-		errs = append(errs, fmt.Errorf("circuit probe %v: want 0 (the default, %v) up to an hour", c.CircuitProbe, crawlstate.DefaultCircuitProbe))
-	}
-	if c.MaxReceive < 1 {
-		errs = append(errs, fmt.Errorf("max receive %d: must be at least 1 (the queues use 5 or more)", c.MaxReceive))
-	}
-	return errs
-}
-
 // FromEnv reads the Lambda functions' configuration. Unset variables keep their defaults; set but
 // malformed ones are errors that name the variable.
 func FromEnv(getenv func(string) string) (Config, error) {
