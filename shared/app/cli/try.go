@@ -74,8 +74,11 @@ func try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	one := f.field.CSS != "" || f.field.XPath != ""
 	rest := fs.Args()
-	if want := map[bool]int{true: 1, false: 2}[one]; len(rest) != want {
-		return usageError(stdout, stderr, "try", fmt.Errorf("want %s, got %d arguments", map[bool]string{true: "URL or FILE", false: "SPEC and a URL or FILE"}[one], len(rest)))
+	switch {
+	case one && len(rest) != 1:
+		return usageError(stdout, stderr, "try", fmt.Errorf("want a URL or FILE after --css or --xpath, got %d arguments", len(rest)))
+	case !one && len(rest) != 2:
+		return usageError(stdout, stderr, "try", fmt.Errorf("want SPEC and a URL or FILE (or --css or --xpath), got %d arguments", len(rest)))
 	}
 	spec := &crawlspec.Spec{}
 	if one {
