@@ -196,9 +196,7 @@ cmd_test() {
     # Set here, not in the env file: a test run whose env file went missing must fail, not skip.
     export CRAWL_TEST_REQUIRE_EMULATORS=1
     cd "$ROOT"
-    # -p 3: the integration packages mostly wait on their crawls (the emulators, politeness,
-    # visibility timeouts), so a third package at once shortens the run (awse2e alone is 5 minutes).
-    go test -race -count=1 -v -p 3 -run Integration "$@"
+    go test -race -count=1 -v -run Integration "$@"
   ) >"$out" 2>&1 || rc=$?
   # DynamoDB Local sends no X-Amz-Crc32 on 400 answers, and the SDK warns about each one; the
   # warnings stay in the full log but would bury the results here.

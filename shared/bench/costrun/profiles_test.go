@@ -125,10 +125,13 @@ func TestIntegrationRealisticProfileEndsByItsDrainChecks(t *testing.T) {
 	}
 	pc := pipeline.DefaultConfig()
 	pc.AllowNets = []string{"127.0.0.0/8"}
-	pc.HostRPS, pc.FetchTimeout, pc.RetryWait = 0, time.Second, 100*time.Millisecond
+	// A fetch timeout of 3 s, and the slow host 3 times slower: under the race detector beside
+	// other packages' crawls a page of a few milliseconds has been seen to take over 1 s, time
+	// out and be asked again.
+	pc.HostRPS, pc.FetchTimeout, pc.RetryWait = 0, 3*time.Second, 100*time.Millisecond
 	pc.WARCIndex = pipeline.IndexPerCrawl
 	web := realweb.Defaults()
-	web.Hosts, web.Pages, web.SlowHosts, web.Slow = 20, 60, 1, 3*time.Second
+	web.Hosts, web.Pages, web.SlowHosts, web.Slow = 20, 60, 1, 9*time.Second
 	web.Median, web.P99, web.MaxLatency = time.Millisecond, 5*time.Millisecond, 10*time.Millisecond
 	o := Realistic(pc, web, 0, 30*time.Second)
 	o.Pipeline.FinishEvery, o.Pipeline.FinishQuiet, o.Visibility = 2*time.Second, 5*time.Second, 30*time.Second
