@@ -2,6 +2,7 @@ package crawlstack
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -97,11 +98,55 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 		}))
 	}
 
+	grantScheduleReads(cfg, bucket, table, fns[FnSchedule].Function)
+
+	// Each handler reads a crawl's settings (crawls/<crawl>/spec.json, which schedule writes when
+	// the crawl starts) once per process: the frontier its scope, pages and rate, fetch its
+	// User-Agent, headers and rate, parse its depth and extraction fields.
+	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+		fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("s3:GetObject"),
+			Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*/" + SpecObject))),
+		}))
+	}
+
+	// A seed file read in chunks over several invocations goes on from the report its last
+	// checkpoint wrote (shared/handler/scheduler seedchunks.go).
+	fns[FnSchedule].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*/" + SeedReportObject))),
+	}))
+
+	fetch := fns[FnFetch].Function
+	// GetObject: a fetch message delivered again for a page already stored reads the page back
+	// before it sends its parse message again (shared/handler/fetcher checkStored). No
+	// AbortMultipartUpload: the S3 adapter (shared/aws/s3blob) writes every object with one PutObject.
+	fetch.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
+	}))
+
+	parse := fns[FnParse].Function
+	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
+	}))
+	// GetObject: a recrawl reuses the previous crawl's record of a page it found unchanged
+	// (shared/handler/parser recrawl.go).
+	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
+		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(RecordsPrefix + "*"))),
+	}))
+}
+
+// grantScheduleReads gives schedule what it reads and lists besides its queue and the table's
+// items: the seed files, the crawls' ledgers and partitions for its checks, the seed files'
+// pointers to their last crawls, and the crawls' reports it writes.
+func grantScheduleReads(cfg Config, bucket bucketRef, table tableRef, schedule awslambda.Function) {
 	seedReads := []string{*bucket.ArnForObjects(jsii.String(SeedsPrefix + "*"))}
 	if cfg.RecrawlPrefix != SeedsPrefix {
 		seedReads = append(seedReads, *bucket.ArnForObjects(jsii.String(cfg.RecrawlPrefix + "*")))
 	}
-	schedule := fns[FnSchedule].Function
 	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:GetObject"),
 		Resources: jsii.Strings(seedReads...),
@@ -145,43 +190,5 @@ func grantPipeline(cfg Config, bucket bucketRef, table tableRef, queues map[stri
 	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:GetObject"),
 		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(LatestPrefix + "*"))),
-	}))
-
-	// Each handler reads a crawl's settings (crawls/<crawl>/spec.json, which schedule writes when
-	// the crawl starts) once per process: the frontier its scope, pages and rate, fetch its
-	// User-Agent, headers and rate, parse its depth and extraction fields.
-	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
-		fns[name].Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings("s3:GetObject"),
-			Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*/" + SpecObject))),
-		}))
-	}
-
-	// A seed file read in chunks over several invocations goes on from the report its last
-	// checkpoint wrote (shared/handler/scheduler seedchunks.go).
-	schedule.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:GetObject"),
-		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(CrawlsPrefix + "*/" + SeedReportObject))),
-	}))
-
-	fetch := fns[FnFetch].Function
-	// GetObject: a fetch message delivered again for a page already stored reads the page back
-	// before it sends its parse message again (shared/handler/fetcher checkStored). No
-	// AbortMultipartUpload: the S3 adapter (shared/aws/s3blob) writes every object with one PutObject.
-	fetch.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
-		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
-	}))
-
-	parse := fns[FnParse].Function
-	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:GetObject"),
-		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(PagesPrefix + "*"))),
-	}))
-	// GetObject: a recrawl reuses the previous crawl's record of a page it found unchanged
-	// (shared/handler/parser recrawl.go).
-	parse.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
-		Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(RecordsPrefix + "*"))),
 	}))
 }
