@@ -25,21 +25,22 @@ import (
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crawlcost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	var wf webFlags
 	profiles := fs.String("profiles", strings.Join(Profiles, ","), "the crawls to measure, in this order: "+strings.Join(Profiles, ", "))
 	jsonOut := fs.String("json", "", "also write the reports as JSON to this file")
-	realHosts := fs.Int("real-hosts", 1000, "hosts of the realistic crawl, on 127.0.1.1 upwards (250 an address's third byte)")
-	realPages := fs.Int("real-pages", 2500, "about how many pages the realistic crawl's web has, over its hosts by Zipf's law "+
+	fs.IntVar(&wf.realHosts, "real-hosts", 1000, "hosts of the realistic crawl, on 127.0.1.1 upwards (250 an address's third byte)")
+	fs.IntVar(&wf.realPages, "real-pages", 2500, "about how many pages the realistic crawl's web has, over its hosts by Zipf's law "+
 		"(its largest host takes 13% of them, at one page a second: 2,500 pages take some 6 minutes)")
-	realSlow := fs.Int("real-slow-hosts", 5, "hosts of the realistic crawl that answer only after the fetch timeout")
-	realHistory := fs.Int("real-history-items", 100_000, "items of other crawls in the realistic crawl's table before it (as -history-items)")
-	realSeed := fs.Uint64("real-seed", 1, "the seed the realistic crawl's web is drawn from")
-	pages := fs.Int("pages", 10_000, "pages of the wide crawl (0: skip it)")
-	hosts := fs.Int("hosts", 100, "hosts of the wide crawl, on 127.0.1.1 upwards")
-	links := fs.Int("links", 20, "links per page")
-	cross := fs.Float64("cross-host", 0.2, "share of a page's links that point at another host")
-	latency := fs.Duration("latency", 200*time.Millisecond, "how long each answer of the web takes")
-	singlePages := fs.Int("single-pages", 300, "pages of the single-host crawl (0: skip it)")
-	singleRPS := fs.Float64("single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
+	fs.IntVar(&wf.realSlow, "real-slow-hosts", 5, "hosts of the realistic crawl that answer only after the fetch timeout")
+	fs.IntVar(&wf.realHistory, "real-history-items", 100_000, "items of other crawls in the realistic crawl's table before it (as -history-items)")
+	fs.Uint64Var(&wf.realSeed, "real-seed", 1, "the seed the realistic crawl's web is drawn from")
+	fs.IntVar(&wf.pages, "pages", 10_000, "pages of the wide crawl (0: skip it)")
+	fs.IntVar(&wf.hosts, "hosts", 100, "hosts of the wide crawl, on 127.0.1.1 upwards")
+	fs.IntVar(&wf.links, "links", 20, "links per page")
+	fs.Float64Var(&wf.cross, "cross-host", 0.2, "share of a page's links that point at another host")
+	fs.DurationVar(&wf.latency, "latency", 200*time.Millisecond, "how long each answer of the web takes")
+	fs.IntVar(&wf.singlePages, "single-pages", 300, "pages of the single-host crawl (0: skip it)")
+	fs.Float64Var(&wf.singleRPS, "single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
 	runURLs := fs.Int("run-urls", 0, "URLs of one polite host a fetch message carries (CRAWL_RUN_URLS; 0, the stack's default: no runs)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
@@ -50,12 +51,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *runURLs < 0 || *runURLs > 60 {
-		fmt.Fprintf(stderr, "crawlcost: --run-urls %d: want 0 to 60\n", *runURLs)
-		return 2
-	}
-	if *history < 0 || *realHistory < 0 {
-		fmt.Fprintf(stderr, "crawlcost: --history-items %d, --real-history-items %d: want 0 or more\n", *history, *realHistory)
+	if err := checkCounts(*runURLs, *history, wf.realHistory); err != nil {
+		fmt.Fprintf(stderr, "crawlcost: %v\n", err)
 		return 2
 	}
 	chosen, err := ParseProfiles(*profiles)
@@ -88,23 +85,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	base.WARCIndex = pipeline.IndexPerCrawl // the stack's default (infra's warcIndex): one index per crawl
 	base.RunURLs = *runURLs
 	const visibility = 2 * time.Minute
-	var runs []Options
-	if slices.Contains(chosen, ProfileRealistic) {
-		web := realweb.Defaults()
-		web.Hosts, web.Pages, web.SlowHosts, web.Seed = *realHosts, *realPages, *realSlow, *realSeed
-		web.Slow = base.FetchTimeout + 10*time.Second // past the fetch timeout: these hosts time out
-		runs = append(runs, Realistic(base, web, *realHistory, visibility))
-	}
-	if *pages > 0 && slices.Contains(chosen, ProfileWide) {
-		runs = append(runs, Options{Name: "wide", Pipeline: base, Web: multisite.Options{Hosts: *hosts, Pages: *pages,
-			Links: *links, CrossHost: *cross, PageBytes: 20_000, Latency: *latency}})
-	}
-	if *singlePages > 0 && slices.Contains(chosen, ProfileSingle) {
-		single := base
-		single.HostRPS = *singleRPS
-		runs = append(runs, Options{Name: "single-host", Pipeline: single, Web: multisite.Options{Hosts: 1,
-			Pages: *singlePages, Links: *links, PageBytes: 20_000, Latency: *latency}})
-	}
+	runs := wf.runs(chosen, base, visibility)
 	var reports []Report
 	for i, o := range runs {
 		o.Visibility, o.Progress, o.ProgressEvery, o.Functions = visibility, stderr, *every, fns
@@ -127,11 +108,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r.PrintProfile(stdout)
 		reports = append(reports, r)
 	}
-	fmt.Fprintf(stdout, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
-	fmt.Fprintf(stdout, "functions: %s\n", describe(fns))
-	if *runURLs > 1 {
-		fmt.Fprintf(stdout, "runs of URLs for polite hosts: up to %d a fetch message (-run-urls; the stack's default is none)\n", *runURLs)
-	}
+	printSettings(stdout, p, fns, *runURLs)
 	if *jsonOut != "" {
 		if err := writeJSONFile(*jsonOut, reports, p); err != nil {
 			fmt.Fprintf(stderr, "crawlcost: --json: %v\n", err)
@@ -139,6 +116,58 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// webFlags are the flags that shape the crawls' webs.
+type webFlags struct {
+	realHosts, realPages, realSlow, realHistory int
+	realSeed                                    uint64
+	pages, hosts, links, singlePages            int
+	cross, singleRPS                            float64
+	latency                                     time.Duration
+}
+
+// runs are the crawls of the chosen profiles, over base, with the webs f asks for.
+func (f webFlags) runs(chosen []string, base pipeline.Config, visibility time.Duration) []Options {
+	var runs []Options
+	if slices.Contains(chosen, ProfileRealistic) {
+		web := realweb.Defaults()
+		web.Hosts, web.Pages, web.SlowHosts, web.Seed = f.realHosts, f.realPages, f.realSlow, f.realSeed
+		web.Slow = base.FetchTimeout + 10*time.Second // past the fetch timeout: these hosts time out
+		runs = append(runs, Realistic(base, web, f.realHistory, visibility))
+	}
+	if f.pages > 0 && slices.Contains(chosen, ProfileWide) {
+		runs = append(runs, Options{Name: "wide", Pipeline: base, Web: multisite.Options{Hosts: f.hosts, Pages: f.pages,
+			Links: f.links, CrossHost: f.cross, PageBytes: 20_000, Latency: f.latency}})
+	}
+	if f.singlePages > 0 && slices.Contains(chosen, ProfileSingle) {
+		single := base
+		single.HostRPS = f.singleRPS
+		runs = append(runs, Options{Name: "single-host", Pipeline: single, Web: multisite.Options{Hosts: 1,
+			Pages: f.singlePages, Links: f.links, PageBytes: 20_000, Latency: f.latency}})
+	}
+	return runs
+}
+
+// checkCounts checks the flags that count: -run-urls 0 to 60, the history items 0 or more.
+func checkCounts(runURLs, history, realHistory int) error {
+	if runURLs < 0 || runURLs > 60 {
+		return fmt.Errorf("--run-urls %d: want 0 to 60", runURLs)
+	}
+	if history < 0 || realHistory < 0 {
+		return fmt.Errorf("--history-items %d, --real-history-items %d: want 0 or more", history, realHistory)
+	}
+	return nil
+}
+
+// printSettings prints what every report was measured with: the prices, the functions' settings
+// and the runs of URLs.
+func printSettings(w io.Writer, p cost.Prices, fns map[string]Function, runURLs int) {
+	fmt.Fprintf(w, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
+	fmt.Fprintf(w, "functions: %s\n", describe(fns))
+	if runURLs > 1 {
+		fmt.Fprintf(w, "runs of URLs for polite hosts: up to %d a fetch message (-run-urls; the stack's default is none)\n", runURLs)
+	}
 }
 
 // Emulated reports whether every service the crawl calls has an endpoint other than AWS's:
