@@ -538,3 +538,55 @@ func TestJSONStdoutIsOneDocument(t *testing.T) {
 		})
 	}
 }
+
+// TestAGrowingSeedFileExtendsItsCrawl interrupts a crawl, appends a line (another site's root) to
+// its seed file and runs it again: the run says the crawl takes in the new line, keeps the
+// crawl's id, fetches the new site and no page of the first again beyond those in flight at the
+// interrupt. Once that crawl has ended, another line starts a crawl of its own.
+func TestAGrowingSeedFileExtendsItsCrawl(t *testing.T) {
+	site, site2, site3 := demosite.New(120, 4, 500), demosite.New(5, 2, 500), demosite.New(3, 2, 500)
+	var urls []string
+	for _, s := range []*demosite.Site{site, site2, site3} {
+		srv := httptest.NewServer(s)
+		defer srv.Close()
+		urls = append(urls, srv.URL+"/")
+	}
+	dir := t.TempDir()
+	seeds := filepath.Join(dir, "seeds.txt")
+	write := func(lines ...string) {
+		t.Helper()
+		if err := os.WriteFile(seeds, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"run", "--state", "st", "--allow-net", "127.0.0.0/8", "--host-rps", "100", "--host-concurrency", "1", "--concurrency", "2",
+		"--visibility", "2s", "--quiet", "--json", seeds}
+	write(urls[0])
+	if code, _, stderr := interruptBin(t, dir, site, 10, args...); code != ExitInterrupted || !strings.Contains(stderr, "new crawl seeds-") {
+		t.Fatalf("the first run: exit %d, want %d, and it names the new crawl\n%s", code, ExitInterrupted, stderr)
+	}
+	write(urls[0], urls[1])
+	code, stdout, stderr := runBin(t, dir, nil, args...)
+	if code != ExitOK || !strings.Contains(stderr, "the crawl takes in its new lines") {
+		t.Fatalf("after a line was appended: exit %d, and the run does not say it extends the crawl\n%s", code, stderr)
+	}
+	first := lastJSON(t, stdout)
+	if !strings.Contains(stderr, "crawl "+first.Crawl+" had not ended") {
+		t.Errorf("the run names another crawl than its summary's %s:\n%s", first.Crawl, stderr)
+	}
+	if first.Fetched != 125 || site.Fetched() != 120 || site2.Fetched() != 5 {
+		t.Errorf("the crawl fetched %d pages, the sites served %d and %d; want 125: 120 and 5", first.Fetched, site.Fetched(), site2.Fetched())
+	}
+	if n := len(site.Repeats()); n > 2 {
+		t.Errorf("%d pages of the first site were fetched twice; only those in flight at the interrupt (2 at most) may be", n)
+	}
+
+	write(urls[0], urls[1], urls[2])
+	code, stdout, stderr = runBin(t, dir, nil, args...)
+	if code != ExitOK || !strings.Contains(stderr, "new crawl seeds-") || lastJSON(t, stdout).Crawl == first.Crawl {
+		t.Fatalf("a line appended after the crawl ended: exit %d, crawl %s; want a new crawl\n%s", code, lastJSON(t, stdout).Crawl, stderr)
+	}
+	if site3.Fetched() != 3 {
+		t.Errorf("the third site served %d pages, want 3", site3.Fetched())
+	}
+}

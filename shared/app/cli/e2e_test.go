@@ -235,3 +235,8 @@ func TestRecrawlSkipsPagesBySitemapLastmod(t *testing.T) {
 func TestARetryPolicyPerCrawl(t *testing.T) {
 	newHarness(t, 20, 4, time.Second).CheckRetryPolicyPerCrawl(8)
 }
+
+func TestAGrowingSeedFileExtendsItsRunningCrawl(t *testing.T) {
+	t.Parallel()
+	newHarnessWith(t, 60, 5, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 2}).CheckAGrowingSeedFileExtendsItsCrawl(8)
+}

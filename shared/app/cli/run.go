@@ -20,10 +20,12 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
+	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
 	"github.com/crawlstack/crawlstack/shared/local/gctune"
 	"github.com/crawlstack/crawlstack/shared/local/handoff"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
@@ -300,7 +302,11 @@ func pickRunCrawl(ctx context.Context, o RunOptions, env runEnv, body []byte, st
 	if o.Name != "" {
 		key, version = namedObject(be, o.Name)
 	}
-	p, err := chooseCrawl(ctx, h.State, be.Bucket, key, version, o.Fresh)
+	var pointers scheduler.PointerReader
+	if !crawlspec.IsSpec(key, body) && o.Name == "" {
+		pointers = be.Blobs
+	}
+	p, err := chooseCrawlOf(ctx, h.State, pointers, be.Bucket, key, version, o.Fresh)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return p, nil, ExitFailed

@@ -84,6 +84,13 @@ func generation(version string, n int) string {
 // fetched nothing (then nothing is lost, and a flag changed since, such as --allow-net, gets its
 // chance); otherwise the run only shows it.
 func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version string, fresh bool) (pick, error) {
+	return chooseCrawlOf(ctx, st, nil, bucket, key, version, fresh)
+}
+
+// chooseCrawlOf is chooseCrawl, for a URL list when pointers is set: a version of the file with no
+// crawl of its own extends the file's last crawl while that has not ended, as schedule does
+// (scheduler/extend.go). --fresh starts a crawl of its own instead only once that crawl has ended.
+func chooseCrawlOf(ctx context.Context, st *crawlstate.Store, pointers scheduler.PointerReader, bucket, key, version string, fresh bool) (pick, error) {
 	n := 1
 	var last crawlState
 	for ; ; n++ {
@@ -96,6 +103,11 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 			break
 		}
 		last = s
+	}
+	if n == 1 && pointers != nil {
+		if p, ok, err := extending(ctx, st, pointers, bucket, key, version); ok || err != nil {
+			return p, err
+		}
 	}
 	if n == 1 {
 		id := scheduler.CrawlID(bucket, key, version)
@@ -128,6 +140,31 @@ func chooseCrawl(ctx context.Context, st *crawlstate.Store, bucket, key, version
 	prev.note = fmt.Sprintf("crawl %s already ended (%d fetched): nothing to do; its summary follows."+
 		" To crawl these seeds again from the start, add --fresh", prev.id, last.c.Fetched)
 	return prev, nil
+}
+
+// extending is the pick of a URL list's version that extends the file's last crawl: true when that
+// crawl is on record, and its end not decided.
+func extending(ctx context.Context, st *crawlstate.Store, pointers scheduler.PointerReader, bucket, key, version string) (pick, bool, error) {
+	last, err := scheduler.LastCrawl(ctx, pointers, key)
+	if err != nil || last == "" || last == scheduler.CrawlID(bucket, key, version) {
+		return pick{}, false, err
+	}
+	ch, err := st.ChecksOf(ctx, last)
+	if errors.Is(err, table.ErrNotFound) {
+		return pick{}, false, nil
+	} else if err != nil {
+		return pick{}, false, err
+	}
+	if ch.End != "" {
+		return pick{}, false, nil
+	}
+	s, err := readCrawl(ctx, st, last)
+	if err != nil {
+		return pick{}, false, err
+	}
+	return pick{key: key, version: version, id: last, fetched: s.c.Fetched,
+		note: fmt.Sprintf("the seed file changed while crawl %s had not ended (%d fetched, %d pending): "+
+			"the crawl takes in its new lines, and fetches no page again", last, s.c.Fetched, s.c.Pending())}, true, nil
 }
 
 // unfinishedOthers lists the crawls on record other than id that have URLs pending, with the pages

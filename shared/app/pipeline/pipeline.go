@@ -273,7 +273,7 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 			Counters: w.state.Runs, Slots: w.state.Hosts, Starts: w.state.Runs, Send: w.p.Queue, Log: log, Crawls: w.crawls,
 			OptOuts: w.optOuts()})
 	d := scheduler.Deps{Admit: front, Starts: front, Blobs: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("schedule"), Log: log,
-		Links: w.state.URLs, Refusals: w.p.Refusals, Progress: w.state.Runs}
+		Links: w.state.URLs, Refusals: w.p.Refusals, Progress: w.state.Runs, Extend: w.state.Runs}
 	if w.finish != nil && cfg.FinishEvery > 0 {
 		d.Checks = w.finish
 	}

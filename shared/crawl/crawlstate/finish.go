@@ -108,6 +108,10 @@ type Checks struct {
 	Counted bool
 	// Tallying: a resumable tally of the crawl is saved, to go on at its next step (tallystep.go).
 	Tallying bool
+	// Extended is the version of the seed file last taken in by an extension of the crawl, and
+	// Extending whether one is being taken in (extend.go).
+	Extended  string
+	Extending bool
 }
 
 // ChecksOf reads the crawl item; it returns table.ErrNotFound (wrapped) for an unknown crawl.
@@ -124,7 +128,8 @@ func checksFrom(crawl string, it table.Item) Checks {
 		QuietFP: it.Int(attrQuietFP), TallyFP: it.Int(attrTallyFP), Tallied: it.Has(attrTallyFP), Drift: it.Int(attrTallyDrift) == 1,
 		End: End(it.String(attrEnd)), EndBy: it.String(attrEndBy), Event: it.String(attrEndEvent),
 		StallBy: it.String(attrStallBy), StallEvent: it.String(attrStallEvent),
-		Counted: it.Bool(attrEndCounted), Tallying: it.Has(attrTallyGen)}
+		Counted: it.Bool(attrEndCounted), Tallying: it.Has(attrTallyGen),
+		Extended: it.String(attrExtended), Extending: it.Has(attrExtending)}
 	if it.Has(attrStallAt) {
 		c.StallAt = time.UnixMilli(it.Int(attrStallAt))
 	}
@@ -156,6 +161,9 @@ type Step struct {
 	Event string
 	// Stall, when set, decides that the crawl is stalled, with this event (JSON).
 	Stall string
+	// Extended is the crawl's last extension as the check read it, before its counters
+	// (Checks.Extended): an Event decides only if the crawl was not extended since (extend.go).
+	Extended string
 }
 
 // StepCheck records a check of the crawl and takes its chain to Seq+1, when the chain is at
@@ -163,7 +171,8 @@ type Step struct {
 // the next check was sent). With an Event it also decides the crawl's end. A check the chain has
 // passed, or one of a crawl whose end is decided, gets ErrStale and changes nothing. A deciding
 // step that the SDK sent again because its answer was lost finds its own decision (attrEndTok),
-// and is not stale: a stale check announces nothing.
+// and is not stale: a stale check announces nothing. A deciding step of a crawl whose seed file
+// was extended since st.Extended gets ErrExtended and changes nothing (extend.go).
 func (s *Runs) StepCheck(ctx context.Context, crawl string, st Step) (Checks, error) {
 	at := table.Eq(attrCheckSeq, int64(st.Seq))
 	if st.Seq == 0 {
@@ -195,11 +204,17 @@ func (s *Runs) StepCheck(ctx context.Context, crawl string, st Step) (Checks, er
 		// the chain goes on: a stall it was in is over, and the crawl item lives on
 		remove = append(slices.Clip(stallAttrs), table.TTLAttr)
 	}
-	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: set, Remove: remove},
-		table.And(table.ItemExists(), table.NotExists(attrEnd), table.Or(at, mine)))
+	cond := table.And(table.ItemExists(), table.NotExists(attrEnd), table.Or(at, mine))
+	if st.Event != "" {
+		cond = table.And(cond, notExtended(Checks{Extended: st.Extended}))
+	}
+	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: set, Remove: remove}, cond)
 	if cf, stale := table.IsConditionFailed(err); stale {
 		if tok != "" && cf.Item.String(attrEndTok) == tok {
 			return checksFrom(crawl, cf.Item), nil // its own decision, sent again
+		}
+		if st.Event != "" && len(cf.Item) > 0 && !cf.Item.Has(attrEnd) && extendedSince(Checks{Extended: st.Extended}, cf.Item) {
+			return Checks{}, fmt.Errorf("check %d of crawl %s: %w", st.Seq, crawl, ErrExtended)
 		}
 		return Checks{}, fmt.Errorf("check %d of crawl %s: %w", st.Seq, crawl, ErrStale)
 	}

@@ -17,6 +17,11 @@ type SeedProgress struct {
 	Line     int   `json:"l"`
 	Accepted int   `json:"a"`
 	Errors   int   `json:"e"`
+	// Version is the version of the seed file being read ("" for the crawl's first reading), and
+	// Digest the SHA-256 (hex) of the whole file once it is read: a later version that begins
+	// with the same bytes is read on from Offset (extend.go).
+	Version string `json:"v,omitempty"`
+	Digest  string `json:"d,omitempty"`
 }
 
 // attrSeedProgress is the crawl item's attribute of its SeedProgress (JSON).
@@ -24,14 +29,19 @@ const attrSeedProgress = "seedProgress"
 
 // SeedProgress reads how far the crawl's seed file was read: the zero SeedProgress for none.
 func (s *Runs) SeedProgress(ctx context.Context, crawl string) (SeedProgress, error) {
-	var p SeedProgress
 	it, err := s.t.Get(ctx, CrawlKey(crawl))
 	switch {
 	case errors.Is(err, table.ErrNotFound):
-		return p, nil
+		return SeedProgress{}, nil
 	case err != nil:
-		return p, fmt.Errorf("read the seed progress of crawl %s: %w", crawl, err)
+		return SeedProgress{}, fmt.Errorf("read the seed progress of crawl %s: %w", crawl, err)
 	}
+	return progressOf(crawl, it)
+}
+
+// progressOf is the seed progress the crawl item it records.
+func progressOf(crawl string, it table.Item) (SeedProgress, error) {
+	var p SeedProgress
 	if raw := it.String(attrSeedProgress); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &p); err != nil {
 			return p, fmt.Errorf("seed progress of crawl %s: %w", crawl, err)

@@ -41,6 +41,7 @@ var tableTests = []struct {
 	{"ReplayedMarksCountOnce", testReplayedMarksCountOnce},
 	{"TheEndGivesTheCrawlsItemsATimeToLive", testTheEndGivesTheCrawlsItemsATimeToLive},
 	{"AStallIsDecidedOnceAndClearedByALaterStep", testAStallIsDecidedOnceAndClearedByALaterStep},
+	{"AnExtensionHoldsTheEnd", testAnExtensionHoldsTheEnd},
 	{"ReplayedRecord", testReplayedRecord},
 	{"RecordAfterATakeoverStaysLost", testRecordAfterATakeoverStaysLost},
 	{"ReplayedAdmission", testReplayedAdmission},

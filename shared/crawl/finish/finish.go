@@ -180,7 +180,14 @@ func (c *Checker) Check(ctx context.Context, m *message.Check, id string) error 
 	if err != nil {
 		return err
 	}
-	if _, err := c.State.StepCheck(ctx, m.Crawl, st); errors.Is(err, crawlstate.ErrStale) {
+	_, err = c.State.StepCheck(ctx, m.Crawl, st)
+	if errors.Is(err, crawlstate.ErrExtended) {
+		// New seeds joined the crawl since this check read it: its tally may have missed them.
+		c.log().Info("crawl extended by its seed file during the check: the checks go on", "crawl", m.Crawl, "seq", m.Seq)
+		st.Event, st.Tallied, st.Drift = "", false, false
+		_, err = c.State.StepCheck(ctx, m.Crawl, st)
+	}
+	if errors.Is(err, crawlstate.ErrStale) {
 		return nil // another copy of this check stepped first
 	} else if err != nil {
 		return err
@@ -252,7 +259,7 @@ func (c *Checker) takeOver(ctx context.Context, ch crawlstate.Checks, m *message
 // has drained (Step.Event) or stalled (Step.Stall).
 func (c *Checker) look(ctx context.Context, ch crawlstate.Checks, m *message.Check, id string) (crawlstate.Step, Event, error) {
 	now := c.now()
-	st := crawlstate.Step{Seq: m.Seq, By: id}
+	st := crawlstate.Step{Seq: m.Seq, By: id, Extended: ch.Extended} // read before the counters
 	counters, err := c.State.Counters(ctx, m.Crawl)
 	if err != nil {
 		return st, Event{}, err

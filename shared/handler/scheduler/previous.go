@@ -42,33 +42,73 @@ type latest struct {
 // crawl started from the file before it, or "" for its first. A repeated start of the same crawl
 // (a redelivered event) gets the same answer.
 func (h *Handler) previousOf(ctx context.Context, key, crawl string) (string, error) {
-	// Listed first: S3 answers a GET of a missing key 403, not 404, to a role that may not list
-	// where it is; the stack lets schedule list LatestPrefix.
-	latestKey := LatestKey(key)
-	keys, err := h.blobs.List(ctx, latestKey)
+	l, _, err := h.latestOf(ctx, key)
 	if err != nil {
-		return "", fmt.Errorf("look for the last crawl of %s: %w", key, err)
-	}
-	if !slices.Contains(keys, latestKey) {
-		return "", nil
-	}
-	body, err := h.blobs.Get(ctx, latestKey)
-	if errors.Is(err, blob.ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read the last crawl of %s: %w", key, err)
-	}
-	var l latest
-	if err := json.Unmarshal(body, &l); err != nil {
-		// A damaged pointer costs one full crawl, not the crawl itself.
-		h.log.Warn("the last crawl of a seed file is unreadable: crawling it in full", "seedFile", key, "err", err.Error())
-		return "", nil
+		return "", err
 	}
 	if l.Crawl == crawl {
 		return l.Previous, nil
 	}
 	return l.Crawl, nil
+}
+
+// latestOf reads the pointer of the seed file at key; false when it has none (or an unreadable
+// one, logged: a damaged pointer costs one full crawl, not the crawl itself).
+func (h *Handler) latestOf(ctx context.Context, key string) (latest, bool, error) {
+	l, ok, err := readLatest(ctx, h.blobs, key)
+	var bad *badPointer
+	if errors.As(err, &bad) {
+		h.log.Warn("the last crawl of a seed file is unreadable: crawling it in full", "seedFile", key, "err", bad.err.Error())
+		return latest{}, false, nil
+	}
+	return l, ok, err
+}
+
+// LastCrawl is the crawl last started from the seed file at key: "" for none, or for a pointer
+// that cannot be read (schedule then starts a crawl of its own).
+func LastCrawl(ctx context.Context, blobs PointerReader, key string) (string, error) {
+	l, _, err := readLatest(ctx, blobs, key)
+	var bad *badPointer
+	if errors.As(err, &bad) {
+		return "", nil
+	}
+	return l.Crawl, err
+}
+
+// PointerReader reads the seed files' pointers.
+type PointerReader interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// badPointer is a pointer that is not JSON.
+type badPointer struct{ err error }
+
+func (b *badPointer) Error() string { return "unreadable pointer: " + b.err.Error() }
+
+func readLatest(ctx context.Context, blobs PointerReader, key string) (latest, bool, error) {
+	// Listed first: S3 answers a GET of a missing key 403, not 404, to a role that may not list
+	// where it is; the stack lets schedule list LatestPrefix.
+	latestKey := LatestKey(key)
+	keys, err := blobs.List(ctx, latestKey)
+	if err != nil {
+		return latest{}, false, fmt.Errorf("look for the last crawl of %s: %w", key, err)
+	}
+	if !slices.Contains(keys, latestKey) {
+		return latest{}, false, nil
+	}
+	body, err := blobs.Get(ctx, latestKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		return latest{}, false, nil
+	}
+	if err != nil {
+		return latest{}, false, fmt.Errorf("read the last crawl of %s: %w", key, err)
+	}
+	var l latest
+	if err := json.Unmarshal(body, &l); err != nil {
+		return latest{}, false, &badPointer{err: err}
+	}
+	return l, true, nil
 }
 
 // setLatest records crawl as the last one started from the seed file at key.

@@ -126,6 +126,9 @@ type Deps struct {
 	// Progress, if set, keeps how far each seed file was read, which is then read in chunks over
 	// as many invocations as it takes (seedchunks.go); nil reads it whole in one.
 	Progress Progress
+	// Extend, if set with Progress, lets a new version of a URL list extend the file's last crawl
+	// while that crawl has not ended (extend.go); nil starts a crawl for every version.
+	Extend Extender
 	// Now is the clock of the seed budget (nil: time.Now).
 	Now func() time.Time
 }
@@ -148,6 +151,7 @@ type Handler struct {
 	links    Links
 	refusals Refusals
 	progress Progress
+	extend   Extender
 	now      func() time.Time
 }
 
@@ -174,7 +178,7 @@ func New(cfg Config, d Deps) *Handler {
 	b := *d.Batch
 	b.Concurrency = max(cfg.Concurrency, 1)
 	return &Handler{cfg: cfg, frontier: d.Admit, starts: d.Starts, blobs: d.Blobs, send: d.Send, batch: &b, log: d.Log, checks: d.Checks,
-		links: d.Links, refusals: d.Refusals, progress: d.Progress, now: d.Now}
+		links: d.Links, refusals: d.Refusals, progress: d.Progress, extend: d.Extend, now: d.Now}
 }
 
 // Invoke is the Lambda entry point: it tells an SQS event from an EventBridge event.

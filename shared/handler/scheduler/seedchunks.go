@@ -3,6 +3,8 @@ package scheduler
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +83,14 @@ func (h *Handler) scanInChunks(ctx context.Context, src seedSource, crawl string
 	if err != nil {
 		return false, err
 	}
+	return h.readChunks(ctx, src, crawl, body, report, cp, false)
+}
+
+// readChunks reads body from the checkpoint cp on, as scanInChunks does. An extension of a running
+// crawl (extending) names each chunk's Links messages before it sends them, and always sends the
+// notification on when its budget is spent.
+func (h *Handler) readChunks(ctx context.Context, src seedSource, crawl string, body []byte, report *SeedReport,
+	cp crawlstate.SeedProgress, extending bool) (bool, error) {
 	if cp.Offset > 0 {
 		if err := h.resumeReport(ctx, crawl, cp, report); err != nil {
 			return false, err
@@ -89,7 +99,7 @@ func (h *Handler) scanInChunks(ctx context.Context, src seedSource, crawl string
 	start := h.now()
 	for cp.Offset < int64(len(body)) {
 		chunk, lines := nextChunk(body, cp.Offset, h.cfg.SeedChunkBytes)
-		send := &seedSender{h: h, crawl: crawl}
+		send := &seedSender{h: h, crawl: crawl, hold: extending}
 		add := func(u string) error {
 			report.Accepted++
 			return send.add(ctx, u)
@@ -97,17 +107,14 @@ func (h *Handler) scanInChunks(ctx context.Context, src seedSource, crawl string
 		if err := h.scanSeeds(chunk, crawl, src.key, cp.Line, report, add); err != nil {
 			return false, err
 		}
-		if err := send.finish(ctx); err != nil {
+		if err := h.sendChunk(ctx, send, chunkName(src, cp, extending)); err != nil {
 			return false, err
 		}
-		if h.links != nil {
-			by := "seeds " + src.key + " @" + strconv.FormatInt(cp.Offset, 10)
-			if err := h.links.NoteLinksSent(ctx, crawl, by, send.names); err != nil {
-				return false, err
-			}
-		}
 		next := crawlstate.SeedProgress{Offset: cp.Offset + int64(len(chunk)), Line: cp.Line + lines,
-			Accepted: report.Accepted, Errors: report.Errors}
+			Accepted: report.Accepted, Errors: report.Errors, Version: cp.Version}
+		if next.Offset == int64(len(body)) {
+			next.Digest = digest(body) // read whole: a later version that begins with it reads on from here
+		}
 		partial := *report
 		partial.Reading = next.Offset < int64(len(body))
 		if err := h.writeReport(ctx, partial); err != nil {
@@ -124,11 +131,46 @@ func (h *Handler) scanInChunks(ctx context.Context, src seedSource, crawl string
 		cp = next
 		// Each invocation takes one chunk at least. A call with no notification to send on
 		// (StartCrawl's) reads the file whole.
-		if cp.Offset < int64(len(body)) && h.now().Sub(start) >= h.cfg.SeedBudget && CrawlID(src.bucket, src.key, src.version) == crawl {
+		resumable := extending || CrawlID(src.bucket, src.key, src.version) == crawl
+		if cp.Offset < int64(len(body)) && h.now().Sub(start) >= h.cfg.SeedBudget && resumable {
 			return false, h.sendOn(ctx, src, crawl, cp)
 		}
 	}
 	return true, nil
+}
+
+// sendChunk sends a chunk's Links messages and names them, as by, for the crawl's end to wait for
+// them. A held sender (an extension's) names them first: the crawl is running, and its checks must
+// not find it drained while they are on their way (crawlstate/extend.go). A first reading names
+// them after: its crawl's checks begin only once the whole file is sent.
+func (h *Handler) sendChunk(ctx context.Context, send *seedSender, by string) error {
+	if err := send.finish(ctx); err != nil {
+		return err
+	}
+	if h.links != nil {
+		if err := h.links.NoteLinksSent(ctx, send.crawl, by, send.names); err != nil {
+			return err
+		}
+	}
+	if send.hold {
+		return send.send(ctx)
+	}
+	return nil
+}
+
+// chunkName is the name of the chunk at cp in the crawl's notes of Links messages sent.
+func chunkName(src seedSource, cp crawlstate.SeedProgress, extending bool) string {
+	by := "seeds " + src.key + " @" + strconv.FormatInt(cp.Offset, 10)
+	if extending {
+		by += " v" + src.version
+	}
+	return by
+}
+
+// digest is the SHA-256 of a seed file, in hex (crawlstate.SeedProgress.Digest).
+func digest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }
 
 // resumeReport sets report to the one written by the checkpoint cp's invocation: its counts, and

@@ -56,6 +56,9 @@ type SeedReport struct {
 	Spec bool `json:"spec,omitempty"`
 	// Previous names the crawl this one recrawls (the seed file's crawl before it), if any.
 	Previous string `json:"previous,omitempty"`
+	// ExtendedBy is the version of the seed file last taken into the running crawl (extend.go):
+	// the counts are then those of the crawl's readings of the file, from its first line.
+	ExtendedBy string `json:"extendedBy,omitempty"`
 	// Reading is set while a URL list is read in chunks (seedchunks.go): the report covers the
 	// lines read so far.
 	Reading bool `json:"reading,omitempty"`
@@ -116,6 +119,17 @@ func (h *Handler) startCrawl(ctx context.Context, src seedSource, crawl string, 
 		if tick && !spec.Recrawls() {
 			h.log.Info("spec asks for no recrawl", "seedFile", key)
 			return nil
+		}
+	}
+	if spec == nil && !tick {
+		target, err := h.extendTarget(ctx, src, crawl)
+		if err != nil {
+			return err
+		}
+		if target != "" {
+			if extended, err := h.extendCrawl(ctx, src, target, body); extended || err != nil {
+				return err
+			}
 		}
 	}
 	var settings *crawlspec.Settings

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
@@ -20,6 +21,9 @@ type seedSender struct {
 	batch   []string // URLs not yet packed
 	entries []queue.Entry
 	names   []string
+	// hold keeps every message packed until finish, for its caller to name them before they are
+	// sent (an extension of a running crawl, extend.go).
+	hold bool
 }
 
 // add takes one seed URL; a full message's worth is packed.
@@ -50,7 +54,7 @@ func (s *seedSender) pack(ctx context.Context, tmpl message.Links) error {
 		}
 		s.names = append(s.names, frontier.Source(&m))
 		s.entries = append(s.entries, queue.Entry{ID: strconv.Itoa(len(s.entries)), Body: b})
-		if len(s.entries) == queue.MaxBatch {
+		if len(s.entries) == queue.MaxBatch && !s.hold {
 			if err := s.send(ctx); err != nil {
 				return err
 			}
@@ -65,15 +69,18 @@ func (s *seedSender) finish(ctx context.Context) error {
 	if err := s.pack(ctx, message.Links{Header: message.Header{Crawl: s.crawl}}); err != nil {
 		return err
 	}
-	if len(s.entries) == 0 {
+	if s.hold {
 		return nil
 	}
 	return s.send(ctx)
 }
 
+// send sends the messages packed, in batches.
 func (s *seedSender) send(ctx context.Context) error {
-	if err := s.h.send.SendBatch(ctx, s.h.cfg.ScheduleQueue, s.entries); err != nil {
-		return fmt.Errorf("send seed links: %w", err)
+	for batch := range slices.Chunk(s.entries, queue.MaxBatch) {
+		if err := s.h.send.SendBatch(ctx, s.h.cfg.ScheduleQueue, batch); err != nil {
+			return fmt.Errorf("send seed links: %w", err)
+		}
 	}
 	s.entries = s.entries[:0]
 	return nil

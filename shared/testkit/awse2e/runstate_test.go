@@ -67,3 +67,12 @@ func crawlMain(args ...string) (int, string, string) {
 	code := cli.Main(ctx, args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
+
+// TestIntegrationAGrowingSeedFileExtendsItsRunningCrawl: on the AWS adapters, a new version of the
+// seed file dropped while its crawl runs joins that crawl, which ends once with both sites' pages.
+func TestIntegrationAGrowingSeedFileExtendsItsRunningCrawl(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 60, 5)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 2})
+	h.CheckAGrowingSeedFileExtendsItsCrawl(8)
+}
