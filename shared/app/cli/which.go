@@ -143,7 +143,7 @@ func chooseCrawlOf(ctx context.Context, st *crawlstate.Store, pointers scheduler
 }
 
 // extending is the pick of a URL list's version that extends the file's last crawl: true when that
-// crawl is on record, and its end not decided.
+// crawl is on record, its end not decided, and it was not stopped.
 func extending(ctx context.Context, st *crawlstate.Store, pointers scheduler.PointerReader, bucket, key, version string) (pick, bool, error) {
 	last, err := scheduler.LastCrawl(ctx, pointers, key)
 	if err != nil || last == "" || last == scheduler.CrawlID(bucket, key, version) {
@@ -155,8 +155,8 @@ func extending(ctx context.Context, st *crawlstate.Store, pointers scheduler.Poi
 	} else if err != nil {
 		return pick{}, false, err
 	}
-	if ch.End != "" {
-		return pick{}, false, nil
+	if ch.End != "" || ch.Run == crawlstate.StoppedBy {
+		return pick{}, false, nil // as schedule decides (crawlstate.Runs.BeginExtension)
 	}
 	s, err := readCrawl(ctx, st, last)
 	if err != nil {

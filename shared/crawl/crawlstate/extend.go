@@ -44,24 +44,25 @@ var ErrExtending = errors.New("another version of the crawl's seed file is being
 
 // Extension is what BeginExtension found.
 type Extension struct {
-	// Ended: the crawl's end is decided, and it was not extended.
+	// Ended: the crawl's end is decided, or it was stopped (its URLs end stopped), and it was not
+	// extended.
 	Ended bool
 	// Progress is the crawl's seed progress: how far the seed file was read, and which version.
 	Progress SeedProgress
 }
 
 // BeginExtension marks the crawl extending by version of its seed file (see above), unless its end
-// is decided (Ended). The same version marked again (a redelivery, or a write the SDK sent again)
+// is decided or it was stopped (Ended). The same version marked again (a redelivery, or a write the SDK sent again)
 // passes; another version in progress gets ErrExtending.
 func (s *Runs) BeginExtension(ctx context.Context, crawl, version string) (Extension, error) {
-	cond := table.And(table.ItemExists(), table.NotExists(attrEnd),
+	cond := table.And(table.ItemExists(), table.NotExists(attrEnd), table.Ne(attrRun, string(StoppedBy)),
 		table.Or(table.NotExists(attrExtending), table.Eq(attrExtending, version)))
 	it, err := s.t.Update(ctx, CrawlKey(crawl), table.Update{Set: map[string]any{attrExtending: version}}, cond)
 	if cf, failed := table.IsConditionFailed(err); failed {
 		switch {
 		case len(cf.Item) == 0:
 			return Extension{}, fmt.Errorf("extend crawl %s: %w", crawl, ErrUnknownCrawl)
-		case cf.Item.Has(attrEnd):
+		case cf.Item.Has(attrEnd) || Run(cf.Item.String(attrRun)) == StoppedBy:
 			p, err := progressOf(crawl, cf.Item)
 			return Extension{Ended: true, Progress: p}, err
 		default:

@@ -62,6 +62,16 @@ func testAnExtensionHoldsTheEnd(t *testing.T, tb table.Table) {
 	if ch := read(); ch.Extending {
 		t.Error("an ended crawl was marked extending")
 	}
+	stopped := crawl + "-stopped"
+	if err := s.MarkStarted(ctx, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetRun(ctx, stopped, StoppedBy); err != nil {
+		t.Fatal(err)
+	}
+	if ext, err := s.BeginExtension(ctx, stopped, "v2"); err != nil || !ext.Ended {
+		t.Errorf("BeginExtension of a stopped crawl = %+v, %v; want Ended: its new seeds would end stopped", ext, err)
+	}
 	if _, err := s.BeginExtension(ctx, "no-such-crawl", "v1"); !errors.Is(err, ErrUnknownCrawl) {
 		t.Errorf("BeginExtension of an unknown crawl: %v, want ErrUnknownCrawl", err)
 	}
