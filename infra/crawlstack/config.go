@@ -52,6 +52,9 @@ type Config struct {
 	// function alone may read those (see secretheaders.go). Empty (the default): none, and a spec
 	// that names a secret is refused.
 	SecretHeaderParameterPrefix, SecretHeaderSecretPrefix string
+	// RecordStreamQueueArn names a standard SQS queue that the parse function sends each page's
+	// record to as it stores it (see recordstream.go). Empty (the default): no stream.
+	RecordStreamQueueArn string
 	// AllowNet is a comma-separated list of CIDRs that fetch may reach even
 	// though they are not public. Empty by default.
 	AllowNet string
@@ -261,6 +264,7 @@ func (c Config) Validate() error {
 	checkFingerprint(c, bad)
 	checkProxies(c, bad)
 	checkSecretHeaders(c, bad)
+	checkRecordStream(c, bad)
 	if c.AllowNet != "" {
 		for _, p := range strings.Split(c.AllowNet, ",") {
 			if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {

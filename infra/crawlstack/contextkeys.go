@@ -121,6 +121,7 @@ func contextKeys(c *Config) []contextKey {
 		{"proxiesSecret", stringInto(&c.ProxiesSecret)},
 		{"secretHeaderParameterPrefix", stringInto(&c.SecretHeaderParameterPrefix)},
 		{"secretHeaderSecretPrefix", stringInto(&c.SecretHeaderSecretPrefix)},
+		{"recordStreamQueueArn", stringInto(&c.RecordStreamQueueArn)},
 		{"allowNet", stringInto(&c.AllowNet)},
 		{"recrawlPrefix", stringInto(&c.RecrawlPrefix)},
 		{"scheduleExpression", stringInto(&c.ScheduleExpression)},

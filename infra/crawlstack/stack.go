@@ -59,6 +59,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	grantPipeline(cfg, bucket, table, queues, fns)
 	grantProxiesSecret(cfg, fns[FnFetch].Function)
 	grantSecretHeaders(cfg, fns[FnFetch].Function)
+	newRecordStream(cfg, fns[FnParse].Function)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
 	mon := newMonitoring(stack, cfg, table, queues, fns)
 	newFinish(stack, cfg, fns[FnSchedule].Function, mon.Topic)

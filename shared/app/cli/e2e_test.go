@@ -240,3 +240,8 @@ func TestAGrowingSeedFileExtendsItsRunningCrawl(t *testing.T) {
 	t.Parallel()
 	newHarnessWith(t, 60, 5, QueueSettings{Visibility: 30 * time.Second, MaxReceiveCount: 2}).CheckAGrowingSeedFileExtendsItsCrawl(8)
 }
+
+func TestRecordsAreStreamedAsTheyAreStored(t *testing.T) {
+	t.Parallel()
+	newHarness(t, 60, 5, 30*time.Second).CheckRecordsAreStreamed(8)
+}

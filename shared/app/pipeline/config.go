@@ -30,6 +30,9 @@ const DefaultUserAgent = "crawlstack/0.1 (+https://github.com/crawlstack/crawlst
 // and for `crawl run` (from flags).
 type Config struct {
 	ScheduleQueue, FetchQueue, ParseQueue string
+	// RecordStreamQueue, if set, is a queue that parse sends each page's record to as it stores
+	// it (parser.StreamMessage; the stack's recordStreamQueueArn).
+	RecordStreamQueue string
 
 	Scope           scope.Mode
 	Include         []string
@@ -359,6 +362,7 @@ func (r *envReader) readCrawl(c *Config) {
 	r.str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
 	r.str("FETCH_QUEUE_URL", &c.FetchQueue)
 	r.str("PARSE_QUEUE_URL", &c.ParseQueue)
+	r.str("CRAWL_RECORD_STREAM_QUEUE_URL", &c.RecordStreamQueue)
 	var mode string
 	r.str("CRAWL_SCOPE", &mode)
 	if mode != "" {

@@ -327,7 +327,7 @@ func (w *wiring) parse() *parser.Handler {
 		d.Handoff = w.p.Handoff
 	}
 	return parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
-		UserAgentToken: robots.ProductToken(cfg.SentUserAgent()), Concurrency: cfg.BatchConcurrency}, d)
+		UserAgentToken: robots.ProductToken(cfg.SentUserAgent()), Concurrency: cfg.BatchConcurrency, StreamQueue: cfg.RecordStreamQueue}, d)
 }
 
 // idleConnsPerHost keeps as many idle connections per host as may be in flight to it, so that

@@ -65,6 +65,8 @@ type Config struct {
 	MaxLinks int
 	// Concurrency is how many records of a batch are parsed at once.
 	Concurrency int
+	// StreamQueue, if set, is the queue each page's record is sent to as it is stored (stream.go).
+	StreamQueue string
 }
 
 // Parsed is the record of the parse messages done, of the records file each was stored in, and
@@ -427,6 +429,11 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 		return retryAll(fmt.Errorf("send links: %w", err))
 	}
 	key := records.Key(crawl, h.now(), strings.ToLower(rand.Text()))
+	// Streamed before they are stored, for the same reason as the links: a failed send leaves no
+	// records file behind to be stored a second time; the stream is at least once.
+	if err := h.streamRecords(ctx, crawl, key, pages); err != nil {
+		return retryAll(err)
+	}
 	if err := h.blobs.Put(ctx, key, buf.Bytes(), records.ContentType); err != nil {
 		return retryAll(fmt.Errorf("put %s: %w", key, err))
 	}

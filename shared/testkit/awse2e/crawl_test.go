@@ -268,3 +268,12 @@ func TestIntegrationRecrawlSkipsBySitemapLastmod(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckRecrawlSkipsBySitemap(8)
 }
+
+// TestIntegrationRecordsAreStreamedAsTheyAreStored: on SQS, S3 and DynamoDB, every page's record
+// reaches the record stream queue as stored, the first failed batch's twice (at least once).
+func TestIntegrationRecordsAreStreamedAsTheyAreStored(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 40, 4)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckRecordsAreStreamed(8)
+}
