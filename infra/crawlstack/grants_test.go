@@ -208,3 +208,18 @@ func TestTableWritesAreHeldToTheirPartitions(t *testing.T) {
 		t.Errorf("%d statements let a function write the table, want 4: the writes of schedule, fetch and parse, and schedule's deletes", writes)
 	}
 }
+
+// samePermissions reports each permission of role that got has and want has not, and the reverse.
+func samePermissions(t *testing.T, role string, got, want map[string]bool) {
+	t.Helper()
+	for p := range got {
+		if !want[p] {
+			t.Errorf("%s: extra permission %s", role, p)
+		}
+	}
+	for p := range want {
+		if !got[p] {
+			t.Errorf("%s: missing permission %s", role, p)
+		}
+	}
+}

@@ -52,18 +52,7 @@ func TestProxiesSecretIsGrantedToFetchAlone(t *testing.T) {
 				if fn == "Fetch" {
 					want[tt.grant] = true
 				}
-				if !maps.Equal(got, want) {
-					for p := range got {
-						if !want[p] {
-							t.Errorf("%s: extra permission %s", fn, p)
-						}
-					}
-					for p := range want {
-						if !got[p] {
-							t.Errorf("%s: missing permission %s", fn, p)
-						}
-					}
-				}
+				samePermissions(t, fn, got, want)
 			}
 			for id, env := range crawlFunctionEnvs(parsed) {
 				if env["CRAWL_PROXIES_SECRET"] != tt.ref || env["CRAWL_PROXIES"] != "http://proxy.example:3128" {

@@ -25,24 +25,12 @@ func TestARecordStreamIsGrantedToParseAlone(t *testing.T) {
 	_, plain := synthWith(t, map[string]any{})
 	_, parsed := synthWith(t, map[string]any{"recordStreamQueueArn": arn})
 	for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
-		want := rolePermissionsIn(t, plain, fn+"FunctionServiceRole")
-		want = maps.Clone(want)
+		want := maps.Clone(rolePermissionsIn(t, plain, fn+"FunctionServiceRole"))
 		if fn == "Parse" {
 			want["sqs:SendMessage "+arn] = true
 		}
 		got := rolePermissionsIn(t, parsed, fn+"FunctionServiceRole")
-		if !maps.Equal(got, want) {
-			for p := range got {
-				if !want[p] {
-					t.Errorf("%s: extra permission %s", fn, p)
-				}
-			}
-			for p := range want {
-				if !got[p] {
-					t.Errorf("%s: missing permission %s", fn, p)
-				}
-			}
-		}
+		samePermissions(t, fn, got, want)
 	}
 	for id, env := range crawlFunctionEnvs(parsed) {
 		url, set := env[envRecordStream]

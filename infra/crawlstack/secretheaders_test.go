@@ -59,16 +59,7 @@ func TestSecretHeaderPrefixesAreGrantedToFetchAlone(t *testing.T) {
 						want[g] = true
 					}
 				}
-				for p := range got {
-					if !want[p] {
-						t.Errorf("%s: extra permission %s", fn, p)
-					}
-				}
-				for p := range want {
-					if !got[p] {
-						t.Errorf("%s: missing permission %s", fn, p)
-					}
-				}
+				samePermissions(t, fn, got, want)
 			}
 			envs := crawlFunctionEnvs(parsed)
 			if len(envs) != 3 {
