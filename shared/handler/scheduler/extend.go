@@ -33,6 +33,16 @@ type Extender interface {
 // earlier one: it is delivered again once that reading has ended.
 var errStillReading = errors.New("the crawl is still reading an earlier version of its seed file")
 
+// extendRunning takes the version src of a URL list, whose own crawl would be crawl, into the
+// file's running crawl when it has one (extendCrawl): true when it did, or had nothing to do.
+func (h *Handler) extendRunning(ctx context.Context, src seedSource, crawl string, body []byte) (bool, error) {
+	target, err := h.extendTarget(ctx, src, crawl)
+	if err != nil || target == "" {
+		return false, err
+	}
+	return h.extendCrawl(ctx, src, target, body)
+}
+
 // extendTarget returns the crawl that the seed file src, a URL list whose version would start
 // crawl, extends: its last crawl, when that is another crawl; "" when the version starts crawl.
 func (h *Handler) extendTarget(ctx context.Context, src seedSource, crawl string) (string, error) {

@@ -122,14 +122,8 @@ func (h *Handler) startCrawl(ctx context.Context, src seedSource, crawl string, 
 		}
 	}
 	if spec == nil && !tick {
-		target, err := h.extendTarget(ctx, src, crawl)
-		if err != nil {
+		if extended, err := h.extendRunning(ctx, src, crawl, body); extended || err != nil {
 			return err
-		}
-		if target != "" {
-			if extended, err := h.extendCrawl(ctx, src, target, body); extended || err != nil {
-				return err
-			}
 		}
 	}
 	var settings *crawlspec.Settings
