@@ -19,8 +19,9 @@ import (
 
 // What the Fetch domain does not see cannot get out either: a WebSocket and a service worker's
 // script (fetched outside the page's interception) meet the browser's refusing proxy, so the
-// listener the socket aims at is never dialled and the worker never registers; a beacon and an
-// event source are refused as types; nothing else reaches the proxy.
+// listener the socket aims at is never dialled and the worker never registers; so does a window
+// the page opens (a tab outside the interception); a beacon and an event source are refused as
+// types; nothing else reaches the proxy.
 func TestRenderKeepsWebSocketsBeaconsAndWorkersInside(t *testing.T) {
 	c := sharedBrowser(t)
 	before := len(c.Escapes())
@@ -42,6 +43,7 @@ func TestRenderKeepsWebSocketsBeaconsAndWorkersInside(t *testing.T) {
 	}()
 	page := `<!DOCTYPE html><html><body><script>
 const beacon = navigator.sendBeacon("/beacon", "x");
+window.open("/popup");
 const ws = new Promise(ok => { const w = new WebSocket("ws://` + ln.Addr().String() + `/ws"); w.onclose = () => ok("ws closed"); });
 const es = new Promise(ok => { const e = new EventSource("/events"); e.onerror = () => { e.close(); ok("es failed"); }; });
 const sw = navigator.serviceWorker ? navigator.serviceWorker.register("/sw.js").then(() => "sw registered", () => "sw refused") : Promise.resolve("no sw");
@@ -60,7 +62,7 @@ Promise.all([ws, es, sw]).then(r => { const d = document.createElement("div"); d
 	if n := dialled.Load(); n != 0 {
 		t.Errorf("the WebSocket's listener was dialled %d times", n)
 	}
-	for _, path := range []string{"/beacon", "/events"} {
+	for _, path := range []string{"/beacon", "/events", "/popup"} {
 		if s.hit(path) != 0 {
 			t.Errorf("%s: the site was asked %d times", path, s.hit(path))
 		}
@@ -74,20 +76,22 @@ Promise.all([ws, es, sw]).then(r => { const d = document.createElement("div"); d
 	if !strings.Contains(string(res.DOM), ",sw refused</div>") || s.hit("/sw.js") != 0 {
 		t.Errorf("the service worker registered, or its script was fetched from the site (%d times)", s.hit("/sw.js"))
 	}
-	wsSeen, swSeen := false, false
+	wsSeen, swSeen, popupSeen := false, false, false
 	for _, line := range c.Escapes()[before:] {
 		switch {
 		case strings.Contains(line, ln.Addr().String()):
 			wsSeen = true
 		case strings.Contains(line, "/sw.js "):
 			swSeen = true
+		case strings.Contains(line, "/popup "):
+			popupSeen = true // a window the page opened is a tab of its own, outside the interception
 		case !strings.Contains(line, "/favicon.ico "):
-			t.Errorf("a request besides the WebSocket and the worker reached the refusing proxy: %q", line)
+			t.Errorf("a request besides the WebSocket, the worker and the popup reached the refusing proxy: %q", line)
 		}
 	}
-	if !wsSeen || !swSeen {
-		t.Errorf("the WebSocket (%v) or the worker's script (%v) never reached the refusing proxy (escapes %q): what stopped it?",
-			wsSeen, swSeen, c.Escapes()[before:])
+	if !wsSeen || !swSeen || !popupSeen {
+		t.Errorf("the WebSocket (%v), the worker's script (%v) or the popup (%v) never reached the refusing proxy (escapes %q): what stopped it?",
+			wsSeen, swSeen, popupSeen, c.Escapes()[before:])
 	}
 }
 
@@ -115,13 +119,16 @@ func TestRenderHandsTheLoadersAnswersToThePage(t *testing.T) {
 	c := sharedBrowser(t)
 	s := newSite(t, nil)
 	l := loaderFunc(func(_ context.Context, req *http.Request) (*http.Response, error) {
-		if req.URL.Path == "/refused.js" {
+		switch req.URL.Path {
+		case "/refused.js":
 			return nil, errRefused
+		case "/nothing.js":
+			return nil, nil
 		}
 		return &http.Response{StatusCode: 500, Header: http.Header{"Content-Type": {"text/plain"}},
 			Body: http.NoBody}, nil
 	})
-	page := `<!DOCTYPE html><html><body><script src="/refused.js"></script><script>
+	page := `<!DOCTYPE html><html><body><script src="/refused.js"></script><script src="/nothing.js"></script><script>
 fetch("/broken").then(r => { const d = document.createElement("div"); d.id = "done"; d.textContent = r.status; document.body.appendChild(d); });
 </script></body></html>`
 	res, err := c.Render(context.Background(), render.Request{Page: pageOf(s, "/", page), Wait: render.Wait{Selector: "#done"}, Loader: l})
@@ -133,6 +140,9 @@ fetch("/broken").then(r => { const d = document.createElement("div"); d.id = "do
 	}
 	if got := subsOf(res, "/refused.js"); len(got) != 1 || got[0].Type != "script" || got[0].Refused != errRefused.Error() {
 		t.Errorf("sub-requests %+v: want /refused.js refused with the Loader's error", got)
+	}
+	if got := subsOf(res, "/nothing.js"); len(got) != 1 || got[0].Refused != "the Loader returned no response" {
+		t.Errorf("sub-requests %+v: want /nothing.js refused: the Loader gave neither response nor error", got)
 	}
 	if got := subsOf(res, "/broken"); len(got) != 1 || got[0].Status != 500 || got[0].Refused != "" {
 		t.Errorf("sub-requests %+v: want /broken loaded with status 500", got)
@@ -264,6 +274,10 @@ func TestBrowserCallsNoOneAtStart(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+	if _, err := c.Render(context.Background(), render.Request{Page: render.Page{URL: site.URL() + "/", Body: site.HTML(0)},
+		Loader: l}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Render after Close: %v: want an error saying the browser is closed", err)
 	}
 	noEscapes(t, c, 0)
 }

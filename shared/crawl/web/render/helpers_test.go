@@ -170,7 +170,7 @@ func pageOf(s *site, path, body string) render.Page {
 }
 
 // subsOf are the sub-requests of res whose URL ends with suffix.
-func subsOf(res *render.Result, suffix string) []render.SubRequest {
+func subsOf(res render.Result, suffix string) []render.SubRequest {
 	var out []render.SubRequest
 	for _, sr := range res.SubRequests {
 		if strings.HasSuffix(sr.URL, suffix) {

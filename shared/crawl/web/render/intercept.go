@@ -197,8 +197,13 @@ func (s *session) load(ctx context.Context, ev fetch.EventRequestPaused) (*http.
 		}
 	}
 	resp, err := s.req.Loader.Load(ctx, r)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, nil, err.Error()
+	case resp == nil:
+		return nil, nil, "the Loader returned no response"
+	case resp.Body == nil:
+		resp.Body = http.NoBody
 	}
 	defer resp.Body.Close()
 	s.mu.Lock()

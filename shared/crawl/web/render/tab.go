@@ -19,8 +19,8 @@ import (
 
 // Timings of a render (docs/render.md).
 const (
-	// NetworkQuiet is how long no sub-request may be in flight, after the document's load,
-	// before Wait.NetworkIdle is met.
+	// NetworkQuiet is how long no sub-request may have been in flight, and the document
+	// loaded, before Wait.NetworkIdle is met.
 	NetworkQuiet = 500 * time.Millisecond
 	// pollEvery is how often the waits look at the page.
 	pollEvery = 50 * time.Millisecond
@@ -36,11 +36,14 @@ const (
 // the latest (Result.TimedOut). Render is safe for concurrent use; each call has its own tab in
 // a browser context of its own. Its errors: a bad Request (before the browser is asked), the
 // browser gone, the DOM not captured, or ctx done.
-func (c *Chromium) Render(ctx context.Context, req Request) (*Result, error) {
+func (c *Chromium) Render(ctx context.Context, req Request) (Result, error) {
 	start := time.Now()
 	s, err := newSession(req)
 	if err != nil {
-		return nil, err
+		return Result{}, err
+	}
+	if c.browser.Err() != nil {
+		return Result{}, errors.New("render: the browser is closed")
 	}
 	tab, cancelTab := chromedp.NewContext(c.browser, chromedp.WithNewBrowserContext())
 	defer cancelTab()
@@ -50,37 +53,37 @@ func (c *Chromium) Render(ctx context.Context, req Request) (*Result, error) {
 	paused := chromedp.Events(tab, fetch.RequestPaused) // opens the tab
 	t, err := chromedp.Run(tab, func(_ context.Context, t *chromedp.Target) (*chromedp.Target, error) { return t, nil })
 	if err != nil {
-		return nil, c.failed(ctx, fmt.Errorf("render %s: open a tab: %w", req.Page.URL, err))
+		return Result{}, c.failed(ctx, fmt.Errorf("render %s: open a tab: %w", req.Page.URL, err))
 	}
 	s.intercept(tab, t, paused)
 	defer s.wait.Wait() // after cancelTab (deferred before it runs): the handlers see their context end
 	defer cancelTab()
 
 	if err := prepare(tab, t); err != nil {
-		return nil, c.failed(ctx, fmt.Errorf("render %s: %w", req.Page.URL, err))
+		return Result{}, c.failed(ctx, fmt.Errorf("render %s: %w", req.Page.URL, err))
 	}
 	s.touch()
 	nav, err := cdp.Call(tab, t, page.Navigate, page.NavigateParams{URL: req.Page.URL})
 	switch {
 	case err != nil:
-		return nil, c.failed(ctx, fmt.Errorf("render %s: navigate: %w", req.Page.URL, err))
+		return Result{}, c.failed(ctx, fmt.Errorf("render %s: navigate: %w", req.Page.URL, err))
 	case nav.ErrorText != "":
-		return nil, fmt.Errorf("render %s: navigate: %s", req.Page.URL, nav.ErrorText)
+		return Result{}, fmt.Errorf("render %s: navigate: %s", req.Page.URL, nav.ErrorText)
 	}
 	timedOut, err := s.waitFor(tab, t, req.Wait)
 	if err != nil {
-		return nil, c.failed(ctx, fmt.Errorf("render %s: %w", req.Page.URL, err))
+		return Result{}, c.failed(ctx, fmt.Errorf("render %s: %w", req.Page.URL, err))
 	}
 	cctx, cancel := context.WithTimeout(tab, captureTimeout)
 	defer cancel()
 	dom, err := chromedp.Run(cctx, chromedp.Evaluate[string](`"<!DOCTYPE html>" + document.documentElement.outerHTML`))
 	if err != nil {
-		return nil, c.failed(ctx, fmt.Errorf("render %s: capture the DOM: %w", req.Page.URL, err))
+		return Result{}, c.failed(ctx, fmt.Errorf("render %s: capture the DOM: %w", req.Page.URL, err))
 	}
 	took := time.Since(start)
 	cancelTab()
 	s.wait.Wait()
-	return &Result{DOM: []byte(dom), SubRequests: s.done(), TimedOut: timedOut, Took: took}, nil
+	return Result{DOM: []byte(dom), SubRequests: s.done(), TimedOut: timedOut, Took: took}, nil
 }
 
 // failed prefers the caller's context error (it ended the tab) to the browser's error about it.
@@ -148,6 +151,7 @@ func (s *session) waitFor(ctx context.Context, t *chromedp.Target, w Wait) (time
 	defer cancel()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	var loaded time.Time // when the document was first seen loaded: the quiet counts from there
 	for {
 		st, err := chromedp.Run(wctx, chromedp.Evaluate[pageState](expr))
 		switch {
@@ -155,7 +159,12 @@ func (s *session) waitFor(ctx context.Context, t *chromedp.Target, w Wait) (time
 			return true, nil
 		case err != nil:
 			return false, fmt.Errorf("wait: %w", err)
-		case st.Found, idle && st.Ready && s.quiet() >= NetworkQuiet:
+		case st.Found:
+			return false, nil
+		case st.Ready && loaded.IsZero():
+			loaded = time.Now()
+		}
+		if idle && !loaded.IsZero() && min(s.quiet(), time.Since(loaded)) >= NetworkQuiet {
 			return false, nil
 		}
 		select {
