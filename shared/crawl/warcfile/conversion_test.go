@@ -82,7 +82,8 @@ func TestConversionRecordsPassAnIndependentReader(t *testing.T) {
 		}
 		if c.URL != convs[i].URL || c.RefersTo != convs[i].RefersTo || !bytes.Equal(c.Body, convs[i].Body) || !c.At.Equal(convs[i].At) ||
 			c.ContentType != convs[i].ContentType {
-			t.Errorf("conversion %d decodes as %+v, want %+v", i, c, convs[i])
+			t.Errorf("conversion %d decodes as %s %s %s %q with %d body bytes, want %s %s %s %q with %d", i, c.URL, c.RefersTo, c.At, c.ContentType,
+				len(c.Body), convs[i].URL, convs[i].RefersTo, convs[i].At, convs[i].ContentType, len(convs[i].Body))
 		}
 	}
 	if _, err := DecodeConversion(fetched.Data[fetched.Spans[0].Offset : fetched.Spans[0].Offset+fetched.Spans[0].Length]); err == nil {
