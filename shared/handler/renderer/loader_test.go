@@ -98,7 +98,7 @@ func TestTheLoaderHoldsSubRequestsToTheGuardScopeAndRobots(t *testing.T) {
 	}
 	other := strings.Replace(s.URL, "127.0.0.1", "localhost", 1)
 	for name, tc := range map[string]struct{ method, url, never string }{
-		"robots.txt disallows it": {http.MethodGet, s.URL + "/private/key", "GET /private/key"},
+		"robots.txt disallows it":  {http.MethodGet, s.URL + "/private/key", "GET /private/key"},
 		"out of the crawl's scope": {http.MethodGet, other + "/api/data", ""},
 		"a POST":                   {http.MethodPost, s.URL + "/api/data?post", "POST /api/data"},
 		"a redirect out of scope":  {http.MethodGet, s.URL + "/away", ""},
