@@ -5,7 +5,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -268,7 +267,7 @@ func openRun(ctx context.Context, o RunOptions, body []byte, stderr io.Writer) (
 	if res.Render != "" {
 		names = append(names, pipeline.Render)
 	}
-	browser, closeBrowser := openBrowser(cmp.Or(o.Chromium, os.Getenv("CRAWL_CHROMIUM")), log)
+	browser, closeBrowser := openBrowser(o.Chromium, log)
 	undo = append(undo, closeBrowser)
 	h, err := pipeline.NewOnly(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: eventbus.BlobPublisher{Blobs: be.Blobs},

@@ -63,7 +63,7 @@ type RunOptions struct {
 	Prices          string
 	OTel            string
 	// Chromium is the Chromium binary that renders the pages of crawls whose spec has a render
-	// section (--chromium; CRAWL_CHROMIUM; "": looked for on PATH).
+	// section (--chromium, CRAWL_CHROMIUM; "": looked for on PATH).
 	Chromium string
 	Log      LogFlags
 }
@@ -118,7 +118,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.IntVar(&o.CircuitFailures, "circuit-failures", crawlstate.DefaultCircuitFailures, "failed first requests of a host in a row (no connection, timeout, 5xx) that open its circuit: its URLs wait, without a request, until a probe answers (-1: no circuit)")
 	fs.DurationVar(&o.CircuitProbe, "circuit-probe", crawlstate.DefaultCircuitProbe, "time between the probes of a host whose circuit is open: one URL is sent, and its answer closes the circuit")
 	o.Log.register(fs, "warn")
-	fs.StringVar(&o.Chromium, "chromium", "", "the Chromium binary that renders the pages of crawls whose spec has a render: section (docs/render.md); CRAWL_CHROMIUM works too, and without either it is looked for on PATH. Without one, those pages are parsed from their static HTML, each record saying render/no-browser")
+	fs.StringVar(&o.Chromium, "chromium", "", "the Chromium binary that renders the pages of crawls whose spec has a render: section (docs/render.md; unset: looked for on PATH). Without one, those pages are parsed from their static HTML, each record saying render/no-browser")
 	fs.StringVar(&o.OTel, "otel", "", "an OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (docs/operating.md)")
 	if wantSeed {
 		fs.StringVar(&o.Name, "name", "", "name the crawl: runs with the same name go on with the same crawl, whatever the seed file holds (letters, digits, '.', '_', '-'; at most 40)")
