@@ -13,12 +13,16 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
 	"github.com/crawlstack/crawlstack/shared/handler/renderer"
+	"github.com/crawlstack/crawlstack/shared/handler/renderer/renderertest"
+	"github.com/crawlstack/crawlstack/shared/testkit/embedtest"
 )
 
 // subSite is a loopback site of sub-requests that counts what it is asked.
@@ -120,5 +124,71 @@ func TestTheLoaderHoldsSubRequestsToTheGuardScopeAndRobots(t *testing.T) {
 	}
 	if s.hit("GET /api/data") != before {
 		t.Error("the guard let a sub-request to a non-public address reach it")
+	}
+}
+
+// TestAScriptsSubRequestsGoThroughTheHandlersLoader: the handler renders with a Loader over its
+// Web, so a page's script that fetches a loopback address is refused under the default SSRF
+// guard (the rendered DOM says why, and the server is never asked), and loads when the address is
+// allowed.
+func TestAScriptsSubRequestsGoThroughTheHandlersLoader(t *testing.T) {
+	s := newSubSite(t)
+	for _, tc := range []struct {
+		name  string
+		allow []netip.Prefix
+		want  string
+	}{
+		{"default guard", nil, `<p class="refused">`},
+		{"loopback allowed", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, `<p class="loaded">{&#34;items&#34;: 3}</p>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := embedtest.Open(t, renderQ, parseQ)
+			state := crawlstate.New(be.Table)
+			root := s.URL + "/"
+			r := renderer.New(renderer.Config{ParseQueue: parseQ}, renderer.Deps{Parsed: state, Blobs: be.Blobs, Send: be.Queue,
+				Crawls: crawlWith(&crawlspec.Render{Patterns: []string{"."}}), Browser: &renderertest.Browser{}, Web: web(t, tc.allow...)})
+			at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+			rec0, err := warcfile.EncodeRecord(warcfile.Page{URL: root, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+				Body: []byte(`<html><body><div data-render-load="/api/data"></div></body></html>`), FetchedAt: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := warcfile.Assemble("f.warc.gz", at, []warcfile.Record{rec0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := be.Blobs.Put(context.Background(), "pages/c1/f.warc.gz", f.Data, warcfile.ContentType); err != nil {
+				t.Fatal(err)
+			}
+			before := s.hit("GET /api/data")
+			m := message.Parse{Header: message.Header{Crawl: crawlID}, File: "pages/c1/f.warc.gz", Pages: []message.Page{{URL: root,
+				FinalURL: root, Root: root, Status: 200, ContentType: "text/html", FetchedAt: at, Offset: f.Spans[0].Offset, Length: f.Spans[0].Length}}}
+			if got := embedtest.Failures(t, r.Handle, rec(t, "r1", m)); len(got) != 0 {
+				t.Fatalf("failures %v", got)
+			}
+			msgs, err := be.Queue.Receive(context.Background(), parseQ, 1, time.Minute, 0)
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("%d messages to parse (%v)", len(msgs), err)
+			}
+			fwd, err := message.DecodeParse(msgs[0].Body)
+			if err != nil || fwd.Pages[0].Rendered == nil {
+				t.Fatalf("forwarded %+v (%v), want a rendered page", fwd, err)
+			}
+			ref := fwd.Pages[0].Rendered
+			raw, err := be.Blobs.GetRange(context.Background(), ref.Key, ref.Offset, ref.Length)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := warcfile.DecodeConversion(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(c.Body), tc.want) {
+				t.Errorf("the rendered DOM has no %s:\n%s", tc.want, c.Body)
+			}
+			if tc.allow == nil && s.hit("GET /api/data") != before {
+				t.Error("a script's request to a non-public address reached it")
+			}
+		})
 	}
 }
