@@ -30,6 +30,10 @@ const DefaultUserAgent = "crawlstack/0.1 (+https://github.com/crawlstack/crawlst
 // and for `crawl run` (from flags).
 type Config struct {
 	ScheduleQueue, FetchQueue, ParseQueue string
+	// RenderQueue is the render step's queue (RENDER_QUEUE_URL): fetch sends the parse messages of
+	// a crawl whose spec has a render section there. Empty: no render step (a stack deployed
+	// without render=true), and such crawls' pages are parsed from their static HTML.
+	RenderQueue string
 
 	Scope           scope.Mode
 	Include         []string
@@ -359,6 +363,7 @@ func (r *envReader) readCrawl(c *Config) {
 	r.str("SCHEDULE_QUEUE_URL", &c.ScheduleQueue)
 	r.str("FETCH_QUEUE_URL", &c.FetchQueue)
 	r.str("PARSE_QUEUE_URL", &c.ParseQueue)
+	r.str("RENDER_QUEUE_URL", &c.RenderQueue)
 	var mode string
 	r.str("CRAWL_SCOPE", &mode)
 	if mode != "" {
