@@ -232,7 +232,7 @@ func TestRenderCapsTheBytes(t *testing.T) {
 func TestRenderWaitsForTheSelector(t *testing.T) {
 	c := sharedBrowser(t)
 	page := `<!DOCTYPE html><html><body><script>
-setTimeout(() => { const d = document.createElement("p"); d.id = "late"; document.body.appendChild(d); }, 2000);
+setTimeout(() => { const d = document.createElement("p"); d.id = "late"; document.body.appendChild(d); }, 3000);
 </script></body></html>`
 	s := newSite(t, nil)
 	res, err := c.Render(context.Background(), render.Request{Page: pageOf(s, "/", page),
