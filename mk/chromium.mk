@@ -19,8 +19,8 @@ chromium-deps: ## install Debian's chromium for the render tests (apt-get, sudo 
 		{ echo "chromium-deps: apt-get install chromium failed"; exit 1; }; \
 	"$$(command -v chromium)" --version 2>/dev/null
 
-test-unit test-emulators test-integration: chromium-deps
-test-unit test-emulators test-integration: export CRAWL_TEST_REQUIRE_CHROMIUM = 1
+test-unit: chromium-deps
+test-unit: export CRAWL_TEST_REQUIRE_CHROMIUM = 1
 
 bench-render: chromium-deps ## the render benchmark (BenchmarkRender: pages/s and the browser's memory on the JS site, 1 and 4 tabs), RENDER_BENCH_RUNS times
 	CRAWL_TEST_REQUIRE_CHROMIUM=1 $(GO) test -run '^$$' -bench '^BenchmarkRender$$' -benchtime $(RENDER_BENCH_TIME) \
