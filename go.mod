@@ -20,6 +20,8 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/creack/pty v1.1.24
 	github.com/gocolly/colly/v2 v2.3.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
@@ -45,6 +47,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.62.0
 )
+
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 
 require (
 	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.84.0

@@ -79,6 +79,8 @@ const embeddedIdleCheck = 20 * time.Millisecond
 type Resources struct {
 	Schedule, Fetch, Parse          string // queue addresses
 	ScheduleDLQ, FetchDLQ, ParseDLQ string
+	// Render and RenderDLQ are the render step's queues: empty for a deployed stack without one.
+	Render, RenderDLQ string
 }
 
 // stateFile is the SQLite file of an embedded state directory: its queues and table.
@@ -148,6 +150,9 @@ func (b *Backend) Setup(ctx context.Context, s QueueSettings) (Resources, error)
 		return r, err
 	}
 	if err := mk("parse", &r.Parse, &r.ParseDLQ); err != nil {
+		return r, err
+	}
+	if err := mk("render", &r.Render, &r.RenderDLQ); err != nil {
 		return r, err
 	}
 	// The adapters' errors already name the table or bucket.

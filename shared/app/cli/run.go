@@ -265,9 +265,15 @@ func openRun(ctx context.Context, o RunOptions, body []byte, stderr io.Writer) (
 	if be.Metered {
 		cfg.CostCheck = budgetCheck
 	}
-	h, err := pipeline.New(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
+	names := []string{pipeline.Schedule, pipeline.Fetch, pipeline.Parse}
+	if res.Render != "" {
+		names = append(names, pipeline.Render)
+	}
+	browser, closeBrowser := openBrowser(o.Chromium, log)
+	undo = append(undo, closeBrowser)
+	h, err := pipeline.NewOnly(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,
 		Handoff: handoff.New(handoff.DefaultMaxBytes, handoff.DefaultMaxAge), Events: eventbus.BlobPublisher{Blobs: be.Blobs},
-		Fetching: fetching, Secrets: secretref.Local{AWS: be.Secrets}}, log)
+		Fetching: fetching, Secrets: secretref.Local{AWS: be.Secrets}, Browser: browser}, log, names...)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return env, closeRun, ExitUsage

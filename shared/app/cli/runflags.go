@@ -62,7 +62,10 @@ type RunOptions struct {
 	BudgetUSD       float64
 	Prices          string
 	OTel            string
-	Log             LogFlags
+	// Chromium is the Chromium binary that renders the pages of crawls whose spec has a render
+	// section (--chromium, CRAWL_CHROMIUM; "": looked for on PATH).
+	Chromium string
+	Log      LogFlags
 }
 
 type listFlag []string
@@ -115,6 +118,7 @@ func runFlags(name string, o *RunOptions, wantSeed bool) *flag.FlagSet {
 	fs.IntVar(&o.CircuitFailures, "circuit-failures", crawlstate.DefaultCircuitFailures, "failed first requests of a host in a row (no connection, timeout, 5xx) that open its circuit: its URLs wait, without a request, until a probe answers (-1: no circuit)")
 	fs.DurationVar(&o.CircuitProbe, "circuit-probe", crawlstate.DefaultCircuitProbe, "time between the probes of a host whose circuit is open: one URL is sent, and its answer closes the circuit")
 	o.Log.register(fs, "warn")
+	fs.StringVar(&o.Chromium, "chromium", "", "the Chromium binary that renders the pages of crawls whose spec has a render: section (docs/render.md; unset: looked for on PATH). Without one, those pages are parsed from their static HTML, each record saying render/no-browser")
 	fs.StringVar(&o.OTel, "otel", "", "an OTLP/HTTP endpoint (http://localhost:4318) that the crawl's traces and metrics go to; the OTEL_EXPORTER_OTLP_* variables work too (docs/operating.md)")
 	if wantSeed {
 		fs.StringVar(&o.Name, "name", "", "name the crawl: runs with the same name go on with the same crawl, whatever the seed file holds (letters, digits, '.', '_', '-'; at most 40)")
@@ -202,7 +206,7 @@ const embeddedAdmitConcurrency = 32
 // config turns the flags into the pipeline's configuration.
 func (o RunOptions) config(r Resources) pipeline.Config {
 	c := pipeline.DefaultConfig()
-	c.ScheduleQueue, c.FetchQueue, c.ParseQueue = r.Schedule, r.Fetch, r.Parse
+	c.ScheduleQueue, c.FetchQueue, c.ParseQueue, c.RenderQueue = r.Schedule, r.Fetch, r.Parse, r.Render
 	c.Scope = scope.Mode(o.Scope)
 	c.Include, c.Exclude = o.Include, o.Exclude
 	c.MaxDepth, c.MaxPages, c.MaxPagesPerHost = o.MaxDepth, o.MaxPages, o.MaxPagesPerHost

@@ -96,11 +96,17 @@ func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurren
 	}
 	fetch := src("fetch", res.Fetch, h.Fetch.Handle, max(sets, 1)*pollers)
 	fetch.Spare = fetch.Pollers * fetchSpares(h.HostRPS)
-	return &localrun.Runner{Queues: q, Log: log, Sources: []localrun.Source{
+	sources := []localrun.Source{
 		src("schedule", res.Schedule, h.Schedule.Handle, max(2, pollers/2)),
 		fetch,
 		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2)),
-	}}
+	}
+	if h.Render != nil && res.Render != "" {
+		// A browser renders a page in about a second: two pollers keep it busy without a second
+		// browser's memory.
+		sources = append(sources, src("render", res.Render, h.Render.Handle, 2))
+	}
+	return &localrun.Runner{Queues: q, Log: log, Sources: sources}
 }
 
 // fetchSets is how many sets of fetch batches NewRunner runs: two without a per-host rate, one

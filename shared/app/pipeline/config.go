@@ -33,6 +33,10 @@ type Config struct {
 	// RecordStreamQueue, if set, is a queue that parse sends each page's record to as it stores
 	// it (parser.StreamMessage; the stack's recordStreamQueueArn).
 	RecordStreamQueue string
+	// RenderQueue is the render step's queue (RENDER_QUEUE_URL): fetch sends the parse messages of
+	// a crawl whose spec has a render section there. Empty: no render step (a stack deployed
+	// without render=true), and such crawls' pages are parsed from their static HTML.
+	RenderQueue string
 
 	Scope           scope.Mode
 	Include         []string
@@ -363,6 +367,7 @@ func (r *envReader) readCrawl(c *Config) {
 	r.str("FETCH_QUEUE_URL", &c.FetchQueue)
 	r.str("PARSE_QUEUE_URL", &c.ParseQueue)
 	r.str("CRAWL_RECORD_STREAM_QUEUE_URL", &c.RecordStreamQueue)
+	r.str("RENDER_QUEUE_URL", &c.RenderQueue)
 	var mode string
 	r.str("CRAWL_SCOPE", &mode)
 	if mode != "" {

@@ -25,6 +25,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
 	"github.com/crawlstack/crawlstack/shared/handler/parser"
 	"github.com/crawlstack/crawlstack/shared/handler/quarantine"
+	"github.com/crawlstack/crawlstack/shared/handler/renderer"
 	"github.com/crawlstack/crawlstack/shared/handler/scheduler"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/local/handoff"
@@ -54,6 +55,10 @@ type Ports struct {
 	// same Config before the other ports (crawl run warms the cache while it opens its state);
 	// nil: New makes them.
 	Fetching *Fetching
+	// Browser renders the pages of crawls whose spec has a render section (the render handler,
+	// shared/handler/renderer). Nil: no browser, and those pages are parsed from their static
+	// HTML, each saying render/no-browser.
+	Browser renderer.Browser
 	// Secrets, if set, reads the values of the secret headers that crawl specs name by reference
 	// (secretref), for fetch: set it wherever fetch runs. Nil leaves them unread, which only a
 	// program that sends no request may do.
@@ -108,7 +113,9 @@ type Handlers struct {
 	Schedule *scheduler.Handler
 	Fetch    *fetcher.Handler
 	Parse    *parser.Handler
-	State    *crawlstate.Store
+	// Render is the render step (nil unless NewOnly was asked for it).
+	Render *renderer.Handler
+	State  *crawlstate.Store
 	// Frontier is schedule's frontier (nil without schedule): crawl run makes it forget the URLs
 	// it sends again (frontier.Forget).
 	Frontier *frontier.Frontier
@@ -118,12 +125,16 @@ type Handlers struct {
 	// Finish announces crawls' ends, when Ports.Events is set (nil otherwise).
 	Finish *finish.Checker
 	http   *httpfetch.Client
+	extra  []*httpfetch.Client // the render step's own, beside fetch's
 }
 
-// Close releases the HTTP client's connections.
+// Close releases the HTTP clients' connections.
 func (h *Handlers) Close() {
 	if h.http != nil {
 		h.http.Close()
+	}
+	for _, c := range h.extra {
+		c.Close()
 	}
 }
 
@@ -132,6 +143,9 @@ const (
 	Schedule = "schedule"
 	Fetch    = "fetch"
 	Parse    = "parse"
+	// Render is the render step between fetch and parse, for crawls whose spec renders: New does
+	// not build it; NewOnly does when asked.
+	Render = "render"
 )
 
 // New validates cfg and builds the three handlers.
@@ -159,6 +173,8 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 			h.Fetch, h.http, err = w.fetch()
 		case Parse:
 			h.Parse = w.parse()
+		case Render:
+			h.Render, err = w.render(h)
 		default:
 			err = fmt.Errorf("no handler is called %q", name)
 		}
@@ -305,7 +321,7 @@ func (w *wiring) fetch() (*fetcher.Handler, *httpfetch.Client, error) {
 // fetcherConfig is the fetch handler's share of cfg.
 func fetcherConfig(cfg Config) fetcher.Config {
 	c := fetcher.DefaultConfig()
-	c.FetchQueue, c.ParseQueue = cfg.FetchQueue, cfg.ParseQueue
+	c.FetchQueue, c.ParseQueue, c.RenderQueue = cfg.FetchQueue, cfg.ParseQueue, cfg.RenderQueue
 	c.HostRPS, c.HostConcurrency, c.SlotLead = cfg.HostRPS, cfg.HostConcurrency, cfg.SlotLead
 	c.Concurrency, c.MaxReceive, c.Policy = cfg.BatchConcurrency, cfg.MaxReceive, cfg.RetryPolicy()
 	c.Lease = max(5*time.Minute, 4*cfg.FetchTimeout)
@@ -328,6 +344,24 @@ func (w *wiring) parse() *parser.Handler {
 	}
 	return parser.New(parser.Config{ScheduleQueue: cfg.ScheduleQueue, MaxDepth: cfg.MaxDepth,
 		UserAgentToken: robots.ProductToken(cfg.SentUserAgent()), Concurrency: cfg.BatchConcurrency, StreamQueue: cfg.RecordStreamQueue}, d)
+}
+
+// render builds the render handler, with fetch's HTTP client, robots.txt cache and guard for
+// its pages' sub-requests: Ports.Fetching's, or its own (which h.Close closes).
+func (w *wiring) render(h *Handlers) (*renderer.Handler, error) {
+	cfg := w.cfg
+	fx := w.p.Fetching
+	if fx == nil {
+		var err error
+		if fx, err = NewFetching(cfg); err != nil {
+			return nil, err
+		}
+		h.extra = append(h.extra, fx.client)
+	}
+	d := renderer.Deps{Parsed: w.state.URLs, Blobs: w.p.Blobs, Send: w.p.Queue, Crawls: w.crawls, Browser: w.p.Browser,
+		Web: renderer.Web{HTTP: fx.traced, Robots: fx.robots, Guard: fx.guard}, Batch: w.batch("render"), Log: w.log.With("fn", "render")}
+	return renderer.New(renderer.Config{ParseQueue: cfg.ParseQueue, Concurrency: cfg.BatchConcurrency,
+		IndexEachFile: cfg.WARCIndex != IndexPerCrawl}, d), nil
 }
 
 // idleConnsPerHost keeps as many idle connections per host as may be in flight to it, so that

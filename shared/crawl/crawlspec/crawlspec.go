@@ -63,6 +63,9 @@ type Settings struct {
 	Items []extract.Rule `json:"items,omitempty"`
 	// Retry is the spec's tries and waits per error class, over the stack's (nil: the stack's).
 	Retry *retry.Table `json:"retry,omitempty"`
+	// Render is the spec's render section: the pages whose scripts run in a headless browser
+	// before they are parsed (nil: none renders).
+	Render *Render `json:"render,omitempty"`
 	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
 	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
 	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page

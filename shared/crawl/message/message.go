@@ -330,6 +330,10 @@ func (p Page) validate(file string) error {
 		return errors.New("negative depth")
 	case file == "" || p.Offset < 0 || p.Length <= 0:
 		return errors.New("no warc location")
+	case p.Rendered != nil && (p.Rendered.Key == "" || p.Rendered.Offset < 0 || p.Rendered.Length <= 0):
+		return errors.New("no warc location of the rendered page")
+	case p.Rendered != nil && p.Unchanged != nil:
+		return errors.New("a page both rendered and unchanged")
 	}
 	return nil
 }

@@ -329,3 +329,52 @@ func TestRequeuedNamesTheOwnersThatMayHoldTheClaim(t *testing.T) {
 		t.Errorf("a message of several re-queued does not validate: %v", err)
 	}
 }
+
+// TestParseMessagesCarryTheRenderedPage: the render step's fields go through a parse message in
+// both its forms, a message without them encodes as before, and a rendered page without a
+// whole location is poison.
+func TestParseMessagesCarryTheRenderedPage(t *testing.T) {
+	at := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	page := Page{URL: "http://a.test/", FinalURL: "http://a.test/", Root: "http://a.test/", Status: 200, FetchedAt: at, Offset: 10, Length: 20}
+	plain, err := Encode(Parse{Header: Header{Crawl: "c"}, File: "pages/f.warc.gz", Pages: []Page{page}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "render") {
+		t.Errorf("a page not rendered encodes as %s", plain)
+	}
+	rendered := page
+	rendered.Rendered = &Ref{Key: "rendered/c/x.warc.gz", Offset: 7, Length: 99}
+	failed := page
+	failed.RenderError = "render/no-browser"
+	body, err := Encode(Parse{Header: Header{Crawl: "c"}, File: "pages/f.warc.gz", Pages: []Page{rendered, failed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeParse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Pages[0].Rendered; got == nil || *got != *rendered.Rendered || m.Pages[1].RenderError != failed.RenderError {
+		t.Errorf("decoded pages %+v", m.Pages)
+	}
+	one, err := Encode(Parse{Header: Header{Crawl: "c"}, URL: page.URL, FinalURL: page.URL, Root: page.Root, FetchedAt: at,
+		WARC: Ref{Key: "pages/f.warc.gz", Offset: 10, Length: 20}, Rendered: rendered.Rendered})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := DecodeParse(one); err != nil {
+		t.Fatal(err)
+	} else if _, pages := m.PageList(); pages[0].Rendered == nil || *pages[0].Rendered != *rendered.Rendered {
+		t.Errorf("a one-page message's page %+v", pages[0])
+	}
+	bad := page
+	bad.Rendered = &Ref{Key: "rendered/c/x.warc.gz"}
+	body, err = Encode(Parse{Header: Header{Crawl: "c"}, File: "pages/f.warc.gz", Pages: []Page{bad}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeParse(body); errclass.Of(err) != errclass.Poison {
+		t.Errorf("a rendered page with no length: %v, want poison", err)
+	}
+}

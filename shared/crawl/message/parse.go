@@ -21,6 +21,9 @@ type Parse struct {
 	Sitemap     bool      `json:"sitemap,omitempty"`
 	// Unchanged is set when the page is a revisit record (see Page.Unchanged).
 	Unchanged *Unchanged `json:"unchanged,omitempty"`
+	// Rendered and RenderError: see Page.
+	Rendered    *Ref   `json:"rendered,omitempty"`
+	RenderError string `json:"renderError,omitempty"`
 	// File is the WARC file's key, and Pages the pages in it; a file whose pages take more than one
 	// message is sent in parts, numbered from 0.
 	File  string `json:"file,omitempty"`
@@ -43,6 +46,13 @@ type Page struct {
 	Sitemap bool `json:"sitemap,omitempty"`
 	// Unchanged is set when the page is a revisit record: a recrawl found it unchanged.
 	Unchanged *Unchanged `json:"unchanged,omitempty"`
+	// Rendered, set by the render step (shared/handler/renderer), is where the page's rendered
+	// DOM is: a WARC conversion record that refers to the page's response record. Parse reads
+	// the DOM for the page's links, title and fields.
+	Rendered *Ref `json:"rendered,omitempty"`
+	// RenderError, set by the render step, says why a page that was to render was not (such as
+	// "render/no-browser"): parse reads its static HTML, and its record says so.
+	RenderError string `json:"renderError,omitempty"`
 }
 
 // Unchanged says that a recrawl found a page unchanged since an earlier crawl (a 304 to its
@@ -77,7 +87,7 @@ func (m *Parse) PageList() (file string, pages []Page) {
 	}
 	return m.WARC.Key, []Page{{URL: m.URL, FinalURL: m.FinalURL, Root: m.Root, Depth: m.Depth, Status: m.Status,
 		ContentType: m.ContentType, FetchedAt: m.FetchedAt, Offset: m.WARC.Offset, Length: m.WARC.Length, Sitemap: m.Sitemap,
-		Unchanged: m.Unchanged}}
+		Unchanged: m.Unchanged, Rendered: m.Rendered, RenderError: m.RenderError}}
 }
 
 // Name names the message's work, the same for every delivery of it: its file and part, or for a

@@ -15,6 +15,13 @@ import (
 //   - fetch: a target's group, "g" in version 1, is "group", at the top level and in each of
 //     "urls";
 //   - links, parse and check: no change.
+//
+// A field added as optional (omitted when empty) is no schema change: a message without it is
+// read as before, and only a handler of the same deploy writes it. So parse's "rendered" and
+// "renderError" (written by the render step, a function that exists only from the deploy that
+// reads them) came without a new version: a bump would have made the version-1 messages still
+// queued unreadable, and helped no reader, since a parse function of an older deploy refuses a
+// message of a newer version as it refuses an unknown field.
 var upgrades = map[Kind]func(fields map[string]json.RawMessage) error{
 	KindFetch: func(f map[string]json.RawMessage) error {
 		rename(f, "g", "group")

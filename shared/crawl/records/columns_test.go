@@ -138,7 +138,7 @@ func TestARecordsJSONKeysAreTheColumns(t *testing.T) {
 		WARC: message.Ref{Key: "pages/c/x.warc.gz", Offset: 1, Length: 2}, Digest: "sha256:00", ETag: `"v1"`,
 		LastModified: "Tue, 01 Dec 2026 10:00:00 GMT", Class: "parse", Error: "e",
 		Data: map[string]any{"price": "9.99"}, DataErrors: map[string]string{"x": "y"}, Items: map[string]any{"rows": []any{}}, Sitemap: true,
-		NoFollowLinks: []string{"http://a.test/c"}, Unchanged: true}
+		NoFollowLinks: []string{"http://a.test/c"}, Unchanged: true, Rendered: true, RenderError: "render/no-browser"}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,13 @@ type Record struct {
 	// WARC points at a revisit record, and the title, links and data are the previous crawl's
 	// record's (or, where that could not be reused, parsed from the payload the revisit refers to).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Rendered marks the record of a page whose scripts ran in a headless browser before it was
+	// parsed (the crawl spec's render section): the title, links and data are the rendered DOM's,
+	// stored as a WARC conversion record beside the response that WARC points at.
+	Rendered bool `json:"rendered,omitempty"`
+	// RenderError says why a page that was to render was not (such as "render/no-browser"):
+	// the record is the static HTML's.
+	RenderError string `json:"renderError,omitempty"`
 }
 
 // Dir is the prefix of crawl's records: records/crawl=<crawl>/.

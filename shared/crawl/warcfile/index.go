@@ -45,7 +45,13 @@ func index(filename string, entries []entry) []byte {
 	lines := make([]string, 0, len(entries))
 	for _, e := range entries {
 		mime, _, _ := strings.Cut(e.mime, ";")
-		js, err := json.Marshal(cdxFields{URL: e.url, Mime: strings.TrimSpace(mime), Status: strconv.Itoa(e.status),
+		status := strconv.Itoa(e.status)
+		if e.status == 0 {
+			// A record that holds no HTTP message (a conversion record): as warcio's indexer
+			// writes it, no status, and its WARC Content-Type whole.
+			status, mime = "", e.mime
+		}
+		js, err := json.Marshal(cdxFields{URL: e.url, Mime: strings.TrimSpace(mime), Status: status,
 			Digest: e.digest, Length: strconv.FormatInt(e.span.Length, 10), Offset: strconv.FormatInt(e.span.Offset, 10),
 			Filename: filename})
 		if err != nil {

@@ -50,6 +50,9 @@ type Page struct {
 	// Decode reads it from the record, and a writer that encoded the page may set it
 	// (Record.PayloadDigest). Encoding ignores it. BodyDigest returns it, or computes it.
 	Digest string
+	// RecordID is the WARC-Record-ID of the response record Decode read the page from, which a
+	// conversion record refers to (EncodeConversion); encoding ignores it.
+	RecordID string
 }
 
 // BodyDigest returns p's payload digest (see PayloadDigest): p.Digest when it is one in that form,
@@ -398,7 +401,7 @@ func Decode(data []byte) (Page, error) {
 	}
 	body := buf.Bytes()
 	p := Page{URL: rec.WarcHeader().Get(gowarc.WarcTargetURI), Status: blk.HttpStatusCode(), Body: body,
-		Digest: rec.WarcHeader().Get(gowarc.WarcPayloadDigest)}
+		Digest: rec.WarcHeader().Get(gowarc.WarcPayloadDigest), RecordID: rec.WarcHeader().Get(gowarc.WarcRecordID)}
 	if h := blk.HttpHeader(); h != nil {
 		p.Header = *h
 	}

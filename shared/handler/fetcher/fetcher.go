@@ -93,6 +93,10 @@ var (
 // Config tunes the handler.
 type Config struct {
 	FetchQueue, ParseQueue string
+	// RenderQueue is the render step's queue (shared/handler/renderer): the parse messages of a
+	// crawl whose spec has a render section go there instead of ParseQueue. Empty: the stack has
+	// no render step, and such a crawl's pages are parsed from their static HTML (logged).
+	RenderQueue string
 	// HostRPS is the request rate per host shared by every worker; 0 lifts it (Crawl-delay still
 	// applies).
 	HostRPS float64

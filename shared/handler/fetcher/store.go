@@ -70,7 +70,8 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched,
 	// messages then find the pages gone and fetch them again (resendParse).
 	synced := make(chan error, 1)
 	go func() { synced <- durable() }()
-	refs, parts := pageRefs(key, file.Spans, pages)
+	parseQueue, rendering := h.parseQueue(ctx, crawl)
+	refs, parts := pageRefs(key, file.Spans, pages, rendering)
 	recorded, failed, err := h.recordPages(ctx, crawl, pages, refs)
 	if err != nil {
 		return h.retryAll(crawl, pages, err)
@@ -93,7 +94,26 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, pages []fetched,
 			return failed
 		}
 	}
-	return append(failed, h.sendParse(ctx, crawl, key, pages, refs, parts, recorded)...)
+	return append(failed, h.sendParse(ctx, crawl, key, pages, refs, parts, recorded, parseQueue, rendering)...)
+}
+
+// parseQueue is where the parse messages of crawl go: the render queue when its spec has a render
+// section (rendering true) and the stack has a render step, the parse queue otherwise.
+func (h *Handler) parseQueue(ctx context.Context, crawl string) (q string, rendering bool) {
+	if h.crawls == nil {
+		return h.cfg.ParseQueue, false
+	}
+	c, err := h.crawls.For(ctx, crawl)
+	if err != nil || c.Spec == nil || c.Spec.Render == nil {
+		// A crawl whose settings cannot be read has failed its fetches before it gets here.
+		return h.cfg.ParseQueue, false
+	}
+	if h.cfg.RenderQueue == "" {
+		h.log.Warn("the crawl's spec asks for rendering, but this stack has no render step: its pages are parsed from their static HTML (docs/render.md)",
+			"crawl", crawl)
+		return h.cfg.ParseQueue, false
+	}
+	return h.cfg.RenderQueue, true
 }
 
 // storeTries bounds the tries of a write that stores or records fetched pages: a transient failure
@@ -122,14 +142,18 @@ func (h *Handler) retryAll(crawl string, pages []fetched, err error) []int {
 // of the file) each goes in. Each page's message is named before any page is recorded, so that
 // the record of a page names the message that carries it. The file's pages go to parse in as few
 // messages as fit.
-func pageRefs(key string, spans []warcfile.Span, pages []fetched) (refs []crawlstate.Page, parts []int) {
+func pageRefs(key string, spans []warcfile.Span, pages []fetched, rendering bool) (refs []crawlstate.Page, parts []int) {
 	refs = make([]crawlstate.Page, len(pages))
 	for i, p := range pages {
 		refs[i] = crawlstate.Page{WARCKey: key, Offset: spans[i].Offset, Length: spans[i].Length, FinalURL: p.resp.URL,
 			Status: p.resp.Status, ContentType: p.resp.Header.Get("Content-Type"), FetchedAt: p.resp.FetchedAt}
 		noteValidators(&refs[i], &pages[i])
 	}
-	parts = partition(pages, refs)
+	extra := 0
+	if rendering {
+		extra = renderedBytes(key)
+	}
+	parts = partition(pages, refs, extra)
 	for i := range refs {
 		refs[i].Msg = message.PartName(key, parts[i])
 	}
@@ -172,7 +196,8 @@ func (h *Handler) recordPages(ctx context.Context, crawl string, pages []fetched
 // sendParse sends the parse messages of the recorded pages, one per part of the file, and offers
 // each page to the handoff. It returns the work whose parse message was not sent: their URLs are
 // fetched, and the redelivered fetch messages send the parse messages again.
-func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetched, refs []crawlstate.Page, parts []int, recorded []bool) []int {
+func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetched, refs []crawlstate.Page, parts []int, recorded []bool,
+	parseQueue string, rendering bool) []int {
 	msgs := map[int]*message.Parse{}
 	senders := map[int][]int{} // part -> the work of its pages
 	var order []int
@@ -189,7 +214,9 @@ func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetc
 		}
 		m.Pages = append(m.Pages, parsePage(p.msg, refs[i]))
 		senders[part] = append(senders[part], p.w.n)
-		h.offer(key, p, refs[i])
+		if !rendering { // the render step reads the page back, and parse reads its DOM
+			h.offer(key, p, refs[i])
+		}
 	}
 	var failed []int
 	var entries []queue.Entry
@@ -201,7 +228,7 @@ func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetc
 		}
 		entries = append(entries, queue.Entry{ID: strconv.Itoa(part), Body: body})
 	}
-	if err := h.send.SendBatch(ctx, h.cfg.ParseQueue, entries); err != nil {
+	if err := h.send.SendBatch(ctx, parseQueue, entries); err != nil {
 		h.log.Warn("send parse messages", "err", err.Error())
 		var be *queue.BatchError
 		if !errors.As(err, &be) {
@@ -234,14 +261,22 @@ func (h *Handler) offer(key string, p fetched, ref crawlstate.Page) {
 // partBytes bounds the pages' share of one parse message, below message.MaxBytes.
 const partBytes = message.MaxBytes - 16<<10
 
+// renderedBytes is the most the render step adds to a page of a parse message from the file at
+// key: the location of its rendered DOM (a key a little longer than key, two numbers) or a render
+// error.
+func renderedBytes(key string) int {
+	return len(`,"rendered":{"key":"","offset":,"length":},"renderError":""`) + len(key) + 2*20 + 64
+}
+
 // partition numbers the parse message each page goes in: consecutive pages, at most
-// message.MaxPages and about partBytes of them in each.
-func partition(pages []fetched, refs []crawlstate.Page) []int {
+// message.MaxPages and about partBytes of them in each, extra bytes a page more (the render
+// step's, for a crawl that renders).
+func partition(pages []fetched, refs []crawlstate.Page, extra int) []int {
 	parts := make([]int, len(pages))
 	part, n, size := 0, 0, 0
 	for i, p := range pages {
 		b, err := json.Marshal(parsePage(p.msg, refs[i]))
-		l := len(b)
+		l := len(b) + extra
 		if err != nil {
 			l = partBytes // cannot happen for these types; a part of its own is safe
 		}
@@ -365,7 +400,8 @@ func (h *Handler) resendParse(ctx context.Context, m *message.Fetch, key, owner 
 	if err != nil {
 		return nil, err
 	}
-	if err := h.send.SendBatch(ctx, h.cfg.ParseQueue, []queue.Entry{{ID: "0", Body: body}}); err != nil {
+	q, _ := h.parseQueue(ctx, m.Crawl)
+	if err := h.send.SendBatch(ctx, q, []queue.Entry{{ID: "0", Body: body}}); err != nil {
 		return nil, fmt.Errorf("re-send the parse message of %s: %w", m.URL, err)
 	}
 	return nil, nil

@@ -259,14 +259,54 @@ func (h *Handler) parsePage(ctx context.Context, crawl, file string, pg message.
 			return h.parseError(ctx, p, err)
 		}
 	}
-	return h.parseBody(ctx, crawl, p, page)
+	p.out.RenderError = pg.RenderError
+	if pg.Rendered != nil {
+		dom, err := h.readRendered(ctx, *pg.Rendered, pages)
+		if err != nil {
+			return nil, err
+		}
+		return h.parseBody(ctx, crawl, p, page, dom)
+	}
+	return h.parseBody(ctx, crawl, p, page, nil)
 }
 
-// parseBody fills the record of p from its page as stored: links, metadata and fields.
-func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page warcfile.Page) (*parsed, error) {
+// RenderGoneReason is a page's renderError when its rendered DOM can no longer be read: it is
+// parsed from its static HTML.
+const RenderGoneReason = "render/gone"
+
+// readRendered reads the rendered DOM of a page (a WARC conversion record, shared/handler/renderer).
+// A record that is gone or does not decode is nil: the page is parsed from its static HTML.
+func (h *Handler) readRendered(ctx context.Context, ref message.Ref, pages *spanReader) (*warcfile.Conversion, error) {
+	raw, err := pages.read(ctx, ref)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the rendered page in %s: %w", ref.Key, err)
+	}
+	c, err := warcfile.DecodeConversion(raw)
+	if err != nil {
+		h.log.Warn("a rendered page does not decode: parsing its static HTML", "key", ref.Key, "err", err.Error())
+		return nil, nil
+	}
+	return &c, nil
+}
+
+// parseBody fills the record of p from its page as stored: links, metadata and fields. A page
+// with a rendered DOM (dom, nil: none) is read from that DOM, under the response's header and
+// digest.
+func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page warcfile.Page, dom *warcfile.Conversion) (*parsed, error) {
 	pg := p.page
 	p.out.Digest = page.BodyDigest()
 	p.out.ETag, p.out.LastModified = page.Header.Get("ETag"), page.Header.Get("Last-Modified")
+	switch {
+	case dom != nil:
+		page.Body, page.Header = dom.Body, page.Header.Clone()
+		page.Header.Set("Content-Type", dom.ContentType) // the DOM is UTF-8, whatever the response's charset
+		p.out.Rendered = true
+	case pg.Rendered != nil:
+		p.out.RenderError = RenderGoneReason
+	}
 	final, err := url.Parse(pg.FinalURL)
 	if err != nil {
 		return h.parseError(ctx, p, err)

@@ -171,5 +171,5 @@ func (h *Handler) parseUnchanged(ctx context.Context, crawl string, p *parsed, u
 	if p.out.ContentType == "" {
 		p.out.ContentType = page.Header.Get("Content-Type")
 	}
-	return h.parseBody(ctx, crawl, p, page)
+	return h.parseBody(ctx, crawl, p, page, nil)
 }

@@ -30,6 +30,7 @@ type Queue interface {
 type Resources struct {
 	Schedule, Fetch, Parse          string
 	ScheduleDLQ, FetchDLQ, ParseDLQ string
+	Render, RenderDLQ               string
 }
 
 // StartFunc drops a seed file called name into the backend and starts its crawl, as
@@ -56,6 +57,7 @@ type Backend struct {
 func NewBackend[B any, R ~struct {
 	Schedule, Fetch, Parse          string
 	ScheduleDLQ, FetchDLQ, ParseDLQ string
+	Render, RenderDLQ               string
 }](
 	be B, q Queue, tb table.Table, bl blob.Store, res R,
 	start func(context.Context, B, R, string, []byte) (string, error),
@@ -106,7 +108,7 @@ func QuietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // allowed, no rate limit.
 func (h *Harness) Config() pipeline.Config {
 	c := pipeline.DefaultConfig()
-	c.ScheduleQueue, c.FetchQueue, c.ParseQueue = h.Res.Schedule, h.Res.Fetch, h.Res.Parse
+	c.ScheduleQueue, c.FetchQueue, c.ParseQueue, c.RenderQueue = h.Res.Schedule, h.Res.Fetch, h.Res.Parse, h.Res.Render
 	c.AllowNets = []string{"127.0.0.0/8"}
 	c.HostRPS, c.HostConcurrency = 0, 0
 	if h.Runs {
@@ -161,7 +163,11 @@ func (h *Harness) Run(ctx context.Context, crawl string, cfg pipeline.Config, po
 	defer cancel(nil)
 	stop := time.AfterFunc(timeout, func() { cancel(errRunTimeout) })
 	defer stop.Stop()
-	hs, err := pipeline.New(cfg, ports, QuietLog())
+	names := []string{pipeline.Schedule, pipeline.Fetch, pipeline.Parse}
+	if cfg.RenderQueue != "" {
+		names = append(names, pipeline.Render) // with ports.Browser, or none
+	}
+	hs, err := pipeline.NewOnly(cfg, ports, QuietLog(), names...)
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -205,7 +211,11 @@ func (h *Harness) Pending(crawl string) string {
 	for _, q := range []struct{ name, addr string }{
 		{"schedule queue", h.Res.Schedule}, {"fetch queue", h.Res.Fetch}, {"parse queue", h.Res.Parse},
 		{"schedule DLQ", h.Res.ScheduleDLQ}, {"fetch DLQ", h.Res.FetchDLQ}, {"parse DLQ", h.Res.ParseDLQ},
+		{"render queue", h.Res.Render}, {"render DLQ", h.Res.RenderDLQ},
 	} {
+		if q.addr == "" {
+			continue // a backend without a render step
+		}
 		v, nv, err := h.Queue.Depth(ctx, q.addr)
 		if err != nil {
 			fmt.Fprintf(&b, "  %s: %v\n", q.name, err)

@@ -11,6 +11,9 @@
 // response or revisit record of its URL and digest. A revisit record names a WARC 1.1 profile, the
 // URI and date it refers to and a payload digest, and holds an HTTP header only; where the record
 // it refers to is in one of the files read, its payload digest is that record's ("revisitsResolved").
+// A conversion record's payload digest is its block's, it names a record in WARC-Refers-To, and
+// where that record is in one of the files read, it is the response of the same URI
+// ("conversionsResolved").
 // It prints a JSON summary, and exits 1 with the problems.
 "use strict";
 const fs = require("fs");
@@ -30,6 +33,9 @@ const profiles = ["http://netpreserve.org/warc/1.1/revisit/identical-payload-dig
 // Responses by URI and date, and the revisits to resolve against them once every file is read.
 const responses = new Map();
 const revisits = [];
+// Response record ids (to their URI), and the conversion records to resolve against them.
+const ids = new Map();
+const conversions = [];
 const at = (uri, date) => `${uri} ${new Date(date).getTime()}`;
 
 async function records(bytes) {
@@ -68,7 +74,18 @@ async function checkFile(file, sum) {
         fail(file, `${where}: WARC-Payload-Digest ${rec.warcPayloadDigest}, the payload's is ${sha256(block.subarray(end + 4))}`);
       }
     }
-    if (type === "response") responses.set(at(rec.warcTargetURI, rec.warcDate), rec.warcPayloadDigest);
+    if (type === "response") {
+      responses.set(at(rec.warcTargetURI, rec.warcDate), rec.warcPayloadDigest);
+      ids.set(rec.warcHeaders.headers.get("WARC-Record-ID"), rec.warcTargetURI);
+    }
+    if (type === "conversion") {
+      // The block is the converted content: its payload digest is the block's, and it names the
+      // response record it was made from.
+      const refersTo = rec.warcHeaders.headers.get("WARC-Refers-To");
+      if (rec.warcPayloadDigest !== sha256(block)) fail(file, `${where}: WARC-Payload-Digest ${rec.warcPayloadDigest}, the block's is ${sha256(block)}`);
+      if (!/^<urn:uuid:[0-9a-f-]{36}>$/.test(refersTo || "")) fail(file, `${where}: WARC-Refers-To ${refersTo}`);
+      conversions.push({ file, where, refersTo, uri: rec.warcTargetURI });
+    }
     if (type === "revisit") {
       const h = rec.warcHeaders.headers;
       if (!profiles.includes(h.get("WARC-Profile"))) fail(file, `${where}: WARC-Profile ${h.get("WARC-Profile")} is not a WARC 1.1 revisit profile`);
@@ -117,7 +134,7 @@ async function checkIndex(file, bytes, sum) {
       fail(file, `index line at offset ${o.offset} (${o.url}): warcio's indexer has no record there`);
       continue;
     }
-    const want = { key: t.urlkey, ts: t.timestamp, url: t.url, mime: t.mime, status: String(t.status),
+    const want = { key: t.urlkey, ts: t.timestamp, url: t.url, mime: t.mime, status: t.status == null ? "" : String(t.status),
       digest: "sha256:" + t.digest, length: String(t.length), offset: String(t.offset), filename: name };
     for (const [k, v] of Object.entries(want)) {
       if (o[k] !== v) fail(file, `index line of ${o.url}: ${k} is ${JSON.stringify(o[k])}, warcio's indexer says ${JSON.stringify(v)}`);
@@ -125,9 +142,9 @@ async function checkIndex(file, bytes, sum) {
     // The line resolves: its offset and length hold exactly the record of its URL.
     const off = Number(o.offset), len = Number(o.length);
     const got = await records(bytes.subarray(off, off + len));
-    if (got.length !== 1 || !["response", "revisit"].includes(got[0].rec.warcType) || got[0].rec.warcTargetURI !== o.url ||
+    if (got.length !== 1 || !["response", "revisit", "conversion"].includes(got[0].rec.warcType) || got[0].rec.warcTargetURI !== o.url ||
         got[0].rec.warcPayloadDigest !== o.digest) {
-      fail(file, `index line of ${o.url} does not read back its response or revisit record`);
+      fail(file, `index line of ${o.url} does not read back its response, revisit or conversion record`);
     } else {
       sum.resolved++;
     }
@@ -135,7 +152,7 @@ async function checkIndex(file, bytes, sum) {
 }
 
 (async () => {
-  const sum = { files: 0, records: 0, indexLines: 0, resolved: 0, revisitsResolved: 0 };
+  const sum = { files: 0, records: 0, indexLines: 0, resolved: 0, revisitsResolved: 0, conversionsResolved: 0 };
   for (const file of process.argv.slice(2)) {
     sum.files++;
     try {
@@ -149,6 +166,12 @@ async function checkIndex(file, bytes, sum) {
     if (digest === undefined) continue; // the record it refers to is in a file not read here
     if (digest !== r.digest) fail(r.file, `${r.where}: payload digest ${r.digest}, the record it refers to has ${digest}`);
     else sum.revisitsResolved++;
+  }
+  for (const c of conversions) {
+    const uri = ids.get(c.refersTo);
+    if (uri === undefined) continue; // the response it refers to is in a file not read here
+    if (uri !== c.uri) fail(c.file, `${c.where}: refers to the response of ${uri}`);
+    else sum.conversionsResolved++;
   }
   console.log(JSON.stringify({ summary: sum, problems }));
   process.exit(problems.length ? 1 : 0);

@@ -17,17 +17,22 @@ var script []byte
 
 // Summary is what the reader saw: record counts by WARC-Type among them.
 type Summary struct {
-	Files      int `json:"files"`
-	Records    int `json:"records"`
-	Warcinfo   int `json:"warcinfo"`
-	Responses  int `json:"response"`
-	Requests   int `json:"request"`
-	Revisits   int `json:"revisit"`
-	IndexLines int `json:"indexLines"`
-	Resolved   int `json:"resolved"` // index lines whose offset and length read back their record
+	Files     int `json:"files"`
+	Records   int `json:"records"`
+	Warcinfo  int `json:"warcinfo"`
+	Responses int `json:"response"`
+	Requests  int `json:"request"`
+	Revisits  int `json:"revisit"`
+	// Conversions are conversion records (a rendered page's DOM, warcfile.EncodeConversion).
+	Conversions int `json:"conversion"`
+	IndexLines  int `json:"indexLines"`
+	Resolved    int `json:"resolved"` // index lines whose offset and length read back their record
 	// RevisitsResolved counts the revisit records whose earlier record was among the files read,
 	// with the payload digest the revisit gives.
 	RevisitsResolved int `json:"revisitsResolved"`
+	// ConversionsResolved counts the conversion records whose WARC-Refers-To names a response
+	// record of the same URI among the files read.
+	ConversionsResolved int `json:"conversionsResolved"`
 }
 
 // Check reads each WARC file (a .warc.gz with its index beside it, the file's name plus ".cdxj")
