@@ -3,8 +3,10 @@
 # infra/package.json). Pass extra CDK arguments with CDK_ARGS, for example
 #   make deploy CDK_ARGS='-c maxPages=5000 -c scheduleEnabled=true'
 
-FUNCTIONS  := schedule fetch parse
-BOOTSTRAPS := $(foreach f,$(FUNCTIONS),dist/$(f)/bootstrap)
+FUNCTIONS  := schedule fetch parse render
+# The render function is a container image (context render=true): its Dockerfile goes beside its
+# bootstrap, the folder the image is built from.
+BOOTSTRAPS := $(foreach f,$(FUNCTIONS),dist/$(f)/bootstrap) dist/render/Dockerfile
 CDK_ARGS   ?=
 # The root Makefile exports these too; repeated so this file stands alone.
 CDK_ENV    := CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
@@ -17,7 +19,7 @@ LOCALSTACK_ENV := AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCES
 
 .PHONY: build test-infra synth cdk-bootstrap deploy destroy localstack-deploy localstack-destroy
 
-build: $(addprefix build-,$(FUNCTIONS)) ## build every Lambda bootstrap into dist/<fn>/bootstrap (linux/arm64)
+build: $(addprefix build-,$(FUNCTIONS)) dist/render/Dockerfile ## build every Lambda bootstrap into dist/<fn>/bootstrap (linux/arm64)
 
 build-%: ## build one Lambda bootstrap, e.g. make build-fetch
 	$(GO_LAMBDA_BUILD) -o dist/$*/bootstrap ./functions/$*
@@ -26,6 +28,9 @@ build-%: ## build one Lambda bootstrap, e.g. make build-fetch
 # rebuilds). synth and destroy need them only because the stack names them.
 dist/%/bootstrap:
 	$(GO_LAMBDA_BUILD) -o $@ ./functions/$*
+
+dist/render/Dockerfile: functions/render/Dockerfile
+	mkdir -p dist/render && cp $< $@
 
 infra/node_modules:
 	cd infra && npm ci --no-audit --no-fund

@@ -12,7 +12,7 @@ import (
 // with a hint instead of CDK's bare "Cannot find asset".
 func (c Config) CheckBootstraps() error {
 	var errs []error
-	for _, fn := range []string{FnSchedule, FnFetch, FnParse} {
+	for _, fn := range c.pipelineFunctions() {
 		p := filepath.Join(c.DistDir, fn, "bootstrap")
 		fi, err := os.Stat(p)
 		switch {
@@ -20,6 +20,12 @@ func (c Config) CheckBootstraps() error {
 			errs = append(errs, fmt.Errorf("function %s: %w (run `make build` at the repository root)", fn, err))
 		case !fi.Mode().IsRegular():
 			errs = append(errs, fmt.Errorf("function %s: %s is not a file", fn, p))
+		}
+	}
+	if c.Render {
+		p := filepath.Join(c.DistDir, FnRender, renderImageFile)
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			errs = append(errs, fmt.Errorf("function %s: no %s to build its image from (run `make build` at the repository root)", FnRender, p))
 		}
 	}
 	return errors.Join(errs...)

@@ -148,6 +148,12 @@ type Config struct {
 	Pages, Records, Quarantine PrefixLifecycle
 	// Schedule, Fetch and Parse size the three functions.
 	Schedule, Fetch, Parse FunctionConfig
+	// Render turns on the render step (context render=true): a render function with its queue,
+	// DLQ and alarms, between fetch and parse, for crawls whose spec has a render section. Off, the
+	// stack has none, and costs nothing more (render.go).
+	Render bool
+	// RenderFunction sizes the render function (render.go, DefaultRenderFunction).
+	RenderFunction FunctionConfig
 }
 
 // Function names: each is the folder under DistDir, the construct id prefix
@@ -156,6 +162,8 @@ const (
 	FnSchedule = "schedule"
 	FnFetch    = "fetch"
 	FnParse    = "parse"
+	// FnRender is the render step, only with Config.Render.
+	FnRender = "render"
 )
 
 // DefaultConfig returns the settings used where the context sets nothing.
@@ -204,6 +212,7 @@ func DefaultConfig() Config {
 		Schedule:                  fns[FnSchedule],
 		Fetch:                     fns[FnFetch],
 		Parse:                     fns[FnParse],
+		RenderFunction:            DefaultRenderFunction(),
 	}
 }
 
@@ -275,7 +284,7 @@ func (c Config) Validate() error {
 	c.validateRecrawl(bad)
 	c.validateAlarms(bad)
 	c.validateLifecycle(bad)
-	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+	for _, name := range c.pipelineFunctions() {
 		c.validateFunction(name, bad)
 	}
 	return errors.Join(errs...)

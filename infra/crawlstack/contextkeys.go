@@ -148,6 +148,7 @@ func contextKeys(c *Config) []contextKey {
 		{"logLevel", stringInto(&c.LogLevel)},
 		{"systemLogLevel", stringInto(&c.SystemLogLevel)},
 		{"pointInTimeRecovery", boolInto(&c.PointInTimeRecovery)},
+		{"render", boolInto(&c.Render)},
 	}
 	for _, p := range []struct {
 		name string
@@ -161,7 +162,7 @@ func contextKeys(c *Config) []contextKey {
 	for _, f := range []struct {
 		name string
 		fc   *FunctionConfig
-	}{{FnSchedule, &c.Schedule}, {FnFetch, &c.Fetch}, {FnParse, &c.Parse}} {
+	}{{FnSchedule, &c.Schedule}, {FnFetch, &c.Fetch}, {FnParse, &c.Parse}, {FnRender, &c.RenderFunction}} {
 		keys = append(keys,
 			contextKey{f.name + "TimeoutSeconds", intInto(&f.fc.TimeoutSeconds)},
 			contextKey{f.name + "MemoryMB", intInto(&f.fc.MemoryMB)},

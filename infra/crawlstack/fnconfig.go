@@ -100,6 +100,8 @@ func (c Config) Function(name string) FunctionConfig {
 		return c.Schedule
 	case FnFetch:
 		return c.Fetch
+	case FnRender:
+		return c.RenderFunction
 	default:
 		return c.Parse
 	}

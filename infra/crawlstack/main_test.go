@@ -72,7 +72,15 @@ func synth(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(dist)
 	testDist = dist
-	for _, fn := range []string{FnSchedule, FnFetch, FnParse} {
+	// The render image's folder holds its Dockerfile too (render.go); synth stages it, and builds
+	// nothing.
+	if err := os.MkdirAll(filepath.Join(dist, FnRender), 0o755); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(dist, FnRender, renderImageFile), []byte("FROM scratch\nCOPY bootstrap /bootstrap\n"), 0o644); err != nil {
+		return 0, err
+	}
+	for _, fn := range []string{FnSchedule, FnFetch, FnParse, FnRender} {
 		if err := os.MkdirAll(filepath.Join(dist, fn), 0o755); err != nil {
 			return 0, err
 		}

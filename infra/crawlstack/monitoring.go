@@ -32,7 +32,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 	var mon monitoring
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	var depth, inFlight, age, dlqDepth, invocations, errs, duration, throttles, concurrency []awscloudwatch.IMetric
-	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+	for _, name := range cfg.pipelineFunctions() {
 		id := title(name)
 		q, fn := queues[name], fns[name].Function
 		label := func(s string) *awscloudwatch.MetricOptions {

@@ -45,7 +45,7 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	bucket := newBucket(stack, cfg)
 	table := newTable(stack, cfg)
 	queues := map[string]pipelineQueue{}
-	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+	for _, name := range cfg.pipelineFunctions() {
 		queues[name] = newPipelineQueue(stack, name, cfg)
 	}
 	notifySeeds(bucket, queues[FnSchedule].Queue)
@@ -57,6 +57,11 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 		fns[name] = newCrawlFunction(stack, name, cfg, env, queues[name].Queue, tr)
 	}
 	grantPipeline(cfg, bucket, table, queues, fns)
+	if cfg.Render {
+		fns[FnRender] = newRenderFunction(stack, cfg, env, queues[FnRender])
+		fns[FnFetch].Function.AddEnvironment(jsii.String("RENDER_QUEUE_URL"), queues[FnRender].Queue.QueueUrl(), nil)
+		grantRender(bucket, table, queues, fns)
+	}
 	grantProxiesSecret(cfg, fns[FnFetch].Function)
 	grantSecretHeaders(cfg, fns[FnFetch].Function)
 	newRecordStream(cfg, fns[FnParse].Function)

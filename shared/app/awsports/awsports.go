@@ -25,6 +25,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/aws/sqsqueue"
 	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/proxysecret"
+	"github.com/crawlstack/crawlstack/shared/handler/renderer"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
@@ -80,11 +81,11 @@ func open(ctx context.Context, tableName, bucket string, rec *callrecord.Recorde
 // CRAWL_SECRET_HEADER_SSM_PREFIX and CRAWL_SECRET_HEADER_SECRETS_PREFIX name; with none of the
 // three set, read may be nil.
 func NewHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read SecretReader) (*pipeline.Handlers, error) {
-	return newHandlers(ctx, getenv, log, read, pipeline.Schedule, pipeline.Fetch, pipeline.Parse)
+	return newHandlers(ctx, getenv, log, read, nil, pipeline.Schedule, pipeline.Fetch, pipeline.Parse)
 }
 
 // newHandlers is NewHandlers for the named handlers alone (pipeline.NewOnly).
-func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read SecretReader, names ...string) (*pipeline.Handlers, error) {
+func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logger, read SecretReader, browser renderer.Browser, names ...string) (*pipeline.Handlers, error) {
 	cfg, err := pipeline.FromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 			return nil, err
 		}
 	}
-	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs}
+	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs, Browser: browser}
 	if slices.Contains(names, pipeline.Fetch) {
 		if ports.Secrets, err = HeaderSecrets(cfg.SecretHeaders, read, p.sdk); err != nil {
 			return nil, err

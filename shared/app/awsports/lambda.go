@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/handler/renderer"
 	"github.com/crawlstack/crawlstack/shared/observe/ledger"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
@@ -33,6 +34,15 @@ type Function struct {
 // read reads the stack's secrets (the proxies' and the secret headers'): awssecrets.Reader for
 // fetch, nil for the others, which then do not link the SSM and Secrets Manager clients.
 func NewFunction(ctx context.Context, getenv func(string) string, handler string, read SecretReader) (*Function, error) {
+	return newFunction(ctx, getenv, handler, read, nil)
+}
+
+// NewRenderFunction is NewFunction for the render function, whose handler renders with browser.
+func NewRenderFunction(ctx context.Context, getenv func(string) string, browser renderer.Browser) (*Function, error) {
+	return newFunction(ctx, getenv, pipeline.Render, nil, browser)
+}
+
+func newFunction(ctx context.Context, getenv func(string) string, handler string, read SecretReader, browser renderer.Browser) (*Function, error) {
 	logs := &ledger.LogCounter{}
 	// Lines logged with a context that holds a span carry its trace_id and span_id.
 	log := slog.New(telemetry.LogHandler(logs.Handler(lambdacontext.NewLogHandler())))
@@ -44,7 +54,7 @@ func NewFunction(ctx context.Context, getenv func(string) string, handler string
 	if err != nil {
 		return &Function{Log: log}, err
 	}
-	h, err := newHandlers(ctx, getenv, log, read, handler)
+	h, err := newHandlers(ctx, getenv, log, read, browser, handler)
 	if err != nil {
 		return &Function{Log: log}, err
 	}

@@ -172,11 +172,11 @@ func TestSecretHeadersWithoutTheSetting(t *testing.T) {
 	env := map[string]string{"CRAWL_TABLE": "crawl", "CRAWL_BUCKET": "bucket", "CRAWL_SECRET_HEADER_SSM_PREFIX": "/crawlstack/headers/",
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
 	log := slog.New(slog.DiscardHandler)
-	_, err = newHandlers(context.Background(), func(k string) string { return env[k] }, log, nil, pipeline.Fetch)
+	_, err = newHandlers(context.Background(), func(k string) string { return env[k] }, log, nil, nil, pipeline.Fetch)
 	if err == nil || !strings.Contains(err.Error(), "CRAWL_SECRET_HEADER_SSM_PREFIX") {
 		t.Errorf("fetch with a prefix and no reader: %v; want an error that names the setting", err)
 	}
-	h, err := newHandlers(context.Background(), func(k string) string { return env[k] }, log, nil, pipeline.Schedule)
+	h, err := newHandlers(context.Background(), func(k string) string { return env[k] }, log, nil, nil, pipeline.Schedule)
 	if err != nil {
 		t.Errorf("schedule with a prefix and no reader: %v; want it built (it reads no secret)", err)
 	} else {

@@ -123,12 +123,12 @@ func TestASecretWithoutAReaderStopsFetchAlone(t *testing.T) {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
 	getenv := func(k string) string { return env[k] }
 	log := slog.New(slog.DiscardHandler)
-	_, err := newHandlers(context.Background(), getenv, log, nil, pipeline.Fetch)
+	_, err := newHandlers(context.Background(), getenv, log, nil, nil, pipeline.Fetch)
 	if err == nil || !strings.Contains(err.Error(), "CRAWL_PROXIES_SECRET is set, but this program reads no secrets") {
 		t.Errorf("fetch with a secret and no reader: %v; want an error that names CRAWL_PROXIES_SECRET", err)
 	}
 	for _, name := range []string{pipeline.Parse, pipeline.Schedule} {
-		h, err := newHandlers(context.Background(), getenv, log, nil, name)
+		h, err := newHandlers(context.Background(), getenv, log, nil, nil, name)
 		if err != nil {
 			t.Errorf("%s with a secret and no reader: %v; want it built", name, err)
 			continue
@@ -146,7 +146,7 @@ func TestBadProxiesStopTheFunctionWithoutThePassword(t *testing.T) {
 	for _, raw := range proxycorpus.Bad(t) {
 		env := map[string]string{"CRAWL_TABLE": "crawl", "CRAWL_BUCKET": "bucket", "CRAWL_PROXIES": raw,
 			"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
-		h, err := newHandlers(context.Background(), func(k string) string { return env[k] }, log, nil, pipeline.Fetch)
+		h, err := newHandlers(context.Background(), func(k string) string { return env[k] }, log, nil, nil, pipeline.Fetch)
 		if err == nil {
 			h.Close()
 			t.Errorf("CRAWL_PROXIES=%q: the fetch function started", raw)

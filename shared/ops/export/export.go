@@ -106,7 +106,7 @@ func writeJSONL[T any](read func(func(T) error) (int, error), w io.Writer) (Resu
 // fixedColumns are the CSV columns of every export, before the data fields.
 var fixedColumns = []string{"crawl", "url", "finalUrl", "status", "depth", "contentType", "title", "canonical",
 	"charset", "noindex", "nofollow", "fetchedAt", "class", "error", "sitemap", "outLinks",
-	"warcKey", "warcOffset", "warcLength", "digest", "etag", "lastModified", "dataErrors", "unchanged"}
+	"warcKey", "warcOffset", "warcLength", "digest", "etag", "lastModified", "dataErrors", "unchanged", "rendered", "renderError"}
 
 // DataColumn is the CSV column of the extracted field name.
 func DataColumn(name string) string { return "data." + name }
@@ -204,7 +204,7 @@ func csvRow(r records.Record, fields []string) ([]string, error) {
 		r.Canonical, r.Charset, strconv.FormatBool(r.NoIndex), strconv.FormatBool(r.NoFollow), fetchedAt,
 		string(r.Class), r.Error, strconv.FormatBool(r.Sitemap), links,
 		r.WARC.Key, strconv.FormatInt(r.WARC.Offset, 10), strconv.FormatInt(r.WARC.Length, 10), r.Digest, r.ETag,
-		r.LastModified, dataErrors, strconv.FormatBool(r.Unchanged)}
+		r.LastModified, dataErrors, strconv.FormatBool(r.Unchanged), strconv.FormatBool(r.Rendered), r.RenderError}
 	return dataCells(row, r.Data, fields, r.URL)
 }
 

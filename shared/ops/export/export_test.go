@@ -21,9 +21,9 @@ import (
 // object, a number, null), a field only some pages have, a page that did not parse, and a page
 // stored twice by a redelivered message.
 const (
-	home = `{"crawl":"c1","url":"http://a.test/","finalUrl":"http://a.test/","depth":0,"status":200,"contentType":"text/html","title":"Home, \"sweet\"\nhome","outLinks":["http://a.test/p","http://a.test/q"],"fetchedAt":"2026-12-01T10:00:00.5Z","warc":{"key":"pages/c1/2026/12/01/x.warc.gz","offset":0,"length":900},"digest":"sha256:ab12","etag":"\"v1\"","lastModified":"Tue, 01 Dec 2026 10:00:00 GMT","data":{"price":"9.99","tags":["a","b"],"product":{"@type":"Product","name":"Ünï — “x”"},"rating":42.50,"missing":null}}`
+	home = `{"crawl":"c1","url":"http://a.test/","finalUrl":"http://a.test/","depth":0,"status":200,"contentType":"text/html","title":"Home, \"sweet\"\nhome","outLinks":["http://a.test/p","http://a.test/q"],"fetchedAt":"2026-12-01T10:00:00.5Z","warc":{"key":"pages/c1/2026/12/01/x.warc.gz","offset":0,"length":900},"digest":"sha256:ab12","etag":"\"v1\"","lastModified":"Tue, 01 Dec 2026 10:00:00 GMT","rendered":true,"data":{"price":"9.99","tags":["a","b"],"product":{"@type":"Product","name":"Ünï — “x”"},"rating":42.50,"missing":null}}`
 	page = `{"crawl":"c1","url":"http://a.test/p","finalUrl":"http://a.test/p?x=1","depth":1,"status":200,"title":"=HYPERLINK(\"http://evil.test\")","noindex":true,"outLinks":[],"fetchedAt":"2026-12-01T10:00:01Z","warc":{"key":"pages/c1/2026/12/01/x.warc.gz","offset":900,"length":700},"data":{"price":null,"tags":[],"product":null,"rating":null,"missing":null,"only":"here"},"dataErrors":{"missing":"over 64 KiB"}}`
-	bad  = `{"crawl":"c1","url":"http://a.test/q","finalUrl":"http://a.test/q","depth":1,"status":200,"outLinks":[],"fetchedAt":"2026-12-02T00:00:00Z","warc":{"key":"pages/c1/2026/12/02/y.warc.gz","offset":0,"length":500},"class":"parse","error":"bad charset"}`
+	bad  = `{"crawl":"c1","url":"http://a.test/q","finalUrl":"http://a.test/q","depth":1,"status":200,"outLinks":[],"fetchedAt":"2026-12-02T00:00:00Z","warc":{"key":"pages/c1/2026/12/02/y.warc.gz","offset":0,"length":500},"class":"parse","error":"bad charset","renderError":"render/no-browser"}`
 )
 
 func store(t *testing.T) *fileblob.Store {
@@ -60,7 +60,8 @@ func TestCSVReadsBackWithAnIndependentParser(t *testing.T) {
 	row := func(cells map[string]any) map[string]any {
 		m := maps.Clone(empty)
 		maps.Copy(m, map[string]any{"crawl": "c1", "title": "", "contentType": "", "canonical": "", "charset": "", "noindex": "false",
-			"nofollow": "false", "class": "", "error": "", "sitemap": "false", "dataErrors": "", "digest": "", "etag": "", "lastModified": "", "unchanged": "false"})
+			"nofollow": "false", "class": "", "error": "", "sitemap": "false", "dataErrors": "", "digest": "", "etag": "", "lastModified": "", "unchanged": "false",
+			"rendered": "false", "renderError": ""})
 		maps.Copy(m, cells)
 		return m
 	}
@@ -70,14 +71,14 @@ func TestCSVReadsBackWithAnIndependentParser(t *testing.T) {
 			"outLinks": `["http://a.test/p","http://a.test/q"]`, "warcKey": "pages/c1/2026/12/01/x.warc.gz",
 			"warcOffset": "0", "warcLength": "900", "digest": "sha256:ab12", "etag": `"v1"`,
 			"lastModified": "Tue, 01 Dec 2026 10:00:00 GMT", "data.price": "9.99", "data.tags": `["a","b"]`,
-			"data.product": `{"@type":"Product","name":"Ünï — “x”"}`, "data.rating": "42.50"}),
+			"data.product": `{"@type":"Product","name":"Ünï — “x”"}`, "data.rating": "42.50", "rendered": "true"}),
 		row(map[string]any{"url": "http://a.test/p", "finalUrl": "http://a.test/p?x=1", "status": "200", "depth": "1",
 			"title": `=HYPERLINK("http://evil.test")`, "noindex": "true", "fetchedAt": "2026-12-01T10:00:01Z", "outLinks": "[]",
 			"warcKey": "pages/c1/2026/12/01/x.warc.gz", "warcOffset": "900", "warcLength": "700", "data.tags": "[]",
 			"data.only": "here", "dataErrors": `{"missing":"over 64 KiB"}`}),
 		row(map[string]any{"url": "http://a.test/q", "finalUrl": "http://a.test/q", "status": "200", "depth": "1",
 			"fetchedAt": "2026-12-02T00:00:00Z", "outLinks": "[]", "warcKey": "pages/c1/2026/12/02/y.warc.gz",
-			"warcOffset": "0", "warcLength": "500", "class": "parse", "error": "bad charset"}),
+			"warcOffset": "0", "warcLength": "500", "class": "parse", "error": "bad charset", "renderError": "render/no-browser"}),
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %v", len(rows), len(want), rows)
