@@ -18,7 +18,10 @@ func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map
 	}
 	out("BucketName", bucket.BucketName(), "bucket: drop seed files under seeds/, results under pages/ and records/")
 	out("TableName", table.TableName(), "DynamoDB table of URL states, claims and host slots")
-	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
+	for _, name := range []string{FnSchedule, FnFetch, FnParse, FnRender} {
+		if _, ok := queues[name]; !ok {
+			continue // render: only on a stack deployed with render=true
+		}
 		id := title(name)
 		out(id+"QueueUrl", queues[name].Queue.QueueUrl(), "queue consumed by the "+name+" function")
 		out(id+"DLQUrl", queues[name].DLQ.QueueUrl(), "dead-letter queue of the "+name+" queue")

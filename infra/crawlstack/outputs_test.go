@@ -31,3 +31,18 @@ func TestOutputs(t *testing.T) {
 		})
 	}
 }
+
+// A stack with the render step gives its queues' URLs as outputs, for the CLI's redrive and
+// summary; the default stack has none.
+func TestTheRenderQueuesAreOutputsOnlyWithTheRenderStep(t *testing.T) {
+	_, plain := synthWith(t, map[string]any{})
+	_, render := synthWith(t, map[string]any{"render": true})
+	for _, id := range []string{"RenderQueueUrl", "RenderDLQUrl"} {
+		if _, ok := plain["Outputs"].(map[string]any)[id]; ok {
+			t.Errorf("the default stack has the output %s", id)
+		}
+		if _, ok := render["Outputs"].(map[string]any)[id]; !ok {
+			t.Errorf("the stack with render=true has no output %s", id)
+		}
+	}
+}

@@ -100,7 +100,8 @@ func OpenAWSWith(cfg aws.Config, getenv func(string) string) *Backend {
 	s, f, p := getenv("SCHEDULE_QUEUE_URL"), getenv("FETCH_QUEUE_URL"), getenv("PARSE_QUEUE_URL")
 	if s != "" && f != "" && p != "" {
 		be.Existing = &Resources{Schedule: s, Fetch: f, Parse: p, ScheduleDLQ: getenv("SCHEDULE_DLQ_URL"),
-			FetchDLQ: getenv("FETCH_DLQ_URL"), ParseDLQ: getenv("PARSE_DLQ_URL")}
+			FetchDLQ: getenv("FETCH_DLQ_URL"), ParseDLQ: getenv("PARSE_DLQ_URL"),
+			Render: getenv("RENDER_QUEUE_URL"), RenderDLQ: getenv("RENDER_DLQ_URL")}
 	}
 	return be
 }

@@ -339,6 +339,14 @@ func TestRedriveEmbedded(t *testing.T) {
 	if code, _, stderr := runMain(t, "redrive", "--state", state, "fecth"); code != ExitUsage || !strings.Contains(stderr, "unknown queue") {
 		t.Errorf("a mistyped queue: exit %d, stderr %q", code, stderr)
 	}
+	// The render step's dead-letter queue too.
+	if err := be.Queue.SendBatch(context.Background(), res.RenderDLQ, []queue.Entry{{ID: "1", Body: "dead"}}); err != nil {
+		t.Fatal(err)
+	}
+	be.Close()
+	if code, stdout, stderr := runMain(t, "redrive", "--state", state, "render"); code != ExitOK || !strings.Contains(stdout, "moved 1 messages") {
+		t.Fatalf("redrive render: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 }
 
 // crawl run on the embedded backend gives the scheduler a spare processor for the threads its file

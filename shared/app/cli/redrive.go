@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,19 +10,20 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
 // redrive moves the messages of a dead-letter queue back to its source queue.
 func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var classes string
-	o, rest, err := adminFlags("redrive", "[--class a,b] schedule|fetch|parse", args, nil, func(fs *flag.FlagSet) {
+	o, rest, err := adminFlags("redrive", "[--class a,b] schedule|fetch|parse|render", args, nil, func(fs *flag.FlagSet) {
 		fs.StringVar(&classes, "class", "", "fetch only: move back only the messages whose URLs failed with these classes (http_5xx,timeout,...); the rest stay")
 	})
 	if err != nil {
 		return usageError(stdout, stderr, "redrive", err)
 	}
 	if len(rest) != 1 {
-		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] [--class a,b] schedule|fetch|parse")
+		fmt.Fprintln(stderr, "usage: crawl redrive [--state DIR] [--backend embedded|aws] [--class a,b] schedule|fetch|parse|render")
 		return ExitUsage
 	}
 	only, err := parseClasses(classes)
@@ -87,8 +89,8 @@ func nextAfterRedrive(w io.Writer, o RunOptions, moved int) {
 // redrivePair finds the dead-letter queue and source queue of schedule, fetch or parse without
 // creating anything (see findQueues).
 func redrivePair(ctx context.Context, be *Backend, name string) (dlq, src string, err error) {
-	if name != "schedule" && name != "fetch" && name != "parse" {
-		return "", "", fmt.Errorf("unknown queue %q: want schedule, fetch or parse", name)
+	if name != "schedule" && name != "fetch" && name != "parse" && name != "render" {
+		return "", "", fmt.Errorf("unknown queue %q: want schedule, fetch, parse or render", name)
 	}
 	res, err := findQueues(ctx, be)
 	if err != nil {
@@ -117,6 +119,9 @@ func findQueues(ctx context.Context, be *Backend) (Resources, error) {
 	var res Resources
 	for _, q := range queueNames(&res) {
 		addr, err := be.Find(ctx, be.QueuePrefix+q.name)
+		if err != nil && q.optional && errors.Is(err, queue.ErrNotFound) {
+			continue // a crawl with no render step
+		}
 		if err != nil {
 			return res, fmt.Errorf("%w (is CRAWL_QUEUE_PREFIX right? for a deployed stack set the *_QUEUE_URL and *_DLQ_URL variables)", err)
 		}
@@ -125,17 +130,19 @@ func findQueues(ctx context.Context, be *Backend) (Resources, error) {
 	return res, nil
 }
 
-// namedQueue is one of a backend's six queues: its name after the prefix, its address, and where
-// Resources keeps that.
+// namedQueue is one of a backend's queues: its name after the prefix, its address, where
+// Resources keeps that, and whether a backend may lack it (the render step's).
 type namedQueue struct {
 	name, addr string
 	dst        *string
+	optional   bool
 }
 
 // queueNames lists the queues of r.
 func queueNames(r *Resources) []namedQueue {
 	return []namedQueue{
-		{"schedule", r.Schedule, &r.Schedule}, {"fetch", r.Fetch, &r.Fetch}, {"parse", r.Parse, &r.Parse},
-		{"schedule-dlq", r.ScheduleDLQ, &r.ScheduleDLQ}, {"fetch-dlq", r.FetchDLQ, &r.FetchDLQ}, {"parse-dlq", r.ParseDLQ, &r.ParseDLQ},
+		{"schedule", r.Schedule, &r.Schedule, false}, {"fetch", r.Fetch, &r.Fetch, false}, {"parse", r.Parse, &r.Parse, false},
+		{"schedule-dlq", r.ScheduleDLQ, &r.ScheduleDLQ, false}, {"fetch-dlq", r.FetchDLQ, &r.FetchDLQ, false}, {"parse-dlq", r.ParseDLQ, &r.ParseDLQ, false},
+		{"render", r.Render, &r.Render, true}, {"render-dlq", r.RenderDLQ, &r.RenderDLQ, true},
 	}
 }

@@ -42,7 +42,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 		sum.PagesPerSecond = float64(sum.FetchedThisRun) / elapsed.Seconds()
 	}
 	sum.DeadLetters = map[string]int{}
-	for name, q := range map[string]string{"schedule": res.ScheduleDLQ, "fetch": res.FetchDLQ, "parse": res.ParseDLQ} {
+	for name, q := range map[string]string{"schedule": res.ScheduleDLQ, "fetch": res.FetchDLQ, "parse": res.ParseDLQ, "render": res.RenderDLQ} {
 		if q == "" {
 			continue
 		}

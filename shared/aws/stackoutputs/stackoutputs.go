@@ -27,6 +27,13 @@ var Vars = map[string]string{
 	"ParseDLQUrl":      "PARSE_DLQ_URL",
 }
 
+// Optional are the outputs of a part of the stack that a deployment may leave out, by the
+// variable each sets: the render step's queues (render=true).
+var Optional = map[string]string{
+	"RenderQueueUrl": "RENDER_QUEUE_URL",
+	"RenderDLQUrl":   "RENDER_DLQ_URL",
+}
+
 // ErrNoStack is the error of a stack that is not there (or not visible to the caller).
 var ErrNoStack = errors.New("no such stack")
 
@@ -52,6 +59,9 @@ func Read(ctx context.Context, cf Describer, stack string) (map[string]string, e
 	vars := map[string]string{}
 	for _, o := range out.Stacks[0].Outputs {
 		if v, ok := Vars[aws.ToString(o.OutputKey)]; ok {
+			vars[v] = aws.ToString(o.OutputValue)
+		}
+		if v, ok := Optional[aws.ToString(o.OutputKey)]; ok {
 			vars[v] = aws.ToString(o.OutputValue)
 		}
 	}

@@ -38,6 +38,14 @@ func TestReadGivesTheOutputsAsTheCLIsVariables(t *testing.T) {
 	if vars["CRAWL_TABLE"] != "value-of-TableName" || vars["FETCH_DLQ_URL"] != "value-of-FetchDLQUrl" {
 		t.Errorf("vars %v", vars)
 	}
+	// A stack with the render step has its queues too: read when there, never required.
+	outs := full()
+	outs["RenderQueueUrl"], outs["RenderDLQUrl"] = "render-queue", "render-dlq"
+	srv = fakecfn.Start(t, map[string]map[string]string{"Crawlstack": outs})
+	vars, err = stackoutputs.Read(t.Context(), client(srv.URL), "Crawlstack")
+	if err != nil || vars["RENDER_QUEUE_URL"] != "render-queue" || vars["RENDER_DLQ_URL"] != "render-dlq" {
+		t.Errorf("a stack with the render step: vars %v, %v", vars, err)
+	}
 }
 
 func TestAStackThatIsNotThereOrNotACrawlersIsSaid(t *testing.T) {
