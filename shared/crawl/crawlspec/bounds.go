@@ -128,6 +128,8 @@ type Crawl struct {
 	Spec *Settings
 	// Previous is the crawl this one recrawls ("": none; see Settings.Previous).
 	Previous string
+	// hostHeaders are what each of Spec.Hosts sends besides Header (HostRule.header), made once.
+	hostHeaders []http.Header
 	// Retry is the crawl's retry policy: the stack's, with the spec's retry section over it
 	// (retry.Table.Over). A zero Table leaves the fetcher's own.
 	Retry retry.Table
@@ -173,6 +175,10 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 	if len(s.Hosts) > 0 {
 		if err := checkHosts(s.Hosts); err != nil {
 			return nil, err
+		}
+		c.hostHeaders = make([]http.Header, len(s.Hosts))
+		for i := range s.Hosts {
+			c.hostHeaders[i] = s.Hosts[i].header()
 		}
 		if slices.ContainsFunc(s.Hosts, func(r HostRule) bool { return r.MaxDepth != nil }) {
 			c.Rules.HostDepths = hostDepths(s.Hosts, c.Rules.MaxDepth)

@@ -26,6 +26,57 @@ type HostRule struct {
 	Headers http.Header `json:"headers,omitempty"`
 	// MaxDepth bounds the link hops from the seed of the host's URLs.
 	MaxDepth *int `json:"maxDepth,omitempty"`
+	// Cookies are sent to the host with every request, in file order: a consent cookie, a
+	// region. They are its Cookie header, over the crawl's.
+	Cookies []Cookie `json:"cookies,omitempty"`
+}
+
+// Cookie is one cookie of a host rule.
+type Cookie struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// MaxCookieBytes bounds the cookies of one host rule, names and values.
+const MaxCookieBytes = 4 << 10
+
+// header is what the rule sends to its hosts besides the crawl's headers: its headers, and its
+// cookies as a Cookie header (net/http's own encoding). nil: nothing.
+func (r *HostRule) header() http.Header {
+	if len(r.Cookies) == 0 {
+		return r.Headers
+	}
+	req := &http.Request{Header: r.Headers.Clone()}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	for _, c := range r.Cookies {
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	}
+	return req.Header
+}
+
+// cookies reads a host rule's cookies: a mapping of cookie names to values.
+func (d *decoder) cookies(n *yaml.Node, key string) []Cookie {
+	var out []Cookie
+	size := 0
+	d.mappingAny(n, key, func(k, v *yaml.Node) {
+		val, ok := d.str(v, join(key, k.Value))
+		if !ok {
+			return
+		}
+		c := http.Cookie{Name: k.Value, Value: val}
+		if err := c.Valid(); err != nil {
+			d.fail(k, join(key, k.Value), "not a cookie name and value (RFC 6265): %v", err)
+			return
+		}
+		size += len(c.Name) + len(c.Value)
+		out = append(out, Cookie{Name: c.Name, Value: c.Value})
+	})
+	if size > MaxCookieBytes {
+		d.fail(n, key, "%d bytes of cookies, over the limit of %d", size, MaxCookieBytes)
+	}
+	return out
 }
 
 // hosts reads the spec's hosts section: a mapping of host patterns to their settings.
@@ -43,6 +94,7 @@ func (d *decoder) hosts(n *yaml.Node) []HostRule {
 			"rate":        func(_, v *yaml.Node) { r.Rate = d.rateAt(v, join(key, "rate")) },
 			"concurrency": func(_, v *yaml.Node) { r.Concurrency, _ = d.integer(v, join(key, "concurrency"), 1) },
 			"max_depth":   func(_, v *yaml.Node) { r.MaxDepth, _ = d.integer(v, join(key, "max_depth"), 0) },
+			"cookies":     func(_, v *yaml.Node) { r.Cookies = d.cookies(v, join(key, "cookies")) },
 			"headers": func(_, v *yaml.Node) {
 				h, secrets := d.headersAt(v, join(key, "headers"))
 				if len(secrets) > 0 {
@@ -106,10 +158,19 @@ func (c *Crawl) ConcurrencyFor(host string, base int) int {
 	return base
 }
 
-// HeaderFor is the headers host's rule adds to the crawl's (nil: none).
+// HeaderFor is the headers host's rule adds to the crawl's, its cookies' Cookie header among
+// them (nil: none).
 func (c *Crawl) HeaderFor(host string) http.Header {
-	if r := c.hostRule(host); r != nil {
-		return r.Headers
+	if c == nil || c.Spec == nil {
+		return nil
+	}
+	for i, r := range c.Spec.Hosts {
+		if r.Pattern.Match(host) {
+			if i < len(c.hostHeaders) {
+				return c.hostHeaders[i]
+			}
+			return r.header()
+		}
 	}
 	return nil
 }
@@ -135,6 +196,11 @@ func checkHosts(rules []HostRule) error {
 		}
 		if (r.Rate != nil && !(*r.Rate > 0)) || (r.Concurrency != nil && *r.Concurrency < 1) {
 			return fmt.Errorf("hosts: %s: a rate or concurrency of 0 or less", r.Pattern)
+		}
+		for _, ck := range r.Cookies {
+			if err := (&http.Cookie{Name: ck.Name, Value: ck.Value}).Valid(); err != nil {
+				return fmt.Errorf("hosts: %s: cookies: %w", r.Pattern, err)
+			}
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ hosts:
     concurrency: 4
     headers: {accept-language: de, x-shop: yes}
     max_depth: 5
+    cookies: {consent: "yes", region: eu}
   "*.example.com":
     max_depth: 0
   "www.example.com":
@@ -74,6 +75,12 @@ func TestHostRulesOverTheCrawlsSettings(t *testing.T) {
 			t.Errorf("%s: max depth %v, want %v", tc.host, got, tc.depth)
 		}
 	}
+	if got := c.HeaderFor("127.0.0.1:8081").Get("Cookie"); got != "consent=yes; region=eu" {
+		t.Errorf("the host's Cookie header %q, want its cookies in file order", got)
+	}
+	if got := c.HeaderFor("127.0.0.1:8080").Get("Cookie"); got != "" {
+		t.Errorf("a host without cookies gets Cookie %q", got)
+	}
 	seed, _ := url.Parse("http://127.0.0.1:8080/")
 	deep, _ := url.Parse("http://127.0.0.1:8081/a")
 	if err := c.Rules.Check(seed, deep, 5, time.Now()); err != nil {
@@ -97,6 +104,8 @@ hosts:
   c.example:
     headers: {authorization: {secret: "env:X"}}
   d.example: {rate: 9, max_depth: 9, concurrency: 9}
+  e.example:
+    cookies: {"bad name": x, ok: "semi;colon"}
 `
 	_, err := Parse([]byte(spec), Bounds{LocalSecrets: true, HostRPS: 5, MaxDepth: depth(4), HostConcurrency: 3})
 	if err == nil {
@@ -106,12 +115,14 @@ hosts:
 		`line 4: hosts.https://a.example/: "https://a.example/": want a host name or pattern`,
 		`line 6: hosts.b.example.rate: 0: want more than 0`,
 		`line 7: hosts.b.example.concurrency: 0: want 1 or more`,
-		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, headers, max_depth, rate)`,
+		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, cookies, headers, max_depth, rate)`,
 		`line 9: hosts.b.example.headers.user-agent: a spec may not set User-Agent`,
 		`line 11: hosts.c.example.headers: a host's headers are plain values`,
 		`hosts.d.example.rate: 9 is over the stack's bound of 5`,
 		`hosts.d.example.max_depth: 9 is over the stack's bound of 4`,
 		`hosts.d.example.concurrency: 9 is over the stack's bound of 3`,
+		`line 14: hosts.e.example.cookies.bad name: not a cookie name and value`,
+		`line 14: hosts.e.example.cookies.ok: not a cookie name and value`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
