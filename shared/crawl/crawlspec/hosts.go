@@ -143,10 +143,18 @@ func (c *Crawl) hostRule(host string) *HostRule {
 
 // RateFor is the requests per second to host: its host rule's, or the crawl's (0: no limit).
 func (c *Crawl) RateFor(host string) float64 {
-	if r := c.hostRule(host); r != nil && r.Rate != nil {
-		return *r.Rate
+	if rps, ok := c.RuleRate(host); ok {
+		return rps
 	}
 	return c.HostRPS
+}
+
+// RuleRate is the requests per second to host that its host rule sets, if it sets one.
+func (c *Crawl) RuleRate(host string) (float64, bool) {
+	if r := c.hostRule(host); r != nil && r.Rate != nil {
+		return *r.Rate, true
+	}
+	return 0, false
 }
 
 // ConcurrencyFor is the bound on host's fetches in flight in one process that its host rule sets,

@@ -150,7 +150,7 @@ type limits struct {
 // intervalOf is the gap between host's requests: its host rule's rate, or the crawl's.
 func (l limits) intervalOf(host string) time.Duration {
 	if l.crawl != nil {
-		if rps := l.crawl.RateFor(host); rps != l.crawl.HostRPS {
+		if rps, ok := l.crawl.RuleRate(host); ok {
 			return crawlstate.IntervalOf(rps)
 		}
 	}
