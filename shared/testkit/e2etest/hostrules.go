@@ -22,9 +22,10 @@ const (
 )
 
 // HostRulesSpec is a spec that crawls the harness's site (the fast host: its root, at 20
-// requests per second, one link deep) and the first pages of slow (at 4 requests per second, its
-// seeds only), under a crawl rate of 1: each host's rule sets its rate, depth and a header of its
-// own, and the crawl's header goes to both.
+// requests per second, one link deep by its rule) and the first pages of slow (at 4 requests per
+// second, its seeds only: the crawl's max_depth of 0, which its rule leaves), under a crawl rate
+// of 1: each host's rule sets its rate and a header of its own, and the crawl's header goes to
+// both. The fast host's rule is deeper than the crawl: its root's links must reach schedule.
 func (h *Harness) HostRulesSpec(slow *Site) string {
 	fast, _ := url.Parse(h.Site.URL)
 	sl, _ := url.Parse(slow.URL)
@@ -36,7 +37,7 @@ func (h *Harness) HostRulesSpec(slow *Site) string {
 	return fmt.Sprintf(`version: 1
 seeds: [%s]
 rate: %d
-max_depth: 8
+max_depth: 0
 headers: {X-Crawl-Spec: both-hosts}
 hosts:
   %q:
@@ -45,7 +46,6 @@ hosts:
     headers: {%s: fast}
   %q:
     rate: %d
-    max_depth: 0
     concurrency: 1
     headers: {%s: slow}
 `, strings.Join(seeds, ", "), hostRulesCrawlRPS, fast.Host, hostRulesFastRPS, HostRuleHeader, sl.Host, hostRulesSlowRPS, HostRuleHeader)
