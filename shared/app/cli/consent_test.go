@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/crawlstack/crawlstack/shared/testkit/tunnelproxy"
 )
 
 // consentSite is a loopback site behind a consent wall: without the cookie consent=yes every
@@ -134,5 +136,30 @@ func TestTrySendsTheHostsCookies(t *testing.T) {
 	got := tried(t, "--allow-net", "127.0.0.0/8", spec, site.URL+"/products")
 	if got.Data["title"] != "/products" {
 		t.Errorf("crawl try saw the title %v, want /products: the wall, without the cookie", got.Data["title"])
+	}
+}
+
+// TestStickyProxyKeepsTheConsentedHostOnOneProxy: under per-request rotation through two
+// proxies, a hosts entry with sticky_proxy sends every request of its host (robots.txt's too)
+// through one of them, with its cookies; the proxies' counts of what they carried are the oracle.
+func TestStickyProxyKeepsTheConsentedHostOnOneProxy(t *testing.T) {
+	site := newConsentSite(t)
+	host := strings.TrimPrefix(site.URL, "http://")
+	a, b := tunnelproxy.New(t, tunnelproxy.Options{}), tunnelproxy.New(t, tunnelproxy.Options{})
+	spec := writeFile(t, "sticky.yaml", fmt.Sprintf("version: 1\nseeds: [%s/]\nhosts:\n  %q:\n    cookies: {consent: \"yes\"}\n    sticky_proxy: true\n", site.URL, host))
+	code, _, stderr := runMain(t, "run", "--state", t.TempDir(), "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", "--quiet",
+		"--proxy", a.URL(), "--proxy", b.URL(), "--proxy-rotation", "request", spec)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if got, want := strings.Join(site.paths(), " "), "/ /products /products/1 /robots.txt"; got != want {
+		t.Errorf("the site saw %s, want %s", got, want)
+	}
+	if got := []int64{a.CarriedRequests(), b.CarriedRequests()}; !(got[0] == 4 && got[1] == 0 || got[0] == 0 && got[1] == 4) {
+		t.Errorf("the proxies carried %v of the host's 4 requests, want all through one", got)
+	}
+	code, _, stderr = runMain(t, "run", "--state", t.TempDir(), "--allow-net", "127.0.0.0/8", spec)
+	if code != ExitUsage || !strings.Contains(stderr, "sticky_proxy: this stack fetches through no proxies") {
+		t.Errorf("sticky_proxy without proxies: exit %d, want %d with an error that says so\n%s", code, ExitUsage, stderr)
 	}
 }

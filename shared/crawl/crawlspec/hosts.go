@@ -3,6 +3,7 @@ package crawlspec
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"gopkg.in/yaml.v3"
 
@@ -29,6 +30,9 @@ type HostRule struct {
 	// Cookies are sent to the host with every request, in file order: a consent cookie, a
 	// region. They are its Cookie header, over the crawl's.
 	Cookies []Cookie `json:"cookies,omitempty"`
+	// StickyProxy keeps the host's requests on one of the stack's proxies while it is up, over
+	// a per-request rotation: the host sees one client, its cookies from one address.
+	StickyProxy bool `json:"stickyProxy,omitempty"`
 }
 
 // Cookie is one cookie of a host rule.
@@ -91,10 +95,11 @@ func (d *decoder) hosts(n *yaml.Node) []HostRule {
 		}
 		r := HostRule{Pattern: p}
 		d.mapping(v, key, map[string]func(k, v *yaml.Node){
-			"rate":        func(_, v *yaml.Node) { r.Rate = d.rateAt(v, join(key, "rate")) },
-			"concurrency": func(_, v *yaml.Node) { r.Concurrency, _ = d.integer(v, join(key, "concurrency"), 1) },
-			"max_depth":   func(_, v *yaml.Node) { r.MaxDepth, _ = d.integer(v, join(key, "max_depth"), 0) },
-			"cookies":     func(_, v *yaml.Node) { r.Cookies = d.cookies(v, join(key, "cookies")) },
+			"rate":         func(_, v *yaml.Node) { r.Rate = d.rateAt(v, join(key, "rate")) },
+			"concurrency":  func(_, v *yaml.Node) { r.Concurrency, _ = d.integer(v, join(key, "concurrency"), 1) },
+			"max_depth":    func(_, v *yaml.Node) { r.MaxDepth, _ = d.integer(v, join(key, "max_depth"), 0) },
+			"cookies":      func(_, v *yaml.Node) { r.Cookies = d.cookies(v, join(key, "cookies")) },
+			"sticky_proxy": func(_, v *yaml.Node) { r.StickyProxy, _ = d.boolean(v, join(key, "sticky_proxy")) },
 			"headers": func(_, v *yaml.Node) {
 				h, secrets := d.headersAt(v, join(key, "headers"))
 				if len(secrets) > 0 {
@@ -121,6 +126,9 @@ func (d *decoder) boundHosts(n *yaml.Node, s *Spec, b Bounds) {
 		}
 		if r.MaxDepth != nil && b.MaxDepth != nil && *r.MaxDepth > *b.MaxDepth {
 			d.fail(n, join(key, "max_depth"), "%v is over the stack's bound of %v (CRAWL_MAX_DEPTH, --max-depth)", *r.MaxDepth, *b.MaxDepth)
+		}
+		if r.StickyProxy && !b.Proxies {
+			d.fail(n, join(key, "sticky_proxy"), "this stack fetches through no proxies (CRAWL_PROXIES, proxiesSecret, --proxy): there is no proxy to keep")
 		}
 		if r.Concurrency != nil && b.HostConcurrency > 0 && *r.Concurrency > b.HostConcurrency {
 			d.fail(n, join(key, "concurrency"), "%v is over the stack's bound of %v (CRAWL_HOST_CONCURRENCY, --host-concurrency)", *r.Concurrency, b.HostConcurrency)
@@ -164,6 +172,17 @@ func (c *Crawl) ConcurrencyFor(host string, base int) int {
 		return *r.Concurrency
 	}
 	return base
+}
+
+// StickyProxy says whether host's rule keeps its requests on one proxy (HostRule.StickyProxy).
+func (c *Crawl) StickyProxy(host string) bool {
+	r := c.hostRule(host)
+	return r != nil && r.StickyProxy
+}
+
+// StickyProxies says whether any host rule keeps its requests on one proxy.
+func (c *Crawl) StickyProxies() bool {
+	return c != nil && c.Spec != nil && slices.ContainsFunc(c.Spec.Hosts, func(r HostRule) bool { return r.StickyProxy })
 }
 
 // HeaderFor is the headers host's rule adds to the crawl's, its cookies' Cookie header among

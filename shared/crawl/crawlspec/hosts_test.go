@@ -115,7 +115,7 @@ hosts:
 		`line 4: hosts.https://a.example/: "https://a.example/": want a host name or pattern`,
 		`line 6: hosts.b.example.rate: 0: want more than 0`,
 		`line 7: hosts.b.example.concurrency: 0: want 1 or more`,
-		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, cookies, headers, max_depth, rate)`,
+		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, cookies, headers, max_depth, rate, sticky_proxy)`,
 		`line 9: hosts.b.example.headers.user-agent: a spec may not set User-Agent`,
 		`line 11: hosts.c.example.headers: a host's headers are plain values`,
 		`hosts.d.example.rate: 9 is over the stack's bound of 5`,
@@ -127,5 +127,26 @@ hosts:
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// sticky_proxy keeps its hosts on one proxy, and needs a stack that fetches through proxies.
+func TestStickyProxyNeedsProxies(t *testing.T) {
+	spec := "version: 1\nseeds: [http://127.0.0.1/]\nhosts:\n  shop.example:\n    sticky_proxy: true\n"
+	s, err := Parse([]byte(spec), Bounds{Proxies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Over(Crawl{Rules: scope.DefaultRules(), UserAgent: "crawlstack/0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.StickyProxies() || !c.StickyProxy("shop.example:443") || c.StickyProxy("other.example") {
+		t.Errorf("sticky: any %v, shop.example %v, other.example %v; want true, true, false",
+			c.StickyProxies(), c.StickyProxy("shop.example:443"), c.StickyProxy("other.example"))
+	}
+	_, err = Parse([]byte(spec), Bounds{})
+	if err == nil || !strings.Contains(err.Error(), "hosts.shop.example.sticky_proxy: this stack fetches through no proxies") {
+		t.Errorf("sticky_proxy without proxies: %v", err)
 	}
 }

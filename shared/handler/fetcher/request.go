@@ -207,6 +207,9 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 	if c.Spec != nil && len(c.Spec.Hosts) > 0 {
 		ctx = httpfetch.WithHostHeaders(ctx, c.HeaderFor) // the spec's hosts section's, by hop
 	}
+	if c.StickyProxies() {
+		ctx = httpfetch.WithStickyProxy(ctx, c.StickyProxy)
+	}
 	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
 	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret, crawl: c}, nil
 }
