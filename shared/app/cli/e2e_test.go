@@ -245,3 +245,10 @@ func TestRecordsAreStreamedAsTheyAreStored(t *testing.T) {
 	t.Parallel()
 	newHarness(t, 60, 5, 30*time.Second).CheckRecordsAreStreamed(8)
 }
+
+// TestHostRulesSetRateDepthAndHeadersPerHost crawls a fast and a slow host in one crawl from a
+// spec whose hosts section gives each its rate, depth and header (e2etest.CheckHostRules).
+func TestHostRulesSetRateDepthAndHeadersPerHost(t *testing.T) {
+	t.Parallel()
+	newHarness(t, 40, 5, 30*time.Second).CheckHostRules(8)
+}

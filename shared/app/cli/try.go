@@ -191,7 +191,9 @@ func fetchPage(ctx context.Context, target string, spec *crawlspec.Spec, f tryFl
 		return triedPage{}, err
 	}
 	defer client.Close()
-	resp, err := client.Get(httpfetch.WithRequest(ctx, ua, spec.Headers), target)
+	// The spec's hosts section's headers and cookies go to their hosts, as in a crawl.
+	hosts := &crawlspec.Crawl{Spec: &spec.Settings}
+	resp, err := client.Get(httpfetch.WithHostHeaders(httpfetch.WithRequest(ctx, ua, spec.Headers), hosts.HeaderFor), target)
 	if err != nil {
 		var hint string
 		if errclass.Of(err) == errclass.SSRF {

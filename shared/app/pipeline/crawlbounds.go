@@ -45,9 +45,10 @@ func (c Config) checkRetryClasses() []error {
 }
 
 // SpecBounds are the ceilings c puts on what a crawl spec may set: its depth, pages, pages per
-// host and rate, and its include patterns when c has its own.
+// host, rate and concurrency, and its include patterns when c has its own.
 func (c Config) SpecBounds() crawlspec.Bounds {
-	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, Include: len(c.Include) > 0,
+	b := crawlspec.Bounds{MaxPages: c.MaxPages, MaxPagesPerHost: c.MaxPagesPerHost, HostRPS: c.HostRPS, HostConcurrency: c.HostConcurrency,
+		Include:   len(c.Include) > 0,
 		UserAgent: c.UserAgent, Fingerprint: c.Fingerprint, LocalSecrets: c.LocalSecrets, Secrets: c.SecretHeaders,
 		Proxies: len(c.Proxies) > 0 || c.ProxiesSecret != "", MaxTries: c.RetryPolicy().MostTries()}
 	if c.MaxDepth >= 0 {

@@ -28,6 +28,9 @@ type Bounds struct {
 	MaxPagesPerHost int
 	// HostRPS bounds rate (CRAWL_HOST_RPS, --host-rps; 0: no bound).
 	HostRPS float64
+	// HostConcurrency bounds the concurrency of the hosts section (CRAWL_HOST_CONCURRENCY,
+	// --host-concurrency; 0: no bound).
+	HostConcurrency int
 	// Include is set when the stack has include patterns (CRAWL_INCLUDE): they bound every crawl,
 	// and a spec may not replace them with its own. Exclude patterns always add up.
 	Include bool
@@ -91,6 +94,7 @@ func (d *decoder) bounds(root *yaml.Node, s *Spec, b Bounds) {
 		d.fail(at("tls_fingerprint"), "tls_fingerprint", "%q does not go through the proxies this stack fetches through (CRAWL_PROXIES, proxiesSecret): leave it out, or deploy a stack without proxies",
 			httpfetch.FingerprintChrome)
 	}
+	d.boundHosts(at("hosts"), s, b)
 	if len(s.Include) > 0 && b.Include {
 		d.fail(at("include"), "include", "the stack sets include patterns (CRAWL_INCLUDE, --include) that bound every crawl: a spec may add exclude patterns only")
 	}
@@ -124,6 +128,8 @@ type Crawl struct {
 	Spec *Settings
 	// Previous is the crawl this one recrawls ("": none; see Settings.Previous).
 	Previous string
+	// hostHeaders are what each of Spec.Hosts sends besides Header (HostRule.header), made once.
+	hostHeaders []http.Header
 	// Retry is the crawl's retry policy: the stack's, with the spec's retry section over it
 	// (retry.Table.Over). A zero Table leaves the fetcher's own.
 	Retry retry.Table
@@ -165,6 +171,18 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 	}
 	if s.MaxDepth != nil {
 		c.Rules.MaxDepth = *s.MaxDepth
+	}
+	if len(s.Hosts) > 0 {
+		if err := checkHosts(s.Hosts); err != nil {
+			return nil, err
+		}
+		c.hostHeaders = make([]http.Header, len(s.Hosts))
+		for i := range s.Hosts {
+			c.hostHeaders[i] = s.Hosts[i].header()
+		}
+		if slices.ContainsFunc(s.Hosts, func(r HostRule) bool { return r.MaxDepth != nil }) {
+			c.Rules.HostDepths = hostDepths(s.Hosts, c.Rules.MaxDepth)
+		}
 	}
 	if s.MaxPages != nil {
 		c.MaxPages = *s.MaxPages

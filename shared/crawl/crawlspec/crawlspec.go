@@ -1,6 +1,6 @@
 // Package crawlspec reads crawl specs: one YAML or JSON file with the seeds and the settings of one
 // crawl (scope, include and exclude patterns, depth, pages, rate, User-Agent, extra headers,
-// recrawl, extraction rules), under a versioned schema (docs/spec.md).
+// recrawl, extraction rules, per-host rules), under a versioned schema (docs/spec.md).
 //
 // Reading is strict: an unknown key, a wrong type, a bad value or a setting over the stack's bounds
 // is an error that names its line, and every such error of the file is reported at once. A spec
@@ -66,6 +66,8 @@ type Settings struct {
 	// Render is the spec's render section: the pages whose scripts run in a headless browser
 	// before they are parsed (nil: none renders).
 	Render *Render `json:"render,omitempty"`
+	// Hosts are the spec's per-host rules, in file order (HostRule).
+	Hosts []HostRule `json:"hosts,omitempty"`
 	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
 	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
 	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page

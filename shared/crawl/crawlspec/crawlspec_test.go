@@ -88,7 +88,7 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 		want   []string
 	}{
 		{"unknown key", "version: 1\nseeds: [http://127.0.0.1/]\nmax_deph: 3\n", Bounds{},
-			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, include, items, max_depth, max_pages, max_pages_per_host, rate, recrawl, render, retry, scope, seeds, sitemaps, tls_fingerprint, user_agent, version)"}},
+			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, hosts, include, items, max_depth, max_pages, max_pages_per_host, rate, recrawl, render, retry, scope, seeds, sitemaps, tls_fingerprint, user_agent, version)"}},
 		{"wrong types", "version: 1\nseeds: http://127.0.0.1/\nmax_pages: many\nrate: fast\nrecrawl: sometimes\n", Bounds{},
 			[]string{"line 2: seeds: want a list of at least one URL", "line 3: max_pages: want a whole number, got the string \"many\"",
 				"line 4: rate: want requests per second per host", "line 5: recrawl: want true or false"}},

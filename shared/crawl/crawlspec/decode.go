@@ -185,7 +185,7 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 		},
 		"max_pages":          func(k, v *yaml.Node) { s.MaxPages, _ = d.integer(v, "max_pages", 1) },
 		"max_pages_per_host": func(k, v *yaml.Node) { s.MaxPagesPerHost, _ = d.integer(v, "max_pages_per_host", 1) },
-		"rate":               func(k, v *yaml.Node) { s.Rate = d.rate(v) },
+		"rate":               func(k, v *yaml.Node) { s.Rate = d.rateAt(v, "rate") },
 		"user_agent": func(k, v *yaml.Node) {
 			if ua, ok := d.str(v, "user_agent"); ok {
 				ua = strings.TrimSpace(ua)
@@ -209,7 +209,7 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 				}
 			}
 		},
-		"headers": func(k, v *yaml.Node) { s.Headers, s.SecretHeaders = d.headers(v) },
+		"headers": func(k, v *yaml.Node) { s.Headers, s.SecretHeaders = d.headersAt(v, "headers") },
 		"recrawl": func(k, v *yaml.Node) {
 			if b, ok := d.boolean(v, "recrawl"); ok {
 				s.Recrawl = &b
@@ -222,6 +222,7 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 		},
 		"retry":  func(k, v *yaml.Node) { s.Retry = d.retrySection(v) },
 		"render": func(k, v *yaml.Node) { s.Render = d.renderSection(v) },
+		"hosts":  func(k, v *yaml.Node) { s.Hosts = d.hosts(v) },
 	})
 	if !versionSet {
 		d.fail(root, "version", "missing: a spec starts with version: %d", Version)
@@ -277,28 +278,28 @@ func (d *decoder) patterns(n *yaml.Node, key string) []string {
 	return out
 }
 
-func (d *decoder) rate(n *yaml.Node) *float64 {
+func (d *decoder) rateAt(n *yaml.Node, key string) *float64 {
 	var v float64
 	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&v) != nil {
-		d.fail(n, "rate", "want requests per second per host, such as 0.5, got %s", kindOf(n))
+		d.fail(n, key, "want requests per second per host, such as 0.5, got %s", kindOf(n))
 		return nil
 	}
 	if !(v > 0) || math.IsInf(v, 0) {
-		d.fail(n, "rate", "%v: want more than 0 requests per second", v)
+		d.fail(n, key, "%v: want more than 0 requests per second", v)
 		return nil
 	}
 	return &v
 }
 
-// headers reads the spec's headers: a value given as {secret: REF} is a secret header, kept as its
+// headersAt reads the headers at key at: a value given as {secret: REF} is a secret header, kept as its
 // reference (secretref); a header that holds credentials (SecretHeaders) must be given so. No
 // error quotes a header's value.
-func (d *decoder) headers(n *yaml.Node) (http.Header, map[string]string) {
+func (d *decoder) headersAt(n *yaml.Node, at string) (http.Header, map[string]string) {
 	h := http.Header{}
 	secrets := map[string]string{}
 	size := 0
-	d.mappingAny(n, "headers", func(k, v *yaml.Node) {
-		key := join("headers", k.Value)
+	d.mappingAny(n, at, func(k, v *yaml.Node) {
+		key := join(at, k.Value)
 		name := http.CanonicalHeaderKey(k.Value)
 		switch {
 		case !validToken(k.Value):
@@ -329,7 +330,7 @@ func (d *decoder) headers(n *yaml.Node) (http.Header, map[string]string) {
 		}
 	})
 	if len(h)+len(secrets) > MaxHeaders || size > MaxHeaderBytes {
-		d.fail(n, "headers", "%d headers of %d bytes, over the limit of %d headers and %d bytes", len(h)+len(secrets), size, MaxHeaders, MaxHeaderBytes)
+		d.fail(n, at, "%d headers of %d bytes, over the limit of %d headers and %d bytes", len(h)+len(secrets), size, MaxHeaders, MaxHeaderBytes)
 	}
 	if len(secrets) == 0 {
 		secrets = nil

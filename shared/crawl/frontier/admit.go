@@ -51,9 +51,10 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 		return pending{}, outRejected, nil
 	}
 	groups := groupsIn(ctx)
-	run := f.runLength(lim.interval)
+	interval := lim.intervalOf(u.Host)
+	run := f.runLength(interval)
 	taken, place := groups.take(m.Crawl, u.Host, key, f.slots.Now(), run, func(k int) time.Time {
-		return f.slots.SlotGuess(u.Host, lim.interval, f.cfg.SlotLead, k)
+		return f.slots.SlotGuess(u.Host, interval, f.cfg.SlotLead, k)
 	})
 	giveBack := func() { groups.give(m.Crawl, u.Host, key, taken) }
 	res, group, err := f.admissions.AdmitIn(ctx, m.Crawl, taken, key, norm, r.String(), m.Depth, by)
@@ -84,7 +85,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 	if res != crawlstate.Admitted {
 		place = -1 // sent again in its old group, after the batch's own
 	}
-	return pending{crawl: m.Crawl, key: key, group: group, place: place, host: u.Host, interval: lim.interval, run: run >= 2, msg: message.Target{URL: norm, Root: r.String(),
+	return pending{crawl: m.Crawl, key: key, group: group, place: place, host: u.Host, interval: interval, run: run >= 2, msg: message.Target{URL: norm, Root: r.String(),
 		Depth: m.Depth, Sitemap: m.Sitemap, Group: group}, resent: res == crawlstate.Unsent}, outSend, nil
 }
 

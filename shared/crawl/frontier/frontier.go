@@ -143,12 +143,24 @@ type limits struct {
 	rules                     scope.Rules
 	maxPages, maxPagesPerHost int
 	interval                  time.Duration
+	// crawl is the crawl's settings (nil: the stack's), whose host rules may set a host's rate.
+	crawl *crawlspec.Crawl
+}
+
+// intervalOf is the gap between host's requests: its host rule's rate, or the crawl's.
+func (l limits) intervalOf(host string) time.Duration {
+	if l.crawl != nil {
+		if rps, ok := l.crawl.RuleRate(host); ok {
+			return crawlstate.IntervalOf(rps)
+		}
+	}
+	return l.interval
 }
 
 // limitsOf returns crawl's admission settings.
 func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
 	if f.crawls == nil {
-		return limits{f.cfg.Rules, f.cfg.MaxPages, f.cfg.MaxPagesPerHost, f.cfg.HostInterval}, nil
+		return limits{f.cfg.Rules, f.cfg.MaxPages, f.cfg.MaxPagesPerHost, f.cfg.HostInterval, nil}, nil
 	}
 	c, err := f.crawls.For(ctx, crawl)
 	if err != nil {
@@ -158,7 +170,7 @@ func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
 	if c.Spec != nil && c.Spec.Rate != nil {
 		interval = crawlstate.IntervalOf(c.HostRPS)
 	}
-	return limits{c.Rules, c.MaxPages, c.MaxPagesPerHost, interval}, nil
+	return limits{c.Rules, c.MaxPages, c.MaxPagesPerHost, interval, c}, nil
 }
 
 // Frontier admits URLs. It is safe for concurrent use.

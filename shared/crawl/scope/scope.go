@@ -53,6 +53,9 @@ type Rules struct {
 	// MaxDepth is the most link hops from the seed (the seed has depth 0). Zero admits the seeds
 	// only; a negative value means no limit.
 	MaxDepth int
+	// HostDepths bound the depth of the hosts they match instead of MaxDepth: the first that
+	// matches a URL's host counts (DepthFor).
+	HostDepths []HostDepth
 	// Traps are the spider-trap heuristics.
 	Traps TrapRules
 }
@@ -90,8 +93,8 @@ func (r Rules) Check(seed, u *url.URL, depth int, now time.Time) error {
 	if u == nil || seed == nil {
 		return errclass.Errorf(errclass.Scope, "nil url")
 	}
-	if r.MaxDepth >= 0 && depth > r.MaxDepth {
-		return errclass.Errorf(errclass.Scope, "depth %d over max depth %d", depth, r.MaxDepth)
+	if md := r.DepthFor(u.Host); md >= 0 && depth > md {
+		return errclass.Errorf(errclass.Scope, "depth %d over max depth %d", depth, md)
 	}
 	if err := r.checkMode(seed, u); err != nil {
 		return err

@@ -234,7 +234,7 @@ func New(cfg Config, d Deps) *Handler {
 	return &Handler{mem: newMemory(cfg.MemoryBudget, cfg.MaxDecodedBytes), cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
 		politeness: d.Politeness, circuits: d.Circuits, health: d.HostHealth, runs: d.Runs, counters: d.Counters,
 		http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages, crawls: d.Crawls, handoff: d.Handoff,
-		send: d.Send, batch: d.Batch, log: d.Log, hosts: hostLimiter{max: cfg.HostConcurrency}, optOuts: d.OptOuts, now: d.Now}
+		send: d.Send, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.

@@ -173,7 +173,7 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	defer a.fctx.cancel()
 	// A host throttled for its recent 429s, failures or slow answers takes a wider gap
 	// (crawlstate.SlowDown, HostFailed, HostAnswered).
-	a.interval = max(h.interval(a.crawl.rps, a.rules.CrawlDelay), h.politeness.Throttled(host))
+	a.interval = max(h.interval(a.crawl.rateOf(host), a.rules.CrawlDelay), h.politeness.Throttled(host))
 	if done, err := h.waitForCircuit(ctx, a.fctx, f, host, &a.probe); done {
 		return nil, err // the host's circuit is open: no slot, no claim until its probe
 	}
@@ -185,7 +185,7 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	defer func() { a.hold.release() }() // nil once the page is kept
 	// Take the process's per-host place first, then the shared politeness slot, so that the
 	// request goes out right after its slot and never later than the next one's.
-	release, err := h.hosts.acquire(a.fctx, host)
+	release, err := h.hosts.acquire(a.fctx, host, a.crawl.concurrencyOf(host, h.cfg.HostConcurrency))
 	if err != nil {
 		return nil, h.fail(ctx, f, err)
 	}
@@ -269,7 +269,7 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	fctx, m, u := a.fctx, a.f.msg, a.u
 	start := h.now()
 	a.sent = true
-	r, err := h.http.GetFollowing(a.hold.with(conditional(fctx, a.prior)), u.String(), h.follow(fctx, m, u, a.crawl.scope, a.crawl.rps))
+	r, err := h.http.GetFollowing(a.hold.with(conditional(fctx, a.prior)), u.String(), h.follow(fctx, m, u, a.crawl))
 	status := 0
 	if r != nil {
 		status = r.Status

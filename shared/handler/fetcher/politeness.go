@@ -108,25 +108,32 @@ func (h *Handler) interval(rps float64, crawlDelay time.Duration) time.Duration 
 	return max(crawlstate.IntervalOf(rps), crawlDelay)
 }
 
-// hostLimiter bounds the fetches in flight per host in this process.
+// hostLimiter bounds the fetches in flight per host in this process. A host's bound is the
+// crawl's, or its host rule's (crawlspec.HostRule.Concurrency): one semaphore per host and bound.
 type hostLimiter struct {
-	max int
 	mu  sync.Mutex
-	sem map[string]chan struct{}
+	sem map[hostBound]chan struct{}
 }
 
-func (l *hostLimiter) acquire(ctx context.Context, host string) (func(), error) {
-	if l.max <= 0 {
+type hostBound struct {
+	host string
+	max  int
+}
+
+// acquire takes one of host's max places (max <= 0: no bound), and returns its release.
+func (l *hostLimiter) acquire(ctx context.Context, host string, max int) (func(), error) {
+	if max <= 0 {
 		return func() {}, nil
 	}
+	k := hostBound{host, max}
 	l.mu.Lock()
 	if l.sem == nil {
-		l.sem = map[string]chan struct{}{}
+		l.sem = map[hostBound]chan struct{}{}
 	}
-	s, ok := l.sem[host]
+	s, ok := l.sem[k]
 	if !ok {
-		s = make(chan struct{}, l.max)
-		l.sem[host] = s
+		s = make(chan struct{}, max)
+		l.sem[k] = s
 	}
 	l.mu.Unlock()
 	select {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
@@ -50,8 +51,9 @@ func storedPage(resp *httpfetch.Response) warcfile.Page {
 // (see seedRoot).
 //
 // Each hop is a request to the target's host, so it takes that host's politeness slot as any
-// fetch does, at the crawl's rate rps or the target's Crawl-delay (hopSlot).
-func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc ScopeChecker, rps float64) func(*url.URL) error {
+// fetch does, at the crawl's rate for that host or the target's Crawl-delay (hopSlot).
+func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, cs crawlSettings) func(*url.URL) error {
+	sc := cs.scope
 	return func(target *url.URL) error {
 		t, err := urlnorm.Normalize(target.String())
 		if err != nil {
@@ -82,7 +84,7 @@ func (h *Handler) follow(ctx context.Context, m *message.Fetch, u *url.URL, sc S
 		case !rules.Allowed:
 			return errclass.Errorf(errclass.Robots, "disallowed by robots.txt: %s", rules.Reason)
 		}
-		return h.hopSlot(ctx, t.Host, max(h.interval(rps, rules.CrawlDelay), h.politeness.Throttled(t.Host)))
+		return h.hopSlot(ctx, t.Host, max(h.interval(cs.rateOf(t.Host), rules.CrawlDelay), h.politeness.Throttled(t.Host)))
 	}
 }
 
@@ -168,6 +170,25 @@ type crawlSettings struct {
 	previous string
 	// secret names the request headers whose values are secrets (crawlspec.Crawl.Secret).
 	secret []string
+	// crawl is the crawl's settings, whose host rules may set a host's rate and concurrency (nil:
+	// the handler's own, for every host).
+	crawl *crawlspec.Crawl
+}
+
+// rateOf is the requests per second to host: its host rule's, or the crawl's.
+func (s crawlSettings) rateOf(host string) float64 {
+	if s.crawl == nil {
+		return s.rps
+	}
+	return s.crawl.RateFor(host)
+}
+
+// concurrencyOf bounds host's fetches in flight in this process: its host rule's, or base.
+func (s crawlSettings) concurrencyOf(host string, base int) int {
+	if s.crawl == nil {
+		return base
+	}
+	return s.crawl.ConcurrencyFor(host, base)
 }
 
 // crawlContext returns ctx with the crawl's User-Agent, headers and TLS fingerprint for its
@@ -183,6 +204,12 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 	if c.UserAgent != "" {
 		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
 	}
+	if c.Spec != nil && len(c.Spec.Hosts) > 0 {
+		ctx = httpfetch.WithHostHeaders(ctx, c.HeaderFor) // the spec's hosts section's, by hop
+	}
+	if c.StickyProxies() {
+		ctx = httpfetch.WithStickyProxy(ctx, c.StickyProxy)
+	}
 	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
-	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret}, nil
+	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret, crawl: c}, nil
 }

@@ -378,7 +378,8 @@ func (h *Handler) crawlSettings(ctx context.Context, crawl string) (maxDepth int
 	if err != nil {
 		return 0, "", nil, err
 	}
-	return c.Rules.MaxDepth, robots.ProductToken(c.UserAgent), c.Fields, nil
+	// A link goes to schedule when any host may take it that deep: schedule checks its own host's.
+	return c.Rules.Deepest(), robots.ProductToken(c.UserAgent), c.Fields, nil
 }
 
 func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {

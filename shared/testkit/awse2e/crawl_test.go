@@ -235,6 +235,16 @@ func TestIntegrationSpecWithExtractionRules(t *testing.T) {
 	h.CheckSpecExtracts(8)
 }
 
+// TestIntegrationHostRulesSetRateDepthAndHeadersPerHost crawls a fast and a slow host in one
+// crawl on the AWS adapters, from a spec whose hosts section gives each its rate (booked in the
+// table's politeness slots), depth and header (e2etest.CheckHostRules).
+func TestIntegrationHostRulesSetRateDepthAndHeadersPerHost(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 30, 5)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckHostRules(8)
+}
+
 // TestIntegrationSitemapsFindEveryPage crawls, on the AWS adapters, a site whose orphan pages only
 // its sitemaps list (robots.txt's Sitemap: line, an index, a gzip sitemap, /sitemap.xml): a spec
 // that asks for sitemaps fetches every one of them.

@@ -28,6 +28,7 @@ type Site struct {
 	faults      map[string]Fault         // path -> how it fails, every time
 	faultHits   map[string]int           // path -> requests of a failing page
 	agents      map[string]int           // "User-Agent|X-Crawl-Spec" of each request -> count
+	hostRule    map[string]int           // X-Host-Rule of each request ("": none) -> count
 }
 
 // NewSite serves a site of pages pages with links links each until the test ends.
@@ -42,7 +43,7 @@ func NewSiteWithOrphans(t testing.TB, pages, links, orphans int) *Site {
 	ds := demosite.New(pages, links, 2000)
 	ds.Orphans = orphans
 	s := &Site{Site: ds, unavailable: map[string]int{}, delays: map[string]time.Duration{}, agents: map[string]int{},
-		faults: map[string]Fault{}, faultHits: map[string]int{}}
+		hostRule: map[string]int{}, faults: map[string]Fault{}, faultHits: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/"
@@ -53,6 +54,7 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	s.mu.Lock()
 	s.agents[r.UserAgent()+"|"+r.Header.Get("X-Crawl-Spec")]++
+	s.hostRule[r.Header.Get(HostRuleHeader)]++
 	if p != "/robots.txt" {
 		s.times = append(s.times, time.Now())
 	}
@@ -164,6 +166,17 @@ func (s *Site) Agents() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.agents)
+}
+
+// HostRuleHeader is a header that a spec's hosts section sends to one host only.
+const HostRuleHeader = "X-Host-Rule"
+
+// HostRuleHeaders returns how many requests (robots.txt's too) came with each value of
+// HostRuleHeader ("": without it).
+func (s *Site) HostRuleHeaders() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.hostRule)
 }
 
 // Times returns when each page request arrived, in order.

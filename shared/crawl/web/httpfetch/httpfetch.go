@@ -249,8 +249,9 @@ func (c *Client) GetFollowing(ctx context.Context, rawURL string, follow func(ta
 type requestKey struct{}
 
 type requestOptions struct {
-	userAgent string
-	header    http.Header
+	userAgent  string
+	header     http.Header
+	hostHeader func(host string) http.Header
 }
 
 // ownHeaders are the request headers the client sets itself and WithRequest cannot replace.
@@ -261,7 +262,65 @@ var ownHeaders = map[string]bool{"Accept-Encoding": true, "Host": true, "Connect
 // client's, and the headers of header besides the client's own (those the client sets for its
 // decoding and its connections stay the client's): the settings of one crawl's spec.
 func WithRequest(ctx context.Context, userAgent string, header http.Header) context.Context {
-	return context.WithValue(ctx, requestKey{}, requestOptions{userAgent: userAgent, header: header})
+	o, _ := ctx.Value(requestKey{}).(requestOptions)
+	o.userAgent, o.header = userAgent, header
+	return context.WithValue(ctx, requestKey{}, o)
+}
+
+// WithHostHeaders has the requests made with ctx send, to each host, the headers hostHeader gives
+// it over those of WithRequest: on every hop of a redirect, a host's own, and none of the host
+// before's (a spec's hosts section).
+func WithHostHeaders(ctx context.Context, hostHeader func(host string) http.Header) context.Context {
+	o, _ := ctx.Value(requestKey{}).(requestOptions)
+	o.hostHeader = hostHeader
+	return context.WithValue(ctx, requestKey{}, o)
+}
+
+// setHeaders sets on h the caller's headers for a request to host (WithRequest, WithHostHeaders),
+// but those the client sets itself.
+func setHeaders(ctx context.Context, h http.Header, host string) {
+	o, ok := ctx.Value(requestKey{}).(requestOptions)
+	if !ok {
+		return
+	}
+	for _, hs := range []http.Header{o.header, hostHeaderOf(o, host)} {
+		for k, vs := range hs {
+			if !ownHeaders[http.CanonicalHeaderKey(k)] {
+				h[http.CanonicalHeaderKey(k)] = vs
+			}
+		}
+	}
+	if o.userAgent != "" {
+		h.Set("User-Agent", o.userAgent)
+	}
+}
+
+// hopHeaders changes the headers of a redirect hop from before to host: before's own headers
+// (WithHostHeaders) go, or fall back to the caller's of the same name, and host's come. The rest
+// is as net/http copied it, which drops the credentials on a hop to another domain.
+func hopHeaders(ctx context.Context, h http.Header, host, before string) {
+	o, ok := ctx.Value(requestKey{}).(requestOptions)
+	if !ok || o.hostHeader == nil {
+		return
+	}
+	for k := range o.hostHeader(before) {
+		h.Del(k)
+		if vs, ok := o.header[http.CanonicalHeaderKey(k)]; ok && !ownHeaders[http.CanonicalHeaderKey(k)] {
+			h[http.CanonicalHeaderKey(k)] = vs
+		}
+	}
+	for k, vs := range o.hostHeader(host) {
+		if !ownHeaders[http.CanonicalHeaderKey(k)] {
+			h[http.CanonicalHeaderKey(k)] = vs
+		}
+	}
+}
+
+func hostHeaderOf(o requestOptions, host string) http.Header {
+	if o.hostHeader == nil {
+		return nil
+	}
+	return o.hostHeader(host)
 }
 
 func (c *Client) limits() limits {
@@ -374,6 +433,9 @@ func (c *Client) checkRedirect(lim limits, redirects *[]string) func(req *http.R
 				return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
 			}
 		}
+		if prev := via[len(via)-1].URL.Host; prev != req.URL.Host {
+			hopHeaders(req.Context(), req.Header, req.URL.Host, prev)
+		}
 		*redirects = append(*redirects, via[len(via)-1].URL.String())
 		return nil
 	}
@@ -389,16 +451,7 @@ func (c *Client) newRequest(ctx context.Context, u *url.URL) (*http.Request, err
 	req.Header.Set("User-Agent", c.opts.UserAgent)
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	if o, ok := ctx.Value(requestKey{}).(requestOptions); ok {
-		for k, vs := range o.header {
-			if !ownHeaders[http.CanonicalHeaderKey(k)] {
-				req.Header[http.CanonicalHeaderKey(k)] = vs
-			}
-		}
-		if o.userAgent != "" {
-			req.Header.Set("User-Agent", o.userAgent)
-		}
-	}
+	setHeaders(ctx, req.Header, u.Host)
 	setConditional(ctx, req.Header)
 	return req, nil
 }

@@ -76,12 +76,13 @@ func newProxyPool(raw []string, rotation string, failures int, cooldown time.Dur
 	return p, nil
 }
 
-// pick returns the proxy for a request to host: the next one in turn, or the host's own, skipping
-// those that are out. A proxy whose cooldown is over takes this request as its probe.
-func (p *proxyPool) pick(host string) (*proxyState, error) {
+// pick returns the proxy for a request to host: the next one in turn, or the host's own (the
+// pool's rotation is StickyPerHost, or sticky asks for it), skipping those that are out. A proxy
+// whose cooldown is over takes this request as its probe.
+func (p *proxyPool) pick(host string, sticky bool) (*proxyState, error) {
 	n := len(p.proxies)
 	start := int(p.next.Add(1) % uint64(n))
-	if p.sticky {
+	if p.sticky || sticky {
 		h := fnv.New32a()
 		h.Write([]byte(host))
 		start = int(h.Sum32() % uint32(n))
@@ -95,6 +96,21 @@ func (p *proxyPool) pick(host string) (*proxyState, error) {
 	}
 	return nil, proxiesOut{errclass.Errorf(errclass.Connect, "every proxy is out after failing %d times in a row (each is probed again %v after it went out)",
 		p.failures, p.cooldown)}
+}
+
+type stickyKey struct{}
+
+// WithStickyProxy has the requests made with ctx to each host for which sticky says so go
+// through the host's own proxy while it is up, whatever the client's rotation: the hosts whose
+// requests keep one identity (a spec's hosts entry with sticky_proxy), such as those that carry
+// the host's cookies.
+func WithStickyProxy(ctx context.Context, sticky func(host string) bool) context.Context {
+	return context.WithValue(ctx, stickyKey{}, sticky)
+}
+
+func stickyProxy(ctx context.Context, host string) bool {
+	f, ok := ctx.Value(stickyKey{}).(func(string) bool)
+	return ok && f(host)
 }
 
 // proxiesOut is pick's error when every proxy is out.
@@ -156,7 +172,7 @@ func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := t.pool.pick(req.URL.Host)
+	s, err := t.pool.pick(req.URL.Host, stickyProxy(req.Context(), req.URL.Host))
 	if err != nil {
 		return nil, err
 	}

@@ -109,6 +109,33 @@ func TestProxyStickyPerHost(t *testing.T) {
 	}
 }
 
+// A host that asks for it keeps one proxy under per-request rotation, and the other hosts'
+// requests still take turns.
+func TestProxyStickyForTheHostsThatAskForIt(t *testing.T) {
+	a, b := newTestProxy(t, 0), newTestProxy(t, 0)
+	sticky, other := target(t), target(t)
+	c := newClient(t, Options{Proxies: []string{a.srv.URL, b.srv.URL}, ProxyRotation: RotatePerRequest})
+	stickyHost := strings.TrimPrefix(sticky.URL, "http://")
+	ctx := WithStickyProxy(context.Background(), func(host string) bool { return host == stickyHost })
+	for i := range 5 {
+		if _, err := c.Get(ctx, fmt.Sprintf("%s/%d", sticky.URL, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := []int64{a.CarriedRequests(), b.CarriedRequests()}; !(got[0] == 5 && got[1] == 0 || got[0] == 0 && got[1] == 5) {
+		t.Errorf("the proxies carried %v of the sticky host's 5 requests, want all through one", got)
+	}
+	before := []int64{a.CarriedRequests(), b.CarriedRequests()}
+	for i := range 4 {
+		if _, err := c.Get(ctx, fmt.Sprintf("%s/%d", other.URL, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if da, db := a.CarriedRequests()-before[0], b.CarriedRequests()-before[1]; da != 2 || db != 2 {
+		t.Errorf("the proxies carried %d and %d of another host's 4 requests, want 2 each (in turn)", da, db)
+	}
+}
+
 // A failing proxy is taken out after ProxyFailures failures in a row and gets no request while
 // it is out; after the cooldown one request probes it, and when the probe succeeds it is back in.
 func TestProxyBreakerOpensAndCloses(t *testing.T) {
