@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/priority"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
@@ -66,6 +67,9 @@ type Settings struct {
 	// Render is the spec's render section: the pages whose scripts run in a headless browser
 	// before they are parsed (nil: none renders).
 	Render *Render `json:"render,omitempty"`
+	// Priority are the spec's priority rules: the order in which each message's URLs are admitted
+	// (shared/crawl/priority).
+	Priority []priority.Rule `json:"priority,omitempty"`
 	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
 	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
 	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page

@@ -225,6 +225,15 @@ func TestIntegrationBadURLsGiveUpWithTheDefaults(t *testing.T) {
 	h.CheckBadURLsGiveUpWithTheDefaults(8)
 }
 
+// TestIntegrationPriorityUnderAPageBudget: on the AWS adapters, a spec's priority rules decide
+// which of the home page's links its page budget goes to (e2etest CheckPriorityUnderABudget).
+func TestIntegrationPriorityUnderAPageBudget(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 60, 10)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckPriorityUnderABudget(8)
+}
+
 // TestIntegrationSpecWithExtractionRules crawls the site from a crawl spec on the AWS adapters:
 // the spec's settings reach every handler through the bucket, and every record carries the
 // extracted fields.
