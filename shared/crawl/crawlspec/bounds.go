@@ -128,6 +128,8 @@ type Crawl struct {
 	// Retry is the crawl's retry policy: the stack's, with the spec's retry section over it
 	// (retry.Table.Over). A zero Table leaves the fetcher's own.
 	Retry retry.Table
+	// Keep are the media types stored though not parsed (Settings.Keep; nil: none).
+	Keep []string
 	// Priority ranks the crawl's URLs for their admission (nil: all Normal, in message order).
 	Priority *priority.Ranker
 }
@@ -194,6 +196,7 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 		}
 		c.Retry = s.Retry.Over(base.Retry)
 	}
+	c.Keep = s.Keep
 	if len(s.Priority) > 0 {
 		r, err := priority.Compile(s.Priority)
 		if err != nil {

@@ -67,6 +67,9 @@ type Settings struct {
 	// Render is the spec's render section: the pages whose scripts run in a headless browser
 	// before they are parsed (nil: none renders).
 	Render *Render `json:"render,omitempty"`
+	// Keep are the media types ("application/pdf", "image/*") whose pages are stored in the WARC
+	// though they are not parsed: fetched, not skipped with class type.
+	Keep []string `json:"keep,omitempty"`
 	// Priority are the spec's priority rules: the order in which each message's URLs are admitted
 	// (shared/crawl/priority).
 	Priority []priority.Rule `json:"priority,omitempty"`

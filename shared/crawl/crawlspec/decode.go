@@ -223,6 +223,7 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 		"retry":    func(k, v *yaml.Node) { s.Retry = d.retrySection(v) },
 		"render":   func(k, v *yaml.Node) { s.Render = d.renderSection(v) },
 		"priority": func(k, v *yaml.Node) { s.Priority = d.priority(v) },
+		"keep":     func(k, v *yaml.Node) { s.Keep = d.keep(v) },
 	})
 	if !versionSet {
 		d.fail(root, "version", "missing: a spec starts with version: %d", Version)

@@ -341,7 +341,9 @@ func (h *Handler) keep(ctx context.Context, a *fetching) (*fetched, error) {
 	} else if unchanged {
 		return h.holdPage(a), nil
 	}
-	if !f.msg.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
+	// A sitemap is XML, gzip or text: parse reads it. A type the crawl keeps is stored, and parse
+	// records it without parsing it.
+	if !f.msg.Sitemap && !h.parseable(resp) && !a.crawl.kept(resp) {
 		return nil, h.finish(ctx, f, crawlstate.Skipped,
 			errclass.Errorf(errclass.Type, "content type %q is not parsed", resp.Header.Get("Content-Type")))
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
@@ -168,6 +169,8 @@ type crawlSettings struct {
 	previous string
 	// secret names the request headers whose values are secrets (crawlspec.Crawl.Secret).
 	secret []string
+	// keep are the media types stored though not parsed (crawlspec.Crawl.Keep).
+	keep []string
 }
 
 // crawlContext returns ctx with the crawl's User-Agent, headers and TLS fingerprint for its
@@ -184,5 +187,14 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 		ctx = robots.WithUserAgent(httpfetch.WithRequest(ctx, c.UserAgent, c.Header), c.UserAgent)
 	}
 	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
-	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret}, nil
+	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret, keep: c.Keep}, nil
+}
+
+// kept reports whether r is of a media type the crawl keeps though it is not parsed.
+func (c crawlSettings) kept(r *httpfetch.Response) bool {
+	if len(c.keep) == 0 {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && crawlspec.Keeps(c.keep, mt)
 }
