@@ -163,6 +163,22 @@ func TestStopLosesNothing(t *testing.T) {
 	newHarness(t, 120, 6, 30*time.Second).CheckStop(8)
 }
 
+// TestAKeptTypeIsArchived: a spec's keep stores a linked PDF in the WARC, with a record of its type
+// (shared/testkit/e2etest CheckKeptTypeIsArchived).
+func TestAKeptTypeIsArchived(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 20, 4, 30*time.Second)
+	h.Site.Files = true
+	h.CheckKeptTypeIsArchived(8)
+}
+
+// TestPriorityUnderAPageBudget: a spec's priority rules decide which of the home page's links its
+// page budget goes to (shared/testkit/e2etest CheckPriorityUnderABudget).
+func TestPriorityUnderAPageBudget(t *testing.T) {
+	t.Parallel()
+	newHarness(t, 60, 10, 30*time.Second).CheckPriorityUnderABudget(8)
+}
+
 // A spec with extraction rules crawls the demo site: every record carries the extracted fields.
 func TestSpecWithExtractionRules(t *testing.T) {
 	t.Parallel()

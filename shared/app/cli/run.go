@@ -62,12 +62,16 @@ type Counts struct {
 	// since the crawl started in a status.
 	PagesPerSecond float64          `json:"pagesPerSecond"`
 	Classes        map[string]int64 `json:"classes"`
+	// Responses are the URLs by HTTP status, the bytes fetched, and a recrawl's changed and
+	// unchanged pages, as the crawl's end event counts them.
+	Responses finish.Responses `json:"responses"`
 }
 
 // countsOf are the counts of c.
 func countsOf(c crawlstate.Counters) Counts {
 	n := Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed, StoppedURLs: c.StoppedURLs,
-		StopRefused: c.StopRefused, Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{}}
+		StopRefused: c.StopRefused, Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{},
+		Responses: finish.ResponsesOf(c.Responses)}
 	for cl, k := range c.Classes {
 		n.Classes[string(cl)] = k
 	}

@@ -378,6 +378,7 @@ func printStatus(w io.Writer, s Status) {
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
 	}
+	printResponses(w, s.Responses)
 	if s.StopRefused > 0 {
 		fmt.Fprintf(w, "  links not admitted since the stop: %d\n", s.StopRefused)
 	}

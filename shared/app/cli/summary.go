@@ -123,6 +123,7 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool, h hints) {
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
 	}
+	printResponses(w, s.Responses)
 	printGaveUp(w, s.GaveUp, s.Failed)
 	printThrottled(w, s.Throttled)
 	printCircuits(w, s.Circuits)

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/priority"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
@@ -133,6 +134,10 @@ type Crawl struct {
 	// Retry is the crawl's retry policy: the stack's, with the spec's retry section over it
 	// (retry.Table.Over). A zero Table leaves the fetcher's own.
 	Retry retry.Table
+	// Keep are the media types stored though not parsed (Settings.Keep; nil: none).
+	Keep []string
+	// Priority ranks the crawl's URLs for their admission (nil: all Normal, in message order).
+	Priority *priority.Ranker
 }
 
 // Over returns base with s's settings over it. s was checked when its spec was read, against the
@@ -208,6 +213,14 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 			return nil, fmt.Errorf("retry: %w", err)
 		}
 		c.Retry = s.Retry.Over(base.Retry)
+	}
+	c.Keep = s.Keep
+	if len(s.Priority) > 0 {
+		r, err := priority.Compile(s.Priority)
+		if err != nil {
+			return nil, err
+		}
+		c.Priority = r
 	}
 	if len(s.Extract) > 0 || len(s.Items) > 0 {
 		set, err := extract.Compile(s.Extract, s.Items...)

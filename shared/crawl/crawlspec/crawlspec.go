@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/priority"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
@@ -68,6 +69,12 @@ type Settings struct {
 	Render *Render `json:"render,omitempty"`
 	// Hosts are the spec's per-host rules, in file order (HostRule).
 	Hosts []HostRule `json:"hosts,omitempty"`
+	// Keep are the media types ("application/pdf", "image/*") whose pages are stored in the WARC
+	// though they are not parsed: fetched, not skipped with class type.
+	Keep []string `json:"keep,omitempty"`
+	// Priority are the spec's priority rules: the order in which each message's URLs are admitted
+	// (shared/crawl/priority).
+	Priority []priority.Rule `json:"priority,omitempty"`
 	// Previous names the crawl this one recrawls: schedule sets it when it starts a crawl of a
 	// seed file that an earlier crawl read (the scheduled recrawl, a seed file dropped again). A
 	// spec file cannot set it. Fetch sends that crawl's validators with its requests, and a page

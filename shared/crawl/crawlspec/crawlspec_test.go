@@ -88,7 +88,7 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 		want   []string
 	}{
 		{"unknown key", "version: 1\nseeds: [http://127.0.0.1/]\nmax_deph: 3\n", Bounds{},
-			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, hosts, include, items, max_depth, max_pages, max_pages_per_host, rate, recrawl, render, retry, scope, seeds, sitemaps, tls_fingerprint, user_agent, version)"}},
+			[]string{"line 3: max_deph: unknown setting (known: exclude, extract, headers, hosts, include, items, keep, max_depth, max_pages, max_pages_per_host, priority, rate, recrawl, render, retry, scope, seeds, sitemaps, tls_fingerprint, user_agent, version)"}},
 		{"wrong types", "version: 1\nseeds: http://127.0.0.1/\nmax_pages: many\nrate: fast\nrecrawl: sometimes\n", Bounds{},
 			[]string{"line 2: seeds: want a list of at least one URL", "line 3: max_pages: want a whole number, got the string \"many\"",
 				"line 4: rate: want requests per second per host", "line 5: recrawl: want true or false"}},
@@ -129,6 +129,14 @@ func TestBadSpecsSayWhereAndWhat(t *testing.T) {
 			Bounds{UserAgent: "browser", Fingerprint: "chrome"}, []string{"line 3: tls_fingerprint: user agent \"browser\": only with"}},
 		{"chrome's fingerprint on a stack with proxies", "version: 1\nseeds: [http://127.0.0.1/]\ntls_fingerprint: chrome\n",
 			Bounds{Proxies: true}, []string{"line 3: tls_fingerprint: \"chrome\" does not go through the proxies this stack fetches through"}},
+		{"priority", "version: 1\nseeds: [http://127.0.0.1/]\npriority:\n  - {pattern: /a/, priority: urgent}\n  - {priority: high}\n  - {pattern: '[', priority: low}\n  - {max_depth: -1, priority: high}\n  - {pattern: /b/, priority: high, weight: 3}\n  - {from: /c/, priority: low}\n",
+			Bounds{},
+			[]string{"line 4: priority: priority \"urgent\": want high, normal or low", "line 5: priority: no condition",
+				"line 6: priority: pattern \"[\"", "line 7: priority.max_depth: -1: want 0 or more", "line 8: priority.weight: unknown setting"}},
+		{"keep", "version: 1\nseeds: [http://127.0.0.1/]\nkeep: [application/pdf, 'image/*', Application/JSON, '*/*', 'text/plain; charset=utf-8', pdf]\n", Bounds{},
+			[]string{"line 3: keep: \"Application/JSON\": want a media type in lower case", "line 3: keep: \"*/*\"", "line 3: keep: \"text/plain; charset=utf-8\"", "line 3: keep: \"pdf\""}},
+		{"priority not a list", "version: 1\nseeds: [http://127.0.0.1/]\npriority: high\n", Bounds{},
+			[]string{"line 3: priority: want a list of rules"}},
 		{"not a mapping", "- http://127.0.0.1/\n", Bounds{}, []string{"line 1: a spec is a mapping of settings"}},
 		{"syntax", "version: 1\nseeds:\n  - http://127.0.0.1/\n bad: indent\n", Bounds{}, []string{"line 3: not YAML or JSON: did not find expected key"}},
 	}

@@ -220,9 +220,11 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 		"sitemaps": func(k, v *yaml.Node) {
 			s.Sitemaps, _ = d.boolean(v, "sitemaps")
 		},
-		"retry":  func(k, v *yaml.Node) { s.Retry = d.retrySection(v) },
-		"render": func(k, v *yaml.Node) { s.Render = d.renderSection(v) },
-		"hosts":  func(k, v *yaml.Node) { s.Hosts = d.hosts(v) },
+		"retry":    func(k, v *yaml.Node) { s.Retry = d.retrySection(v) },
+		"render":   func(k, v *yaml.Node) { s.Render = d.renderSection(v) },
+		"hosts":    func(k, v *yaml.Node) { s.Hosts = d.hosts(v) },
+		"priority": func(k, v *yaml.Node) { s.Priority = d.priority(v) },
+		"keep":     func(k, v *yaml.Node) { s.Keep = d.keep(v) },
 	})
 	if !versionSet {
 		d.fail(root, "version", "missing: a spec starts with version: %d", Version)

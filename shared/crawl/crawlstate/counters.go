@@ -44,6 +44,9 @@ type Counters struct {
 	// message is marked done, the Links messages named sent and those marked admitted. Counters
 	// only; a tally leaves them zero.
 	Pages, PagesParsed, LinksNamed, LinksAdmitted int64
+	// Responses are the HTTP statuses, body bytes and recrawl changes of the crawl's URLs
+	// (responses.go). Counters only: a tally takes them from the counters.
+	Responses Responses
 }
 
 // MaxGaveUp bounds the failed URLs that Tally lists.
@@ -71,6 +74,7 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 		return Counters{}, fmt.Errorf("read the counters of crawl %s: %w", crawl, err)
 	}
 	sum := map[string]int64{}
+	var resp Responses
 	for _, it := range items {
 		for _, a := range counterAttrs {
 			sum[a] += it.Int(a)
@@ -81,6 +85,7 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 		for _, cl := range errclass.All {
 			sum["class_"+string(cl)] += it.Int("class_" + string(cl))
 		}
+		resp.add(it)
 	}
 	c := Counters{
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
@@ -88,8 +93,9 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 		ParseErrors: sum["parse_errors"],
 		Pages:       sum[counterPages], PagesParsed: sum[counterPagesParsed],
 		LinksNamed: sum[counterLinksNamed], LinksAdmitted: sum[counterLinksAdmitted],
-		Classes: map[errclass.Class]int64{},
-		Cost:    cost.UnitsFromCounters(func(name string) int64 { return sum[name] }),
+		Classes:   map[errclass.Class]int64{},
+		Cost:      cost.UnitsFromCounters(func(name string) int64 { return sum[name] }),
+		Responses: resp,
 	}
 	for _, cl := range errclass.All {
 		if n := sum["class_"+string(cl)]; n != 0 {

@@ -62,8 +62,8 @@ func firstOf[T any](_ T, err error) error { return err }
 
 // TestCounterShardItemSize measures a counter shard's item as DynamoDB sizes it after the writes
 // of 1,000 stores (Lambda containers over a crawl), each counting a page's worth of states,
-// classes and cost: the sequence numbers of the stores that picked the shard must keep it within
-// the 1 KB that one write unit pays for.
+// classes, responses and cost: the sequence numbers of the stores that picked the shard must keep
+// it within the 1 KB that one write unit pays for.
 func TestCounterShardItemSize(t *testing.T) {
 	ctx := context.Background()
 	s0, _ := newStore(t)
@@ -71,7 +71,8 @@ func TestCounterShardItemSize(t *testing.T) {
 	for range stores {
 		s := New(s0.t)
 		add := map[string]int64{"seen": 40, "fetched": 35, "skipped": 3, "failed": 2, "class_robots": 3, "class_http_5xx": 2,
-			"cost_sqs": 123, "cost_ddb_read_milli": 45678, "cost_ddb_write_milli": 98765, "cost_lambda": 12}
+			"cost_sqs": 123, "cost_ddb_read_milli": 45678, "cost_ddb_write_milli": 98765, "cost_lambda": 12,
+			"sc200": 35, "sc404": 2, "sc503": 2, "resp_bytes": 1234567, "changed": 20, "unchanged": 15}
 		for range 3 { // seq 3: a few writes each
 			if err := s.count(ctx, "c", add); err != nil {
 				t.Fatal(err)

@@ -107,6 +107,12 @@ type Outcome struct {
 	Page *Page
 	// Owner is the claim's owner: the outcome is recorded only while it holds the URL.
 	Owner string
+	// Status and Bytes are the HTTP status and body size of the URL's last response, if it got
+	// one, and Change what a recrawl found of its page: counted with the outcome (responses.go),
+	// not stored.
+	Status int
+	Bytes  int64
+	Change Change
 }
 
 // stored is an Outcome as its group's item holds it: short names, the state as a letter, the
@@ -437,6 +443,7 @@ func recordCounts(outs []Outcome) map[string]int64 {
 		if o.Cause != nil {
 			counts["class_"+string(errclass.Of(o.Cause))]++
 		}
+		addResponseCounts(counts, o)
 	}
 	return counts
 }

@@ -66,6 +66,7 @@ var tableTests = []struct {
 	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},
 	{"PageGoneEndsTheURLFailedOnce", testPageGoneEndsTheURLFailedOnce},
 	{"SeedProgressMovesOnce", testSeedProgressMovesOnce},
+	{"ResponsesCountOnce", testResponsesCountOnce},
 }
 
 func TestCountersAndBudgetOnSQLite(t *testing.T) {

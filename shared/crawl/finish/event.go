@@ -85,6 +85,29 @@ type Counts struct {
 	StoppedURLs int64            `json:"stoppedUrls"`
 	ParseErrors int64            `json:"parseErrors"`
 	Classes     map[string]int64 `json:"classes"`
+	Responses   Responses        `json:"responses"`
+}
+
+// Responses are the crawl's counts of the responses its URLs ended with (crawlstate.Responses):
+// URLs by the HTTP status of their last response, by code ("404") and by class ("4xx"), the
+// bytes of those responses' bodies (decoded), and on a recrawl the pages changed and unchanged
+// since the previous crawl.
+type Responses struct {
+	Statuses      map[string]int64 `json:"statuses"`
+	StatusClasses map[string]int64 `json:"statusClasses"`
+	Bytes         int64            `json:"bytes"`
+	Changed       int64            `json:"changed"`
+	Unchanged     int64            `json:"unchanged"`
+}
+
+// ResponsesOf are the counts r as an event, a status and a summary show them.
+func ResponsesOf(r crawlstate.Responses) Responses {
+	out := Responses{Statuses: map[string]int64{}, StatusClasses: r.ByClass(), Bytes: r.Bytes,
+		Changed: r.Changed, Unchanged: r.Unchanged}
+	for code, n := range r.Statuses {
+		out.Statuses[strconv.Itoa(code)] = n
+	}
+	return out
 }
 
 // Cost is the crawl's ledger in dollars by service.
@@ -131,7 +154,8 @@ func stallEventOf(ch crawlstate.Checks, seq int, c crawlstate.Counters, left cra
 func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices cost.Prices) Event {
 	e := Event{EventID: EventID(ch.ID), Crawl: ch.ID, End: EndDrained, FinishedAt: now.UTC().Truncate(time.Millisecond),
 		Counts: Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed,
-			StoppedURLs: c.StoppedURLs, ParseErrors: c.ParseErrors, Classes: map[string]int64{}}}
+			StoppedURLs: c.StoppedURLs, ParseErrors: c.ParseErrors, Classes: map[string]int64{},
+			Responses: ResponsesOf(c.Responses)}}
 	switch {
 	case ch.Run == crawlstate.StoppedBy:
 		e.End = EndStopped

@@ -47,6 +47,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/optout"
+	"github.com/crawlstack/crawlstack/shared/crawl/priority"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
@@ -145,6 +146,8 @@ type limits struct {
 	interval                  time.Duration
 	// crawl is the crawl's settings (nil: the stack's), whose host rules may set a host's rate.
 	crawl *crawlspec.Crawl
+	// priority orders each message's URLs for their admission (nil: the message's order).
+	priority *priority.Ranker
 }
 
 // intervalOf is the gap between host's requests: its host rule's rate, or the crawl's.
@@ -160,7 +163,7 @@ func (l limits) intervalOf(host string) time.Duration {
 // limitsOf returns crawl's admission settings.
 func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
 	if f.crawls == nil {
-		return limits{f.cfg.Rules, f.cfg.MaxPages, f.cfg.MaxPagesPerHost, f.cfg.HostInterval, nil}, nil
+		return limits{f.cfg.Rules, f.cfg.MaxPages, f.cfg.MaxPagesPerHost, f.cfg.HostInterval, nil, nil}, nil
 	}
 	c, err := f.crawls.For(ctx, crawl)
 	if err != nil {
@@ -170,7 +173,7 @@ func (f *Frontier) limitsOf(ctx context.Context, crawl string) (limits, error) {
 	if c.Spec != nil && c.Spec.Rate != nil {
 		interval = crawlstate.IntervalOf(c.HostRPS)
 	}
-	return limits{c.Rules, c.MaxPages, c.MaxPagesPerHost, interval, c}, nil
+	return limits{c.Rules, c.MaxPages, c.MaxPagesPerHost, interval, c, c.Priority}, nil
 }
 
 // Frontier admits URLs. It is safe for concurrent use.
@@ -298,9 +301,12 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 		root = r
 	}
 	// The URLs are independent: admit them at once, so their table writes share commits. Only
-	// their budget is taken in turn: a URL reserves its page once the URL before it in the message
-	// is done, so that a budget too small for the message goes to its first URLs (a page's links
-	// in the page's order), as it would if they were admitted one by one.
+	// their budget is taken in turn: a URL reserves its page once the URL before it is done, so
+	// that a budget too small for the message goes to its first URLs, as it would if they were
+	// admitted one by one: in the crawl's priority order (high first), and in the message's (a
+	// page's links in the page's order) among URLs of one priority. Their fetch messages are sent
+	// in that order too.
+	order := lim.priority.Order(m.URLs, m.Parent, m.Depth)
 	type result struct {
 		p       pending
 		outcome outcome
@@ -310,7 +316,8 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	g.SetLimit(f.cfg.AdmitConcurrency)
 	memory := 0 // links known from the warm cache alone, for the dedup breakdown (metrics.DedupHits)
 	before := closedTurn
-	for i, raw := range m.URLs {
+	for _, i := range order {
+		raw := m.URLs[i]
 		if f.recentlyConfirmed(m.Crawl, raw) {
 			results[i] = result{outcome: outKnown} // most links of a crawl: no goroutine for them
 			memory++
@@ -331,8 +338,8 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	}
 	admitErr := g.Wait()
 	queued := make(map[string]int, len(m.URLs)) // key -> index in st.out, plus one
-	for _, r := range results {
-		p, outcome := r.p, r.outcome
+	for _, i := range order {
+		p, outcome := results[i].p, results[i].outcome
 		switch {
 		case outcome == outSend && queued[p.key] > 0:
 			st.Result.Known++ // the same URL twice in one message: this delivery admitted it if either did

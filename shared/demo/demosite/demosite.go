@@ -34,6 +34,9 @@ type Site struct {
 	// Validators, when set, has pages answer with an ETag and a Last-Modified, and 304 to a
 	// conditional GET of their version (versions.go). Set it before the site serves.
 	Validators bool
+	// Files, when set, has the home page link a PDF (FilePath, FileBody), which the site serves as
+	// application/pdf: for crawls that keep types they do not parse. Set it before the site serves.
+	Files bool
 
 	mu        sync.Mutex
 	hits      map[string]int
@@ -47,6 +50,12 @@ type Site struct {
 func New(pages, links, pageBytes int) *Site {
 	return &Site{Pages: max(pages, 1), Links: max(links, 1), PageBytes: pageBytes, hits: map[string]int{}}
 }
+
+// FilePath is the PDF that the home page of a site with Files links, and FileBody its bytes.
+const FilePath = "/files/report.pdf"
+
+// FileBody is the PDF the site serves at FilePath: bytes a parser of HTML finds nothing in.
+var FileBody = []byte("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n")
 
 // Path is the path of page i ("/" for page 0).
 func Path(i int) string {
@@ -79,6 +88,11 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.Orphans > 0 && s.serveSitemap(w, r) {
+		return
+	}
+	if s.Files && r.URL.Path == FilePath {
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write(FileBody)
 		return
 	}
 	i, ok := s.page(r.URL.Path)
@@ -136,6 +150,9 @@ func (s *Site) render(i int) []byte {
 	b.WriteString("</p>\n<ul>\n")
 	for _, t := range s.Targets(i) {
 		fmt.Fprintf(&b, "<li><a href=\"%s\">page %d</a></li>\n", Path(t), t)
+	}
+	if i == 0 && s.Files {
+		fmt.Fprintf(&b, "<li><a href=\"%s\">a report (PDF)</a></li>\n", FilePath)
 	}
 	if i == 0 {
 		b.WriteString("<li><a href=\"/private/secret\">private (disallowed by robots.txt)</a></li>\n")

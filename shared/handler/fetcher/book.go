@@ -72,6 +72,7 @@ func (b *book) take(crawl string) map[groupRef][]booked {
 // recordOne records f's outcome: with its group's, in the invocation's book, or at once when
 // there is no book.
 func (h *Handler) recordOne(ctx context.Context, f *fetched, out crawlstate.Outcome) error {
+	out.Status, out.Bytes, out.Change = f.status, f.bytes, f.change(out.State)
 	if b, ok := ctx.Value(bookKey{}).(*book); ok {
 		b.add(f, out)
 		return nil

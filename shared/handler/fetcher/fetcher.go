@@ -258,6 +258,12 @@ type fetched struct {
 	// is what that crawl knew of it.
 	unchanged *message.Unchanged
 	prior     *recrawl.Prior
+	// status and bytes are the HTTP status and body size of the URL's last response (answered),
+	// and recrawl says the previous crawl fetched the page: the crawl's counts of responses
+	// (crawlstate.Responses).
+	status  int
+	bytes   int64
+	recrawl bool
 }
 
 // Handle processes one SQS batch of fetch messages.

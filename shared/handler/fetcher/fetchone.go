@@ -205,6 +205,7 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 		return nil, err
 	}
 	a.prior = h.priorOf(ctx, a.crawl.previous, f.key, f.msg.URL)
+	f.recrawl = a.prior != nil
 	if a.interval > 0 && h.now().Sub(a.slot) >= a.interval/2 {
 		// The claim took so long that the slot went by, and the next one may be in use: take
 		// the host's next free one.
@@ -296,6 +297,7 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 // (err says whether it failed); otherwise a.resp is a page to keep.
 func (h *Handler) settle(ctx context.Context, a *fetching, err error) (done bool, _ error) {
 	f := a.f
+	f.answered(a.resp)
 	if wait, open := h.circuitRetry(err, a.u.Host); open {
 		// The host's circuit opened while this URL was being retried: it waits for the probe.
 		return true, h.requeueRetry(ctx, f, err, wait, a.tries.Made)
@@ -339,7 +341,9 @@ func (h *Handler) keep(ctx context.Context, a *fetching) (*fetched, error) {
 	} else if unchanged {
 		return h.holdPage(a), nil
 	}
-	if !f.msg.Sitemap && !h.parseable(resp) { // a sitemap is XML, gzip or text: parse reads it
+	// A sitemap is XML, gzip or text: parse reads it. A type the crawl keeps is stored, and parse
+	// records it without parsing it.
+	if !f.msg.Sitemap && !h.parseable(resp) && !a.crawl.kept(resp) {
 		return nil, h.finish(ctx, f, crawlstate.Skipped,
 			errclass.Errorf(errclass.Type, "content type %q is not parsed", resp.Header.Get("Content-Type")))
 	}

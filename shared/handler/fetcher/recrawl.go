@@ -108,3 +108,23 @@ func (h *Handler) unchangedBySitemap(ctx context.Context, f *fetched, previous s
 	f.resp = &httpfetch.Response{URL: un.URI, Status: http.StatusOK, Header: http.Header{}, FetchedAt: h.now()}
 	return f, true, nil
 }
+
+// answered notes resp, the URL's last response (nil: none), for the crawl's counts of responses.
+func (f *fetched) answered(resp *httpfetch.Response) {
+	if resp != nil {
+		f.status, f.bytes = resp.Status, int64(len(resp.Body))
+	}
+}
+
+// change is what the recrawl found of the page of a URL that ends in state to.
+func (f *fetched) change(to crawlstate.State) crawlstate.Change {
+	switch {
+	case to != crawlstate.Fetched:
+		return ""
+	case f.unchanged != nil:
+		return crawlstate.Unchanged
+	case f.recrawl:
+		return crawlstate.Changed
+	}
+	return ""
+}

@@ -173,6 +173,8 @@ type crawlSettings struct {
 	// crawl is the crawl's settings, whose host rules may set a host's rate and concurrency (nil:
 	// the handler's own, for every host).
 	crawl *crawlspec.Crawl
+	// keep are the media types stored though not parsed (crawlspec.Crawl.Keep).
+	keep []string
 }
 
 // rateOf is the requests per second to host: its host rule's, or the crawl's.
@@ -211,5 +213,14 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 		ctx = httpfetch.WithStickyProxy(ctx, c.StickyProxy)
 	}
 	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
-	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret, crawl: c}, nil
+	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret, crawl: c, keep: c.Keep}, nil
+}
+
+// kept reports whether r is of a media type the crawl keeps though it is not parsed.
+func (c crawlSettings) kept(r *httpfetch.Response) bool {
+	if len(c.keep) == 0 {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && crawlspec.Keeps(c.keep, mt)
 }

@@ -319,6 +319,11 @@ func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page w
 		return h.parseSitemap(ctx, p, page, final, maxDepth)
 	}
 	lf, err := LinksOf(page, final, token, h.cfg.MaxLinks)
+	if errclass.Of(err) == errclass.Type && pg.ContentType != "" {
+		// A type the crawl keeps though it is not parsed (the spec's keep): stored, and
+		// recorded with its status, type and digest, without links or fields.
+		return p, nil
+	}
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}

@@ -225,6 +225,25 @@ func TestIntegrationBadURLsGiveUpWithTheDefaults(t *testing.T) {
 	h.CheckBadURLsGiveUpWithTheDefaults(8)
 }
 
+// TestIntegrationAKeptTypeIsArchived: on the AWS adapters, a spec's keep stores a linked PDF in
+// the WARC files in S3, with a record of its type (e2etest CheckKeptTypeIsArchived).
+func TestIntegrationAKeptTypeIsArchived(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 20, 4)
+	h.Site.Files = true
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckKeptTypeIsArchived(8)
+}
+
+// TestIntegrationPriorityUnderAPageBudget: on the AWS adapters, a spec's priority rules decide
+// which of the home page's links its page budget goes to (e2etest CheckPriorityUnderABudget).
+func TestIntegrationPriorityUnderAPageBudget(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 60, 10)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckPriorityUnderABudget(8)
+}
+
 // TestIntegrationSpecWithExtractionRules crawls the site from a crawl spec on the AWS adapters:
 // the spec's settings reach every handler through the bucket, and every record carries the
 // extracted fields.

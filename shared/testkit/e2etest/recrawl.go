@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/specstore"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile/warctest"
@@ -45,6 +47,7 @@ func (h *Harness) CheckRecrawl(concurrency int, bare, changed func(i int) bool) 
 	first := h.CrawlFile(RecrawlSeedFile, h.Site.URL+"\n", concurrency)
 	h.CheckNothingLost(first)
 	full := h.Site.Traffic()
+	h.checkResponses(first, crawlstate.Responses{Statuses: map[int]int64{200: int64(h.Site.Pages)}, Bytes: full.Bytes})
 	want := map[string]bool{} // URL -> unchanged
 	notModified := 0
 	for i := 0; i < h.Site.Pages; i++ {
@@ -91,12 +94,41 @@ func (h *Harness) CheckRecrawl(concurrency int, bare, changed func(i int) bool) 
 		}
 	}
 
+	h.checkResponses(second, crawlstate.Responses{Statuses: statusCounts(h.Site.Pages-notModified, notModified),
+		Bytes: again.Bytes, Changed: int64(h.Site.Pages - unchanged), Unchanged: int64(unchanged)})
+
 	files := h.warcFiles(first, second)
 	got := warctest.Check(t, files...)
 	if got.Revisits != unchanged || got.RevisitsResolved != unchanged || got.Responses != 2*h.Site.Pages-unchanged {
 		t.Errorf("warcio.js read %+v: want %d revisit records, each resolved against the first crawl's response records, and %d responses",
 			got, unchanged, 2*h.Site.Pages-unchanged)
 	}
+}
+
+// checkResponses checks the crawl's counts of responses (its summary's and end event's) against
+// what the site says it answered.
+func (h *Harness) checkResponses(crawl string, want crawlstate.Responses) {
+	h.T.Helper()
+	c, err := crawlstate.New(h.Table).Counters(context.Background(), crawl)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	got := c.Responses
+	if !maps.Equal(got.Statuses, want.Statuses) || got.Bytes != want.Bytes || got.Changed != want.Changed || got.Unchanged != want.Unchanged {
+		h.T.Errorf("crawl %s counted responses %+v; the site answered %+v", crawl, got, want)
+	}
+}
+
+// statusCounts are the counts of ok 200s and notModified 304s, those not zero.
+func statusCounts(ok, notModified int) map[int]int64 {
+	m := map[int]int64{}
+	if ok > 0 {
+		m[200] = int64(ok)
+	}
+	if notModified > 0 {
+		m[304] = int64(notModified)
+	}
+	return m
 }
 
 // Tick sends schedule the EventBridge "Scheduled Event" of the stack's recrawl rule, at the time

@@ -34,7 +34,8 @@ func (h *Harness) CheckCrawlsOnce(concurrency int) {
 }
 
 // CheckDuplicatesFetchOnce crawls the site with every message of every handler sent twice:
-// the claims still let each page be fetched once, and nothing is lost.
+// the claims still let each page be fetched once, nothing is lost, and the responses are counted
+// once.
 func (h *Harness) CheckDuplicatesFetchOnce(concurrency int) {
 	t := h.T
 	t.Helper()
@@ -49,6 +50,8 @@ func (h *Harness) CheckDuplicatesFetchOnce(concurrency int) {
 	if r := h.Site.Repeats(); len(r) != 0 {
 		t.Errorf("duplicate deliveries fetched pages again: %v", r)
 	}
+	// ... and counted their responses once: a 200 and its body a page.
+	h.checkResponses(crawl, crawlstate.Responses{Statuses: statusCounts(h.Site.Pages, 0), Bytes: h.Site.Traffic().Bytes})
 	// The doubler really doubled the fetch messages: each page's URL was sent at least twice.
 	if n := sent.URLs.Load(); n < 2*int64(h.Site.Pages) {
 		t.Errorf("%d URLs sent in fetch messages, want at least %d (two per page)", n, 2*h.Site.Pages)
