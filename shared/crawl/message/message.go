@@ -408,6 +408,17 @@ func ByCrawl[T any](items []T, crawl func(T) string) (order []string, groups map
 	return order, groups
 }
 
+// EachCrawl calls store with each crawl's items in turn (ByCrawl's groups, in its order), and
+// returns what the calls return, joined: a handler's failed records.
+func EachCrawl[T, F any](items []T, crawl func(T) string, store func(crawl string, items []T) []F) []F {
+	order, groups := ByCrawl(items, crawl)
+	var failed []F
+	for _, c := range order {
+		failed = append(failed, store(c, groups[c])...)
+	}
+	return failed
+}
+
 // DecodeCheck is Decode for a Check message.
 func DecodeCheck(body string) (*Check, error) {
 	m, err := Decode(body, KindCheck)

@@ -234,6 +234,17 @@ func TestByCrawl(t *testing.T) {
 	}
 }
 
+func TestEachCrawl(t *testing.T) {
+	var calls []string
+	failed := EachCrawl([]string{"b1", "a1", "b2", "c1"}, func(s string) string { return s[:1] }, func(crawl string, items []string) []string {
+		calls = append(calls, crawl+":"+strings.Join(items, "+"))
+		return items[len(items)-1:]
+	})
+	if strings.Join(calls, " ") != "b:b1+b2 a:a1 c:c1" || strings.Join(failed, ",") != "b2,a1,c1" {
+		t.Errorf("calls %v, failed %v; want each crawl's items once, in order of first appearance, and their answers joined", calls, failed)
+	}
+}
+
 // BenchmarkDecodeLinks decodes the Links message of a page with 20 out-links, as parse sends it.
 func BenchmarkDecodeLinks(b *testing.B) {
 	m := Links{Header: Header{Crawl: "c"}, Root: "http://127.0.0.1:8080/", Parent: "http://127.0.0.1:8080/p/1", Depth: 3}

@@ -35,11 +35,9 @@ const PagesPrefix = layout.Pages
 // records them as fetched. It returns the work (by work.n) that must be tried again. last: the
 // batch fetches nothing more, and only waits once its files are written.
 func (h *Handler) storeAll(ctx context.Context, pages []fetched, last bool) []int {
-	order, byCrawl := message.ByCrawl(pages, func(p fetched) string { return p.msg.Crawl })
-	var failed []int
-	for _, crawl := range order {
-		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl], last)...)
-	}
+	failed := message.EachCrawl(pages, func(p fetched) string { return p.msg.Crawl }, func(crawl string, pages []fetched) []int {
+		return h.storeCrawl(ctx, crawl, pages, last)
+	})
 	// The outcomes of the records of crawls without a page in this batch.
 	notRecorded, _ := h.record(ctx, "")
 	for id := range notRecorded {

@@ -22,12 +22,9 @@ import (
 // storeAll writes each crawl's records, sends the links and marks the messages parsed. It returns
 // the message ids to deliver again.
 func (h *Handler) storeAll(ctx context.Context, works []work) []string {
-	order, byCrawl := message.ByCrawl(works, func(w work) string { return w.crawl })
-	var failed []string
-	for _, crawl := range order {
-		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
-	}
-	return failed
+	return message.EachCrawl(works, func(w work) string { return w.crawl }, func(crawl string, works []work) []string {
+		return h.storeCrawl(ctx, crawl, works)
+	})
 }
 
 func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []string {

@@ -244,12 +244,9 @@ func (h *Handler) renderPage(ctx context.Context, crawl string, c *crawlspec.Cra
 // storeAll writes each crawl's rendered pages to one WARC file and forwards the messages to
 // parse. It returns the message ids to deliver again.
 func (h *Handler) storeAll(ctx context.Context, works []work) []string {
-	order, byCrawl := message.ByCrawl(works, func(w work) string { return w.msg.Crawl })
-	var failed []string
-	for _, crawl := range order {
-		failed = append(failed, h.storeCrawl(ctx, crawl, byCrawl[crawl])...)
-	}
-	return failed
+	return message.EachCrawl(works, func(w work) string { return w.msg.Crawl }, func(crawl string, works []work) []string {
+		return h.storeCrawl(ctx, crawl, works)
+	})
 }
 
 func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []string {
