@@ -1,7 +1,7 @@
 // Command render is the render Lambda function: it runs the scripts of the pages that crawls
 // with a render section ask for in a headless browser and hands their DOM to parse. It runs from
 // a container image that holds Chromium (functions/render/Dockerfile, docs/deploy.md).
-// See package renderer.
+// See package renderer, and shared/crawl/web/render for the browser.
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/app/awsports"
 	"github.com/crawlstack/crawlstack/shared/app/memlimit"
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
-	"github.com/crawlstack/crawlstack/shared/handler/renderer"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/render"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
 
@@ -23,10 +23,10 @@ func main() {
 		slog.Error("cannot start: bad configuration", "err", err.Error())
 		os.Exit(1)
 	}
-	// The Chromium browser of shared/crawl/web/render plugs in here (CRAWL_CHROMIUM names the
-	// image's binary). Without it every page to render is parsed from its static HTML, and its
-	// record says render/no-browser.
-	browser := renderer.NoBrowser{Reason: "this build of the render function has no Chromium driver yet"}
+	// The image's Chromium (CRAWL_CHROMIUM, or chromium on PATH), started by the first page that
+	// renders and kept for the container's later invocations. Without one each page to render is
+	// parsed from its static HTML, and its record says render/no-browser.
+	browser := render.NewOnDemand(render.Options{})
 	f, err := awsports.NewRenderFunction(context.Background(), os.Getenv, browser)
 	if err != nil {
 		f.Log.Error("cannot start: bad configuration", "err", err.Error())

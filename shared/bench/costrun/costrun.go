@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,8 @@ import (
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/render"
+	"github.com/crawlstack/crawlstack/shared/demo/jssite"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
 	"github.com/crawlstack/crawlstack/shared/demo/realweb"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
@@ -56,6 +59,12 @@ func StackFunctions() map[string]Function {
 	}
 }
 
+// StackRenderFunction is the stack's render function (infra/crawlstack.DefaultRenderFunction, on
+// with render=true): a browser's memory, batches of 5 with 2 rendered at once.
+func StackRenderFunction() Function {
+	return Function{TimeoutSeconds: 120, MemoryMB: 2048, MaxConcurrency: 2, BatchSize: 5, BatchWindowSeconds: 2, BatchConcurrency: 2}
+}
+
 // lambdaPoll is how long an event source mapping's poller waits in a receive (SQS long polling at
 // its longest, 20 s): the empty receives of a queue with little in it are metered as Lambda makes them.
 const lambdaPoll = 20 * time.Second
@@ -74,6 +83,10 @@ type Options struct {
 	// Real, when set, is the web to crawl instead of Web: many hosts of Zipf sizes with
 	// real-looking pages (shared/demo/realweb).
 	Real *realweb.Options
+	// Render, when set, is the web to crawl instead: a site whose links only its scripts build
+	// (shared/demo/jssite), crawled from a spec that renders every page in Chromium, through the
+	// render function (StackRenderFunction unless Functions has one).
+	Render *jssite.Options
 	// Pipeline is the crawl's configuration (the stack's: pipeline.DefaultConfig); its queues are
 	// set by Run, and it must allow the loopback web (AllowNets 127.0.0.0/8).
 	Pipeline pipeline.Config
@@ -164,6 +177,10 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 	c := &costRun{o: o, fns: o.Functions, m: meter.New()}
 	if c.fns == nil {
 		c.fns = StackFunctions()
+	}
+	if _, ok := c.fns["render"]; o.Render != nil && !ok {
+		c.fns = maps.Clone(c.fns)
+		c.fns["render"] = StackRenderFunction()
 	}
 	if err := c.open(ctx, cfg); err != nil {
 		return Report{}, err
@@ -282,6 +299,9 @@ func (c *costRun) fillHistory(ctx context.Context) error {
 func (c *costRun) startHandlers() (closeAll func(), err error) {
 	pc := c.o.Pipeline
 	pc.ScheduleQueue, pc.FetchQueue, pc.ParseQueue = c.res.Schedule, c.res.Fetch, c.res.Parse
+	if c.o.Render != nil {
+		pc.RenderQueue = c.res.Render
+	}
 	pc.SlotLead = time.Duration(c.fns["fetch"].BatchWindowSeconds) * time.Second // CRAWL_SLOT_LEAD in the stack
 	c.writes = &keyWrites{t: c.be.Table}
 	c.sent = &fetchSends{Sender: c.be.Queue, queue: c.res.Fetch}
@@ -290,17 +310,23 @@ func (c *costRun) startHandlers() (closeAll func(), err error) {
 	// own, with its own batch concurrency (CRAWL_BATCH_CONCURRENCY on AWS).
 	c.handlers = map[string]*pipeline.Handlers{}
 	var built []*pipeline.Handlers
+	// The render function's Chromium, started by its first page (none without a render profile).
+	browser := render.NewOnDemand(render.Options{})
 	closeAll = func() {
 		for i := len(built) - 1; i >= 0; i-- {
 			built[i].Close()
 		}
+		_ = browser.Close()
 	}
-	for _, fn := range []string{"schedule", "fetch", "parse"} {
+	for _, fn := range c.functions() {
 		fc := pc
 		fc.BatchConcurrency = max(c.fns[fn].BatchConcurrency, 1)
 		ports := pipeline.Ports{Queue: c.sent, Table: c.writes.of(fn), Blobs: c.be.Blobs}
 		if fn == "schedule" && fc.FinishEvery > 0 { // schedule runs the drain checks, as in the stack
 			ports.Events = &c.events
+		}
+		if fn == "render" {
+			ports.Browser = browser
 		}
 		hs, err := pipeline.New(fc, ports, c.log)
 		if err != nil {
@@ -381,7 +407,14 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 		c.source("fetch", c.res.Fetch, c.handlers["fetch"].Fetch.Handle),
 		c.source("parse", c.res.Parse, c.handlers["parse"].Parse.Handle),
 	}}
-	crawl, err = cli.StartCrawl(ctx, c.be, c.res, "seeds.txt", []byte(strings.Join(c.web.roots, "\n")+"\n"))
+	if c.o.Render != nil {
+		runner.Sources = append(runner.Sources, c.source("render", c.res.Render, c.handlers["render"].Render.Handle))
+	}
+	name, body := "seeds.txt", []byte(strings.Join(c.web.roots, "\n")+"\n")
+	if c.o.Render != nil {
+		name, body = "render.yaml", []byte(renderSpec(c.web.roots))
+	}
+	crawl, err = cli.StartCrawl(ctx, c.be, c.res, name, body)
 	if err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
+	"github.com/crawlstack/crawlstack/shared/demo/jssite"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
 	"github.com/crawlstack/crawlstack/shared/demo/realweb"
 )
@@ -41,6 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&wf.latency, "latency", 200*time.Millisecond, "how long each answer of the web takes")
 	fs.IntVar(&wf.singlePages, "single-pages", 300, "pages of the single-host crawl (0: skip it)")
 	fs.Float64Var(&wf.singleRPS, "single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
+	fs.IntVar(&wf.renderPages, "render-pages", 40, "pages of the render crawl, each rendered in Chromium (0: skip it)")
 	runURLs := fs.Int("run-urls", 0, "URLs of one polite host a fetch message carries (CRAWL_RUN_URLS; 0, the stack's default: no runs)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
@@ -60,7 +62,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawlcost: --profiles: %v\n", err)
 		return 2
 	}
-	fns, err := OverrideFunctions(StackFunctions(), *fnFlag)
+	stack := StackFunctions()
+	stack["render"] = StackRenderFunction()
+	fns, err := OverrideFunctions(stack, *fnFlag)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawlcost: --functions: %v\n", err)
 		return 2
@@ -120,11 +124,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // webFlags are the flags that shape the crawls' webs.
 type webFlags struct {
-	realHosts, realPages, realSlow, realHistory int
-	realSeed                                    uint64
-	pages, hosts, links, singlePages            int
-	cross, singleRPS                            float64
-	latency                                     time.Duration
+	realHosts, realPages, realSlow, realHistory   int
+	realSeed                                      uint64
+	pages, hosts, links, singlePages, renderPages int
+	cross, singleRPS                              float64
+	latency                                       time.Duration
 }
 
 // runs are the crawls of the chosen profiles, over base, with the webs f asks for.
@@ -145,6 +149,9 @@ func (f webFlags) runs(chosen []string, base pipeline.Config, visibility time.Du
 		single.HostRPS = f.singleRPS
 		runs = append(runs, Options{Name: "single-host", Pipeline: single, Web: multisite.Options{Hosts: 1,
 			Pages: f.singlePages, Links: f.links, PageBytes: 20_000, Latency: f.latency}})
+	}
+	if f.renderPages > 0 && slices.Contains(chosen, ProfileRender) {
+		runs = append(runs, Options{Name: ProfileRender, Pipeline: base, Render: &jssite.Options{Pages: f.renderPages, Links: 3}})
 	}
 	return runs
 }
@@ -187,8 +194,11 @@ func Emulated(getenv func(string) string) bool {
 // describe says in one line what each function is given, in the stack's terms.
 func describe(fns map[string]Function) string {
 	var parts []string
-	for _, name := range []string{"schedule", "fetch", "parse"} {
-		f := fns[name]
+	for _, name := range []string{"schedule", "fetch", "parse", "render"} {
+		f, ok := fns[name]
+		if !ok {
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s %d MB, %d batches at once of up to %d records (window %d s, %d records at once)",
 			name, f.MemoryMB, f.MaxConcurrency, f.BatchSize, f.BatchWindowSeconds, f.BatchConcurrency))
 	}
@@ -214,7 +224,7 @@ func OverrideFunctions(fns map[string]Function, spec string) (map[string]Functio
 		}
 		f, known := out[name]
 		if !known {
-			return nil, fmt.Errorf("%q: no function %q (schedule, fetch or parse)", item, name)
+			return nil, fmt.Errorf("%q: no function %q (schedule, fetch, parse or render)", item, name)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(value))
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
+	"github.com/crawlstack/crawlstack/shared/demo/jssite"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
 	"github.com/crawlstack/crawlstack/shared/demo/realweb"
 )
@@ -23,10 +24,11 @@ const (
 	ProfileRealistic = "realistic"
 	ProfileWide      = "wide"
 	ProfileSingle    = "single"
+	ProfileRender    = "render"
 )
 
 // Profiles are the names -profiles takes, in the order they run.
-var Profiles = []string{ProfileRealistic, ProfileWide, ProfileSingle}
+var Profiles = []string{ProfileRealistic, ProfileWide, ProfileSingle, ProfileRender}
 
 // ParseProfiles reads a comma-separated list of profile names: the profiles to run, in the order
 // of Profiles, each once.
@@ -86,8 +88,11 @@ type site struct {
 	close    func()
 }
 
-// startSite serves the web of o: o.Real when set, else o.Web.
+// startSite serves the web of o: o.Render or o.Real when set, else o.Web.
 func startSite(o Options) (*site, error) {
+	if o.Render != nil {
+		return jsSite(*o.Render), nil
+	}
 	if o.Real != nil {
 		w, err := realweb.Start(*o.Real)
 		if err != nil {
@@ -141,4 +146,35 @@ func (e *endEvents) ends() []finish.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.events)
+}
+
+// jsSite serves a site whose links its pages' scripts build (the render profile).
+func jsSite(o jssite.Options) *site {
+	w := jssite.New(o)
+	return &site{roots: []string{w.URL() + "/"}, hosts: 1, close: w.Close,
+		describe: fmt.Sprintf("%d pages on one host whose links and text only their scripts build (after a fetch of JSON), each page rendered in Chromium", w.Pages()),
+		fetched: func() (pages, twice int) {
+			for i := range w.Pages() {
+				switch n := w.Hits(jssite.Path(i)); {
+				case n > 1:
+					pages, twice = pages+1, twice+1
+				case n == 1:
+					pages++
+				}
+			}
+			return pages, twice
+		}}
+}
+
+// renderSpec is the spec of the render profile's crawl: the site's root, every page rendered.
+func renderSpec(roots []string) string {
+	return "version: 1\nseeds: [" + strings.Join(roots, ", ") + "]\nrender:\n  patterns: ['.']\n"
+}
+
+// functions are the functions of the crawl: the three, and render for a render profile.
+func (c *costRun) functions() []string {
+	if c.o.Render != nil {
+		return []string{"schedule", "fetch", "parse", "render"}
+	}
+	return []string{"schedule", "fetch", "parse"}
 }

@@ -121,6 +121,9 @@ func allocatorOptions(path, dataDir, proxy string, log io.Writer) []chromedp.Exe
 		chromedp.DisableGPU,
 		chromedp.CombinedOutput(log),
 		chromedp.Flag("disable-quic", true),
+		// Shared memory in /tmp, not /dev/shm: a container's (Lambda's, Docker's) is too small for
+		// a renderer process, which then crashes.
+		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-domain-reliability", true),
 		chromedp.Flag("dns-prefetch-disable", true),
