@@ -328,7 +328,11 @@ func (c *costRun) startHandlers() (closeAll func(), err error) {
 		if fn == "render" {
 			ports.Browser = browser
 		}
-		hs, err := pipeline.New(fc, ports, c.log)
+		names := []string{pipeline.Schedule, pipeline.Fetch, pipeline.Parse}
+		if fn == pipeline.Render {
+			names = []string{pipeline.Render} // built only when named, as the render main builds it
+		}
+		hs, err := pipeline.NewOnly(fc, ports, c.log, names...)
 		if err != nil {
 			return closeAll, err
 		}

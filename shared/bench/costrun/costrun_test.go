@@ -16,6 +16,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/demo/jssite"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
@@ -186,6 +187,31 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 // TestStackFunctionsMatchTheStack holds StackFunctions against the copy of the stack's defaults
 // that infra/crawlstack's tests hold DefaultFunctions against (infra is a module of its own, so
 // neither can import the other): make cost must meter the stack's settings.
+// TestIntegrationTheRenderProfileMetersTheRenderFunction: the render profile crawls a site whose
+// links only its scripts build, through the render function: every page is reached (without the
+// browser only the root would be), none twice, and the render function's invocations are metered.
+func TestIntegrationTheRenderProfileMetersTheRenderFunction(t *testing.T) {
+	cfg := awstest.Config(t)
+	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
+		awstest.RequireService(t, s)
+	}
+	pc := pipeline.DefaultConfig()
+	pc.AllowNets = []string{"127.0.0.0/8"}
+	pc.HostRPS = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Options{Name: ProfileRender, Pipeline: pc, Visibility: 30 * time.Second, Render: &jssite.Options{Pages: 6, Links: 2}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pages != 6 || r.Twice != 0 {
+		t.Errorf("%d pages fetched, %d twice; want the site's 6 (its links exist only once rendered), none twice", r.Pages, r.Twice)
+	}
+	if b := r.Batches["render"]; b.Invocations == 0 || b.Records == 0 {
+		t.Errorf("render invocations %+v; want the render function's batches metered", b)
+	}
+}
+
 func TestStackFunctionsMatchTheStack(t *testing.T) {
 	const path = "../../../infra/crawlstack/testdata/function-defaults.json"
 	raw, err := os.ReadFile(path)

@@ -42,7 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&wf.latency, "latency", 200*time.Millisecond, "how long each answer of the web takes")
 	fs.IntVar(&wf.singlePages, "single-pages", 300, "pages of the single-host crawl (0: skip it)")
 	fs.Float64Var(&wf.singleRPS, "single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
-	fs.IntVar(&wf.renderPages, "render-pages", 40, "pages of the render crawl, each rendered in Chromium (0: skip it)")
+	fs.IntVar(&wf.renderPages, "render-pages", 20, "pages of the render crawl, each rendered in Chromium (0: skip it)")
 	runURLs := fs.Int("run-urls", 0, "URLs of one polite host a fetch message carries (CRAWL_RUN_URLS; 0, the stack's default: no runs)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
@@ -194,7 +194,7 @@ func Emulated(getenv func(string) string) bool {
 // describe says in one line what each function is given, in the stack's terms.
 func describe(fns map[string]Function) string {
 	var parts []string
-	for _, name := range []string{"schedule", "fetch", "parse", "render"} {
+	for _, name := range functionNames {
 		f, ok := fns[name]
 		if !ok {
 			continue

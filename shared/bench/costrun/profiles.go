@@ -171,10 +171,14 @@ func renderSpec(roots []string) string {
 	return "version: 1\nseeds: [" + strings.Join(roots, ", ") + "]\nrender:\n  patterns: ['.']\n"
 }
 
+// functionNames are the stack's functions, in the order the reports list them: render is there
+// with render=true only.
+var functionNames = []string{"schedule", "fetch", "parse", "render"}
+
 // functions are the functions of the crawl: the three, and render for a render profile.
 func (c *costRun) functions() []string {
 	if c.o.Render != nil {
-		return []string{"schedule", "fetch", "parse", "render"}
+		return functionNames
 	}
-	return []string{"schedule", "fetch", "parse"}
+	return functionNames[:3]
 }

@@ -58,7 +58,7 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 	fmt.Fprintf(w, "table writes per page by item: %s\n", strings.Join(kinds, ", "))
 	if len(r.SlotWrites) > 0 {
 		var by []string
-		for _, fn := range []string{"schedule", "fetch", "parse"} {
+		for _, fn := range functionNames {
 			if n := r.SlotWrites[fn]; n > 0 {
 				by = append(by, fmt.Sprintf("%s %.2f", fn, per(float64(n))))
 			}
@@ -66,7 +66,7 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 		fmt.Fprintf(w, "politeness slot writes per page by function: %s\n", strings.Join(by, ", "))
 	}
 	var fns []string
-	for _, fn := range []string{"schedule", "fetch", "parse"} {
+	for _, fn := range functionNames {
 		if b := r.Batches[fn]; b.Invocations > 0 {
 			fns = append(fns, fmt.Sprintf("%s %.3f (%.1f records each)", fn, per(float64(b.Invocations)),
 				float64(b.Records)/float64(b.Invocations)))
