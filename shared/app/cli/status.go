@@ -305,6 +305,9 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 		return s, err
 	}
 	for _, q := range queueNames(&res) {
+		if q.optional && q.addr == "" {
+			continue // a stack deployed without the render step
+		}
 		v, nv, err := be.Queue.Depth(ctx, q.addr)
 		if err != nil {
 			return s, fmt.Errorf("depth of the %s queue: %w", q.name, err)

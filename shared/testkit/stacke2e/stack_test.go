@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"net/url"
@@ -37,7 +39,8 @@ const runTimeout = 2 * time.Minute
 // crawl a user starts: a seed file uploaded under seeds/ makes S3 notify the schedule queue, and
 // the three real bootstraps under the runtime emulator crawl the loopback site through their
 // queues, fed by the template's event source mappings. A recrawl tick, as the EventBridge rule
-// sends it, starts a second crawl of the same seed file meanwhile. A malformed message waits in
+// sends it once the upload's crawl has started, starts a second crawl of the same seed file
+// meanwhile (an upload while a tick's crawl runs would join that crawl instead). A malformed message waits in
 // each queue, and every fetch batch is delivered twice (SQS delivers at least once). Both crawls
 // must end with every invariant held, their pages in WARC files and their records in the
 // bucket, and every AWS call of every function must be allowed by its role (TestIAM).
@@ -68,18 +71,26 @@ func TestIntegrationDeployedStack(t *testing.T) {
 		Body: bytes.NewReader([]byte(site.URL + "\n")), ContentType: aws.String("text/plain")}); err != nil {
 		t.Fatalf("upload the seed file: %v", err)
 	}
-	tick(ctx, t, d)
-
 	dup := &duplicates{}
+	// The tick comes once the upload's crawl has started: a new version of a seed file whose crawl
+	// runs joins that crawl (scheduler/extend.go), where a tick always starts a crawl of its own.
+	ticks := &tickAfterTheUpload{blobs: blobs, tick: func() error { return tick(ctx, d) }}
 	r := d.runner(func(name string, inv stackrun.Invoker) stackrun.Invoker {
-		if name == "fetch" {
+		switch name {
+		case "fetch":
 			dup.inv = inv
 			return dup
+		case "schedule":
+			ticks.inv = inv
+			return ticks
 		}
 		return inv
 	})
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("the crawl did not finish within %v: %v; pending:\n%s", runTimeout, err, h.Pending(""))
+	}
+	if !ticks.ticked || ticks.err != nil {
+		t.Fatalf("the recrawl tick: sent %v, %v", ticks.ticked, ticks.err)
 	}
 	t.Logf("invocations: schedule %d, fetch %d (%d of them a batch delivered again), parse %d; batches %d, records %d, failed records %d",
 		d.pools["schedule"].Invocations(), d.pools["fetch"].Invocations(), dup.count(), d.pools["parse"].Invocations(),
@@ -122,8 +133,7 @@ func TestIntegrationDeployedStack(t *testing.T) {
 
 // tick invokes schedule as the template's EventBridge rule does when it is enabled: directly,
 // with the "Scheduled Event" that a rule without an Input sends.
-func tick(ctx context.Context, t *testing.T, d *deployment) {
-	t.Helper()
+func tick(ctx context.Context, d *deployment) error {
 	var rule *stackrun.Rule
 	for i := range d.stack.Rules {
 		if d.stack.Rules[i].Target == "schedule" {
@@ -131,18 +141,47 @@ func tick(ctx context.Context, t *testing.T, d *deployment) {
 		}
 	}
 	if rule == nil {
-		t.Fatal("the template has no rule that targets schedule")
+		return errors.New("the template has no rule that targets schedule")
 	}
 	ev := events.EventBridgeEvent{Version: "0", ID: "stacke2e-tick", DetailType: "Scheduled Event", Source: "aws.events",
 		AccountID: d.stack.Physical.Account, Time: time.Now().UTC().Truncate(time.Second), Region: d.stack.Physical.Region,
 		Resources: []string{rule.ARN}, Detail: json.RawMessage(`{}`)}
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if _, err := d.pools["schedule"].Invoke(ctx, payload); err != nil {
-		t.Fatalf("the recrawl tick of %s (%s): %v", rule.LogicalID, rule.Schedule, err)
+		return fmt.Errorf("the recrawl tick of %s (%s): %w", rule.LogicalID, rule.Schedule, err)
 	}
+	return nil
+}
+
+// tickAfterTheUpload invokes schedule, and sends the recrawl tick once, after the invocation that
+// started the upload's crawl (its seed report is written).
+type tickAfterTheUpload struct {
+	inv    stackrun.Invoker
+	blobs  *s3blob.Store
+	tick   func() error
+	mu     sync.Mutex
+	ticked bool
+	err    error // the tick's
+}
+
+func (a *tickAfterTheUpload) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := a.inv.Invoke(ctx, payload)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ticked {
+		return out, err
+	}
+	keys, lerr := a.blobs.List(ctx, "crawls/")
+	for _, k := range keys {
+		if lerr == nil && strings.HasSuffix(k, "/seeds.json") {
+			a.ticked, a.err = true, a.tick()
+			break
+		}
+	}
+	return out, err
 }
 
 // duplicates invokes fetch with every batch twice in a row, as SQS may deliver a message again:
