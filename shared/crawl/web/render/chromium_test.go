@@ -3,7 +3,6 @@ package render_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -60,22 +59,7 @@ fetch("/api/links.json").then(r => r.json()).then(d => {
 func TestRenderRefusesBlockedAddressesThroughTheGuard(t *testing.T) {
 	c := sharedBrowser(t)
 	before := len(c.Escapes())
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var dialled atomic.Int32
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialled.Add(1)
-			conn.Close()
-		}
-	}()
+	ln, dialled := countingListener(t, "127.0.0.2")
 	blocked := []string{"http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "http://" + ln.Addr().String() + "/secret"}
 	page := `<!DOCTYPE html><html><body><script>
 const urls = ` + jsList(blocked) + `;

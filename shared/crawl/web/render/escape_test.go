@@ -25,22 +25,7 @@ import (
 func TestRenderKeepsWebSocketsBeaconsAndWorkersInside(t *testing.T) {
 	c := sharedBrowser(t)
 	before := len(c.Escapes())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var dialled atomic.Int32
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialled.Add(1)
-			conn.Close()
-		}
-	}()
+	ln, dialled := countingListener(t, "127.0.0.1")
 	page := `<!DOCTYPE html><html><body><script>
 const beacon = navigator.sendBeacon("/beacon", "x");
 window.open("/popup");
@@ -280,4 +265,27 @@ func TestBrowserCallsNoOneAtStart(t *testing.T) {
 		t.Errorf("Render after Close: %v: want an error saying the browser is closed", err)
 	}
 	noEscapes(t, c, 0)
+}
+
+// countingListener listens on a free port of host until the test ends, and counts the
+// connections made to it, closing each at once: a listener the browser must never reach.
+func countingListener(t *testing.T, host string) (net.Listener, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	dialled := &atomic.Int32{}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled.Add(1)
+			conn.Close()
+		}
+	}()
+	return ln, dialled
 }
