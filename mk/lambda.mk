@@ -14,10 +14,12 @@ LAMBDA_TEMPLATE := $(LAMBDA_DIR)/cdk.out/Crawlstack.template.json
 # allowed (the test site is on 127.0.0.1) and a host rate that does not make a 30-page crawl
 # take 30 s. Everything else is what `make deploy` deploys.
 LAMBDA_TEST_CONTEXT ?= -c allowNet=127.0.0.0/8 -c hostRps=100
-# The same with tracing on (a collector layer, so X-Ray as the target), for the tracing test: the
-# layer is only named, since the test's OTLP receiver plays the collector.
+# The same with the stack's options on, for the tests of them: tracing (a collector layer, so X-Ray
+# as the target; the layer is only named, since the test's OTLP receiver plays the collector) and a
+# record stream (a queue of the user's, in the emulator's account, which the test creates).
 LAMBDA_TRACING_TEMPLATE := $(LAMBDA_DIR)/cdk.out-tracing/Crawlstack.template.json
-LAMBDA_TRACING_CONTEXT := -c otelCollectorLayerArn=arn:aws:lambda:us-east-1:123456789012:layer:test-collector:1
+LAMBDA_TRACING_CONTEXT := -c otelCollectorLayerArn=arn:aws:lambda:us-east-1:123456789012:layer:test-collector:1 \
+	-c recordStreamQueueArn=arn:aws:sqs:us-east-1:000000000000:crawl-test-record-stream
 LAMBDA_HOST_BOOTSTRAPS := $(foreach f,$(FUNCTIONS),$(LAMBDA_DIST)/$(f)/bootstrap)
 INFRA_SOURCES := $(shell find infra -name '*.go' -not -path '*/node_modules/*' 2>/dev/null) infra/cdk.json infra/go.mod
 COLDSTART_RUNS ?= 5

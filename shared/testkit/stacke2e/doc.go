@@ -6,5 +6,7 @@
 //
 // The package has tests only. `make test-emulators` (part of `make test`) builds what they need
 // and names it in CRAWL_TEST_STACK_TEMPLATE, CRAWL_TEST_LAMBDA_DIST and CRAWL_TEST_RIE, and the
-// template synthesized with tracing on in CRAWL_TEST_STACK_TEMPLATE_TRACING.
+// template synthesized with the stack's options on (tracing to a collector layer, a record stream
+// queue) in CRAWL_TEST_STACK_TEMPLATE_TRACING. A queue the template imports rather than creates
+// (the record stream, a queue of the user's) is created on the emulator by the harness.
 package stacke2e

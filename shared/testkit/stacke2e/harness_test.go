@@ -58,6 +58,9 @@ type deployment struct {
 	busURL string
 	// over is set in every function's environment over the template's.
 	over map[string]string
+	// imported are the emulator's URLs of the queues the template imports (importQueues), by the
+	// variable that names each.
+	imported map[string]string
 }
 
 // paths returns the template, dist folder and emulator binary the Makefile names, or ends the
@@ -110,6 +113,7 @@ func deployTemplate(t *testing.T, templatePath, dist, rie string, over map[strin
 	if d.stack, err = stackrun.Read(tmpl, phys); err != nil {
 		t.Fatalf("read the template: %v", err)
 	}
+	d.imported = d.importQueues(ctx)
 	d.looker = sqsqueue.New(d.clients.SQS)
 	for _, name := range []string{"schedule", "fetch", "parse"} {
 		f := d.stack.Functions[name]

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +15,11 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/crawlstack/crawlstack/shared/demo/demosite"
-	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
 	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
 )
 
-// envTracingTemplate names the template synthesized with tracing on (the Makefile's
-// LAMBDA_TRACING_CONTEXT: a collector layer, so X-Ray as the target).
+// envTracingTemplate names the template synthesized with the stack's options on (the Makefile's
+// LAMBDA_TRACING_CONTEXT: a collector layer, so X-Ray as the target, and a record stream).
 const envTracingTemplate = "CRAWL_TEST_STACK_TEMPLATE_TRACING"
 
 // collectorTraces is where the tracing template sends the spans: the collector layer's receiver.
@@ -35,16 +33,8 @@ const collectorTraces = "http://localhost:4318/v1/traces"
 // count the site's pages.
 func TestIntegrationTracesOnLambda(t *testing.T) {
 	_, dist, rie := paths(t)
-	template := os.Getenv(envTracingTemplate)
-	if template == "" {
-		msg := envTracingTemplate + " must name the template synthesized with tracing on: run `make test-emulators`, which builds it"
-		if os.Getenv(awstest.EnvRequireEmulators) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
 	recv, url := newOTLPReceiver(t)
-	d := deployTemplate(t, template, dist, rie, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url})
+	d := deployTemplate(t, optionsTemplate(t), dist, rie, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url})
 	for name, f := range d.stack.Functions {
 		if got := f.Env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]; got != collectorTraces {
 			t.Fatalf("%s: the template sends the spans to %q, want the collector layer's %s", name, got, collectorTraces)
