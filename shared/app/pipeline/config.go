@@ -37,6 +37,10 @@ type Config struct {
 	// a crawl whose spec has a render section there. Empty: no render step (a stack deployed
 	// without render=true), and such crawls' pages are parsed from their static HTML.
 	RenderQueue string
+	// SlowQueue is the slow lane's queue (FETCHSLOW_QUEUE_URL): schedule sends the runs of polite
+	// hosts there (frontier.Config.SlowQueue), and the fetchslow function consumes it with the fetch
+	// handler at less memory, sending a run's rest back to it. Empty: no lane, and runs go to fetch.
+	SlowQueue string
 
 	Scope           scope.Mode
 	Include         []string
@@ -368,6 +372,7 @@ func (r *envReader) readCrawl(c *Config) {
 	r.str("PARSE_QUEUE_URL", &c.ParseQueue)
 	r.str("CRAWL_RECORD_STREAM_QUEUE_URL", &c.RecordStreamQueue)
 	r.str("RENDER_QUEUE_URL", &c.RenderQueue)
+	r.str("FETCHSLOW_QUEUE_URL", &c.SlowQueue)
 	var mode string
 	r.str("CRAWL_SCOPE", &mode)
 	if mode != "" {

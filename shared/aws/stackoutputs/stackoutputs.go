@@ -28,8 +28,10 @@ var Vars = map[string]string{
 }
 
 // Optional are the outputs of a part of the stack that a deployment may leave out, by the
-// variable each sets: the render step's queues (render=true).
+// variable each sets: the render step's queues (render=true), and the slow lane's queue, which a
+// stack deployed before it has not.
 var Optional = map[string]string{
+	"FetchSlowQueueUrl": "FETCHSLOW_QUEUE_URL",
 	"RenderQueueUrl": "RENDER_QUEUE_URL",
 	"RenderDLQUrl":   "RENDER_DLQ_URL",
 }

@@ -73,6 +73,9 @@ type Config struct {
 	MaxPagesPerHost int
 	// FetchQueue is the fetch queue's address.
 	FetchQueue string
+	// SlowQueue, if set, is the slow lane's queue (the fetchslow function's): the runs of polite
+	// hosts go there, and every other fetch message to FetchQueue. Empty: all go to FetchQueue.
+	SlowQueue string
 	// BloomCapacity and BloomFalsePositive size the warm-memory filter.
 	BloomCapacity      uint
 	BloomFalsePositive float64
