@@ -344,11 +344,17 @@ func (w *wiring) fetch(name string) (*fetcher.Handler, *httpfetch.Client, error)
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 		d.Handoff = w.p.Handoff
 	}
-	fc := fetcherConfig(w.cfg)
+	return fetcher.New(fetcherConfigOf(w.cfg, name), d), fx.client, nil
+}
+
+// fetcherConfigOf is the fetch handler's config in the function called name: the slow lane's
+// sends what it re-queues (a run's rest, a retry, a URL sent back alone) back to its own queue.
+func fetcherConfigOf(cfg Config, name string) fetcher.Config {
+	fc := fetcherConfig(cfg)
 	if name == FetchSlow {
-		fc.FetchQueue = w.cfg.SlowQueue // a run's rest, a retry, a URL sent back alone: back to the lane
+		fc.FetchQueue = cfg.SlowQueue
 	}
-	return fetcher.New(fc, d), fx.client, nil
+	return fc
 }
 
 // fetcherConfig is the fetch handler's share of cfg.
