@@ -112,8 +112,8 @@ type Config struct {
 	SlotLead time.Duration
 
 	// RunURLs is how many URLs of one polite host a fetch message carries at most, fetched one
-	// after another (0 or 1, the default of crawl run: no runs; frontier.DefaultRunURLs, 10, is the
-	// length measured, and the stack's runUrls, with the slow lane, SlowQueue); a host gets runs when its requests are RunMinInterval apart or more (0:
+	// after another (0 or 1, the default: no runs; frontier.DefaultRunURLs, 10, is the length
+	// measured, which the stack's runUrls=10 sets with the slow lane, SlowQueue); a host gets runs when its requests are RunMinInterval apart or more (0:
 	// frontier.DefaultRunMinInterval, a second).
 	RunURLs        int
 	RunMinInterval time.Duration

@@ -61,9 +61,9 @@ func StackFunctions() map[string]Function {
 	}
 }
 
-// StackRunURLs is the stack's runUrls (infra/crawlstack.DefaultRunURLs): a polite host's URLs go
-// in runs of up to 10 a fetch message, through the slow lane (fetchslow).
-const StackRunURLs = 10
+// StackRunURLs is the stack's runUrls (infra/crawlstack.DefaultRunURLs): 0, no runs and no slow
+// lane by default; -run-urls 10 measures runs of a polite host's URLs through the slow lane.
+const StackRunURLs = 0
 
 // StackRenderFunction is the stack's render function (infra/crawlstack.DefaultRenderFunction, on
 // with render=true): a browser's memory, batches of 5 with 2 rendered at once.
