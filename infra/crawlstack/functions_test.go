@@ -156,8 +156,8 @@ func TestTheStacksRetryDefaults(t *testing.T) {
 			}
 		}
 	}
-	if len(fns) != 4 {
-		t.Errorf("%d crawl functions in the default stack, want 4 (with the slow lane)", len(fns))
+	if len(fns) != 3 {
+		t.Errorf("%d crawl functions in the default stack, want 3 (no slow lane by default)", len(fns))
 	}
 }
 

@@ -106,9 +106,9 @@ func describeBill(bill map[string]float64) string {
 }
 
 // TestIdleBillUnderOneFiftyAMonth: the default stack, deployed and idle, costs less than $1.50 a
-// month: 4 alarm metrics (the three dead-letter queues, fetch's shared with the slow lane, and
-// stalled crawls) and the pollers of the four queues that feed the functions (the dead-letter
-// queues have none). Without runs (runUrls 0) the stack has no slow lane and three queues.
+// month: 4 alarm metrics (the three dead-letter queues and stalled crawls) and the pollers of the
+// three queues that feed the functions (the dead-letter queues have none); with runs (runUrls 10)
+// the slow lane's queue adds its pollers and no alarm: its dead-letter queue is fetch's.
 // docs/cost.md states the same bill.
 func TestIdleBillUnderOneFiftyAMonth(t *testing.T) {
 	p := readIdlePrices(t)
@@ -117,8 +117,8 @@ func TestIdleBillUnderOneFiftyAMonth(t *testing.T) {
 		ctx    map[string]any
 		queues int
 	}{
-		{"the defaults, with the slow lane", nil, 4},
-		{"no runs, no slow lane", map[string]any{"runUrls": "0"}, 3},
+		{"the defaults: no runs, no slow lane", nil, 3},
+		{"runs of 10 and the slow lane", map[string]any{"runUrls": "10"}, 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, tmpl := synthWith(t, tt.ctx)

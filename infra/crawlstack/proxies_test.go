@@ -32,7 +32,7 @@ func TestProxySettingsMatchTheFetcher(t *testing.T) {
 // holds the default stack's roles to their lists). The functions get the reference, never a value.
 func TestProxiesSecretIsGrantedToTheFetchersAlone(t *testing.T) {
 	base := map[string]map[string]bool{}
-	_, plain := synthWith(t, map[string]any{"proxies": "http://proxy.example:3128"})
+	_, plain := synthWith(t, map[string]any{"runUrls": "10", "proxies": "http://proxy.example:3128"})
 	for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 		base[fn] = rolePermissionsIn(t, plain, fn+"FunctionServiceRole")
 	}
@@ -45,7 +45,7 @@ func TestProxiesSecretIsGrantedToTheFetchersAlone(t *testing.T) {
 			"secretsmanager:GetSecretValue arn:aws:secretsmanager:eu-west-1:123456789012:secret:p-AbCdEf"},
 	} {
 		t.Run(tt.ref, func(t *testing.T) {
-			_, parsed := synthWith(t, map[string]any{"proxies": "http://proxy.example:3128", "proxiesSecret": tt.ref})
+			_, parsed := synthWith(t, map[string]any{"runUrls": "10", "proxies": "http://proxy.example:3128", "proxiesSecret": tt.ref})
 			for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 				got := rolePermissionsIn(t, parsed, fn+"FunctionServiceRole")
 				want := maps.Clone(base[fn])

@@ -31,7 +31,7 @@ func TestSecretHeaderSettingsMatchTheFunctions(t *testing.T) {
 // to their lists), and every function gets the prefixes (schedule checks specs against them).
 func TestSecretHeaderPrefixesAreGrantedToTheFetchersAlone(t *testing.T) {
 	base := map[string]map[string]bool{}
-	_, plain := synthWith(t, map[string]any{})
+	_, plain := synthWith(t, map[string]any{"runUrls": "10"})
 	for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 		base[fn] = rolePermissionsIn(t, plain, fn+"FunctionServiceRole")
 	}
@@ -50,7 +50,7 @@ func TestSecretHeaderPrefixesAreGrantedToTheFetchersAlone(t *testing.T) {
 			map[string]string{"CRAWL_SECRET_HEADER_SSM_PREFIX": "/crawlstack/headers/", "CRAWL_SECRET_HEADER_SECRETS_PREFIX": "crawlstack/headers/"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, parsed := synthWith(t, tt.ctx)
+			_, parsed := synthWith(t, withLane(tt.ctx))
 			for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 				got := rolePermissionsIn(t, parsed, fn+"FunctionServiceRole")
 				want := maps.Clone(base[fn])
@@ -63,7 +63,7 @@ func TestSecretHeaderPrefixesAreGrantedToTheFetchersAlone(t *testing.T) {
 			}
 			envs := crawlFunctionEnvs(parsed)
 			if len(envs) != 4 {
-				t.Fatalf("%d crawl functions' environments; want 4 (with the slow lane)", len(envs))
+				t.Fatalf("%d crawl functions' environments; want 4 (with the slow lane, runUrls 10)", len(envs))
 			}
 			for id, env := range envs {
 				for _, k := range []string{"CRAWL_SECRET_HEADER_SSM_PREFIX", "CRAWL_SECRET_HEADER_SECRETS_PREFIX"} {

@@ -4,6 +4,26 @@ import (
 	"testing"
 )
 
+// crawlFunctionsIn is how many crawl functions a template should have: the three, and the slow
+// lane's when it has the lane's queue (runUrls of 2 or more).
+func crawlFunctionsIn(template map[string]any) int {
+	for id, r := range resourcesOf(template) {
+		if r["Type"] == "AWS::SQS::Queue" && hashSuffix.ReplaceAllString(id, "") == "FetchslowQueue" {
+			return 4
+		}
+	}
+	return 3
+}
+
+// withLane is ctx with runs of 10, and so the slow lane.
+func withLane(ctx map[string]any) map[string]any {
+	out := map[string]any{"runUrls": "10"}
+	for k, v := range ctx {
+		out[k] = v
+	}
+	return out
+}
+
 // TestSlowLaneSharesFetchsDeadLetterQueue: the slow lane's queue sends what fails maxReceiveCount
 // times to fetch's dead-letter queue, whose one alarm watches both, and hides a batch as long as
 // its function may work on it; a stack without runs has no lane at all.
