@@ -3,7 +3,7 @@
 # infra/package.json). Pass extra CDK arguments with CDK_ARGS, for example
 #   make deploy CDK_ARGS='-c maxPages=5000 -c scheduleEnabled=true'
 
-FUNCTIONS  := schedule fetch parse render
+FUNCTIONS  := schedule fetch fetchslow parse render
 # The render function is a container image (context render=true): its Dockerfile goes beside its
 # bootstrap, the folder the image is built from.
 BOOTSTRAPS := $(foreach f,$(FUNCTIONS),dist/$(f)/bootstrap) dist/render/Dockerfile

@@ -12,7 +12,11 @@ import (
 // with a hint instead of CDK's bare "Cannot find asset".
 func (c Config) CheckBootstraps() error {
 	var errs []error
-	for _, fn := range c.pipelineFunctions() {
+	fns := c.pipelineFunctions()
+	if c.slowLane() {
+		fns = append(fns, FnFetchSlow)
+	}
+	for _, fn := range fns {
 		p := filepath.Join(c.DistDir, fn, "bootstrap")
 		fi, err := os.Stat(p)
 		switch {

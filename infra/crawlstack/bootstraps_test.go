@@ -13,8 +13,8 @@ func TestCheckBootstraps(t *testing.T) {
 		dirs    []string // bootstrap paths made directories instead
 		wantErr []string
 	}{
-		{name: "all present", files: []string{FnSchedule, FnFetch, FnParse}},
-		{name: "one missing", files: []string{FnSchedule, FnParse}, wantErr: []string{"function fetch", "make build"}},
+		{name: "all present", files: []string{FnSchedule, FnFetch, FnFetchSlow, FnParse}},
+		{name: "one missing", files: []string{FnSchedule, FnFetchSlow, FnParse}, wantErr: []string{"function fetch", "make build"}},
 		{name: "none", wantErr: []string{"function schedule", "function fetch", "function parse"}},
 		{name: "a directory", files: []string{FnSchedule, FnFetch}, dirs: []string{FnParse}, wantErr: []string{"function parse", "not a file"}},
 	}

@@ -154,6 +154,12 @@ type Config struct {
 	Render bool
 	// RenderFunction sizes the render function (render.go, DefaultRenderFunction).
 	RenderFunction FunctionConfig
+	// RunURLs is how many URLs of one polite host a fetch message carries (context runUrls,
+	// CRAWL_RUN_URLS): 2 or more also makes the slow lane, a queue and function of their own for
+	// those runs (slowlane.go); 0 or 1, no runs and no lane.
+	RunURLs int
+	// FetchSlow sizes the slow lane's function (DefaultFetchSlowFunction).
+	FetchSlow FunctionConfig
 }
 
 // Function names: each is the folder under DistDir, the construct id prefix
@@ -213,6 +219,8 @@ func DefaultConfig() Config {
 		Fetch:                     fns[FnFetch],
 		Parse:                     fns[FnParse],
 		RenderFunction:            DefaultRenderFunction(),
+		RunURLs:                   DefaultRunURLs,
+		FetchSlow:                 fns[FnFetchSlow],
 	}
 }
 
@@ -287,6 +295,9 @@ func (c Config) Validate() error {
 	for _, name := range c.pipelineFunctions() {
 		c.validateFunction(name, bad)
 	}
+	if c.slowLane() {
+		c.validateFunction(FnFetchSlow, bad)
+	}
 	return errors.Join(errs...)
 }
 
@@ -354,6 +365,9 @@ func (c Config) validateRecrawl(bad func(key, format string, args ...any)) {
 	}
 	if c.RetryWaitSeconds < 1 || c.RetryWaitSeconds > 60 {
 		bad("retryWaitSeconds", "must be 1 to 60 seconds, got %d", c.RetryWaitSeconds)
+	}
+	if c.RunURLs < 0 || c.RunURLs > maxRunURLs {
+		bad("runUrls", "must be 0 to %d (0 or 1: no runs and no slow lane), got %d", maxRunURLs, c.RunURLs)
 	}
 	for _, p := range retryClassProblems(c.RetryClasses) {
 		bad("retryClasses", "%s", p)

@@ -149,6 +149,7 @@ func contextKeys(c *Config) []contextKey {
 		{"systemLogLevel", stringInto(&c.SystemLogLevel)},
 		{"pointInTimeRecovery", boolInto(&c.PointInTimeRecovery)},
 		{"render", boolInto(&c.Render)},
+		{"runUrls", intInto(&c.RunURLs)},
 	}
 	for _, p := range []struct {
 		name string
@@ -162,7 +163,7 @@ func contextKeys(c *Config) []contextKey {
 	for _, f := range []struct {
 		name string
 		fc   *FunctionConfig
-	}{{FnSchedule, &c.Schedule}, {FnFetch, &c.Fetch}, {FnParse, &c.Parse}, {FnRender, &c.RenderFunction}} {
+	}{{FnSchedule, &c.Schedule}, {FnFetch, &c.Fetch}, {FnParse, &c.Parse}, {FnRender, &c.RenderFunction}, {FnFetchSlow, &c.FetchSlow}} {
 		keys = append(keys,
 			contextKey{f.name + "TimeoutSeconds", intInto(&f.fc.TimeoutSeconds)},
 			contextKey{f.name + "MemoryMB", intInto(&f.fc.MemoryMB)},

@@ -90,6 +90,8 @@ func DefaultFunctions() map[string]FunctionConfig {
 		FnSchedule: {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 		FnFetch:    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
 		FnParse:    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
+		// The slow lane (slowlane.go), with runUrls of 2 or more.
+		FnFetchSlow: DefaultFetchSlowFunction(),
 	}
 }
 
@@ -102,6 +104,8 @@ func (c Config) Function(name string) FunctionConfig {
 		return c.Fetch
 	case FnRender:
 		return c.RenderFunction
+	case FnFetchSlow:
+		return c.FetchSlow
 	default:
 		return c.Parse
 	}

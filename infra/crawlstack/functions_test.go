@@ -17,6 +17,7 @@ func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 		"SCHEDULE_QUEUE_URL":       ref(logicalID(t, "AWS::SQS::Queue", "ScheduleQueue")),
 		"FETCH_QUEUE_URL":          ref(logicalID(t, "AWS::SQS::Queue", "FetchQueue")),
 		"PARSE_QUEUE_URL":          ref(logicalID(t, "AWS::SQS::Queue", "ParseQueue")),
+		"FETCHSLOW_QUEUE_URL":      ref(logicalID(t, "AWS::SQS::Queue", "FetchslowQueue")),
 		"CRAWL_SCOPE":              "domain",
 		"CRAWL_MAX_DEPTH":          "4",
 		"CRAWL_MAX_PAGES":          "250",
@@ -30,6 +31,7 @@ func wantEnv(t *testing.T, batchConcurrency string) map[string]any {
 		"CRAWL_WARC_INDEX":         "file", // the test context's; the stack's default is crawl
 		"CRAWL_METRICS_NAMESPACE":  "Crawlstack",
 		"CRAWL_RETRY_WAIT":         "5s",
+		"CRAWL_RUN_URLS":           "10",
 		"CRAWL_RETRY_CLASSES":      "timeout=2,http_5xx=6/10s",
 		"CRAWL_ALLOW_NET":          "10.0.0.0/8,127.0.0.1/32",
 		"CRAWL_RECRAWL_PREFIX":     "recrawl/",
@@ -52,8 +54,9 @@ func TestFunctions(t *testing.T) {
 		batchConcurrency string
 	}{
 		{"Schedule", 60, 256, "10"},
-		{"Fetch", 100, 1024, "100"}, // timeout and memory from the test context
-		{"Parse", 60, 512, "20"},    // batch concurrency from the test context
+		{"Fetch", 100, 1024, "100"},    // timeout and memory from the test context
+		{"Parse", 60, 512, "20"},       // batch concurrency from the test context
+		{"Fetchslow", 120, 128, "100"}, // the slow lane's defaults
 	}
 	for _, tt := range tests {
 		t.Run(tt.fn, func(t *testing.T) {
@@ -86,7 +89,7 @@ func TestFunctions(t *testing.T) {
 
 func TestFunctionAssetsComeFromDist(t *testing.T) {
 	seen := map[any]string{}
-	for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+	for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 		code := props(t, logicalID(t, "AWS::Lambda::Function", fn+"Function"))["Code"].(map[string]any)
 		key, ok := code["S3Key"].(string)
 		if !ok {
@@ -110,6 +113,7 @@ func TestEventSourceMappings(t *testing.T) {
 		{"Schedule", 5, 2, 2}, // batch size from the test context
 		{"Fetch", 100, 5, 2},  // window from the test context
 		{"Parse", 100, 2, 7},  // concurrency from the test context
+		{"Fetchslow", 100, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fn, func(t *testing.T) {
@@ -153,7 +157,7 @@ func TestTheStacksRetryDefaults(t *testing.T) {
 		}
 	}
 	if len(fns) != 3 {
-		t.Errorf("%d crawl functions in the default stack, want 3", len(fns))
+		t.Errorf("%d crawl functions in the default stack, want 3 (no slow lane by default)", len(fns))
 	}
 }
 

@@ -32,6 +32,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{"Schedule", [][]string{
 			on("ScheduleQueue", consume, send), // consumes; splits seed files
 			on("FetchQueue", send),
+			on("FetchslowQueue", send), // the runs of polite hosts: the slow lane
 			on("Table", table),
 			on(crawlsItemsSlots, writes),
 			on("Table if dynamodb:LeadingKeys=c#*", []string{"dynamodb:DeleteItem"}),                                   // an admission taken back: its URL item
@@ -57,6 +58,16 @@ func TestLeastPrivilege(t *testing.T) {
 			on("Bucket/pages/*", []string{"s3:GetObject", "s3:PutObject"}),
 			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}), // the crawl's User-Agent, headers, rate, scope
 			on("Bucket/quarantine/fetch/*", []string{"s3:PutObject"}),
+		}},
+		// The slow lane: fetch's handler, so fetch's grants, on its own queue and quarantine.
+		{"Fetchslow", [][]string{
+			on("FetchslowQueue", consume, send), // consumes; a run's rest and retries go back to it
+			on("ParseQueue", send),
+			on("Table", table),
+			on(crawlsItemsSlots, writes),
+			on("Bucket/pages/*", []string{"s3:GetObject", "s3:PutObject"}),
+			on("Bucket/crawls/*/spec.json", []string{"s3:GetObject"}),
+			on("Bucket/quarantine/fetchslow/*", []string{"s3:PutObject"}),
 		}},
 		{"Parse", [][]string{
 			on("ParseQueue", consume),
@@ -204,8 +215,8 @@ func TestTableWritesAreHeldToTheirPartitions(t *testing.T) {
 			}
 		}
 	}
-	if writes != 4 {
-		t.Errorf("%d statements let a function write the table, want 4: the writes of schedule, fetch and parse, and schedule's deletes", writes)
+	if writes != 5 {
+		t.Errorf("%d statements let a function write the table, want 5: the writes of schedule, fetch, fetchslow and parse, and schedule's deletes", writes)
 	}
 }
 

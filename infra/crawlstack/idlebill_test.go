@@ -107,26 +107,38 @@ func describeBill(bill map[string]float64) string {
 
 // TestIdleBillUnderOneFiftyAMonth: the default stack, deployed and idle, costs less than $1.50 a
 // month: 4 alarm metrics (the three dead-letter queues and stalled crawls) and the pollers of the
-// three queues that feed the functions (the dead-letter queues have none). docs/cost.md states
-// the same bill.
+// three queues that feed the functions (the dead-letter queues have none); with runs (runUrls 10)
+// the slow lane's queue adds its pollers and no alarm: its dead-letter queue is fetch's.
+// docs/cost.md states the same bill.
 func TestIdleBillUnderOneFiftyAMonth(t *testing.T) {
 	p := readIdlePrices(t)
-	_, def := synthWith(t, nil)
-	bill := idleBill(t, def, p)
-	t.Logf("idle bill at the defaults: %s; total $%.2f a month", describeBill(bill), total(bill))
-	if got := total(bill); got >= maxIdleBill {
-		t.Errorf("a deployed, idle stack costs $%.2f a month (%s), want under $%.2f", got, describeBill(bill), maxIdleBill)
-	}
-	// The arithmetic, by hand: 4 x $0.10, and 3 queues x 5 pollers x 3 receives a minute x 43,800
-	// minutes x $0.40 a million = $0.7884.
-	want := map[string]float64{"alarm metrics": 0.40, "SQS receives of idle pollers": 0.7884}
-	for k, v := range want {
-		if d := bill[k] - v; d > 1e-9 || d < -1e-9 {
-			t.Errorf("%s: $%.4f, want $%.4f", k, bill[k], v)
-		}
-	}
-	if len(bill) != len(want) {
-		t.Errorf("idle bill %s, want only %v", describeBill(bill), want)
+	for _, tt := range []struct {
+		name   string
+		ctx    map[string]any
+		queues int
+	}{
+		{"the defaults: no runs, no slow lane", nil, 3},
+		{"runs of 10 and the slow lane", map[string]any{"runUrls": "10"}, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, tmpl := synthWith(t, tt.ctx)
+			bill := idleBill(t, tmpl, p)
+			t.Logf("idle bill: %s; total $%.2f a month", describeBill(bill), total(bill))
+			if got := total(bill); got >= maxIdleBill {
+				t.Errorf("a deployed, idle stack costs $%.2f a month (%s), want under $%.2f", got, describeBill(bill), maxIdleBill)
+			}
+			// The arithmetic, by hand: 4 x $0.10, and each queue's 5 pollers x 3 receives a minute x
+			// 43,800 minutes x $0.40 a million = $0.2628.
+			want := map[string]float64{"alarm metrics": 0.40, "SQS receives of idle pollers": float64(tt.queues) * 0.2628}
+			for k, v := range want {
+				if d := bill[k] - v; d > 1e-9 || d < -1e-9 {
+					t.Errorf("%s: $%.4f, want $%.4f", k, bill[k], v)
+				}
+			}
+			if len(bill) != len(want) {
+				t.Errorf("idle bill %s, want only %v", describeBill(bill), want)
+			}
+		})
 	}
 }
 

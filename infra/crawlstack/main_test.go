@@ -53,6 +53,7 @@ var testContext = map[string]any{
 	"dashboard":               "true",
 	"extraAlarms":             "true",
 	"alarmEmail":              "ops@example.com",
+	"runUrls":                 "10", // the slow lane, off by default
 }
 
 func TestMain(m *testing.M) {
@@ -80,7 +81,7 @@ func synth(m *testing.M) (int, error) {
 	if err := os.WriteFile(filepath.Join(dist, FnRender, renderImageFile), []byte("FROM scratch\nCOPY bootstrap /bootstrap\n"), 0o644); err != nil {
 		return 0, err
 	}
-	for _, fn := range []string{FnSchedule, FnFetch, FnParse, FnRender} {
+	for _, fn := range []string{FnSchedule, FnFetch, FnFetchSlow, FnParse, FnRender} {
 		if err := os.MkdirAll(filepath.Join(dist, fn), 0o755); err != nil {
 			return 0, err
 		}

@@ -27,6 +27,10 @@ func newOutputs(stack awscdk.Stack, bucket bucketRef, table tableRef, queues map
 		out(id+"DLQUrl", queues[name].DLQ.QueueUrl(), "dead-letter queue of the "+name+" queue")
 	}
 	out("ResultsDatabaseName", results.Ref(), "Glue database whose table "+RecordsTableName+" Athena queries the records with (docs/results.md)")
+	if q, ok := queues[FnFetchSlow]; ok {
+		// No DLQ output of its own: its dead-letter queue is fetch's (FetchDLQUrl).
+		out("FetchslowQueueUrl", q.Queue.QueueUrl(), "queue consumed by the fetchslow function (the slow lane: runs of polite hosts); its dead-letter queue is fetch's")
+	}
 	if alarmTopic != nil {
 		out("AlarmTopicArn", alarmTopic.TopicArn(), "SNS topic the alarms publish to (it mails alarmEmail)")
 	}

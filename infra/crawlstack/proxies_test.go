@@ -27,13 +27,13 @@ func TestProxySettingsMatchTheFetcher(t *testing.T) {
 	}
 }
 
-// proxiesSecret grants the fetch function, and only it, the read of that one parameter or
+// proxiesSecret grants the fetch functions (fetch and the slow lane's fetchslow), and only them, the read of that one parameter or
 // secret, besides exactly what it has without; a stack without it grants none (TestLeastPrivilege
 // holds the default stack's roles to their lists). The functions get the reference, never a value.
-func TestProxiesSecretIsGrantedToFetchAlone(t *testing.T) {
+func TestProxiesSecretIsGrantedToTheFetchersAlone(t *testing.T) {
 	base := map[string]map[string]bool{}
-	_, plain := synthWith(t, map[string]any{"proxies": "http://proxy.example:3128"})
-	for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+	_, plain := synthWith(t, map[string]any{"runUrls": "10", "proxies": "http://proxy.example:3128"})
+	for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 		base[fn] = rolePermissionsIn(t, plain, fn+"FunctionServiceRole")
 	}
 	for _, tt := range []struct {
@@ -45,11 +45,11 @@ func TestProxiesSecretIsGrantedToFetchAlone(t *testing.T) {
 			"secretsmanager:GetSecretValue arn:aws:secretsmanager:eu-west-1:123456789012:secret:p-AbCdEf"},
 	} {
 		t.Run(tt.ref, func(t *testing.T) {
-			_, parsed := synthWith(t, map[string]any{"proxies": "http://proxy.example:3128", "proxiesSecret": tt.ref})
-			for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+			_, parsed := synthWith(t, map[string]any{"runUrls": "10", "proxies": "http://proxy.example:3128", "proxiesSecret": tt.ref})
+			for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 				got := rolePermissionsIn(t, parsed, fn+"FunctionServiceRole")
 				want := maps.Clone(base[fn])
-				if fn == "Fetch" {
+				if fn == "Fetch" || fn == "Fetchslow" { // the slow lane runs fetch's handler
 					want[tt.grant] = true
 				}
 				samePermissions(t, fn, got, want)

@@ -29,10 +29,10 @@ func TestSecretHeaderSettingsMatchTheFunctions(t *testing.T) {
 // The prefixes grant the fetch function, and only it, the read of the names under them, besides
 // exactly what it has without; the default stack grants none (TestLeastPrivilege holds its roles
 // to their lists), and every function gets the prefixes (schedule checks specs against them).
-func TestSecretHeaderPrefixesAreGrantedToFetchAlone(t *testing.T) {
+func TestSecretHeaderPrefixesAreGrantedToTheFetchersAlone(t *testing.T) {
 	base := map[string]map[string]bool{}
-	_, plain := synthWith(t, map[string]any{})
-	for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+	_, plain := synthWith(t, map[string]any{"runUrls": "10"})
+	for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 		base[fn] = rolePermissionsIn(t, plain, fn+"FunctionServiceRole")
 	}
 	for _, tt := range []struct {
@@ -50,11 +50,11 @@ func TestSecretHeaderPrefixesAreGrantedToFetchAlone(t *testing.T) {
 			map[string]string{"CRAWL_SECRET_HEADER_SSM_PREFIX": "/crawlstack/headers/", "CRAWL_SECRET_HEADER_SECRETS_PREFIX": "crawlstack/headers/"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, parsed := synthWith(t, tt.ctx)
-			for _, fn := range []string{"Schedule", "Fetch", "Parse"} {
+			_, parsed := synthWith(t, withLane(tt.ctx))
+			for _, fn := range []string{"Schedule", "Fetch", "Fetchslow", "Parse"} {
 				got := rolePermissionsIn(t, parsed, fn+"FunctionServiceRole")
 				want := maps.Clone(base[fn])
-				if fn == "Fetch" {
+				if fn == "Fetch" || fn == "Fetchslow" { // the slow lane runs fetch's handler
 					for _, g := range tt.grants {
 						want[g] = true
 					}
@@ -62,8 +62,8 @@ func TestSecretHeaderPrefixesAreGrantedToFetchAlone(t *testing.T) {
 				samePermissions(t, fn, got, want)
 			}
 			envs := crawlFunctionEnvs(parsed)
-			if len(envs) != 3 {
-				t.Fatalf("%d crawl functions' environments; want 3", len(envs))
+			if len(envs) != 4 {
+				t.Fatalf("%d crawl functions' environments; want 4 (with the slow lane, runUrls 10)", len(envs))
 			}
 			for id, env := range envs {
 				for _, k := range []string{"CRAWL_SECRET_HEADER_SSM_PREFIX", "CRAWL_SECRET_HEADER_SECRETS_PREFIX"} {

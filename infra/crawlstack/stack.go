@@ -48,6 +48,9 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	for _, name := range cfg.pipelineFunctions() {
 		queues[name] = newPipelineQueue(stack, name, cfg)
 	}
+	if cfg.slowLane() {
+		queues[FnFetchSlow] = newSlowQueue(stack, cfg, queues[FnFetch])
+	}
 	notifySeeds(bucket, queues[FnSchedule].Queue)
 
 	env := functionEnv(cfg, bucket, table, queues)
@@ -56,14 +59,26 @@ func NewStack(scope constructs.Construct, id string, props *Props) awscdk.Stack 
 	for _, name := range []string{FnSchedule, FnFetch, FnParse} {
 		fns[name] = newCrawlFunction(stack, name, cfg, env, queues[name].Queue, tr)
 	}
+	fetchers := []string{FnFetch}
+	if cfg.slowLane() {
+		fns[FnFetchSlow] = newCrawlFunction(stack, FnFetchSlow, cfg, env, queues[FnFetchSlow].Queue, tr)
+		fetchers = append(fetchers, FnFetchSlow)
+	}
 	grantPipeline(cfg, bucket, table, queues, fns)
+	if cfg.slowLane() {
+		grantSlowLane(cfg, bucket, table, queues, fns)
+	}
 	if cfg.Render {
 		fns[FnRender] = newRenderFunction(stack, cfg, env, queues[FnRender])
-		fns[FnFetch].Function.AddEnvironment(jsii.String("RENDER_QUEUE_URL"), queues[FnRender].Queue.QueueUrl(), nil)
+		for _, f := range fetchers {
+			fns[f].Function.AddEnvironment(jsii.String("RENDER_QUEUE_URL"), queues[FnRender].Queue.QueueUrl(), nil)
+		}
 		grantRender(bucket, table, queues, fns)
 	}
-	grantProxiesSecret(cfg, fns[FnFetch].Function)
-	grantSecretHeaders(cfg, fns[FnFetch].Function)
+	for _, f := range fetchers {
+		grantProxiesSecret(cfg, fns[f].Function)
+		grantSecretHeaders(cfg, fns[f].Function)
+	}
 	newRecordStream(cfg, fns[FnParse].Function)
 	newRecrawlRule(stack, cfg, fns[FnSchedule].Function)
 	mon := newMonitoring(stack, cfg, table, queues, fns)
@@ -84,6 +99,9 @@ func functionEnv(cfg Config, bucket bucketRef, table tableRef, queues map[string
 		"FETCH_QUEUE_URL":    queues[FnFetch].Queue.QueueUrl(),
 		"PARSE_QUEUE_URL":    queues[FnParse].Queue.QueueUrl(),
 	}
+	if q, ok := queues[FnFetchSlow]; ok {
+		env["FETCHSLOW_QUEUE_URL"] = q.Queue.QueueUrl() // schedule sends runs there; fetchslow re-queues to it
+	}
 	for k, v := range configEnv(cfg) {
 		env[k] = jsii.String(v)
 	}
@@ -92,10 +110,10 @@ func functionEnv(cfg Config, bucket bucketRef, table tableRef, queues map[string
 
 // deployTimeEnvBytes bounds the keys and values of functionEnv that are known
 // only at deploy time: the bucket name (at most 63 bytes), the table name (at
-// most 255) and three queue URLs (about 140 each); and the one variable that
+// most 255) and four queue URLs (about 140 each); and the one variable that
 // differs by function, its batch concurrency.
 const deployTimeEnvBytes = len("CRAWL_BUCKET") + 63 + len("CRAWL_TABLE") + 255 +
-	len("SCHEDULE_QUEUE_URL") + len("FETCH_QUEUE_URL") + len("PARSE_QUEUE_URL") + 3*140 +
+	len("SCHEDULE_QUEUE_URL") + len("FETCH_QUEUE_URL") + len("PARSE_QUEUE_URL") + len("FETCHSLOW_QUEUE_URL") + 4*140 +
 	len(envBatchConcurrency) + 4
 
 // envBatchConcurrency is the variable that tells a function how many records
@@ -125,6 +143,8 @@ func configEnv(cfg Config) map[string]string {
 		"CRAWL_ALLOW_NET":          cfg.AllowNet,
 		"CRAWL_RECRAWL_PREFIX":     cfg.RecrawlPrefix,
 		"CRAWL_BUDGET_USD":         strconv.FormatFloat(cfg.BudgetUSD, 'f', -1, 64),
+		// Runs of URLs for polite hosts, which schedule sends to the slow lane (slowlane.go).
+		"CRAWL_RUN_URLS": strconv.Itoa(cfg.RunURLs),
 		// The namespace of the EMF metrics, which the dashboard and the budget alarm read.
 		"CRAWL_METRICS_NAMESPACE": MetricsNamespace,
 		// The ledger counts Lambda's START and REPORT lines only where they are written.

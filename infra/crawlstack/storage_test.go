@@ -15,12 +15,13 @@ func TestResourceCounts(t *testing.T) {
 	}{
 		{"AWS::S3::Bucket", 1},
 		{"AWS::DynamoDB::Table", 1},
-		{"AWS::SQS::Queue", 6},
-		// The three crawler functions and the BucketNotificationsHandler
-		// that CDK adds to configure the seeds/ notification.
-		{"AWS::Lambda::Function", 4},
-		{"AWS::Lambda::EventSourceMapping", 3},
-		{"AWS::Logs::LogGroup", 3},
+		// Three queues and their DLQs, and the slow lane's queue, whose DLQ is fetch's.
+		{"AWS::SQS::Queue", 7},
+		// The four crawler functions (the slow lane's fetchslow with them) and the
+		// BucketNotificationsHandler that CDK adds to configure the seeds/ notification.
+		{"AWS::Lambda::Function", 5},
+		{"AWS::Lambda::EventSourceMapping", 4},
+		{"AWS::Logs::LogGroup", 4},
 		// The re-crawl rule, and (with the test context's alarm email) the one that mails a
 		// crawl's end.
 		{"AWS::Events::Rule", 2},

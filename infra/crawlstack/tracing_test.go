@@ -113,8 +113,8 @@ func TestTracingTemplates(t *testing.T) {
 				}
 				checkCollector(t, fn, vars, tt.exporter, user)
 			}
-			if n != 3 {
-				t.Errorf("%d crawl functions, want 3", n)
+			if want := crawlFunctionsIn(tt.template); n != want {
+				t.Errorf("%d crawl functions, want %d", n, want)
 			}
 		})
 	}

@@ -98,7 +98,8 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ProxiesSecret != "" && slices.Contains(names, pipeline.Fetch) {
+	fetches := slices.Contains(names, pipeline.Fetch) || slices.Contains(names, pipeline.FetchSlow)
+	if cfg.ProxiesSecret != "" && fetches {
 		if read == nil {
 			return nil, errors.New("CRAWL_PROXIES_SECRET is set, but this program reads no secrets: the fetch function's main passes awssecrets.Reader")
 		}
@@ -108,7 +109,7 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 		}
 	}
 	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs, Browser: browser}
-	if slices.Contains(names, pipeline.Fetch) {
+	if fetches {
 		if ports.Secrets, err = HeaderSecrets(cfg.SecretHeaders, read, p.sdk); err != nil {
 			return nil, err
 		}

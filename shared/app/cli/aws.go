@@ -101,7 +101,7 @@ func OpenAWSWith(cfg aws.Config, getenv func(string) string) *Backend {
 	if s != "" && f != "" && p != "" {
 		be.Existing = &Resources{Schedule: s, Fetch: f, Parse: p, ScheduleDLQ: getenv("SCHEDULE_DLQ_URL"),
 			FetchDLQ: getenv("FETCH_DLQ_URL"), ParseDLQ: getenv("PARSE_DLQ_URL"),
-			Render: getenv("RENDER_QUEUE_URL"), RenderDLQ: getenv("RENDER_DLQ_URL")}
+			Render: getenv("RENDER_QUEUE_URL"), RenderDLQ: getenv("RENDER_DLQ_URL"), FetchSlow: getenv("FETCHSLOW_QUEUE_URL")}
 	}
 	return be
 }

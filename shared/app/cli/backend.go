@@ -81,6 +81,9 @@ type Resources struct {
 	ScheduleDLQ, FetchDLQ, ParseDLQ string
 	// Render and RenderDLQ are the render step's queues: empty for a deployed stack without one.
 	Render, RenderDLQ string
+	// FetchSlow is the slow lane's queue, for the runs of polite hosts (pipeline.Config.SlowQueue):
+	// its dead-letter queue is fetch's, FetchDLQ. Empty for a deployed stack without one.
+	FetchSlow string
 }
 
 // stateFile is the SQLite file of an embedded state directory: its queues and table.
@@ -149,6 +152,13 @@ func (b *Backend) Setup(ctx context.Context, s QueueSettings) (Resources, error)
 	if err := mk("fetch", &r.Fetch, &r.FetchDLQ); err != nil {
 		return r, err
 	}
+	// The slow lane shares fetch's dead-letter queue, as in the stack (one alarm for both).
+	q, err := b.Queue.CreateQueue(ctx, namePrefix+"fetchslow", queue.Config{Visibility: s.Visibility, DeadLetter: r.FetchDLQ,
+		MaxReceiveCount: s.MaxReceiveCount})
+	if err != nil {
+		return r, fmt.Errorf("create queue fetchslow: %w", err)
+	}
+	r.FetchSlow = q
 	if err := mk("parse", &r.Parse, &r.ParseDLQ); err != nil {
 		return r, err
 	}

@@ -89,6 +89,9 @@ func nextAfterRedrive(w io.Writer, o RunOptions, moved int) {
 // redrivePair finds the dead-letter queue and source queue of schedule, fetch or parse without
 // creating anything (see findQueues).
 func redrivePair(ctx context.Context, be *Backend, name string) (dlq, src string, err error) {
+	if name == "fetchslow" {
+		return "", "", errors.New("fetchslow, the slow lane, shares fetch's dead-letter queue: crawl redrive fetch moves its messages back to fetch, which works a run as the lane does")
+	}
 	if name != "schedule" && name != "fetch" && name != "parse" && name != "render" {
 		return "", "", fmt.Errorf("unknown queue %q: want schedule, fetch, parse or render", name)
 	}
@@ -120,7 +123,7 @@ func findQueues(ctx context.Context, be *Backend) (Resources, error) {
 	for _, q := range queueNames(&res) {
 		addr, err := be.Find(ctx, be.QueuePrefix+q.name)
 		if err != nil && q.optional && errors.Is(err, queue.ErrNotFound) {
-			continue // a crawl with no render step
+			continue // a stack with no render step or slow lane
 		}
 		if err != nil {
 			return res, fmt.Errorf("%w (is CRAWL_QUEUE_PREFIX right? for a deployed stack set the *_QUEUE_URL and *_DLQ_URL variables)", err)
@@ -144,5 +147,6 @@ func queueNames(r *Resources) []namedQueue {
 		{"schedule", r.Schedule, &r.Schedule, false}, {"fetch", r.Fetch, &r.Fetch, false}, {"parse", r.Parse, &r.Parse, false},
 		{"schedule-dlq", r.ScheduleDLQ, &r.ScheduleDLQ, false}, {"fetch-dlq", r.FetchDLQ, &r.FetchDLQ, false}, {"parse-dlq", r.ParseDLQ, &r.ParseDLQ, false},
 		{"render", r.Render, &r.Render, true}, {"render-dlq", r.RenderDLQ, &r.RenderDLQ, true},
+		{"fetchslow", r.FetchSlow, &r.FetchSlow, true}, // its dead-letter queue is fetch's
 	}
 }

@@ -273,6 +273,9 @@ func openRun(ctx context.Context, o RunOptions, body []byte, stderr io.Writer) (
 	if res.Render != "" {
 		names = append(names, pipeline.Render)
 	}
+	if res.FetchSlow != "" {
+		names = append(names, pipeline.FetchSlow)
+	}
 	browser, closeBrowser := openBrowser(o.Chromium, log)
 	undo = append(undo, closeBrowser)
 	h, err := pipeline.NewOnly(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs,

@@ -207,6 +207,7 @@ const embeddedAdmitConcurrency = 32
 func (o RunOptions) config(r Resources) pipeline.Config {
 	c := pipeline.DefaultConfig()
 	c.ScheduleQueue, c.FetchQueue, c.ParseQueue, c.RenderQueue = r.Schedule, r.Fetch, r.Parse, r.Render
+	c.SlowQueue = r.FetchSlow
 	c.Scope = scope.Mode(o.Scope)
 	c.Include, c.Exclude = o.Include, o.Exclude
 	c.MaxDepth, c.MaxPages, c.MaxPagesPerHost = o.MaxDepth, o.MaxPages, o.MaxPagesPerHost

@@ -101,6 +101,11 @@ func NewRunner(q localrun.Queues, res Resources, h *pipeline.Handlers, concurren
 		fetch,
 		src("parse", res.Parse, h.Parse.Handle, max(2, pollers/2)),
 	}
+	if h.FetchSlow != nil && res.FetchSlow != "" {
+		// The slow lane: runs of polite hosts, which wait in place for their slots. As many pollers
+		// as fetch's, so that a run never waits behind another for a handler.
+		sources = append(sources, src("fetchslow", res.FetchSlow, h.FetchSlow.Handle, fetch.Pollers))
+	}
 	if h.Render != nil && res.Render != "" {
 		// A browser renders a page in about a second: two pollers keep it busy without a second
 		// browser's memory.

@@ -340,11 +340,13 @@ func waitingFor(s Status, h hints) []string {
 		why = append(why, "its budget is spent: it admits no more URLs and drains what it admitted")
 	}
 	work := 0
-	for _, name := range []string{"schedule", "fetch", "parse"} {
+	held := 0
+	for _, name := range workQueues {
 		work += s.Queues[name].Visible
+		held += s.Queues[name].InFlight
 	}
 	if s.Pending > 0 && s.State == "running" && work == 0 {
-		if held := s.Queues["fetch"].InFlight + s.Queues["schedule"].InFlight + s.Queues["parse"].InFlight; held > 0 {
+		if held > 0 {
 			why = append(why, fmt.Sprintf("%d messages in flight or delayed and none visible: politeness waits, retries,"+
 				" a robots.txt that is down, or messages a killed run left invisible until their visibility timeout", held))
 		}
@@ -404,7 +406,7 @@ func printStatus(w io.Writer, s Status) {
 	}
 	fmt.Fprintf(w, "  queues (all crawls): ")
 	parts := []string{}
-	for _, name := range []string{"schedule", "fetch", "parse", "schedule-dlq", "fetch-dlq", "parse-dlq"} {
+	for _, name := range []string{"schedule", "fetch", "fetchslow", "parse", "schedule-dlq", "fetch-dlq", "parse-dlq"} {
 		if d, ok := s.Queues[name]; ok {
 			parts = append(parts, fmt.Sprintf("%s %d+%d", name, d.Visible, d.InFlight))
 		}

@@ -62,13 +62,17 @@ func watchStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 	}
 }
 
+// workQueues are the queues that hold a crawl's work: the slow lane's is there only on a backend
+// that has one (a stack deployed before it has not), and counts as empty where it is not.
+var workQueues = []string{"schedule", "fetch", "fetchslow", "parse"}
+
 // drained reports whether a crawl has nothing left to do: no URL pending and nothing in its
 // backend's three queues (their dead-letter queues aside).
 func drained(s Status) bool {
 	if s.Seen == 0 || s.Pending != 0 {
 		return false
 	}
-	for _, q := range []string{"schedule", "fetch", "parse"} {
+	for _, q := range workQueues {
 		if d := s.Queues[q]; d.Visible != 0 || d.InFlight != 0 {
 			return false
 		}

@@ -37,6 +37,10 @@ type Config struct {
 	// a crawl whose spec has a render section there. Empty: no render step (a stack deployed
 	// without render=true), and such crawls' pages are parsed from their static HTML.
 	RenderQueue string
+	// SlowQueue is the slow lane's queue (FETCHSLOW_QUEUE_URL): schedule sends the runs of polite
+	// hosts there (frontier.Config.SlowQueue), and the fetchslow function consumes it with the fetch
+	// handler at less memory, sending a run's rest back to it. Empty: no lane, and runs go to fetch.
+	SlowQueue string
 
 	Scope           scope.Mode
 	Include         []string
@@ -109,7 +113,7 @@ type Config struct {
 
 	// RunURLs is how many URLs of one polite host a fetch message carries at most, fetched one
 	// after another (0 or 1, the default: no runs; frontier.DefaultRunURLs, 10, is the length
-	// measured); a host gets runs when its requests are RunMinInterval apart or more (0:
+	// measured, which the stack's runUrls=10 sets with the slow lane, SlowQueue); a host gets runs when its requests are RunMinInterval apart or more (0:
 	// frontier.DefaultRunMinInterval, a second).
 	RunURLs        int
 	RunMinInterval time.Duration
@@ -368,6 +372,7 @@ func (r *envReader) readCrawl(c *Config) {
 	r.str("PARSE_QUEUE_URL", &c.ParseQueue)
 	r.str("CRAWL_RECORD_STREAM_QUEUE_URL", &c.RecordStreamQueue)
 	r.str("RENDER_QUEUE_URL", &c.RenderQueue)
+	r.str("FETCHSLOW_QUEUE_URL", &c.SlowQueue)
 	var mode string
 	r.str("CRAWL_SCOPE", &mode)
 	if mode != "" {

@@ -5,6 +5,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -112,7 +113,10 @@ func (f *Fetching) Close() { f.client.Close() }
 type Handlers struct {
 	Schedule *scheduler.Handler
 	Fetch    *fetcher.Handler
-	Parse    *parser.Handler
+	// FetchSlow is the slow lane's fetch handler (nil unless NewOnly was asked for it): the fetch
+	// handler on the slow lane's queue, to which it sends what it re-queues.
+	FetchSlow *fetcher.Handler
+	Parse     *parser.Handler
 	// Render is the render step (nil unless NewOnly was asked for it).
 	Render *renderer.Handler
 	State  *crawlstate.Store
@@ -146,6 +150,9 @@ const (
 	// Render is the render step between fetch and parse, for crawls whose spec renders: New does
 	// not build it; NewOnly does when asked.
 	Render = "render"
+	// FetchSlow is the slow lane (Config.SlowQueue): the fetch handler for the runs of polite
+	// hosts, in a function of less memory. New does not build it; NewOnly does when asked.
+	FetchSlow = "fetchslow"
 )
 
 // New validates cfg and builds the three handlers.
@@ -170,7 +177,17 @@ func NewOnly(cfg Config, p Ports, log *slog.Logger, names ...string) (*Handlers,
 		case Schedule:
 			h.Frontier, h.Schedule, err = w.schedule()
 		case Fetch:
-			h.Fetch, h.http, err = w.fetch()
+			var c *httpfetch.Client
+			h.Fetch, c, err = w.fetch(Fetch)
+			h.keep(c)
+		case FetchSlow:
+			if cfg.SlowQueue == "" {
+				err = errors.New("the slow lane's fetch handler needs its queue: set FETCHSLOW_QUEUE_URL")
+				break
+			}
+			var c *httpfetch.Client
+			h.FetchSlow, c, err = w.fetch(FetchSlow)
+			h.keep(c)
 		case Parse:
 			h.Parse = w.parse()
 		case Render:
@@ -282,7 +299,7 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 		return nil, nil, fmt.Errorf("configuration: %w", err)
 	}
 	front := frontier.New(frontier.Config{Rules: w.rules, MaxPages: cfg.MaxPages, MaxPagesPerHost: cfg.MaxPagesPerHost,
-		FetchQueue: cfg.FetchQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead,
+		FetchQueue: cfg.FetchQueue, SlowQueue: cfg.SlowQueue, HostInterval: crawlstate.IntervalOf(cfg.HostRPS), SlotLead: cfg.SlotLead,
 		BudgetUSD: cfg.BudgetUSD, Prices: prices, AdmitConcurrency: cfg.AdmitConcurrency,
 		RunURLs: cfg.RunURLs, RunMinInterval: cfg.RunMinInterval},
 		frontier.Deps{Admissions: w.state.URLs, Skips: w.state.URLs, Gates: w.state.Runs, PageBudget: w.state.Runs,
@@ -297,9 +314,21 @@ func (w *wiring) schedule() (*frontier.Frontier, *scheduler.Handler, error) {
 		Concurrency: cfg.BatchConcurrency, Bounds: cfg.SpecBounds()}, d), nil
 }
 
-// fetch builds the fetch handler, on Ports.Fetching or on its own, and returns the HTTP client
-// that Handlers.Close closes.
-func (w *wiring) fetch() (*fetcher.Handler, *httpfetch.Client, error) {
+// keep makes h.Close close c (nil: nothing to close).
+func (h *Handlers) keep(c *httpfetch.Client) {
+	switch {
+	case c == nil:
+	case h.http == nil:
+		h.http = c
+	case h.http != c:
+		h.extra = append(h.extra, c)
+	}
+}
+
+// fetch builds the fetch handler of the function called name (Fetch, or FetchSlow: the same
+// handler, which sends its re-queues to the slow lane's queue and quarantines under its own
+// name), on Ports.Fetching or on its own, and returns the HTTP client that Handlers.Close closes.
+func (w *wiring) fetch(name string) (*fetcher.Handler, *httpfetch.Client, error) {
 	fx := w.p.Fetching
 	if fx == nil {
 		var err error
@@ -310,12 +339,22 @@ func (w *wiring) fetch() (*fetcher.Handler, *httpfetch.Client, error) {
 	urls, hosts, runs := w.state.URLs, w.state.Hosts, w.state.Runs
 	d := fetcher.Deps{Claims: urls, Outcomes: urls, URLs: urls, PageBudget: runs, Politeness: hosts, Circuits: hosts,
 		HostHealth: hosts, Runs: runs, Counters: runs, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
-		Pages: w.p.Blobs, Send: w.p.Queue, Batch: w.batch("fetch"), Log: w.log.With("fn", "fetch"), Crawls: w.crawls,
+		Pages: w.p.Blobs, Send: w.p.Queue, Batch: w.batch(name), Log: w.log.With("fn", name), Crawls: w.crawls,
 		OptOuts: w.optOuts()}
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 		d.Handoff = w.p.Handoff
 	}
-	return fetcher.New(fetcherConfig(w.cfg), d), fx.client, nil
+	return fetcher.New(fetcherConfigOf(w.cfg, name), d), fx.client, nil
+}
+
+// fetcherConfigOf is the fetch handler's config in the function called name: the slow lane's
+// sends what it re-queues (a run's rest, a retry, a URL sent back alone) back to its own queue.
+func fetcherConfigOf(cfg Config, name string) fetcher.Config {
+	fc := fetcherConfig(cfg)
+	if name == FetchSlow {
+		fc.FetchQueue = cfg.SlowQueue
+	}
+	return fc
 }
 
 // fetcherConfig is the fetch handler's share of cfg.

@@ -28,10 +28,12 @@ var Vars = map[string]string{
 }
 
 // Optional are the outputs of a part of the stack that a deployment may leave out, by the
-// variable each sets: the render step's queues (render=true).
+// variable each sets: the render step's queues (render=true), and the slow lane's queue, which a
+// stack deployed before it has not.
 var Optional = map[string]string{
-	"RenderQueueUrl": "RENDER_QUEUE_URL",
-	"RenderDLQUrl":   "RENDER_DLQ_URL",
+	"FetchslowQueueUrl": "FETCHSLOW_QUEUE_URL",
+	"RenderQueueUrl":    "RENDER_QUEUE_URL",
+	"RenderDLQUrl":      "RENDER_DLQ_URL",
 }
 
 // ErrNoStack is the error of a stack that is not there (or not visible to the caller).

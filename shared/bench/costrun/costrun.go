@@ -56,8 +56,14 @@ func StackFunctions() map[string]Function {
 		"schedule": {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 		"fetch":    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
 		"parse":    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
+		// The slow lane: the runs of polite hosts, which wait in place for their slots.
+		"fetchslow": {TimeoutSeconds: 120, MemoryMB: 128, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
 	}
 }
+
+// StackRunURLs is the stack's runUrls (infra/crawlstack.DefaultRunURLs): 0, no runs and no slow
+// lane by default; -run-urls 10 measures runs of a polite host's URLs through the slow lane.
+const StackRunURLs = 0
 
 // StackRenderFunction is the stack's render function (infra/crawlstack.DefaultRenderFunction, on
 // with render=true): a browser's memory, batches of 5 with 2 rendered at once.
@@ -304,7 +310,8 @@ func (c *costRun) startHandlers() (closeAll func(), err error) {
 	}
 	pc.SlotLead = time.Duration(c.fns["fetch"].BatchWindowSeconds) * time.Second // CRAWL_SLOT_LEAD in the stack
 	c.writes = &keyWrites{t: c.be.Table}
-	c.sent = &fetchSends{Sender: c.be.Queue, queue: c.res.Fetch}
+	pc.SlowQueue = c.res.FetchSlow // the slow lane, as the stack has it: the runs of polite hosts
+	c.sent = &fetchSends{Sender: c.be.Queue, queues: []string{c.res.Fetch, c.res.FetchSlow}}
 	c.log = slog.New(slog.NewJSONHandler(&logBytes{m: c.m}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Each function has handlers of its own, as each Lambda function runs in processes of its
 	// own, with its own batch concurrency (CRAWL_BATCH_CONCURRENCY on AWS).
@@ -329,8 +336,12 @@ func (c *costRun) startHandlers() (closeAll func(), err error) {
 			ports.Browser = browser
 		}
 		names := []string{pipeline.Schedule, pipeline.Fetch, pipeline.Parse}
-		if fn == pipeline.Render {
+		switch fn {
+		case pipeline.Render:
 			names = []string{pipeline.Render} // built only when named, as the render main builds it
+		case pipeline.FetchSlow:
+			names = []string{pipeline.FetchSlow} // the slow lane's function runs the fetch handler alone
+			fc.FetchMemoryMB = c.fns[fn].MemoryMB
 		}
 		hs, err := pipeline.NewOnly(fc, ports, c.log, names...)
 		if err != nil {
@@ -410,6 +421,7 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 		c.source("schedule", c.res.Schedule, c.handlers["schedule"].Schedule.Handle),
 		c.source("fetch", c.res.Fetch, c.handlers["fetch"].Fetch.Handle),
 		c.source("parse", c.res.Parse, c.handlers["parse"].Parse.Handle),
+		c.source("fetchslow", c.res.FetchSlow, c.handlers["fetchslow"].FetchSlow.Handle),
 	}}
 	if c.o.Render != nil {
 		runner.Sources = append(runner.Sources, c.source("render", c.res.Render, c.handlers["render"].Render.Handle))

@@ -8,6 +8,7 @@ package costrun
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,7 +136,7 @@ func (k *keyWrites) hottest() (host string, hostN int64, other string, otherN in
 // fetcher claims a message's URLs of a group in one write: crawlstate.ClaimGroup).
 type fetchSends struct {
 	queue.Sender
-	queue   string
+	queues  []string // fetch's, and the slow lane's
 	delayed atomic.Int64
 	mu      sync.Mutex
 	sends   map[string]int64 // URL -> its fetch messages sent
@@ -147,7 +148,7 @@ type fetchSends struct {
 
 func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
 	err := d.Sender.SendBatch(ctx, q, entries)
-	if q != d.queue {
+	if !slices.Contains(d.queues, q) {
 		return err
 	}
 	var be *queue.BatchError

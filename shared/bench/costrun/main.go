@@ -43,7 +43,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&wf.singlePages, "single-pages", 300, "pages of the single-host crawl (0: skip it)")
 	fs.Float64Var(&wf.singleRPS, "single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
 	fs.IntVar(&wf.renderPages, "render-pages", 20, "pages of the render crawl, each rendered in Chromium (0: skip it)")
-	runURLs := fs.Int("run-urls", 0, "URLs of one polite host a fetch message carries (CRAWL_RUN_URLS; 0, the stack's default: no runs)")
+	runURLs := fs.Int("run-urls", StackRunURLs, "URLs of one polite host a fetch message carries, through the slow lane (CRAWL_RUN_URLS, the stack's runUrls; 0, its default: no runs)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
 		"crawl's table before it, unmetered, as a table that other crawls have used holds them: at least 100,000 to see that a crawl costs the same (docs/state.md)")
@@ -173,7 +173,9 @@ func printSettings(w io.Writer, p cost.Prices, fns map[string]Function, runURLs 
 	fmt.Fprintf(w, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
 	fmt.Fprintf(w, "functions: %s\n", describe(fns))
 	if runURLs > 1 {
-		fmt.Fprintf(w, "runs of URLs for polite hosts: up to %d a fetch message (-run-urls; the stack's default is none)\n", runURLs)
+		fmt.Fprintf(w, "runs of URLs for polite hosts: up to %d a fetch message, through the slow lane (-run-urls; the stack's default is %d)\n", runURLs, StackRunURLs)
+	} else {
+		fmt.Fprintf(w, "runs of URLs for polite hosts: none (-run-urls %d; the stack's default is %d)\n", runURLs, StackRunURLs)
 	}
 }
 
@@ -224,7 +226,7 @@ func OverrideFunctions(fns map[string]Function, spec string) (map[string]Functio
 		}
 		f, known := out[name]
 		if !known {
-			return nil, fmt.Errorf("%q: no function %q (schedule, fetch, parse or render)", item, name)
+			return nil, fmt.Errorf("%q: no function %q (schedule, fetch, fetchslow, parse or render)", item, name)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(value))
 		if err != nil {

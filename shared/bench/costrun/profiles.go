@@ -173,12 +173,12 @@ func renderSpec(roots []string) string {
 
 // functionNames are the stack's functions, in the order the reports list them: render is there
 // with render=true only.
-var functionNames = []string{"schedule", "fetch", "parse", "render"}
+var functionNames = []string{"schedule", "fetch", "fetchslow", "parse", "render"}
 
-// functions are the functions of the crawl: the three, and render for a render profile.
+// functions are the functions of the crawl: the four, and render for a render profile.
 func (c *costRun) functions() []string {
 	if c.o.Render != nil {
 		return functionNames
 	}
-	return functionNames[:3]
+	return functionNames[:4]
 }

@@ -73,6 +73,9 @@ type Config struct {
 	MaxPagesPerHost int
 	// FetchQueue is the fetch queue's address.
 	FetchQueue string
+	// SlowQueue, if set, is the slow lane's queue (the fetchslow function's): the runs of polite
+	// hosts go there, and every other fetch message to FetchQueue. Empty: all go to FetchQueue.
+	SlowQueue string
 	// BloomCapacity and BloomFalsePositive size the warm-memory filter.
 	BloomCapacity      uint
 	BloomFalsePositive float64
@@ -97,8 +100,9 @@ type Config struct {
 	SpareSlots int
 	// RunURLs is how many URLs of one polite host a fetch message carries at most, one after
 	// another in the host's slots (runs.go), up to message.MaxFetchURLs: 0, 1 or below 0 is none
-	// (each message then holds one URL of each host), the default until runs stop holding up the
-	// fetch invocations of a wide crawl (docs/cost.md); DefaultRunURLs is the length measured.
+	// (each message then holds one URL of each host), the default; DefaultRunURLs is the length
+	// measured, which the stack's runUrls=10 sets with its slow lane (SlowQueue), where runs do not
+	// hold up fetch's invocations (docs/cost.md, "The slow lane").
 	RunURLs int
 	// RunMinInterval is the gap between a host's requests from which its URLs go in runs: 0 is
 	// DefaultRunMinInterval.

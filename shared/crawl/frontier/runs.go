@@ -12,7 +12,8 @@ import "time"
 // write, a WARC PUT and a parse invocation then serve a run of pages instead of one page each
 // (docs/cost.md, "Runs of URLs for polite hosts").
 
-// DefaultRunURLs is the run length to set (Config.RunURLs; runs are off unless set): ten seconds
+// DefaultRunURLs is the run length to set (Config.RunURLs; runs are off unless set: the stack's
+// runUrls=10 sets it and makes the slow lane, Config.SlowQueue, which takes the runs): ten seconds
 // of a host at a page a second. Runs of up to 30 measured dearer than runs of 10 on a
 // loaded machine (docs/cost.md): a run's URLs that come late for their slots go back alone and
 // wait beside it. The fetcher claims and records a longer run's URLs on their group's item in

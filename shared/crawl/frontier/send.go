@@ -52,21 +52,14 @@ func (f *Frontier) Send(ctx context.Context, staged []*Staged) []error {
 		}
 		entries[g] = queue.Entry{ID: strconv.Itoa(g), Body: body, Delay: delays[idx[0]]}
 	}
-	sendErr := f.send.SendBatch(ctx, f.cfg.FetchQueue, nonEmpty(entries))
-	var be *queue.BatchError
-	if sendErr != nil && !errors.As(sendErr, &be) {
-		be = &queue.BatchError{Failed: map[string]error{}}
-		for _, e := range entries {
-			be.Failed[e.ID] = sendErr
-		}
-	}
+	failed := f.sendEntries(ctx, groups, out, entries)
 	for g, idx := range groups {
 		if entries[g].Body == "" {
 			continue // not encoded: its error is set
 		}
-		if be != nil && be.Failed[entries[g].ID] != nil {
+		if failed[entries[g].ID] != nil {
 			for _, i := range idx {
-				errs[from[i]] = fmt.Errorf("send fetch messages: %w", be.Failed[entries[g].ID]) // the redelivered message sends it
+				errs[from[i]] = fmt.Errorf("send fetch messages: %w", failed[entries[g].ID]) // the redelivered message sends it
 			}
 			continue
 		}
@@ -80,15 +73,42 @@ func (f *Frontier) Send(ctx context.Context, staged []*Staged) []error {
 	return errs
 }
 
-// nonEmpty drops the entries left empty (a message that did not encode).
-func nonEmpty(entries []queue.Entry) []queue.Entry {
-	out := entries[:0:0]
-	for _, e := range entries {
-		if e.Body != "" {
-			out = append(out, e)
+// sendEntries sends the encoded fetch messages, a run to the slow lane's queue when there is one
+// (Config.SlowQueue) and every other message to the fetch queue, and returns the error of each
+// message that was not sent, by its entry's ID.
+func (f *Frontier) sendEntries(ctx context.Context, groups [][]int, out []pending, entries []queue.Entry) map[string]error {
+	byQueue := map[string][]queue.Entry{}
+	var order []string
+	for g, idx := range groups {
+		if entries[g].Body == "" {
+			continue
+		}
+		q := f.cfg.FetchQueue
+		if out[idx[0]].run && f.cfg.SlowQueue != "" {
+			q = f.cfg.SlowQueue // a group is a run or not as a whole: one host's URLs (runs.go)
+		}
+		if byQueue[q] == nil {
+			order = append(order, q)
+		}
+		byQueue[q] = append(byQueue[q], entries[g])
+	}
+	failed := map[string]error{}
+	for _, q := range order {
+		err := f.send.SendBatch(ctx, q, byQueue[q])
+		var be *queue.BatchError
+		switch {
+		case err == nil:
+		case errors.As(err, &be):
+			for id, e := range be.Failed {
+				failed[id] = e
+			}
+		default:
+			for _, e := range byQueue[q] {
+				failed[e.ID] = err
+			}
 		}
 	}
-	return out
+	return failed
 }
 
 // packBytes bounds the URLs' share of one fetch message: SQS bills a request per 64 KiB of it.

@@ -48,7 +48,7 @@ func CheckAdminCommands(t testing.TB, main MainFunc, crawl string, fetched int64
 		if s.Crawl != crawl || s.State != wantState || s.Fetched != fetched || s.Pending != 0 {
 			t.Errorf("status = %+v: want crawl %s %s, %d fetched, none pending", s, crawl, wantState, fetched)
 		}
-		for _, q := range []string{"schedule", "fetch", "parse", "schedule-dlq", "fetch-dlq", "parse-dlq"} {
+		for _, q := range []string{"schedule", "fetch", "fetchslow", "parse", "schedule-dlq", "fetch-dlq", "parse-dlq"} {
 			if _, ok := s.Queues[q]; !ok {
 				t.Errorf("status shows no depth of the %s queue: %v", q, s.Queues)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -47,8 +48,9 @@ type Step struct {
 	// Name says where the crash leaves the pipeline.
 	Name string
 	kind Kind
-	// queue picks the queue of a send or delete from the crawl's resources.
-	queue func(Resources) string
+	// queues picks the queues of a send or delete from the crawl's resources: fetch's stage is
+	// both fetch queues, fetch's and the slow lane's (empty where the backend has none).
+	queues func(Resources) []string
 	// keyPrefix is the start of a blob put's key.
 	keyPrefix string
 	// item is the kind of a table write's item (crawlstate.KindOf), when set.
@@ -62,11 +64,11 @@ type Step struct {
 var (
 	// AfterAdmission: schedule wrote the URL items, and is about to send their fetch messages.
 	AfterAdmission = Step{Name: "after the URL items are written, before the fetch messages are sent",
-		kind: Send, queue: func(r Resources) string { return r.Fetch }}
+		kind: Send, queues: fetchQueues}
 	// AfterPageRecorded: fetch stored the pages and recorded them fetched, and is about to send
 	// their parse messages.
 	AfterPageRecorded = Step{Name: "after the pages are recorded, before the parse messages are sent",
-		kind: Send, queue: func(r Resources) string { return r.Parse }}
+		kind: Send, queues: func(r Resources) []string { return []string{r.Parse} }}
 	// AfterLinksSent: parse sent the discovered links, and is about to store the records.
 	AfterLinksSent = Step{Name: "after the links are sent, before the records are stored",
 		kind: BlobPut, keyPrefix: records.Prefix}
@@ -83,12 +85,24 @@ var AfterGroupWrite = Step{Name: "after a group's claims or outcomes are written
 	kind: TableUpdate, item: "groups", after: true}
 
 // BeforeDelete is the step after a batch of queue's records is done, before the runner deletes
-// their messages; queue is "schedule", "fetch" or "parse".
+// their messages; queue is "schedule", "fetch" (either fetch queue: fetch's or the slow lane's) or
+// "parse".
 func BeforeDelete(queue string) Step {
 	return Step{Name: "after a " + queue + " batch is done, before its messages are deleted", kind: Delete,
-		queue: func(r Resources) string {
-			return map[string]string{"schedule": r.Schedule, "fetch": r.Fetch, "parse": r.Parse}[queue]
+		queues: func(r Resources) []string {
+			if queue == "fetch" {
+				return fetchQueues(r)
+			}
+			return []string{map[string]string{"schedule": r.Schedule, "parse": r.Parse}[queue]}
 		}}
+}
+
+// fetchQueues are the queues of fetch's stage: fetch's, and the slow lane's where there is one.
+func fetchQueues(r Resources) []string {
+	if r.FetchSlow == "" {
+		return []string{r.Fetch}
+	}
+	return []string{r.Fetch, r.FetchSlow}
 }
 
 // Steps are the named crash points, each tried by the crash scenarios of both backends.
@@ -101,7 +115,7 @@ func (s Step) matches(res Resources, w Write) bool {
 	if w.Kind != s.kind {
 		return false
 	}
-	if s.queue != nil && w.Target != s.queue(res) {
+	if s.queues != nil && !slices.Contains(s.queues(res), w.Target) {
 		return false
 	}
 	if s.item != "" && w.Item != s.item {

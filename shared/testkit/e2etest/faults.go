@@ -26,8 +26,9 @@ func (d Doubler) SendBatch(ctx context.Context, q string, entries []queue.Entry)
 // a fetch queue, also the URLs they carry. It is safe for concurrent use.
 type CountingSender struct {
 	queue.Sender
-	// Queue is the address of the queue whose messages are counted.
-	Queue string
+	// Queue is the address of the queue whose messages are counted, and Slow, if set, another's
+	// (the slow lane's, which takes the runs of polite hosts).
+	Queue, Slow string
 	// Sent and Delayed are the counts of messages; URLs counts a fetch message's URLs (one for any
 	// other message).
 	Sent, Delayed, URLs atomic.Int64
@@ -37,7 +38,7 @@ type CountingSender struct {
 
 // SendBatch counts the entries, then sends them.
 func (c *CountingSender) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
-	if q == c.Queue {
+	if q == c.Queue || (c.Slow != "" && q == c.Slow) {
 		for _, e := range entries {
 			c.Sent.Add(1)
 			if e.Delay > 0 {

@@ -31,6 +31,8 @@ type Resources struct {
 	Schedule, Fetch, Parse          string
 	ScheduleDLQ, FetchDLQ, ParseDLQ string
 	Render, RenderDLQ               string
+	// FetchSlow is the slow lane's queue (its DLQ is FetchDLQ): the runs of polite hosts.
+	FetchSlow string
 }
 
 // StartFunc drops a seed file called name into the backend and starts its crawl, as
@@ -58,6 +60,7 @@ func NewBackend[B any, R ~struct {
 	Schedule, Fetch, Parse          string
 	ScheduleDLQ, FetchDLQ, ParseDLQ string
 	Render, RenderDLQ               string
+	FetchSlow                       string
 }](
 	be B, q Queue, tb table.Table, bl blob.Store, res R,
 	start func(context.Context, B, R, string, []byte) (string, error),
@@ -109,6 +112,7 @@ func QuietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 func (h *Harness) Config() pipeline.Config {
 	c := pipeline.DefaultConfig()
 	c.ScheduleQueue, c.FetchQueue, c.ParseQueue, c.RenderQueue = h.Res.Schedule, h.Res.Fetch, h.Res.Parse, h.Res.Render
+	c.SlowQueue = h.Res.FetchSlow // the slow lane, where the backend has one: runs go there
 	c.AllowNets = []string{"127.0.0.0/8"}
 	c.HostRPS, c.HostConcurrency = 0, 0
 	if h.Runs {
@@ -167,6 +171,9 @@ func (h *Harness) Run(ctx context.Context, crawl string, cfg pipeline.Config, po
 	if cfg.RenderQueue != "" {
 		names = append(names, pipeline.Render) // with ports.Browser, or none
 	}
+	if cfg.SlowQueue != "" {
+		names = append(names, pipeline.FetchSlow) // the slow lane's own consumer, as in the stack
+	}
 	hs, err := pipeline.NewOnly(cfg, ports, QuietLog(), names...)
 	if err != nil {
 		h.T.Fatal(err)
@@ -211,10 +218,10 @@ func (h *Harness) Pending(crawl string) string {
 	for _, q := range []struct{ name, addr string }{
 		{"schedule queue", h.Res.Schedule}, {"fetch queue", h.Res.Fetch}, {"parse queue", h.Res.Parse},
 		{"schedule DLQ", h.Res.ScheduleDLQ}, {"fetch DLQ", h.Res.FetchDLQ}, {"parse DLQ", h.Res.ParseDLQ},
-		{"render queue", h.Res.Render}, {"render DLQ", h.Res.RenderDLQ},
+		{"render queue", h.Res.Render}, {"render DLQ", h.Res.RenderDLQ}, {"fetchslow queue", h.Res.FetchSlow},
 	} {
 		if q.addr == "" {
-			continue // a backend without a render step
+			continue // a backend without a render step or a slow lane
 		}
 		v, nv, err := h.Queue.Depth(ctx, q.addr)
 		if err != nil {

@@ -42,7 +42,7 @@ func (h *Harness) CheckPolitenessWaits(rps float64, concurrency int, minGap, sla
 	cfg := h.Config()
 	cfg.HostRPS = rps
 	ports := h.Ports()
-	sent := &CountingSender{Sender: h.Queue, Queue: h.Res.Fetch}
+	sent := &CountingSender{Sender: h.Queue, Queue: h.Res.Fetch, Slow: h.Res.FetchSlow}
 	ports.Queue = sent
 	crawl, err := h.Crawl(context.Background(), cfg, ports, h.Queue, concurrency, h.Site.PageURLs()...)
 	if err != nil {

@@ -68,7 +68,7 @@ func (h *Harness) CheckPauseResume(concurrency int) {
 	t := h.T
 	t.Helper()
 	ports := h.Ports()
-	sent := &CountingSender{Sender: h.Queue, Queue: h.Res.Fetch}
+	sent := &CountingSender{Sender: h.Queue, Queue: h.Res.Fetch, Slow: h.Res.FetchSlow}
 	ports.Queue = sent
 	crawl, done := h.runInBackground(h.runStateConfig(), ports, concurrency)
 	h.waitUntil("the first pages", func() bool { return h.Site.Fetched() >= 5 })

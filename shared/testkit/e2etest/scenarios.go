@@ -40,7 +40,7 @@ func (h *Harness) CheckDuplicatesFetchOnce(concurrency int) {
 	t := h.T
 	t.Helper()
 	ports := h.Ports()
-	sent := &CountingSender{Sender: h.Queue, Queue: h.Res.Fetch}
+	sent := &CountingSender{Sender: h.Queue, Queue: h.Res.Fetch, Slow: h.Res.FetchSlow}
 	ports.Queue = Doubler{sent}
 	crawl, err := h.Crawl(context.Background(), h.Config(), ports, h.Queue, concurrency)
 	if err != nil {
@@ -207,7 +207,7 @@ func (h *Harness) CheckTransientFaults(every int64, rps float64, concurrency int
 	h.occupyHost(time.Duration(float64(time.Second)/rps), 2*time.Second)
 	f := &Flaky{Every: every}
 	ports, q := f.Wrap(h.Queue, h.Table, h.Blobs)
-	sent := &CountingSender{Sender: ports.Queue, Queue: h.Res.Fetch}
+	sent := &CountingSender{Sender: ports.Queue, Queue: h.Res.Fetch, Slow: h.Res.FetchSlow}
 	ports.Queue = Doubler{sent}
 	cfg := h.Config()
 	cfg.HostRPS = rps
