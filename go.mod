@@ -48,7 +48,12 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+require (
+	codeberg.org/go-pdf/fpdf v0.12.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0 // indirect
+	github.com/theory/jsonpath v0.12.3 // indirect
+)
 
 require (
 	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.84.0
