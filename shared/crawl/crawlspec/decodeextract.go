@@ -108,6 +108,10 @@ func (d *decoder) fields(n *yaml.Node, under string) []extract.Field {
 				lines["opengraph"] = vv
 				f.OpenGraph, _ = d.boolean(vv, join(key, "opengraph"))
 			},
+			"visible_text": func(kk, vv *yaml.Node) {
+				lines["visible_text"] = vv
+				f.VisibleText, _ = d.boolean(vv, join(key, "visible_text"))
+			},
 		})
 		if len(d.errs) > before {
 			return

@@ -79,6 +79,9 @@ type Field struct {
 	// object ...), or with All every node, as a list. Regexp and URL apply to the string values.
 	// It finds nothing on an HTML page, as the HTML selectors find nothing on a JSON one.
 	JSON string `json:"json,omitempty"`
+	// VisibleText takes the text a reader sees on an HTML page: its text outside head, script,
+	// style and the like, whitespace collapsed, cut at MaxValueBytes.
+	VisibleText bool `json:"visibleText,omitempty"`
 }
 
 // KeyError is a field definition that cannot work; Key names the setting at fault ("css",
@@ -114,13 +117,13 @@ func (f Field) compile() (compiled, error) {
 		return c, &KeyError{"name", fmt.Errorf("%q: want letters, digits and _, not starting with a digit, at most 64", f.Name)}
 	}
 	sources := 0
-	for _, set := range []bool{f.CSS != "", f.XPath != "", f.JSONLD != "", f.Meta != "", f.OpenGraph, f.Extractor != "", f.JSON != ""} {
+	for _, set := range []bool{f.CSS != "", f.XPath != "", f.JSONLD != "", f.Meta != "", f.OpenGraph, f.Extractor != "", f.JSON != "", f.VisibleText} {
 		if set {
 			sources++
 		}
 	}
 	if sources != 1 {
-		return c, &KeyError{"", fmt.Errorf("field %s: want exactly one of css, xpath, json, jsonld, meta, opengraph and extractor, got %d", f.Name, sources)}
+		return c, &KeyError{"", fmt.Errorf("field %s: want exactly one of css, xpath, json, jsonld, meta, opengraph, visible_text and extractor, got %d", f.Name, sources)}
 	}
 	switch {
 	case f.CSS != "":
@@ -321,6 +324,8 @@ func (f compiled) run(p *Page) (any, error) {
 		return f.one(p.URL, v, ok), nil
 	case f.OpenGraph:
 		return openGraph(p.Doc), nil
+	case f.VisibleText:
+		return visibleText(p.Doc), nil
 	case f.JSONLD != "":
 		return f.jsonLD(p.Doc), nil
 	}

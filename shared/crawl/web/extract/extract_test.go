@@ -122,7 +122,7 @@ func TestCompileRefusesFieldsThatCannotWork(t *testing.T) {
 	}{
 		{"malformed selector", Field{Name: "a", CSS: "div[["}, "css", `selector "div[["`},
 		{"malformed regexp", Field{Name: "a", CSS: "p", Regexp: "(["}, "regexp", "missing closing ]"},
-		{"no source", Field{Name: "a"}, "", "want exactly one of css, xpath, json, jsonld, meta, opengraph and extractor, got 0"},
+		{"no source", Field{Name: "a"}, "", "want exactly one of css, xpath, json, jsonld, meta, opengraph, visible_text and extractor, got 0"},
 		{"two sources", Field{Name: "a", CSS: "p", Meta: "x"}, "", "got 2"},
 		{"attr without css", Field{Name: "a", Meta: "x", Attr: "href"}, "attr", "attr goes with css or xpath"},
 		{"regexp on jsonld", Field{Name: "a", JSONLD: "*", Regexp: "x"}, "regexp", "regexp goes with css, xpath, json or meta"},
