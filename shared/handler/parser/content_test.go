@@ -3,7 +3,6 @@ package parser_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -43,22 +42,17 @@ func withSpec(t *testing.T, e *env, spec string) {
 	e.with(func(d *parser.Deps) { d.Crawls = specCrawls{c} })
 }
 
-// aPanickingPDF is a PDF that makes the PDF library panic: a written PDF with bytes flipped,
-// the first (of a seeded sequence) whose read panics.
+// aPanickingPDF is a PDF that makes the PDF library panic (pdfgen.Poison).
 func aPanickingPDF(t *testing.T, good []byte) []byte {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(7, 8))
-	for range 10000 {
-		b := slices.Clone(good)
-		for range 1 + rng.IntN(8) {
-			b[rng.IntN(len(b))] = byte(rng.IntN(256))
-		}
-		if _, err := pdftext.Extract(context.Background(), b, nil, pdftext.Limits{}); err != nil && strings.Contains(err.Error(), "the pdf reader failed") {
-			return b
-		}
+	b, err := pdfgen.Poison(good, 10000, func(b []byte) bool {
+		_, err := pdftext.Extract(context.Background(), b, nil, pdftext.Limits{})
+		return err != nil && strings.Contains(err.Error(), "the pdf reader failed")
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no mutation of the PDF panics the library")
-	return nil
+	return b
 }
 
 // servedPage is one response of a batch's WARC file.

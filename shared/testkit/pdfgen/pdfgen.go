@@ -6,6 +6,8 @@ package pdfgen
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	"codeberg.org/go-pdf/fpdf"
@@ -55,4 +57,21 @@ func Write(d Doc) ([]byte, error) {
 		return nil, fmt.Errorf("write the pdf: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// Poison is good with bytes flipped so that the PDF reader the crawler uses panics on it: the
+// first of a seeded sequence of mutations for which panics says so (it is given the mutated
+// bytes). It fails when none of tries mutations does.
+func Poison(good []byte, tries int, panics func([]byte) bool) ([]byte, error) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range tries {
+		b := slices.Clone(good)
+		for range 1 + rng.IntN(8) {
+			b[rng.IntN(len(b))] = byte(rng.IntN(256))
+		}
+		if panics(b) {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("none of %d mutations of the pdf makes the reader panic", tries)
 }
