@@ -1,5 +1,5 @@
 // Package pdftext reads the text, metadata and links of a PDF response, through
-// github.com/ledongthuc/pdf (a pure-Go reader: no cgo, about 0.3 MB in a Lambda binary), within
+// github.com/ledongthuc/pdf (a pure-Go reader: no cgo, under 0.5 MB in a Lambda binary), within
 // bounds that hold on hostile input: a size cap before it is read, a cap on the text and pages
 // read, a deadline that every read of the file checks (a PDF that runs past it fails on its next
 // read), and a panic in the library recovered into an error.
