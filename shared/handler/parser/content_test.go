@@ -211,3 +211,42 @@ func TestAKindNotParsedIsKeptAndBadJSONIsAnError(t *testing.T) {
 		t.Errorf("good json: class %q data %v", r.Class, r.Data)
 	}
 }
+
+// A recrawl that finds a PDF unchanged reuses its previous record whole, the text and metadata
+// too, without reading the PDF (its payload is not where the revisit says: a read would fail).
+func TestAnUnchangedPDFReusesItsTextAndMetadata(t *testing.T) {
+	e := newEnv(t)
+	withSpec(t, e, "parse: [pdf, json]\nitems:\n  rows: {json: $.rows, fields: {id: {json: $.id}}}\n")
+	e.with(func(d *parser.Deps) { d.Prior = e.blobs })
+	body, err := pdfgen.Write(pdfgen.Doc{Title: "Old report", Author: "Ada", Pages: [][]string{{"some words"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, m := e.sample()
+	raw, _, err := warcfile.Encode([]warcfile.Page{{URL: m.FinalURL, Status: 200, Header: http.Header{"Content-Type": {"application/pdf"}},
+		Body: body, FetchedAt: m.FetchedAt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ContentType = "application/pdf"
+	if failed := e.handle(e.store(rec, m, raw, 0)); len(failed) != 0 {
+		t.Fatalf("the first parse failed: %v", failed)
+	}
+	prev := e.records(m.Crawl)[0]
+	if prev.PDF == nil || prev.Text == "" {
+		t.Fatalf("the first record has no PDF text: %+v", prev)
+	}
+	again := *m
+	again.Crawl, again.Status = "again", 304
+	again.WARC = message.Ref{Key: "pages/again/revisits.warc.gz", Offset: 0, Length: 10}
+	again.Unchanged = &message.Unchanged{Profile: warcfile.ProfileNotModified, Payload: message.Ref{Key: "pages/gone.warc.gz", Length: 99},
+		URI: m.FinalURL, Date: m.FetchedAt, Digest: prev.Digest, Crawl: m.Crawl, Msg: m.Name()}
+	rec2, _ := e.sample()
+	if failed := e.handle(e.message(rec2, &again)); len(failed) != 0 {
+		t.Fatalf("the recrawl's parse failed: %v", failed)
+	}
+	r := e.records("again")[0]
+	if !r.Unchanged || r.Title != "Old report" || r.Text != prev.Text || r.PDF == nil || *r.PDF != *prev.PDF {
+		t.Errorf("the recrawl's record: title %q text %q pdf %+v; want the previous %q %q %+v", r.Title, r.Text, r.PDF, prev.Title, prev.Text, prev.PDF)
+	}
+}
