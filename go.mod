@@ -5,6 +5,7 @@ go 1.26.0
 ignore node_modules
 
 require (
+	codeberg.org/go-pdf/fpdf v0.12.0
 	github.com/agnivade/levenshtein v1.2.2
 	github.com/andybalholm/brotli v1.0.6
 	github.com/aws/aws-lambda-go v1.55.1
@@ -28,10 +29,12 @@ require (
 	github.com/jimsmart/grobotstxt v1.0.3
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/klauspost/compress v1.18.0
+	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0
 	github.com/nlnwa/gowarc/v3 v3.1.0
 	github.com/nlnwa/whatwg-url v0.6.2
 	github.com/refraction-networking/utls v1.8.2
 	github.com/temoto/robotstxt v1.1.2
+	github.com/theory/jsonpath v0.12.3
 	go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws v0.72.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v1.47.0

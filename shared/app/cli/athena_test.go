@@ -10,6 +10,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/demo/demosite"
 	"github.com/crawlstack/crawlstack/shared/testkit/athenaduck"
+	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
 )
 
 // The stack's Athena table, read by DuckDB with the table's declared columns and partition layout
@@ -81,4 +82,34 @@ func equalRows(got, want []map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// The Athena table's pdf, text and texttruncated columns (record-columns.json), read by DuckDB
+// with the table's declared types, answer for a crawl of PDF, JSON and text responses what the
+// site served: pdfgen's document is the oracle of the PDF's row, the API's products of the
+// unnested items.
+func TestTheAthenaTableHoldsPDFAndTextColumns(t *testing.T) {
+	h := newHarness(t, 1, 1, 30*time.Second)
+	site := e2etest.NewContentSite(t)
+	crawl := h.CrawlFile("content.yaml", site.ContentSpec(), 4)
+	res := athenaduck.Query(t, h.be.Where(""),
+		fmt.Sprintf(`SELECT title, pdf.author AS author, pdf.created AS created, pdf.pages AS pages, text, texttruncated FROM records WHERE crawl = '%s' AND pdf IS NOT NULL`, crawl),
+		fmt.Sprintf(`SELECT json_extract_string(p, '$.name') AS name FROM records r, UNNEST(CAST(json_extract(r.items, '$.products') AS JSON[])) AS t(p) WHERE r.crawl = '%s' ORDER BY name`, crawl),
+		fmt.Sprintf(`SELECT text FROM records WHERE crawl = '%s' AND contenttype LIKE 'text/plain%%'`, crawl))
+	want := site.PDF
+	if len(res[0]) != 1 {
+		t.Fatalf("%d rows with a pdf, want 1 (the poison PDF has none): %v", len(res[0]), res[0])
+	}
+	row := res[0][0]
+	if row["title"] != want.Title || row["author"] != want.Author || row["created"] != want.Created.Format(time.RFC3339) ||
+		fmt.Sprint(row["pages"]) != fmt.Sprint(len(want.Pages)) || row["texttruncated"] == true ||
+		!strings.Contains(fmt.Sprint(row["text"]), want.Pages[1][0]) {
+		t.Errorf("the PDF's row %v, want %+v", row, want)
+	}
+	if !equalRows(res[1], []map[string]any{{"name": "Glass kettle"}, {"name": "Steel kettle"}}) {
+		t.Errorf("the API's unnested items %v, want its two products", res[1])
+	}
+	if len(res[2]) != 1 || res[2][0]["text"] != "Café opening hours\nMonday to Friday\n" {
+		t.Errorf("the text file's row %v", res[2])
+	}
 }

@@ -172,6 +172,15 @@ func TestAKeptTypeIsArchived(t *testing.T) {
 	h.CheckKeptTypeIsArchived(8)
 }
 
+// TestContentKindsBesideHTML: a spec's parse records a PDF's text and metadata (and follows its
+// link), a JSON API's json fields and items, and a text file's text; a PDF that panics the reader
+// is its own parse error (shared/testkit/e2etest CheckContentKinds).
+func TestContentKindsBesideHTML(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 1, 1, 30*time.Second)
+	h.CheckContentKinds(e2etest.NewContentSite(t), 4)
+}
+
 // TestPriorityUnderAPageBudget: a spec's priority rules decide which of the home page's links its
 // page budget goes to (shared/testkit/e2etest CheckPriorityUnderABudget).
 func TestPriorityUnderAPageBudget(t *testing.T) {

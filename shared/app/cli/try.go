@@ -25,16 +25,18 @@ import (
 
 // tryHelp is the help of `crawl try`.
 var tryHelp = cmdHelp{
-	usage: "crawl try [flags] SPEC URL|FILE\n       crawl try [flags] --css SELECTOR | --xpath EXPR URL|FILE",
-	about: "Run a spec's extraction and item rules (or one --css or --xpath field) on one page and print what it\n" +
+	usage: "crawl try [flags] SPEC URL|FILE\n       crawl try [flags] --css SELECTOR | --xpath EXPR | --json PATH URL|FILE",
+	about: "Run a spec's extraction and item rules (or one --css, --xpath or --json field) on one page and print what it\n" +
 		"yields, as the record's data and items would hold it: try a selector before a crawl. A URL is fetched once, with the spec's\n" +
 		"User-Agent and headers and the same guard against non-public addresses as a crawl (--allow-net admits\n" +
 		"a range); robots.txt is not read, as for any single request a person makes. A FILE is a saved page:\n" +
-		"--base names its URL, against which url: fields resolve.",
+		"--base names its URL, against which url: fields resolve. A JSON response (or a .json FILE) is read by the\n" +
+		"json: selectors (JSONPath, RFC 9535), an HTML one by the others.",
 	examples: `crawl try shop.yaml https://shop.example.com/p/kettle
 crawl try --css 'h1' https://example.com/
 crawl try --xpath '//a/@href' --all --url https://example.com/
-crawl try --base https://shop.example.com/p/kettle shop.yaml saved.html`,
+crawl try --base https://shop.example.com/p/kettle shop.yaml saved.html
+crawl try --json '$.products[*].name' --all https://shop.example.com/api/products`,
 }
 
 // tryFlags are the flags of `crawl try`.
@@ -61,10 +63,11 @@ func try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("try", flag.ContinueOnError)
 	fs.StringVar(&f.field.CSS, "css", "", "a CSS selector to try, instead of a spec's fields")
 	fs.StringVar(&f.field.XPath, "xpath", "", "an XPath 1.0 expression to try, instead of a spec's fields")
+	fs.StringVar(&f.field.JSON, "json", "", "a JSONPath expression (RFC 9535) to try on a JSON response, instead of a spec's fields")
 	fs.StringVar(&f.field.Attr, "attr", "", "with --css or --xpath: the attribute to take, not the text")
-	fs.BoolVar(&f.field.All, "all", false, "with --css or --xpath: every match, as a list")
-	fs.StringVar(&f.field.Regexp, "regexp", "", "with --css or --xpath: keep the match of each value (its first group)")
-	fs.BoolVar(&f.field.URL, "url", false, "with --css or --xpath: resolve each value against the page's URL")
+	fs.BoolVar(&f.field.All, "all", false, "with --css, --xpath or --json: every match, as a list")
+	fs.StringVar(&f.field.Regexp, "regexp", "", "with --css, --xpath or --json: keep the match of each value (its first group)")
+	fs.BoolVar(&f.field.URL, "url", false, "with --css, --xpath or --json: resolve each value against the page's URL")
 	fs.StringVar(&f.base, "base", "", "for a FILE: the page's URL (default: the file's own file:// URL)")
 	fs.Var(&f.allowNet, "allow-net", "CIDR (or IP) of a non-public range that may be fetched; repeatable")
 	fs.StringVar(&f.userAgent, "user-agent", pipeline.DefaultUserAgent, "the User-Agent, when the spec sets none")
@@ -72,13 +75,13 @@ func try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := parseFlags(fs, args, tryHelp); err != nil {
 		return usageError(stdout, stderr, "try", err)
 	}
-	one := f.field.CSS != "" || f.field.XPath != ""
+	one := f.field.CSS != "" || f.field.XPath != "" || f.field.JSON != ""
 	rest := fs.Args()
 	switch {
 	case one && len(rest) != 1:
-		return usageError(stdout, stderr, "try", fmt.Errorf("want a URL or FILE after --css or --xpath, got %d arguments", len(rest)))
+		return usageError(stdout, stderr, "try", fmt.Errorf("want a URL or FILE after --css, --xpath or --json, got %d arguments", len(rest)))
 	case !one && len(rest) != 2:
-		return usageError(stdout, stderr, "try", fmt.Errorf("want SPEC and a URL or FILE (or --css or --xpath), got %d arguments", len(rest)))
+		return usageError(stdout, stderr, "try", fmt.Errorf("want SPEC and a URL or FILE (or --css, --xpath or --json), got %d arguments", len(rest)))
 	}
 	spec := &crawlspec.Spec{}
 	if one {
@@ -104,7 +107,16 @@ func try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl try: %v\n", err)
 		return ExitFailed
 	}
-	res := fields.Extract(page.url, page.body, page.contentType)
+	var res extract.Result
+	if extract.IsJSON(page.contentType) {
+		// A JSON response that does not decode is said so, not shown as fields that found nothing.
+		if res, err = fields.ExtractJSON(page.url, page.body); err != nil {
+			fmt.Fprintf(stderr, "crawl try: %s: %v\n", page.url, err)
+			return ExitFailed
+		}
+	} else {
+		res = fields.Extract(page.url, page.body, page.contentType)
+	}
 	out, err := json.MarshalIndent(Tried{URL: page.url.String(), Status: page.status, Data: res.Data, DataErrors: res.Errors, Items: res.Items}, "", "  ")
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl try: %v\n", err)
@@ -129,7 +141,7 @@ func readTrySpec(path string) (*crawlspec.Spec, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(spec.Extract) == 0 && len(spec.Items) == 0 {
-		return nil, fmt.Errorf("%s has no extract section and no items: nothing to try (or give --css or --xpath)", path)
+		return nil, fmt.Errorf("%s has no extract section and no items: nothing to try (or give --css, --xpath or --json)", path)
 	}
 	return spec, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,5 +85,45 @@ func TestTryYieldsWhatTheCrawlRecords(t *testing.T) {
 	}
 	if code, _, stderr := runMain(t, "try", "--xpath", "//a[@", page); code != ExitUsage || !strings.Contains(stderr, "xpath") {
 		t.Errorf("a malformed xpath: exit %d\n%s", code, stderr)
+	}
+}
+
+// crawl try reads a JSON response with json: selectors, from a loopback API and from a saved
+// .json file, the same; an item rule yields one item per element of the selected array; a bad
+// JSONPath is a usage error naming its line, and a body that is not JSON a failure that says so.
+func TestTryReadsJSONWithJSONPath(t *testing.T) {
+	api := `{"shop": "kettles", "products": [{"name": "Steel", "href": "/p/1"}, {"name": "Glass", "href": "p/2"}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bad" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"shop": `)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		io.WriteString(w, api)
+	}))
+	defer srv.Close()
+	spec := writeFile(t, "api.yaml", "version: 1\nseeds: ["+srv.URL+"/api/]\nextract:\n  shop: {json: $.shop}\n"+
+		"items:\n  products:\n    json: $.products\n    fields:\n      name: {json: $.name}\n      link: {json: $.href, url: true}\n")
+	want := Tried{URL: srv.URL + "/api/list", Status: http.StatusOK, Data: map[string]any{"shop": "kettles"},
+		Items: map[string]any{"products": []any{map[string]any{"name": "Steel", "link": srv.URL + "/p/1"},
+			map[string]any{"name": "Glass", "link": srv.URL + "/api/p/2"}}}}
+	if got := tried(t, "--allow-net", "127.0.0.0/8", spec, srv.URL+"/api/list"); !reflect.DeepEqual(got, want) {
+		t.Errorf("the API:\n got %+v\nwant %+v", got, want)
+	}
+	saved := writeFile(t, "list.json", api)
+	want.Status = 0
+	if got := tried(t, "--base", srv.URL+"/api/list", spec, saved); !reflect.DeepEqual(got, want) {
+		t.Errorf("the saved file:\n got %+v\nwant %+v", got, want)
+	}
+	if got := tried(t, "--json", "$.products[*].name", "--all", saved); !reflect.DeepEqual(got.Data["value"], []any{"Steel", "Glass"}) {
+		t.Errorf("--json: %v", got.Data)
+	}
+	bad := writeFile(t, "bad.yaml", "version: 1\nseeds: ["+srv.URL+"/]\nextract:\n  shop: {json: 'shop'}\n")
+	if code, _, stderr := runMain(t, "try", bad, saved); code != ExitUsage || !strings.Contains(stderr, "line 4: extract.shop.json") {
+		t.Errorf("a bad JSONPath: exit %d\n%s\nwant a usage error at line 4", code, stderr)
+	}
+	if code, _, stderr := runMain(t, "try", "--allow-net", "127.0.0.0/8", spec, srv.URL+"/bad"); code != ExitFailed || !strings.Contains(stderr, "read the JSON") {
+		t.Errorf("a body that is not JSON: exit %d\n%s", code, stderr)
 	}
 }

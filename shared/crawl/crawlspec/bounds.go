@@ -12,6 +12,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
 	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/doctype"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 )
@@ -134,8 +135,12 @@ type Crawl struct {
 	// Retry is the crawl's retry policy: the stack's, with the spec's retry section over it
 	// (retry.Table.Over). A zero Table leaves the fetcher's own.
 	Retry retry.Table
-	// Keep are the media types stored though not parsed (Settings.Keep; nil: none).
+	// Keep are the media types stored though not parsed (Settings.Keep), and those of the kinds
+	// parsed besides HTML (Parse), which fetch stores alike (nil: none).
 	Keep []string
+	// Parse are the kinds of response parsed besides HTML (Settings.Parse, and JSON for a spec
+	// with a json selector; nil: none).
+	Parse []doctype.Kind
 	// Priority ranks the crawl's URLs for their admission (nil: all Normal, in message order).
 	Priority *priority.Ranker
 }
@@ -214,7 +219,13 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 		}
 		c.Retry = s.Retry.Over(base.Retry)
 	}
-	c.Keep = s.Keep
+	c.Keep, c.Parse = s.Keep, s.Parse
+	if s.selectsJSON() && !slices.Contains(c.Parse, doctype.JSON) {
+		c.Parse = append(slices.Clip(c.Parse), doctype.JSON) // a json selector needs JSON parsed
+	}
+	for _, k := range c.Parse {
+		c.Keep = append(slices.Clip(c.Keep), doctype.MediaTypes(k)...)
+	}
 	if len(s.Priority) > 0 {
 		r, err := priority.Compile(s.Priority)
 		if err != nil {
@@ -230,6 +241,18 @@ func (s *Settings) Over(base Crawl) (*Crawl, error) {
 		c.Fields = set
 	}
 	return c.resolved()
+}
+
+// Parses reports whether the crawl parses responses of kind k.
+func (c *Crawl) Parses(k doctype.Kind) bool { return c != nil && slices.Contains(c.Parse, k) }
+
+// selectsJSON reports whether a field or item rule of s uses a json selector.
+func (s *Settings) selectsJSON() bool {
+	json := func(f extract.Field) bool { return f.JSON != "" }
+	if slices.ContainsFunc(s.Extract, json) {
+		return true
+	}
+	return slices.ContainsFunc(s.Items, func(r extract.Rule) bool { return r.JSON != "" || slices.ContainsFunc(r.Fields, json) })
 }
 
 // resolved is c with its User-Agent as sent: the browser's own for httpfetch.UserAgentBrowser.

@@ -23,6 +23,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/priority"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/doctype"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 )
 
@@ -72,6 +73,9 @@ type Settings struct {
 	// Keep are the media types ("application/pdf", "image/*") whose pages are stored in the WARC
 	// though they are not parsed: fetched, not skipped with class type.
 	Keep []string `json:"keep,omitempty"`
+	// Parse are the kinds of response parsed besides HTML (pdf, json, text): fetched, stored and
+	// recorded with their text, metadata or fields, where they would end skipped with class type.
+	Parse []doctype.Kind `json:"parse,omitempty"`
 	// Priority are the spec's priority rules: the order in which each message's URLs are admitted
 	// (shared/crawl/priority).
 	Priority []priority.Rule `json:"priority,omitempty"`

@@ -225,6 +225,7 @@ func (d *decoder) spec(root *yaml.Node, s *Spec) {
 		"hosts":    func(k, v *yaml.Node) { s.Hosts = d.hosts(v) },
 		"priority": func(k, v *yaml.Node) { s.Priority = d.priority(v) },
 		"keep":     func(k, v *yaml.Node) { s.Keep = d.keep(v) },
+		"parse":    func(k, v *yaml.Node) { s.Parse = d.parseKinds(v) },
 	})
 	if !versionSet {
 		d.fail(root, "version", "missing: a spec starts with version: %d", Version)

@@ -12,7 +12,7 @@ import (
 // The extraction settings of a spec: the extract section's fields and the items section's rules,
 // each an error at the line of the setting at fault.
 
-// items reads the items section: a mapping of rule names to a selector (css or xpath) and the
+// items reads the items section: a mapping of rule names to a selector (css, xpath or json) and the
 // fields of each item, in file order. A rule that cannot work is an error at its line, or at the
 // line of the setting at fault.
 func (d *decoder) items(n *yaml.Node) []extract.Rule {
@@ -28,6 +28,7 @@ func (d *decoder) items(n *yaml.Node) []extract.Rule {
 		d.mapping(v, key, map[string]func(k, v *yaml.Node){
 			"css":    func(kk, vv *yaml.Node) { r.CSS, _ = d.str(vv, join(key, "css")) },
 			"xpath":  func(kk, vv *yaml.Node) { r.XPath, _ = d.str(vv, join(key, "xpath")) },
+			"json":   func(kk, vv *yaml.Node) { r.JSON, _ = d.str(vv, join(key, "json")) },
 			"fields": func(kk, vv *yaml.Node) { r.Fields = d.fields(vv, join(key, "fields")) },
 		})
 		if len(d.errs) > before {
@@ -89,6 +90,7 @@ func (d *decoder) fields(n *yaml.Node, under string) []extract.Field {
 		d.mapping(v, key, map[string]func(k, v *yaml.Node){
 			"css":       str(&f.CSS),
 			"xpath":     str(&f.XPath),
+			"json":      str(&f.JSON),
 			"attr":      str(&f.Attr),
 			"regexp":    str(&f.Regexp),
 			"jsonld":    str(&f.JSONLD),
@@ -105,6 +107,10 @@ func (d *decoder) fields(n *yaml.Node, under string) []extract.Field {
 			"opengraph": func(kk, vv *yaml.Node) {
 				lines["opengraph"] = vv
 				f.OpenGraph, _ = d.boolean(vv, join(key, "opengraph"))
+			},
+			"visible_text": func(kk, vv *yaml.Node) {
+				lines["visible_text"] = vv
+				f.VisibleText, _ = d.boolean(vv, join(key, "visible_text"))
 			},
 		})
 		if len(d.errs) > before {

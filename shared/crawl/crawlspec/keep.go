@@ -2,9 +2,12 @@ package crawlspec
 
 import (
 	"mime"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/web/doctype"
 )
 
 // MaxKeep bounds the media types a spec keeps.
@@ -39,13 +42,31 @@ func (d *decoder) keep(n *yaml.Node) []string {
 	return out
 }
 
-// Keeps reports whether the media type mt is one of keep's: the type itself, or its "type/*".
-func Keeps(keep []string, mt string) bool {
-	typ, _, _ := strings.Cut(mt, "/")
-	for _, k := range keep {
-		if k == mt || k == typ+"/*" {
-			return true
+// Keeps reports whether the media type mt is one of keep's: the type itself, its "type/*", or
+// for "type/*+suffix" (the media types of a parsed kind, doctype.MediaTypes) a type of that suffix.
+func Keeps(keep []string, mt string) bool { return doctype.Matches(keep, mt) }
+
+// parseKinds reads the parse section: a list of the kinds parsed besides HTML (pdf, json, text).
+func (d *decoder) parseKinds(n *yaml.Node) []doctype.Kind {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		d.fail(n, "parse", "want a list of kinds such as [pdf, json, text], got %s", kindOf(n))
+		return nil
+	}
+	var out []doctype.Kind
+	for _, e := range n.Content {
+		name, ok := d.str(e, "parse")
+		if !ok {
+			continue
+		}
+		k, err := doctype.Parse(name)
+		switch {
+		case err != nil:
+			d.fail(e, "parse", "%v", err)
+		case slices.Contains(out, k):
+			d.fail(e, "parse", "%q: listed twice", name)
+		default:
+			out = append(out, k)
 		}
 	}
-	return false
+	return out
 }

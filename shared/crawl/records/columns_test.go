@@ -50,6 +50,8 @@ func hiveType(t reflect.Type) (string, error) {
 		return "string", nil // any JSON: the SerDe gives its text
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		return hiveType(t.Elem()) // null when nil
 	case reflect.String:
 		return "string", nil
 	case reflect.Bool:
@@ -138,7 +140,8 @@ func TestARecordsJSONKeysAreTheColumns(t *testing.T) {
 		WARC: message.Ref{Key: "pages/c/x.warc.gz", Offset: 1, Length: 2}, Digest: "sha256:00", ETag: `"v1"`,
 		LastModified: "Tue, 01 Dec 2026 10:00:00 GMT", Class: "parse", Error: "e",
 		Data: map[string]any{"price": "9.99"}, DataErrors: map[string]string{"x": "y"}, Items: map[string]any{"rows": []any{}}, Sitemap: true,
-		NoFollowLinks: []string{"http://a.test/c"}, Unchanged: true, Rendered: true, RenderError: "render/no-browser"}
+		NoFollowLinks: []string{"http://a.test/c"}, Unchanged: true, Rendered: true, RenderError: "render/no-browser",
+		Text: "words", TextTruncated: true, PDF: &PDFInfo{Author: "a", Pages: 2}}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

@@ -80,6 +80,26 @@ type Record struct {
 	// RenderError says why a page that was to render was not (such as "render/no-browser"):
 	// the record is the static HTML's.
 	RenderError string `json:"renderError,omitempty"`
+	// Text is the text of a page of a kind the crawl parses besides HTML (its spec's parse key):
+	// a PDF's, or a text/plain body, decoded to UTF-8, cut at 64 KiB (doctype.MaxTextBytes).
+	Text string `json:"text,omitempty"`
+	// TextTruncated says that Text was cut: at its cap, or for a PDF past the pages read.
+	TextTruncated bool `json:"textTruncated,omitempty"`
+	// PDF holds a PDF's metadata (its title is Title, its links OutLinks); nil for any other page.
+	PDF *PDFInfo `json:"pdf,omitempty"`
+}
+
+// PDFInfo is the metadata of a PDF: its document information entries, dates in RFC 3339 (or as
+// written where they are not PDF dates), and its page count.
+type PDFInfo struct {
+	Author   string `json:"author,omitempty"`
+	Subject  string `json:"subject,omitempty"`
+	Keywords string `json:"keywords,omitempty"`
+	Creator  string `json:"creator,omitempty"`
+	Producer string `json:"producer,omitempty"`
+	Created  string `json:"created,omitempty"`
+	Modified string `json:"modified,omitempty"`
+	Pages    int    `json:"pages"`
 }
 
 // Dir is the prefix of crawl's records: records/crawl=<crawl>/.

@@ -226,12 +226,16 @@ func (e *env) records(crawl string) []records.Record {
 			e.t.Fatal(err)
 		}
 		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(nil, 16<<20) // a record with its text is longer than the default's 64 KiB
 		for sc.Scan() {
 			var r records.Record
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				e.t.Fatalf("record line %q: %v", sc.Text(), err)
 			}
 			out = append(out, r)
+		}
+		if err := sc.Err(); err != nil {
+			e.t.Fatalf("%s: %v", k, err)
 		}
 	}
 	return out

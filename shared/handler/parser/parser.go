@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,6 +30,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/safelog"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/doctype"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/links"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
@@ -305,15 +307,20 @@ func (h *Handler) parseBody(ctx context.Context, crawl string, p *parsed, page w
 	if err != nil {
 		return h.parseError(ctx, p, err)
 	}
-	maxDepth, token, fields, err := h.crawlSettings(ctx, crawl)
+	cs, err := h.crawlSettings(ctx, crawl)
 	if err != nil {
 		return nil, err
 	}
+	maxDepth, fields := cs.maxDepth, cs.fields
 	if pg.Sitemap {
 		return h.parseSitemap(ctx, p, page, final, maxDepth)
 	}
-	lf, err := LinksOf(page, final, token, h.cfg.MaxLinks)
+	lf, err := LinksOf(page, final, cs.token, h.cfg.MaxLinks)
 	if errclass.Of(err) == errclass.Type && pg.ContentType != "" {
+		if kind, ok := doctype.Of(page.Header.Get("Content-Type")); ok && slices.Contains(cs.parse, kind) {
+			// A PDF, JSON or text response the spec parses (content.go).
+			return h.parseContent(ctx, p, page, final, kind, cs)
+		}
 		// A type the crawl keeps though it is not parsed (the spec's keep): stored, and
 		// recorded with its status, type and digest, without links or fields.
 		return p, nil
@@ -368,17 +375,26 @@ func LinksOf(page warcfile.Page, final *url.URL, token string, maxLinks int) (Pa
 	return pl, nil
 }
 
-// crawlSettings are the depth, product token and fields of crawl.
-func (h *Handler) crawlSettings(ctx context.Context, crawl string) (maxDepth int, token string, fields *extract.Set, err error) {
+// settings are what parse reads of a crawl's settings.
+type settings struct {
+	maxDepth int
+	token    string
+	fields   *extract.Set
+	// parse are the kinds of response parsed besides HTML (crawlspec.Crawl.Parse).
+	parse []doctype.Kind
+}
+
+// crawlSettings are the depth, product token, fields and parsed kinds of crawl.
+func (h *Handler) crawlSettings(ctx context.Context, crawl string) (settings, error) {
 	if h.crawls == nil {
-		return h.cfg.MaxDepth, h.cfg.UserAgentToken, nil, nil
+		return settings{maxDepth: h.cfg.MaxDepth, token: h.cfg.UserAgentToken}, nil
 	}
 	c, err := h.crawls.For(ctx, crawl)
 	if err != nil {
-		return 0, "", nil, err
+		return settings{}, err
 	}
 	// A link goes to schedule when any host may take it that deep: schedule checks its own host's.
-	return c.Rules.Deepest(), robots.ProductToken(c.UserAgent), c.Fields, nil
+	return settings{maxDepth: c.Rules.Deepest(), token: robots.ProductToken(c.UserAgent), fields: c.Fields, parse: c.Parse}, nil
 }
 
 func (h *Handler) takeHandedOver(ref message.Ref) (warcfile.Page, bool) {

@@ -68,6 +68,7 @@ func (h *Handler) unchangedPage(ctx context.Context, crawl string, p *parsed, un
 	out := &p.out
 	out.Title, out.Canonical, out.Charset, out.NoIndex, out.NoFollow = prev.Title, prev.Canonical, prev.Charset, prev.NoIndex, prev.NoFollow
 	out.OutLinks, out.NoFollowLinks, out.Data, out.DataErrors = prev.OutLinks, prev.NoFollowLinks, prev.Data, prev.DataErrors
+	out.Items, out.Text, out.TextTruncated, out.PDF = prev.Items, prev.Text, prev.TextTruncated, prev.PDF
 	if out.OutLinks == nil {
 		out.OutLinks = []string{}
 	}
@@ -104,7 +105,8 @@ func (h *Handler) sameParse(ctx context.Context, crawl, prev string) (bool, erro
 	return now.UserAgent == was.UserAgent && sameFields(now, was), nil
 }
 
-// sameFields reports whether two crawls extract the same fields.
+// sameFields reports whether two crawls extract the same fields and items, and parse the same
+// kinds besides HTML.
 func sameFields(a, b *crawlspec.Crawl) bool {
 	fields := func(c *crawlspec.Crawl) []extract.Field {
 		if c.Spec == nil {
@@ -112,8 +114,16 @@ func sameFields(a, b *crawlspec.Crawl) bool {
 		}
 		return c.Spec.Extract
 	}
-	fa, fb := fields(a), fields(b)
-	return len(fa) == 0 && len(fb) == 0 || reflect.DeepEqual(fa, fb)
+	rules := func(c *crawlspec.Crawl) []extract.Rule {
+		if c.Spec == nil {
+			return nil
+		}
+		return c.Spec.Items
+	}
+	same := func(x, y any, empty bool) bool { return empty || reflect.DeepEqual(x, y) }
+	fa, fb, ra, rb := fields(a), fields(b), rules(a), rules(b)
+	return same(fa, fb, len(fa) == 0 && len(fb) == 0) && same(ra, rb, len(ra) == 0 && len(rb) == 0) &&
+		slices.Equal(a.Parse, b.Parse)
 }
 
 // priorRecord finds url's record in the records file that the previous crawl's parse message msg
@@ -149,11 +159,11 @@ func (h *Handler) priorRecord(ctx context.Context, prev, msg, url string) (recor
 // parseUnchanged makes the record of a page found unchanged: the previous crawl's record reused,
 // or its payload parsed.
 func (h *Handler) parseUnchanged(ctx context.Context, crawl string, p *parsed, un *message.Unchanged, pages *spanReader) (*parsed, error) {
-	maxDepth, _, _, err := h.crawlSettings(ctx, crawl)
+	cs, err := h.crawlSettings(ctx, crawl)
 	if err != nil {
 		return nil, err
 	}
-	reused, err := h.unchangedPage(ctx, crawl, p, un, maxDepth)
+	reused, err := h.unchangedPage(ctx, crawl, p, un, cs.maxDepth)
 	if err != nil {
 		return nil, err
 	}

@@ -235,6 +235,16 @@ func TestIntegrationAKeptTypeIsArchived(t *testing.T) {
 	h.CheckKeptTypeIsArchived(8)
 }
 
+// TestIntegrationContentKindsBesideHTML: on the AWS adapters, a spec's parse records a PDF's text
+// and metadata (and follows its link), a JSON API's json fields and items, and a text file's text;
+// a PDF that panics the reader is its own parse error (e2etest CheckContentKinds).
+func TestIntegrationContentKindsBesideHTML(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 1, 1)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckContentKinds(e2etest.NewContentSite(t), 4)
+}
+
 // TestIntegrationPriorityUnderAPageBudget: on the AWS adapters, a spec's priority rules decide
 // which of the home page's links its page budget goes to (e2etest CheckPriorityUnderABudget).
 func TestIntegrationPriorityUnderAPageBudget(t *testing.T) {

@@ -9,7 +9,8 @@
 //
 // Selectors are CSS as browsers read them, through github.com/PuerkitoBio/goquery and
 // andybalholm/cascadia, or XPath 1.0, through github.com/antchfx/htmlquery; the page is parsed
-// with golang.org/x/net/html after decoding it to UTF-8 with golang.org/x/net/html/charset.
+// with golang.org/x/net/html after decoding it to UTF-8 with golang.org/x/net/html/charset. A
+// JSON response is read by JSONPath (RFC 9535) selectors, through github.com/theory/jsonpath.
 package extract
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/xpath"
+	"github.com/theory/jsonpath"
 	"golang.org/x/net/html/charset"
 )
 
@@ -40,7 +42,7 @@ const (
 	MaxDataBytes = 256 << 10
 )
 
-// Field is one declarative field. Exactly one of CSS, XPath, JSONLD, Meta, OpenGraph and Extractor
+// Field is one declarative field. Exactly one of CSS, XPath, JSON, JSONLD, Meta, OpenGraph and Extractor
 // says where the value comes from.
 type Field struct {
 	// Name is the key of the value in the record's data.
@@ -72,6 +74,14 @@ type Field struct {
 	OpenGraph bool `json:"opengraph,omitempty"`
 	// Extractor names an Extractor registered with Register.
 	Extractor string `json:"extractor,omitempty"`
+	// JSON is a JSONPath expression (RFC 9535) run on a JSON response ($ is the document, or
+	// within an item rule the item): the first node it selects, as JSON (a string, number,
+	// object ...), or with All every node, as a list. Regexp and URL apply to the string values.
+	// It finds nothing on an HTML page, as the HTML selectors find nothing on a JSON one.
+	JSON string `json:"json,omitempty"`
+	// VisibleText takes the text a reader sees on an HTML page: its text outside head, script,
+	// style and the like, whitespace collapsed, cut at MaxValueBytes.
+	VisibleText bool `json:"visibleText,omitempty"`
 }
 
 // KeyError is a field definition that cannot work; Key names the setting at fault ("css",
@@ -94,9 +104,10 @@ var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 // compiled is a Field ready to run.
 type compiled struct {
 	Field
-	sel cascadia.Selector
-	re  *regexp.Regexp
-	ext Extractor
+	sel  cascadia.Selector
+	re   *regexp.Regexp
+	ext  Extractor
+	path *jsonpath.Path
 }
 
 // compile compiles f, or says which of its settings is wrong.
@@ -106,13 +117,13 @@ func (f Field) compile() (compiled, error) {
 		return c, &KeyError{"name", fmt.Errorf("%q: want letters, digits and _, not starting with a digit, at most 64", f.Name)}
 	}
 	sources := 0
-	for _, set := range []bool{f.CSS != "", f.XPath != "", f.JSONLD != "", f.Meta != "", f.OpenGraph, f.Extractor != ""} {
+	for _, set := range []bool{f.CSS != "", f.XPath != "", f.JSONLD != "", f.Meta != "", f.OpenGraph, f.Extractor != "", f.JSON != "", f.VisibleText} {
 		if set {
 			sources++
 		}
 	}
 	if sources != 1 {
-		return c, &KeyError{"", fmt.Errorf("field %s: want exactly one of css, xpath, jsonld, meta, opengraph and extractor, got %d", f.Name, sources)}
+		return c, &KeyError{"", fmt.Errorf("field %s: want exactly one of css, xpath, json, jsonld, meta, opengraph, visible_text and extractor, got %d", f.Name, sources)}
 	}
 	switch {
 	case f.CSS != "":
@@ -125,6 +136,12 @@ func (f Field) compile() (compiled, error) {
 		if _, err := xpath.Compile(f.XPath); err != nil {
 			return c, &KeyError{"xpath", fmt.Errorf("expression %q: %w", f.XPath, err)}
 		}
+	case f.JSON != "":
+		p, err := compileJSONPath(f.JSON)
+		if err != nil {
+			return c, &KeyError{"json", err}
+		}
+		c.path = p
 	case f.Extractor != "":
 		e, ok := Lookup(f.Extractor)
 		if !ok {
@@ -136,12 +153,12 @@ func (f Field) compile() (compiled, error) {
 	if f.Attr != "" && !selects {
 		return c, &KeyError{"attr", errors.New("attr goes with css or xpath")}
 	}
-	if f.URL && !selects && f.Meta == "" {
-		return c, &KeyError{"url", errors.New("url goes with css, xpath or meta")}
+	if f.URL && !selects && f.Meta == "" && f.JSON == "" {
+		return c, &KeyError{"url", errors.New("url goes with css, xpath, json or meta")}
 	}
 	if f.Regexp != "" {
-		if !selects && f.Meta == "" {
-			return c, &KeyError{"regexp", errors.New("regexp goes with css, xpath or meta")}
+		if !selects && f.Meta == "" && f.JSON == "" {
+			return c, &KeyError{"regexp", errors.New("regexp goes with css, xpath, json or meta")}
 		}
 		re, err := regexp.Compile(f.Regexp)
 		if err != nil {
@@ -149,8 +166,8 @@ func (f Field) compile() (compiled, error) {
 		}
 		c.re = re
 	}
-	if f.All && !selects && f.JSONLD == "" {
-		return c, &KeyError{"all", errors.New("all goes with css, xpath or jsonld")}
+	if f.All && !selects && f.JSONLD == "" && f.JSON == "" {
+		return c, &KeyError{"all", errors.New("all goes with css, xpath, json or jsonld")}
 	}
 	return c, nil
 }
@@ -227,11 +244,21 @@ type Result struct {
 	Errors map[string]string
 }
 
-// Extract runs every field on one HTML page, body as served with contentType from pageURL. A page
-// that does not parse gives every field nil (the parse handler records the page's own error).
+// Extract runs every field on one page, body as served with contentType from pageURL: a JSON
+// response (IsJSON) through ExtractJSON, any other as HTML. A page that does not parse gives every
+// field nil (the parse handler records the page's own error).
 func (s *Set) Extract(pageURL *url.URL, body []byte, contentType string) Result {
 	res := Result{Data: make(map[string]any, s.Len())}
 	if s.Len() == 0 {
+		return res
+	}
+	if IsJSON(contentType) {
+		if r, err := s.ExtractJSON(pageURL, body); err == nil {
+			return r
+		}
+		for _, f := range s.fields {
+			res.Data[f.Name] = nil
+		}
 		return res
 	}
 	r, err := charset.NewReader(bytes.NewReader(body), contentType)
@@ -284,6 +311,9 @@ func (s *Set) run(p *Page) Result {
 
 // run finds the field's value on p: nil when it finds nothing.
 func (f compiled) run(p *Page) (any, error) {
+	if p.isJSON {
+		return f.jsonValue(p.URL, p.json), nil // nil for a field that is not json
+	}
 	switch {
 	case f.CSS != "":
 		return f.css(p.URL, p.Doc.Selection), nil
@@ -294,8 +324,13 @@ func (f compiled) run(p *Page) (any, error) {
 		return f.one(p.URL, v, ok), nil
 	case f.OpenGraph:
 		return openGraph(p.Doc), nil
+	case f.VisibleText:
+		return visibleText(p.Doc), nil
 	case f.JSONLD != "":
 		return f.jsonLD(p.Doc), nil
+	}
+	if f.JSON != "" {
+		return nil, nil // a JSON selector on an HTML page
 	}
 	v, err := f.ext.Extract(p)
 	if err != nil {

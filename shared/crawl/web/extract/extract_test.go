@@ -122,14 +122,14 @@ func TestCompileRefusesFieldsThatCannotWork(t *testing.T) {
 	}{
 		{"malformed selector", Field{Name: "a", CSS: "div[["}, "css", `selector "div[["`},
 		{"malformed regexp", Field{Name: "a", CSS: "p", Regexp: "(["}, "regexp", "missing closing ]"},
-		{"no source", Field{Name: "a"}, "", "want exactly one of css, xpath, jsonld, meta, opengraph and extractor, got 0"},
+		{"no source", Field{Name: "a"}, "", "want exactly one of css, xpath, json, jsonld, meta, opengraph, visible_text and extractor, got 0"},
 		{"two sources", Field{Name: "a", CSS: "p", Meta: "x"}, "", "got 2"},
 		{"attr without css", Field{Name: "a", Meta: "x", Attr: "href"}, "attr", "attr goes with css or xpath"},
-		{"regexp on jsonld", Field{Name: "a", JSONLD: "*", Regexp: "x"}, "regexp", "regexp goes with css, xpath or meta"},
-		{"all on meta", Field{Name: "a", Meta: "x", All: true}, "all", "all goes with css, xpath or jsonld"},
+		{"regexp on jsonld", Field{Name: "a", JSONLD: "*", Regexp: "x"}, "regexp", "regexp goes with css, xpath, json or meta"},
+		{"all on meta", Field{Name: "a", Meta: "x", All: true}, "all", "all goes with css, xpath, json or jsonld"},
 		{"malformed xpath", Field{Name: "a", XPath: "//a[@"}, "xpath", `expression "//a[@"`},
 		{"css and xpath", Field{Name: "a", CSS: "p", XPath: "//p"}, "", "got 2"},
-		{"url on jsonld", Field{Name: "a", JSONLD: "*", URL: true}, "url", "url goes with css, xpath or meta"},
+		{"url on jsonld", Field{Name: "a", JSONLD: "*", URL: true}, "url", "url goes with css, xpath, json or meta"},
 		{"bad name", Field{Name: "1a", CSS: "p"}, "name", `"1a"`},
 		{"unknown extractor", Field{Name: "a", Extractor: "nope"}, "extractor", `no extractor is registered as "nope"`},
 	}

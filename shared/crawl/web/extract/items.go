@@ -9,6 +9,7 @@ import (
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
 	"github.com/antchfx/xpath"
+	"github.com/theory/jsonpath"
 	"golang.org/x/net/html"
 )
 
@@ -21,15 +22,18 @@ const (
 	MaxItemsBytes = 512 << 10
 )
 
-// Rule yields one item per node it selects, as a listing page of 50 products yields 50 items: CSS
-// or XPath (exactly one) selects the nodes, and each of Fields runs within one node. A field's CSS
-// selects among the node's descendants; its XPath starts at the node ("." is the node itself,
-// "@href" its attribute, ".//a" a descendant).
+// Rule yields one item per node it selects, as a listing page of 50 products yields 50 items: CSS,
+// XPath or JSON (exactly one) selects the nodes, and each of Fields runs within one node. A field's
+// CSS selects among the node's descendants; its XPath starts at the node ("." is the node itself,
+// "@href" its attribute, ".//a" a descendant). A JSON rule's JSONPath selects in a JSON response:
+// each element of a selected array is an item (as is each other value selected), and its fields
+// are JSONPath too, with $ the item.
 type Rule struct {
 	// Name is the key of the rule's items in the record's items.
 	Name   string  `json:"name"`
 	CSS    string  `json:"css,omitempty"`
 	XPath  string  `json:"xpath,omitempty"`
+	JSON   string  `json:"json,omitempty"`
 	Fields []Field `json:"fields"`
 }
 
@@ -37,6 +41,7 @@ type Rule struct {
 type compiledRule struct {
 	Rule
 	sel    cascadia.Selector
+	path   *jsonpath.Path
 	fields []compiled
 }
 
@@ -46,9 +51,15 @@ func (r Rule) compile() (compiledRule, error) {
 	if !namePattern.MatchString(r.Name) {
 		return c, &KeyError{"name", fmt.Errorf("%q: want letters, digits and _, not starting with a digit, at most 64", r.Name)}
 	}
-	switch {
-	case (r.CSS == "") == (r.XPath == ""):
-		return c, &KeyError{"", errors.New("want exactly one of css and xpath to select its nodes")}
+	switch n := btoi(r.CSS != "") + btoi(r.XPath != "") + btoi(r.JSON != ""); {
+	case n != 1:
+		return c, &KeyError{"", errors.New("want exactly one of css, xpath and json to select its nodes")}
+	case r.JSON != "":
+		p, err := compileJSONPath(r.JSON)
+		if err != nil {
+			return c, &KeyError{"json", err}
+		}
+		c.path = p
 	case r.CSS != "":
 		sel, err := cascadia.Compile(r.CSS)
 		if err != nil {
@@ -72,7 +83,10 @@ func (r Rule) compile() (compiledRule, error) {
 			return c, &KeyError{"fields." + f.Name, errors.New("defined twice")}
 		}
 		seen[f.Name] = true
-		if f.CSS == "" && f.XPath == "" {
+		switch {
+		case r.JSON != "" && f.JSON == "":
+			return c, &KeyError{"fields." + f.Name, errors.New("a field of a json item is json, within the item ($)")}
+		case r.JSON == "" && f.CSS == "" && f.XPath == "":
 			return c, &KeyError{"fields." + f.Name, errors.New("a field of an item is css or xpath, within the item's node")}
 		}
 		cf, err := f.compile()
@@ -88,6 +102,13 @@ func (r Rule) compile() (compiledRule, error) {
 	return c, nil
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // join is a setting's path: parent.key, or parent alone for the field as a whole.
 func join(parent, key string) string {
 	if key == "" {
@@ -100,6 +121,37 @@ func join(parent, key string) string {
 func (r Rule) Check() error {
 	_, err := r.compile()
 	return err
+}
+
+// each are the items r yields on p, at most MaxItems: its fields on each node it selects.
+func (r compiledRule) each(p *Page) []map[string]any {
+	if (r.path != nil) != p.isJSON {
+		return nil // a JSON rule on an HTML page, or an HTML rule on a JSON one
+	}
+	var out []map[string]any
+	if p.isJSON {
+		for _, v := range jsonItems(r.path, p.json) {
+			item := make(map[string]any, len(r.fields))
+			for _, f := range r.fields {
+				item[f.Name] = f.jsonValue(p.URL, v)
+			}
+			out = append(out, item)
+		}
+		return out
+	}
+	for _, n := range r.nodes(p) {
+		in := goquery.NewDocumentFromNode(n).Selection
+		item := make(map[string]any, len(r.fields))
+		for _, f := range r.fields {
+			if f.CSS != "" {
+				item[f.Name] = f.css(p.URL, in)
+			} else {
+				item[f.Name] = f.xpath(p.URL, in)
+			}
+		}
+		out = append(out, item)
+	}
+	return out
 }
 
 // nodes are the nodes r selects on p, at most MaxItems.
@@ -136,16 +188,7 @@ func (s *Set) items(p *Page, errs map[string]string) map[string]any {
 	size := 0
 	for _, r := range s.rules {
 		var list []any
-		for _, n := range r.nodes(p) {
-			in := goquery.NewDocumentFromNode(n).Selection
-			item := make(map[string]any, len(r.fields))
-			for _, f := range r.fields {
-				if f.CSS != "" {
-					item[f.Name] = f.css(p.URL, in)
-				} else {
-					item[f.Name] = f.xpath(p.URL, in)
-				}
-			}
+		for _, item := range r.each(p) {
 			b, err := json.Marshal(item)
 			if err == nil {
 				size += len(b)

@@ -95,8 +95,8 @@ func TestRulesThatCannotWorkAreRefused(t *testing.T) {
 		key     string
 		message string
 	}{
-		{"no selector", Rule{Name: "r", Fields: f}, "", "want exactly one of css and xpath"},
-		{"two selectors", Rule{Name: "r", CSS: "li", XPath: "//li", Fields: f}, "", "want exactly one of css and xpath"},
+		{"no selector", Rule{Name: "r", Fields: f}, "", "want exactly one of css, xpath and json"},
+		{"two selectors", Rule{Name: "r", CSS: "li", XPath: "//li", Fields: f}, "", "want exactly one of css, xpath and json"},
 		{"bad css", Rule{Name: "r", CSS: "li[[", Fields: f}, "css", `selector "li[["`},
 		{"bad xpath", Rule{Name: "r", XPath: "//li[", Fields: f}, "xpath", `expression "//li["`},
 		{"no fields", Rule{Name: "r", CSS: "li"}, "fields", "at least one field"},

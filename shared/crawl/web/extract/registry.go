@@ -16,6 +16,10 @@ type Page struct {
 	// Doc is the page's document, decoded to UTF-8. Extractors must only read it: the fields of
 	// a spec share one.
 	Doc *goquery.Document
+	// isJSON marks a JSON response, whose document is json (Doc is nil): only JSON selectors
+	// run on it, and no extractor.
+	isJSON bool
+	json   any
 }
 
 // Extractor is extraction code in Go, for what selectors cannot say. A spec field names it with
