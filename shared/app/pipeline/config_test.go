@@ -280,3 +280,29 @@ func TestATimeoutTakesFewerTriesByDefault(t *testing.T) {
 		t.Error("the default names no class: the stack's and crawl run's are the same, none")
 	}
 }
+
+// A URL whose host's robots.txt is down asks for it DefaultRobotsUnavailableTries times (one wait
+// of the robots cache's error TTL, not three) unless the stack names the class, never more than
+// MaxTries; naming another class leaves it so.
+func TestARobotsTxtThatIsDownTakesFewerTriesByDefault(t *testing.T) {
+	c := DefaultConfig()
+	if got := c.RetryPolicy().Attempts(errclass.RobotsUnavailable); got != 2 {
+		t.Errorf("robots_unavailable: %d tries, want 2", got)
+	}
+	c.MaxTries = 1
+	if got := c.RetryPolicy().Attempts(errclass.RobotsUnavailable); got != 1 {
+		t.Errorf("max tries 1: robots_unavailable gets %d tries, want 1", got)
+	}
+	c = DefaultConfig()
+	c.RetryClasses = map[errclass.Class]retry.Curve{errclass.Timeout: {Tries: 3}}
+	if got := c.RetryPolicy().Attempts(errclass.RobotsUnavailable); got != 2 {
+		t.Errorf("timeout named: robots_unavailable gets %d tries, want 2", got)
+	}
+	c.RetryClasses[errclass.RobotsUnavailable] = retry.Curve{Tries: 4}
+	if got := c.RetryPolicy().Attempts(errclass.RobotsUnavailable); got != 4 {
+		t.Errorf("robots_unavailable named with 4 tries: %d, want 4", got)
+	}
+	if len(c.RetryClasses) != 2 {
+		t.Errorf("RetryPolicy changed the stack's classes: %v", c.RetryClasses)
+	}
+}

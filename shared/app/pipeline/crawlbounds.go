@@ -12,16 +12,18 @@ import (
 )
 
 // RetryPolicy is the stack's retry policy: c.MaxTries and c.RetryWait for every class, but for
-// those c.RetryClasses sets, and for a timeout, unless it sets that, DefaultTimeoutTries (never
-// more than c.MaxTries). It is the policy of a crawl whose spec has no retry section.
+// those c.RetryClasses sets, and for a timeout and a robots.txt that is down, unless it sets
+// those, DefaultTimeoutTries and DefaultRobotsUnavailableTries (never more than c.MaxTries). It is
+// the policy of a crawl whose spec has no retry section.
 func (c Config) RetryPolicy() retry.Table {
-	classes := c.RetryClasses
-	if _, ok := classes[errclass.Timeout]; !ok {
-		classes = maps.Clone(classes)
-		if classes == nil {
-			classes = map[errclass.Class]retry.Curve{}
+	classes := maps.Clone(c.RetryClasses) // the stack's own stays as it was set
+	if classes == nil {
+		classes = map[errclass.Class]retry.Curve{}
+	}
+	for class, tries := range defaultTries {
+		if _, ok := classes[class]; !ok {
+			classes[class] = retry.Curve{Tries: min(tries, c.MaxTries)}
 		}
-		classes[errclass.Timeout] = retry.Curve{Tries: min(DefaultTimeoutTries, c.MaxTries)}
 	}
 	return retry.Table{Default: retry.Curve{Tries: c.MaxTries, Wait: c.RetryWait}, Classes: classes}
 }
@@ -30,6 +32,19 @@ func (c Config) RetryPolicy() retry.Table {
 // gives the timeout class its own tries: a second chance for a stall, not three more fetch
 // timeouts, each of which holds a fetch invocation for the whole timeout (docs/cost.md).
 const DefaultTimeoutTries = 2
+
+// DefaultRobotsUnavailableTries is how many times a URL whose host's robots.txt is down (5xx,
+// 429, no answer) asks for it, unless the stack gives robots_unavailable its own tries. Each try
+// after the first waits out the robots cache's error TTL (robots.ErrorTTL, 5 minutes), so that it
+// asks the host again: 2 tries end such a URL, skipped, 5 minutes after its first, where 4 kept
+// it (and its crawl, with the crawl's pollers and drain checks) 15 minutes (docs/cost.md).
+const DefaultRobotsUnavailableTries = 2
+
+// defaultTries are the classes whose tries the stack's policy bounds below c.MaxTries by default.
+var defaultTries = map[errclass.Class]int{
+	errclass.Timeout:           DefaultTimeoutTries,
+	errclass.RobotsUnavailable: DefaultRobotsUnavailableTries,
+}
 
 // checkRetryClasses checks the classes and curves of c.RetryClasses.
 func (c Config) checkRetryClasses() []error {

@@ -27,6 +27,13 @@ func TestHostRulesSetEachHostsGapAndDepth(t *testing.T) {
 	}
 	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: time.Second}, withState(st, Deps{Send: snd, Log: quiet(),
 		Crawls: crawlsFunc(func(string) *crawlspec.Crawl { return c })}))
+	// Each host booked a moment ago, so that its lone URL books a slot here (that of an idle
+	// host goes without one, for the fetcher to take: send.go, idle), at its rule's gap.
+	for _, host := range []string{"slow.test", "deep.test", "other.test"} {
+		if _, err := st.ReserveSlots(ctx, host, time.Second, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Links found two hops from the seed: only deep.test's rule lets them in.
 	m := &message.Links{Header: message.Header{Crawl: "hosts"}, Root: "http://seed.test/", Depth: 2,
 		URLs: []string{"http://slow.test/1", "http://deep.test/1", "http://other.test/1"}}

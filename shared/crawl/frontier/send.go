@@ -200,7 +200,8 @@ const bookConcurrency = 8
 // delay: each fetch message carries its slot and arrives just before it, so that a URL waits for
 // its host in the queue once, from the start, instead of being received, refused and re-sent. Slots are booked at most the fetcher's
 // SlotHorizon ahead; a URL beyond it is sent without one, to arrive when the booking ends and
-// reserve then. A failed booking leaves the reservation to the fetcher: nothing else depends on it.
+// reserve then, and so is the lone URL of a host that is idle as far as this store knows (idle).
+// A failed booking leaves the reservation to the fetcher: nothing else depends on it.
 func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	delays := make([]time.Duration, len(out))
 	// The URLs of one host at one crawl's rate book together.
@@ -223,6 +224,9 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	g.SetLimit(bookConcurrency)
 	for hr, idx := range byHost {
 		host, interval := hr.host, hr.interval
+		if len(idx) == 1 && !out[idx[0]].run && f.idle(host, interval) {
+			continue // no slot and no delay: the fetcher takes one as the message arrives
+		}
 		g.Go(func() error {
 			got, err := f.slots.BookSlots(ctx, host, interval, len(idx), queue.MaxDelay, f.cfg.SlotLead, max(f.cfg.SpareSlots, 0))
 			if err != nil {
@@ -247,6 +251,19 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	}
 	_ = g.Wait() // every goroutine returns nil
 	return delays
+}
+
+// idle reports whether the host has no slot from now on that this store knows of: none it booked
+// for the host (spare or not) and none it saw another book. A lone URL of such a host is sent
+// without a slot, at once, and the fetcher takes the host's slot when the message arrives (one
+// write, the request at once when the host is still free). Booked here, the same URL would cost
+// that write twice whenever its message came more than half an interval late for its slot, as
+// most do while the fetch invocations are busy: its fetcher would book the host's next free slot
+// again. A host that another store booked meanwhile makes the message wait for the end of that
+// booking in the queue (fetcher.takeSlot), as a message late for its slot does. Several URLs of a
+// host still book together, one write for all, and a run of URLs books its slots here.
+func (f *Frontier) idle(host string, interval time.Duration) bool {
+	return !f.slots.SlotGuess(host, interval, 0, 0).After(f.slots.Now())
 }
 
 // cmpPlace orders places, those without one (-1) last.
