@@ -115,7 +115,7 @@ hosts:
 		`line 4: hosts.https://a.example/: "https://a.example/": want a host name or pattern`,
 		`line 6: hosts.b.example.rate: 0: want more than 0`,
 		`line 7: hosts.b.example.concurrency: 0: want 1 or more`,
-		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, cookies, headers, max_depth, rate, sticky_proxy)`,
+		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, cookies, headers, max_depth, rate, session, sticky_proxy)`,
 		`line 9: hosts.b.example.headers.user-agent: a spec may not set User-Agent`,
 		`line 11: hosts.c.example.headers: a host's headers are plain values`,
 		`hosts.d.example.rate: 9 is over the stack's bound of 5`,

@@ -58,6 +58,7 @@ var tableTests = []struct {
 	{"LostUnadmitUncountsOnce", testLostUnadmitUncountsOnce},
 	{"LostRejectCountsOnce", testLostRejectCountsOnce},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
+	{"JarSavesLoseNothing", testJarSavesLoseNothing},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 	{"ReplayedSlotWrites", testReplayedSlotWrites},

@@ -282,6 +282,9 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	}
 	// The request record keeps the header names, never a secret's value.
 	r.Request = warcfile.Redacted(r.Request, a.crawl.secret...)
+	if final, err := url.Parse(r.URL); err == nil {
+		r.Header = redactSession(r.Header, a.crawl.crawl, final.Host) // nor a session cookie's
+	}
 	a.resp = r
 	if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
 		// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.

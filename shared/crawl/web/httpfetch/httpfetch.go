@@ -387,6 +387,7 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 	hc := &http.Client{
 		Transport:     c.transportFor(ctx),
 		CheckRedirect: c.checkRedirect(lim, &redirects),
+		Jar:           jarOf(ctx),
 	}
 	req, err := c.newRequest(ctx, u)
 	if err != nil {
