@@ -50,7 +50,7 @@ func TestAJarSendsWhatItsHostSetAsCookiejarMatchesIt(t *testing.T) {
 	}
 	cases := []struct{ url, want string }{
 		{"https://shop.example/", "sid=one sec=s short=1"},
-		{"http://shop.example/", "sid=one short=1"},                         // Secure goes over https only
+		{"http://shop.example/", "sid=one short=1"},                        // Secure goes over https only
 		{"https://shop.example/account/x", "cart=x sid=one sec=s short=1"}, // cart's default path is /account
 		{"https://other.example/", ""},                                     // another host's requests get nothing
 	}
