@@ -36,6 +36,9 @@ type HostRule struct {
 	// Session keeps the cookies the host sets in a jar of the crawl's, sent back with its later
 	// requests in every fetch invocation (package session): a consent cookie, a login's.
 	Session bool `json:"session,omitempty"`
+	// Login opens the host's session before its first page and again when a page says it
+	// expired (login.go); it keeps a session whether Session is set or not.
+	Login *Login `json:"login,omitempty"`
 }
 
 // Cookie is one cookie of a host rule.
@@ -104,6 +107,7 @@ func (d *decoder) hosts(n *yaml.Node) []HostRule {
 			"cookies":      func(_, v *yaml.Node) { r.Cookies = d.cookies(v, join(key, "cookies")) },
 			"sticky_proxy": func(_, v *yaml.Node) { r.StickyProxy, _ = d.boolean(v, join(key, "sticky_proxy")) },
 			"session":      func(_, v *yaml.Node) { r.Session, _ = d.boolean(v, join(key, "session")) },
+			"login":        func(_, v *yaml.Node) { r.Login = d.login(v, join(key, "login"), p) },
 			"headers": func(_, v *yaml.Node) {
 				h, secrets := d.headersAt(v, join(key, "headers"))
 				if len(secrets) > 0 {
@@ -192,12 +196,12 @@ func (c *Crawl) StickyProxies() bool {
 // Session says whether host's rule keeps its cookies in the crawl's jar (HostRule.Session).
 func (c *Crawl) Session(host string) bool {
 	r := c.hostRule(host)
-	return r != nil && r.Session
+	return r != nil && (r.Session || r.Login != nil)
 }
 
 // Sessions says whether any host rule keeps a cookie jar.
 func (c *Crawl) Sessions() bool {
-	return c != nil && c.Spec != nil && slices.ContainsFunc(c.Spec.Hosts, func(r HostRule) bool { return r.Session })
+	return c != nil && c.Spec != nil && slices.ContainsFunc(c.Spec.Hosts, func(r HostRule) bool { return r.Session || r.Login != nil })
 }
 
 // HeaderFor is the headers host's rule adds to the crawl's, its cookies' Cookie header among

@@ -118,26 +118,30 @@ func (s *Sessions) SaveJar(ctx context.Context, crawl, host string, changes []se
 	return 0, fmt.Errorf("write the cookie jar of %s in crawl %s: %d writes lost to others' in a row", host, crawl, maxJarWrites)
 }
 
-// DeleteJars deletes the crawl's cookie jars of the hosts that match (an erasure), and returns
-// how many there were.
+// DeleteJars deletes the crawl's cookie jars and login items of the hosts that match (an
+// erasure), and returns how many jars there were.
 func DeleteJars(ctx context.Context, t table.Table, crawl string, match func(host string) bool, dryRun bool) (int, error) {
-	var hosts []string
+	var ids []string
+	jars := 0
 	err := EachInCrawl(ctx, t, crawl, sessionKind, func(sort string, _ table.Item) error {
-		if host := sort[len(sessionKind):]; match(host) {
-			hosts = append(hosts, host)
+		if rest := sort[len(sessionKind):]; match(jarHost(rest)) {
+			ids = append(ids, rest)
+			if jarHost(rest) == rest {
+				jars++
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read the cookie jars of crawl %s: %w", crawl, err)
 	}
-	for _, h := range hosts {
+	for _, id := range ids {
 		if dryRun {
 			continue
 		}
-		if err := t.Delete(ctx, JarKey(crawl, h), table.Cond{}); err != nil {
-			return 0, fmt.Errorf("delete the cookie jar of %s in crawl %s: %w", h, crawl, err)
+		if err := t.Delete(ctx, JarKey(crawl, id), table.Cond{}); err != nil {
+			return 0, fmt.Errorf("delete the session of %s in crawl %s: %w", jarHost(id), crawl, err)
 		}
 	}
-	return len(hosts), nil
+	return jars, nil
 }

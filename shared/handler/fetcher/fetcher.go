@@ -175,6 +175,8 @@ type Handler struct {
 	hosts      hostLimiter
 	optOuts    OptOuts
 	sessions   SessionStore
+	logins     LoginStore
+	login      LoginSender
 	mem        *memory
 	said       saidHosts
 	now        func() time.Time
@@ -216,6 +218,10 @@ type Deps struct {
 	// Sessions, if set, keeps the cookie jars of the hosts whose rule asks for a session
 	// (sessions.go); nil: no host keeps cookies.
 	Sessions SessionStore
+	// Logins and Login, if both set, log in to the hosts whose rule has a login (login.go): the
+	// hosts' logins in the state, and the client that sends the login requests.
+	Logins LoginStore
+	Login  LoginSender
 	// Now is the clock (nil: time.Now); tests set it.
 	Now func() time.Time
 }
@@ -238,7 +244,7 @@ func New(cfg Config, d Deps) *Handler {
 	return &Handler{mem: newMemory(cfg.MemoryBudget, cfg.MaxDecodedBytes), cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
 		politeness: d.Politeness, circuits: d.Circuits, health: d.HostHealth, runs: d.Runs, counters: d.Counters,
 		http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages, crawls: d.Crawls, handoff: d.Handoff,
-		send: d.Send, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, sessions: d.Sessions, now: d.Now}
+		send: d.Send, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, sessions: d.Sessions, logins: d.Logins, login: d.Login, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.

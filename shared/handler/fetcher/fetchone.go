@@ -213,7 +213,11 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 			return nil, err
 		}
 	}
-	if done, err := h.settle(ctx, a, h.get(a)); done {
+	done, getErr, err := h.getInSession(ctx, a) // h.get, logged in where the host's rule says (login.go)
+	if done {
+		return nil, err
+	}
+	if done, err := h.settle(ctx, a, getErr); done {
 		return nil, err
 	}
 	return h.keep(ctx, a)

@@ -33,6 +33,9 @@ type SessionStore interface {
 type jars struct {
 	mu  sync.Mutex
 	all map[jarRef]*jarLoad
+	// gens are the hosts' session generations as this invocation knows them (login.go).
+	gens  map[jarRef]int64
+	locks map[jarRef]*sync.Mutex
 }
 
 type jarRef struct{ crawl, host string }
@@ -47,7 +50,7 @@ type jarsKey struct{}
 
 // withJars returns ctx carrying a fresh set of jars for one invocation.
 func withJars(ctx context.Context) (context.Context, *jars) {
-	j := &jars{all: map[jarRef]*jarLoad{}}
+	j := &jars{all: map[jarRef]*jarLoad{}, gens: map[jarRef]int64{}, locks: map[jarRef]*sync.Mutex{}}
 	return context.WithValue(ctx, jarsKey{}, j), j
 }
 
@@ -124,20 +127,47 @@ func (js *jars) save(ctx context.Context, h *Handler) {
 	}
 	js.mu.Unlock()
 	for ref, j := range all {
-		changes := j.Changes()
-		if len(changes) == 0 {
-			continue
-		}
-		dropped, err := h.sessions.SaveJar(ctx, ref.crawl, ref.host, changes, saveToken())
-		if err != nil {
-			h.log.Warn("save a host's cookie jar", "crawl", ref.crawl, "host", ref.host, "err", err.Error())
-			continue
-		}
-		j.Saved(len(changes))
-		if dropped > 0 {
-			h.log.Warn("a host's cookie jar is full: cookies left out", "crawl", ref.crawl, "host", ref.host, "dropped", dropped,
-				"maxCookies", session.MaxCookies, "maxCookieBytes", session.MaxCookieBytes)
-		}
+		saveJar(ctx, h, ref, j)
+	}
+}
+
+// saveJar writes the changes of one jar, if it has any.
+func saveJar(ctx context.Context, h *Handler, ref jarRef, j *session.Jar) {
+	changes := j.Changes()
+	if len(changes) == 0 {
+		return
+	}
+	dropped, err := h.sessions.SaveJar(ctx, ref.crawl, ref.host, changes, saveToken())
+	if err != nil {
+		h.log.Warn("save a host's cookie jar", "crawl", ref.crawl, "host", ref.host, "err", err.Error())
+		return
+	}
+	j.Saved(len(changes))
+	if dropped > 0 {
+		h.log.Warn("a host's cookie jar is full: cookies left out", "crawl", ref.crawl, "host", ref.host, "dropped", dropped,
+			"maxCookies", session.MaxCookies, "maxCookieBytes", session.MaxCookieBytes)
+	}
+}
+
+// reload saves the changes of ref's jar and forgets it, so that its next use reads it again: the
+// session another invocation opened.
+func (js *jars) reload(ctx context.Context, h *Handler, ref jarRef) {
+	js.mu.Lock()
+	l := js.all[ref]
+	delete(js.all, ref)
+	js.mu.Unlock()
+	if l != nil && l.jar != nil {
+		saveJar(ctx, h, ref, l.jar)
+	}
+}
+
+// saveNow saves ref's jar at once (a login's cookies, before its claim ends).
+func (js *jars) saveNow(ctx context.Context, h *Handler, ref jarRef) {
+	js.mu.Lock()
+	l := js.all[ref]
+	js.mu.Unlock()
+	if l != nil && l.jar != nil {
+		saveJar(ctx, h, ref, l.jar)
 	}
 }
 

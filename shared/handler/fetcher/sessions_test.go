@@ -88,7 +88,19 @@ type sessionRig struct {
 
 func newSessionRig(t *testing.T, spec string) *sessionRig {
 	t.Helper()
-	s, err := crawlspec.Parse([]byte(spec), crawlspec.Bounds{})
+	return newSessionRigOf(t, spec, crawlspec.Bounds{})
+}
+
+// newSessionRigLocal is newSessionRig for a spec read by crawl run, whose secrets may be env:
+// and file: references.
+func newSessionRigLocal(t *testing.T, spec string) *sessionRig {
+	t.Helper()
+	return newSessionRigOf(t, spec, crawlspec.Bounds{LocalSecrets: true})
+}
+
+func newSessionRigOf(t *testing.T, spec string, b crawlspec.Bounds) *sessionRig {
+	t.Helper()
+	s, err := crawlspec.Parse([]byte(spec), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +127,7 @@ func (r *sessionRig) invoke(urls ...string) {
 	cfg.HostRPS, cfg.HostConcurrency, cfg.MaxQuickRetry = 0, 0, 0
 	h := fetcher.New(cfg, withState(r.state, fetcher.Deps{HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: r.be.Blobs, Send: r.be.Queue, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Crawls: specCrawls{r.crawl}, Sessions: r.state.Sessions()}))
+		Crawls: specCrawls{r.crawl}, Sessions: r.state.Sessions(), Logins: r.state.Sessions(), Login: client}))
 	var recs []events.SQSMessage
 	for i, u := range urls {
 		if _, err := r.state.Admit(context.Background(), crawl, keyOf(r.t, u), u, u, 0, "links"); err != nil {
