@@ -130,3 +130,53 @@ func (r *raceTable) Put(ctx context.Context, key table.Key, it table.Item, cond 
 	}
 	return r.Table.Put(ctx, key, it, cond)
 }
+
+// testLoginsClaimOnceAndCount: one owner at a time claims a host's login; a claim for a session
+// generation that has moved on, or past max, is refused with the state that says why; a claim
+// and an end whose writes were replayed (their answers lost) are recognised as their own and
+// count once.
+func testLoginsClaimOnceAndCount(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	crawl := crawlName(t)
+	f := tabletest.NewFaults(tb)
+	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	s := NewSessions(f, c.now)
+	f.Add(tabletest.Rule{Op: "update", Key: loginKey(crawl, "h.test"), Nth: 1}) // A's claim, replayed
+	ok, _, err := s.ClaimLogin(ctx, crawl, "h.test", "A", 0, 2, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("A's replayed claim = %v, %v; want it held", ok, err)
+	}
+	if ok, st, err := s.ClaimLogin(ctx, crawl, "h.test", "B", 0, 2, time.Minute); err != nil || ok || st.HeldBy != "A" {
+		t.Fatalf("B's claim while A holds = %v, %+v, %v; want refused, held by A", ok, st, err)
+	}
+	f.Add(tabletest.Rule{Op: "update", Key: loginKey(crawl, "h.test"), Nth: 1}) // A's end, replayed
+	st, err := s.EndLogin(ctx, crawl, "h.test", "A", true)
+	if err != nil || st.Gen != 1 || st.Logins != 1 {
+		t.Fatalf("A's replayed end = %+v, %v; want generation 1 after 1 login", st, err)
+	}
+	if len(f.Injected()) != 2 {
+		t.Fatalf("faults injected %v, want the claim and the end replayed", f.Injected())
+	}
+	// B saw generation 0 expire: A's new session is there.
+	if ok, st, err := s.ClaimLogin(ctx, crawl, "h.test", "B", 0, 2, time.Minute); err != nil || ok || st.Gen != 1 {
+		t.Fatalf("B's claim of an old generation = %v, %+v, %v; want refused, generation 1", ok, st, err)
+	}
+	if ok, _, err := s.ClaimLogin(ctx, crawl, "h.test", "B", 1, 2, time.Minute); err != nil || !ok {
+		t.Fatalf("B's claim of generation 1 = %v, %v; want held", ok, err)
+	}
+	if st, err := s.EndLogin(ctx, crawl, "h.test", "B", false); err != nil || st.Gen != 1 || st.Logins != 2 {
+		t.Fatalf("B's refused login = %+v, %v; want generation 1 after 2 logins", st, err)
+	}
+	if ok, st, err := s.ClaimLogin(ctx, crawl, "h.test", "C", 1, 2, time.Minute); err != nil || ok || st.Logins != 2 {
+		t.Fatalf("a claim past max = %v, %+v, %v; want refused after 2 logins", ok, st, err)
+	}
+	// A claim whose owner vanished lapses with its lease.
+	s2 := NewSessions(tb, c.now)
+	if ok, _, _ := s2.ClaimLogin(ctx, crawl, "other.test", "D", 0, 3, time.Minute); !ok {
+		t.Fatal("D's claim refused")
+	}
+	c.t = c.t.Add(2 * time.Minute)
+	if ok, _, err := s2.ClaimLogin(ctx, crawl, "other.test", "E", 0, 3, time.Minute); err != nil || !ok {
+		t.Fatalf("a claim after D's lease lapsed = %v, %v; want held", ok, err)
+	}
+}

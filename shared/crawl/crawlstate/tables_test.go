@@ -59,6 +59,7 @@ var tableTests = []struct {
 	{"LostRejectCountsOnce", testLostRejectCountsOnce},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
 	{"JarSavesLoseNothing", testJarSavesLoseNothing},
+	{"LoginsClaimOnceAndCount", testLoginsClaimOnceAndCount},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 	{"ReplayedSlotWrites", testReplayedSlotWrites},
