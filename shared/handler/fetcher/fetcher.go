@@ -14,6 +14,7 @@ import (
 	"context"
 	"log/slog"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -177,6 +178,7 @@ type Handler struct {
 	sessions   SessionStore
 	logins     LoginStore
 	login      LoginSender
+	loginLocks sync.Map // jarRef -> *sync.Mutex (login.go)
 	mem        *memory
 	said       saidHosts
 	now        func() time.Time

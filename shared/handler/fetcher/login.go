@@ -16,7 +16,8 @@ import (
 
 // Logins: a host whose rule has a login (crawlspec.Login) is logged in before its first page, in
 // the crawl's cookie jar of the host (sessions.go), and again when a page's answer says the
-// session expired; that page is then asked once more, which counts as no failed try. One
+// session expired; that page is then asked once more, which counts as no failed try (and, should
+// the new session be gone already, goes back to the queue as no failed try either). One
 // invocation logs in at a time (crawlstate.Sessions.ClaimLogin): another that finds the session
 // expired waits for the new one, and uses it. A host's logins are bounded by its rule's
 // max_logins; past it, or when the login itself fails (a wrong password), its URLs end failed
@@ -37,8 +38,12 @@ type LoginStore interface {
 	EndLogin(ctx context.Context, crawl, host, owner string, opened bool) (crawlstate.LoginState, error)
 }
 
-// loginLease is how long a claim to log in holds: a login is one request.
-const loginLease = time.Minute
+// loginLease is how long a claim to log in holds: a login is one request. maxLoginWait is the
+// longest a URL waits in the queue for another process's login before it looks again.
+const (
+	loginLease   = time.Minute
+	maxLoginWait = 5 * time.Second
+)
 
 // getInSession is get for a host whose rule has a login: logged in first if the host has no
 // session yet, and asked again once after a login when the answer says the session expired.
@@ -77,8 +82,11 @@ func (h *Handler) getInSession(ctx context.Context, a *fetching) (done bool, get
 	a.resp = nil
 	getErr = h.get(a)
 	if expired(lg, a, getErr) {
-		return true, nil, h.finish(ctx, f, crawlstate.Failed,
-			errclass.Errorf(errclass.Login, "the session with %s expired again right after a login", host))
+		// The new session expired too (other pages in flight used it up): the URL goes back to
+		// the queue, as no failed try, and its next try logs in again if it must. max_logins
+		// bounds how often.
+		return true, nil, h.requeueRetry(ctx, f,
+			errclass.Errorf(errclass.Login, "the session with %s expired again right after a login", host), time.Second, f.msg.Retries)
 	}
 	return false, getErr, nil
 }
@@ -103,15 +111,10 @@ func (js *jars) gen(ctx context.Context, h *Handler, ref jarRef) (int64, error) 
 	return st.Gen, nil
 }
 
-// lockLogin takes ref's login lock in this invocation, and returns its release.
-func (js *jars) lockLogin(ref jarRef) func() {
-	js.mu.Lock()
-	m, ok := js.locks[ref]
-	if !ok {
-		m = &sync.Mutex{}
-		js.locks[ref] = m
-	}
-	js.mu.Unlock()
+// lockLogin takes ref's login lock in this process, and returns its release.
+func (h *Handler) lockLogin(ref jarRef) func() {
+	v, _ := h.loginLocks.LoadOrStore(ref, &sync.Mutex{})
+	m := v.(*sync.Mutex)
 	m.Lock()
 	return m.Unlock
 }
@@ -127,9 +130,9 @@ func (js *jars) setGen(ref jarRef, g int64) {
 // queue for another's login.
 func (h *Handler) logIn(ctx context.Context, a *fetching, lg *crawlspec.LoginRequest, js *jars, ref jarRef, seen int64) (done bool, err error) {
 	f, host := a.f, ref.host
-	// One login at a time in this invocation: the URLs of the host that waited for it use its
-	// session, in the jar they share.
-	unlock := js.lockLogin(ref)
+	// One login at a time in this process: the URLs of the host that waited for it use its
+	// session (this batch's share its jar; another batch's find the generation moved on).
+	unlock := h.lockLogin(ref)
 	defer unlock()
 	if g, _ := js.gen(ctx, h, ref); g > seen {
 		return false, nil
@@ -148,7 +151,8 @@ func (h *Handler) logIn(ctx context.Context, a *fetching, lg *crawlspec.LoginReq
 			return true, h.finish(ctx, f, crawlstate.Failed, errclass.Errorf(errclass.Login,
 				"%d logins to %s made, the most its rule allows (max_logins %d): its session is not open", st.Logins, host, lg.Max))
 		}
-		wait := max(st.HeldUntil.Sub(h.now()), time.Second)
+		// Another process logs in: a login is one request, so look again soon.
+		wait := min(max(st.HeldUntil.Sub(h.now()), time.Second), maxLoginWait)
 		return true, h.requeueRetry(ctx, f, errclass.Errorf(errclass.Connect, "another invocation logs in to %s", host), wait, f.msg.Retries)
 	}
 	cause := h.sendLogin(ctx, a, lg)

@@ -34,8 +34,7 @@ type jars struct {
 	mu  sync.Mutex
 	all map[jarRef]*jarLoad
 	// gens are the hosts' session generations as this invocation knows them (login.go).
-	gens  map[jarRef]int64
-	locks map[jarRef]*sync.Mutex
+	gens map[jarRef]int64
 }
 
 type jarRef struct{ crawl, host string }
@@ -50,7 +49,7 @@ type jarsKey struct{}
 
 // withJars returns ctx carrying a fresh set of jars for one invocation.
 func withJars(ctx context.Context) (context.Context, *jars) {
-	j := &jars{all: map[jarRef]*jarLoad{}, gens: map[jarRef]int64{}, locks: map[jarRef]*sync.Mutex{}}
+	j := &jars{all: map[jarRef]*jarLoad{}, gens: map[jarRef]int64{}}
 	return context.WithValue(ctx, jarsKey{}, j), j
 }
 
