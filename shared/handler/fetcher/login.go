@@ -164,6 +164,10 @@ func (h *Handler) logIn(ctx context.Context, a *fetching, lg *crawlspec.LoginReq
 	js.setGen(ref, st.Gen)
 	if cause != nil {
 		h.log.Warn("login failed", "crawl", ref.crawl, "host", host, "logins", st.Logins, "err", cause.Error())
+		var ce *errclass.Error
+		if errors.As(cause, &ce) && ce.Class == errclass.Login {
+			cause = ce.Err // named once
+		}
 		return true, h.finish(ctx, f, crawlstate.Failed, errclass.Errorf(errclass.Login, "login to %s failed: %v", host, cause))
 	}
 	return false, nil
