@@ -277,3 +277,10 @@ func TestHostRulesSetRateDepthAndHeadersPerHost(t *testing.T) {
 	t.Parallel()
 	newHarness(t, 40, 5, 30*time.Second).CheckHostRules(8)
 }
+
+// TestALoginWallIsCrawledWithItsSessions crawls a site behind a login wall and a consent cookie
+// whose sessions expire, and again with a wrong password (e2etest.CheckLoginWall).
+func TestALoginWallIsCrawledWithItsSessions(t *testing.T) {
+	t.Parallel()
+	newHarness(t, 10, 3, 30*time.Second).CheckLoginWall(4)
+}

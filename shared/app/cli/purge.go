@@ -130,8 +130,8 @@ func printPurge(w io.Writer, rep purge.Report) {
 	if n := t.NoFollowLinks + t.Canonicals + t.DataValues; n > 0 {
 		fmt.Fprintf(w, "            %d nofollow links, %d canonical URLs, %d data values of other pages\n", t.NoFollowLinks, t.Canonicals, t.DataValues)
 	}
-	if t.HostNotes > 0 || t.Budgets > 0 {
-		fmt.Fprintf(w, "  hosts:    %d page budgets, %d throttling and circuit notes\n", t.Budgets, t.HostNotes)
+	if t.HostNotes > 0 || t.Budgets > 0 || t.CookieJars > 0 {
+		fmt.Fprintf(w, "  hosts:    %d page budgets, %d throttling and circuit notes, %d cookie jars\n", t.Budgets, t.HostNotes, t.CookieJars)
 	}
 	for _, u := range t.URLs {
 		fmt.Fprintf(w, "  url       %s\n", u)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"maps"
 	"mime"
+	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlspec"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/extract"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
@@ -205,7 +208,11 @@ func fetchPage(ctx context.Context, target string, spec *crawlspec.Spec, f tryFl
 	defer client.Close()
 	// The spec's hosts section's headers and cookies go to their hosts, as in a crawl.
 	hosts := &crawlspec.Crawl{Spec: &spec.Settings}
-	resp, err := client.Get(httpfetch.WithHostHeaders(httpfetch.WithRequest(ctx, ua, spec.Headers), hosts.HeaderFor), target)
+	ctx = httpfetch.WithHostHeaders(httpfetch.WithRequest(ctx, ua, spec.Headers), hosts.HeaderFor)
+	if ctx, err = tryLogin(ctx, client, hosts, target); err != nil {
+		return triedPage{}, err
+	}
+	resp, err := client.Get(ctx, target)
 	if err != nil {
 		var hint string
 		if errclass.Of(err) == errclass.SSRF {
@@ -218,4 +225,41 @@ func fetchPage(ctx context.Context, target string, spec *crawlspec.Spec, f tryFl
 		return triedPage{}, fmt.Errorf("the final URL %q: %w", resp.URL, err)
 	}
 	return triedPage{url: u, status: resp.Status, body: resp.Body, contentType: resp.Header.Get("Content-Type")}, nil
+}
+
+// tryLogin logs in to target's host first when its rule has a login, as a crawl does before the
+// host's first page (its secrets read from env: and file: references), and returns ctx carrying the session's cookie jar.
+func tryLogin(ctx context.Context, client *httpfetch.Client, hosts *crawlspec.Crawl, target string) (context.Context, error) {
+	u, err := url.Parse(target)
+	if err != nil || !hosts.Session(u.Host) {
+		return ctx, nil // a bad URL is the GET's to report
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return ctx, err
+	}
+	ctx = httpfetch.WithJar(ctx, jar)
+	if err := hosts.ReadLogins(ctx, secretref.Local{}); err != nil {
+		return ctx, err
+	}
+	lg, err := hosts.LoginFor(u.Host)
+	if err != nil || lg == nil {
+		return ctx, err
+	}
+	s := httpfetch.Send{Method: lg.Method, Header: lg.Header.Clone()}
+	login := *lg.URL
+	if lg.Method == http.MethodGet {
+		login.RawQuery = lg.Form.Encode()
+	} else {
+		s.Body = []byte(lg.Form.Encode())
+		s.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := client.Do(ctx, login.String(), s, nil)
+	switch {
+	case err != nil:
+		return ctx, fmt.Errorf("login to %s: %w", u.Host, err)
+	case resp.Status >= 400 || lg.Refused(resp.Body):
+		return ctx, fmt.Errorf("login to %s: status %d: the answer says it opened no session (a wrong password?)", u.Host, resp.Status)
+	}
+	return ctx, nil
 }

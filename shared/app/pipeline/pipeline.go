@@ -340,7 +340,7 @@ func (w *wiring) fetch(name string) (*fetcher.Handler, *httpfetch.Client, error)
 	d := fetcher.Deps{Claims: urls, Outcomes: urls, URLs: urls, PageBudget: runs, Politeness: hosts, Circuits: hosts,
 		HostHealth: hosts, Runs: runs, Counters: runs, HTTP: fx.traced, Robots: fx.robots, Scope: w.rules, Guard: fx.guard,
 		Pages: w.p.Blobs, Send: w.p.Queue, Batch: w.batch(name), Log: w.log.With("fn", name), Crawls: w.crawls,
-		OptOuts: w.optOuts()}
+		OptOuts: w.optOuts(), Sessions: w.state.Sessions(), Logins: w.state.Sessions(), Login: fx.client}
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 		d.Handoff = w.p.Handoff
 	}

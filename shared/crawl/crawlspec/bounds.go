@@ -130,6 +130,10 @@ type Crawl struct {
 	Spec *Settings
 	// Previous is the crawl this one recrawls ("": none; see Settings.Previous).
 	Previous string
+	// logins are the login requests of Spec.Hosts, by index, their secrets read (ReadLogins),
+	// and loginErr why one could not be.
+	logins   []*LoginRequest
+	loginErr error
 	// hostHeaders are what each of Spec.Hosts sends besides Header (HostRule.header), made once.
 	hostHeaders []http.Header
 	// Retry is the crawl's retry policy: the stack's, with the spec's retry section over it

@@ -33,6 +33,12 @@ type HostRule struct {
 	// StickyProxy keeps the host's requests on one of the stack's proxies while it is up, over
 	// a per-request rotation: the host sees one client, its cookies from one address.
 	StickyProxy bool `json:"stickyProxy,omitempty"`
+	// Session keeps the cookies the host sets in a jar of the crawl's, sent back with its later
+	// requests in every fetch invocation (package session): a consent cookie, a login's.
+	Session bool `json:"session,omitempty"`
+	// Login opens the host's session before its first page and again when a page says it
+	// expired (login.go); it keeps a session whether Session is set or not.
+	Login *Login `json:"login,omitempty"`
 }
 
 // Cookie is one cookie of a host rule.
@@ -100,6 +106,8 @@ func (d *decoder) hosts(n *yaml.Node) []HostRule {
 			"max_depth":    func(_, v *yaml.Node) { r.MaxDepth, _ = d.integer(v, join(key, "max_depth"), 0) },
 			"cookies":      func(_, v *yaml.Node) { r.Cookies = d.cookies(v, join(key, "cookies")) },
 			"sticky_proxy": func(_, v *yaml.Node) { r.StickyProxy, _ = d.boolean(v, join(key, "sticky_proxy")) },
+			"session":      func(_, v *yaml.Node) { r.Session, _ = d.boolean(v, join(key, "session")) },
+			"login":        func(_, v *yaml.Node) { r.Login = d.login(v, join(key, "login"), p) },
 			"headers": func(_, v *yaml.Node) {
 				h, secrets := d.headersAt(v, join(key, "headers"))
 				if len(secrets) > 0 {
@@ -183,6 +191,17 @@ func (c *Crawl) StickyProxy(host string) bool {
 // StickyProxies says whether any host rule keeps its requests on one proxy.
 func (c *Crawl) StickyProxies() bool {
 	return c != nil && c.Spec != nil && slices.ContainsFunc(c.Spec.Hosts, func(r HostRule) bool { return r.StickyProxy })
+}
+
+// Session says whether host's rule keeps its cookies in the crawl's jar (HostRule.Session).
+func (c *Crawl) Session(host string) bool {
+	r := c.hostRule(host)
+	return r != nil && (r.Session || r.Login != nil)
+}
+
+// Sessions says whether any host rule keeps a cookie jar.
+func (c *Crawl) Sessions() bool {
+	return c != nil && c.Spec != nil && slices.ContainsFunc(c.Spec.Hosts, func(r HostRule) bool { return r.Session || r.Login != nil })
 }
 
 // HeaderFor is the headers host's rule adds to the crawl's, its cookies' Cookie header among

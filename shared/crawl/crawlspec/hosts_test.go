@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/secretref"
 )
 
 const hostsSpec = `version: 1
@@ -115,7 +116,7 @@ hosts:
 		`line 4: hosts.https://a.example/: "https://a.example/": want a host name or pattern`,
 		`line 6: hosts.b.example.rate: 0: want more than 0`,
 		`line 7: hosts.b.example.concurrency: 0: want 1 or more`,
-		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, cookies, headers, max_depth, rate, sticky_proxy)`,
+		`line 8: hosts.b.example.speed: unknown setting (known: concurrency, cookies, headers, login, max_depth, rate, session, sticky_proxy)`,
 		`line 9: hosts.b.example.headers.user-agent: a spec may not set User-Agent`,
 		`line 11: hosts.c.example.headers: a host's headers are plain values`,
 		`hosts.d.example.rate: 9 is over the stack's bound of 5`,
@@ -148,5 +149,46 @@ func TestStickyProxyNeedsProxies(t *testing.T) {
 	_, err = Parse([]byte(spec), Bounds{})
 	if err == nil || !strings.Contains(err.Error(), "hosts.shop.example.sticky_proxy: this stack fetches through no proxies") {
 		t.Errorf("sticky_proxy without proxies: %v", err)
+	}
+}
+
+// A host's login: read with its secret references, checked as secret headers are (on a stack,
+// under its prefixes), and refused where it cannot be sent.
+func TestLoginSpec(t *testing.T) {
+	good := "version: 1\nseeds: [http://127.0.0.1/]\nhosts:\n  shop.example:\n    login:\n      url: https://shop.example/login\n" +
+		"      fields:\n        user: alice\n        password: {secret: \"ssm:/crawlstack/headers/shop\"}\n      expired_body: 'Please log in'\n"
+	s, err := Parse([]byte(good), Bounds{Secrets: secretref.Allowed{SSM: "/crawlstack/headers/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Hosts[0].Login
+	if l == nil || l.Method != "POST" || len(l.Fields) != 2 || l.Fields[1].Secret != "ssm:/crawlstack/headers/shop" || l.Fields[1].Value != "" {
+		t.Fatalf("login = %+v", l)
+	}
+	c, err := s.Settings.Over(Crawl{Rules: scope.DefaultRules(), UserAgent: "crawlstack/0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Session("shop.example") || c.Session("other.example") {
+		t.Error("a host with a login keeps a session, and only it")
+	}
+	if _, err := c.LoginFor("shop.example"); err == nil || !strings.Contains(err.Error(), "not read") {
+		t.Errorf("LoginFor before its secrets are read: %v, want an error", err)
+	}
+	bad := []struct{ spec, want string }{
+		{"login:\n      fields: {a: b}\n", "a login needs its url"},
+		{"login:\n      url: https://elsewhere.example/login\n", "is not a host of shop.example"},
+		{"login:\n      url: https://shop.example/login\n      method: PUT\n", "want POST or GET"},
+		{"login:\n      url: https://shop.example/login\n      max_logins: 99\n", "over the limit of 20"},
+		{"login:\n      url: https://shop.example/login\n      expired_body: '('\n", "not a regular expression"},
+		{"login:\n      url: https://shop.example/login\n      fields:\n        password: {secret: \"ssm:/other/pw\"}\n", `not under "/crawlstack/headers/"`},
+		{"login:\n      url: https://shop.example/login\n      fields:\n        password: {secret: \"env:PW\"}\n", "read by crawl run only"},
+	}
+	for _, b := range bad {
+		spec := "version: 1\nseeds: [http://127.0.0.1/]\nhosts:\n  shop.example:\n    " + b.spec
+		_, err := Parse([]byte(spec), Bounds{Secrets: secretref.Allowed{SSM: "/crawlstack/headers/"}})
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%q: err = %v, want %q", b.spec, err, b.want)
+		}
 	}
 }

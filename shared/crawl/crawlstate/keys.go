@@ -21,6 +21,7 @@ import (
 //	c#<crawl>#<n>  m#<sha256(name)>      a parse message marked done, one per WARC file (parsed.go),
 //	               m#L…, m#A…            and the Links messages named and admitted (links.go)
 //	c#<crawl>#<n>  b#<host>              a host's page budget in the crawl (budgetKey)
+//	c#<crawl>#<n>  s#<host>              a host's cookie jar in the crawl (JarKey, sessions.go)
 //	c#<crawl>#<n>  a#<gen>#<i>           chunk i of a resumable tally's saved state (tallystep.go): its
 //	                                     kind sorts before every other, and a tally reads after it
 //	k#<n>          <crawl>               a crawl, among CrawlShards partitions listing every crawl (CrawlKey)
@@ -113,7 +114,7 @@ func parsedKey(crawl, name string) table.Key {
 }
 
 // KindOf names the kind of item a key is: "url", "groups", "crawl" (a crawl or one of its counter
-// shards), "parsed", "host budget", "slot", or "other".
+// shards), "parsed", "host budget", "cookie jar", "slot", or "other".
 func KindOf(key table.Key) string {
 	switch {
 	case strings.HasPrefix(key.Part, slotPartKind):
@@ -125,7 +126,7 @@ func KindOf(key table.Key) string {
 	}
 	for _, k := range []struct{ prefix, name string }{
 		{urlKind, "url"}, {groupKind, "groups"}, {counterKind, "crawl"}, {parsedKind, "parsed"},
-		{budgetKind, "host budget"},
+		{budgetKind, "host budget"}, {sessionKind, "cookie jar"},
 	} {
 		if strings.HasPrefix(key.Sort, k.prefix) {
 			return k.name

@@ -58,6 +58,8 @@ var tableTests = []struct {
 	{"LostUnadmitUncountsOnce", testLostUnadmitUncountsOnce},
 	{"LostRejectCountsOnce", testLostRejectCountsOnce},
 	{"TwoOutcomesForOneKey", testTwoOutcomesForOneKey},
+	{"JarSavesLoseNothing", testJarSavesLoseNothing},
+	{"LoginsClaimOnceAndCount", testLoginsClaimOnceAndCount},
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 	{"ReplayedSlotWrites", testReplayedSlotWrites},

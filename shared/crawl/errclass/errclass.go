@@ -39,12 +39,15 @@ const (
 	// PageGone is a page that parse cannot read back: its WARC file was purged, or expired by the
 	// bucket's lifecycle, before its parse message was handled. Not retried: the page is gone.
 	PageGone Class = "page_gone"
+	// Login is a URL of a host whose login failed (a refused login, its secrets unread, or its
+	// rule's max_logins used up): its session is not open.
+	Login    Class = "login_failed"
 	Internal Class = "internal" // a bug or a backend failure: retried
 )
 
 // All lists every class, in a stable order for summaries.
 var All = []Class{DNS, Connect, TLS, Timeout, HTTP4xx, HTTP429, HTTP5xx, TooLarge, Robots, RobotsUnavailable,
-	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Stopped, OptedOut, PageGone, Internal}
+	Scope, Trap, SSRF, Parse, Type, Redirect, Dup, Poison, Budget, Stopped, OptedOut, PageGone, Login, Internal}
 
 // Error is an error with a class.
 type Error struct {

@@ -138,6 +138,9 @@ func (s *Store) readSecrets(ctx context.Context, c *crawlspec.Crawl) error {
 			c.Secret = append(c.Secret, name)
 		}
 	}
+	if err := c.ReadLogins(ctx, s.secrets); err != nil {
+		return err
+	}
 	if len(c.SecretRefs) == 0 || s.secrets == nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"log/slog"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -174,6 +175,10 @@ type Handler struct {
 	log        *slog.Logger
 	hosts      hostLimiter
 	optOuts    OptOuts
+	sessions   SessionStore
+	logins     LoginStore
+	login      LoginSender
+	loginLocks sync.Map // jarRef -> *sync.Mutex (login.go)
 	mem        *memory
 	said       saidHosts
 	now        func() time.Time
@@ -212,6 +217,13 @@ type Deps struct {
 	Crawls CrawlSettings
 	// OptOuts, if set, is the opt-out list, checked again before each request (see OptOuts).
 	OptOuts OptOuts
+	// Sessions, if set, keeps the cookie jars of the hosts whose rule asks for a session
+	// (sessions.go); nil: no host keeps cookies.
+	Sessions SessionStore
+	// Logins and Login, if both set, log in to the hosts whose rule has a login (login.go): the
+	// hosts' logins in the state, and the client that sends the login requests.
+	Logins LoginStore
+	Login  LoginSender
 	// Now is the clock (nil: time.Now); tests set it.
 	Now func() time.Time
 }
@@ -234,7 +246,7 @@ func New(cfg Config, d Deps) *Handler {
 	return &Handler{mem: newMemory(cfg.MemoryBudget, cfg.MaxDecodedBytes), cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
 		politeness: d.Politeness, circuits: d.Circuits, health: d.HostHealth, runs: d.Runs, counters: d.Counters,
 		http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages, crawls: d.Crawls, handoff: d.Handoff,
-		send: d.Send, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, now: d.Now}
+		send: d.Send, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, sessions: d.Sessions, logins: d.Logins, login: d.Login, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.
@@ -269,11 +281,13 @@ type fetched struct {
 // Handle processes one SQS batch of fetch messages.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	ctx, _ = withBook(ctx)
+	ctx, js := withJars(ctx)
 	ds := h.decode(ev)
 	held := h.holdPaused(ctx, ds)
 	all := workOf(ds)
 	ctx = withClaims(ctx, ds)
 	failed := h.fetchAll(ctx, all)
+	js.save(ctx, h)
 	resp := events.SQSEventResponse{BatchItemFailures: append(held, h.failures(ctx, ds, failed)...)}
 	if err := h.counters.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())

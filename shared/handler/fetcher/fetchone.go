@@ -213,7 +213,11 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 			return nil, err
 		}
 	}
-	if done, err := h.settle(ctx, a, h.get(a)); done {
+	done, getErr, err := h.getInSession(ctx, a) // h.get, logged in where the host's rule says (login.go)
+	if done {
+		return nil, err
+	}
+	if done, err := h.settle(ctx, a, getErr); done {
 		return nil, err
 	}
 	return h.keep(ctx, a)
@@ -282,6 +286,9 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	}
 	// The request record keeps the header names, never a secret's value.
 	r.Request = warcfile.Redacted(r.Request, a.crawl.secret...)
+	if final, err := url.Parse(r.URL); err == nil {
+		r.Header = redactSession(r.Header, a.crawl.crawl, final.Host) // nor a session cookie's
+	}
 	a.resp = r
 	if c := errclass.FromStatus(r.Status); c != "" && errclass.Retryable(c) {
 		// A 429 or 503 without a usable Retry-After waits as the policy says, as any 5xx.

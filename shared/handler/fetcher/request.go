@@ -213,6 +213,7 @@ func (h *Handler) crawlContext(ctx context.Context, crawl string) (context.Conte
 		ctx = httpfetch.WithStickyProxy(ctx, c.StickyProxy)
 	}
 	ctx = httpfetch.WithFingerprint(ctx, c.Fingerprint) // the spec's tls_fingerprint, or the stack's
+	ctx = h.sessionContext(ctx, crawl, c)               // the cookie jars of hosts with a session
 	return ctx, crawlSettings{rps: c.HostRPS, scope: c.Rules, previous: c.Previous, secret: c.Secret, crawl: c, keep: c.Keep}, nil
 }
 

@@ -46,6 +46,8 @@ type CrawlReport struct {
 	// HostNotes counts the notes of the purged hosts (throttling, circuit) removed from the
 	// crawl's counter shards (a host purge).
 	HostNotes int `json:"hostNotes,omitempty"`
+	// CookieJars are the purged hosts' cookie jars deleted (a host purge; hosts with a session).
+	CookieJars int `json:"cookieJars,omitempty"`
 	// IndexesRewritten are the CDXJ indexes written again: beside the rewritten WARC files, and
 	// the crawl's (indexes/<crawl>.cdxj), or deleted with the last file.
 	IndexesRewritten []string `json:"indexesRewritten,omitempty"`
@@ -118,6 +120,9 @@ func (p *Purger) finish(ctx context.Context, c *crawlPurge, all map[string]*warc
 			return err
 		}
 		cr.HostNotes = n
+		if cr.CookieJars, err = crawlstate.DeleteJars(ctx, p.T, c.crawl, m.matchHost, p.DryRun); err != nil {
+			return err
+		}
 	}
 	if err := p.records(ctx, c.crawl, m, all, cr); err != nil {
 		return err

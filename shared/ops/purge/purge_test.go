@@ -21,6 +21,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/app/cli"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/optout"
+	"github.com/crawlstack/crawlstack/shared/crawl/session"
 	"github.com/crawlstack/crawlstack/shared/local/sqlite"
 	"github.com/crawlstack/crawlstack/shared/ops/purge"
 	"github.com/crawlstack/crawlstack/shared/port/table"
@@ -300,11 +301,20 @@ func TestHostPurgeErasesEveryPageOfTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The host kept a session: its cookie jar goes with it.
+	site := mustURL(t, c.site)
+	set := session.Learn(site, []*http.Cookie{{Name: "sid", Value: "purge-me-cookie", Path: "/"}}, time.Now())
+	if _, err := crawlstate.NewSessions(be.Table, nil).SaveJar(ctx, c.crawl, site.Host, set, "T"); err != nil {
+		t.Fatal(err)
+	}
 	var lines []string
 	rep, err := (&purge.Purger{T: be.Table, B: be.Blobs, Progress: func(l string) { lines = append(lines, l) }}).Purge(ctx,
 		purge.Request{Target: target, Reason: "owner's request", Crawls: []string{c.crawl}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := rep.Totals().CookieJars; n != 1 {
+		t.Errorf("host purge deleted %d cookie jars, want 1", n)
 	}
 	if tot := rep.Totals(); len(tot.URLs) != 5 || len(tot.WARCFilesRewritten) != 0 || len(tot.WARCFilesDeleted) == 0 {
 		t.Errorf("host purge: %d URLs, %d files rewritten, %d deleted; want 5 URLs and every file deleted",
@@ -321,7 +331,8 @@ func TestHostPurgeErasesEveryPageOfTheHost(t *testing.T) {
 	var left []string
 	every(be).Each(ctx, func(key table.Key, it table.Item) error {
 		b, _ := json.Marshal(it)
-		if key != optout.Key && (strings.Contains(string(b), "127.0.0.1") || strings.Contains(key.String(), "127.0.0.1")) {
+		if key != optout.Key && (strings.Contains(string(b), "127.0.0.1") || strings.Contains(key.String(), "127.0.0.1") ||
+			strings.Contains(string(b), "purge-me-cookie")) {
 			left = append(left, key.String())
 		}
 		return nil

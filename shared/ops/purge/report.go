@@ -51,6 +51,7 @@ func (r Report) Totals() CrawlReport {
 		t.PagesMoved += c.PagesMoved
 		t.RecordsMoved += c.RecordsMoved
 		t.Budgets += c.Budgets
+		t.CookieJars += c.CookieJars
 		t.HostNotes += c.HostNotes
 		t.DataValues += c.DataValues
 		t.Unresolved = append(t.Unresolved, c.Unresolved...)

@@ -316,3 +316,13 @@ func TestIntegrationRecordsAreStreamedAsTheyAreStored(t *testing.T) {
 	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
 	h.CheckRecordsAreStreamed(8)
 }
+
+// TestIntegrationALoginWallIsCrawledWithItsSessions crawls, on the AWS adapters, a site behind a
+// login wall and a consent cookie whose sessions expire: the cookie jars and the login claims
+// live in DynamoDB (e2etest.CheckLoginWall).
+func TestIntegrationALoginWallIsCrawledWithItsSessions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 10, 3)
+	h.setup(cli.QueueSettings{Visibility: 5 * time.Second, MaxReceiveCount: 5})
+	h.CheckLoginWall(4)
+}

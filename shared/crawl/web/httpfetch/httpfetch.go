@@ -6,12 +6,14 @@
 package httpfetch
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -352,6 +354,7 @@ type limits struct {
 	truncate     bool // cut the decoded body at its cap instead of failing
 	redirects    int
 	follow       func(*url.URL) error // nil: follow every redirect the guard allows
+	send         *Send                // nil: a GET
 }
 
 func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response, error) {
@@ -387,8 +390,9 @@ func (c *Client) get(ctx context.Context, rawURL string, lim limits) (*Response,
 	hc := &http.Client{
 		Transport:     c.transportFor(ctx),
 		CheckRedirect: c.checkRedirect(lim, &redirects),
+		Jar:           jarOf(ctx),
 	}
-	req, err := c.newRequest(ctx, u)
+	req, err := c.newRequest(ctx, u, lim.send)
 	if err != nil {
 		return nil, err
 	}
@@ -443,15 +447,31 @@ func (c *Client) checkRedirect(lim limits, redirects *[]string) func(req *http.R
 
 // newRequest is the GET of u with the crawler's headers, the caller's own from ctx (but those the
 // client sets itself), and the conditional ones of a recrawl.
-func (c *Client) newRequest(ctx context.Context, u *url.URL) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+func (c *Client) newRequest(ctx context.Context, u *url.URL, send *Send) (*http.Request, error) {
+	method, body := http.MethodGet, io.Reader(nil)
+	if send != nil {
+		method = send.Method
+		if send.Body != nil {
+			body = bytes.NewReader(send.Body)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, errclass.Errorf(errclass.Parse, "build request: %v", err)
 	}
+
 	req.Header.Set("User-Agent", c.opts.UserAgent)
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
 	setHeaders(ctx, req.Header, u.Host)
+	if send != nil {
+		for k, vs := range send.Header {
+			if !ownHeaders[http.CanonicalHeaderKey(k)] {
+				req.Header[http.CanonicalHeaderKey(k)] = vs
+			}
+		}
+		return req, nil // a login's: no conditional headers
+	}
 	setConditional(ctx, req.Header)
 	return req, nil
 }
