@@ -59,6 +59,58 @@ func (f *fakeSSM) requests() []map[string]any {
 	return append([]map[string]any(nil), f.asked...)
 }
 
+// deployedFetch is the fetch handlers as a deployed fetch function builds them, on the embedded
+// backend, with the stack's SSM prefix /crawlstack/headers/ and its secrets read by the SDK's SSM
+// client from a loopback Parameter Store that holds params.
+func deployedFetch(t *testing.T, params map[string]string) (*pipeline.Handlers, embedtest.Backend, *fakeSSM, pipeline.Config) {
+	t.Helper()
+	ssmSrv := &fakeSSM{params: params}
+	ssmHTTP := httptest.NewServer(ssmSrv)
+	t.Cleanup(ssmHTTP.Close)
+	sdk := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(ssmHTTP.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
+	be := embedtest.Open(t, "fetch", "parse")
+	cfg := pipeline.DefaultConfig()
+	cfg.AllowNets, cfg.HostRPS, cfg.MaxTries = []string{"127.0.0.0/8"}, 0, 1
+	cfg.SecretHeaders = secretref.Allowed{SSM: "/crawlstack/headers/"}
+	secrets, err := HeaderSecrets(cfg.SecretHeaders, awssecrets.Reader{}, sdk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := pipeline.NewOnly(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs, Secrets: secrets},
+		slog.New(slog.DiscardHandler), pipeline.Fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hs.Close)
+	return hs, be, ssmSrv, cfg
+}
+
+// fetchOne admits raw (a page of the site at root) into crawl and hands fetch one message of it,
+// as its queue would; it returns the URL's state and fetch's answer.
+func fetchOne(t *testing.T, hs *pipeline.Handlers, crawl, root, raw string) (crawlstate.URL, events.SQSEventResponse) {
+	t.Helper()
+	ctx := context.Background()
+	u, _ := urlnorm.Normalize(raw)
+	if _, err := hs.State.Admit(ctx, crawl, urlnorm.Key(u.String()), raw, root, 1, "links"); err != nil {
+		t.Fatal(err)
+	}
+	body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, Target: message.Target{URL: raw, Root: root, Depth: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hs.Fetch.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + crawl, Body: body,
+		Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1795982400000"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := hs.State.Get(ctx, crawl, urlnorm.Key(u.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, resp
+}
+
 // A deployed fetch function reads a spec's ssm: secret header with the SDK's SSM client
 // (decrypted), under the stack's prefix, and sends it; the container keeps the value, so a second
 // crawl that names it costs no read. A reference outside the prefix is refused before any request,
@@ -66,12 +118,6 @@ func (f *fakeSSM) requests() []map[string]any {
 // without the header.
 func TestDeployedFetchSendsSecretHeadersUnderThePrefix(t *testing.T) {
 	const token = "Bearer tok-SECRET-5150"
-	ssmSrv := &fakeSSM{params: map[string]string{"/crawlstack/headers/token": token, "/other/token": "Bearer other"}}
-	ssmHTTP := httptest.NewServer(ssmSrv)
-	defer ssmHTTP.Close()
-	sdk := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(ssmHTTP.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
-
 	var mu sync.Mutex
 	seen := map[string]string{} // path: Authorization
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -86,21 +132,7 @@ func TestDeployedFetchSendsSecretHeadersUnderThePrefix(t *testing.T) {
 		w.Write([]byte("<html><body>hello</body></html>"))
 	}))
 	defer site.Close()
-
-	be := embedtest.Open(t, "fetch", "parse")
-	cfg := pipeline.DefaultConfig()
-	cfg.AllowNets, cfg.HostRPS, cfg.MaxTries = []string{"127.0.0.0/8"}, 0, 1
-	cfg.SecretHeaders = secretref.Allowed{SSM: "/crawlstack/headers/"}
-	secrets, err := HeaderSecrets(cfg.SecretHeaders, awssecrets.Reader{}, sdk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs, err := pipeline.NewOnly(cfg, pipeline.Ports{Queue: be.Queue, Table: be.Table, Blobs: be.Blobs, Secrets: secrets},
-		slog.New(slog.DiscardHandler), pipeline.Fetch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hs.Close()
+	hs, be, ssmSrv, cfg := deployedFetch(t, map[string]string{"/crawlstack/headers/token": token, "/other/token": "Bearer other"})
 
 	ctx := context.Background()
 	fetch := func(crawl, ref, path string) (crawlstate.State, events.SQSEventResponse) {
@@ -109,24 +141,7 @@ func TestDeployedFetchSendsSecretHeadersUnderThePrefix(t *testing.T) {
 		if err := specstore.Save(ctx, be.Blobs, crawl, set); err != nil {
 			t.Fatal(err)
 		}
-		raw := site.URL + path
-		u, _ := urlnorm.Normalize(raw)
-		if _, err := hs.State.Admit(ctx, crawl, urlnorm.Key(u.String()), raw, site.URL+"/", 1, "links"); err != nil {
-			t.Fatal(err)
-		}
-		body, err := message.Encode(message.Fetch{Header: message.Header{Crawl: crawl}, Target: message.Target{URL: raw, Root: site.URL + "/", Depth: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := hs.Fetch.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + crawl, Body: body,
-			Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1795982400000"}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := hs.State.Get(ctx, crawl, urlnorm.Key(u.String()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, resp := fetchOne(t, hs, crawl, site.URL+"/", site.URL+path)
 		return got.State, resp
 	}
 
@@ -152,7 +167,7 @@ func TestDeployedFetchSendsSecretHeadersUnderThePrefix(t *testing.T) {
 		t.Errorf("a reference outside the prefix: the URL is %s, the site reached %v, failures %v, %d reads; want no fetch, the message failed and no read",
 			state, reached, resp.BatchItemFailures, len(ssmSrv.requests()))
 	}
-	err = cfg.SecretHeaders.Check(secretref.Ref{Kind: secretref.KindSSM, Name: "/other/token"})
+	err := cfg.SecretHeaders.Check(secretref.Ref{Kind: secretref.KindSSM, Name: "/other/token"})
 	if err == nil || !strings.Contains(err.Error(), "secretHeaderParameterPrefix") {
 		t.Errorf("the refusal %v; want it to name the stack's setting", err)
 	}
