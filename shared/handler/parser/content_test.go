@@ -20,7 +20,6 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/warcfile"
 	"github.com/crawlstack/crawlstack/shared/crawl/web/pdftext"
 	"github.com/crawlstack/crawlstack/shared/handler/parser"
-	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/testkit/pdfgen"
 )
 
@@ -161,23 +160,11 @@ func TestContentKindsBesideHTMLInOneBatch(t *testing.T) {
 func (e *env) linksSent() []string {
 	e.t.Helper()
 	var urls []string
-	for {
-		msgs, err := e.q.Receive(context.Background(), scheduleQ, queue.MaxBatch, time.Minute, 0)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(msgs) == 0 {
-			slices.Sort(urls)
-			return urls
-		}
-		for _, qm := range msgs {
-			l, err := message.DecodeLinks(qm.Body)
-			if err != nil {
-				e.t.Fatalf("invalid links message: %v", err)
-			}
-			urls = append(urls, l.URLs...)
-		}
+	for _, l := range e.linksMessages() {
+		urls = append(urls, l.URLs...)
 	}
+	slices.Sort(urls)
+	return urls
 }
 
 // A crawl that does not parse a kind records its pages as kept, unparsed (the keep list), and a

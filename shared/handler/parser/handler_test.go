@@ -185,28 +185,39 @@ func (e *env) handle(recs ...events.SQSMessage) []string {
 	return embedtest.Failures(e.t, e.h.Handle, recs...)
 }
 
-// sent returns the URLs of the links messages on the schedule queue, checking their header.
+// sent returns the URLs of the links messages on the schedule queue, sorted, checking that each
+// names m as its parent.
 func (e *env) sent(m *message.Parse) []string {
 	e.t.Helper()
 	var urls []string
+	for _, l := range e.linksMessages() {
+		if l.Crawl != m.Crawl || l.Root != m.Root || l.Parent != m.URL || l.Depth != m.Depth+1 {
+			e.t.Errorf("links message %+v: want crawl %s, root %s, parent %s, depth %d", l, m.Crawl, m.Root, m.URL, m.Depth+1)
+		}
+		urls = append(urls, l.URLs...)
+	}
+	slices.Sort(urls)
+	return urls
+}
+
+// linksMessages takes every links message off the schedule queue.
+func (e *env) linksMessages() []*message.Links {
+	e.t.Helper()
+	var out []*message.Links
 	for {
 		msgs, err := e.q.Receive(context.Background(), scheduleQ, queue.MaxBatch, time.Minute, 0)
 		if err != nil {
 			e.t.Fatal(err)
 		}
 		if len(msgs) == 0 {
-			slices.Sort(urls)
-			return urls
+			return out
 		}
 		for _, qm := range msgs {
 			l, err := message.DecodeLinks(qm.Body)
 			if err != nil {
 				e.t.Fatalf("invalid links message: %v", err)
 			}
-			if l.Crawl != m.Crawl || l.Root != m.Root || l.Parent != m.URL || l.Depth != m.Depth+1 {
-				e.t.Errorf("links message %+v: want crawl %s, root %s, parent %s, depth %d", l, m.Crawl, m.Root, m.URL, m.Depth+1)
-			}
-			urls = append(urls, l.URLs...)
+			out = append(out, l)
 		}
 	}
 }
