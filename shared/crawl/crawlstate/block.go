@@ -31,8 +31,9 @@ const tailShare = 8
 // BlockSize is how many pages of a budget of maxPages a store takes in one write: a hundredth of
 // the budget, at least 1 and at most 1,000. A budget of 10,000 pages takes 138 writes of its item
 // in all (92 blocks, and smaller ones at the end), where it took 10,000 before; a budget of under
-// 200 pages takes one write per page, as before. A host's default budget of 100,000 pages takes
-// a block of 1,000: one write per host for each store that admits its URLs.
+// 200 pages takes one write per page, as before. A host's budget is taken so only past a store's
+// allowance of it (hostbudget.go): a host's default budget of 100,000 pages takes no write for its
+// first 1,000 pages in a store, then blocks of 960.
 func BlockSize(maxPages int) int { return min(max(maxPages/100, 1), maxBlock) }
 
 // blockBudget is one store's block of a budget.
@@ -53,6 +54,10 @@ type blockBudget struct {
 	// returned are the pages given back to a store that holds no block (a fetch container), not yet
 	// written to the table.
 	returned int
+	// free are the pages of a host's budget this store handed out under its allowance, and refused
+	// says the store was refused an allowance (hostbudget.go).
+	free    int
+	refused bool
 	// seq numbers this store's writes of the budget's item, as its counter writes are numbered
 	// (countwrite.go): a write sets q<writer> to its seq, and a replay finds it there. lost is a
 	// write whose answer the SDK could not get, applied or not: the item's q<writer> tells which,

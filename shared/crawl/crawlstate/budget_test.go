@@ -67,25 +67,6 @@ func testBudgetInBlocks(t *testing.T, tb table.Table) {
 			t.Errorf("pages taken = %d, %v; want one block of 10 (the trap's pages given back)", it.Int(attrBudget), err)
 		}
 	})
-	t.Run("AHostsBudgetIsAWritePerStore", func(t *testing.T) {
-		crawl := crawlName(t)
-		wc := &writeCount{Table: tb}
-		for range 2 { // two containers, each admitting 150 pages of the host
-			s := New(wc)
-			for i := range 150 {
-				if err := s.ReserveBudget(ctx, crawl, "h.test", 0, 100_000); err != nil {
-					t.Fatalf("page %d: %v", i, err)
-				}
-			}
-		}
-		if n := wc.writes(budgetKey(crawl, "h.test")); n != 2 {
-			t.Errorf("300 pages of a host took %d writes of its budget item, want 2 (a block of 1,000 per store)", n)
-		}
-		it, err := tb.Get(ctx, budgetKey(crawl, "h.test"))
-		if err != nil || it.Int(attrPages) != 2000 {
-			t.Errorf("the host's pages taken = %d, %v; want two blocks of 1,000", it.Int(attrPages), err)
-		}
-	})
 	t.Run("WritesOverAWholeBudget", func(t *testing.T) {
 		crawl := crawlName(t)
 		wc := &writeCount{Table: tb}
@@ -106,24 +87,27 @@ func testBudgetInBlocks(t *testing.T, tb table.Table) {
 // testBudgetNeverExceeded: stores (containers) that reserve at once, each from several
 // goroutines (the handlers of crawl run share one store), never grant more than maxPages in all;
 // and since each uses its block before it takes another and all go on until the budget is used
-// up, they grant all of it.
+// up, they grant all of it. A host's budget: testHostBudgetAtItsEdges.
 func testBudgetNeverExceeded(t *testing.T, tb table.Table) {
-	for _, perHost := range []bool{false, true} {
-		t.Run(map[bool]string{false: "crawl", true: "host"}[perHost], func(t *testing.T) {
-			testOneBudgetNeverExceeded(t, tb, perHost)
-		})
-	}
+	t.Run("crawl", func(t *testing.T) {
+		crawl := crawlName(t)
+		const budget = 700
+		if got := raceForBudget(t, tb, crawl, budget, 0, 4, 3); got != budget {
+			t.Errorf("granted %d pages of a budget of %d", got, budget)
+		}
+		if got := takenIn(t, tb, crawl); got != budget {
+			t.Errorf("pages taken in the table = %d; want %d", got, budget)
+		}
+	})
+	t.Run("host", func(t *testing.T) { testHostBudgetAtItsEdges(t, tb) })
 }
 
-// testOneBudgetNeverExceeded is testBudgetNeverExceeded for the crawl's budget, or a host's.
-func testOneBudgetNeverExceeded(t *testing.T, tb table.Table, perHost bool) {
+// raceForBudget has stores of workers each reserve pages of host a.test at once until the
+// crawl's budget (maxPages) or the host's (maxPerHost) refuses them, and returns how many pages
+// they were granted in all.
+func raceForBudget(t *testing.T, tb table.Table, crawl string, maxPages, maxPerHost, stores, workers int) int64 {
+	t.Helper()
 	ctx := context.Background()
-	crawl := crawlName(t)
-	const budget, stores, workers = 700, 4, 3
-	maxPages, maxPerHost, key, attr := budget, 0, CrawlKey(crawl), attrBudget
-	if perHost {
-		maxPages, maxPerHost, key, attr = 0, budget, budgetKey(crawl, "a.test"), attrPages
-	}
 	var granted atomic.Int64
 	var wg sync.WaitGroup
 	for range stores {
@@ -145,13 +129,7 @@ func testOneBudgetNeverExceeded(t *testing.T, tb table.Table, perHost bool) {
 		}
 	}
 	wg.Wait()
-	if got := granted.Load(); got != budget {
-		t.Errorf("granted %d pages of a budget of %d", got, budget)
-	}
-	it, err := tb.Get(ctx, key)
-	if err != nil || it.Int(attr) != budget {
-		t.Errorf("pages taken in the table = %d, %v; want %d", it.Int(attr), err, budget)
-	}
+	return granted.Load()
 }
 
 // testBudgetLeftUnusedIsBounded: stores that go while their blocks still hold pages leave those
