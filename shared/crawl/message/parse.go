@@ -29,7 +29,27 @@ type Parse struct {
 	File  string `json:"file,omitempty"`
 	Part  int    `json:"part,omitempty"`
 	Pages []Page `json:"pages,omitempty"`
+	// Robots are the robots.txt rules the fetcher applied to its pages' hosts, those it could carry
+	// (RobotsRules): parse drops the links they disallow before they are admitted. A host whose
+	// rules are not here has nothing refused early; the fetcher checks every URL it fetches.
+	Robots []RobotsRules `json:"robots,omitempty"`
 }
+
+// RobotsRules are one host's robots.txt as the fetcher applied it (robots.Held).
+type RobotsRules struct {
+	Host  string `json:"host"`  // scheme://host:port
+	Agent string `json:"agent"` // the product token matched
+	Body  string `json:"body"`
+}
+
+// Bounds on the robots.txt rules a Parse message carries: a longer robots.txt is not carried,
+// and the rules of a message take at most MaxRobotsBytes (and no more than is left of the message's
+// last 64 KiB, which SQS bills as one request), so a hostile robots.txt cannot make a message
+// dearer or break its limit.
+const (
+	MaxRobotsBody  = 16 << 10
+	MaxRobotsBytes = 32 << 10
+)
 
 // Page is one stored response in a Parse message's file.
 type Page struct {
