@@ -130,4 +130,3 @@ func btoi(b bool) int {
 	}
 	return 0
 }
-
