@@ -124,7 +124,7 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool, h hints) {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
 	}
 	if s.RobotsRefused > 0 {
-		fmt.Fprintf(w, "  links refused by robots.txt before admission: %d (not in seen; robots in by class counts the URLs the fetcher skipped)\n", s.RobotsRefused)
+		fmt.Fprintf(w, "  links refused by robots.txt before admission: %d\n", s.RobotsRefused)
 	}
 	printResponses(w, s.Responses)
 	printGaveUp(w, s.GaveUp, s.Failed)
