@@ -35,17 +35,18 @@ type Parse struct {
 	Robots []RobotsRules `json:"robots,omitempty"`
 }
 
-// RobotsRules are one host's robots.txt as the fetcher applied it (robots.Held).
+// RobotsRules are a robots.txt as the fetcher applied it (robots.Held) to each of Hosts: the
+// hosts whose robots.txt is the same file, matched for the same product token, share one entry.
 type RobotsRules struct {
-	Host  string `json:"host"`  // scheme://host:port
-	Agent string `json:"agent"` // the product token matched
-	Body  string `json:"body"`
+	Hosts []string `json:"hosts"` // scheme://host:port
+	Agent string   `json:"agent"` // the product token matched
+	Body  string   `json:"body"`
 }
 
-// Bounds on the robots.txt rules a Parse message carries: a longer robots.txt is not carried,
-// and the rules of a message take at most MaxRobotsBytes (and no more than is left of the message's
-// last 64 KiB, which SQS bills as one request), so a hostile robots.txt cannot make a message
-// dearer or break its limit.
+// Bounds on the robots.txt rules a Parse message carries: a robots.txt longer than MaxRobotsBody
+// is not carried, and the rules of a message take at most MaxRobotsBytes (the fetcher's parts of
+// pages leave that room below MaxBytes), so a hostile robots.txt cannot break a message's limit,
+// and adds at most one 64 KiB request to what SQS bills for it.
 const (
 	MaxRobotsBody  = 16 << 10
 	MaxRobotsBytes = 32 << 10

@@ -11,12 +11,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"slices"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 )
-
-// sqsChunk is the payload size SQS bills as one request.
-const sqsChunk = 64 << 10
 
 // robotsSlack is room kept in a parse message for what is added to it on the way (its SQS
 // attributes: the trace context).
@@ -32,26 +30,29 @@ func (h *Handler) heldRules(ctx context.Context, u *url.URL) *message.RobotsRule
 	if !ok {
 		return nil
 	}
-	return &message.RobotsRules{Host: held.Host, Agent: held.Agent, Body: held.Body}
+	return &message.RobotsRules{Hosts: []string{held.Host}, Agent: held.Agent, Body: held.Body}
 }
 
-// addRobots adds r to rules unless rules hold its host's already.
+// addRobots adds r, the rules of one host, to rules: to the entry of the same file and product
+// token, if there is one (hosts often serve the same robots.txt), unless it names the host already.
 func addRobots(rules []message.RobotsRules, r *message.RobotsRules) []message.RobotsRules {
-	if r == nil {
+	if r == nil || len(r.Hosts) != 1 {
 		return rules
 	}
-	for _, have := range rules {
-		if have.Host == r.Host && have.Agent == r.Agent {
+	for i, have := range rules {
+		if have.Agent == r.Agent && have.Body == r.Body {
+			if !slices.Contains(have.Hosts, r.Hosts[0]) {
+				rules[i].Hosts = append(rules[i].Hosts, r.Hosts[0])
+			}
 			return rules
 		}
 	}
-	return append(rules, *r)
+	return append(rules, message.RobotsRules{Hosts: []string{r.Hosts[0]}, Agent: r.Agent, Body: r.Body})
 }
 
-// encodeParse encodes m with as many of rules as fit: at most message.MaxRobotsBytes, and no more
-// than is left of the 64 KiB that SQS bills the message's pages by (extra: bytes the render step
-// adds on the way). The rules never make the message dearer nor break its limit: rules that do not
-// fit are left out, and parse refuses nothing early for their hosts.
+// encodeParse encodes m with as many of rules as fit: at most message.MaxRobotsBytes, below
+// message.MaxBytes (extra: bytes the render step adds on the way). Rules that do not fit are left
+// out, and parse refuses nothing early for their hosts.
 func encodeParse(m *message.Parse, rules []message.RobotsRules, extra int) (string, error) {
 	m.Robots = nil
 	body, err := message.Encode(m)
@@ -59,7 +60,7 @@ func encodeParse(m *message.Parse, rules []message.RobotsRules, extra int) (stri
 		return body, err
 	}
 	used := len(body) + extra + robotsSlack
-	room := min(message.MaxRobotsBytes, message.MaxBytes-used, (used+sqsChunk-1)/sqsChunk*sqsChunk-used)
+	room := min(message.MaxRobotsBytes, message.MaxBytes-used)
 	for _, r := range rules {
 		b, err := json.Marshal(r)
 		if err != nil || len(b)+1 > room {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,9 +60,9 @@ func TestTheParseMessageCarriesTheRobotsTxtTheFetcherApplied(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("%d parse messages, want 1", len(msgs))
 	}
-	want := []message.RobotsRules{{Host: "http://" + e.site.srv.Listener.Addr().String(), Agent: "crawlstack-test",
+	want := []message.RobotsRules{{Hosts: []string{"http://" + e.site.srv.Listener.Addr().String()}, Agent: "crawlstack-test",
 		Body: "User-agent: *\nDisallow: /private/\n"}} // what newSite serves
-	if got := msgs[0].Robots; len(got) != 1 || got[0] != want[0] {
+	if got := msgs[0].Robots; !reflect.DeepEqual(got, want) {
 		t.Errorf("robots = %+v, want %+v", got, want)
 	}
 
@@ -79,14 +81,20 @@ func TestTheParseMessageCarriesTheRobotsTxtTheFetcherApplied(t *testing.T) {
 
 // TestAHostileRobotsTxtDoesNotBlowTheParseMessage: a robots.txt longer than a message carries
 // (here 400 KB, its rule at the end) travels not at all, and the rules of many hosts take at most
-// message.MaxRobotsBytes: the message stays in the 64 KiB that SQS bills as one request.
+// message.MaxRobotsBytes (here, with few pages, the message stays in the 64 KiB that SQS bills as
+// one request); hosts that serve the same file share one entry.
 func TestAHostileRobotsTxtDoesNotBlowTheParseMessage(t *testing.T) {
 	e := newEnv(t, nil)
 	huge := robotsHost(t, http.StatusOK, strings.Repeat("# "+strings.Repeat("x", 97)+"\n", 4000)+"User-agent: *\nDisallow: /private\n")
 	recs := []string{huge.URL + "/"}
-	for range 6 {
-		big := robotsHost(t, http.StatusOK, "User-agent: *\nDisallow: /private\n"+strings.Repeat("# "+strings.Repeat("y", 97)+"\n", 150))
+	for i := range 6 { // six files of 15 KB, each its own
+		big := robotsHost(t, http.StatusOK, "User-agent: *\nDisallow: /private"+itoa(i)+"\n"+strings.Repeat("# "+strings.Repeat("y", 97)+"\n", 150))
 		recs = append(recs, big.URL+"/")
+	}
+	var shared []string // three hosts of one small file: one entry for the three
+	for range 3 {
+		srv := robotsHost(t, http.StatusOK, "User-agent: *\nDisallow: /search\n")
+		recs, shared = append(recs, srv.URL+"/"), append(shared, "http://"+srv.Listener.Addr().String())
 	}
 	var batch []events.SQSMessage
 	for i, raw := range recs {
@@ -102,13 +110,15 @@ func TestAHostileRobotsTxtDoesNotBlowTheParseMessage(t *testing.T) {
 		pages += len(list)
 		rulesBytes := 0
 		for _, r := range m.Robots {
-			if r.Host == "http://"+huge.Listener.Addr().String() {
+			if slices.Contains(r.Hosts, "http://"+huge.Listener.Addr().String()) {
 				t.Errorf("the 400 KB robots.txt travels in the parse message")
 			}
 			b, _ := json.Marshal(r)
 			rulesBytes += len(b)
 		}
-		carried += len(m.Robots)
+		for _, r := range m.Robots {
+			carried += len(r.Hosts)
+		}
 		if rulesBytes > message.MaxRobotsBytes {
 			t.Errorf("message %d carries %d bytes of robots.txt, over %d", i, rulesBytes, message.MaxRobotsBytes)
 		}
@@ -119,9 +129,28 @@ func TestAHostileRobotsTxtDoesNotBlowTheParseMessage(t *testing.T) {
 	if pages != len(recs) {
 		t.Fatalf("%d pages sent to parse, want %d", pages, len(recs))
 	}
-	if carried == 0 || carried >= len(recs)-1 {
-		t.Errorf("%d hosts' rules carried, want some of the %d hosts of 15 KB robots.txt, not all", carried, len(recs)-1)
+	if carried <= len(shared) || carried >= len(recs)-1 {
+		t.Errorf("%d hosts' rules carried, want the %d of the small file and some of the 6 hosts of 15 KB robots.txt, not all", carried, len(shared))
 	}
+	var sharing []string
+	for _, m := range msgs {
+		for _, r := range m.Robots {
+			if r.Body == "User-agent: *\nDisallow: /search\n" {
+				sharing = append(sharing, strings.Join(r.Hosts, " "))
+			}
+		}
+	}
+	slices.Sort(shared)
+	if len(sharing) != 1 || !sameHosts(sharing[0], shared) {
+		t.Errorf("the small file's entries: %q, want one naming %v", sharing, shared)
+	}
+}
+
+// sameHosts says whether the hosts joined by spaces are hosts, in any order.
+func sameHosts(joined string, hosts []string) bool {
+	got := strings.Fields(joined)
+	slices.Sort(got)
+	return slices.Equal(got, hosts)
 }
 
 func btoi(b bool) int {

@@ -262,8 +262,9 @@ func (h *Handler) offer(key string, p fetched, ref crawlstate.Page) {
 	h.handoff.Offer(message.Ref{Key: key, Offset: ref.Offset, Length: ref.Length}, stored)
 }
 
-// partBytes bounds the pages' share of one parse message, below message.MaxBytes.
-const partBytes = message.MaxBytes - 16<<10
+// partBytes bounds the pages' share of one parse message, below message.MaxBytes, leaving room for
+// the robots.txt rules that travel with them (robotsparse.go).
+const partBytes = message.MaxBytes - 16<<10 - message.MaxRobotsBytes
 
 // renderedBytes is the most the render step adds to a page of a parse message from the file at
 // key: the location of its rendered DOM (a key a little longer than key, two numbers) or a render

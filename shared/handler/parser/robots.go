@@ -28,18 +28,29 @@ func (h *Handler) heldRules(m *message.Parse) map[string]robots.Held {
 	}
 	held := make(map[string]robots.Held, len(m.Robots))
 	for _, r := range m.Robots {
-		u, err := url.Parse(r.Host)
-		if err != nil || u.Path != "" || r.Agent == "" || len(r.Body) > message.MaxRobotsBody {
-			h.log.Warn("parse message: robots.txt rules left out", "host", r.Host, "agent", r.Agent, "bytes", len(r.Body))
-			continue
+		for _, host := range r.Hosts {
+			if !wellFormed(host, r) {
+				h.log.Warn("parse message: robots.txt rules left out", "host", host, "agent", r.Agent, "bytes", len(r.Body))
+				continue
+			}
+			held[host] = robots.Held{Host: host, Agent: r.Agent, Body: r.Body}
 		}
-		if key, err := robots.HostKey(u); err != nil || key != r.Host {
-			h.log.Warn("parse message: robots.txt rules left out", "host", r.Host, "agent", r.Agent, "bytes", len(r.Body))
-			continue
-		}
-		held[r.Host] = robots.Held{Host: r.Host, Agent: r.Agent, Body: r.Body}
 	}
 	return held
+}
+
+// wellFormed says whether host is a scheme://host:port as robots.HostKey names it, and r has a
+// product token and a body no longer than message.MaxRobotsBody.
+func wellFormed(host string, r message.RobotsRules) bool {
+	if r.Agent == "" || len(r.Body) > message.MaxRobotsBody {
+		return false
+	}
+	u, err := url.Parse(host)
+	if err != nil || u.Path != "" {
+		return false
+	}
+	key, err := robots.HostKey(u)
+	return err == nil && key == host
 }
 
 // refuseByRobots drops from the work's links those that held's rules disallow and the crawl's

@@ -23,7 +23,7 @@ const robotsLinks = `<title>Home</title><a href="/about">About</a> <a href="/sea
 // entry that does not parse) has its links sent as before, and so has a link the scope refuses
 // (schedule records that refusal, and a link of another host is out of the page's host scope). The page's record lists every link.
 func TestLinksRobotsTxtRefusesAreNotSent(t *testing.T) {
-	carried := message.RobotsRules{Host: "http://example.test:80", Agent: "crawlstack", Body: "User-agent: *\nDisallow: /search\n"}
+	carried := message.RobotsRules{Hosts: []string{"http://example.test:80"}, Agent: "crawlstack", Body: "User-agent: *\nDisallow: /search\n"}
 	all := []string{"http://example.test/about", "http://example.test/search", "http://example.test/search/x",
 		"http://example.test/search?q=a", "http://example.test:8080/search"}
 	rest := []string{"http://example.test/about", "http://example.test/search/x", "http://example.test:8080/search"}
@@ -35,10 +35,10 @@ func TestLinksRobotsTxtRefusesAreNotSent(t *testing.T) {
 	}{
 		{"the host's rules came", []message.RobotsRules{carried}, rest, 2},
 		{"no rules came (unreadable, too long, or another host's)", nil, all, 0},
-		{"rules of another host only, out of the page's host scope", []message.RobotsRules{{Host: "http://example.test:8080", Agent: "crawlstack",
+		{"rules of another host only, out of the page's host scope", []message.RobotsRules{{Hosts: []string{"http://example.test:8080"}, Agent: "crawlstack",
 			Body: carried.Body}}, all, 0},
-		{"an entry that does not parse", []message.RobotsRules{{Host: "example.test", Agent: "crawlstack", Body: carried.Body}}, all, 0},
-		{"an entry without a product token", []message.RobotsRules{{Host: carried.Host, Body: carried.Body}}, all, 0},
+		{"an entry that does not parse", []message.RobotsRules{{Hosts: []string{"example.test"}, Agent: "crawlstack", Body: carried.Body}}, all, 0},
+		{"an entry without a product token", []message.RobotsRules{{Hosts: carried.Hosts, Body: carried.Body}}, all, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
