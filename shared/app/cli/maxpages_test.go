@@ -53,8 +53,9 @@ func (s *skipSite) htmlServed() map[string]int {
 	return maps.Clone(s.html)
 }
 
-// TestMaxPagesFetchesThatManyPages crawls a site with --max-pages 20 whose URLs skipped (robots.txt
-// disallows them, or they are text files) give their pages back: so the crawl fetches 20 pages, as
+// TestMaxPagesFetchesThatManyPages crawls a site with --max-pages 20 whose URLs skipped (text
+// files) give their pages back, and whose links robots.txt disallows parse refuses before they
+// take one: so the crawl fetches 20 pages, as
 // the flag says, and never more. The skips come early (the home page's links), or after the last
 // link was refused over the budget: then crawl run sends links refused over it again. The site's
 // count of the HTML pages it served is the oracle; the links left over the budget end with class
@@ -64,6 +65,8 @@ func TestMaxPagesFetchesThatManyPages(t *testing.T) {
 		name  string
 		links func(p string, n int) []string
 		want  map[string]int64 // the classes; -1: some
+		// refused are the links that parse refused for robots.txt: they take no page of the budget.
+		refused int64
 	}{
 		{"skips first", func(p string, n int) []string {
 			// 60 HTML pages, each linking to three others; the home page also to three pages
@@ -78,7 +81,7 @@ func TestMaxPagesFetchesThatManyPages(t *testing.T) {
 				}
 			}
 			return out
-		}, map[string]int64{"robots": 3, "type": 3, "budget": -1}},
+		}, map[string]int64{"robots": 0, "type": 3, "budget": -1}, 3},
 		{"skips last", func(p string, _ int) []string {
 			// The home page links first to three text files, then to 30 HTML pages that link
 			// nowhere: the text files take pages of the budget, the links after the first 16 HTML
@@ -94,7 +97,7 @@ func TestMaxPagesFetchesThatManyPages(t *testing.T) {
 				}
 			}
 			return out
-		}, map[string]int64{"type": 3, "budget": 11}},
+		}, map[string]int64{"type": 3, "budget": 11}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +122,9 @@ func TestMaxPagesFetchesThatManyPages(t *testing.T) {
 				if n != 1 {
 					t.Errorf("%s was served %d times", p, n)
 				}
+			}
+			if s.RobotsRefused != tt.refused {
+				t.Errorf("links refused by robots.txt: %d, want %d", s.RobotsRefused, tt.refused)
 			}
 			for class, n := range tt.want {
 				if got := s.Classes[class]; got != n && (n != -1 || got == 0) {

@@ -56,8 +56,11 @@ type Counts struct {
 	StoppedURLs int64 `json:"stoppedUrls"`
 	// StopRefused are the links a stopped crawl did not admit (no URL: not in Seen).
 	StopRefused int64 `json:"stopRefusedLinks,omitempty"`
-	Pending     int64 `json:"pending"`
-	ParseErrors int64 `json:"parseErrors"`
+	// RobotsRefused are the links parse dropped because their host's robots.txt refuses them (no
+	// URL: not in Seen, nor in the robots class, which counts the URLs the fetcher skipped).
+	RobotsRefused int64 `json:"robotsRefusedLinks,omitempty"`
+	Pending       int64 `json:"pending"`
+	ParseErrors   int64 `json:"parseErrors"`
 	// PagesPerSecond is the fetched pages per second: over the run in a summary, over the time
 	// since the crawl started in a status.
 	PagesPerSecond float64          `json:"pagesPerSecond"`
@@ -70,7 +73,7 @@ type Counts struct {
 // countsOf are the counts of c.
 func countsOf(c crawlstate.Counters) Counts {
 	n := Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed, StoppedURLs: c.StoppedURLs,
-		StopRefused: c.StopRefused, Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{},
+		StopRefused: c.StopRefused, RobotsRefused: c.RobotsRefused, Pending: c.Pending(), ParseErrors: c.ParseErrors, Classes: map[string]int64{},
 		Responses: finish.ResponsesOf(c.Responses)}
 	for cl, k := range c.Classes {
 		n.Classes[string(cl)] = k

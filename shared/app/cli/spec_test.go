@@ -20,9 +20,10 @@ func TestRunASpec(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	s := lastJSON(t, stdout)
-	// max_pages bounds the pages fetched: the one robots.txt disallows gives its page back.
-	if !s.Finished || s.Fetched != 6 || s.Classes["robots"] != 1 || s.Pending != 0 {
-		t.Errorf("summary %+v, want 6 pages fetched (the spec's max_pages) and 1 skipped as robots", s.Counts)
+	// max_pages bounds the pages fetched: the link robots.txt disallows is refused by parse, and
+	// takes no page of it.
+	if !s.Finished || s.Fetched != 6 || s.RobotsRefused != 1 || s.Classes["robots"] != 0 || s.Pending != 0 {
+		t.Errorf("summary %+v, want 6 pages fetched (the spec's max_pages) and 1 link refused by robots.txt", s.Counts)
 	}
 	if n := site.Fetched(); int64(n) != s.Fetched {
 		t.Errorf("the site served %d pages, the summary says %d", n, s.Fetched)

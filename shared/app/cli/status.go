@@ -383,6 +383,9 @@ func printStatus(w io.Writer, s Status) {
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
 	}
+	if s.RobotsRefused > 0 {
+		fmt.Fprintf(w, "  links refused by robots.txt before admission: %d\n", s.RobotsRefused)
+	}
 	printResponses(w, s.Responses)
 	if s.StopRefused > 0 {
 		fmt.Fprintf(w, "  links not admitted since the stop: %d\n", s.StopRefused)

@@ -11,14 +11,16 @@ import (
 	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
 )
 
-// TestStatusPauseResumeStopEmbedded crawls a site and a missing page to their end, then drives
+// TestStatusPauseResumeStopEmbedded crawls a site, a missing page and a page robots.txt disallows to their end, then drives
 // crawl failures, status, pause, resume and stop on its state directory (shared/testkit/awse2e does the same with --backend aws).
 func TestStatusPauseResumeStopEmbedded(t *testing.T) {
 	site := demosite.New(12, 3, 500)
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 	state := t.TempDir()
-	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n"+srv.URL+"/no-such-page\n")
+	// /private/secret, which robots.txt disallows, is a seed: a link to it is refused by parse
+	// before its admission, and never becomes a URL that crawl failures lists.
+	seeds := writeFile(t, "seeds.txt", srv.URL+"/\n"+srv.URL+"/no-such-page\n"+srv.URL+"/private/secret\n")
 	code, stdout, stderr := runMain(t, "run", "--state", state, "--allow-net", "127.0.0.0/8", "--host-rps", "0", "--json", "--quiet", seeds)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)

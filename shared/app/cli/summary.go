@@ -123,6 +123,9 @@ func printSummary(stdout, stderr io.Writer, s Summary, asJSON bool, h hints) {
 	if s.ParseErrors > 0 {
 		fmt.Fprintf(w, "  parse errors: %d\n", s.ParseErrors)
 	}
+	if s.RobotsRefused > 0 {
+		fmt.Fprintf(w, "  links refused by robots.txt before admission: %d\n", s.RobotsRefused)
+	}
 	printResponses(w, s.Responses)
 	printGaveUp(w, s.GaveUp, s.Failed)
 	printThrottled(w, s.Throttled)

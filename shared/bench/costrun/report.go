@@ -34,8 +34,8 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 		fmt.Fprintf(w, "the table held %d items of %d other crawls (%.1f MB) before the crawl: compare the DynamoDB units per page with a run without -history-items\n",
 			r.History.Items, r.History.Crawls, float64(r.History.Bytes)/1e6)
 	}
-	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v\n",
-		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes)
+	fmt.Fprintf(w, "URLs: %d seen, %d fetched, %d skipped, %d failed; by class %v; links refused by robots.txt before admission %d\n",
+		r.URLs.Seen, r.URLs.Fetched, r.URLs.Skipped, r.URLs.Failed, r.URLs.Classes, r.URLs.RobotsRefused)
 	if r.IndexFiles > 0 {
 		fmt.Fprintf(w, "the crawl's CDXJ index (crawl index): %d lines from %d WARC files, its GETs and PUT in the S3 figures\n",
 			r.IndexLines, r.IndexFiles)

@@ -15,6 +15,15 @@ func (s *Runs) CountParseError(ctx context.Context, crawl string, class errclass
 	return s.count(ctx, crawl, map[string]int64{"parse_errors": 1, "class_" + string(class): 1})
 }
 
+// CountRobotsRefused counts n links that parse dropped because their hosts' robots.txt refuses
+// them (Counters.RobotsRefused): URLs never admitted, so not in Seen.
+func (s *Runs) CountRobotsRefused(ctx context.Context, crawl string, n int64) error {
+	return s.count(ctx, crawl, map[string]int64{counterRobotsRefused: n})
+}
+
+// counterRobotsRefused counts the links parse refused for robots.txt (Counters.RobotsRefused).
+const counterRobotsRefused = "robots_refused"
+
 // CountPoison counts a quarantined message of the crawl.
 func (s *Runs) CountPoison(ctx context.Context, crawl string) error {
 	return s.count(ctx, crawl, map[string]int64{"class_" + string(errclass.Poison): 1})
@@ -27,7 +36,12 @@ type Counters struct {
 	// links it did not admit once stopped (no URL: like a budget refusal, counted and not recorded;
 	// Classes' stopped counts the URLs only).
 	StoppedURLs, StopRefused int64
-	Classes                  map[errclass.Class]int64
+	// RobotsRefused are the links that parse dropped because the robots.txt rules the fetcher
+	// applied to their host refuse them (no URL: not in Seen, and not in Classes' robots, which
+	// counts the URLs the fetcher skipped). Each parse message counts a URL once; a URL linked from
+	// pages of several messages counts once in each.
+	RobotsRefused int64
+	Classes       map[errclass.Class]int64
 	// Cost is the crawl's ledger: the billed units its handlers were metered for (AddCost).
 	Cost cost.Units
 	// Stopped is why the crawl stopped admitting URLs before its end (StopBudget), if it did.
@@ -58,7 +72,7 @@ func (c Counters) Pending() int64 {
 }
 
 // counterAttrs are the counters' attribute names besides the classes'.
-var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), Stopped.counter(), counterStopRefused, "parse_errors",
+var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Failed), Stopped.counter(), counterStopRefused, counterRobotsRefused, "parse_errors",
 	counterPages, counterPagesParsed, counterLinksNamed, counterLinksAdmitted}
 
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
@@ -90,8 +104,9 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 	c := Counters{
 		Seen: sum["seen"], Fetched: sum[string(Fetched)], Skipped: sum[string(Skipped)],
 		Failed: sum[string(Failed)], StoppedURLs: sum[Stopped.counter()], StopRefused: sum[counterStopRefused],
-		ParseErrors: sum["parse_errors"],
-		Pages:       sum[counterPages], PagesParsed: sum[counterPagesParsed],
+		RobotsRefused: sum[counterRobotsRefused],
+		ParseErrors:   sum["parse_errors"],
+		Pages:         sum[counterPages], PagesParsed: sum[counterPagesParsed],
 		LinksNamed: sum[counterLinksNamed], LinksAdmitted: sum[counterLinksAdmitted],
 		Classes:   map[errclass.Class]int64{},
 		Cost:      cost.UnitsFromCounters(func(name string) int64 { return sum[name] }),

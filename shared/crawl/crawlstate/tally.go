@@ -181,7 +181,7 @@ func (s *URLs) addCounted(ctx context.Context, crawl string, c *Counters) error 
 		return err
 	}
 	c.ParseErrors, c.Cost, c.Stopped, c.Throttled, c.Circuits = counted.ParseErrors, counted.Cost, counted.Stopped, counted.Throttled, counted.Circuits
-	c.StopRefused, c.Responses = counted.StopRefused, counted.Responses
+	c.StopRefused, c.RobotsRefused, c.Responses = counted.StopRefused, counted.RobotsRefused, counted.Responses
 	// These are counted, not recorded on URL items: a page's parse error, a quarantined message,
 	// a link not admitted once the crawl's money ran out.
 	for _, cl := range []errclass.Class{errclass.Parse, errclass.Poison, errclass.Budget} {

@@ -78,14 +78,17 @@ func (e Event) DetailTypeOf() string {
 
 // Counts are the crawl's URLs by state and class, tallied exactly from its items when it ended.
 type Counts struct {
-	Seen        int64            `json:"seen"`
-	Fetched     int64            `json:"fetched"`
-	Skipped     int64            `json:"skipped"`
-	Failed      int64            `json:"failed"`
-	StoppedURLs int64            `json:"stoppedUrls"`
-	ParseErrors int64            `json:"parseErrors"`
-	Classes     map[string]int64 `json:"classes"`
-	Responses   Responses        `json:"responses"`
+	Seen        int64 `json:"seen"`
+	Fetched     int64 `json:"fetched"`
+	Skipped     int64 `json:"skipped"`
+	Failed      int64 `json:"failed"`
+	StoppedURLs int64 `json:"stoppedUrls"`
+	ParseErrors int64 `json:"parseErrors"`
+	// RobotsRefused are the links parse dropped because their host's robots.txt refuses them:
+	// never admitted, so not in Seen, nor in Classes' robots (the URLs the fetcher skipped).
+	RobotsRefused int64            `json:"robotsRefusedLinks,omitempty"`
+	Classes       map[string]int64 `json:"classes"`
+	Responses     Responses        `json:"responses"`
 }
 
 // Responses are the crawl's counts of the responses its URLs ended with (crawlstate.Responses):
@@ -154,7 +157,7 @@ func stallEventOf(ch crawlstate.Checks, seq int, c crawlstate.Counters, left cra
 func eventOf(ch crawlstate.Checks, c crawlstate.Counters, now time.Time, prices cost.Prices) Event {
 	e := Event{EventID: EventID(ch.ID), Crawl: ch.ID, End: EndDrained, FinishedAt: now.UTC().Truncate(time.Millisecond),
 		Counts: Counts{Seen: c.Seen, Fetched: c.Fetched, Skipped: c.Skipped, Failed: c.Failed,
-			StoppedURLs: c.StoppedURLs, ParseErrors: c.ParseErrors, Classes: map[string]int64{},
+			StoppedURLs: c.StoppedURLs, ParseErrors: c.ParseErrors, RobotsRefused: c.RobotsRefused, Classes: map[string]int64{},
 			Responses: ResponsesOf(c.Responses)}}
 	switch {
 	case ch.Run == crawlstate.StoppedBy:

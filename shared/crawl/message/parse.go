@@ -29,7 +29,28 @@ type Parse struct {
 	File  string `json:"file,omitempty"`
 	Part  int    `json:"part,omitempty"`
 	Pages []Page `json:"pages,omitempty"`
+	// Robots are the robots.txt rules the fetcher applied to its pages' hosts, those it could carry
+	// (RobotsRules): parse drops the links they disallow before they are admitted. A host whose
+	// rules are not here has nothing refused early; the fetcher checks every URL it fetches.
+	Robots []RobotsRules `json:"robots,omitempty"`
 }
+
+// RobotsRules are a robots.txt as the fetcher applied it (robots.Held) to each of Hosts: the
+// hosts whose robots.txt is the same file, matched for the same product token, share one entry.
+type RobotsRules struct {
+	Hosts []string `json:"hosts"` // scheme://host:port
+	Agent string   `json:"agent"` // the product token matched
+	Body  string   `json:"body"`
+}
+
+// Bounds on the robots.txt rules a Parse message carries: a robots.txt longer than MaxRobotsBody
+// is not carried, and the rules of a message take at most MaxRobotsBytes (the fetcher's parts of
+// pages leave that room below MaxBytes), so a hostile robots.txt cannot break a message's limit,
+// and adds at most one 64 KiB request to what SQS bills for it.
+const (
+	MaxRobotsBody  = 16 << 10
+	MaxRobotsBytes = 32 << 10
+)
 
 // Page is one stored response in a Parse message's file.
 type Page struct {

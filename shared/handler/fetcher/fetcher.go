@@ -51,6 +51,12 @@ type RobotsChecker interface {
 	Check(ctx context.Context, u *url.URL) (robots.Decision, error)
 }
 
+// RobotsHolder gives the robots.txt rules a check applied, for parse to refuse the links they
+// disallow (robots.Cache). A RobotsChecker that is not one sends no rules to parse.
+type RobotsHolder interface {
+	Held(ctx context.Context, u *url.URL, maxBody int) (robots.Held, bool)
+}
+
 // URLGuard refuses URLs that point at non-public addresses, other schemes or ports.
 type URLGuard interface {
 	CheckURL(u *url.URL) error
@@ -87,6 +93,7 @@ var (
 	_ Getter        = (*httpfetch.Client)(nil)
 	_ Getter        = telemetry.Fetches{}
 	_ RobotsChecker = (*robots.Cache)(nil)
+	_ RobotsHolder  = (*robots.Cache)(nil)
 	_ PageStore     = blob.Store(nil)
 	_ OptOuts       = (*optout.Matcher)(nil)
 )
@@ -276,6 +283,9 @@ type fetched struct {
 	status  int
 	bytes   int64
 	recrawl bool
+	// robots are the robots.txt rules the URL's check applied, when they can travel with the page
+	// to parse (robotsparse.go); nil otherwise.
+	robots *message.RobotsRules
 }
 
 // Handle processes one SQS batch of fetch messages.

@@ -136,7 +136,9 @@ func (h *Handler) allowed(ctx context.Context, a *fetching) (out *fetched, done 
 	if a.rules, err = h.robots.Check(ctx, a.u); err != nil {
 		return nil, true, h.fail(ctx, f, err)
 	}
-	done, err = h.robotsRefuse(ctx, f, a.rules)
+	if done, err = h.robotsRefuse(ctx, f, a.rules); !done {
+		f.robots = h.heldRules(ctx, a.u)
+	}
 	return nil, done, err
 }
 

@@ -197,7 +197,8 @@ func (h *Handler) recordPages(ctx context.Context, crawl string, pages []fetched
 func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetched, refs []crawlstate.Page, parts []int, recorded []bool,
 	parseQueue string, rendering bool) []int {
 	msgs := map[int]*message.Parse{}
-	senders := map[int][]int{} // part -> the work of its pages
+	rules := map[int][]message.RobotsRules{} // part -> its pages' hosts' robots.txt rules
+	senders := map[int][]int{}               // part -> the work of its pages
 	var order []int
 	for i, p := range pages {
 		if !recorded[i] {
@@ -211,6 +212,7 @@ func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetc
 			order = append(order, part)
 		}
 		m.Pages = append(m.Pages, parsePage(p.msg, refs[i]))
+		rules[part] = addRobots(rules[part], p.robots)
 		senders[part] = append(senders[part], p.w.n)
 		if !rendering { // the render step reads the page back, and parse reads its DOM
 			h.offer(key, p, refs[i])
@@ -218,8 +220,12 @@ func (h *Handler) sendParse(ctx context.Context, crawl, key string, pages []fetc
 	}
 	var failed []int
 	var entries []queue.Entry
+	extra := 0
+	if rendering {
+		extra = renderedBytes(key)
+	}
 	for _, part := range order {
-		body, err := message.Encode(msgs[part])
+		body, err := encodeParse(msgs[part], rules[part], extra*len(msgs[part].Pages))
 		if err != nil {
 			failed = append(failed, senders[part]...)
 			continue
@@ -256,8 +262,9 @@ func (h *Handler) offer(key string, p fetched, ref crawlstate.Page) {
 	h.handoff.Offer(message.Ref{Key: key, Offset: ref.Offset, Length: ref.Length}, stored)
 }
 
-// partBytes bounds the pages' share of one parse message, below message.MaxBytes.
-const partBytes = message.MaxBytes - 16<<10
+// partBytes bounds the pages' share of one parse message, below message.MaxBytes, leaving room for
+// the robots.txt rules that travel with them (robotsparse.go).
+const partBytes = message.MaxBytes - 16<<10 - message.MaxRobotsBytes
 
 // renderedBytes is the most the render step adds to a page of a parse message from the file at
 // key: the location of its rendered DOM (a key a little longer than key, two numbers) or a render

@@ -80,10 +80,12 @@ type Outcomes interface {
 	EndPageGone(ctx context.Context, crawl, key, warcKey string, cause error) (bool, error)
 }
 
-// Counters counts the pages that could not be parsed, and writes the counts it buffered at the
+// Counters counts the pages that could not be parsed and the links robots.txt refused, and writes the counts it buffered at the
 // end of each batch (crawlstate.Store).
 type Counters interface {
 	CountParseError(ctx context.Context, crawl string, class errclass.Class) error
+	// CountRobotsRefused counts links refused here by their hosts' robots.txt (robots.go).
+	CountRobotsRefused(ctx context.Context, crawl string, n int64) error
 	Flush(ctx context.Context) error
 }
 
@@ -173,6 +175,8 @@ type work struct {
 	crawl string
 	name  string // message.Parse.Name, under which the message is marked done
 	pages []parsed
+	// robotsRefused is how many URLs its pages link to that robots.txt refused here (robots.go).
+	robotsRefused int
 }
 
 // Handle processes one SQS batch of parse messages.
@@ -225,6 +229,9 @@ func (h *Handler) parseOne(ctx context.Context, rec events.SQSMessage, pages *sp
 			return nil, err
 		}
 		w.pages = append(w.pages, *p)
+	}
+	if err := h.refuseByRobots(ctx, w, h.heldRules(m)); err != nil {
+		return nil, err
 	}
 	return w, nil
 }

@@ -77,11 +77,18 @@ func (h *Handler) storeCrawl(ctx context.Context, crawl string, works []work) []
 	// waits for each to be admitted. The links of the batch's messages are packed together, so
 	// each mark names them all: a message whose mark fails sends its own again when it comes back.
 	return sqsbatch.Each(len(works), len(works), func(i int) string { return works[i].rec.MessageId }, func(i int) error {
-		_, err := h.parsed.MarkMessageParsedPages(ctx, crawl, works[i].name, key, names, len(works[i].pages))
+		made, err := h.parsed.MarkMessageParsedPages(ctx, crawl, works[i].name, key, names, len(works[i].pages))
 		if err != nil {
 			h.log.Error("mark parsed", "message", works[i].name, "err", err.Error())
+			return err
 		}
-		return err
+		// Counted by the delivery whose write made the mark: once, whichever delivery that is.
+		if n := works[i].robotsRefused; made && n > 0 {
+			if err := h.counters.CountRobotsRefused(ctx, crawl, int64(n)); err != nil {
+				h.log.Warn("count the links robots.txt refused", "message", works[i].name, "err", err.Error())
+			}
+		}
+		return nil
 	})
 }
 

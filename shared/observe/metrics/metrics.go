@@ -120,6 +120,9 @@ func CountStates(ctx context.Context, add map[string]int64) {
 			}
 		}
 	}
+	if n := add["robots_refused"]; n > 0 {
+		breakdown.add("refusals", "robots", float64(n)) // links parse refused (crawlstate.CountRobotsRefused)
+	}
 	if !outcome && (class == "budget" || class == "stopped") {
 		n := add["class_"+class]
 		breakdown.add("refusals", class, float64(n))

@@ -32,14 +32,15 @@ func TestIntegrationStopLosesNothing(t *testing.T) {
 	h.CheckStop(8)
 }
 
-// TestIntegrationStatusPauseResumeStopBackendAWS runs `crawl run --backend aws` on a site and a
-// missing page to the end, then `crawl failures`, `status`, `pause`, `resume` and `stop` with
+// TestIntegrationStatusPauseResumeStopBackendAWS runs `crawl run --backend aws` on a site, a
+// missing page and a page robots.txt disallows (a seed: as a link, parse refuses it before its
+// admission) to the end, then `crawl failures`, `status`, `pause`, `resume` and `stop` with
 // --backend aws, as a user types them.
 func TestIntegrationStatusPauseResumeStopBackendAWS(t *testing.T) {
 	h := newHarness(t, 10, 3)
 	h.setenv()
 	seedFile := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := os.WriteFile(seedFile, []byte(h.Site.URL+"\n"+h.Site.URL+"no-such-page\n"), 0o644); err != nil {
+	if err := os.WriteFile(seedFile, []byte(h.Site.URL+"\n"+h.Site.URL+"no-such-page\n"+h.Site.URL+"private/secret\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sum := runCrawl(t, []string{"run", "--backend", "aws", "--json", "--quiet", "--allow-net", "127.0.0.0/8",

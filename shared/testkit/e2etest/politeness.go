@@ -131,10 +131,10 @@ func (h *Harness) CheckHeldSlotWaits() {
 			slot.Sub(arrivals.first()), -early)
 	}
 	// The fetch used the slot it held and took no other, and the page's one new link
-	// (/private/secret) took none either: it is its host's lone URL in its batch, and schedule's
-	// store knows no booking of the host, so it went without a slot (frontier, send.go's idle),
-	// and the fetcher found robots.txt disallows it before it booked one. The next free slot is
-	// the one right after the held one.
+	// (/private/secret) took none either: parse refused it, since the robots.txt rules the fetcher
+	// applied came with the page, and it was never admitted (were it admitted, as its host's lone
+	// URL in its batch it would go without a slot, and the fetcher would find robots.txt disallows
+	// it before it booked one). The next free slot is the one right after the held one.
 	want := 2 * heldSlotLead
 	if w, err := st.ReserveSlot(ctx, u.Host, heldSlotLead); err != nil || w != want {
 		t.Errorf("after the fetch the host's next slot is %v away (%v), want %v: the message took a slot besides the one it held",

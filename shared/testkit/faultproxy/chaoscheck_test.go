@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/app/cli"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
 	"github.com/crawlstack/crawlstack/shared/crawl/layout"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
@@ -237,10 +239,30 @@ func (c *chaosCheck) readRecords(ctx context.Context, key string, got map[string
 
 // counters: the crawl's counters (the run's summary, the live counters in the table, the end
 // event's) equal the exact tally the sites give: each site's pages fetched, and its
-// /private/secret admitted and skipped by robots.txt.
+// /private/secret either refused by parse before its admission (no item: the robots.txt rules
+// came with the page that links it) or admitted and skipped by robots.txt (the page's parse
+// message was sent again from its record, without the rules).
 func (c *chaosCheck) counters(sum cli.Summary) {
 	pages := int64(len(c.pageURLs()))
-	want := finish.Counts{Seen: pages + int64(len(c.sites)), Fetched: pages, Skipped: int64(len(c.sites))}
+	var admitted int64
+	for _, s := range c.sites {
+		u, err := urlnorm.Normalize(s.URL + "private/secret")
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		switch it, err := c.st.Get(ctxT(c.t), c.crawl, urlnorm.Key(u.String())); {
+		case errors.Is(err, table.ErrNotFound):
+		case err == nil && it.State == crawlstate.Skipped && it.Class == errclass.Robots:
+			admitted++
+		default:
+			c.t.Errorf("%s: %+v, %v; want no item (refused by parse) or skipped by robots.txt", u, it, err)
+		}
+	}
+	if admitted < int64(len(c.sites)) && sum.RobotsRefused == 0 {
+		c.t.Errorf("%d of the %d sites' /private/secret were not admitted, and no link is counted refused by robots.txt",
+			int64(len(c.sites))-admitted, len(c.sites))
+	}
+	want := finish.Counts{Seen: pages + admitted, Fetched: pages, Skipped: admitted}
 	check := func(what string, seen, fetched, skipped, failed int64) {
 		if seen != want.Seen || fetched != want.Fetched || skipped != want.Skipped || failed != 0 {
 			c.t.Errorf("invariant 10 (the counters count once, and equal the tally): %s: seen %d, fetched %d, skipped %d, failed %d; the sites say seen %d, fetched %d, skipped %d (robots), failed 0",
