@@ -303,8 +303,19 @@ func (w *Web) page(h int, path string) (int, bool) {
 	return n, true
 }
 
-// robots is every host's robots.txt: its search pages are not for crawlers.
-const robots = "User-agent: *\nDisallow: /search\nDisallow: /cart/\n\nUser-agent: BadBot\nDisallow: /\n"
+// robots is host h's robots.txt, served from root: every host's search pages are not for
+// crawlers, and, as on the real web, no two hosts serve the same file: each names its own
+// sitemap, and some keep more of their paths from crawlers (robots.txt files differ in what
+// they say and in their size, so a crawler cannot take one host's for another's).
+func robots(h int, root string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# robots.txt of %s\nUser-agent: *\nDisallow: /search\nDisallow: /cart/\n", root)
+	for i := range h % 7 {
+		fmt.Fprintf(&b, "Disallow: /%s-%d/\n", []string{"account", "admin", "tmp", "checkout", "print", "api"}[i%6], h)
+	}
+	fmt.Fprintf(&b, "\nUser-agent: BadBot\nDisallow: /\n\nSitemap: %ssitemap.xml\n", root)
+	return b.String()
+}
 
 func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
@@ -329,7 +340,7 @@ func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == "/robots.txt" {
 		rw.Header().Set("Content-Type", "text/plain")
-		fmt.Fprint(rw, robots)
+		fmt.Fprint(rw, robots(h, w.Roots[h]))
 		return
 	}
 	p, ok := w.page(h, r.URL.Path)

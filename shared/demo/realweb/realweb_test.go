@@ -161,8 +161,12 @@ func TestServesEachHostOnItsOwnAddress(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get(w.Roots[260] + "robots.txt"); code != 200 || !strings.Contains(body, "Disallow: /search") {
+	code, body := get(w.Roots[260] + "robots.txt")
+	if code != 200 || !strings.Contains(body, "Disallow: /search") {
 		t.Errorf("robots.txt: %d %q", code, body)
+	}
+	if _, other := get(w.Roots[261] + "robots.txt"); other == body || !strings.Contains(other, "Disallow: /search") {
+		t.Errorf("host 261's robots.txt %q, want one of its own that disallows /search too (host 260's: %q)", other, body)
 	}
 	if code, body := get(w.Roots[260]); code != 200 || !strings.Contains(body, `rel="canonical" href="`+w.Roots[260]+`"`) {
 		t.Errorf("host 260's root: %d, or not its own canonical", code)
