@@ -15,8 +15,9 @@ import "time"
 
 // DefaultRunURLs is the run length to set (Config.RunURLs; runs are off unless set: the stack's
 // runUrls=10 sets it and makes the slow lane, Config.SlowQueue, which takes the runs): ten seconds
-// of a host at a page a second. Runs of up to 30 measured dearer than runs of 10 on a
-// loaded machine (docs/cost.md), when a run's URLs that came late for their slots went back alone. The fetcher claims and records a longer run's URLs on their group's item in
+// of a host at a page a second. Runs of up to 30 measured dearer than runs of 10 while schedule
+// booked a run's slots; since the fetcher books them, the two measured about the same, a batch's
+// runs of one host joining into one (docs/cost.md, "Runs booked by their fetcher"). The fetcher claims and records a longer run's URLs on their group's item in
 // writes of at most ten (crawlstate.ClaimGroup, Record), each condition well inside DynamoDB's
 // 4 KB for an expression.
 const DefaultRunURLs = 10
