@@ -60,12 +60,22 @@ func (s *Hosts) ReserveSlot(ctx context.Context, host string, interval time.Dura
 // A host throttled for its errors (SlowDown) gets the wider of interval and its throttled gap, as
 // this store last saw it (Throttled); the returned Slots.Interval is the gap used.
 func (s *Hosts) ReserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon time.Duration) (Slots, error) {
-	return s.reserveSlots(ctx, host, interval, n, horizon, 0)
+	return s.reserveSlots(ctx, host, interval, n, horizon, 0, -1)
+}
+
+// ReserveRun books n consecutive slots of the host for a run of its URLs (a fetcher's, as it
+// starts the run), as ReserveSlots does, but only when the first would start within `within` of
+// now: a host booked further ahead is not written, and the returned Slots has N 0 and Free the
+// start of the host's next free slot, for the run to wait in the queue until then, whole. A
+// failed condition is one write, as in ReserveSlots; the write that books the run is the other.
+func (s *Hosts) ReserveRun(ctx context.Context, host string, interval time.Duration, n int, within, horizon time.Duration) (Slots, error) {
+	return s.reserveSlots(ctx, host, interval, n, horizon, 0, max(within, 0))
 }
 
 // reserveSlots is ReserveSlots with no slot starting sooner than lead from now: a host free
-// earlier is booked from then, and the time between is left to others.
-func (s *Hosts) reserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead time.Duration) (Slots, error) {
+// earlier is booked from then, and the time between is left to others. With within not negative,
+// nothing is booked when the first slot would start later than within from now.
+func (s *Hosts) reserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon, lead, within time.Duration) (Slots, error) {
 	now := s.now()
 	interval = max(interval, s.Throttled(host))
 	if interval <= 0 || n <= 0 {
@@ -83,9 +93,12 @@ func (s *Hosts) reserveSlots(ctx context.Context, host string, interval time.Dur
 			start, cond = next, table.Eq(attrNext, next)
 		}
 		grant := n
+		if within >= 0 && start > nowMs+within.Milliseconds() {
+			grant = 0 // the run waits in the queue for the host, without a slot
+		}
 		if horizon > 0 {
 			end := nowMs + horizon.Milliseconds()
-			grant = min(n, int(max((end-start+step-1)/step, 0)))
+			grant = min(grant, int(max((end-start+step-1)/step, 0)))
 		}
 		if grant == 0 {
 			return Slots{Start: time.UnixMilli(start), Interval: interval, Free: time.UnixMilli(start)}, nil
@@ -111,6 +124,7 @@ func (s *Hosts) reserveSlots(ctx context.Context, host string, interval time.Dur
 		next = 0
 		if known {
 			next = cf.Item.Int(attrNext)
+			s.slotSeen.Store(host, next) // what the host's item holds: the next guess starts there
 		}
 	}
 	return Slots{}, errclass.Errorf(errclass.Internal, "reserve slots for %s: too many workers raced for them", host)

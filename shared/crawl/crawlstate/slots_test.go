@@ -80,3 +80,41 @@ func TestReserveSlotsGuessesWithoutABilledRace(t *testing.T) {
 		t.Errorf("an idle host used before: %d failed writes in all, want still 1", n)
 	}
 }
+
+// TestReserveRunBooksOnlyWhenTheHostIsFreeSoon: a run is booked whole in one write when the host's
+// next free slot comes within the wait allowed; a host booked further ahead (by another worker,
+// which this store has not seen) gets no write but the failed condition's, and tells when it is
+// free: the run waits in the queue for then. The horizon still bounds the slots given.
+func TestReserveRunBooksOnlyWhenTheHostIsFreeSoon(t *testing.T) {
+	ctx := context.Background()
+	a, c := newStore(t)
+	t0 := c.t
+	writes := &raceCounter{Table: a.t}
+	a.t = writes
+	other := New(writes, WithClock(c.now))
+	if _, err := other.ReserveSlots(ctx, "a.test", time.Second, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ReserveRun(ctx, "a.test", time.Second, 5, 4*time.Second, time.Minute)
+	if err != nil || got.N != 0 || !got.Free.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("a host booked 10s ahead, 4s allowed: %+v, %v; want no slot, free at +10s", got, err)
+	}
+	if n := writes.failed.Load(); n != 1 {
+		t.Errorf("%d failed conditional writes, want the one that learnt the booking", n)
+	}
+	c.t = t0.Add(7 * time.Second)
+	got, err = a.ReserveRun(ctx, "a.test", time.Second, 5, 4*time.Second, time.Minute)
+	if err != nil || got.N != 5 || !got.Start.Equal(t0.Add(10*time.Second)) || !got.Free.Equal(t0.Add(15*time.Second)) {
+		t.Fatalf("3s before the host is free: %+v, %v; want 5 slots from +10s", got, err)
+	}
+	if n := writes.failed.Load(); n != 1 {
+		t.Errorf("%d failed conditional writes in all, want still 1", n)
+	}
+	// The slots are the host's: the other worker's next is after them.
+	if next, _ := other.ReserveSlots(ctx, "a.test", time.Second, 1, 0); !next.Start.Equal(t0.Add(15 * time.Second)) {
+		t.Errorf("the other worker's next slot at %v, want +15s", next.Start.Sub(t0))
+	}
+	if got, _ := a.ReserveRun(ctx, "b.test", time.Second, 5, 0, 3*time.Second); got.N != 3 || !got.Start.Equal(c.t) {
+		t.Errorf("an idle host with a 3s horizon: %+v, want 3 slots from now", got)
+	}
+}

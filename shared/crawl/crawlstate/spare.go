@@ -84,7 +84,7 @@ func (s *Hosts) BookSlots(ctx context.Context, host string, interval time.Durati
 		return out, nil // every URL has its slot, without a write
 	}
 	need := n - len(out.At)
-	got, err := s.reserveSlots(ctx, host, interval, need+max(spare, 0), horizon, lead)
+	got, err := s.reserveSlots(ctx, host, interval, need+max(spare, 0), horizon, lead, -1)
 	if err != nil {
 		return out, err // the spares given out are still the caller's
 	}

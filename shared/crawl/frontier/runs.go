@@ -4,19 +4,20 @@ import "time"
 
 // Runs of URLs for polite hosts. A host that its politeness holds to a request every
 // RunMinInterval or more gets its URLs of a schedule batch in runs: one group, and so one fetch
-// message, holds up to RunURLs of them in consecutive slots of the host's (Send books them in one
-// write), instead of one URL of each host. The fetcher claims a run's URLs in one write, fetches
-// them one after another, waiting in place for each slot as long as its invocation's time allows,
-// records their outcomes in one write and stores their pages in one WARC file with one parse
+// message, holds up to RunURLs of them, instead of one URL of each host. Send books no slot for a
+// run and sends it at once: its fetcher books the run's slots as it starts it, in one write from
+// the host's next free slot, so that a run that waited in the queue past its slots (the lane's
+// invocations each live as long as their longest run) loses none. The fetcher claims a run's URLs
+// in one write, fetches them one after another, waiting in place for each slot, records their outcomes in one write and stores their pages in one WARC file with one parse
 // message (shared/handler/fetcher/runs.go). At one page a second, a message, a claim, an outcome
 // write, a WARC PUT and a parse invocation then serve a run of pages instead of one page each
 // (docs/cost.md, "Runs of URLs for polite hosts").
 
 // DefaultRunURLs is the run length to set (Config.RunURLs; runs are off unless set: the stack's
 // runUrls=10 sets it and makes the slow lane, Config.SlowQueue, which takes the runs): ten seconds
-// of a host at a page a second. Runs of up to 30 measured dearer than runs of 10 on a
-// loaded machine (docs/cost.md): a run's URLs that come late for their slots go back alone and
-// wait beside it. The fetcher claims and records a longer run's URLs on their group's item in
+// of a host at a page a second. Runs of up to 30 measured dearer than runs of 10 while schedule
+// booked a run's slots; since the fetcher books them, the two measured about the same, a batch's
+// runs of one host joining into one (docs/cost.md, "Runs booked by their fetcher"). The fetcher claims and records a longer run's URLs on their group's item in
 // writes of at most ten (crawlstate.ClaimGroup, Record), each condition well inside DynamoDB's
 // 4 KB for an expression.
 const DefaultRunURLs = 10

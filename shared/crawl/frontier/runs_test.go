@@ -3,17 +3,23 @@ package frontier
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/local/sqlite"
+	"github.com/crawlstack/crawlstack/shared/port/table"
+	"github.com/crawlstack/crawlstack/shared/testkit/embedtest"
 )
 
 // TestPoliteHostsGetRuns: a host held to a page a second gets its URLs in runs, each message of
-// one host and one group holding up to RunURLs URLs in consecutive slots of the host's, every URL
-// sent once and every slot its own; a faster host still gets one URL of each host a message.
+// one host and one group holding up to RunURLs URLs, every URL sent once; a run is sent at once,
+// with no slot and no slot write (its fetcher books the run's slots as it starts it). Without runs
+// every URL holds a slot of its own; a faster host still gets one URL of each host a message.
 func TestPoliteHostsGetRuns(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -32,8 +38,15 @@ func TestPoliteHostsGetRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := newStore(t)
-			snd := &fakeSender{}
+			db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			writes := &embedtest.CountingTable{Table: db.Table("crawl"), Only: func(k table.Key) bool { return crawlstate.KindOf(k) == "slot" }}
+			st := crawlstate.New(writes)
+			snd := &entrySender{}
+			runs := tc.want != nil && tc.want[0] > 1
 			f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", HostInterval: tc.interval, RunURLs: tc.runURLs,
 				RunSpan: tc.span}, withState(st, Deps{Send: snd, Log: quiet()}))
 			var urls []string
@@ -50,8 +63,11 @@ func TestPoliteHostsGetRuns(t *testing.T) {
 			var msgs []msg
 			seen := map[string]bool{}
 			var slots []time.Time
-			for _, b := range snd.bodies {
-				fm, err := message.DecodeFetch(b)
+			for _, e := range snd.entries {
+				if runs && e.Delay != 0 {
+					t.Errorf("a run sent with delay %v, want none: its fetcher books its slots", e.Delay)
+				}
+				fm, err := message.DecodeFetch(e.Body)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,8 +77,8 @@ func TestPoliteHostsGetRuns(t *testing.T) {
 						t.Errorf("%s sent twice", one.URL)
 					}
 					seen[one.URL] = true
-					if one.Slot.IsZero() {
-						t.Errorf("%s sent without a slot", one.URL)
+					if one.Slot.IsZero() != runs {
+						t.Errorf("%s sent with slot %v, want a slot: %v", one.URL, one.Slot, !runs)
 					}
 					m.slots = append(m.slots, one.Slot)
 					m.groups[one.Group] = true
@@ -79,13 +95,18 @@ func TestPoliteHostsGetRuns(t *testing.T) {
 			if len(seen) != 25 {
 				t.Errorf("sent %d URLs, want 25", len(seen))
 			}
+			if n := writes.Writes(); runs && n != 0 {
+				t.Errorf("%d slot writes for runs, want none", n)
+			}
 			slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
-			for i := 1; i < len(slots); i++ {
+			for i := 1; i < len(slots) && !runs; i++ {
 				if gap := slots[i].Sub(slots[i-1]); gap < tc.interval {
 					t.Errorf("slots %d and %d %v apart, want at least %v", i-1, i, gap, tc.interval)
 				}
 			}
-			slices.SortFunc(msgs, func(a, b msg) int { return a.slots[0].Compare(b.slots[0]) })
+			if !runs {
+				slices.SortFunc(msgs, func(a, b msg) int { return a.slots[0].Compare(b.slots[0]) })
+			}
 			var sizes []int
 			groups := map[string]bool{}
 			for _, m := range msgs {
@@ -102,6 +123,9 @@ func TestPoliteHostsGetRuns(t *testing.T) {
 					t.Errorf("a host at %v: messages of %v URLs, want one URL of the host in each", tc.interval, sizes)
 				}
 				return
+			}
+			if runs {
+				slices.SortFunc(sizes, func(a, b int) int { return b - a }) // sent together, in any order
 			}
 			if !slices.Equal(sizes, tc.want) {
 				t.Errorf("messages of %v URLs, want %v", sizes, tc.want)

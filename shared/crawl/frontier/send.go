@@ -200,7 +200,8 @@ const bookConcurrency = 8
 // delay: each fetch message carries its slot and arrives just before it, so that a URL waits for
 // its host in the queue once, from the start, instead of being received, refused and re-sent. Slots are booked at most the fetcher's
 // SlotHorizon ahead; a URL beyond it is sent without one, to arrive when the booking ends and
-// reserve then, and so is the lone URL of a host that is idle as far as this store knows (idle).
+// reserve then, and so is the lone URL of a host that is idle as far as this store knows (idle),
+// and every run of URLs (runs.go): its fetcher books its slots as it starts it.
 // A failed booking leaves the reservation to the fetcher: nothing else depends on it.
 func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	delays := make([]time.Duration, len(out))
@@ -224,7 +225,10 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 	g.SetLimit(bookConcurrency)
 	for hr, idx := range byHost {
 		host, interval := hr.host, hr.interval
-		if len(idx) == 1 && !out[idx[0]].run && f.idle(host, interval) {
+		if out[idx[0]].run {
+			continue // a run books its slots at its fetcher, as it starts (runs.go)
+		}
+		if len(idx) == 1 && f.idle(host, interval) {
 			continue // no slot and no delay: the fetcher takes one as the message arrives
 		}
 		g.Go(func() error {
@@ -261,7 +265,7 @@ func (f *Frontier) book(ctx context.Context, out []pending) []time.Duration {
 // most do while the fetch invocations are busy: its fetcher would book the host's next free slot
 // again. A host that another store booked meanwhile makes the message wait for the end of that
 // booking in the queue (fetcher.takeSlot), as a message late for its slot does. Several URLs of a
-// host still book together, one write for all, and a run of URLs books its slots here.
+// host still book together, one write for all; a run of URLs books none here (runs.go).
 func (f *Frontier) idle(host string, interval time.Duration) bool {
 	return !f.slots.SlotGuess(host, interval, 0, 0).After(f.slots.Now())
 }

@@ -236,6 +236,9 @@ func (h *Handler) bookSlot(ctx context.Context, a *fetching) (done bool, err err
 		}
 		return false, nil
 	}
+	if l := a.f.w.lane; l != nil && m.Waits < h.cfg.MaxWaits {
+		return h.bookRun(ctx, a, l) // a run books the rest of its slots together (runs.go)
+	}
 	if !m.Slot.IsZero() {
 		// The message lost the slot it was sent back to wait for: it came late, or the host's gap
 		// was raised since. Its copies lost the same slot; the first to claim the URL books the

@@ -156,6 +156,7 @@ type env struct {
 	state   *crawlstate.Store
 	clock   *testClock               // the state's clock, and the handler's
 	urls    *embedtest.CountingTable // the state's table, counting the calls on URL items
+	slots   *embedtest.CountingTable // under it, counting the calls on hosts' slot items
 	hand    *handoff.Pages           // what the handler offers a parse handler in the same process
 	client  *httpfetch.Client        // the handler's HTTP client, for handlers a test builds
 	h       *fetcher.Handler
@@ -192,7 +193,8 @@ func newEnv(t *testing.T, tune func(*fetcher.Config), opts ...crawlstate.Option)
 		tune(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tbl := &embedtest.CountingTable{Table: be.Table, Only: func(k table.Key) bool { return crawlstate.KindOf(k) == "url" }}
+	slots := &embedtest.CountingTable{Table: be.Table, Only: func(k table.Key) bool { return crawlstate.KindOf(k) == "slot" }}
+	tbl := &embedtest.CountingTable{Table: slots, Only: func(k table.Key) bool { return crawlstate.KindOf(k) == "url" }}
 	clock := &testClock{}
 	state := crawlstate.New(tbl, append([]crawlstate.Option{crawlstate.WithClock(clock.now)}, opts...)...)
 	send := &delayedSend{q: q, delays: map[string]time.Duration{}}
@@ -200,7 +202,7 @@ func newEnv(t *testing.T, tune func(*fetcher.Config), opts ...crawlstate.Option)
 	h := fetcher.New(cfg, withState(state, fetcher.Deps{HTTP: client, Robots: robots.New(client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: guard, Pages: blobs, Handoff: hand, Send: send, Log: log,
 		Now: clock.now})) // the store's clock, which a test may move
-	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, clock: clock, urls: tbl,
+	return &env{t: t, site: newSite(t), q: q, send: send, blobs: blobs, blobDir: be.BlobDir, state: state, clock: clock, urls: tbl, slots: slots,
 		hand: hand, client: client, h: h}
 }
 

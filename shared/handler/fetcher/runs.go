@@ -4,28 +4,62 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
 // Runs. The frontier sends a host that its politeness holds to a page a second or slower its URLs
-// in runs (shared/crawl/frontier/runs.go): one message of several URLs of that host, each holding
-// one of the host's slots, an interval apart. The message's URLs are claimed together in one
-// write (claims.go), as any message's; here they are worked on one after another, in their
-// slots' order, each waiting in place for its slot, so that their pages go into the batch's one
-// WARC file with one parse message and their outcomes into one write (book.go).
+// in runs (shared/crawl/frontier/runs.go): one message of several URLs of that host, sent at once
+// and holding no slot. The message's URLs are claimed together in one write (claims.go), as any
+// message's; here they are worked on one after another, so that their pages go into the batch's
+// one WARC file with one parse message and their outcomes into one write (book.go). The runs of
+// one host and crawl in a batch are worked on as one run.
 //
-// The wait is bounded by the invocation's time: a URL whose slot comes later than a request
-// could still start and be stored in it (budget) is not waited for, and goes back to the queue
-// alone to wait there, holding its slot and its claim (keepWaiting), as a URL of any message of
-// several that must wait does. The URLs fetched before are stored and recorded with the batch.
+// A run books its slots as it starts, with one write on the host's slot item for all its URLs,
+// from the host's next free slot (bookRun: crawlstate.Hosts.ReserveRun), and each URL waits in
+// place for its own. So a run that waited in the queue, however long, loses no slot: it had none.
+// A URL late for its slot (a slow request before it) takes the run's next slot still ahead, and
+// the URLs after it shift along; when none is left, the rest of the run books again, as one range
+// in one write. A host booked further ahead than runFirstWait (another run of it, in another
+// invocation) sends the rest of the run back to the queue whole, as one message due when the
+// host is free, holding the run's claim (sendRunBack); no URL of a run goes back alone for being
+// late.
+//
+// The wait is bounded by the invocation's time: no slot is booked later than a request could
+// still start and be stored in it (runHorizon); the URLs left go back to the queue as one
+// message. The URLs fetched before are stored and recorded with the batch.
 
-// lanes returns the batch's work as what runs one after another: each run's URLs in their slots'
-// order, and every other URL alone.
+// runLane is the work of a batch's runs of one host and crawl, in the order it is worked on.
+type runLane struct {
+	ws []*work
+	// due, once set, is when the host is free for the rest of the run, from its URL at from on:
+	// those go back to the queue to wait for it.
+	due  time.Time
+	from int
+	back bool
+}
+
+// backFrom reports whether the rest of the run, from its URL at j, goes back to the queue, and
+// when it is due. A nil lane (a URL worked on alone) has no rest.
+func (l *runLane) backFrom(j int) (time.Time, bool) {
+	if l == nil || !l.back || l.from != j {
+		return time.Time{}, false
+	}
+	return l.due, true
+}
+
+// lanes returns the batch's work as what runs one after another: the runs of each host and crawl,
+// one message's URLs after another's, each message's in their slots' order (a run sent back with
+// the slots it held), and every other URL alone.
 func lanes(all []*work) [][]*work {
 	var out [][]*work
+	type hostKey struct{ crawl, host string }
+	runs := map[hostKey]*runLane{}
+	var order []hostKey
 	seen := map[*delivery]bool{}
 	for _, w := range all {
 		d := w.d
@@ -39,19 +73,34 @@ func lanes(all []*work) [][]*work {
 		seen[d] = true
 		run := slices.Clone(d.work)
 		slices.SortStableFunc(run, func(a, b *work) int { return a.msg.Slot.Compare(b.msg.Slot) })
-		out = append(out, run)
+		k := hostKey{d.msg.Crawl, run[0].u.Host}
+		l := runs[k]
+		if l == nil {
+			l = &runLane{}
+			runs[k] = l
+			order = append(order, k)
+		}
+		l.ws = append(l.ws, run...)
+	}
+	for _, k := range order {
+		l := runs[k]
+		for i, w := range l.ws {
+			w.lane, w.at = l, i
+		}
+		out = append(out, l.ws)
 	}
 	return out
 }
 
-// isRun reports whether d is a run: several URLs, all of one host and each holding a slot.
+// isRun reports whether d is a run: several URLs, all of one host (the frontier packs one URL of
+// each host into any other message of several).
 func isRun(d *delivery) bool {
 	if !d.several() {
 		return false
 	}
 	host := ""
 	for _, w := range d.work {
-		if w.bad != nil || w.msg.Slot.IsZero() {
+		if w.bad != nil {
 			return false
 		}
 		if host == "" {
@@ -63,17 +112,103 @@ func isRun(d *delivery) bool {
 	return true
 }
 
+// runFirstWait is the longest a run waits in place for its first slot, besides the SlotLead: a
+// host booked further ahead has the run wait in the queue instead, which costs a few requests
+// where waiting costs the invocation's memory for every second (docs/cost.md).
+const runFirstWait = MaxHeldWait
+
+// bookRun gives a URL of a run that holds no live slot one, and waits for it: the next of the run's
+// slots still ahead, the URLs after it shifting along (shiftRun), or, when none is left, the rest
+// of the run's slots booked in one write from the host's next free one (ReserveRun). done: the
+// URL needs nothing more here (a duplicate, failed, or the rest of the run goes back to wait for
+// its host: its lane's backFrom says so).
+func (h *Handler) bookRun(ctx context.Context, a *fetching, l *runLane) (done bool, err error) {
+	// The run's claim first, one write for its message's URLs: a copy of the message ends here
+	// as a duplicate rather than book the host's slots a second time.
+	if dup, err := h.claim(ctx, a.f); dup || err != nil {
+		return true, err
+	}
+	at := a.f.w.at
+	rest := l.ws[at:]
+	if !shiftRun(rest, h.now(), a.interval) {
+		horizon, ok := h.runHorizon(ctx)
+		if !ok {
+			l.due, l.from, l.back = h.now(), at, true // a fresh invocation takes the rest
+			return true, nil
+		}
+		got, err := h.politeness.ReserveRun(ctx, a.u.Host, a.interval, len(rest), runFirstWait+h.cfg.SlotLead, horizon)
+		if err != nil {
+			return true, h.fail(ctx, a.f, err)
+		}
+		if got.N == 0 {
+			l.due, l.from, l.back = got.Free, at, true
+			return true, nil
+		}
+		for i, w := range rest {
+			w.msg.Slot, w.msg.Gap = time.Time{}, 0
+			if i < got.N {
+				w.msg.Slot, w.msg.Gap = got.At(i), got.Interval.Milliseconds()
+			}
+		}
+	}
+	a.slot = a.f.msg.Slot
+	if err := h.awaitSlot(a.fctx, a.slot); err != nil {
+		return true, h.fail(ctx, a.f, err)
+	}
+	return false, nil
+}
+
+// shiftRun gives the rest of a run the slots it still holds ahead, in order, from its first URL
+// on (those after them hold none, and book when they come to it), and reports whether the first
+// got one. A slot is still held while less than half an interval has gone since it started
+// (heldSlot).
+func shiftRun(rest []*work, now time.Time, interval time.Duration) bool {
+	type slot struct {
+		at  time.Time
+		gap int64
+	}
+	var ahead []slot
+	for _, w := range rest {
+		m := w.msg
+		if m.Slot.IsZero() || now.Sub(m.Slot) >= interval/2 || (m.Gap > 0 && time.Duration(m.Gap)*time.Millisecond < interval) {
+			continue
+		}
+		ahead = append(ahead, slot{m.Slot, m.Gap})
+	}
+	for i, w := range rest {
+		w.msg.Slot, w.msg.Gap = time.Time{}, 0
+		if i < len(ahead) {
+			w.msg.Slot, w.msg.Gap = ahead[i].at, ahead[i].gap
+		}
+	}
+	return len(ahead) > 0
+}
+
+// runHorizon is how far ahead a run may book the host's slots: as far as a request could still
+// start and be stored in this invocation. ok is false when that is no time at all.
+func (h *Handler) runHorizon(ctx context.Context) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return SlotHorizon, true
+	}
+	left := dl.Add(-storeReserve - minFetchTime).Sub(h.now())
+	return left, left > 0
+}
+
 // runWaitEarly is how much before a run's next slot its wait in place ends: the URL's checks
 // before its request (its crawl, robots.txt, the opt-out list, the host's circuit) run then, and
 // the request waits for the slot itself (awaitSlot), so that a slow check on a loaded machine does
-// not make it late for its slot (a URL more than half an interval late loses it, and is sent
-// back alone to wait for another). keepWaiting keeps a URL this close to its slot.
+// not make it late for its slot (a URL more than half an interval late loses it, and takes the
+// run's next slot: shiftRun). keepWaiting keeps a URL this close to its slot.
 const runWaitEarly = MaxHeldWait
 
 // awaitRunSlot waits in place, before a run's URL w is worked on, until just before its held
 // slot, and reports true, when the invocation leaves time to fetch and store it then; otherwise it
 // reports false at once: the rest of the run goes back to the queue to wait there (sendRunBack).
 func (h *Handler) awaitRunSlot(ctx context.Context, w *work) bool {
+	if w.msg.Slot.IsZero() {
+		return true // it books one as it comes to it (bookRun)
+	}
 	if dl, ok := ctx.Deadline(); ok && w.msg.Slot.After(dl.Add(-storeReserve-minFetchTime)) {
 		return false // past what this invocation can fetch and store
 	}
@@ -91,29 +226,44 @@ func (h *Handler) awaitRunSlot(ctx context.Context, w *work) bool {
 	}
 }
 
-// sendRunBack sends the rest of a run, which this invocation has no time to wait for, back to the
-// queue as one message, due for its first slot, and reports whether it went. The claim its
-// message took for them passes to it (message.Fetch.Requeued, as sendBack hands it on): nothing
-// is given back with a write. Unsent, they fail, and each is sent back alone (failures).
-func (h *Handler) sendRunBack(ctx context.Context, rest []*work) bool {
-	d := rest[0].d
-	targets := make([]message.Target, len(rest))
-	for i, w := range rest {
-		targets[i] = w.msg.Target
+// sendRunBack sends the rest of a run back to the queue, each message's URLs as one message, due
+// at due (less the SlotLead), and reports whether they went. The claim each message took for
+// them passes on (message.Fetch.Requeued, as sendBack hands it on): nothing is given back with a
+// write. When the rest waits for its host (wait), its URLs hold no slot and count a wait
+// (MaxWaits); otherwise (the invocation's time is up) they keep the slots they hold. Unsent, they
+// fail, and each is sent back alone (failures).
+func (h *Handler) sendRunBack(ctx context.Context, rest []*work, due time.Time, wait bool) bool {
+	var entries []queue.Entry
+	var ds []*delivery
+	byDelivery := map[*delivery][]message.Target{}
+	for _, w := range rest {
+		t := w.msg.Target
+		if wait {
+			t.Slot, t.Gap = time.Time{}, 0
+			t.Waits++
+		}
+		if byDelivery[w.d] == nil {
+			ds = append(ds, w.d)
+		}
+		byDelivery[w.d] = append(byDelivery[w.d], t)
 	}
-	m := message.Pack(d.msg.Crawl, targets)
-	handOn(m, d.rec.MessageId, rest[0].receives())
-	body, err := message.Encode(m)
-	if err == nil {
-		delay := min(max(rest[0].msg.Slot.Sub(h.now())-h.cfg.SlotLead, 0).Truncate(time.Second), queue.MaxDelay)
-		err = h.send.SendBatch(ctx, h.cfg.FetchQueue, []queue.Entry{{ID: "0", Body: body, Delay: delay}})
+	delay := min(max(due.Sub(h.now())-h.cfg.SlotLead, 0).Truncate(time.Second), queue.MaxDelay)
+	for i, d := range ds {
+		m := message.Pack(d.msg.Crawl, byDelivery[d])
+		handOn(m, d.rec.MessageId, sqsbatch.ReceiveCount(d.rec))
+		body, err := message.Encode(m)
+		if err != nil {
+			h.log.Warn("encode the rest of a run; its URLs are sent back alone", "messageId", d.rec.MessageId, "err", err.Error())
+			return false
+		}
+		entries = append(entries, queue.Entry{ID: strconv.Itoa(i), Body: body, Delay: delay})
 	}
-	if err != nil {
-		h.log.Warn("send the rest of a run back; its URLs are sent back alone", "messageId", d.rec.MessageId,
+	if err := h.send.SendBatch(ctx, h.cfg.FetchQueue, entries); err != nil {
+		h.log.Warn("send the rest of a run back; its URLs are sent back alone", "messages", len(entries),
 			"urls", len(rest), "err", err.Error())
 		return false
 	}
-	h.log.Debug("the rest of a run went back to the queue", "messageId", d.rec.MessageId, "urls", len(rest))
+	h.log.Debug("the rest of a run went back to the queue", "messages", len(entries), "urls", len(rest), "delay", delay)
 	return true
 }
 

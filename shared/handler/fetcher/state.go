@@ -57,6 +57,9 @@ type PageBudget interface {
 type Politeness interface {
 	// ReserveSlots books n of the host's slots, interval apart, none further than horizon ahead.
 	ReserveSlots(ctx context.Context, host string, interval time.Duration, n int, horizon time.Duration) (crawlstate.Slots, error)
+	// ReserveRun books n of the host's slots for a run, as ReserveSlots does, only when the first
+	// starts within `within` of now; otherwise none, and Free says when the host is free.
+	ReserveRun(ctx context.Context, host string, interval time.Duration, n int, within, horizon time.Duration) (crawlstate.Slots, error)
 	// Throttled is the host's throttled gap now, as this store last saw it (0: none).
 	Throttled(host string) time.Duration
 	// SlowDown raises the host's throttled gap, at least twice interval, and returns it.

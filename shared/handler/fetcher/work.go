@@ -59,6 +59,9 @@ type work struct {
 	u          *url.URL
 	key, group string
 	bad        error
+	// lane is the run the work is a URL of (runs.go), at its place at; nil for a URL worked on alone.
+	lane *runLane
+	at   int
 }
 
 // owner is the claim's owner of the work's URL: its message's delivery (ownerOf).
@@ -215,7 +218,7 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 		lane := ls[i]
 		for j, w := range lane {
 			if j > 0 && !h.awaitRunSlot(ctx, w) { // a run's next URL (runs.go)
-				back := h.sendRunBack(ctx, lane[j:])
+				back := h.sendRunBack(ctx, lane[j:], lane[j].msg.Slot, false)
 				for _, rest := range lane[j:] {
 					failed[rest.n] = !back
 				}
@@ -226,6 +229,14 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 				k.add(*f)
 			}
 			failed[w.n] = err != nil // each piece of work is one lane's, written by it alone
+			// The host is booked further ahead than the run waits in place: the rest waits in the queue.
+			if due, ok := w.lane.backFrom(j); ok {
+				back := h.sendRunBack(ctx, lane[j:], due, true)
+				for _, rest := range lane[j:] {
+					failed[rest.n] = !back
+				}
+				break
+			}
 		}
 		return nil
 	})

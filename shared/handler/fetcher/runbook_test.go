@@ -1,0 +1,205 @@
+package fetcher_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
+	"github.com/crawlstack/crawlstack/shared/crawl/message"
+	"github.com/crawlstack/crawlstack/shared/crawl/scope"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/netguard"
+	"github.com/crawlstack/crawlstack/shared/crawl/web/robots"
+	"github.com/crawlstack/crawlstack/shared/handler/fetcher"
+)
+
+// A run books its slots as it starts (runs.go): a run late for the slots it was sent with, or
+// sent with none, loses nothing, and two runs of one host keep its interval.
+
+// politeRuns tunes a handler to the run tests' host: a request every runInterval, one at a time.
+func politeRuns(c *fetcher.Config) {
+	c.HostRPS, c.HostConcurrency = float64(time.Second)/float64(runInterval), 1
+}
+
+// requestTimes returns when each path was requested, once each, in the order of the requests.
+func (e *env) requestTimes(paths []string) []time.Time {
+	e.t.Helper()
+	e.site.mu.Lock()
+	defer e.site.mu.Unlock()
+	var out []time.Time
+	for _, p := range paths {
+		if n := len(e.site.at[p]); n != 1 {
+			e.t.Errorf("%s requested %d times, want once", p, n)
+			continue
+		}
+		out = append(out, e.site.at[p][0])
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}
+
+// checkInterval fails the test when two requests to the host came closer than a held slot allows:
+// a request goes out no sooner than its slot and less than half an interval after it, so two
+// requests are at least half an interval apart (heldSlot).
+func checkInterval(t *testing.T, at []time.Time, interval time.Duration) {
+	t.Helper()
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < interval/2 {
+			t.Errorf("requests %d and %d %v apart, want at least %v", i-1, i, gap, interval/2)
+		}
+	}
+}
+
+// TestARunLateForItsSlotsBooksThemOnceAndLosesNone: a run that reaches its fetcher long after the
+// slots it was sent with (the run waited in the queue behind the lane's busy invocations), or
+// that holds none (as the frontier sends a run now), is fetched whole in one invocation, its URLs
+// an interval apart, with one write on the host's slot item for all of them and nothing sent
+// back to the queue. Before, each URL of a late run booked a slot of its own (a write each) and,
+// with the host booked further, went back alone.
+func TestARunLateForItsSlotsBooksThemOnceAndLosesNone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sent time.Duration // the run's first slot, from now; 0: no slots
+	}{
+		{"a minute late", -time.Minute},
+		{"sent with none", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, politeRuns)
+			paths := runPaths(5)
+			slots := make([]time.Time, len(paths))
+			if tc.sent != 0 {
+				for i := range slots {
+					slots[i] = time.Now().Add(tc.sent + time.Duration(i)*runInterval)
+				}
+			}
+			before := e.slots.Writes()
+			if got := e.handle(e.run("late", paths, slots)); len(got) != 0 {
+				t.Fatalf("BatchItemFailures = %v, want none", got)
+			}
+			if n := e.slots.Writes() - before; n != 1 {
+				t.Errorf("%d writes on the host's slot item, want 1 for the whole run", n)
+			}
+			checkInterval(t, e.requestTimes(paths), runInterval)
+			for _, p := range paths {
+				if it := e.item(p); it.State != crawlstate.Fetched {
+					t.Errorf("%s = %s, want fetched", p, it.State)
+				}
+			}
+			if back := e.received(fetchQ); len(back) != 0 {
+				t.Errorf("%d fetch messages sent back, want none", len(back))
+			}
+			if msgs := e.received(parseQ); len(msgs) != 1 {
+				t.Errorf("%d parse messages, want 1 for the run's one file", len(msgs))
+			}
+		})
+	}
+}
+
+// TestARunOfAHostBookedFarAheadWaitsInTheQueueWhole: a run whose host another worker has booked
+// further ahead than a run waits in place goes back to the queue as one message, holding no slot,
+// due when the host is free, with the run's claim handed on: no request, no URL alone, and no
+// write on the slot item but the one that found it booked.
+func TestARunOfAHostBookedFarAheadWaitsInTheQueueWhole(t *testing.T) {
+	e := newEnv(t, politeRuns)
+	u, _ := url.Parse(e.url("/"))
+	other := crawlstate.New(e.urls) // another worker's store, whose booking this one has not seen
+	if _, err := other.ReserveSlots(context.Background(), u.Host, runInterval, 100, 0); err != nil {
+		t.Fatal(err)
+	}
+	paths := runPaths(4)
+	before := e.slots.Writes()
+	if got := e.handle(e.run("busy", paths, make([]time.Time, len(paths)))); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	if n := e.slots.Writes() - before; n != 1 {
+		t.Errorf("%d writes on the host's slot item, want 1 (the failed condition that found it booked)", n)
+	}
+	for _, p := range paths {
+		if n := e.site.hitsOf(p); n != 0 {
+			t.Errorf("%s requested %d times, want none yet", p, n)
+		}
+	}
+	back := e.received(fetchQ)
+	if len(back) != 1 {
+		t.Fatalf("%d fetch messages sent back, want the run in one", len(back))
+	}
+	m, err := message.DecodeFetch(back[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, p := range paths {
+		want = append(want, e.url(p))
+	}
+	if got := m.URLList(); !slices.Equal(got, want) {
+		t.Fatalf("sent back %v, want %v", got, want)
+	}
+	// The host is booked 100 intervals (20 s) ahead: the run is due then, less nothing (no lead here).
+	if d := e.send.delays[back[0].Body]; d < 18*time.Second || d > 20*time.Second {
+		t.Errorf("sent back with delay %v, want about 20s, when the host is free", d)
+	}
+	for _, one := range m.Split() {
+		if !one.Slot.IsZero() || one.Waits != 1 {
+			t.Errorf("%s sent back with slot %v and %d waits, want none and 1", one.URL, one.Slot, one.Waits)
+		}
+		other := *one
+		other.Prev = nil
+		if err := e.claimAs(&other, "another"); err != crawlstate.ErrClaimed {
+			t.Errorf("%s taken by another message (%v): the run's claim was given up", one.URL, err)
+		}
+		if err := e.claimAs(one, "sent-back"); err != nil {
+			t.Errorf("%s sent back cannot claim its URL: %v", one.URL, err)
+		}
+	}
+}
+
+// TestTwoRunsOfOneHostKeepItsInterval: two runs of one host worked on at once by two workers, each
+// with a store of its own on one table (two fetch invocations, or the lane's and fetch's), book
+// their slots on the host's one item: every URL is fetched once and no two requests come closer
+// than a held slot allows.
+func TestTwoRunsOfOneHostKeepItsInterval(t *testing.T) {
+	e := newEnv(t, politeRuns)
+	cfg := fetcher.DefaultConfig()
+	cfg.FetchQueue, cfg.ParseQueue, cfg.MaxQuickRetry = fetchQ, parseQ, 0
+	politeRuns(&cfg)
+	second := fetcher.New(cfg, withState(crawlstate.New(e.urls), fetcher.Deps{HTTP: e.client,
+		Robots: robots.New(e.client, userAgent, time.Hour), Scope: scope.DefaultRules(),
+		Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
+		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.now}))
+	all := runPaths(12)
+	a, b := all[:6], all[6:]
+	recA, recB := e.run("run-a", a, make([]time.Time, len(a))), e.run("run-b", b, make([]time.Time, len(b)))
+	var wg sync.WaitGroup
+	for _, w := range []struct {
+		h   *fetcher.Handler
+		rec events.SQSMessage
+	}{{e.h, recA}, {second, recB}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := w.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{w.rec}})
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Errorf("Handle = %+v, %v; want no failures", resp, err)
+			}
+		}()
+	}
+	wg.Wait()
+	checkInterval(t, e.requestTimes(all), runInterval)
+	for _, p := range all {
+		if it := e.item(p); it.State != crawlstate.Fetched {
+			t.Errorf("%s = %s, want fetched", p, it.State)
+		}
+	}
+	if back := e.received(fetchQ); len(back) != 0 {
+		t.Errorf("%d fetch messages sent back, want none: the second run waits in place for its slots", len(back))
+	}
+}
