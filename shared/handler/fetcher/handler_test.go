@@ -286,6 +286,16 @@ func (e *env) item(path string) crawlstate.URL {
 	return u
 }
 
+// wantFetched fails the test for each of paths whose URL is not fetched.
+func (e *env) wantFetched(paths []string) {
+	e.t.Helper()
+	for _, p := range paths {
+		if it := e.item(p); it.State != crawlstate.Fetched {
+			e.t.Errorf("%s = %s, want fetched", p, it.State)
+		}
+	}
+}
+
 // onePages lists the pages of a parse message, each as a one-page message.
 func onePages(m *message.Parse) []*message.Parse {
 	file, pages := m.PageList()

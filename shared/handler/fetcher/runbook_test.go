@@ -89,11 +89,7 @@ func TestARunLateForItsSlotsBooksThemOnceAndLosesNone(t *testing.T) {
 				t.Errorf("%d writes on the host's slot item, want 1 for the whole run", n)
 			}
 			checkInterval(t, e.requestTimes(paths), runInterval)
-			for _, p := range paths {
-				if it := e.item(p); it.State != crawlstate.Fetched {
-					t.Errorf("%s = %s, want fetched", p, it.State)
-				}
-			}
+			e.wantFetched(paths)
 			if back := e.received(fetchQ); len(back) != 0 {
 				t.Errorf("%d fetch messages sent back, want none", len(back))
 			}
@@ -194,11 +190,7 @@ func TestTwoRunsOfOneHostKeepItsInterval(t *testing.T) {
 	}
 	wg.Wait()
 	checkInterval(t, e.requestTimes(all), runInterval)
-	for _, p := range all {
-		if it := e.item(p); it.State != crawlstate.Fetched {
-			t.Errorf("%s = %s, want fetched", p, it.State)
-		}
-	}
+	e.wantFetched(all)
 	if back := e.received(fetchQ); len(back) != 0 {
 		t.Errorf("%d fetch messages sent back, want none: the second run waits in place for its slots", len(back))
 	}
