@@ -13,13 +13,13 @@ import (
 
 // heldBody has groups for two agents, wildcards, $ and an Allow that wins a tie.
 const heldBody = "User-agent: *\nDisallow: /search\nDisallow: /*.pdf$\nAllow: /search/help\n\n" +
-	"User-agent: otherbot\nDisallow: /\n\nUser-agent: crawlstack\nDisallow: /private\nAllow: /private/open\nDisallow: /tmp/\n"
+	"User-agent: otherbot\nDisallow: /\n\nUser-agent: crawlstack\nDisallow: /private\nAllow: /private/open\nDisallow: /drafts/\n"
 
 // TestHeldRulesDecideAsCheck: the rules held for a host, matched elsewhere, give Check's answer for
 // every URL of the host, for the cache's own product token and for a crawl's User-Agent.
 func TestHeldRulesDecideAsCheck(t *testing.T) {
 	paths := []string{"/", "/search", "/search?q=x", "/search/help", "/a.pdf", "/a.pdf?x=1", "/private", "/private/open/x",
-		"/tmp/x", "/tmp", "/robots.txt", "/Search", "/%73earch"}
+		"/drafts/x", "/drafts", "/robots.txt", "/Search", "/%73earch"}
 	for _, ua := range []string{"", "otherbot/2.0", "crawlstack/9 (+x)", "nobody"} {
 		c := New(staticGetter(200, heldBody), testUA, time.Hour)
 		ctx := context.Background()
