@@ -382,14 +382,17 @@ func (r *Runner) delete(ctx context.Context, s Source, done []queue.Message, log
 }
 
 // heartbeat keeps the batch's messages invisible while the handler works on them, by extending
-// their visibility every half timeout. Lambda needs no such thing, because its function timeout is
-// at most a sixth of the visibility timeout; a laptop run has no function timeout, and a short
-// visibility keeps resuming after a crash quick. It returns a function that stops it.
+// their visibility every third of the timeout: a beat that fails (throttled) or comes late leaves
+// the next one time to land before the messages are visible again. A message that became visible
+// is received again, and its receive count grows towards the DLQ's maxReceiveCount as if its
+// handler had failed. Lambda needs no such thing, because its function timeout is at most a sixth
+// of the visibility timeout; a laptop run has no function timeout, and a short visibility keeps
+// resuming after a crash quick. It returns a function that stops it.
 func (r *Runner) heartbeat(ctx context.Context, s Source, msgs []queue.Message, log *slog.Logger) func() {
 	if s.Visibility <= 0 {
 		return func() {}
 	}
-	return Every(ctx, s.Visibility/2, func() {
+	return Every(ctx, s.Visibility/3, func() {
 		for _, m := range msgs {
 			if err := r.Queues.ChangeVisibility(ctx, s.Queue, r.receipt(s.Queue, m), s.Visibility); err != nil && ctx.Err() == nil {
 				log.Debug("extend visibility", "messageId", m.ID, "err", err.Error())

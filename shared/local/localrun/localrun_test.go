@@ -147,6 +147,67 @@ watch:
 	}
 }
 
+// missingBeats fails every other ChangeVisibility call, the heartbeat's, and counts how many
+// times each message is received: a throttled heartbeat, as SQS gives one now and then.
+type missingBeats struct {
+	*sqlite.Queue
+	beats    atomic.Int64
+	mu       sync.Mutex
+	receives map[string]int
+}
+
+func (m *missingBeats) ChangeVisibility(ctx context.Context, name, receipt string, timeout time.Duration) error {
+	if m.beats.Add(1)%2 == 1 {
+		return errors.New("change visibility: throttled")
+	}
+	return m.Queue.ChangeVisibility(ctx, name, receipt, timeout)
+}
+
+func (m *missingBeats) Receive(ctx context.Context, name string, n int, visibility, wait time.Duration) ([]queue.Message, error) {
+	msgs, err := m.Queue.Receive(ctx, name, n, visibility, wait)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, msg := range msgs {
+		m.receives[msg.Body]++
+	}
+	return msgs, err
+}
+
+// TestAHeartbeatThatFailsOnceKeepsTheMessageInvisible: with every other heartbeat failing, a
+// batch that outlives its visibility timeout several times is received once. A message received
+// again while in hand is not worked on twice (take), but its receive count grows towards the
+// queue's maxReceiveCount as if its handler had failed: a heartbeat every half timeout lost the
+// message for a moment at each missed beat.
+func TestAHeartbeatThatFailsOnceKeepsTheMessageInvisible(t *testing.T) {
+	sq, src, _ := newQueue(t, 5)
+	send(t, sq, src, "slow")
+	q := &missingBeats{Queue: sq, receives: map[string]int{}}
+	release := make(chan struct{})
+	handler := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		<-release
+		return events.SQSEventResponse{}, nil
+	}
+	r := &Runner{Queues: q, Log: quiet(), Sources: []Source{{Name: "work", Queue: src, Handler: handler, Pollers: 2, BatchSize: 1, Visibility: time.Second}}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	// Hold the batch until its heartbeat has been tried 8 times (4 missed): about three
+	// visibility timeouts.
+	deadline := time.Now().Add(20 * time.Second)
+	for q.beats.Load() < 8 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // a poll of the heartbeat's count, not a wait for an outcome
+	}
+	close(release)
+	waitRun(t, done)
+	if n := q.beats.Load(); n < 8 {
+		t.Fatalf("%d heartbeats in 20 s, want 8", n)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if got := q.receives["slow"]; got != 1 {
+		t.Errorf("the message was received %d times while its batch was in hand, want 1", got)
+	}
+}
+
 // blindQueues hands out one message and then reports every queue empty, even while that message
 // is being handled: what a look at several queues can see while a handler moves a message from a
 // queue not yet counted to one already counted.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,6 +103,10 @@ type Harness struct {
 	// heldAtCrash are the paths of the site's URLs that a worker held (claimed, not yet done) when
 	// the last Crash or CrashAt stopped the run: the only pages the resumed run may fetch again.
 	heldAtCrash map[string]bool
+
+	// tail keeps the handlers' last log lines, printed when the test fails (logtail.go).
+	tail    *logTail
+	logOnce sync.Once
 }
 
 // QuietLog is a logger that writes nothing, for handlers under test.
@@ -174,12 +179,12 @@ func (h *Harness) Run(ctx context.Context, crawl string, cfg pipeline.Config, po
 	if cfg.SlowQueue != "" {
 		names = append(names, pipeline.FetchSlow) // the slow lane's own consumer, as in the stack
 	}
-	hs, err := pipeline.NewOnly(cfg, ports, QuietLog(), names...)
+	hs, err := pipeline.NewOnly(cfg, ports, h.handlerLog(), names...)
 	if err != nil {
 		h.T.Fatal(err)
 	}
 	defer hs.Close()
-	err = h.Runner(q, h.Res, hs, concurrency, h.Visibility, QuietLog()).Run(ctx)
+	err = h.Runner(q, h.Res, hs, concurrency, h.Visibility, h.handlerLog()).Run(ctx)
 	if errors.Is(context.Cause(ctx), errRunTimeout) {
 		h.T.Fatalf("the run did not finish within %v; pending:\n%s", timeout, h.Pending(crawl))
 	}

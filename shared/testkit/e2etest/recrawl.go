@@ -141,7 +141,7 @@ func (h *Harness) Tick(ctx context.Context, at time.Time, name string) string {
 	}
 	cfg := h.Config()
 	cfg.RecrawlPrefix = prefix // where the backend's StartCrawl drops seed files
-	hs, err := pipeline.New(cfg, h.Ports(), QuietLog())
+	hs, err := pipeline.New(cfg, h.Ports(), h.handlerLog())
 	if err != nil {
 		h.T.Fatal(err)
 	}
