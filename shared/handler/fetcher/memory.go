@@ -22,8 +22,18 @@ import (
 // A GET that must wait for room first stores the pages its batch holds (flush): their records go
 // out in a WARC file of their own, and their room comes back. A page kept while a GET waits is
 // stored at once, and a batch's pages are stored once they hold half the budget. No wait lasts
-// for ever: the small holds together leave room for one large page, so that once the kept pages
-// are stored a large page always fits, and it needs no more room to end.
+// for ever: a GET that must wait to grow gives back its small hold's room first, so that the GETs
+// waiting to grow hold no room that another needs, and the room held is only that of GETs reading
+// small bodies (they end), of large ones (they end) and of kept pages (stored). A large page then
+// waits at most for the GETs in flight to end.
+//
+// The small holds may take up to three quarters of the budget (smallShare), however large a page
+// may be. They were once bounded to leave room for one large page beside them, so that a GET that
+// grows never waited on them: in a 128 MB function, whose budget is 64 MB and whose large page
+// may hold 61 MB (20 MB decoded), that left three GETs at once, and the slow lane's runs of a
+// hundred polite hosts fetched at a dozen pages a second (docs/cost.md, "The slow lane's GETs at
+// once"). The price is the body a GET has read (smallBody at most) while it waits to grow and
+// holds nothing: at most smallShare/4 of the budget beyond it, when every GET waits to grow.
 
 // smallHold is what a GET takes before it goes out, and smallBody the body it may read within it.
 const (
@@ -31,12 +41,15 @@ const (
 	smallBody = smallHold / 4
 )
 
+// smallShare is the share of the budget the small holds may take together.
+const smallShare = 0.75
+
 // memory is the byte budget of one Handler; nil bounds nothing.
 type memory struct {
 	budget int64
 	large  int64 // the most a page may hold
 	total  *semaphore.Weighted
-	// smalls bounds the small holds to budget-large, so that a large page always fits in time.
+	// smalls bounds the small holds to smallShare of the budget, and so the GETs at once.
 	smalls  *semaphore.Weighted
 	waiting atomic.Int32
 }
@@ -50,7 +63,13 @@ func newMemory(budget, decoded int64) *memory {
 	large := 3*decoded + smallHold
 	budget = max(budget, large+smallHold)
 	return &memory{budget: budget, large: large, total: semaphore.NewWeighted(budget),
-		smalls: semaphore.NewWeighted(budget - large)}
+		smalls: semaphore.NewWeighted(smallsOf(budget))}
+}
+
+// smallsOf is the room the small holds of a budget may take together: smallShare of it, and at
+// least one small hold.
+func smallsOf(budget int64) int64 {
+	return max(smallHold, int64(float64(budget)*smallShare)/smallHold*smallHold)
 }
 
 // hold is the room one page holds; a nil hold holds nothing. Its methods are safe for concurrent
@@ -105,20 +124,25 @@ func (h *hold) reserve(ctx context.Context, _, size int64) (int64, error) {
 	return math.MaxInt64, nil
 }
 
-// grow raises the hold to n bytes.
+// grow raises the hold to n bytes. When that must wait, it gives back what it holds first and
+// waits for all n: a GET waiting to grow holds no room that the one before it in line needs.
 func (h *hold) grow(ctx context.Context, n int64) error {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	more := n - h.n
-	h.mu.Unlock()
 	if more <= 0 {
 		return nil
 	}
-	if err := h.m.acquire(ctx, more, h.flush); err != nil {
+	if h.m.total.TryAcquire(more) {
+		h.n = n
+		return nil
+	}
+	h.m.total.Release(h.n)
+	h.n = 0
+	if err := h.m.acquire(ctx, n, h.flush); err != nil {
 		return err
 	}
-	h.mu.Lock()
-	h.n += more
-	h.mu.Unlock()
+	h.n = n
 	return nil
 }
 

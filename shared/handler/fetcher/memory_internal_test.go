@@ -2,10 +2,11 @@ package fetcher
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlstack/crawlstack/shared/crawl/web/httpfetch"
 )
 
 // Many GETs of large pages at once on a budget that fits one never wait for ever: each takes its
@@ -60,43 +61,77 @@ func TestGETsOnAFullBudgetAllEnd(t *testing.T) {
 		t.Fatalf("a GET waited past the deadline: %v", err)
 	}
 	flush()
-	if !m.total.TryAcquire(m.budget) || !m.smalls.TryAcquire(m.budget-m.large) {
+	if !m.total.TryAcquire(m.budget) || !m.smalls.TryAcquire(smallsOf(m.budget)) {
 		t.Error("the budget is not whole after every page was stored")
 	}
 }
 
-// However many GETs hold their small holds, a large page still fits: the small holds leave room
-// for one, so that a GET that grows never waits on the others' small holds.
-func TestTheSmallHoldsLeaveRoomForALargePage(t *testing.T) {
-	const decoded = 1 << 20
+// A 128 MB function (the slow lane's) fetches many pages at once: its small holds are not bounded
+// by the room of a large page beside them. They were, and a page's 20 MB decoded cap left room
+// for three GETs at once.
+func TestA128MBFunctionHasManyGETsAtOnce(t *testing.T) {
+	m := newMemory(MemoryBudgetFor(128), httpfetch.DefaultMaxDecodedBytes)
+	n := 0
+	for {
+		h, ok := m.takeNow()
+		if !ok {
+			break
+		}
+		defer h.release()
+		n++
+	}
+	if n < 40 {
+		t.Errorf("%d GETs at once in a 128 MB function, want at least 40", n)
+	}
+}
+
+// takeNow takes a small hold if one is free at once.
+func (m *memory) takeNow() (*hold, bool) {
+	if !m.smalls.TryAcquire(smallHold) {
+		return nil, false
+	}
+	if !m.total.TryAcquire(smallHold) {
+		m.smalls.Release(smallHold)
+		return nil, false
+	}
+	return &hold{m: m, n: smallHold, small: smallHold, flush: func() {}}, true
+}
+
+// GETs that all grow to a large page at once, with every small hold taken, all end: one that must
+// wait gives back its small hold first, so none waits on room that a waiting GET holds. Holding it
+// while waiting, six GETs of 1 MB each on an 8 MB budget waited for ever for 3 MB more each.
+func TestGETsThatAllGrowAtOnceAllEnd(t *testing.T) {
+	const decoded = 1 << 20 // a large page holds 4 MB
 	m := newMemory(8<<20, decoded)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	holds := make(chan *hold, 8)
-	for range 8 {
-		go func() {
-			h, err := m.take(ctx, func() {})
-			if err == nil {
-				holds <- h
-			}
-		}()
-	}
-	first := <-holds
-	// Wait until every small hold that can be taken is taken.
-	for m.smalls.TryAcquire(smallHold) {
-		m.smalls.Release(smallHold)
-		if ctx.Err() != nil {
-			t.Fatal("the small holds never ran out")
+	var holds []*hold
+	for {
+		h, ok := m.takeNow()
+		if !ok {
+			break
 		}
-		runtime.Gosched()
+		holds = append(holds, h)
 	}
-	grown, grow := context.WithTimeout(ctx, 2*time.Second)
-	defer grow()
-	if _, err := first.reserve(grown, smallBody+1, -1); err != nil {
-		t.Errorf("a GET could not grow to a large page beside the small holds: %v", err)
+	if len(holds) < 6 {
+		t.Fatalf("%d small holds on an 8 MB budget, want 6", len(holds))
 	}
-	first.release()
-	for range 7 {
-		(<-holds).release()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(holds))
+	for _, h := range holds {
+		wg.Go(func() {
+			defer h.release()
+			if _, err := h.reserve(ctx, smallBody+1, -1); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a GET that grew waited past the deadline: %v", err)
+	}
+	if !m.total.TryAcquire(m.budget) || !m.smalls.TryAcquire(smallsOf(m.budget)) {
+		t.Error("the budget is not whole after every GET ended")
 	}
 }
