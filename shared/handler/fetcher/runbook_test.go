@@ -63,8 +63,11 @@ func checkInterval(t *testing.T, at []time.Time, interval time.Duration) {
 // that holds none (as the frontier sends a run now), is fetched whole in one invocation, its URLs
 // an interval apart, with one write on the host's slot item for all of them and nothing sent
 // back to the queue. Before, each URL of a late run booked a slot of its own (a write each) and,
-// with the host booked further, went back alone.
+// with the host booked further, went back alone. The host is slower here than the other run
+// tests' (lateInterval): a URL more than half an interval late for its slot takes the run's next,
+// and on a loaded machine a 200 ms interval left too little for that not to happen by chance.
 func TestARunLateForItsSlotsBooksThemOnceAndLosesNone(t *testing.T) {
+	const lateInterval = 600 * time.Millisecond
 	for _, tc := range []struct {
 		name string
 		sent time.Duration // the run's first slot, from now; 0: no slots
@@ -73,12 +76,14 @@ func TestARunLateForItsSlotsBooksThemOnceAndLosesNone(t *testing.T) {
 		{"sent with none", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, politeRuns)
+			e := newEnv(t, func(c *fetcher.Config) {
+				c.HostRPS, c.HostConcurrency = float64(time.Second)/float64(lateInterval), 1
+			})
 			paths := runPaths(5)
 			slots := make([]time.Time, len(paths))
 			if tc.sent != 0 {
 				for i := range slots {
-					slots[i] = time.Now().Add(tc.sent + time.Duration(i)*runInterval)
+					slots[i] = time.Now().Add(tc.sent + time.Duration(i)*lateInterval)
 				}
 			}
 			before := e.slots.Writes()
@@ -88,7 +93,7 @@ func TestARunLateForItsSlotsBooksThemOnceAndLosesNone(t *testing.T) {
 			if n := e.slots.Writes() - before; n != 1 {
 				t.Errorf("%d writes on the host's slot item, want 1 for the whole run", n)
 			}
-			checkInterval(t, e.requestTimes(paths), runInterval)
+			checkInterval(t, e.requestTimes(paths), lateInterval)
 			e.wantFetched(paths)
 			if back := e.received(fetchQ); len(back) != 0 {
 				t.Errorf("%d fetch messages sent back, want none", len(back))
