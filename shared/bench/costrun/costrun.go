@@ -406,9 +406,12 @@ func (c *costRun) invoke(fn string, h localrun.Invoke) localrun.Invoke {
 func (c *costRun) source(fn, q string, h localrun.Invoke) localrun.Source {
 	f := c.fns[fn]
 	// Each invocation keeps the crawl's ledger, as the Lambda mains do (awsports.NewFunction):
-	// the ledger's own table write is part of the bill.
+	// the ledger's own table write is part of the bill. Its model of the pollers' empty receives
+	// counts the pollers that the runner runs (one a batch in flight, each long-polling
+	// lambdaPoll), where a Lambda function's counts AWS's cost.PollersPerQueue: the meter sees
+	// the runner's.
 	l := &ledger.Ledger{State: c.handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Polled: true,
-		BatchSize: f.BatchSize, Log: c.log}
+		BatchSize: f.BatchSize, Pollers: max(f.MaxConcurrency, 1), PollWait: lambdaPoll, Log: c.log}
 	return localrun.Source{Name: fn, Queue: q, Handler: c.invoke(fn, localrun.Invoke(l.Wrap(ledger.Handler(h)))), Pollers: f.MaxConcurrency,
 		BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: c.o.Visibility,
 		Poll: lambdaPoll}

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -96,6 +97,29 @@ func TestIdlePricesMatchTheStacks(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("idle-prices.json %s = %v, DefaultPrices has %v: change them together", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestPollerReceives(t *testing.T) {
+	tests := []struct {
+		name    string
+		pollers int
+		wait    time.Duration
+		gap     time.Duration
+		want    float64
+	}{
+		{"AWS's 5 pollers, a minute", PollersPerQueue, PollWait, time.Minute, 15},
+		{"as IdleReceives counts a minute of one queue", PollersPerQueue, PollWait, time.Minute, float64(IdleReceives(1, PollersPerQueue, time.Minute))},
+		{"2 pollers, 10 s", 2, PollWait, 10 * time.Second, 1},
+		{"a second's waits (crawl run)", 3, time.Second, 4 * time.Second, 12},
+		{"a gap past the bound", PollersPerQueue, PollWait, 24 * time.Hour, 5 * float64(MaxPollGap/PollWait)},
+		{"no gap", PollersPerQueue, PollWait, 0, 0},
+		{"no pollers", 0, PollWait, time.Minute, 0},
+	}
+	for _, tt := range tests {
+		if got := PollerReceives(tt.pollers, tt.wait, tt.gap); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: PollerReceives(%d, %v, %v) = %v, want %v", tt.name, tt.pollers, tt.wait, tt.gap, got, tt.want)
 		}
 	}
 }

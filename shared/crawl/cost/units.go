@@ -111,3 +111,22 @@ func IdleReceives(queues, pollers int, d time.Duration) int64 {
 	}
 	return int64(queues) * int64(pollers) * int64((d+PollWait-1)/PollWait)
 }
+
+// MaxPollGap bounds the time between two batches of a queue over which PollerReceives books the
+// pollers' empty receives. A queue that went longer without a batch was idle, which the stack's
+// idle bill (IdleReceives) already counts; the bound also keeps the gap since a crawl of the day
+// before off the next crawl's first batch.
+const MaxPollGap = 5 * time.Minute
+
+// PollerReceives is what pollers polling a queue with receives that wait up to wait (PollWait on
+// AWS) spend, as expected, in receives that find nothing over gap, the time between the starts
+// of two of the queue's batches: each poller's wait runs out once every wait while no message
+// comes, so pollers x gap / wait, with gap bounded by MaxPollGap. It is a fraction: a caller adds
+// it up and books the whole receives. The receives that return messages and the one that ends a
+// batching window are BatchRequests', not these.
+func PollerReceives(pollers int, wait, gap time.Duration) float64 {
+	if pollers <= 0 || wait <= 0 || gap <= 0 {
+		return 0
+	}
+	return float64(pollers) * float64(min(gap, MaxPollGap)) / float64(wait)
+}
