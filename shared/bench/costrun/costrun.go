@@ -36,6 +36,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/ledger"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 	"github.com/crawlstack/crawlstack/shared/ops/crawlindex"
 	"github.com/crawlstack/crawlstack/shared/testkit/tablefill"
 )
@@ -127,12 +128,14 @@ type Report struct {
 	SQSCalls map[string]int64
 	// Ledger is the crawl's own bill, as its record holds it (package ledger): the units its
 	// handlers' invocations booked, with each batch's receives and deletes as the event source
-	// mapping makes them (cost.BatchRequests), which leaves out the set-up (queues, table, bucket)
-	// and the pollers' empty receives between batches.
+	// mapping makes them (cost.BatchRequests) and the empty receives of its queue's pollers since
+	// the queue's batch before (cost.PollerReceives), which leaves out the set-up (queues, table,
+	// bucket).
 	Ledger cost.Units
 	// Crawled is what the meter counted from the crawl's first message (its seed file sent) to
 	// the end of its queues, the early empty receives left out: the part of Units that the
-	// ledger books, for comparing the two.
+	// ledger books, for comparing the two. Units also holds the metric series-hours, which no
+	// client sees; Crawled does not.
 	Crawled cost.Units
 	// EarlyEmpty counts the empty receives the emulator answered before their wait was over,
 	// which SQS never does: left out of Units and SQSCalls (see earlyEmpty).
@@ -460,6 +463,8 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.web.hosts, Web: c.web.describe,
 		Ends: c.events.ends(), Pollers: c.o.Pollers, Elapsed: time.Since(start), Units: c.m.Snapshot(),
 		Delayed: c.sent.delayed.Load(), Requeued: c.sent.resent(), SQSCalls: c.m.SQSCalls()}
+	// The custom metric series, at the crawl's rate (cost.MetricSeriesHours): no client sees them.
+	r.Units.MetricSeriesHours = cost.MetricSeriesHours(len(metrics.Series), r.Elapsed)
 	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
 	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
 	// The early empty receives all came while the runner ran, between the two snapshots.

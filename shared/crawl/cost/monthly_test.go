@@ -61,13 +61,29 @@ func TestIdleStackBill(t *testing.T) {
 	}
 }
 
-func TestMetricHours(t *testing.T) {
-	// 8 series for a 3-minute crawl: one hour each, 8 x $0.30 / 730.
-	if got := DefaultPrices().MetricHours(8, 3*time.Minute); !near(got, 8*0.30/730) {
-		t.Errorf("$%v, want $%v", got, 8*0.30/730)
+func TestMetricSeriesHoursAtTheCrawlsRate(t *testing.T) {
+	// 8 series over a sample of 1,588 pages in 6 minutes: 0.8 series-hours, where whole clock
+	// hours would bill 8. At that rate a million pages take 1e6 / 15,880 = 63.0 hours, 504
+	// series-hours: $0.207 per million pages at $0.30 a series-month.
+	u := Units{MetricSeriesHours: MetricSeriesHours(8, 6*time.Minute)}
+	if !near(u.MetricSeriesHours, 0.8) {
+		t.Errorf("series-hours %v, want 0.8", u.MetricSeriesHours)
 	}
-	if got := DefaultPrices().MetricHours(8, 61*time.Minute); !near(got, 2*8*0.30/730) {
-		t.Errorf("61 minutes: $%v, want two hours' worth", got)
+	perMillion := DefaultPrices().Cost(u).Metrics / 1588 * 1e6
+	hours := 1e6 / (1588 / 0.1) // a million pages at 15,880 pages an hour
+	if want := 8 * hours * 0.30 / 730; math.Abs(perMillion-want) > 1e-9 {
+		t.Errorf("$%v per million pages, want $%v (8 series x %.1f hours x $0.30/730)", perMillion, want, hours)
+	}
+	if c := DefaultPrices().Cost(u); !near(c.Total, c.Metrics) || c.Metrics <= 0 {
+		t.Errorf("costs %+v: want the metrics in the total", c)
+	}
+	for _, tt := range []struct {
+		series  int
+		elapsed time.Duration
+	}{{0, time.Hour}, {8, 0}, {8, -time.Second}} {
+		if got := MetricSeriesHours(tt.series, tt.elapsed); got != 0 {
+			t.Errorf("MetricSeriesHours(%d, %v) = %v, want 0", tt.series, tt.elapsed, got)
+		}
 	}
 }
 

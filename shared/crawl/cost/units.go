@@ -29,6 +29,9 @@ type Units struct {
 	LambdaGBSeconds float64
 	// LogBytes are bytes ingested by CloudWatch Logs.
 	LogBytes int64
+	// MetricSeriesHours are custom metric series-hours: CloudWatch bills a series by the month,
+	// pro-rated by the hour, in each hour it receives data (MetricSeriesHours, the function).
+	MetricSeriesHours float64
 }
 
 // Add returns u plus v, item by item.
@@ -43,6 +46,7 @@ func (u Units) Add(v Units) Units {
 		LambdaRequests:     u.LambdaRequests + v.LambdaRequests,
 		LambdaGBSeconds:    u.LambdaGBSeconds + v.LambdaGBSeconds,
 		LogBytes:           u.LogBytes + v.LogBytes,
+		MetricSeriesHours:  u.MetricSeriesHours + v.MetricSeriesHours,
 	}
 }
 
@@ -58,6 +62,7 @@ func (u Units) Sub(v Units) Units {
 		LambdaRequests:     u.LambdaRequests - v.LambdaRequests,
 		LambdaGBSeconds:    u.LambdaGBSeconds - v.LambdaGBSeconds,
 		LogBytes:           u.LogBytes - v.LogBytes,
+		MetricSeriesHours:  u.MetricSeriesHours - v.MetricSeriesHours,
 	}
 }
 
@@ -129,4 +134,17 @@ func PollerReceives(pollers int, wait, gap time.Duration) float64 {
 		return 0
 	}
 	return float64(pollers) * float64(min(gap, MaxPollGap)) / float64(wait)
+}
+
+// MetricSeriesHours is what series custom metric series cost a crawl of pages pages that took
+// elapsed, in series-hours, at the crawl's rate: series x elapsed, the hours a crawl at that rate
+// takes for its pages (a million pages take 1e6 / pages-per-hour hours). It is the pro-rated
+// share, not the whole clock hours a sample touches: a sample of 6 minutes billed a whole hour of
+// each series would say more about the sample's length than about a page. The series have no
+// dimension, so the crawls that run at once share them: a crawl running alone pays them all.
+func MetricSeriesHours(series int, elapsed time.Duration) float64 {
+	if series <= 0 || elapsed <= 0 {
+		return 0
+	}
+	return float64(series) * elapsed.Hours()
 }
