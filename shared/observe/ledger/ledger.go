@@ -216,9 +216,9 @@ func (l *Ledger) polledBefore(acct *meter.Meter, recs []events.SQSMessage, start
 // expectation cost.PollerReceives, in whole receives, the fraction carried to the queue's next
 // batch. The first batch of a queue books none (the pollers' receives before it are the idle
 // bill's). Gaps are from start to start, since the pollers go on polling while a batch is
-// worked on: a ledger that sees
-// every batch of a queue (crawl run, make cost) books its pollers' span once. A Lambda
-// container sees only its own batches; docs/cost.md says what that does to the estimate.
+// worked on: a ledger that sees every batch of a queue (crawl run, make cost) books its pollers'
+// span once. A Lambda container sees only its own batches; docs/cost.md says what that does to
+// the estimate.
 func (l *Ledger) emptyReceives(queue string, start time.Time) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
