@@ -27,6 +27,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/web/proxysecret"
 	"github.com/crawlstack/crawlstack/shared/handler/renderer"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
 
@@ -89,6 +90,9 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 	cfg, err := pipeline.FromEnv(getenv)
 	if err != nil {
 		return nil, err
+	}
+	if metrics.Enabled() { // set up before the handlers (newFunction): the budget counts the series
+		cfg.MetricSeries = len(metrics.Series)
 	}
 	rec, err := recorder(getenv)
 	if err != nil {

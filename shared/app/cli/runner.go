@@ -24,12 +24,13 @@ const runPauseWait = 5 * time.Second
 const budgetCheck = time.Second
 
 // bookCosts adds what each of the runner's invocations is metered for to its crawls' ledgers (the
-// AWS backend's SDK calls, and the runner's receives and deletes of each batch; no Lambda bills a
-// local run), so that a budget can stop the crawl.
+// AWS backend's SDK calls, and the runner's receives and deletes of each batch, with its pollers'
+// receives that found nothing between batches; no Lambda bills a local run), so that a budget can
+// stop the crawl. Each source has a ledger of its own, which knows how its queue is polled.
 func bookCosts(r *localrun.Runner, st *crawlstate.Store, log *slog.Logger) {
-	l := &ledger.Ledger{State: st, Polled: true, Log: log}
-	for i := range r.Sources {
-		r.Sources[i].Handler = localrun.Invoke(l.Wrap(ledger.Handler(r.Sources[i].Handler)))
+	for i, s := range r.Sources {
+		l := &ledger.Ledger{State: st, Polled: true, Pollers: max(s.Pollers, 1), PollWait: s.PollWait(), Log: log}
+		r.Sources[i].Handler = localrun.Invoke(l.Wrap(ledger.Handler(s.Handler)))
 	}
 }
 

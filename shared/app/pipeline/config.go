@@ -137,6 +137,10 @@ type Config struct {
 	// CostCheck is how often the store reads a crawl's ledger to check its budget (0:
 	// crawlstate.DefaultCostCheck).
 	CostCheck time.Duration
+	// MetricSeries are the custom metric series the functions write while a crawl runs (0:
+	// metrics off), which a budget counts for the crawl's time (crawlstate.WithMetricSeries): the
+	// Lambda functions set it when they write metrics (awsports).
+	MetricSeries int
 	// PauseWait is how long a paused crawl's fetch messages wait in the queue between looks
 	// (0: fetcher.DefaultPauseWait).
 	PauseWait time.Duration

@@ -264,7 +264,8 @@ func newState(cfg Config, t table.Table) *crawlstate.Store {
 		counters = crawlstate.WithHeldCounters()
 	}
 	return crawlstate.New(t, counters, crawlstate.WithRunCheck(cfg.RunCheck),
-		crawlstate.WithCircuit(cfg.CircuitFailures, cfg.CircuitProbe), crawlstate.WithCostCheck(cfg.CostCheck))
+		crawlstate.WithCircuit(cfg.CircuitFailures, cfg.CircuitProbe), crawlstate.WithCostCheck(cfg.CostCheck),
+		crawlstate.WithMetricSeries(cfg.MetricSeries))
 }
 
 // newFinish is the drain checks, which announce a crawl's end to Ports.Events.

@@ -36,6 +36,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/ledger"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
+	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 	"github.com/crawlstack/crawlstack/shared/ops/crawlindex"
 	"github.com/crawlstack/crawlstack/shared/testkit/tablefill"
 )
@@ -127,12 +128,14 @@ type Report struct {
 	SQSCalls map[string]int64
 	// Ledger is the crawl's own bill, as its record holds it (package ledger): the units its
 	// handlers' invocations booked, with each batch's receives and deletes as the event source
-	// mapping makes them (cost.BatchRequests), which leaves out the set-up (queues, table, bucket)
-	// and the pollers' empty receives between batches.
+	// mapping makes them (cost.BatchRequests) and the empty receives of its queue's pollers since
+	// the queue's batch before (cost.PollerReceives), which leaves out the set-up (queues, table,
+	// bucket).
 	Ledger cost.Units
 	// Crawled is what the meter counted from the crawl's first message (its seed file sent) to
 	// the end of its queues, the early empty receives left out: the part of Units that the
-	// ledger books, for comparing the two.
+	// ledger books, for comparing the two. Units also holds the metric series-hours, which no
+	// client sees; Crawled does not.
 	Crawled cost.Units
 	// EarlyEmpty counts the empty receives the emulator answered before their wait was over,
 	// which SQS never does: left out of Units and SQSCalls (see earlyEmpty).
@@ -406,9 +409,12 @@ func (c *costRun) invoke(fn string, h localrun.Invoke) localrun.Invoke {
 func (c *costRun) source(fn, q string, h localrun.Invoke) localrun.Source {
 	f := c.fns[fn]
 	// Each invocation keeps the crawl's ledger, as the Lambda mains do (awsports.NewFunction):
-	// the ledger's own table write is part of the bill.
+	// the ledger's own table write is part of the bill. Its model of the pollers' empty receives
+	// counts the pollers that the runner runs (one a batch in flight, each long-polling
+	// lambdaPoll), where a Lambda function's counts AWS's cost.PollersPerQueue: the meter sees
+	// the runner's.
 	l := &ledger.Ledger{State: c.handlers[fn].State, MemoryMB: f.MemoryMB, ReportBytes: lambdaReportBytes, Polled: true,
-		BatchSize: f.BatchSize, Log: c.log}
+		BatchSize: f.BatchSize, Pollers: max(f.MaxConcurrency, 1), PollWait: lambdaPoll, Log: c.log}
 	return localrun.Source{Name: fn, Queue: q, Handler: c.invoke(fn, localrun.Invoke(l.Wrap(ledger.Handler(h)))), Pollers: f.MaxConcurrency,
 		BatchSize: f.BatchSize, Window: time.Duration(f.BatchWindowSeconds) * time.Second, Visibility: c.o.Visibility,
 		Poll: lambdaPoll}
@@ -457,6 +463,8 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.web.hosts, Web: c.web.describe,
 		Ends: c.events.ends(), Pollers: c.o.Pollers, Elapsed: time.Since(start), Units: c.m.Snapshot(),
 		Delayed: c.sent.delayed.Load(), Requeued: c.sent.resent(), SQSCalls: c.m.SQSCalls()}
+	// The custom metric series, at the crawl's rate (cost.MetricSeriesHours): no client sees them.
+	r.Units.MetricSeriesHours = cost.MetricSeriesHours(len(metrics.Series), r.Elapsed)
 	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
 	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
 	// The early empty receives all came while the runner ran, between the two snapshots.

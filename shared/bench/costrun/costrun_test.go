@@ -81,7 +81,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 	p.LambdaRequestsPerMillion.USD, p.LambdaGBSecond.USD, p.LogsPerGB.USD = 0.20, 0.0000133334, 0.50
 	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: cost.Units{
 		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
-		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20},
+		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20, MetricSeriesHours: cost.MetricSeriesHours(8, 61*time.Minute)},
 		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
 		Writes:     map[string]int64{"url": 4500, "slot": 2250, "crawl": 50},
 		SlotWrites: map[string]int64{"schedule": 2000, "fetch": 250},
@@ -94,10 +94,12 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 	out := b.String()
 	// Per million pages: SQS 5 requests/page x $0.40/M = $2.00; DynamoDB 14 x 0.625 + 2 x 0.125 =
 	// $9.00; S3 0.1 x $5 + 1 x $0.40 = $0.90; Lambda 0.3 x 0.20 + 0.15 GB-s x $13.3334 = $2.06;
-	// logs 1 MiB / 1000 pages = 1048.576 bytes/page, x 1e6 / 2^30 x $0.50 = $0.49; total $14.45.
+	// logs 1 MiB / 1000 pages = 1048.576 bytes/page, x 1e6 / 2^30 x $0.50 = $0.49; 8 metric series
+	// for the 61 minutes that 1,000 pages took, 8.133 series-hours x $0.30 / 730 = $0.00334, $3.34
+	// per million pages; total $17.79.
 	for _, want := range []string{"SQS  5.00 requests  2.00", "DynamoDB  14.00 WRU, 2.00 RRU  9.00",
 		"S3  0.100 PUT/LIST, 1.000 GET  0.90", "Lambda  0.300 requests, 0.1500 GB-s  2.06",
-		"Logs  1049 bytes  0.49", "total  14.45", "p#a, 200.0 writes per 1,000 pages",
+		"Logs  1049 bytes  0.49", "CloudWatch metrics  0.008133 series-hours  3.34", "total  17.79", "p#a, 200.0 writes per 1,000 pages",
 		"2.00 per page of its host", "a host of 500 pages/s",
 		"grow with the crawl's rate): c#c1#7, 4.0 writes per 1,000 pages (a crawl of 250000 pages/s at most)",
 		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
@@ -107,8 +109,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10",
 		// The ledger: 1,600 WRU, $0.001, against the meter's 1,700: 1 - 1600/1700 = 5.9% under.
 		"the crawl's own ledger (its record, which the budget reads): $1.00 per million pages; the meter, from the crawl's first message to its end: $1.06 (the ledger -5.9%",
-		// 8 series for two clock hours: 16 x $0.30 / 730 = $0.0066, $6.58 per million pages.
-		"custom metrics: 8 series while the crawl ran, billed by the clock hour: $0.0066, $6.58 per million pages"} {
+		// 1,000 pages in 61 minutes: 984 an hour, a million pages in 1,016.7 hours, 8 series each.
+		"at this crawl's 984 pages an hour a million pages take 1016.7 hours, 8133 series-hours"} {
 		if !strings.Contains(squeeze(out), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}

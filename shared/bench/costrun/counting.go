@@ -250,10 +250,13 @@ func (e *earlyEmpty) takeFrom(u *cost.Units, calls map[string]int64) int64 {
 	return n
 }
 
-// depthUnmetered is the runner's queues with their depth read on an unmetered client: the runner
-// looks at the queues' depths to find the end of the crawl, which an event source mapping never
-// does, so those requests are no part of what the stack would pay. Its receives and deletes are
-// the mapping's, and are metered.
+// depthUnmetered is the runner's queues with their depth read, and their messages' visibility
+// changed, on an unmetered client. The runner looks at the queues' depths to find the end of the
+// crawl, and keeps the batches in hand invisible with a heartbeat (and gives back at once those it
+// will not handle as it stops), none of which an event source mapping does: the stack's
+// visibility timeout is six times its function's timeout, so Lambda never extends it. Those
+// requests are no part of what the stack would pay. Its receives and deletes are the mapping's,
+// and are metered.
 type depthUnmetered struct {
 	localrun.Queues
 	depth localrun.Queues
@@ -261,6 +264,10 @@ type depthUnmetered struct {
 
 func (d depthUnmetered) Depth(ctx context.Context, q string) (int, int, error) {
 	return d.depth.Depth(ctx, q)
+}
+
+func (d depthUnmetered) ChangeVisibility(ctx context.Context, q, receipt string, timeout time.Duration) error {
+	return d.depth.ChangeVisibility(ctx, q, receipt, timeout)
 }
 
 // logBytes is the handlers' log destination: it meters the bytes CloudWatch Logs would ingest.

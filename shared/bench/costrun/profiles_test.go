@@ -26,7 +26,7 @@ func TestJSONHoldsThePrintedTotals(t *testing.T) {
 	reports := []Report{
 		{Name: "realistic", Pages: 4000, Hosts: 1000, Elapsed: 9 * time.Minute, Units: cost.Units{SQSRequests: 9000,
 			DynamoDBWriteUnits: 12000, DynamoDBReadUnits: 900, S3ClassA: 300, S3ClassB: 700, LambdaRequests: 500,
-			LambdaGBSeconds: 400, LogBytes: 3 << 20}, Pollers: AWSPollers},
+			LambdaGBSeconds: 400, LogBytes: 3 << 20, MetricSeriesHours: cost.MetricSeriesHours(8, 9*time.Minute)}, Pollers: AWSPollers},
 		{Name: "wide", Pages: 10000, Hosts: 100, Units: cost.Units{SQSRequests: 5000, DynamoDBWriteUnits: 23000,
 			S3ClassA: 500, S3ClassB: 600, LambdaRequests: 400, LambdaGBSeconds: 250}},
 	}
@@ -67,6 +67,10 @@ func TestJSONHoldsThePrintedTotals(t *testing.T) {
 		}
 		if len(g.USD) < 6 || math.Abs(sum-g.USD["Total"]) > 1e-9 {
 			t.Errorf("%s: the items %v add up to %.6f, not the total", g.Name, g.USD, sum)
+		}
+		// The metric series' line: 8 series x 9 minutes, $0.30 / 730 a series-hour, per million pages.
+		if w := p.Cost(reports[i].Units).Metrics / float64(reports[i].Pages) * 1e6; math.Abs(g.USD["Metrics"]-w) > 1e-9 || (i == 0 && w <= 0) {
+			t.Errorf("%s: $%v of metrics per million pages in the JSON, want $%v", g.Name, g.USD["Metrics"], w)
 		}
 		if w := float64(reports[i].Units.SQSRequests) / float64(reports[i].Pages); g.Per["SQSRequests"] != w {
 			t.Errorf("%s: %v SQS requests a page in the JSON, want %v", g.Name, g.Per["SQSRequests"], w)

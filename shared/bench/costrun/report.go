@@ -47,6 +47,7 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 	fmt.Fprintf(tw, "S3\t%.3f PUT/LIST, %.3f GET\t%.2f\t\n", per(float64(u.S3ClassA)), per(float64(u.S3ClassB)), perM(c.S3))
 	fmt.Fprintf(tw, "Lambda\t%.3f requests, %.4f GB-s\t%.2f\t\n", per(float64(u.LambdaRequests)), per(u.LambdaGBSeconds), perM(c.Lambda))
 	fmt.Fprintf(tw, "Logs\t%.0f bytes\t%.2f\t\n", per(float64(u.LogBytes)), perM(c.Logs))
+	fmt.Fprintf(tw, "CloudWatch metrics\t%.6f series-hours\t%.2f\t\n", per(u.MetricSeriesHours), perM(c.Metrics))
 	fmt.Fprintf(tw, "total\t\t%.2f\t\n", perM(c.Total))
 	tw.Flush()
 	var kinds []string
@@ -88,11 +89,17 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 	if r.Ledger != (cost.Units{}) {
 		meter, ledger := p.Cost(r.Crawled).Total, p.Cost(r.Ledger).Total
 		fmt.Fprintf(w, "the crawl's own ledger (its record, which the budget reads): $%.2f per million pages; the meter, from the crawl's "+
-			"first message to its end: $%.2f (the ledger %+.1f%%; it books each batch's receives and deletes, not the pollers' empty receives between batches)\n",
+			"first message to its end: $%.2f (the ledger %+.1f%%; it books each batch's receives and deletes, and its queue's pollers' "+
+			"empty receives since the queue's batch before; both without the metric series)\n",
 			perM(ledger), perM(meter), 100*(ledger-meter)/max(meter, 1e-12))
 	}
-	fmt.Fprintf(w, "custom metrics: %d series while the crawl ran, billed by the clock hour: $%.4f, $%.2f per million pages (not in the total: shared by the crawls of that hour)\n",
-		len(metrics.Series), p.MetricHours(len(metrics.Series), r.Elapsed), perM(p.MetricHours(len(metrics.Series), r.Elapsed)))
+	if u.MetricSeriesHours > 0 {
+		pagesPerHour := float64(r.Pages) / max(r.Elapsed.Hours(), 1e-12)
+		fmt.Fprintf(w, "CloudWatch metrics: %d series, billed by the month pro-rated by the hour: at this crawl's %.0f pages an hour a million "+
+			"pages take %.1f hours, %.0f series-hours; the crawls that run at once share them (a crawl alone pays them all); "+
+			"the alarms' metrics are billed by the month whatever runs, in the idle bill, not here\n",
+			len(metrics.Series), pagesPerHour, 1e6/max(pagesPerHour, 1e-12), 1e6*per(u.MetricSeriesHours))
+	}
 	if r.EarlyEmpty > 0 {
 		fmt.Fprintf(w, "not counted: %d empty receives the emulator answered before their wait was over (%.2f per page), which SQS never does\n",
 			r.EarlyEmpty, per(float64(r.EarlyEmpty)))

@@ -14,14 +14,16 @@ const (
 	CounterLambda      = "cost_lambda"
 	CounterLambdaGBs   = "cost_lambda_gbs_micro"
 	CounterLogBytes    = "cost_log_bytes"
+	CounterMetricHours = "cost_metric_hours_micro"
 	dynamoScale        = 1000
 	gbSecondsScale     = 1_000_000
-	counterCount       = 8
+	metricHoursScale   = 1_000_000
+	counterCount       = 9
 )
 
 // CounterNames lists the names Counters uses.
 var CounterNames = []string{CounterSQS, CounterDynamoRead, CounterDynamoWrite, CounterS3ClassA,
-	CounterS3ClassB, CounterLambda, CounterLambdaGBs, CounterLogBytes}
+	CounterS3ClassB, CounterLambda, CounterLambdaGBs, CounterLogBytes, CounterMetricHours}
 
 // Counters returns u as whole-number counters to add to a crawl's ledger, leaving out those that
 // are zero. Fractions are rounded up: a ledger errs on the side of a higher cost.
@@ -32,6 +34,7 @@ func (u Units) Counters() map[string]int64 {
 		CounterDynamoRead:  int64(math.Ceil(u.DynamoDBReadUnits * dynamoScale)),
 		CounterDynamoWrite: int64(math.Ceil(u.DynamoDBWriteUnits * dynamoScale)),
 		CounterLambdaGBs:   int64(math.Ceil(u.LambdaGBSeconds * gbSecondsScale)),
+		CounterMetricHours: int64(math.Ceil(u.MetricSeriesHours * metricHoursScale)),
 	}
 	out := make(map[string]int64, counterCount)
 	for k, v := range all {
@@ -50,6 +53,7 @@ func UnitsFromCounters(get func(name string) int64) Units {
 		DynamoDBReadUnits:  float64(get(CounterDynamoRead)) / dynamoScale,
 		DynamoDBWriteUnits: float64(get(CounterDynamoWrite)) / dynamoScale,
 		LambdaGBSeconds:    float64(get(CounterLambdaGBs)) / gbSecondsScale,
+		MetricSeriesHours:  float64(get(CounterMetricHours)) / metricHoursScale,
 	}
 }
 
@@ -86,6 +90,7 @@ func (u Units) Share(weights []int) []Units {
 		out[i].DynamoDBReadUnits = u.DynamoDBReadUnits * f
 		out[i].DynamoDBWriteUnits = u.DynamoDBWriteUnits * f
 		out[i].LambdaGBSeconds = u.LambdaGBSeconds * f
+		out[i].MetricSeriesHours = u.MetricSeriesHours * f
 	}
 	return out
 }

@@ -61,14 +61,6 @@ func (p Prices) Monthly(s Stack) []Line {
 	}
 }
 
-// MetricHours is what n custom metric series cost for the clock hours that d of activity
-// touches, starting at a whole hour: CloudWatch bills a series by the hour in each hour it
-// receives data.
-func (p Prices) MetricHours(series int, d time.Duration) float64 {
-	hours := int64((max(d, time.Nanosecond) + time.Hour - 1) / time.Hour)
-	return float64(series) * float64(hours) * p.CustomMetricMonth.USD / HoursPerMonth
-}
-
 // Total adds up a bill's lines.
 func Total(lines []Line) float64 {
 	var t float64

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -60,13 +61,29 @@ func TestIdleStackBill(t *testing.T) {
 	}
 }
 
-func TestMetricHours(t *testing.T) {
-	// 8 series for a 3-minute crawl: one hour each, 8 x $0.30 / 730.
-	if got := DefaultPrices().MetricHours(8, 3*time.Minute); !near(got, 8*0.30/730) {
-		t.Errorf("$%v, want $%v", got, 8*0.30/730)
+func TestMetricSeriesHoursAtTheCrawlsRate(t *testing.T) {
+	// 8 series over a sample of 1,588 pages in 6 minutes: 0.8 series-hours, where whole clock
+	// hours would bill 8. At that rate a million pages take 1e6 / 15,880 = 63.0 hours, 504
+	// series-hours: $0.207 per million pages at $0.30 a series-month.
+	u := Units{MetricSeriesHours: MetricSeriesHours(8, 6*time.Minute)}
+	if !near(u.MetricSeriesHours, 0.8) {
+		t.Errorf("series-hours %v, want 0.8", u.MetricSeriesHours)
 	}
-	if got := DefaultPrices().MetricHours(8, 61*time.Minute); !near(got, 2*8*0.30/730) {
-		t.Errorf("61 minutes: $%v, want two hours' worth", got)
+	perMillion := DefaultPrices().Cost(u).Metrics / 1588 * 1e6
+	hours := 1e6 / (1588 / 0.1) // a million pages at 15,880 pages an hour
+	if want := 8 * hours * 0.30 / 730; math.Abs(perMillion-want) > 1e-9 {
+		t.Errorf("$%v per million pages, want $%v (8 series x %.1f hours x $0.30/730)", perMillion, want, hours)
+	}
+	if c := DefaultPrices().Cost(u); !near(c.Total, c.Metrics) || c.Metrics <= 0 {
+		t.Errorf("costs %+v: want the metrics in the total", c)
+	}
+	for _, tt := range []struct {
+		series  int
+		elapsed time.Duration
+	}{{0, time.Hour}, {8, 0}, {8, -time.Second}} {
+		if got := MetricSeriesHours(tt.series, tt.elapsed); got != 0 {
+			t.Errorf("MetricSeriesHours(%d, %v) = %v, want 0", tt.series, tt.elapsed, got)
+		}
 	}
 }
 
@@ -96,6 +113,29 @@ func TestIdlePricesMatchTheStacks(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("idle-prices.json %s = %v, DefaultPrices has %v: change them together", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestPollerReceives(t *testing.T) {
+	tests := []struct {
+		name    string
+		pollers int
+		wait    time.Duration
+		gap     time.Duration
+		want    float64
+	}{
+		{"AWS's 5 pollers, a minute", PollersPerQueue, PollWait, time.Minute, 15},
+		{"as IdleReceives counts a minute of one queue", PollersPerQueue, PollWait, time.Minute, float64(IdleReceives(1, PollersPerQueue, time.Minute))},
+		{"2 pollers, 10 s", 2, PollWait, 10 * time.Second, 1},
+		{"a second's waits (crawl run)", 3, time.Second, 4 * time.Second, 12},
+		{"a gap past the bound", PollersPerQueue, PollWait, 24 * time.Hour, 5 * float64(MaxPollGap/PollWait)},
+		{"no gap", PollersPerQueue, PollWait, 0, 0},
+		{"no pollers", 0, PollWait, time.Minute, 0},
+	}
+	for _, tt := range tests {
+		if got := PollerReceives(tt.pollers, tt.wait, tt.gap); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: PollerReceives(%d, %v, %v) = %v, want %v", tt.name, tt.pollers, tt.wait, tt.gap, got, tt.want)
 		}
 	}
 }

@@ -96,7 +96,9 @@ func DefaultPrices() Prices {
 			Note: "Standard log class ingestion; confirmed on factualminds.com and coralogix.com; Lambda logs are " +
 				"billed as vended logs in volume tiers that start at this price (not confirmed here)"},
 		CustomMetricMonth: Price{USD: 0.30, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checkedMonthly,
-			Note: "first 10,000 metrics; pro-rated by the hour, in each hour a series receives data (EMF dimensions make series)"},
+			Note: "first 10,000 metrics (then $0.10, $0.05, $0.02 in tiers); \"All custom metrics charges are prorated by the hour and " +
+				"metered only when you send metrics to CloudWatch\" (the page, as quoted by public write-ups found on 2026-12-05); " +
+				"EMF dimensions make series"},
 		AlarmMetricMonth: Price{USD: 0.10, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checkedMonthly,
 			Note: "standard resolution (60 s); a metric-math alarm is billed for each metric it reads; an account's first 10 are free"},
 		DashboardMonth: Price{USD: 3.00, Source: "https://aws.amazon.com/cloudwatch/pricing/", Checked: checkedMonthly,
@@ -201,6 +203,8 @@ type Costs struct {
 	Lambda float64
 	// Logs is the cost of CloudWatch Logs ingestion.
 	Logs float64
+	// Metrics is the cost of custom metric series-hours, at CustomMetricMonth a 730th an hour.
+	Metrics float64
 	// Total is the sum of the items.
 	Total float64
 }
@@ -208,8 +212,8 @@ type Costs struct {
 // bytesPerGB is the GB of CloudWatch Logs ingestion: 2^30 bytes, as AWS bills data.
 const bytesPerGB = 1 << 30
 
-// Cost returns what u costs at p. Storage, data transfer, free tiers and volume discounts are
-// not included.
+// Cost returns what u costs at p. Storage, alarms, data transfer, free tiers and volume
+// discounts are not included (the alarms and storage are by the month: Monthly).
 func (p Prices) Cost(u Units) Costs {
 	c := Costs{
 		SQS: float64(u.SQSRequests) / 1e6 * p.SQSPerMillion.USD,
@@ -219,8 +223,9 @@ func (p Prices) Cost(u Units) Costs {
 			float64(u.S3ClassB)/1e3*p.S3ClassBPerThousand.USD,
 		Lambda: float64(u.LambdaRequests)/1e6*p.LambdaRequestsPerMillion.USD +
 			u.LambdaGBSeconds*p.LambdaGBSecond.USD,
-		Logs: float64(u.LogBytes) / bytesPerGB * p.LogsPerGB.USD,
+		Logs:    float64(u.LogBytes) / bytesPerGB * p.LogsPerGB.USD,
+		Metrics: u.MetricSeriesHours * p.CustomMetricMonth.USD / HoursPerMonth,
 	}
-	c.Total = c.SQS + c.DynamoDB + c.S3 + c.Lambda + c.Logs
+	c.Total = c.SQS + c.DynamoDB + c.S3 + c.Lambda + c.Logs + c.Metrics
 	return c
 }

@@ -29,6 +29,9 @@ type Units struct {
 	LambdaGBSeconds float64
 	// LogBytes are bytes ingested by CloudWatch Logs.
 	LogBytes int64
+	// MetricSeriesHours are custom metric series-hours: CloudWatch bills a series by the month,
+	// pro-rated by the hour, in each hour it receives data (MetricSeriesHours, the function).
+	MetricSeriesHours float64
 }
 
 // Add returns u plus v, item by item.
@@ -43,6 +46,7 @@ func (u Units) Add(v Units) Units {
 		LambdaRequests:     u.LambdaRequests + v.LambdaRequests,
 		LambdaGBSeconds:    u.LambdaGBSeconds + v.LambdaGBSeconds,
 		LogBytes:           u.LogBytes + v.LogBytes,
+		MetricSeriesHours:  u.MetricSeriesHours + v.MetricSeriesHours,
 	}
 }
 
@@ -58,6 +62,7 @@ func (u Units) Sub(v Units) Units {
 		LambdaRequests:     u.LambdaRequests - v.LambdaRequests,
 		LambdaGBSeconds:    u.LambdaGBSeconds - v.LambdaGBSeconds,
 		LogBytes:           u.LogBytes - v.LogBytes,
+		MetricSeriesHours:  u.MetricSeriesHours - v.MetricSeriesHours,
 	}
 }
 
@@ -110,4 +115,36 @@ func IdleReceives(queues, pollers int, d time.Duration) int64 {
 		return 0
 	}
 	return int64(queues) * int64(pollers) * int64((d+PollWait-1)/PollWait)
+}
+
+// MaxPollGap bounds the time between two batches of a queue over which PollerReceives books the
+// pollers' empty receives. A queue that went longer without a batch was idle, which the stack's
+// idle bill (IdleReceives) already counts; the bound also keeps the gap since a crawl of the day
+// before off the next crawl's first batch.
+const MaxPollGap = 5 * time.Minute
+
+// PollerReceives is what pollers polling a queue with receives that wait up to wait (PollWait on
+// AWS) spend, as expected, in receives that find nothing over gap, the time between the starts
+// of two of the queue's batches: each poller's wait runs out once every wait while no message
+// comes, so pollers x gap / wait, with gap bounded by MaxPollGap. It is a fraction: a caller adds
+// it up and books the whole receives. The receives that return messages and the one that ends a
+// batching window are BatchRequests', not these.
+func PollerReceives(pollers int, wait, gap time.Duration) float64 {
+	if pollers <= 0 || wait <= 0 || gap <= 0 {
+		return 0
+	}
+	return float64(pollers) * float64(min(gap, MaxPollGap)) / float64(wait)
+}
+
+// MetricSeriesHours is what series custom metric series cost a crawl of pages pages that took
+// elapsed, in series-hours, at the crawl's rate: series x elapsed, the hours a crawl at that rate
+// takes for its pages (a million pages take 1e6 / pages-per-hour hours). It is the pro-rated
+// share, not the whole clock hours a sample touches: a sample of 6 minutes billed a whole hour of
+// each series would say more about the sample's length than about a page. The series have no
+// dimension, so the crawls that run at once share them: a crawl running alone pays them all.
+func MetricSeriesHours(series int, elapsed time.Duration) float64 {
+	if series <= 0 || elapsed <= 0 {
+		return 0
+	}
+	return float64(series) * elapsed.Hours()
 }

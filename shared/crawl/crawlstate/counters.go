@@ -3,6 +3,7 @@ package crawlstate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 	"github.com/crawlstack/crawlstack/shared/port/table"
@@ -46,6 +47,9 @@ type Counters struct {
 	Cost cost.Units
 	// Stopped is why the crawl stopped admitting URLs before its end (StopBudget), if it did.
 	Stopped string
+	// Started is when the crawl started (MarkStarted), from its item; zero when not on record
+	// (Counters only).
+	Started time.Time
 	// GaveUp are some of the failed URLs, at most MaxGaveUp (Tally only).
 	GaveUp []URL
 	// Throttled are the hosts whose gap the crawl widened after their 429s, failures or slow answers
@@ -89,7 +93,11 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 	}
 	sum := map[string]int64{}
 	var resp Responses
+	var started time.Time
 	for _, it := range items {
+		if it.Has(attrStarted) {
+			started = time.UnixMilli(it.Int(attrStarted))
+		}
 		for _, a := range counterAttrs {
 			sum[a] += it.Int(a)
 		}
@@ -111,6 +119,7 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 		Classes:   map[errclass.Class]int64{},
 		Cost:      cost.UnitsFromCounters(func(name string) int64 { return sum[name] }),
 		Responses: resp,
+		Started:   started,
 	}
 	for _, cl := range errclass.All {
 		if n := sum["class_"+string(cl)]; n != 0 {

@@ -39,11 +39,16 @@ type spent struct {
 	done bool    // the budget is spent: it stays so
 }
 
-// projected is what the crawl will have cost once the URLs it has admitted are done: its ledger,
-// plus its pending URLs at the average cost of a page so far. A budget checked against the ledger
-// alone would let a crawl admit a whole frontier's worth of URLs past it, all fetched to the end.
-func projected(c Counters, prices cost.Prices) float64 {
-	cost := prices.Cost(c.Cost).Total
+// projected is what the crawl will have cost once the URLs it has admitted are done: its ledger
+// and series custom metric series for its time so far (at now), plus its pending URLs at the
+// average cost of a page so far. A budget checked against the ledger alone would let a crawl
+// admit a whole frontier's worth of URLs past it, all fetched to the end.
+func projected(c Counters, prices cost.Prices, series int, now time.Time) float64 {
+	u := c.Cost
+	if !c.Started.IsZero() && now.After(c.Started) {
+		u.MetricSeriesHours += cost.MetricSeriesHours(series, now.Sub(c.Started))
+	}
+	cost := prices.Cost(u).Total
 	if done := c.Fetched + c.Skipped + c.Failed; done > 0 && c.Pending() > 0 {
 		cost += float64(c.Pending()) * cost / float64(done)
 	}
@@ -77,7 +82,7 @@ func (s *Runs) BudgetOpen(ctx context.Context, crawl string, usd float64, prices
 		if err != nil {
 			return fmt.Errorf("check the budget of crawl %s: %w", crawl, err)
 		}
-		sp.at, sp.cost = now, projected(c, prices)
+		sp.at, sp.cost = now, projected(c, prices, s.metricSeries, now)
 	}
 	if sp.cost < usd {
 		return nil

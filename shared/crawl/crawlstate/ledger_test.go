@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 )
@@ -50,5 +51,46 @@ func TestBudgetStopsAdmissionsOnceTheLedgerReachesIt(t *testing.T) {
 	}
 	if err := s.BudgetOpen(ctx, "d", 1, prices); err != nil {
 		t.Errorf("another crawl: %v, want open", err)
+	}
+}
+
+// TestTheBudgetCountsTheMetricSeriesForTheCrawlsTime: the budget reads the same totals as the
+// meter's: the crawl's ledger and the custom metric series for the time since it started, which
+// no invocation books (WithMetricSeries). An hour of 8 series is 8 x $0.30 / 730 = $0.0033.
+func TestTheBudgetCountsTheMetricSeriesForTheCrawlsTime(t *testing.T) {
+	ctx := context.Background()
+	prices := cost.DefaultPrices()
+	hour := 8 * prices.CustomMetricMonth.USD / cost.HoursPerMonth
+	for _, tt := range []struct {
+		name    string
+		series  int
+		started bool
+		want    error
+	}{
+		{"8 series for an hour", 8, true, ErrBudgetSpent},
+		{"metrics off", 0, true, nil},
+		{"no start on record", 8, false, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, c := newStore(t, WithMetricSeries(tt.series))
+			if tt.started {
+				if err := s.MarkStarted(ctx, "c"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// 1,000 write units, $0.000625; 10 URLs seen and fetched, none pending.
+			if err := s.AddCost(ctx, "c", cost.Units{DynamoDBWriteUnits: 1000}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.count(ctx, "c", map[string]int64{"seen": 10, string(Fetched): 10}); err != nil {
+				t.Fatal(err)
+			}
+			c.t = c.t.Add(time.Hour)
+			// A budget between the ledger alone and the ledger with an hour of the series.
+			budget := 0.000625 + hour/2
+			if err := s.BudgetOpen(ctx, "c", budget, prices); !errors.Is(err, tt.want) {
+				t.Errorf("$0.000625 booked and %d series for an hour ($%.6f) against $%.6f: %v, want %v", tt.series, hour, budget, err, tt.want)
+			}
+		})
 	}
 }

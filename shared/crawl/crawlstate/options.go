@@ -12,6 +12,8 @@ type settings struct {
 	now func() time.Time
 	// costCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
 	costCheck time.Duration
+	// metricSeries: see WithMetricSeries.
+	metricSeries int
 	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
 	runCheck time.Duration
 	// circuitFailures is how many failed first requests in a row open a host's circuit
@@ -39,6 +41,15 @@ func WithRunCheck(d time.Duration) Option {
 // WithCostCheck sets how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
 func WithCostCheck(d time.Duration) Option {
 	return func(s *settings) { s.costCheck = d }
+}
+
+// WithMetricSeries says how many custom metric series the stack's functions write while a crawl
+// runs (0: none, metrics off). CloudWatch bills them by the hour, and no invocation sees that, so
+// the budget counts them itself: a crawl's ledger plus series x the time since it started
+// (cost.MetricSeriesHours), the same totals as `make cost`'s. The series have no dimension, so
+// the crawls that run at once share them; each crawl's budget counts them all, as if it ran alone.
+func WithMetricSeries(n int) Option {
+	return func(s *settings) { s.metricSeries = max(n, 0) }
 }
 
 // WithCircuit sets how many failed first requests in a row open a host's circuit (0:

@@ -72,6 +72,9 @@ type Runs struct {
 	*counts
 	// costCheck is how often BudgetOpen reads a crawl's ledger (0: DefaultCostCheck).
 	costCheck time.Duration
+	// metricSeries are the custom metric series a budget counts for the crawl's time
+	// (WithMetricSeries).
+	metricSeries int
 	// runCheck is how long RunOf keeps a crawl's run state (0: DefaultRunCheck; below 0: not at all).
 	runCheck time.Duration
 	// retention is how long a crawl's items live after their last write or renewal before the
@@ -126,7 +129,7 @@ func New(t table.Table, opts ...Option) *Store {
 	b := &base{t: t, now: o.now}
 	c := &counts{base: b, bufferCounters: o.bufferCounters, holdCounters: o.holdCounters, writer: newWriter()}
 	h := &Hosts{base: b, counts: c, circuitFailures: o.circuitFailures, circuitProbe: o.circuitProbe}
-	r := &Runs{base: b, counts: c, costCheck: o.costCheck, runCheck: o.runCheck, retention: DefaultRetention}
+	r := &Runs{base: b, counts: c, costCheck: o.costCheck, metricSeries: o.metricSeries, runCheck: o.runCheck, retention: DefaultRetention}
 	if k, ok := t.(keeper); ok {
 		r.kept = k.KeepsItems()
 	}

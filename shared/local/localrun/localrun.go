@@ -238,8 +238,17 @@ func (r *Runner) receive(rctx, hctx context.Context, s Source, batches chan<- re
 	}
 }
 
-// firstWait is how long a receive waits for the first message of a batch (a long poll).
+// firstWait is how long a receive waits for the first message of a batch (a long poll) when
+// Source.Poll is 0.
 const firstWait = time.Second
+
+// PollWait is how long each of s's receives waits for a batch's first message: Poll, or a second.
+func (s Source) PollWait() time.Duration {
+	if s.Poll > 0 {
+		return s.Poll
+	}
+	return firstWait
+}
 
 // gather receives one batch: up to s.BatchSize messages, in receives of at most queue.MaxBatch,
 // until the batch is full or s.Window has passed since its first message. It returns false when
@@ -252,10 +261,7 @@ func (r *Runner) gather(ctx, hctx context.Context, s Source, log *slog.Logger) (
 	var b received
 	var deadline time.Time
 	for len(b.msgs) < size && ctx.Err() == nil {
-		wait := firstWait
-		if s.Poll > 0 {
-			wait = s.Poll
-		}
+		wait := s.PollWait()
 		if len(b.msgs) > 0 {
 			if wait = time.Until(deadline); wait <= 0 {
 				break

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,14 @@ type Ledger struct {
 	// (0: unknown, every batch is taken as not full).
 	Polled    bool
 	BatchSize int
-	Log       *slog.Logger
+	// Pollers and PollWait say how the batches' queues are polled (Polled only): how many pollers
+	// a queue has and how long each receive waits for a message. 0 means as AWS runs an event
+	// source mapping with maximum concurrency set: cost.PollersPerQueue long-polling cost.PollWait.
+	// Each batch is also booked the receives those pollers made, as expected, that found nothing
+	// since the previous batch of its queue this ledger saw (cost.PollerReceives, emptyReceives).
+	Pollers  int
+	PollWait time.Duration
+	Log      *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -79,6 +87,15 @@ type Ledger struct {
 	// invocation in this process.
 	mu      sync.Mutex
 	carried map[string]cost.Units
+	// polls are the queues' pollers as this ledger saw them, by queue (the records' source ARN).
+	polls map[string]*polling
+}
+
+// polling is what a ledger knows of one queue's pollers: when it saw the queue's latest batch
+// start, and the fraction of an empty receive that its batches were not booked yet.
+type polling struct {
+	last time.Time
+	owed float64
 }
 
 // Handler is an SQS batch handler.
@@ -88,6 +105,7 @@ type Handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, er
 func (l *Ledger) Wrap(h Handler) Handler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
+		l.polledBefore(acct, ev.Records, start)
 		hctx, payers := l.handlerContext(ctx, acct)
 		resp, err := h(hctx, ev)
 		l.book(ctx, acct, start, logs, ev.Records, deleted(ev.Records, resp, err), payers())
@@ -103,10 +121,14 @@ type Invoker func(context.Context, json.RawMessage) (any, error)
 func (l *Ledger) WrapInvoke(h Invoker) Invoker {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		acct, start, logs := meter.New(), l.now(), l.Logs.taken()
+		var ev events.SQSEvent
+		isBatch := json.Unmarshal(raw, &ev) == nil
+		if isBatch {
+			l.polledBefore(acct, ev.Records, start)
+		}
 		hctx, payers := l.handlerContext(ctx, acct)
 		out, err := h(hctx, raw)
-		var ev events.SQSEvent
-		if json.Unmarshal(raw, &ev) != nil {
+		if !isBatch {
 			// Not booked, but the handler's counters wait for a flush (handlerContext).
 			if ferr := l.State.Flush(context.WithoutCancel(ctx)); ferr != nil {
 				l.logger().Warn("write the crawl counters", "err", ferr.Error())
@@ -177,6 +199,51 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 		spent.LambdaGBSeconds += l.now().Sub(began).Seconds() * float64(l.MemoryMB) / 1024
 	}
 	l.carry(crawls, spent.Share(ws))
+}
+
+// polledBefore adds to acct, as a batch of recs starts at start, the receives its queue's
+// pollers made that found nothing since the queue's previous batch (emptyReceives). It is taken
+// as the batch starts, so that batches of a queue that overlap take their gaps in the order they
+// started, whatever order they end in.
+func (l *Ledger) polledBefore(acct *meter.Meter, recs []events.SQSMessage, start time.Time) {
+	if l.Polled && len(recs) > 0 {
+		acct.AddSQSRequests(l.emptyReceives(recs[0].EventSourceARN, start))
+	}
+}
+
+// emptyReceives is what the pollers of queue spent in receives that found nothing between the
+// start of the queue's previous batch that this ledger saw and start, this batch's: the
+// expectation cost.PollerReceives, in whole receives, the fraction carried to the queue's next
+// batch. The first batch of a queue books none (the pollers' receives before it are the idle
+// bill's). Gaps are from start to start, since the pollers go on polling while a batch is
+// worked on: a ledger that sees every batch of a queue (crawl run, make cost) books its pollers'
+// span once. A Lambda container sees only its own batches; docs/cost.md says what that does to
+// the estimate.
+func (l *Ledger) emptyReceives(queue string, start time.Time) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.polls == nil {
+		l.polls = map[string]*polling{}
+	}
+	p, seen := l.polls[queue]
+	if !seen {
+		l.polls[queue] = &polling{last: start}
+		return 0
+	}
+	if start.After(p.last) {
+		pollers, wait := l.Pollers, l.PollWait
+		if pollers <= 0 {
+			pollers = cost.PollersPerQueue
+		}
+		if wait <= 0 {
+			wait = cost.PollWait
+		}
+		p.owed += cost.PollerReceives(pollers, wait, start.Sub(p.last))
+		p.last = start
+	}
+	n := math.Floor(p.owed)
+	p.owed -= n
+	return int64(n)
 }
 
 // carry keeps parts, one a crawl, for the crawls' next invocations.
