@@ -47,6 +47,10 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if cfg.Dashboard || !cfg.Alarms || cfg.AlarmEmail != "" {
 		t.Errorf("dashboard %v, alarms %v, alarmEmail %q; want false, true, empty", cfg.Dashboard, cfg.Alarms, cfg.AlarmEmail)
 	}
+	// Runs of 10 URLs of a polite host, through the slow lane.
+	if cfg.RunURLs != 10 || !cfg.slowLane() {
+		t.Errorf("runUrls %d (slow lane %v), want 10 and the lane", cfg.RunURLs, cfg.slowLane())
+	}
 }
 
 func TestConfigFromContext(t *testing.T) {
@@ -307,6 +311,29 @@ func TestDefaultFunctionsMatchTheSharedCopy(t *testing.T) {
 		if cfg.Function(name) != got[name] {
 			t.Errorf("DefaultConfig's %s is %+v, not DefaultFunctions' %+v", name, cfg.Function(name), got[name])
 		}
+	}
+}
+
+// TestDefaultRunURLsMatchesTheSharedCopy holds the stack's runUrls against
+// testdata/stack-defaults.json, which shared/bench/costrun's tests hold StackRunURLs against:
+// `make cost` must meter the stack's runs by default.
+func TestDefaultRunURLsMatchesTheSharedCopy(t *testing.T) {
+	raw, err := os.ReadFile("testdata/stack-defaults.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Comment string `json:"_comment"`
+		RunURLs *int   `json:"runUrls"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&want); err != nil || want.RunURLs == nil {
+		t.Fatalf("testdata/stack-defaults.json: %v, runUrls %v", err, want.RunURLs)
+	}
+	if got := DefaultConfig().RunURLs; got != *want.RunURLs {
+		t.Errorf("DefaultConfig().RunURLs %d, testdata/stack-defaults.json %d: change the copy and shared/bench/costrun.StackRunURLs with the default",
+			got, *want.RunURLs)
 	}
 }
 

@@ -41,8 +41,8 @@ func TestTheStacksTLSFingerprint(t *testing.T) {
 					tt.ctx, id, vars["CRAWL_TLS_FINGERPRINT"], vars["CRAWL_USER_AGENT"], tt.fp, tt.ua)
 			}
 		}
-		if len(fns) != 3 {
-			t.Errorf("%v: %d crawl functions, want 3", tt.ctx, len(fns))
+		if len(fns) != 4 {
+			t.Errorf("%v: %d crawl functions, want 4 (the slow lane's with the three, by default)", tt.ctx, len(fns))
 		}
 	}
 }

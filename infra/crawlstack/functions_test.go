@@ -144,10 +144,11 @@ func TestEventSourceMappings(t *testing.T) {
 // TestTheStacksRetryDefaults: a stack deployed with no settings gives every function the retry
 // policy that TestIntegrationBadURLsGiveUpWithTheDefaults crawls with (pipeline.DefaultConfig: 4
 // requests of a failing URL, waits from 2 s), the queues' maxReceiveCount, and the crawl's
-// CDXJ index built from its files rather than one beside each.
+// CDXJ index built from its files rather than one beside each, and runs of 10 URLs of a polite
+// host, which the slow lane's function (the fourth) works.
 func TestTheStacksRetryDefaults(t *testing.T) {
 	_, parsed := synthWith(t, nil)
-	want := map[string]string{"CRAWL_MAX_TRIES": "4", "CRAWL_RETRY_WAIT": "2s", "CRAWL_MAX_RECEIVE": "5", "CRAWL_WARC_INDEX": "crawl"}
+	want := map[string]string{"CRAWL_MAX_TRIES": "4", "CRAWL_RETRY_WAIT": "2s", "CRAWL_MAX_RECEIVE": "5", "CRAWL_WARC_INDEX": "crawl", "CRAWL_RUN_URLS": "10"}
 	fns := crawlFunctionEnvs(parsed)
 	for id, vars := range fns {
 		for k, v := range want {
@@ -156,8 +157,8 @@ func TestTheStacksRetryDefaults(t *testing.T) {
 			}
 		}
 	}
-	if len(fns) != 3 {
-		t.Errorf("%d crawl functions in the default stack, want 3 (no slow lane by default)", len(fns))
+	if len(fns) != 4 {
+		t.Errorf("%d crawl functions in the default stack, want 4 (schedule, fetch, the slow lane's fetchslow and parse)", len(fns))
 	}
 }
 

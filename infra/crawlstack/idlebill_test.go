@@ -107,8 +107,9 @@ func describeBill(bill map[string]float64) string {
 
 // TestIdleBillUnderOneFiftyAMonth: the default stack, deployed and idle, costs less than $1.50 a
 // month: 4 alarm metrics (the three dead-letter queues and stalled crawls) and the pollers of the
-// three queues that feed the functions (the dead-letter queues have none); with runs (runUrls 10)
-// the slow lane's queue adds its pollers and no alarm: its dead-letter queue is fetch's.
+// four queues that feed the functions (the dead-letter queues have none): schedule's, fetch's,
+// parse's and the slow lane's, which the default runs of 10 make and which adds no alarm (its
+// dead-letter queue is fetch's). Without runs (runUrls 0) the lane and its pollers are gone.
 // docs/cost.md states the same bill.
 func TestIdleBillUnderOneFiftyAMonth(t *testing.T) {
 	p := readIdlePrices(t)
@@ -117,8 +118,8 @@ func TestIdleBillUnderOneFiftyAMonth(t *testing.T) {
 		ctx    map[string]any
 		queues int
 	}{
-		{"the defaults: no runs, no slow lane", nil, 3},
-		{"runs of 10 and the slow lane", map[string]any{"runUrls": "10"}, 4},
+		{"the defaults: runs of 10 and the slow lane", nil, 4},
+		{"runUrls 0: no runs, no slow lane", map[string]any{"runUrls": "0"}, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, tmpl := synthWith(t, tt.ctx)

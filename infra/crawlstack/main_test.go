@@ -53,7 +53,6 @@ var testContext = map[string]any{
 	"dashboard":               "true",
 	"extraAlarms":             "true",
 	"alarmEmail":              "ops@example.com",
-	"runUrls":                 "10", // the slow lane, off by default
 }
 
 func TestMain(m *testing.M) {

@@ -26,7 +26,8 @@ func withLane(ctx map[string]any) map[string]any {
 
 // TestSlowLaneSharesFetchsDeadLetterQueue: the slow lane's queue sends what fails maxReceiveCount
 // times to fetch's dead-letter queue, whose one alarm watches both, and hides a batch as long as
-// its function may work on it; a stack without runs has no lane at all.
+// its function may work on it; the test context leaves runUrls at its default, 10, so the lane is
+// there by default; a stack without runs (runUrls 0) has no lane at all.
 func TestSlowLaneSharesFetchsDeadLetterQueue(t *testing.T) {
 	slow := logicalID(t, "AWS::SQS::Queue", "FetchslowQueue")
 	fetchDLQ := logicalID(t, "AWS::SQS::Queue", "FetchDLQ")

@@ -62,9 +62,10 @@ func StackFunctions() map[string]Function {
 	}
 }
 
-// StackRunURLs is the stack's runUrls (infra/crawlstack.DefaultRunURLs): 0, no runs and no slow
-// lane by default; -run-urls 10 measures runs of a polite host's URLs through the slow lane.
-const StackRunURLs = 0
+// StackRunURLs is the stack's runUrls (infra/crawlstack.DefaultRunURLs, held against
+// infra/crawlstack/testdata/stack-defaults.json): runs of 10 URLs of a polite host through the
+// slow lane by default; -run-urls 0 measures the stack without runs and without the lane.
+const StackRunURLs = 10
 
 // StackRenderFunction is the stack's render function (infra/crawlstack.DefaultRenderFunction, on
 // with render=true): a browser's memory, batches of 5 with 2 rendered at once.

@@ -240,6 +240,28 @@ func TestStackFunctionsMatchTheStack(t *testing.T) {
 	}
 }
 
+// TestStackRunURLsMatchTheStack: `make cost` meters the stack's runUrls by default, held against
+// the copy the stack's tests hold crawlstack.DefaultRunURLs against.
+func TestStackRunURLsMatchTheStack(t *testing.T) {
+	const path = "../../../infra/crawlstack/testdata/stack-defaults.json"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Comment string `json:"_comment"`
+		RunURLs *int   `json:"runUrls"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&want); err != nil || want.RunURLs == nil {
+		t.Fatalf("%s: %v, runUrls %v", path, err, want.RunURLs)
+	}
+	if StackRunURLs != *want.RunURLs {
+		t.Errorf("StackRunURLs = %d, the stack's runUrls (%s) = %d: change them together", StackRunURLs, path, *want.RunURLs)
+	}
+}
+
 func TestOverrideFunctions(t *testing.T) {
 	base := StackFunctions()
 	got, err := OverrideFunctions(base, "fetch.batchSize=10, fetch.batchWindowSeconds=0,parse.memoryMB=1024")

@@ -43,7 +43,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&wf.singlePages, "single-pages", 300, "pages of the single-host crawl (0: skip it)")
 	fs.Float64Var(&wf.singleRPS, "single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
 	fs.IntVar(&wf.renderPages, "render-pages", 20, "pages of the render crawl, each rendered in Chromium (0: skip it)")
-	runURLs := fs.Int("run-urls", StackRunURLs, "URLs of one polite host a fetch message carries, through the slow lane (CRAWL_RUN_URLS, the stack's runUrls; 0, its default: no runs)")
+	runURLs := fs.Int("run-urls", StackRunURLs, "URLs of one polite host a fetch message carries, through the slow lane (CRAWL_RUN_URLS, the stack's runUrls; 10 by default, as the stack; 0 or 1: no runs and no lane)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
 		"crawl's table before it, unmetered, as a table that other crawls have used holds them: at least 100,000 to see that a crawl costs the same (docs/state.md)")

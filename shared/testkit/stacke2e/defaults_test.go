@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crawlstack/crawlstack/shared/app/pipeline"
+	"github.com/crawlstack/crawlstack/shared/crawl/frontier"
 	"github.com/crawlstack/crawlstack/shared/crawl/retry"
 	"github.com/crawlstack/crawlstack/shared/testkit/cfntemplate"
 )
@@ -12,8 +13,9 @@ import (
 // as the function reads it (pipeline.FromEnv) and holds it to `crawl run`'s defaults
 // (pipeline.DefaultConfig): one set of defaults, so that a seed file crawls the same after a
 // deploy, but for the settings the stack keeps apart on purpose (pipeline.StackMaxPages,
-// StackWARCIndex), which `crawl run` names when a crawl starts, and those the test's synth sets
-// (LAMBDA_TEST_CONTEXT: allowNet, hostRps).
+// StackWARCIndex), which `crawl run` names when a crawl starts, its runs of URLs (runUrls 10 with
+// the slow lane, where `crawl run` has none unless CRAWL_RUN_URLS says), and those the test's synth
+// sets (LAMBDA_TEST_CONTEXT: allowNet, hostRps).
 func TestTheStackHasTheCLIsDefaults(t *testing.T) {
 	template, _, _ := paths(t)
 	tpl, err := cfntemplate.Load(template)
@@ -43,6 +45,9 @@ func TestTheStackHasTheCLIsDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
+		if got.RunURLs != frontier.DefaultRunURLs || want.RunURLs != 0 {
+			t.Errorf("%s: runs of %d URLs, crawl run's %d; want the stack's %d and none", id, got.RunURLs, want.RunURLs, frontier.DefaultRunURLs)
+		}
 		if got.MaxPages != pipeline.StackMaxPages || got.WARCIndex != pipeline.StackWARCIndex {
 			t.Errorf("%s: max pages %d, WARC index %q; want the stack's own %d and %q", id, got.MaxPages, got.WARCIndex,
 				pipeline.StackMaxPages, pipeline.StackWARCIndex)
@@ -60,7 +65,7 @@ func TestTheStackHasTheCLIsDefaults(t *testing.T) {
 			}
 		}
 	}
-	if checked != 3 {
-		t.Errorf("checked %d functions' settings, want schedule's, fetch's and parse's", checked)
+	if checked != 4 {
+		t.Errorf("checked %d functions' settings, want schedule's, fetch's, the slow lane's fetchslow's and parse's", checked)
 	}
 }

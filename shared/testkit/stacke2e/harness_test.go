@@ -35,9 +35,13 @@ const (
 )
 
 // maxProcesses caps the emulator processes per function. The template lets fetch run 10
-// invocations at once; two per function keep three functions, three emulators and the test
+// invocations at once; two per function keep the functions, three emulators and the test
 // within a 2-core machine, and still run invocations of one function side by side.
 const maxProcesses = 2
+
+// fetchSlow is the slow lane's function, which the stack has by default (runUrls 10): schedule
+// sends the runs of polite hosts to its queue.
+const fetchSlow = "fetchslow"
 
 // deployment is the template deployed onto the emulators, with each function running under the
 // runtime emulator.
@@ -115,7 +119,7 @@ func deployTemplate(t *testing.T, templatePath, dist, rie string, over map[strin
 	}
 	d.imported = d.importQueues(ctx)
 	d.looker = sqsqueue.New(d.clients.SQS)
-	for _, name := range []string{"schedule", "fetch", "parse"} {
+	for _, name := range d.crawlFunctions() {
 		f := d.stack.Functions[name]
 		if f == nil || f.Mapping == nil {
 			t.Fatalf("the template has no %s function with an SQS event source mapping", name)
@@ -140,6 +144,33 @@ func deployTemplate(t *testing.T, templatePath, dist, rie string, over map[strin
 		}
 	})
 	return d
+}
+
+// crawlFunctions are the template's functions that an event source mapping feeds: schedule, fetch
+// and parse, and the slow lane's fetchslow when the template has it (runUrls of 2 or more).
+func (d *deployment) crawlFunctions() []string {
+	names := []string{"schedule", "fetch", "parse"}
+	if d.stack.Functions[fetchSlow] != nil {
+		names = append(names, fetchSlow)
+	}
+	return names
+}
+
+// resources are the deployment's queues, as the e2etest harness names them.
+func (d *deployment) resources() e2etest.Resources {
+	fns := d.stack.Functions
+	res := e2etest.Resources{
+		Schedule: fns["schedule"].Mapping.QueueURL, ScheduleDLQ: fns["schedule"].Mapping.DLQURL,
+		Fetch: fns["fetch"].Mapping.QueueURL, FetchDLQ: fns["fetch"].Mapping.DLQURL,
+		Parse: fns["parse"].Mapping.QueueURL, ParseDLQ: fns["parse"].Mapping.DLQURL,
+	}
+	if f := fns[fetchSlow]; f != nil {
+		res.FetchSlow = f.Mapping.QueueURL
+		if f.Mapping.DLQURL != res.FetchDLQ {
+			d.t.Fatalf("the slow lane's dead-letter queue is %s, want fetch's %s", f.Mapping.DLQURL, res.FetchDLQ)
+		}
+	}
+	return res
 }
 
 // env is the whole environment of a function's process: what the template gives it, the
@@ -209,12 +240,13 @@ func (d *deployment) calls(name string) []callrecord.Call {
 	return out
 }
 
-// runner is the three event source mappings, with wrap around each function's invoker (nil:
-// none), until every queue is empty.
+// runner is the event source mappings of the crawl functions (the slow lane's with the three
+// when the template has it), with wrap around each function's invoker (nil: none), until every
+// queue is empty.
 func (d *deployment) runner(wrap func(name string, inv stackrun.Invoker) stackrun.Invoker) *localrun.Runner {
 	d.t.Helper()
 	r := &localrun.Runner{Queues: byQueue{looker: d.looker, pollers: map[string]*sqsqueue.Queue{}}, Log: e2etest.QuietLog()}
-	for _, name := range []string{"schedule", "fetch", "parse"} {
+	for _, name := range d.crawlFunctions() {
 		f := d.stack.Functions[name]
 		var inv stackrun.Invoker = d.pools[name]
 		if wrap != nil {

@@ -32,8 +32,10 @@ func TestIntegrationARefusedSpecPutsAnEvent(t *testing.T) {
 	if err := d.runner(nil).Run(ctx); err != nil {
 		t.Fatalf("the queues did not empty within %v: %v", runTimeout, err)
 	}
-	if n := d.pools["fetch"].Invocations(); n != 0 {
-		t.Errorf("fetch was invoked %d times for a refused spec", n)
+	for _, name := range []string{"fetch", fetchSlow} {
+		if n := invocations(d, name); n != 0 {
+			t.Errorf("%s was invoked %d times for a refused spec", name, n)
+		}
 	}
 
 	d.bus.mu.Lock()

@@ -37,11 +37,13 @@ const runTimeout = 2 * time.Minute
 
 // TestIntegrationDeployedStack deploys the synthesized template onto the emulators and runs the
 // crawl a user starts: a seed file uploaded under seeds/ makes S3 notify the schedule queue, and
-// the three real bootstraps under the runtime emulator crawl the loopback site through their
-// queues, fed by the template's event source mappings. A recrawl tick, as the EventBridge rule
+// the real bootstraps under the runtime emulator crawl the loopback site through their queues,
+// fed by the template's event source mappings (the slow lane's with them: the test template's host
+// rate, 100/s, gives the site no runs, so the lane gets only its malformed message; the lane's
+// crawl is TestIntegrationDeployedStackSlowLane's). A recrawl tick, as the EventBridge rule
 // sends it once the upload's crawl has started, starts a second crawl of the same seed file
 // meanwhile (an upload while a tick's crawl runs would join that crawl instead). A malformed message waits in
-// each queue, and every fetch batch is delivered twice (SQS delivers at least once). Both crawls
+// each queue, and every batch of fetch and the lane is delivered twice (SQS delivers at least once). Both crawls
 // must end with every invariant held, their pages in WARC files and their records in the
 // bucket, and every AWS call of every function must be allowed by its role (TestIAM).
 func TestIntegrationDeployedStack(t *testing.T) {
@@ -54,14 +56,9 @@ func TestIntegrationDeployedStack(t *testing.T) {
 	bucket, tableName := sched.Env["CRAWL_BUCKET"], sched.Env["CRAWL_TABLE"]
 	blobs := s3blob.New(d.clients.S3, bucket)
 	h := &e2etest.Harness{T: t, Site: site, DLQSettle: 10 * time.Second, Backend: e2etest.Backend{
-		Queue: d.looker, Table: dynamotable.New(d.clients.DynamoDB, tableName), Blobs: blobs,
-		Res: e2etest.Resources{
-			Schedule: sched.Mapping.QueueURL, ScheduleDLQ: sched.Mapping.DLQURL,
-			Fetch: d.stack.Functions["fetch"].Mapping.QueueURL, FetchDLQ: d.stack.Functions["fetch"].Mapping.DLQURL,
-			Parse: d.stack.Functions["parse"].Mapping.QueueURL, ParseDLQ: d.stack.Functions["parse"].Mapping.DLQURL,
-		}}}
+		Queue: d.looker, Table: dynamotable.New(d.clients.DynamoDB, tableName), Blobs: blobs, Res: d.resources()}}
 
-	for _, name := range []string{"schedule", "fetch", "parse"} {
+	for _, name := range d.crawlFunctions() {
 		if err := d.looker.SendBatch(ctx, d.stack.Functions[name].Mapping.QueueURL,
 			[]queue.Entry{{ID: "poison", Body: "{not a message of the crawler"}}); err != nil {
 			t.Fatal(err)
@@ -71,15 +68,15 @@ func TestIntegrationDeployedStack(t *testing.T) {
 		Body: bytes.NewReader([]byte(site.URL + "\n")), ContentType: aws.String("text/plain")}); err != nil {
 		t.Fatalf("upload the seed file: %v", err)
 	}
-	dup := &duplicates{}
+	dup := map[string]*duplicates{"fetch": {}, fetchSlow: {}}
 	// The tick comes once the upload's crawl has started: a new version of a seed file whose crawl
 	// runs joins that crawl (scheduler/extend.go), where a tick always starts a crawl of its own.
 	ticks := &tickAfterTheUpload{blobs: blobs, tick: func() error { return tick(ctx, d) }}
 	r := d.runner(func(name string, inv stackrun.Invoker) stackrun.Invoker {
 		switch name {
-		case "fetch":
-			dup.inv = inv
-			return dup
+		case "fetch", fetchSlow:
+			dup[name].inv = inv
+			return dup[name]
 		case "schedule":
 			ticks.inv = inv
 			return ticks
@@ -92,9 +89,9 @@ func TestIntegrationDeployedStack(t *testing.T) {
 	if !ticks.ticked || ticks.err != nil {
 		t.Fatalf("the recrawl tick: sent %v, %v", ticks.ticked, ticks.err)
 	}
-	t.Logf("invocations: schedule %d, fetch %d (%d of them a batch delivered again), parse %d; batches %d, records %d, failed records %d",
-		d.pools["schedule"].Invocations(), d.pools["fetch"].Invocations(), dup.count(), d.pools["parse"].Invocations(),
-		r.Stats.Batches.Load(), r.Stats.Records.Load(), r.Stats.Failures.Load())
+	t.Logf("invocations: schedule %d, fetch %d (%d of them a batch delivered again), fetchslow %d (%d again), parse %d; batches %d, records %d, failed records %d",
+		d.pools["schedule"].Invocations(), d.pools["fetch"].Invocations(), dup["fetch"].count(), invocations(d, fetchSlow),
+		dup[fetchSlow].count(), d.pools["parse"].Invocations(), r.Stats.Batches.Load(), r.Stats.Records.Load(), r.Stats.Failures.Load())
 
 	crawls := seedReports(t, blobs)
 	if len(crawls) != 2 {
@@ -118,7 +115,7 @@ func TestIntegrationDeployedStack(t *testing.T) {
 	if len(ends) != len(crawls) {
 		t.Errorf("ends put for crawls %v, want one for each of %v", ends, crawls)
 	}
-	for _, name := range []string{"schedule", "fetch", "parse"} {
+	for _, name := range d.crawlFunctions() {
 		keys, err := blobs.List(ctx, "quarantine/"+name+"/")
 		if err != nil {
 			t.Fatal(err)
@@ -127,8 +124,23 @@ func TestIntegrationDeployedStack(t *testing.T) {
 			t.Errorf("quarantine/%s/ holds %d objects, want the one malformed message", name, len(keys))
 		}
 	}
-	t.Run("IAM", func(t *testing.T) { checkIAM(t, d) })
-	t.Run("KeyOwnership", func(t *testing.T) { checkKeyOwnership(t, d) })
+	t.Run("IAM", func(t *testing.T) {
+		checkIAM(t, d, "schedule", "fetch", "parse")
+		if f := d.stack.Functions[fetchSlow]; f != nil {
+			// The lane worked its malformed message only: every call allowed, its grants held by
+			// TestIntegrationDeployedStackSlowLane, whose crawl takes the lane.
+			checkAllowed(t, fetchSlow, f, d.calls(fetchSlow))
+		}
+	})
+	t.Run("KeyOwnership", func(t *testing.T) { checkKeyOwnership(t, d, "schedule", "fetch", "parse") })
+}
+
+// invocations is how many times the named function was invoked; 0 when the template has none.
+func invocations(d *deployment, name string) int64 {
+	if p := d.pools[name]; p != nil {
+		return p.Invocations()
+	}
+	return 0
 }
 
 // tick invokes schedule as the template's EventBridge rule does when it is enabled: directly,

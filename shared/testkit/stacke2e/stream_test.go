@@ -84,7 +84,7 @@ func TestIntegrationTheRecordStreamOnTheStack(t *testing.T) {
 	// The sends, against the roles: parse's allowed by its role, and no other function's.
 	acct, name := d.stack.Physical.Account, stream[strings.LastIndex(stream, "/")+1:]
 	arn := "arn:aws:sqs:" + d.stack.Physical.Region + ":" + acct + ":" + name
-	for _, fn := range []string{"schedule", "fetch", "parse"} {
+	for _, fn := range d.crawlFunctions() {
 		calls := d.calls(fn)
 		sends := 0
 		for _, c := range calls {
