@@ -159,8 +159,10 @@ type Report struct {
 	// whose writes grow with the whole crawl's rate where a URL item's end with the URL.
 	HotCrawl       string
 	HotCrawlWrites int64
-	// Writes are the table writes (attempts, failed conditions included) by kind of item.
-	Writes map[string]int64
+	// Writes are the table writes (attempts, failed conditions included) by kind of item, and
+	// WriteUnits the meter's write units of them.
+	Writes     map[string]int64
+	WriteUnits map[string]float64
 	// SlotWrites are the politeness slots' writes by function: schedule's bookings as it admits,
 	// fetch's for a message that came without a slot, or too late for its own.
 	SlotWrites map[string]int64
@@ -481,7 +483,7 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r.Ledger = r.URLs.Cost // what the crawl's record says it cost, booked by its invocations
 	r.HotHost, r.HotHostWrites, r.HotOther, r.HotOtherWrites = c.writes.hottest()
 	r.HotCrawl, r.HotCrawlWrites = c.writes.hottestOf("crawl")
-	r.Writes = c.writes.byKind()
+	r.Writes, r.WriteUnits = c.writes.byKind(), c.writes.writeUnits()
 	r.SlotWrites = c.writes.kindByFunction("slot")
 	r.Batches = c.batches.counts()
 	r.History = c.history

@@ -51,7 +51,7 @@ func TestHottestSplitsPerHostItemsFromTheRest(t *testing.T) {
 			if i%2 == 1 {
 				fn = "fetch"
 			}
-			k.count(fn, key)
+			k.count(context.Background(), fn, key)
 		}
 	}
 	if got, want := k.kindByFunction("slot"), map[string]int64{"schedule": 4, "fetch": 3}; !reflect.DeepEqual(got, want) {

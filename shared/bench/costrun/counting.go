@@ -26,25 +26,44 @@ import (
 )
 
 // keyWrites counts the writes each table item receives, and each function's by kind of item;
-// each function writes through its own view of the table (of).
+// each function writes through its own view of the table (of). The meter's units of each kind's
+// writes go to an account of the kind (units).
 type keyWrites struct {
-	t    table.Table
-	mu   sync.Mutex
-	n    map[table.Key]int64
-	byFn map[string]map[string]int64 // function -> kind (crawlstate.KindOf) -> writes
+	t     table.Table
+	mu    sync.Mutex
+	n     map[table.Key]int64
+	byFn  map[string]map[string]int64 // function -> kind (crawlstate.KindOf) -> writes
+	units map[string]*meter.Meter     // kind -> the meter's account of its writes
 }
 
-func (k *keyWrites) count(fn string, key table.Key) {
+// count counts a write of fn to key, and returns ctx with the account of key's kind.
+func (k *keyWrites) count(ctx context.Context, fn string, key table.Key) context.Context {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.n == nil {
-		k.n, k.byFn = map[table.Key]int64{}, map[string]map[string]int64{}
+		k.n, k.byFn, k.units = map[table.Key]int64{}, map[string]map[string]int64{}, map[string]*meter.Meter{}
 	}
 	k.n[key]++
+	kind := crawlstate.KindOf(key)
 	if k.byFn[fn] == nil {
 		k.byFn[fn] = map[string]int64{}
 	}
-	k.byFn[fn][crawlstate.KindOf(key)]++
+	k.byFn[fn][kind]++
+	if k.units[kind] == nil {
+		k.units[kind] = meter.New()
+	}
+	return meter.WithAccount(ctx, k.units[kind])
+}
+
+// writeUnits returns the write units the meter counted for each kind of item's writes.
+func (k *keyWrites) writeUnits() map[string]float64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]float64{}
+	for kind, m := range k.units {
+		out[kind] = m.Snapshot().DynamoDBWriteUnits
+	}
+	return out
 }
 
 // of returns the table as the function fn writes it, its writes counted as fn's too.
@@ -71,18 +90,15 @@ type fnWrites struct {
 }
 
 func (f fnWrites) Put(ctx context.Context, key table.Key, it table.Item, c table.Cond) error {
-	f.k.count(f.fn, key)
-	return f.Table.Put(ctx, key, it, c)
+	return f.Table.Put(f.k.count(ctx, f.fn, key), key, it, c)
 }
 
 func (f fnWrites) Update(ctx context.Context, key table.Key, u table.Update, c table.Cond) (table.Item, error) {
-	f.k.count(f.fn, key)
-	return f.Table.Update(ctx, key, u, c)
+	return f.Table.Update(f.k.count(ctx, f.fn, key), key, u, c)
 }
 
 func (f fnWrites) Delete(ctx context.Context, key table.Key, c table.Cond) error {
-	f.k.count(f.fn, key)
-	return f.Table.Delete(ctx, key, c)
+	return f.Table.Delete(f.k.count(ctx, f.fn, key), key, c)
 }
 
 // perHost reports whether key is an item of one host: its politeness slot or its budget in a

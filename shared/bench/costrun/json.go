@@ -32,9 +32,11 @@ type ReportJSON struct {
 	USDPerMillionPages map[string]float64 `json:"usdPerMillionPages"`
 	// LedgerUSDPerMillionPages is the crawl's own ledger (its record) at the same prices.
 	LedgerUSDPerMillionPages float64 `json:"ledgerUsdPerMillionPages"`
-	HistoryItems             int     `json:"historyItems"`
-	EndsAnnounced            int     `json:"endsAnnounced"`
-	Pollers                  int     `json:"pollers,omitempty"`
+	// WriteUnitsPerPage are the table's write units a page by kind of item (crawlstate.KindOf).
+	WriteUnitsPerPage map[string]float64 `json:"writeUnitsPerPage,omitempty"`
+	HistoryItems      int                `json:"historyItems"`
+	EndsAnnounced     int                `json:"endsAnnounced"`
+	Pollers           int                `json:"pollers,omitempty"`
 }
 
 // JSON returns r as crawlcost -json writes it, at prices p.
@@ -54,6 +56,12 @@ func (r Report) JSON(p cost.Prices) (ReportJSON, error) {
 		Pollers: r.Pollers}
 	for k, v := range units {
 		out.UnitsPerPage[k] = v / pages
+	}
+	if len(r.WriteUnits) > 0 {
+		out.WriteUnitsPerPage = map[string]float64{}
+		for k, v := range r.WriteUnits {
+			out.WriteUnitsPerPage[k] = v / pages
+		}
 	}
 	for k, v := range usd {
 		out.USDPerMillionPages[k] = v / pages * 1e6

@@ -57,6 +57,13 @@ func (r Report) Print(w io.Writer, p cost.Prices) {
 		}
 	}
 	fmt.Fprintf(w, "table writes per page by item: %s\n", strings.Join(kinds, ", "))
+	kinds = kinds[:0]
+	for _, k := range []string{"url", "groups", "parsed", "slot", "host budget", "crawl", "other"} {
+		if n := r.WriteUnits[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %.2f", k, per(n)))
+		}
+	}
+	fmt.Fprintf(w, "table write units per page by item: %s\n", strings.Join(kinds, ", "))
 	if len(r.SlotWrites) > 0 {
 		var by []string
 		for _, fn := range functionNames {

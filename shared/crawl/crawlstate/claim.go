@@ -61,7 +61,7 @@ func (s *URLs) ClaimGroup(ctx context.Context, crawl, group, owner string, prev 
 	}
 	for range maxClaimRounds {
 		now := s.now()
-		set := map[string]any{attrUpdated: now.UnixMilli(), table.TTLAttr: expires}
+		set := map[string]any{table.TTLAttr: expires}
 		var remove []string
 		conds := make([]table.Cond, 0, len(want))
 		for k, st := range want {
@@ -173,7 +173,7 @@ func (s *URLs) Refetch(ctx context.Context, crawl, key, owner string, lease time
 	now := s.now()
 	me, until := ownerTag(owner), now.Add(lease).UnixMilli()
 	_, err := s.t.Update(ctx, groupKey(crawl, GroupOf(lost)), table.Update{
-		Set:    map[string]any{ownerAttr(key): me, leaseAttr(key): until, attrUpdated: now.UnixMilli()},
+		Set:    map[string]any{ownerAttr(key): me, leaseAttr(key): until},
 		Remove: []string{outcomeAttr(key), redriveAttr(key)},
 	}, table.Eq(outcomeAttr(key), lost.outcome))
 	if cf, moved := table.IsConditionFailed(err); moved && !refetchedIn(cf.Item, key, me, until) {
@@ -213,7 +213,7 @@ func (s *URLs) SkipQueued(ctx context.Context, crawl, group, key string, cause e
 		return fmt.Errorf("skip %s: %w", key, err)
 	}
 	_, err = s.t.Update(ctx, groupKey(crawl, group), table.Update{Set: map[string]any{
-		outcomeAttr(key): v, attrUpdated: s.now().UnixMilli(), table.TTLAttr: expires,
+		outcomeAttr(key): v, table.TTLAttr: expires,
 	}}, table.And(table.NotExists(ownerAttr(key)), table.NotExists(outcomeAttr(key)), table.NotExists(tombstoneAttr(key))))
 	if cf, done := table.IsConditionFailed(err); done && cf.Item.String(outcomeAttr(key)) != v {
 		return nil

@@ -2,7 +2,6 @@ package crawlstate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
@@ -73,8 +72,8 @@ func (s *URLs) MovePage(ctx context.Context, crawl string, u URL, to Page) error
 	if u.outcome == "" || u.Page == nil {
 		return nil
 	}
-	var st stored
-	if err := json.Unmarshal([]byte(u.outcome), &st); err != nil {
+	st, err := decodeOutcome(u.outcome, usualBatch(crawl, u.Page.WARCKey))
+	if err != nil {
 		return fmt.Errorf("outcome of %s: %w", u.Key, err)
 	}
 	if to.Offset != u.Page.Offset {
@@ -86,14 +85,11 @@ func (s *URLs) MovePage(ctx context.Context, crawl string, u URL, to Page) error
 	if st.UN != nil && to.Unchanged != nil {
 		st.UN.Payload = to.Unchanged.Payload
 	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("outcome of %s: %w", u.Key, err)
-	}
+	b := st.text()
 	attr := outcomeAttr(u.Key)
-	_, err = s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: string(b)}},
+	_, err = s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{Set: map[string]any{attr: b}},
 		table.Eq(attr, u.outcome))
-	if cf, moved := table.IsConditionFailed(err); moved && cf.Item.String(attr) == string(b) {
+	if cf, moved := table.IsConditionFailed(err); moved && cf.Item.String(attr) == b {
 		return nil // its own move, sent again by the SDK
 	}
 	if err != nil {

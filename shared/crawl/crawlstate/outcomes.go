@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,8 +34,11 @@ import (
 // For each of its URLs the group's item holds, named by the first 16 hex digits of the URL's key:
 //
 //	w<k> the claim's owner (ownerTag of the fetch message's id), l<k> its lease (Unix ms);
-//	o<k> the outcome (JSON, see stored), x<k> true when the outcome is a redrivable failure;
+//	o<k> the outcome (outcomecode.go), x<k> true when the outcome is a redrivable failure;
 //	t<k> a tombstone: the admission was taken back (Unadmit), and no message may claim the URL.
+//
+// and, for each WARC file its outcomes name, f<id> the file's <day>/<batch> (fileAttr). Its
+// writes set no updatedAt: nothing reads it, and the item is billed by its bytes.
 //
 // A claim holds when the URL has no outcome (or a redrivable one, after a redrive) and no
 // tombstone, and no other owner's lease is live; the message that re-queued a URL carries its
@@ -115,11 +117,12 @@ type Outcome struct {
 	Change Change
 }
 
-// stored is an Outcome as its group's item holds it: short names, the state as a letter, the
+// stored is an Outcome as its group's item holds it (outcomecode.go has the form it is written
+// in; these names are those of the JSON form before it, still read): the state as a letter, the
 // page's parts that can be derived left out, and its WARC file's name shortened when it is the
 // usual pages/<crawl>/<day>/<batch>.warc.gz (a group's item is billed by its size, a unit a
-// kilobyte, and holds up to message.MaxFetchURLs outcomes, a run's). Whether a failure may be redriven is
-// the item's x<k> attribute.
+// kilobyte, and holds up to message.MaxFetchURLs outcomes, a run's). Whether a failure may be
+// redriven is the item's x<k> attribute.
 type stored struct {
 	S string         `json:"s"`
 	C errclass.Class `json:"c,omitempty"`
@@ -144,6 +147,8 @@ type stored struct {
 	// finds its own outcome by it, where another owner's, the same but for W, is not its own. A
 	// fetched outcome needs none: its WARC record's place is its own.
 	W string `json:"w,omitempty"`
+	// Ref is the id of the WARC file B in the group's item (fileAttr), when the outcome names it so.
+	Ref string `json:"-"`
 }
 
 // randomTag is a write token of writerTag's size for a write that has no owner.
@@ -181,12 +186,18 @@ const (
 	warcSuffix  = ".warc.gz"
 )
 
-// encodeOutcome is o as its group's item holds it. token is the writer's tag (writerTag), kept on
-// an outcome without a page (stored.W).
+// encodeOutcome is o as its group's item holds it, with its WARC file's name in it. token is the
+// writer's tag (writerTag), kept on an outcome without a page (stored.W).
 func encodeOutcome(crawl string, o Outcome, token string) (string, error) {
+	st, err := storedOf(crawl, o, token)
+	return st.text(), err
+}
+
+// storedOf is o as its group's item holds it (see encodeOutcome).
+func storedOf(crawl string, o Outcome, token string) (stored, error) {
 	code, ok := stateCodes[o.State]
 	if !ok {
-		return "", fmt.Errorf("%q is not a terminal state", o.State)
+		return stored{}, fmt.Errorf("%q is not a terminal state", o.State)
 	}
 	st := stored{S: code}
 	if o.Page == nil {
@@ -197,8 +208,8 @@ func encodeOutcome(crawl string, o Outcome, token string) (string, error) {
 	}
 	if p := o.Page; p != nil {
 		st.K, st.O, st.L, st.H, st.T, st.F = p.WARCKey, p.Offset, p.Length, p.Status, p.ContentType, p.FetchedAt.UnixNano()
-		if rest, ok := strings.CutPrefix(p.WARCKey, pagesPrefix+crawl+"/"); ok && strings.HasSuffix(rest, warcSuffix) {
-			st.K, st.B = "", strings.TrimSuffix(rest, warcSuffix)
+		if batch := usualBatch(crawl, p.WARCKey); batch != "" {
+			st.K, st.B = "", batch
 		}
 		if p.FinalURL != o.URL {
 			st.U = p.FinalURL
@@ -210,8 +221,16 @@ func encodeOutcome(crawl string, o Outcome, token string) (string, error) {
 			st.M = p.Msg
 		}
 	}
-	b, err := json.Marshal(st)
-	return string(b), err
+	return st, nil
+}
+
+// usualBatch is the <day>/<batch> of key when it is the usual name of a WARC file of the crawl,
+// pages/<crawl>/<day>/<batch>.warc.gz, or "".
+func usualBatch(crawl, key string) string {
+	if rest, ok := strings.CutPrefix(key, pagesPrefix+crawl+"/"); ok && strings.HasSuffix(rest, warcSuffix) {
+		return strings.TrimSuffix(rest, warcSuffix)
+	}
+	return ""
 }
 
 // partOf returns n when msg is message.PartName(file, n).
@@ -227,10 +246,11 @@ func partOf(file, msg string) (int, bool) {
 	return n, true
 }
 
-// apply sets u, a URL of crawl, from its outcome as its group's item holds it.
-func (u *URL) apply(crawl, raw string) error {
-	var st stored
-	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+// apply sets u, a URL of crawl, from its outcome as its group's item holds it; file is the WARC
+// file the outcome names by its id in the item, if it does (fileOf).
+func (u *URL) apply(crawl, raw, file string) error {
+	st, err := decodeOutcome(raw, file)
+	if err != nil {
 		return fmt.Errorf("outcome of %s: %w", u.Key, err)
 	}
 	if u.State = stateOf(st.S); u.State == "" {
@@ -264,17 +284,28 @@ func (u *URL) fromGroup(crawl string, g table.Item) error {
 	return u.fromHeld(crawl, heldIn(g, u.Key))
 }
 
-// held is what a group's item holds of one of its URLs.
+// held is what a group's item holds of one of its URLs; file is the WARC file its outcome names
+// by its id in the item.
 type held struct {
-	outcome, owner string
-	lease          int64 // Unix milliseconds
-	redrive, gone  bool
+	outcome, owner, file string
+	lease                int64 // Unix milliseconds
+	redrive, gone        bool
 }
 
 // heldIn is what group item g holds of the URL key.
 func heldIn(g table.Item, key string) held {
-	return held{outcome: g.String(outcomeAttr(key)), owner: g.String(ownerAttr(key)), lease: g.Int(leaseAttr(key)),
+	out := g.String(outcomeAttr(key))
+	return held{outcome: out, file: fileOf(g, out), owner: g.String(ownerAttr(key)), lease: g.Int(leaseAttr(key)),
 		redrive: g.Bool(redriveAttr(key)), gone: g.Has(tombstoneAttr(key))}
+}
+
+// fileOf is the <day>/<batch> of the WARC file that the outcome raw names by its id in its group's
+// item g, or "".
+func fileOf(g table.Item, raw string) string {
+	if ref := fileRef(raw); ref != "" {
+		return g.String(fileAttr(ref))
+	}
+	return ""
 }
 
 // fromHeld sets what its group holds of u, a URL queued in its own item: a tombstone, an outcome,
@@ -289,7 +320,7 @@ func (u *URL) fromHeld(crawl string, h held) error {
 	}
 	if h.outcome != "" {
 		u.redrive = h.redrive
-		return u.apply(crawl, h.outcome)
+		return u.apply(crawl, h.outcome, h.file)
 	}
 	if h.owner != "" {
 		u.Owner, u.Lease = h.owner, time.UnixMilli(h.lease)
@@ -342,23 +373,27 @@ func (s *URLs) Record(ctx context.Context, crawl, group string, outs []Outcome) 
 	if err != nil {
 		return nil, err
 	}
-	vals := make(map[string]string, len(outs))
 	for _, o := range outs {
 		if !o.State.Terminal() {
 			return nil, fmt.Errorf("record %s: %q is not a terminal state", o.Key, o.State)
 		}
-		if vals[o.Key], err = encodeOutcome(crawl, o, writerTag(o.Owner)); err != nil {
-			return nil, fmt.Errorf("record %s: %w", o.Key, err)
-		}
 	}
+	inline := map[string]bool{} // files whose id another file holds in the item: named in full
 	for {
-		u, cond := recordUpdate(outs, vals, s.now().UnixMilli(), expires)
-		_, err := s.t.Update(ctx, groupKey(crawl, group), u, cond)
+		w, err := encodeRecord(crawl, outs, inline)
+		if err != nil {
+			return lost, err
+		}
+		u, cond := w.update(outs, expires)
+		_, err = s.t.Update(ctx, groupKey(crawl, group), u, cond)
 		cf, taken := table.IsConditionFailed(err)
 		if err != nil && !taken {
 			return lost, fmt.Errorf("record the outcomes of %s: %w", group, err)
 		}
-		if taken && !recordedIn(cf.Item, outs, vals) {
+		if taken && !w.recordedIn(cf.Item, outs) {
+			if w.clashes(cf.Item, inline) {
+				continue // a file's id names another file in the item: name it in full
+			}
 			// Another owner took some of these URLs over: record the others.
 			kept := outs[:0:0]
 			for _, o := range outs {
@@ -380,6 +415,44 @@ func (s *URLs) Record(ctx context.Context, crawl, group string, outs []Outcome) 
 	}
 }
 
+// recordWrite is what Record writes: each outcome as its group's item holds it (vals, by key), and
+// the WARC files they name by id (files, the item's attribute's name to the file's <day>/<batch>).
+type recordWrite struct {
+	vals, files map[string]string
+}
+
+// encodeRecord encodes outs for Record, each naming its usual WARC file by its id in the item but
+// for the files in inline, and a file whose id another of outs' files took first.
+func encodeRecord(crawl string, outs []Outcome, inline map[string]bool) (recordWrite, error) {
+	w := recordWrite{vals: make(map[string]string, len(outs)), files: map[string]string{}}
+	for _, o := range outs {
+		st, err := storedOf(crawl, o, writerTag(o.Owner))
+		if err != nil {
+			return recordWrite{}, fmt.Errorf("record %s: %w", o.Key, err)
+		}
+		if st.B != "" && !inline[st.B] {
+			id := fileID(st.B)
+			if f, ok := w.files[fileAttr(id)]; !ok || f == st.B {
+				st.Ref, w.files[fileAttr(id)] = id, st.B
+			}
+		}
+		w.vals[o.Key] = st.text()
+	}
+	return w, nil
+}
+
+// clashes reports whether the group's item g holds another file under the id of one of w's, and
+// adds those files to inline.
+func (w recordWrite) clashes(g table.Item, inline map[string]bool) bool {
+	clash := false
+	for attr, file := range w.files {
+		if g.Has(attr) && g.String(attr) != file {
+			inline[file], clash = true, true
+		}
+	}
+	return clash
+}
+
 // oneEach keeps one outcome of each key, deterministically: a fetched one (its page is stored, and
 // its parse message goes out with it) before any other, and otherwise the first.
 func oneEach(outs []Outcome) []Outcome {
@@ -398,13 +471,14 @@ func oneEach(outs []Outcome) []Outcome {
 	return kept
 }
 
-// recordUpdate is Record's write of outs (encoded in vals) and its condition.
-func recordUpdate(outs []Outcome, vals map[string]string, now, expires int64) (table.Update, table.Cond) {
-	set := map[string]any{attrUpdated: now, table.TTLAttr: expires}
+// update is Record's write of outs and its condition: each URL's owner still holds it, and each
+// file's id names that file in the item, or none yet.
+func (w recordWrite) update(outs []Outcome, expires int64) (table.Update, table.Cond) {
+	set := map[string]any{table.TTLAttr: expires}
 	var remove []string
-	conds := make([]table.Cond, 0, len(outs))
+	conds := make([]table.Cond, 0, len(outs)+len(w.files))
 	for _, o := range outs {
-		set[outcomeAttr(o.Key)] = vals[o.Key]
+		set[outcomeAttr(o.Key)] = w.vals[o.Key]
 		if o.Redrivable {
 			set[redriveAttr(o.Key)] = true
 		} else {
@@ -414,15 +488,19 @@ func recordUpdate(outs []Outcome, vals map[string]string, now, expires int64) (t
 		remove = append(remove, ownerAttr(o.Key), leaseAttr(o.Key))
 		conds = append(conds, table.Eq(ownerAttr(o.Key), ownerTag(o.Owner)))
 	}
+	for attr, file := range w.files {
+		set[attr] = file
+		conds = append(conds, table.Or(table.NotExists(attr), table.Eq(attr, file)))
+	}
 	return table.Update{Set: set, Remove: remove}, table.And(conds...)
 }
 
 // recordedIn reports whether the group's item g holds the outcomes outs as Record writes them
-// (vals), with their claims gone: Record's own write, applied before, whose replay this is. An
+// (w), with their claims gone: Record's own write, applied before, whose replay this is. An
 // update is applied whole or not at all, so all of them are there or it is not Record's write.
-func recordedIn(g table.Item, outs []Outcome, vals map[string]string) bool {
+func (w recordWrite) recordedIn(g table.Item, outs []Outcome) bool {
 	for _, o := range outs {
-		if g.String(outcomeAttr(o.Key)) != vals[o.Key] || g.Has(ownerAttr(o.Key)) {
+		if g.String(outcomeAttr(o.Key)) != w.vals[o.Key] || g.Has(ownerAttr(o.Key)) {
 			return false
 		}
 	}

@@ -2,7 +2,6 @@ package crawlstate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -32,17 +31,14 @@ func (s *URLs) EndPageGone(ctx context.Context, crawl, key, warcKey string, caus
 	if u.State != Fetched || u.Page == nil || u.Page.WARCKey != warcKey || u.outcome == "" {
 		return false, nil
 	}
-	b, err := json.Marshal(stored{S: stateCodes[Failed], C: errclass.PageGone, D: safelog.Truncate(cause.Error()), W: randomTag()})
-	if err != nil {
-		return false, fmt.Errorf("end %s as page_gone: %w", key, err)
-	}
+	b := stored{S: stateCodes[Failed], C: errclass.PageGone, D: safelog.Truncate(cause.Error()), W: randomTag()}.text()
 	attr := outcomeAttr(key)
 	_, err = s.t.Update(ctx, groupKey(crawl, GroupOf(u)), table.Update{
-		Set:    map[string]any{attr: string(b), attrUpdated: s.now().UnixMilli()},
+		Set:    map[string]any{attr: b},
 		Remove: []string{redriveAttr(key)},
 	}, table.Eq(attr, u.outcome))
 	if cf, moved := table.IsConditionFailed(err); moved {
-		if cf.Item.String(attr) != string(b) {
+		if cf.Item.String(attr) != b {
 			return false, nil // another worker's write came first: it counted its own
 		}
 		// Its own write, applied before and sent again by the SDK: count it now.

@@ -65,7 +65,7 @@ func (s *URLs) EachURL(ctx context.Context, crawl string, fn func(URL) error) er
 			switch name[:1] {
 			case outcomeLetter:
 				raw, _ := v.(string)
-				h.outcome = strings.Clone(raw)
+				h.outcome, h.file = strings.Clone(raw), fileOf(it, raw) // the file's name is shared by its outcomes
 			case ownerLetter:
 				owner, _ := v.(string)
 				h.owner = strings.Clone(owner)

@@ -31,6 +31,8 @@ var tableTests = []struct {
 	{"Reopen", testReopen},
 	{"RunState", testRunState},
 	{"Outcomes", testOutcomes},
+	{"AGroupOfTenIsSmall", testAGroupOfTenIsSmall},
+	{"AFileIDTakenByAnotherFile", testAFileIDTakenByAnotherFile},
 	{"ARunIsClaimedAndRecordedInWritesOfTen", testARunIsClaimedAndRecordedInWritesOfTen},
 	{"TakenOverURLIsNotRecordedByItsOldOwner", testTakenOverURLIsNotRecordedByItsOldOwner},
 	{"TallyReadsEachURLAsGetDoes", testTallyReadsEachURLAsGetDoes},

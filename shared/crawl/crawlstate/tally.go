@@ -271,16 +271,17 @@ func (t *tallier) group(group string, it table.Item) error {
 			continue // the item's own attributes, and what it holds of a URL besides its outcome
 		}
 		raw, _ := v.(string)
-		if err := t.outcome(group, name[1:], raw); err != nil {
+		if err := t.outcome(group, name[1:], raw, fileOf(it, raw)); err != nil {
 			return fmt.Errorf("outcome %s of group %s: %w", name, group, err)
 		}
 	}
 	return nil
 }
 
-// outcome counts one URL's outcome, as its group holds it.
-func (t *tallier) outcome(group, short, raw string) error {
-	st, err := readTallied(raw)
+// outcome counts one URL's outcome, as its group holds it; file is the WARC file it names by its
+// id in the group's item (fileOf).
+func (t *tallier) outcome(group, short, raw, file string) error {
+	st, err := readTallied(raw, file)
 	if err != nil {
 		return err
 	}
@@ -297,18 +298,18 @@ func (t *tallier) outcome(group, short, raw string) error {
 	if !t.withLeft || state != Fetched {
 		return nil
 	}
-	file := st.K
+	key := st.K
 	if st.B != "" {
-		file = pagesPrefix + t.crawl + "/" + st.B + warcSuffix
+		key = pagesPrefix + t.crawl + "/" + st.B + warcSuffix
 	}
-	if file == "" {
+	if key == "" {
 		return nil // no page stored
 	}
 	msg := st.M
 	if st.P != nil {
-		msg = message.PartName(file, *st.P)
+		msg = message.PartName(key, *st.P)
 	}
-	t.page(file, msg, st.O)
+	t.page(key, msg, st.O)
 	return nil
 }
 
@@ -366,10 +367,18 @@ type tallied struct {
 	M string         `json:"m"`
 }
 
-// readTallied reads what a tally reads of a stored outcome: read flat (flatjson) when it is, as
-// encoding/json would read it into tallied, and by encoding/json otherwise (a revisit's nested un,
-// or a document flatjson does not read).
-func readTallied(raw string) (tallied, error) {
+// readTallied reads what a tally reads of a stored outcome; file is the WARC file it names by its
+// id in its group's item. An outcome in the JSON form of before (outcomecode.go) is read flat
+// (flatjson) when it is, as encoding/json would read it into tallied, and by encoding/json
+// otherwise (a revisit's nested un, or a document flatjson does not read).
+func readTallied(raw, file string) (tallied, error) {
+	if !strings.HasPrefix(raw, "{") {
+		st, err := decodeOutcome(raw, file)
+		if err != nil {
+			return tallied{}, err
+		}
+		return tallied{S: st.S, C: st.C, D: st.D, K: st.K, B: st.B, O: st.O, P: st.P, M: st.M}, nil
+	}
 	var st tallied
 	flat := true
 	str := func(dst *string, v flatjson.Value) {

@@ -115,12 +115,17 @@ func recordRefs(objects map[string][]byte, crawl string) []warcRef {
 	return refs
 }
 
-// tableRefs are the references the rows hold: {"k", "o", "l"}, a JSON string in an attribute;
-// "b" for a file named as fetch names them, pages/<crawl>/<b>.warc.gz, as crawlstate shortens it.
+// tableRefs are the references the rows hold: an outcome in the compact form (compactRef), or
+// {"k", "o", "l"}, a JSON string in an attribute, "b" for a file named as fetch names them,
+// pages/<crawl>/<b>.warc.gz, as crawlstate shortened it.
 func tableRefs(rows map[string]string, crawl string) []warcRef {
 	var refs []warcRef
 	for _, v := range rows {
 		for _, s := range jsonStrings(v) {
+			if r, ok := compactRef(s, v, crawl); ok {
+				refs = append(refs, r)
+				continue
+			}
 			var p struct {
 				K    string `json:"k"`
 				B    string `json:"b"`
@@ -136,6 +141,43 @@ func tableRefs(rows map[string]string, crawl string) []warcRef {
 		}
 	}
 	return refs
+}
+
+// compactRef reads where a fetched page is stored from s, an outcome in a group's item in the
+// compact form (docs/state.md, "A group's item, byte by byte"): "f", then "|"-separated fields
+// of a tag letter and a value ("~1" a "|", "~0" a "~"), its file named in full (k), as
+// <day>/<batch> (b), or by the id of the row's attribute f<id> that holds that (f); offset (o)
+// and length (l) in base 36, and the final URL (u) when it is not the URL.
+func compactRef(s, row, crawl string) (warcRef, bool) {
+	if !strings.HasPrefix(s, "f|") {
+		return warcRef{}, false
+	}
+	var r warcRef
+	for _, f := range strings.Split(s, "|")[1:] {
+		if f == "" {
+			return warcRef{}, false
+		}
+		v := strings.NewReplacer("~1", "|", "~0", "~").Replace(f[1:])
+		switch f[0] {
+		case 'k':
+			r.key = v
+		case 'b':
+			r.key = "pages/" + crawl + "/" + v + ".warc.gz"
+		case 'f':
+			var attrs map[string]any
+			_ = json.Unmarshal([]byte(row), &attrs)
+			if b, ok := attrs["f"+v].(string); ok {
+				r.key = "pages/" + crawl + "/" + b + ".warc.gz"
+			}
+		case 'o':
+			r.offset, _ = strconv.ParseInt(v, 36, 64)
+		case 'l':
+			r.size, _ = strconv.ParseInt(v, 36, 64)
+		case 'u':
+			r.url = v
+		}
+	}
+	return r, strings.HasSuffix(r.key, ".warc.gz")
 }
 
 // checkRef checks that r reads back, from the object as stored, one gzip member holding the
