@@ -178,6 +178,9 @@ type Report struct {
 	Ends []finish.Event
 	// Pollers is Options.Pollers.
 	Pollers int
+	// EvenHosts says the web's hosts have as many pages each (Options.Web), so that a host has
+	// Pages/Hosts of them; the realistic web's are of Zipf sizes.
+	EvenHosts bool
 }
 
 // Batches counts one function's invocations and the records they were given.
@@ -463,7 +466,7 @@ func (c *costRun) crawl(ctx context.Context, start time.Time) (crawl string, err
 // report is what the crawl used: the meter's units, the counters' findings, the site's count of
 // the pages it served, and the crawl's own tally.
 func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Result, start time.Time, crawled cost.Units) (Report, error) {
-	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.web.hosts, Web: c.web.describe,
+	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.web.hosts, Web: c.web.describe, EvenHosts: c.o.Real == nil,
 		Ends: c.events.ends(), Pollers: c.o.Pollers, Elapsed: time.Since(start), Units: c.m.Snapshot(),
 		Delayed: c.sent.delayed.Load(), Requeued: c.sent.resent(), SQSCalls: c.m.SQSCalls()}
 	// The custom metric series, at the crawl's rate (cost.MetricSeriesHours): no client sees them.

@@ -79,7 +79,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 	p.SQSPerMillion.USD, p.DynamoDBWritePerMillion.USD, p.DynamoDBReadPerMillion.USD = 0.40, 0.625, 0.125
 	p.S3ClassAPerThousand.USD, p.S3ClassBPerThousand.USD = 0.005, 0.0004
 	p.LambdaRequestsPerMillion.USD, p.LambdaGBSecond.USD, p.LogsPerGB.USD = 0.20, 0.0000133334, 0.50
-	r := Report{Name: "wide", Pages: 1000, Hosts: 10, Units: cost.Units{
+	r := Report{Name: "wide", Pages: 1000, Hosts: 10, EvenHosts: true, Units: cost.Units{
 		SQSRequests: 5000, DynamoDBWriteUnits: 14000, DynamoDBReadUnits: 2000, S3ClassA: 100, S3ClassB: 1000,
 		LambdaRequests: 300, LambdaGBSeconds: 150, LogBytes: 1 << 20, MetricSeriesHours: cost.MetricSeriesHours(8, 61*time.Minute)},
 		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
@@ -114,6 +114,22 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		if !strings.Contains(squeeze(out), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestPrintNamesNoHostRateForAWebOfUnevenHosts: the realistic web's hosts are of Zipf sizes, so
+// the hottest host item's writes are not divided by an even share of the pages (which said 40
+// writes a page of a host that took 0.5).
+func TestPrintNamesNoHostRateForAWebOfUnevenHosts(t *testing.T) {
+	r := Report{Name: "realistic", Pages: 1000, Hosts: 500, HotHost: "p#big", HotHostWrites: 60}
+	var b bytes.Buffer
+	r.Print(&b, cost.DefaultPrices())
+	out := squeeze(b.String())
+	if strings.Contains(out, "per page of its host") {
+		t.Errorf("the report gives a per-page rate of the hottest host of an uneven web:\n%s", out)
+	}
+	if want := "hottest per-host item: p#big, 60 writes, 60.0 per 1,000 pages of the crawl"; !strings.Contains(out, want) {
+		t.Errorf("the report lacks %q:\n%s", want, out)
 	}
 }
 
