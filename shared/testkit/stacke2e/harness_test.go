@@ -1,6 +1,7 @@
 package stacke2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,10 +14,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/crawlstack/crawlstack/shared/aws/awsconfig"
 	"github.com/crawlstack/crawlstack/shared/aws/callrecord"
+	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
+	"github.com/crawlstack/crawlstack/shared/aws/s3blob"
 	"github.com/crawlstack/crawlstack/shared/aws/sqsqueue"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
@@ -157,6 +161,26 @@ func (d *deployment) crawlFunctions() []string {
 }
 
 // resources are the deployment's queues, as the e2etest harness names them.
+// crawlHarness is the e2e harness of site on the deployed stack's table, bucket and queues, and
+// the stack's bucket.
+func (d *deployment) crawlHarness(t *testing.T, site *e2etest.Site) (*e2etest.Harness, *s3blob.Store) {
+	sched := d.stack.Functions["schedule"]
+	blobs := s3blob.New(d.clients.S3, sched.Env["CRAWL_BUCKET"])
+	return &e2etest.Harness{T: t, Site: site, DLQSettle: 10 * time.Second, Backend: e2etest.Backend{
+		Queue: d.looker, Table: dynamotable.New(d.clients.DynamoDB, sched.Env["CRAWL_TABLE"]), Blobs: blobs, Res: d.resources()}}, blobs
+}
+
+// uploadSeed drops a seed file naming site's root into the stack's bucket, seeds/x.txt, as a
+// user starts a crawl.
+func (d *deployment) uploadSeed(ctx context.Context, t *testing.T, site *e2etest.Site) {
+	t.Helper()
+	bucket := d.stack.Functions["schedule"].Env["CRAWL_BUCKET"]
+	if _, err := d.clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("seeds/x.txt"),
+		Body: bytes.NewReader([]byte(site.URL + "\n")), ContentType: aws.String("text/plain")}); err != nil {
+		t.Fatalf("upload the seed file: %v", err)
+	}
+}
+
 func (d *deployment) resources() e2etest.Resources {
 	fns := d.stack.Functions
 	res := e2etest.Resources{

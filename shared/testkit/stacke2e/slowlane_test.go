@@ -1,17 +1,11 @@
 package stacke2e
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
-	"github.com/crawlstack/crawlstack/shared/aws/s3blob"
 	"github.com/crawlstack/crawlstack/shared/demo/demosite"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/testkit/e2etest"
@@ -41,18 +35,11 @@ func TestIntegrationDeployedStackSlowLane(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 
-	sched := d.stack.Functions["schedule"]
-	bucket, tableName := sched.Env["CRAWL_BUCKET"], sched.Env["CRAWL_TABLE"]
-	blobs := s3blob.New(d.clients.S3, bucket)
-	h := &e2etest.Harness{T: t, Site: site, DLQSettle: 10 * time.Second, Backend: e2etest.Backend{
-		Queue: d.looker, Table: dynamotable.New(d.clients.DynamoDB, tableName), Blobs: blobs, Res: d.resources()}}
+	h, blobs := d.crawlHarness(t, site)
 	if err := d.looker.SendBatch(ctx, lane.Mapping.QueueURL, []queue.Entry{{ID: "poison", Body: "{not a message of the crawler"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("seeds/x.txt"),
-		Body: bytes.NewReader([]byte(site.URL + "\n")), ContentType: aws.String("text/plain")}); err != nil {
-		t.Fatalf("upload the seed file: %v", err)
-	}
+	d.uploadSeed(ctx, t, site)
 	dup := &duplicates{}
 	r := d.runner(func(name string, inv stackrun.Invoker) stackrun.Invoker {
 		if name != fetchSlow {
@@ -101,7 +88,7 @@ func TestIntegrationDeployedStackSlowLane(t *testing.T) {
 	}
 	t.Run("IAM", func(t *testing.T) {
 		checkIAM(t, d, fetchSlow)
-		checkAllowed(t, "schedule", sched, d.calls("schedule")) // its sends to the lane among them
+		checkAllowed(t, "schedule", d.stack.Functions["schedule"], d.calls("schedule")) // its sends to the lane among them
 	})
 	t.Run("KeyOwnership", func(t *testing.T) { checkKeyOwnership(t, d, fetchSlow) })
 }

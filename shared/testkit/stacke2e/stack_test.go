@@ -15,10 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/crawlstack/crawlstack/shared/aws/dynamotable"
 	"github.com/crawlstack/crawlstack/shared/aws/s3blob"
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/finish"
@@ -52,11 +49,7 @@ func TestIntegrationDeployedStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 
-	sched := d.stack.Functions["schedule"]
-	bucket, tableName := sched.Env["CRAWL_BUCKET"], sched.Env["CRAWL_TABLE"]
-	blobs := s3blob.New(d.clients.S3, bucket)
-	h := &e2etest.Harness{T: t, Site: site, DLQSettle: 10 * time.Second, Backend: e2etest.Backend{
-		Queue: d.looker, Table: dynamotable.New(d.clients.DynamoDB, tableName), Blobs: blobs, Res: d.resources()}}
+	h, blobs := d.crawlHarness(t, site)
 
 	for _, name := range d.crawlFunctions() {
 		if err := d.looker.SendBatch(ctx, d.stack.Functions[name].Mapping.QueueURL,
@@ -64,10 +57,7 @@ func TestIntegrationDeployedStack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := d.clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("seeds/x.txt"),
-		Body: bytes.NewReader([]byte(site.URL + "\n")), ContentType: aws.String("text/plain")}); err != nil {
-		t.Fatalf("upload the seed file: %v", err)
-	}
+	d.uploadSeed(ctx, t, site)
 	dup := map[string]*duplicates{"fetch": {}, fetchSlow: {}}
 	// The tick comes once the upload's crawl has started: a new version of a seed file whose crawl
 	// runs joins that crawl (scheduler/extend.go), where a tick always starts a crawl of its own.
