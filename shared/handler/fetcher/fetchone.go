@@ -277,14 +277,17 @@ func (h *Handler) get(a *fetching) error {
 // the wait its Retry-After asks for, if any.
 func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	fctx, m, u := a.fctx, a.f.msg, a.u
-	start := h.now()
+	start, waited := h.now(), a.hold.waitedToGrow()
 	a.sent = true
 	r, err := h.http.GetFollowing(a.hold.with(conditional(fctx, a.prior)), u.String(), h.follow(fctx, m, u, a.crawl))
 	status := 0
 	if r != nil {
 		status = r.Status
 	}
-	h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && first && a.f.w.receives() <= 1, err, status, h.now().Sub(start), a.interval)
+	// The host's answer took what the GET took less its wait for room in the memory budget: a
+	// loaded process must not read as a slow host, and throttle it.
+	took := max(h.now().Sub(start)-(a.hold.waitedToGrow()-waited), 0)
+	h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && first && a.f.w.receives() <= 1, err, status, took, a.interval)
 	if err != nil {
 		a.lastErr = err
 		return 0, err

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -79,6 +80,8 @@ type hold struct {
 	mu       sync.Mutex
 	n, small int64 // all it holds, and its small hold's share (given back once its page is in)
 	flush    func()
+	// waited is how long its GET has waited to grow: time its answer did not take.
+	waited time.Duration
 }
 
 // take returns a small hold for a GET; flush stores the kept pages of the GET's batch, to make
@@ -139,11 +142,24 @@ func (h *hold) grow(ctx context.Context, n int64) error {
 	}
 	h.m.total.Release(h.n)
 	h.n = 0
-	if err := h.m.acquire(ctx, n, h.flush); err != nil {
+	start := time.Now()
+	err := h.m.acquire(ctx, n, h.flush)
+	h.waited += time.Since(start)
+	if err != nil {
 		return err
 	}
 	h.n = n
 	return nil
+}
+
+// waitedToGrow is how long the hold's GET has waited for room to grow so far.
+func (h *hold) waitedToGrow() time.Duration {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.waited
 }
 
 // with returns ctx whose GETs ask the hold for room (httpfetch.WithReserve).

@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -134,4 +135,49 @@ func TestGETsThatAllGrowAtOnceAllEnd(t *testing.T) {
 	if !m.total.TryAcquire(m.budget) || !m.smalls.TryAcquire(smallsOf(m.budget)) {
 		t.Error("the budget is not whole after every GET ended")
 	}
+}
+
+// A GET that waits for room to grow says how long it waited (waitedToGrow), so that the wait is
+// not read as the host's answer taking long: a process under load would otherwise throttle the
+// host it fetches from as slow (fetchone.go, getOnce).
+func TestAGETThatWaitsToGrowSaysHowLong(t *testing.T) {
+	const decoded = 1 << 20 // a large page holds 4 MiB
+	m := newMemory(8<<20, decoded)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	big, ok := m.takeNow()
+	if !ok {
+		t.Fatal("no small hold")
+	}
+	if _, err := big.reserve(ctx, smallBody+1, -1); err != nil {
+		t.Fatal(err)
+	}
+	waiting, ok := m.takeNow()
+	if !ok {
+		t.Fatal("no second small hold")
+	}
+	if got := waiting.waitedToGrow(); got != 0 {
+		t.Fatalf("waited %v before growing, want 0", got)
+	}
+	filler, ok := m.takeNow() // 4 + 1 + 1 of 8 MiB taken: the second cannot grow by 3 now
+	if !ok {
+		t.Fatal("no third small hold")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiting.reserve(ctx, smallBody+1, -1)
+		done <- err
+	}()
+	for !m.someoneWaits() && ctx.Err() == nil {
+		runtime.Gosched() // until the second GET waits for room
+	}
+	big.release()
+	filler.release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := waiting.waitedToGrow(); got <= 0 {
+		t.Errorf("waited %v to grow, want the time it waited", got)
+	}
+	waiting.release()
 }
