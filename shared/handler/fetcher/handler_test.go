@@ -445,10 +445,11 @@ func TestDuplicateFetchMessageIsAcknowledgedWithoutARequest(t *testing.T) {
 	if n := e.site.hitsOf("/") - before; n != 0 {
 		t.Errorf("the server got %d more requests for /, want 0", n)
 	}
-	// The page is stored but not parsed yet: each duplicate re-sends its parse message from the
-	// stored location (the fetch stage's outbox), and parse drops the extra copies.
-	if m := e.received(parseQ); len(m) != 2 {
-		t.Errorf("duplicates of an unparsed page sent %d parse messages, want 2", len(m))
+	// The page is stored but not parsed yet: the duplicate re-sends its parse message from the
+	// stored location (the fetch stage's outbox), and parse drops the extra copies. The copy sent
+	// twice, on its first delivery in the same batch, is worked on once (decode).
+	if m := e.received(parseQ); len(m) != 1 {
+		t.Errorf("duplicates of an unparsed page sent %d parse messages, want 1", len(m))
 	}
 	it, err := e.state.Get(context.Background(), crawl, keyOf(t, again0URL(t, again)))
 	if err != nil || it.Page == nil || it.Page.Msg == "" {

@@ -200,3 +200,25 @@ func TestTwoRunsOfOneHostKeepItsInterval(t *testing.T) {
 		t.Errorf("%d fetch messages sent back, want none: the second run waits in place for its slots", len(back))
 	}
 }
+
+// TestTwoCopiesOfARunInOneBatchGoBackAsOne: a run sent twice (the same body under two ids, as a
+// doubled send makes it) whose host is booked far ahead goes back to the queue as one message.
+// Worked on as one lane, the two copies went back as two, the second never claiming, and with
+// every doubled send back their number doubled.
+func TestTwoCopiesOfARunInOneBatchGoBackAsOne(t *testing.T) {
+	e := newEnv(t, politeRuns)
+	u, _ := url.Parse(e.url("/"))
+	other := crawlstate.New(e.urls)
+	if _, err := other.ReserveSlots(context.Background(), u.Host, runInterval, 100, 0); err != nil {
+		t.Fatal(err)
+	}
+	first := e.run("twice", runPaths(4), make([]time.Time, 4))
+	second := first
+	second.MessageId = "twice-copy"
+	if got := e.handle(first, second); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	if back := e.received(fetchQ); len(back) != 1 {
+		t.Fatalf("%d fetch messages sent back, want the run once", len(back))
+	}
+}

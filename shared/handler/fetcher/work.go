@@ -106,9 +106,14 @@ func handOn(m *message.Fetch, id string, upTo int) {
 // receives is the receive count of the work's message.
 func (w *work) receives() int { return sqsbatch.ReceiveCount(w.d.rec) }
 
-// decode decodes each message of the batch once; a second copy of a message is dropped.
+// decode decodes each message of the batch once; a second copy of a message is dropped, and so is
+// a message sent twice (another id, the same body) on its first delivery: it has claimed
+// nothing, and the copy kept does all it would. Two copies of a run worked on as one lane would
+// otherwise go back to the queue together, the second never claiming, and double with every
+// doubled send (runs.go, sendRunBack).
 func (h *Handler) decode(ev events.SQSEvent) []*delivery {
 	seen := make(map[string]bool, len(ev.Records))
+	bodies := make(map[string]bool, len(ev.Records))
 	ds := make([]*delivery, 0, len(ev.Records))
 	for _, rec := range ev.Records {
 		if seen[rec.MessageId] {
@@ -116,6 +121,11 @@ func (h *Handler) decode(ev events.SQSEvent) []*delivery {
 			continue
 		}
 		seen[rec.MessageId] = true
+		if bodies[rec.Body] && sqsbatch.ReceiveCount(rec) <= 1 {
+			h.log.Debug("a message sent twice is worked on once in a batch", "messageId", rec.MessageId)
+			continue
+		}
+		bodies[rec.Body] = true
 		d := &delivery{rec: rec}
 		m, err := message.DecodeFetch(rec.Body)
 		if err != nil {
