@@ -112,6 +112,9 @@ type Options struct {
 	// Pollers is how many pollers each event source mapping has on AWS (AWSPollers), for the
 	// report; 0 when not stated. The local runner polls with one per batch in flight.
 	Pollers int
+	// Log, when set, also receives the handlers' log lines at DEBUG, as JSON and unmetered: what a
+	// crawl's functions did, to read after a run (the meter counts the INFO lines alone).
+	Log io.Writer
 }
 
 // Report is what one measured crawl used.
@@ -321,7 +324,11 @@ func (c *costRun) startHandlers() (closeAll func(), err error) {
 	c.writes = &keyWrites{t: c.be.Table}
 	pc.SlowQueue = c.res.FetchSlow // the slow lane, as the stack has it: the runs of polite hosts
 	c.sent = &fetchSends{Sender: c.be.Queue, queues: []string{c.res.Fetch, c.res.FetchSlow}}
-	c.log = slog.New(slog.NewJSONHandler(&logBytes{m: c.m}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var lh slog.Handler = slog.NewJSONHandler(&logBytes{m: c.m}, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if c.o.Log != nil {
+		lh = slog.NewMultiHandler(lh, slog.NewJSONHandler(c.o.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	c.log = slog.New(lh)
 	// Each function has handlers of its own, as each Lambda function runs in processes of its
 	// own, with its own batch concurrency (CRAWL_BATCH_CONCURRENCY on AWS).
 	c.handlers = map[string]*pipeline.Handlers{}

@@ -158,10 +158,19 @@ func TestIntegrationCostRunMetersAWholeCrawl(t *testing.T) {
 	pc.WARCIndex = pipeline.IndexPerCrawl // as the stack stores them: the index built from the files after
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, Options{Name: "small", Pipeline: pc, Visibility: 30 * time.Second,
+	var debug bytes.Buffer // written by one slog handler, which locks its writes
+	r, err := Run(ctx, Options{Name: "small", Pipeline: pc, Visibility: 30 * time.Second, Log: &debug,
 		Web: multisite.Options{Hosts: 3, Pages: 60, Links: 5, CrossHost: 0.2, PageBytes: 2000}}, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Options.Log has the functions' lines down to DEBUG (schedule's admissions), and the meter
+	// still counts only the INFO lines the stack writes.
+	if !bytes.Contains(debug.Bytes(), []byte(`"level":"DEBUG","msg":"admitted","fn":"schedule"`)) {
+		t.Errorf("the debug log has no admission of schedule's: %.300s", debug.String())
+	}
+	if int64(debug.Len()) <= r.Units.LogBytes {
+		t.Errorf("the debug log has %d bytes, the meter %d: want the meter's INFO lines fewer", debug.Len(), r.Units.LogBytes)
 	}
 	if r.Pages != 60 || r.Twice != 0 {
 		t.Errorf("%d pages fetched, %d twice; want 60 and 0", r.Pages, r.Twice)

@@ -47,6 +47,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
 		"crawl's table before it, unmetered, as a table that other crawls have used holds them: at least 100,000 to see that a crawl costs the same (docs/state.md)")
+	logFile := fs.String("log", "", "also write the functions' log lines, DEBUG and up, as JSON to this file (unmetered)")
 	every := fs.Duration("progress", 15*time.Second, "how often to print progress on stderr (0: never)")
 	fnFlag := fs.String("functions", "", "function settings over the stack's defaults, e.g. fetch.batchSize=10,fetch.batchWindowSeconds=0 "+
 		"(keys: the stack's context keys without the function name: timeoutSeconds, memoryMB, maxConcurrency, batchSize, batchWindowSeconds, batchConcurrency)")
@@ -88,11 +89,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	base.AllowNets = []string{"127.0.0.0/8"}
 	base.WARCIndex = pipeline.IndexPerCrawl // the stack's default (infra's warcIndex): one index per crawl
 	base.RunURLs = *runURLs
+	var logTo io.Writer
+	if *logFile != "" {
+		f, err := os.Create(*logFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawlcost: --log: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		logTo = f
+	}
 	const visibility = 2 * time.Minute
 	runs := wf.runs(chosen, base, visibility)
 	var reports []Report
 	for i, o := range runs {
-		o.Visibility, o.Progress, o.ProgressEvery, o.Functions = visibility, stderr, *every, fns
+		o.Visibility, o.Progress, o.ProgressEvery, o.Functions, o.Log = visibility, stderr, *every, fns, logTo
 		if o.Real == nil {
 			o.HistoryItems = *history
 		}
