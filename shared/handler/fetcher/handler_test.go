@@ -73,6 +73,9 @@ func newSite(t *testing.T) *site {
 		s.at[r.URL.Path] = append(s.at[r.URL.Path], time.Now())
 		s.mu.Unlock()
 		if strings.HasPrefix(r.URL.Path, "/run/") {
+			if strings.HasPrefix(r.URL.Path, "/run/slow") {
+				<-time.After(slowRunAnswer) // the server's own time to answer: slow enough to throttle its host
+			}
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, page)
 			return

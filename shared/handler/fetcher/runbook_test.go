@@ -105,6 +105,52 @@ func TestARunLateForItsSlotsBooksThemOnceAndLosesNone(t *testing.T) {
 	}
 }
 
+// slowRunAnswer is how long the test site takes to answer a path under /run/slow: over
+// crawlstate.SlowAnswer, and so more than three times a quick answer, which throttles its host.
+const slowRunAnswer = 1200 * time.Millisecond
+
+// TestAThrottledRunKeepsItsSlotsAtTheWiderGap: a slow answer in the middle of a run doubles its
+// host's gap; the run goes on in the slots it booked that are the new gap apart, rather than drop
+// them all and book the rest after them, which left the host idle for as long as they lasted (the
+// realistic crawl's largest host: a lane of 94 URLs went back to the queue for 100 s, again and
+// again). The request after the slow one keeps the wider gap (a quick answer a second later halves
+// it again: crawlstate's speedUp), and none goes back to the queue.
+func TestAThrottledRunKeepsItsSlotsAtTheWiderGap(t *testing.T) {
+	const interval = 600 * time.Millisecond
+	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS, c.HostConcurrency = float64(time.Second)/float64(interval), 1 })
+	paths := runPaths(8)
+	paths[3] = "/run/slow-3" // three quick answers first: the average it is slow against
+	if got := e.handle(e.run("throttled", paths, make([]time.Time, len(paths)))); len(got) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", got)
+	}
+	e.wantFetched(paths)
+	at := e.requestTimes(paths)
+	if len(at) != len(paths) {
+		t.Fatalf("%d requests, want %d", len(at), len(paths))
+	}
+	slowEnd := at[3].Add(slowRunAnswer)
+	booked := at[0].Add(time.Duration(len(paths)) * interval) // the end of the run's first booking
+	within := 0
+	for _, r := range at[4:] {
+		if r.Before(booked) {
+			within++
+		}
+	}
+	if within == 0 {
+		t.Errorf("no request between the slow answer's end (%v after the first) and the end of the run's booking (%v): "+
+			"the run dropped its slots and the host stood idle", slowEnd.Sub(at[0]), booked.Sub(at[0]))
+	}
+	checkInterval(t, at, interval)
+	// The slot after the slow request's is the throttled gap (twice the host's) after it, and
+	// the slow request may have gone out up to half an interval after its own slot.
+	if gap, least := at[4].Sub(at[3]), 2*interval-interval/2; gap < least {
+		t.Errorf("the request after the slow one came %v after it, want at least %v at the throttled gap", gap, least)
+	}
+	if back := e.received(fetchQ); len(back) != 0 {
+		t.Errorf("%d fetch messages sent back, want none: the run waits in place", len(back))
+	}
+}
+
 // TestARunOfAHostBookedFarAheadWaitsInTheQueueWhole: a run whose host another worker has booked
 // further ahead than a run waits in place goes back to the queue as one message, holding no slot,
 // due when the host is free, with the run's claim handed on: no request, no URL alone, and no

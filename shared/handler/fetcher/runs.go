@@ -130,7 +130,11 @@ func (h *Handler) bookRun(ctx context.Context, a *fetching, l *runLane) (done bo
 	}
 	at := a.f.w.at
 	rest := l.ws[at:]
-	if !shiftRun(rest, h.now(), a.interval) {
+	var last time.Time // the slot of the lane's URL before, which made the host's last request here
+	if at > 0 {
+		last = l.ws[at-1].msg.Slot
+	}
+	if !shiftRun(rest, h.now(), a.interval, last) {
 		horizon, ok := h.runHorizon(ctx)
 		if !ok {
 			l.due, l.from, l.back = h.now(), at, true // a fresh invocation takes the rest
@@ -161,19 +165,35 @@ func (h *Handler) bookRun(ctx context.Context, a *fetching, l *runLane) (done bo
 // shiftRun gives the rest of a run the slots it still holds ahead, in order, from its first URL
 // on (those after them hold none, and book when they come to it), and reports whether the first
 // got one. A slot is still held while less than half an interval has gone since it started
-// (heldSlot).
-func shiftRun(rest []*work, now time.Time, interval time.Duration) bool {
+// (heldSlot). The slots were booked at their gap; when the host's gap is now wider (a slow answer
+// throttled it), the run keeps those of its slots that are at least the new gap apart, and after
+// last, the host's request before them in this run (zero: unknown, so the slot before the first,
+// at its booked gap), rather than drop them all: they are its own, and booking the rest after
+// them would leave the host idle for as long as they last.
+func shiftRun(rest []*work, now time.Time, interval time.Duration, last time.Time) bool {
 	type slot struct {
 		at  time.Time
 		gap int64
 	}
 	var ahead []slot
+	prev := last
 	for _, w := range rest {
 		m := w.msg
-		if m.Slot.IsZero() || now.Sub(m.Slot) >= interval/2 || (m.Gap > 0 && time.Duration(m.Gap)*time.Millisecond < interval) {
+		if m.Slot.IsZero() || now.Sub(m.Slot) >= interval/2 {
 			continue
 		}
-		ahead = append(ahead, slot{m.Slot, m.Gap})
+		booked := time.Duration(m.Gap) * time.Millisecond
+		if booked <= 0 {
+			booked = interval // booked with no gap said: taken as the host's now
+		}
+		if prev.IsZero() {
+			prev = m.Slot.Add(-booked)
+		}
+		if m.Slot.Sub(prev) < interval {
+			continue // too near the request before it at the host's gap now
+		}
+		ahead = append(ahead, slot{m.Slot, max(m.Gap, interval.Milliseconds())})
+		prev = m.Slot
 	}
 	for i, w := range rest {
 		w.msg.Slot, w.msg.Gap = time.Time{}, 0
