@@ -36,7 +36,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/ledger"
 	"github.com/crawlstack/crawlstack/shared/observe/meter"
-	"github.com/crawlstack/crawlstack/shared/observe/metrics"
+	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/ops/crawlindex"
 	"github.com/crawlstack/crawlstack/shared/testkit/tablefill"
 )
@@ -124,6 +124,9 @@ type Report struct {
 	Pages, Twice int
 	Hosts        int
 	Elapsed      time.Duration
+	// MetricSeries is the most custom metric series the functions' EMF lines named in one hour
+	// of the crawl (of the stack's len(metrics.Series)).
+	MetricSeries int
 	Units        cost.Units
 	// IndexFiles and IndexLines are what the crawl's CDXJ index took in: its WARC files and their
 	// response records (none when each file was stored with its own index).
@@ -218,6 +221,12 @@ func Run(ctx context.Context, o Options, cfg aws.Config) (Report, error) {
 		return Report{}, err
 	}
 	start := time.Now()
+	// The functions' metrics, as EMF lines after each invocation, as the stack writes them.
+	c.series = newEMFSeries(c.m, start)
+	if c.tel, err = telemetry.Setup(ctx, func(string) string { return "" }, telemetry.Options{Service: "crawlcost", EMF: c.series}); err != nil {
+		return Report{}, fmt.Errorf("metrics: %w", err)
+	}
+	defer c.tel.Shutdown(context.WithoutCancel(ctx))
 	crawl, err := c.crawl(ctx, start)
 	if err != nil {
 		return Report{}, err
@@ -263,6 +272,9 @@ type costRun struct {
 	// started is the meter's count once the crawl was started (its seed file stored and its first
 	// message sent), which the ledger does not book.
 	started cost.Units
+	// tel exports the functions' metrics to series, which meters them.
+	tel    *telemetry.Telemetry
+	series *emfSeries
 }
 
 // open meters a copy of cfg, and sets up a fresh table, bucket and set of queues with it.
@@ -414,6 +426,7 @@ func (c *costRun) invoke(fn string, h localrun.Invoke) localrun.Invoke {
 		resp, err := h(ctx, ev)
 		c.m.AddLambda(time.Since(start), f.MemoryMB)
 		c.m.AddLogBytes(lambdaReportBytes)
+		_ = c.tel.Flush(context.WithoutCancel(ctx)) // its EMF lines, as a function writes them after each invocation
 		return resp, err
 	}
 }
@@ -476,8 +489,9 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r := Report{IndexFiles: index.Files, IndexLines: index.Lines, Name: c.o.Name, Hosts: c.web.hosts, Web: c.web.describe, EvenHosts: c.o.Real == nil,
 		Ends: c.events.ends(), Pollers: c.o.Pollers, Elapsed: time.Since(start), Units: c.m.Snapshot(),
 		Delayed: c.sent.delayed.Load(), Requeued: c.sent.resent(), SQSCalls: c.m.SQSCalls()}
-	// The custom metric series, at the crawl's rate (cost.MetricSeriesHours): no client sees them.
-	r.Units.MetricSeriesHours = cost.MetricSeriesHours(len(metrics.Series), r.Elapsed)
+	// The custom metric series the functions' EMF lines named, each for the hours it was written
+	// in, pro-rated at the crawl's rate (cost.MetricSeriesHours): no client sees them.
+	r.Units.MetricSeriesHours, r.MetricSeries = c.series.seriesHours(start.Add(r.Elapsed))
 	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
 	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
 	// The early empty receives all came while the runner ran, between the two snapshots.

@@ -7,7 +7,9 @@ package costrun
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -292,4 +294,66 @@ type logBytes struct{ m *meter.Meter }
 func (l *logBytes) Write(p []byte) (int, error) {
 	l.m.AddLogBytes(len(p))
 	return len(p), nil
+}
+
+// emfSeries is the writer of the functions' EMF metric lines (observe/telemetry's EMF exporter,
+// flushed after each invocation as a Lambda function flushes it): their bytes are log bytes,
+// which CloudWatch Logs ingests, and the series they name are what CloudWatch bills, each for
+// every hour in which it receives a value (a series with nothing to say in an hour is written no
+// line: a zero sum is left out).
+type emfSeries struct {
+	m     *meter.Meter
+	start time.Time
+
+	mu    sync.Mutex
+	hours map[int]map[string]bool // hour of the crawl -> series named in it
+}
+
+func newEMFSeries(m *meter.Meter, start time.Time) *emfSeries {
+	return &emfSeries{m: m, start: start, hours: map[int]map[string]bool{}}
+}
+
+// Write takes one EMF line (the exporter writes each line with one call).
+func (e *emfSeries) Write(p []byte) (int, error) {
+	e.m.AddLogBytes(len(p))
+	var doc struct {
+		AWS struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name string }
+			}
+		} `json:"_aws"`
+	}
+	if err := json.Unmarshal(p, &doc); err != nil {
+		return 0, fmt.Errorf("costrun: an EMF line that is not JSON: %w", err)
+	}
+	hour := int(time.Since(e.start) / time.Hour)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.hours[hour] == nil {
+		e.hours[hour] = map[string]bool{}
+	}
+	for _, d := range doc.AWS.CloudWatchMetrics {
+		for _, m := range d.Metrics {
+			// A series is a namespace, a name and the dimensions' values (the crawl's have none).
+			e.hours[hour][d.Namespace+"|"+m.Name+"|"+fmt.Sprint(d.Dimensions)] = true
+		}
+	}
+	return len(p), nil
+}
+
+// seriesHours are the series-hours of the crawl until end, each hour's series pro-rated by the
+// part of the hour the crawl ran in (as cost.MetricSeriesHours does), and the most series any
+// hour named.
+func (e *emfSeries) seriesHours(end time.Time) (hours float64, most int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	elapsed := end.Sub(e.start)
+	for h, names := range e.hours {
+		part := min(elapsed-time.Duration(h)*time.Hour, time.Hour)
+		hours += cost.MetricSeriesHours(len(names), part)
+		most = max(most, len(names))
+	}
+	return hours, most
 }

@@ -123,10 +123,11 @@ func (r Report) printLedger(w io.Writer, p cost.Prices) {
 	}
 	if u.MetricSeriesHours > 0 {
 		pagesPerHour := float64(r.Pages) / max(r.Elapsed.Hours(), 1e-12)
-		fmt.Fprintf(w, "CloudWatch metrics: %d series, billed by the month pro-rated by the hour: at this crawl's %.0f pages an hour a million "+
+		fmt.Fprintf(w, "CloudWatch metrics: %d of the stack's %d series written (a series with nothing to say writes no value, and is "+
+			"not billed for that hour), billed by the month pro-rated by the hour: at this crawl's %.0f pages an hour a million "+
 			"pages take %.1f hours, %.0f series-hours; the crawls that run at once share them (a crawl alone pays them all); "+
 			"the alarms' metrics are billed by the month whatever runs, in the idle bill, not here\n",
-			len(metrics.Series), pagesPerHour, 1e6/max(pagesPerHour, 1e-12), 1e6*r.per(u.MetricSeriesHours))
+			r.MetricSeries, len(metrics.Series), pagesPerHour, 1e6/max(pagesPerHour, 1e-12), 1e6*r.per(u.MetricSeriesHours))
 	}
 	if r.EarlyEmpty > 0 {
 		fmt.Fprintf(w, "not counted: %d empty receives the emulator answered before their wait was over (%.2f per page), which SQS never does\n",
