@@ -120,8 +120,10 @@ type Options struct {
 // Report is what one measured crawl used.
 type Report struct {
 	Name string
-	// Pages is how many pages were fetched, and Twice how many of them more than once.
+	// Pages is how many pages were fetched, and Twice how many of them more than once; TwiceURLs
+	// names the first of those, where the web can.
 	Pages, Twice int
+	TwiceURLs    []string
 	Hosts        int
 	Elapsed      time.Duration
 	// MetricSeries is the most custom metric series the functions' EMF lines named in one hour
@@ -498,6 +500,9 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r.Crawled = crawled
 	r.Crawled.SQSRequests = max(r.Crawled.SQSRequests-r.EarlyEmpty, 0)
 	r.Pages, r.Twice = c.web.fetched()
+	if r.Twice > 0 && c.web.twiceList != nil {
+		r.TwiceURLs = c.web.twiceList(10)
+	}
 	// The tally is the report's, not the crawl's: done with the meter's copy of the clients'
 	// config, it would count in the crawl's cost, so it uses an unmetered table.
 	var err error

@@ -84,8 +84,10 @@ type site struct {
 	hosts    int
 	describe string
 	fetched  func() (pages, twice int)
-	unscoped func() int64
-	close    func()
+	// twiceList, when set, names the pages served more than once (at most n).
+	twiceList func(n int) []string
+	unscoped  func() int64
+	close     func()
 }
 
 // startSite serves the web of o: o.Render or o.Real when set, else o.Web.
@@ -100,7 +102,7 @@ func startSite(o Options) (*site, error) {
 		}
 		ro := w.Options()
 		sizes := w.Sizes()
-		return &site{roots: w.Roots, hosts: len(w.Roots), fetched: w.Fetched, unscoped: w.Unscoped, close: w.Close,
+		return &site{roots: w.Roots, hosts: len(w.Roots), fetched: w.Fetched, twiceList: w.Twice, unscoped: w.Unscoped, close: w.Close,
 			describe: fmt.Sprintf("%d pages on %d hosts of Zipf sizes (exponent %.2g: the largest %d pages, %.0f%%; %d hosts of one page), "+
 				"HTML of %d to %d KB (median %d), %d links a page (%.0f%% off-site, %.0f%% of those out of scope), "+
 				"answers in a lognormal time of median %v and 99th percentile %v, %d hosts answering after %v",

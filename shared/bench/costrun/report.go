@@ -35,6 +35,9 @@ func (r Report) printCrawl(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%s crawl: %d pages on %d %s in %v; %d fetched twice; %d fetch messages re-sent (%.2f per page); %d sent with a delay\n",
 		r.Name, r.Pages, r.Hosts, hosts, r.Elapsed.Round(100*time.Millisecond), r.Twice, r.Requeued, r.per(float64(r.Requeued)), r.Delayed)
+	if len(r.TwiceURLs) > 0 {
+		fmt.Fprintf(w, "served more than once (host's index/path: answers): %s\n", strings.Join(r.TwiceURLs, ", "))
+	}
 	if r.FirstMessages > 0 {
 		fmt.Fprintf(w, "first fetch messages: %d, %.1f URLs each, in %d groups (%.2f messages a group)\n", r.FirstMessages,
 			float64(r.FirstURLs)/float64(r.FirstMessages), r.Groups, float64(r.FirstMessages)/float64(max(r.Groups, 1)))

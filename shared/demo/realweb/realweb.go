@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -281,6 +282,20 @@ func (w *Web) Fetched() (pages, twice int) {
 		}
 	}
 	return pages, twice
+}
+
+// Twice lists the pages served more than once, as "host-index/path: n", sorted, at most max.
+func (w *Web) Twice(max int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k, n := range w.hits {
+		if n > 1 {
+			out = append(out, fmt.Sprintf("%s: %d", k, n))
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), max)]
 }
 
 // Path is the path of page p of a host.

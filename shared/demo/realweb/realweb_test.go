@@ -179,6 +179,9 @@ func TestServesEachHostOnItsOwnAddress(t *testing.T) {
 	if pages, twice := w.Fetched(); pages != 2 || twice != 1 {
 		t.Errorf("fetched %d pages, %d twice: want 2 and 1", pages, twice)
 	}
+	if got := w.Twice(10); !slices.Equal(got, []string{"260/: 2"}) {
+		t.Errorf("Twice = %q, want host 260's root, served twice", got)
+	}
 	slow := -1
 	for h := range 300 {
 		if w.Slow(h) {
