@@ -153,14 +153,15 @@ func crawlWidgets(fns map[string]fnResources) [][]awscloudwatch.IWidget {
 }
 
 // The dashboard's Logs Insights queries over the ledger's invocation lines (docs/operating.md has
-// them too), one line a stage: CDK joins them with "\n|".
+// them too), one line a stage: CDK joins them with "\n|". On Lambda the line's message is the
+// field "message" (aws-lambda-go's log handler renames slog's "msg"), not "msg".
 var (
 	// bytesFetchedQuery sums the body bytes fetched (fetches.bytes), decoded, pages and
 	// robots.txt files alike, by minute.
-	bytesFetchedQuery = []string{`filter msg = "invocation"`, `stats sum(fetches.bytes) as bytes by bin(1m)`}
+	bytesFetchedQuery = []string{`filter message = "invocation"`, `stats sum(fetches.bytes) as bytes by bin(1m)`}
 	// admissionsQuery sums the URLs admitted and the fetch messages sent back to wait, by reason
 	// (a politeness slot, a retry, a fresh invocation or a host's turn), by minute.
-	admissionsQuery = []string{`filter msg = "invocation"`,
+	admissionsQuery = []string{`filter message = "invocation"`,
 		`stats sum(admission.admitted) as admitted, sum(requeues.slot) as requeued_slot, ` +
 			`sum(requeues.retry) as requeued_retry, sum(requeues.wait) as requeued_wait by bin(1m)`}
 )

@@ -206,7 +206,7 @@ func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 		if strings.Count(q, "SOURCE ") != len(groups) {
 			t.Errorf("%q queries %d log groups, want the %d functions': %s", tt.title, strings.Count(q, "SOURCE "), len(groups), q)
 		}
-		for _, want := range append([]string{`filter msg = "invocation"`, "by bin(1m)"}, tt.sums...) {
+		for _, want := range append([]string{`filter message = "invocation"`, "by bin(1m)"}, tt.sums...) {
 			if !strings.Contains(q, want) {
 				t.Errorf("%q has no %s: %s", tt.title, want, q)
 			}

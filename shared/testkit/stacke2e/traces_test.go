@@ -244,7 +244,7 @@ func checkEMF(t *testing.T, d *deployment, site *e2etest.Site) {
 			if json.Unmarshal(sc.Bytes(), &line) != nil || json.Unmarshal(sc.Bytes(), &fields) != nil {
 				continue
 			}
-			if fields["msg"] == "invocation" {
+			if fields["message"] == "invocation" { // as Lambda's log handler names slog's msg: the dashboard's queries filter on it
 				admission, _ := fields["admission"].(map[string]any)
 				admitted, _ := admission["admitted"].(float64)
 				sums["admission.admitted"] += admitted
