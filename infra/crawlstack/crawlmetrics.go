@@ -1,6 +1,9 @@
 package crawlstack
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
@@ -8,9 +11,10 @@ import (
 
 // MetricsNamespace is the CloudWatch namespace of the crawl's own metrics, which the functions
 // write as Embedded Metric Format lines (CRAWL_METRICS_NAMESPACE, package telemetry). They have no
-// dimension: each is one series, billed by the hour, and the stack reads at most eight
-// (testdata/metric-series.json, which the root module's metrics package writes). Their
-// breakdowns by class, reason and queue are in the functions' log lines (docs/operating.md).
+// dimension: each is one series, billed by the hour, and the stack reads at most eight (five
+// today: testdata/metric-series.json, which the root module's metrics package holds against the
+// code). Their breakdowns by class, reason and queue, and the counts that are no series (bytes
+// fetched, admissions, requeues), are in the functions' log lines (docs/operating.md).
 const MetricsNamespace = "Crawlstack"
 
 // crawlMetric is one of the crawl's metrics in MetricsNamespace.
@@ -110,12 +114,26 @@ func stallAlarm(stack awscdk.Stack) awscloudwatch.Alarm {
 	})
 }
 
-// crawlWidgets chart the crawl's own metrics on the dashboard: its eight series and no other.
-// The age of each queue's messages is AWS/SQS's, charted above.
-func crawlWidgets() [][]awscloudwatch.IWidget {
+// crawlWidgets chart the crawl's own metrics on the dashboard: its series (no other), and from the
+// functions' log groups (fns) what the ledger's invocation lines say that is no series (package
+// metrics' breakdown): the body bytes fetched, the URLs admitted and the requeues by reason, with
+// CloudWatch Logs Insights queries, which cost what they scan when the dashboard is open ($0.005 a
+// GB) rather than a series' $0.30 a month. The age of each queue's messages is AWS/SQS's, charted
+// above.
+func crawlWidgets(fns map[string]fnResources) [][]awscloudwatch.IWidget {
 	graph := func(title string, left ...awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
 			Title: jsii.String(title), Left: &left, Width: jsii.Number(8),
+		})
+	}
+	var groups []*string
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		groups = append(groups, fns[name].Logs.LogGroupName())
+	}
+	logQuery := func(title string, lines ...string) awscloudwatch.IWidget {
+		return awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{
+			Title: jsii.String(title), LogGroupNames: &groups, QueryLines: jsii.Strings(lines...),
+			View: awscloudwatch.LogQueryVisualizationType_LINE, Width: jsii.Number(8),
 		})
 	}
 	return [][]awscloudwatch.IWidget{{
@@ -124,14 +142,26 @@ func crawlWidgets() [][]awscloudwatch.IWidget {
 			crawlMetric("crawl.fetch.duration", "p50", "p50"),
 			crawlMetric("crawl.fetch.duration", "p90", "p90"),
 			crawlMetric("crawl.fetch.duration", "p99", "p99")),
-		graph("Bytes fetched per minute", crawlMetric("crawl.fetch.bytes", "Sum", "bytes")),
+		logQuery("Bytes fetched per minute", bytesFetchedQuery...),
 	}, {
-		graph("Admissions and requeues",
-			crawlMetric("crawl.admissions", "Sum", "admitted"),
-			crawlMetric("crawl.requeues", "Sum", "sent back to wait")),
+		logQuery("Admissions and requeues per minute", admissionsQuery...),
 		graph("Metered cost per minute (USD)", crawlMetric("crawl.cost", "Sum", "USD")),
 		graph("Links refused over budget, crawls stalled",
 			crawlMetric("crawl.budget.refusals", "Sum", "refused"),
 			crawlMetric("crawl.stalls", "Sum", "stalled")),
 	}}
 }
+
+// The dashboard's Logs Insights queries over the ledger's invocation lines (docs/operating.md has
+// them too), one line a stage: CDK joins them with "\n|". On Lambda the line's message is the
+// field "message" (aws-lambda-go's log handler renames slog's "msg"), not "msg".
+var (
+	// bytesFetchedQuery sums the body bytes fetched (fetches.bytes), decoded, pages and
+	// robots.txt files alike, by minute.
+	bytesFetchedQuery = []string{`filter message = "invocation"`, `stats sum(fetches.bytes) as bytes by bin(1m)`}
+	// admissionsQuery sums the URLs admitted and the fetch messages sent back to wait, by reason
+	// (a politeness slot, a retry, a fresh invocation or a host's turn), by minute.
+	admissionsQuery = []string{`filter message = "invocation"`,
+		`stats sum(admission.admitted) as admitted, sum(requeues.slot) as requeued_slot, ` +
+			`sum(requeues.retry) as requeued_retry, sum(requeues.wait) as requeued_wait by bin(1m)`}
+)

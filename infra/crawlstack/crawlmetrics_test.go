@@ -102,20 +102,114 @@ func TestTheFunctionsWriteTheNamespaceTheStackReads(t *testing.T) {
 	}
 }
 
-// TestDashboardShowsTheCrawlMetrics: the dashboard charts the crawl's own metrics.
+// cutSeries were metric series until issue 43: written in every invocation, they now are in the
+// ledger's invocation lines only, and the dashboard queries those lines for them.
+var cutSeries = []string{"crawl.fetch.bytes", "crawl.admissions", "crawl.requeues"}
+
+// dashboardWidgets decodes the dashboard's body, each reference to a resource written as
+// REF(logicalId).
+func dashboardWidgets(t *testing.T) []map[string]any {
+	t.Helper()
+	body := props(t, logicalID(t, "AWS::CloudWatch::Dashboard", "Dashboard"))["DashboardBody"]
+	var b strings.Builder
+	join := body.(map[string]any)["Fn::Join"].([]any)
+	for _, part := range join[1].([]any) {
+		switch p := part.(type) {
+		case string:
+			b.WriteString(p)
+		case map[string]any:
+			if id, ok := p["Ref"].(string); ok {
+				b.WriteString("REF(" + id + ")")
+			} else {
+				b.WriteString("TOKEN")
+			}
+		}
+	}
+	var d struct{ Widgets []map[string]any }
+	if err := json.Unmarshal([]byte(b.String()), &d); err != nil {
+		t.Fatalf("dashboard body: %v: %s", err, b.String())
+	}
+	return d.Widgets
+}
+
+// TestDashboardShowsTheCrawlMetrics: the dashboard charts the crawl's own series, names none of
+// those cut from them, and charts what they said (bytes fetched, admissions, requeues) with Logs
+// Insights queries of the ledger's invocation lines over the log group of every function that
+// writes them (each one the template's functions log to).
 func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 	body, err := json.Marshal(props(t, logicalID(t, "AWS::CloudWatch::Dashboard", "Dashboard"))["DashboardBody"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"Pages per minute", "Fetch latency (s)", "Bytes fetched per minute", "Admissions and requeues",
-		"Metered cost per minute (USD)", "Links refused over budget, crawls stalled",
-		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.admissions\"`, `\"crawl.requeues\"`, `\"crawl.cost\"`,
-		`\"crawl.budget.refusals\"`, `\"crawl.stalls\"`, `\"crawl.fetch.bytes\"`,
+		"Pages per minute", "Fetch latency (s)", "Metered cost per minute (USD)", "Links refused over budget, crawls stalled",
+		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.cost\"`, `\"crawl.budget.refusals\"`, `\"crawl.stalls\"`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard has no %s", want)
+		}
+	}
+	for _, cut := range cutSeries {
+		if strings.Contains(string(body), cut) {
+			t.Errorf("dashboard names %s, which is no metric series any more", cut)
+		}
+	}
+	// The functions' log groups, as their LoggingConfig names them.
+	var groups []string
+	for id, r := range resources() {
+		p, _ := r["Properties"].(map[string]any)
+		env, _ := p["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		if r["Type"] != "AWS::Lambda::Function" || vars["CRAWL_TABLE"] == nil {
+			continue
+		}
+		lc, _ := p["LoggingConfig"].(map[string]any)
+		g, _ := lc["LogGroup"].(map[string]any)
+		name, ok := g["Ref"].(string)
+		if !ok {
+			t.Fatalf("function %s logs to %v, not a log group of the stack", id, lc["LogGroup"])
+		}
+		groups = append(groups, name)
+	}
+	if want := crawlFunctionsIn(tmplJSON); len(groups) != want || want < 3 {
+		t.Fatalf("%d crawl functions' log groups (%v), want %d", len(groups), groups, want)
+	}
+	queries := map[string]string{}
+	for _, w := range dashboardWidgets(t) {
+		p, _ := w["properties"].(map[string]any)
+		if w["type"] != "log" {
+			continue
+		}
+		title, _ := p["title"].(string)
+		queries[title], _ = p["query"].(string)
+		if p["view"] != "timeSeries" {
+			t.Errorf("log widget %q: view %v, want timeSeries (a graph, as the series' were)", title, p["view"])
+		}
+	}
+	for _, tt := range []struct {
+		title string
+		sums  []string // the fields of the invocation line the query sums (package metrics' breakdown)
+	}{
+		{"Bytes fetched per minute", []string{"sum(fetches.bytes)"}},
+		{"Admissions and requeues per minute", []string{"sum(admission.admitted)", "sum(requeues.slot)", "sum(requeues.retry)", "sum(requeues.wait)"}},
+	} {
+		q, ok := queries[tt.title]
+		if !ok {
+			t.Errorf("no Logs Insights widget %q (log widgets: %v)", tt.title, queries)
+			continue
+		}
+		for _, g := range groups {
+			if !strings.Contains(q, "SOURCE 'REF("+g+")'") {
+				t.Errorf("%q does not query log group %s: %s", tt.title, g, q)
+			}
+		}
+		if strings.Count(q, "SOURCE ") != len(groups) {
+			t.Errorf("%q queries %d log groups, want the %d functions': %s", tt.title, strings.Count(q, "SOURCE "), len(groups), q)
+		}
+		for _, want := range append([]string{`filter message = "invocation"`, "by bin(1m)"}, tt.sums...) {
+			if !strings.Contains(q, want) {
+				t.Errorf("%q has no %s: %s", tt.title, want, q)
+			}
 		}
 	}
 }

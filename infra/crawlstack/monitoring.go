@@ -123,7 +123,7 @@ func newMonitoring(stack awscdk.Stack, cfg Config, table tableRef, queues map[st
 		graph("Throttles", throttles),
 		graph("Concurrent executions", concurrency),
 	)
-	for _, row := range crawlWidgets() {
+	for _, row := range crawlWidgets(fns) {
 		mon.Dashboard.AddWidgets(row...)
 	}
 	return mon

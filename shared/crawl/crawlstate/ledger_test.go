@@ -56,20 +56,21 @@ func TestBudgetStopsAdmissionsOnceTheLedgerReachesIt(t *testing.T) {
 
 // TestTheBudgetCountsTheMetricSeriesForTheCrawlsTime: the budget reads the same totals as the
 // meter's: the crawl's ledger and the custom metric series for the time since it started, which
-// no invocation books (WithMetricSeries). An hour of 8 series is 8 x $0.30 / 730 = $0.0033.
+// no invocation books (WithMetricSeries). An hour of the stack's 5 series is 5 x $0.30 / 730 =
+// $0.0021.
 func TestTheBudgetCountsTheMetricSeriesForTheCrawlsTime(t *testing.T) {
 	ctx := context.Background()
 	prices := cost.DefaultPrices()
-	hour := 8 * prices.CustomMetricMonth.USD / cost.HoursPerMonth
+	hour := 5 * prices.CustomMetricMonth.USD / cost.HoursPerMonth
 	for _, tt := range []struct {
 		name    string
 		series  int
 		started bool
 		want    error
 	}{
-		{"8 series for an hour", 8, true, ErrBudgetSpent},
+		{"5 series for an hour", 5, true, ErrBudgetSpent},
 		{"metrics off", 0, true, nil},
-		{"no start on record", 8, false, nil},
+		{"no start on record", 5, false, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, c := newStore(t, WithMetricSeries(tt.series))

@@ -174,7 +174,7 @@ func (h *Handler) resend(ctx context.Context, m *message.Fetch, wait time.Durati
 	return nil
 }
 
-// requeueReason names a requeue for the crawl.requeues metric.
+// requeueReason names a requeue for the breakdown of the ledger's line (requeues.<reason>).
 func requeueReason(slot time.Time, made int) string {
 	switch {
 	case made >= 0:

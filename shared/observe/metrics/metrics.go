@@ -9,7 +9,10 @@
 // breakdowns (pages by outcome and class, fetches by kind and class, requeues by reason, dedup
 // hits by layer, politeness waits, message age by queue) are kept in a Breakdown instead, which
 // the ledger writes in its line at the end of each invocation (a log line, queried with CloudWatch
-// Logs Insights: docs/operating.md).
+// Logs Insights: docs/operating.md). So are the counts that chart well enough from those lines and
+// that alarm nothing, which would otherwise be series written all the time: the URLs admitted
+// (admission.admitted), the fetch messages sent back to wait (requeues.<reason>) and the body
+// bytes fetched (fetches.bytes).
 package metrics
 
 import (
@@ -28,10 +31,7 @@ import (
 const (
 	Pages          = "crawl.pages"           // URLs that reached a terminal state
 	BudgetRefusals = "crawl.budget.refusals" // links refused because the crawl's budget is spent
-	FetchBytes     = "crawl.fetch.bytes"     // body bytes fetched
 	FetchDuration  = "crawl.fetch.duration"  // time of one fetch (histogram)
-	Admissions     = "crawl.admissions"      // URLs admitted
-	Requeues       = "crawl.requeues"        // fetch messages sent back with a delay
 	CostUSD        = "crawl.cost"            // the invocations' metered cost, in dollars
 	Stalls         = "crawl.stalls"          // crawls announced stalled
 )
@@ -39,14 +39,16 @@ const (
 // Series are the metric series the crawler writes: each name once, with no dimension. The stack's
 // alarms and dashboard read only these (infra/crawlstack/testdata/metric-series.json holds the same
 // list for the stack's tests), and a stack pays for at most len(Series) custom metric series.
-var Series = []string{Pages, BudgetRefusals, FetchBytes, FetchDuration, Admissions, Requeues, CostUSD, Stalls}
+// Admissions, requeues and fetched bytes were series too until issue 43: written in every
+// invocation, each cost $0.30 a month, by the hour, while crawls ran, and are now in the Breakdown.
+var Series = []string{Pages, BudgetRefusals, FetchDuration, CostUSD, Stalls}
 
 // The crawl's instruments, made on the meter provider that Setup (or a test) installs. With none
 // installed the helpers below return at once.
 type instruments struct {
-	pages, refusals, fetchBytes, admissions, requeues, stalls metric.Int64Counter
-	fetchDuration                                             metric.Float64Histogram
-	cost                                                      metric.Float64Counter
+	pages, refusals, stalls metric.Int64Counter
+	fetchDuration           metric.Float64Histogram
+	cost                    metric.Float64Counter
 }
 
 // ScopeName names the crawler's meter (and observe/telemetry's tracer).
@@ -85,10 +87,7 @@ func newInstruments(m metric.Meter) *instruments {
 	return &instruments{
 		pages:         counter(Pages, "{page}", "URLs that reached a terminal state (fetched, skipped, failed, stopped)"),
 		refusals:      counter(BudgetRefusals, "{url}", "links not admitted because the crawl's budget is spent"),
-		fetchBytes:    counter(FetchBytes, "By", "body bytes fetched, decoded"),
 		fetchDuration: h,
-		admissions:    counter(Admissions, "{url}", "URLs admitted to a crawl and staged for a fetch message"),
-		requeues:      counter(Requeues, "{message}", "fetch messages sent back with a delay (for a slot, a retry or a wait)"),
 		cost:          usd,
 		stalls:        counter(Stalls, "{crawl}", "crawls announced stalled: their work stopped moving with work left (package finish)"),
 	}
@@ -150,10 +149,9 @@ func Stalled(ctx context.Context) {
 	}
 }
 
-// Admitted counts n URLs admitted to a crawl.
-func Admitted(ctx context.Context, n int) {
+// Admitted counts, in the breakdown, n URLs admitted to a crawl and staged for a fetch message.
+func Admitted(_ context.Context, n int) {
 	if Enabled() && n > 0 {
-		meters().admissions.Add(ctx, int64(n), noAttrs)
 		breakdown.add("admission", "admitted", float64(n))
 	}
 }
@@ -175,12 +173,11 @@ func PolitenessWait(_ context.Context, d time.Duration) {
 	}
 }
 
-// Requeued counts a fetch message sent back to wait, and in the breakdown its reason: for its
+// Requeued counts, in the breakdown, a fetch message sent back to wait by its reason: for its
 // politeness slot ("slot"), for a retry ("retry"), or for a fresh invocation or a host's turn
 // ("wait").
-func Requeued(ctx context.Context, reason string) {
+func Requeued(_ context.Context, reason string) {
 	if Enabled() {
-		meters().requeues.Add(ctx, 1, noAttrs)
 		breakdown.add("requeues", reason, 1)
 	}
 }
@@ -205,18 +202,21 @@ func MessageAge(_ context.Context, queue string, sentAt time.Time) {
 	}
 }
 
-// Fetched records one outbound fetch: its bytes and time, and in the breakdown its kind and class.
+// Fetched records one outbound fetch: its time as crawl.fetch.duration, and in the breakdown its
+// kind and class ("fetches": {"page_ok": 1}) and its body bytes, decoded, of every kind
+// ("fetches": {"bytes": 20480}; a kind's key always has a class, so none is "bytes").
 func Fetched(ctx context.Context, kind, class string, bytes int, d time.Duration) {
 	if !Enabled() {
 		return
 	}
-	m := meters()
-	m.fetchBytes.Add(ctx, int64(bytes), noAttrs)
-	m.fetchDuration.Record(ctx, d.Seconds(), noAttrs)
+	meters().fetchDuration.Record(ctx, d.Seconds(), noAttrs)
 	if class == "" {
 		class = "ok"
 	}
 	breakdown.add("fetches", join(kind, class), 1)
+	if bytes > 0 {
+		breakdown.add("fetches", "bytes", float64(bytes))
+	}
 }
 
 // Off turns metrics off (observe/telemetry's Stop, before it shuts its provider down).

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/crawlstack/crawlstack/shared/observe/ledger"
 	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
@@ -30,9 +33,8 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 	}
 	defer tel.Shutdown(context.Background())
 	n := 0
-	h := telemetry.Invocation(tel, "schedule", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		metrics.Admitted(ctx, n)
-		metrics.Requeued(ctx, "slot")
+	h := telemetry.Invocation(tel, "fetch", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		metrics.CountStates(ctx, map[string]int64{"fetched": int64(n)})
 		metrics.Fetched(ctx, "page", "", 100, 1500*time.Millisecond)
 		return events.SQSEventResponse{}, nil
 	})
@@ -49,10 +51,9 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 					Metrics    []struct{ Name, Unit string }
 				}
 			} `json:"_aws"`
-			Function   *string   `json:"function"`
-			Admissions float64   `json:"crawl.admissions"`
-			Requeues   float64   `json:"crawl.requeues"`
-			Durations  []float64 `json:"crawl.fetch.duration"`
+			Function  *string   `json:"function"`
+			Pages     float64   `json:"crawl.pages"`
+			Durations []float64 `json:"crawl.fetch.duration"`
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		if len(lines) != 1 {
@@ -62,8 +63,8 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 			t.Fatalf("%v: %s", err, lines[0])
 		}
 		// 1.5 s falls in the bucket (1, 2.5]: its midpoint.
-		if line.Admissions != float64(n) || line.Requeues != 1 || len(line.Durations) != 1 || line.Durations[0] != 1.75 || line.Function != nil {
-			t.Errorf("line %s: want %d admissions, 1 requeue, one fetch of the bucket of 1.5 s, no function", lines[0], n)
+		if line.Pages != float64(n) || len(line.Durations) != 1 || line.Durations[0] != 1.75 || line.Function != nil {
+			t.Errorf("line %s: want %d pages, one fetch of the bucket of 1.5 s, no function", lines[0], n)
 		}
 		m := line.Aws.CloudWatchMetrics
 		if len(m) != 1 || m[0].Namespace != "Test" || len(m[0].Dimensions) != 1 || len(m[0].Dimensions[0]) != 0 {
@@ -73,10 +74,11 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 		for _, x := range m[0].Metrics {
 			units[x.Name] = x.Unit
 		}
-		if units["crawl.admissions"] != "Count" || units["crawl.fetch.duration"] != "Seconds" {
+		if units["crawl.pages"] != "Count" || units["crawl.fetch.duration"] != "Seconds" {
 			t.Errorf("units %v", units)
 		}
 	}
+	metrics.TakeBreakdown() // what this test counted, for no ledger
 	out.Reset()
 	n = 0
 	quiet := telemetry.Invocation(tel, "schedule", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -87,6 +89,104 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("an invocation that counted nothing wrote %q", out.String())
+	}
+}
+
+// books is a crawl's ledger that keeps nothing.
+type books struct{}
+
+func (books) AddCost(context.Context, string, cost.Units) error { return nil }
+func (books) Flush(context.Context) error                       { return nil }
+
+// TestAnInvocationsBreakdownHasWhatEMFNoLongerWrites: an invocation wrapped as the functions wrap
+// theirs (telemetry around the ledger, both writing to one stdout) admits, requeues and fetches.
+// Its EMF lines, decoded as CloudWatch reads them, name only series of metrics.Series and none of
+// the three cut from them (crawl.admissions, crawl.requeues, crawl.fetch.bytes: issue 43); the
+// ledger's invocation line carries what those said: the URLs admitted, the requeues by reason and
+// the body bytes fetched.
+func TestAnInvocationsBreakdownHasWhatEMFNoLongerWrites(t *testing.T) {
+	var stdout bytes.Buffer
+	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" }, telemetry.Options{EMF: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	metrics.TakeBreakdown() // start from nothing
+	l := &ledger.Ledger{State: books{}, MemoryMB: 512, Log: slog.New(slog.NewJSONHandler(&stdout, nil))}
+	h := telemetry.Invocation(tel, "fetch", l.Wrap(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		metrics.Admitted(ctx, 7)
+		metrics.Requeued(ctx, "slot")
+		metrics.Requeued(ctx, "retry")
+		metrics.Requeued(ctx, "slot")
+		metrics.Fetched(ctx, "robots", "", 30, 100*time.Millisecond)
+		metrics.Fetched(ctx, "page", "", 20480, 300*time.Millisecond)
+		metrics.Fetched(ctx, "page", "http_4xx", 19, 200*time.Millisecond)
+		return events.SQSEventResponse{}, nil
+	}))
+	if _, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "1", Body: `{"crawl":"a"}`}}}); err != nil {
+		t.Fatal(err)
+	}
+	cut := []string{"crawl.admissions", "crawl.requeues", "crawl.fetch.bytes"}
+	var named []string
+	var invocation map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if doc["msg"] == "invocation" {
+			invocation = doc
+			continue
+		}
+		aws, ok := doc["_aws"].(map[string]any)
+		if !ok {
+			t.Fatalf("a line neither EMF nor the invocation's: %s", l)
+		}
+		for _, cw := range aws["CloudWatchMetrics"].([]any) {
+			for _, m := range cw.(map[string]any)["Metrics"].([]any) {
+				named = append(named, m.(map[string]any)["Name"].(string))
+			}
+		}
+		for _, c := range cut {
+			if _, ok := doc[c]; ok {
+				t.Errorf("an EMF line has a field %s: %s", c, l)
+			}
+		}
+	}
+	slices.Sort(named)
+	// The fetches' times and the invocation's cost (512 MB for its time), and nothing else.
+	if want := []string{"crawl.cost", "crawl.fetch.duration"}; !slices.Equal(named, want) {
+		t.Errorf("the EMF lines name %v, want %v", named, want)
+	}
+	for _, name := range named {
+		if !slices.Contains(metrics.Series, name) {
+			t.Errorf("the EMF lines name %s, not one of metrics.Series %v", name, metrics.Series)
+		}
+	}
+	for _, c := range cut {
+		if slices.Contains(metrics.Series, c) {
+			t.Errorf("metrics.Series still lists %s", c)
+		}
+	}
+	if invocation == nil {
+		t.Fatalf("no invocation line in:\n%s", stdout.String())
+	}
+	group := func(name string) map[string]any {
+		g, _ := invocation[name].(map[string]any)
+		return g
+	}
+	for _, c := range []struct {
+		group, key string
+		want       float64
+	}{
+		{"admission", "admitted", 7},
+		{"requeues", "slot", 2}, {"requeues", "retry", 1},
+		{"fetches", "bytes", 30 + 20480 + 19},
+		{"fetches", "page_ok", 1}, {"fetches", "page_http_4xx", 1}, {"fetches", "robots_ok", 1},
+	} {
+		if got, _ := group(c.group)[c.key].(float64); got != c.want {
+			t.Errorf("invocation line %s.%s = %v, want %v (line: %v)", c.group, c.key, group(c.group)[c.key], c.want, invocation)
+		}
 	}
 }
 
