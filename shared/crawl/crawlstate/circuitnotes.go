@@ -8,13 +8,12 @@ import (
 	"github.com/crawlstack/crawlstack/shared/port/table"
 )
 
-// The hosts whose circuit a crawl opened, for its summary and status, noted in the crawl's
-// counter shards as the throttled hosts are (throttled.go): each opening and each closing is one
-// write, far from the per-page path.
+// The hosts whose circuit a crawl opened, for its summary and status, noted in the crawl's notes
+// of the host as the throttled hosts are (throttled.go, hostnotes.go): each opening and each
+// closing is one write, far from the per-page path.
 
-// Attribute name prefixes on a counter shard, each followed by the host (base64url): how many
-// times the shard's store opened the host's circuit, when it last did, and when it last closed it
-// (Unix ms).
+// The attributes of a host's notes (named as throttled.go says): how many times the crawl's
+// workers opened the host's circuit, when they last did, and when they last closed it (Unix ms).
 const (
 	attrCircuitOpens  = "cir_n:"
 	attrCircuitOpened = "cir_at:"
@@ -34,14 +33,13 @@ type CircuitHost struct {
 func (h CircuitHost) Open() bool { return h.OpenedAt.After(h.ClosedAt) }
 
 // noteCircuit notes an opening (attrCircuitOpened) or closing (attrCircuitClosed) of the host's
-// circuit in one of the crawl's counter shards.
+// circuit in the crawl's notes of the host (hostnotes.go).
 func (s *Hosts) noteCircuit(ctx context.Context, crawl, host, what string, at time.Time) error {
-	h := hostAttr(host)
 	var add map[string]int64
 	if what == attrCircuitOpened {
-		add = map[string]int64{attrCircuitOpens + h: 1}
+		add = map[string]int64{attrCircuitOpens: 1}
 	}
-	if err := s.counts.writeCounters(ctx, crawl, add, map[string]any{what + h: at.UnixMilli()}); err != nil {
+	if err := s.writeNote(ctx, crawl, host, what, at.UnixMilli(), nil, add); err != nil {
 		return fmt.Errorf("note the circuit of %s: %w", host, err)
 	}
 	return nil

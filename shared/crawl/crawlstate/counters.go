@@ -3,6 +3,7 @@ package crawlstate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/cost"
@@ -82,6 +83,13 @@ var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Fai
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
 // and the crawl item, which holds the counts written before the counters were sharded.
 func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
+	return s.counters(ctx, crawl, true)
+}
+
+// counters is Counters, with the hosts the crawl throttled or whose circuit it opened only when
+// notes is set: reading the hosts' notes is noteParts Queries (hostnotes.go), which the drain
+// checks, which read the counters for the crawl's end, do without.
+func (s *Runs) counters(ctx context.Context, crawl string, notes bool) (Counters, error) {
 	keys := make([]table.Key, 0, CounterShards+1)
 	keys = append(keys, CrawlKey(crawl))
 	for n := range CounterShards {
@@ -131,6 +139,14 @@ func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
 			c.Stopped = r
 		}
 	}
-	c.Throttled, c.Circuits = throttledIn(items), circuitsIn(items)
+	if !notes {
+		return c, nil
+	}
+	noted, err := hostNotes(ctx, s.t, crawl)
+	if err != nil {
+		return Counters{}, err
+	}
+	maps.Copy(noted, items) // the notes the shards hold, written before the notes had items
+	c.Throttled, c.Circuits = throttledIn(noted), circuitsIn(noted)
 	return c, nil
 }

@@ -3,6 +3,7 @@ package crawlstate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,65 @@ func testHostNotesErased(t *testing.T, tb table.Table) {
 	o, err := New(tb).Counters(ctx, other)
 	if err != nil || len(o.Throttled) != 3 || len(o.Circuits) != 3 {
 		t.Errorf("the other crawl's notes: throttled %+v, circuits %+v, %v; want all 3 hosts", o.Throttled, o.Circuits, err)
+	}
+}
+
+// testHostNotesKeepTheShardsSmall: a crawl that throttles many hosts and opens their circuits
+// notes each in an item of its own, under a kilobyte, and its counter shards, which every counter
+// write pays for by size, stay as small as with none: in the shards, 200 hosts' notes took 42 KB
+// of the shard the store writes, and each counter write on it 42 write units. A note's write replayed after it was
+// applied (its answer lost) counts its raise once. Counters reads them all.
+func testHostNotesKeepTheShardsSmall(t *testing.T, tb table.Table) {
+	ctx := context.Background()
+	crawl := crawlName(t)
+	at := time.Now().Truncate(time.Millisecond)
+	s, f, _ := faultStore(tb)
+	const hosts = 200
+	for i := range hosts {
+		host := fmt.Sprintf("host-%03d.test:8080", i)
+		if i == 7 {
+			replayNext(t, f, "update", hostNoteKey(crawl, host))
+		}
+		if err := s.noteThrottled(ctx, crawl, host, 2*time.Second, at, WhySlow); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.noteCircuit(ctx, crawl, host, attrCircuitOpened, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.writeCounters(ctx, crawl, map[string]int64{string(Fetched): 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for n := range CounterShards {
+		it, err := tb.Get(ctx, ShardKey(crawl, n))
+		if errors.Is(err, table.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size := dynamoSize(ShardKey(crawl, n), it); size > 256 {
+			t.Errorf("counter shard %d takes %d bytes after %d hosts' notes, want no note in it", n, size, hosts)
+		}
+	}
+	host := "host-007.test:8080"
+	it, err := tb.Get(ctx, hostNoteKey(crawl, host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := dynamoSize(hostNoteKey(crawl, host), it); size > 1024 {
+		t.Errorf("a host's notes take %d bytes, want a write unit's kilobyte at most", size)
+	}
+	c, err := New(tb).Counters(ctx, crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Throttled) != hosts || len(c.Circuits) != hosts || c.Fetched != 3 {
+		t.Fatalf("counters: %d throttled, %d circuits, %d fetched; want %d, %d and 3", len(c.Throttled), len(c.Circuits), c.Fetched, hosts, hosts)
+	}
+	for _, h := range c.Throttled {
+		if h.Raises != 1 || h.Gap != 2*time.Second || !h.RaisedAt.Equal(at) || h.Why != WhySlow {
+			t.Errorf("%s: %d raises to %v at %v (%s), want 1 to 2s at %v (slow): a replayed note counts once", h.Host, h.Raises, h.Gap, h.RaisedAt, h.Why, at)
+		}
 	}
 }

@@ -22,6 +22,8 @@ import (
 //	               m#L…, m#A…            and the Links messages named and admitted (links.go)
 //	c#<crawl>#<n>  b#<host>              a host's page budget in the crawl (budgetKey)
 //	c#<crawl>#<n>  s#<host>              a host's cookie jar in the crawl (JarKey, sessions.go)
+//	c#<crawl>#<n>  h#<host>              what the crawl saw of a host: its throttling, its circuit
+//	                                     (hostnotes.go; n < noteParts)
 //	c#<crawl>#<n>  a#<gen>#<i>           chunk i of a resumable tally's saved state (tallystep.go): its
 //	                                     kind sorts before every other, and a tally reads after it
 //	k#<n>          <crawl>               a crawl, among CrawlShards partitions listing every crawl (CrawlKey)
@@ -33,6 +35,8 @@ const (
 	counterKind = "n#"
 	parsedKind  = "m#"
 	budgetKind  = "b#"
+	// hostNoteKind: what a crawl saw of a host (hostnotes.go).
+	hostNoteKind = "h#"
 
 	crawlPartKind = "c#"
 	crawlListKind = "k#"
@@ -126,7 +130,7 @@ func KindOf(key table.Key) string {
 	}
 	for _, k := range []struct{ prefix, name string }{
 		{urlKind, "url"}, {groupKind, "groups"}, {counterKind, "crawl"}, {parsedKind, "parsed"},
-		{budgetKind, "host budget"}, {sessionKind, "cookie jar"},
+		{budgetKind, "host budget"}, {sessionKind, "cookie jar"}, {hostNoteKind, "host notes"},
 	} {
 		if strings.HasPrefix(key.Sort, k.prefix) {
 			return k.name

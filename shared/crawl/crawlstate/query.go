@@ -91,10 +91,53 @@ func DeleteSlot(ctx context.Context, t table.Table, host string) error {
 var hostNotePrefixes = []string{attrThrottleGap, attrThrottleAt, attrThrottleRaises, attrThrottleWhy,
 	attrCircuitOpens, attrCircuitOpened, attrCircuitClosed}
 
-// EraseHostNotes removes from the crawl's counter shards the notes of the hosts that match says
-// are erased (an erasure of a host): their throttling and circuit notes, whose attribute names
-// spell the host. It returns how many attributes it removed (or, with dryRun, would remove).
+// EraseHostNotes removes the crawl's notes of the hosts that match says are erased (an erasure of
+// a host): their items of notes (hostnotes.go), and the notes in the crawl's counter shards
+// written before those, whose attribute names spell the host. It returns how many note attributes
+// it removed (or, with dryRun, would remove).
 func EraseHostNotes(ctx context.Context, t table.Table, crawl string, match func(host string) bool, dryRun bool) (int, error) {
+	n, err := eraseNoteItems(ctx, t, crawl, match, dryRun)
+	if err != nil {
+		return 0, err
+	}
+	m, err := eraseShardNotes(ctx, t, crawl, match, dryRun)
+	return n + m, err
+}
+
+// eraseNoteItems deletes the crawl's items of notes of the hosts that match, and returns how many
+// note attributes they held.
+func eraseNoteItems(ctx context.Context, t table.Table, crawl string, match func(host string) bool, dryRun bool) (int, error) {
+	var hosts []string
+	n := 0
+	err := eachInParts(ctx, t, noteParts, func(i int) string { return crawlPart(crawl, i) }, hostNoteKind,
+		func(sort string, it table.Item) error {
+			if host := sort[len(hostNoteKind):]; match(host) {
+				hosts = append(hosts, host)
+				for name := range it {
+					if slices.Contains(hostNotePrefixes, name) {
+						n++
+					}
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return 0, fmt.Errorf("read the host notes of crawl %s: %w", crawl, err)
+	}
+	if dryRun {
+		return n, nil
+	}
+	for _, h := range hosts {
+		if err := t.Delete(ctx, hostNoteKey(crawl, h), table.Cond{}); err != nil && !errors.Is(err, table.ErrNotFound) {
+			return 0, fmt.Errorf("erase the notes of %s in crawl %s: %w", h, crawl, err)
+		}
+	}
+	return n, nil
+}
+
+// eraseShardNotes removes from the crawl's counter shards the notes of the hosts that match, and
+// returns how many attributes it removed (or, with dryRun, would remove).
+func eraseShardNotes(ctx context.Context, t table.Table, crawl string, match func(host string) bool, dryRun bool) (int, error) {
 	type change struct {
 		key    table.Key
 		remove []string

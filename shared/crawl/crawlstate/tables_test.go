@@ -38,6 +38,7 @@ var tableTests = []struct {
 	{"TallyReadsEachURLAsGetDoes", testTallyReadsEachURLAsGetDoes},
 	{"ThrottledHostsAreNoted", testThrottledHostsAreNoted},
 	{"HostNotesErased", testHostNotesErased},
+	{"HostNotesKeepTheShardsSmall", testHostNotesKeepTheShardsSmall},
 	{"EraseAndMovePage", testEraseAndMovePage},
 	{"CircuitOpensAndAProbeClosesIt", testCircuitOpensAndAProbeClosesIt},
 	{"DrainedCountsWhatIsLeft", testDrainedCountsWhatIsLeft},

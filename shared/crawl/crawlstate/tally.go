@@ -86,7 +86,7 @@ func (s *URLs) complete(ctx context.Context, t *tallier) (Counters, Left, error)
 			t.crawl, t.outcomes, t.queued)
 	}
 	t.c.GaveUp = slices.DeleteFunc(t.c.GaveUp, func(u URL) bool { return u.Key == "" }) // none should be left
-	if err := s.addCounted(ctx, t.crawl, &t.c); err != nil {
+	if err := s.addCounted(ctx, t.crawl, &t.c, !t.withLeft); err != nil {
 		return Counters{}, Left{}, err
 	}
 	return t.c, t.left, nil
@@ -174,9 +174,11 @@ func (t *tallier) countLeft() {
 	}
 }
 
-// addCounted adds to c, a tally, what is counted and not recorded on URL items.
-func (s *URLs) addCounted(ctx context.Context, crawl string, c *Counters) error {
-	counted, err := s.crawls.Counters(ctx, crawl)
+// addCounted adds to c, a tally, what is counted and not recorded on URL items, and with notes the
+// hosts the crawl throttled or whose circuit it opened (Drained, for the crawl's end, does
+// without: Counters.Throttled, Circuits).
+func (s *URLs) addCounted(ctx context.Context, crawl string, c *Counters, notes bool) error {
+	counted, err := s.crawls.counters(ctx, crawl, notes)
 	if err != nil {
 		return err
 	}

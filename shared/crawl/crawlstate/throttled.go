@@ -12,15 +12,16 @@ import (
 )
 
 // The hosts a crawl throttled, for its summary and status: every raise of a host's gap (SlowDown)
-// is also noted in one of the crawl's counter shards, which Counters reads anyway, so showing them
-// costs no read of its own. A raise happens at most once a second per host (raiseEvery), so the
-// note is far from the per-page path. A host raised by several stores is noted in several shards;
-// the reader takes the latest raise and adds up their count.
+// is also noted in the crawl's notes of the host (hostnotes.go), which Counters reads. A raise
+// happens at most once a second per host (raiseEvery), so the note is far from the per-page path.
+// The notes a crawl wrote in its counter shards before, a host raised by several stores in
+// several shards, are read too: the reader takes the latest raise and adds up their count.
 
-// Attribute name prefixes on a counter shard, each followed by the host (base64url, since a
-// DynamoDB expression reads brackets in a name as an index, and an IPv6 host has them): the gap
-// of the host's latest raise noted in the shard (ms), when it was (Unix ms), and how many raises
-// the shard holds.
+// The attributes of a host's notes: the gap of the host's latest raise (ms), when it was (Unix
+// ms), how many raises there were, and why. In a counter shard's notes (before the notes had
+// items of their own), each name is followed by the host (base64url, since a DynamoDB expression
+// reads brackets in a name as an index, and an IPv6 host has them); hostNotes reads a host's item
+// under the same names.
 const (
 	attrThrottleGap    = "thr_gap:"
 	attrThrottleAt     = "thr_at:"
@@ -48,11 +49,10 @@ func (h ThrottledHost) Left(now time.Time) time.Duration {
 	return throttle{gap: h.Gap.Milliseconds(), at: h.RaisedAt.UnixMilli()}.left(now)
 }
 
-// noteThrottled notes a raise of the host's gap in one of the crawl's counter shards.
+// noteThrottled notes a raise of the host's gap in the crawl's notes of the host (hostnotes.go).
 func (s *Hosts) noteThrottled(ctx context.Context, crawl, host string, gap time.Duration, at time.Time, why string) error {
-	h := hostAttr(host)
-	err := s.counts.writeCounters(ctx, crawl, map[string]int64{attrThrottleRaises + h: 1},
-		map[string]any{attrThrottleGap + h: gap.Milliseconds(), attrThrottleAt + h: at.UnixMilli(), attrThrottleWhy + h: why})
+	err := s.writeNote(ctx, crawl, host, attrThrottleAt, at.UnixMilli(),
+		map[string]any{attrThrottleGap: gap.Milliseconds(), attrThrottleWhy: why}, map[string]int64{attrThrottleRaises: 1})
 	if err != nil {
 		return fmt.Errorf("note the throttling of %s: %w", host, err)
 	}
