@@ -25,6 +25,9 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 	if f.claimed {
 		return false, nil
 	}
+	if f.w != nil {
+		f.w.d.claim.CompareAndSwap(claimNone, claimTried)
+	}
 	prev, err := h.claimURL(ctx, f)
 	if errors.Is(err, crawlstate.ErrClaimed) {
 		h.log.Debug("duplicate fetch message", "url", f.msg.URL)
@@ -37,6 +40,9 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 		return false, err
 	}
 	f.prev, f.claimed = prev, true
+	if f.w != nil {
+		f.w.d.claim.Store(claimHeld)
+	}
 	return false, nil
 }
 

@@ -2,11 +2,13 @@ package fetcher_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -312,4 +314,72 @@ func TestTwoCopiesOfARunInOneBatchGoBackAsOne(t *testing.T) {
 	if back := e.received(fetchQ); len(back) != 1 {
 		t.Fatalf("%d fetch messages sent back, want the run once", len(back))
 	}
+}
+
+// TestARunSentBackOftenWithoutClaimingKeepsItsClaimsHolder: a run whose URLs an earlier delivery
+// claimed (X) rides behind another run of its host in the lane, and the host is booked further
+// ahead than a run waits in place, so its lane sends both back, again and again, the run behind
+// never claiming. More times than message.MaxPrev: the run still names X among the owners whose
+// claim passes to it, and once the host is free it is fetched. Each delivery that went back
+// without claiming named itself, and pushed X out: the run was then taken for another message's
+// and dropped, its URLs never fetched (the single-host crawl of make cost lost 20 URLs so).
+func TestARunSentBackOftenWithoutClaimingKeepsItsClaimsHolder(t *testing.T) {
+	e := newEnv(t, politeRuns)
+	ctx := context.Background()
+	tail := runPaths(3)
+	var keys []string
+	for _, p := range tail {
+		keys = append(keys, keyOf(t, e.url(p)))
+	}
+	rec := e.run("tail", tail, make([]time.Time, len(tail)))
+	if got, err := e.state.ClaimGroup(ctx, crawl, "run-tail", "X#1", nil, time.Minute, keys); err != nil || len(got) != len(keys) {
+		t.Fatalf("the earlier delivery's claim: %d of %d URLs, %v", len(got), len(keys), err)
+	}
+	m, err := message.DecodeFetch(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Requeued("X#1", true) // as that delivery sent it back
+	if rec.Body, err = message.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(e.url("/"))
+	if _, err := crawlstate.New(e.urls).ReserveSlots(ctx, u.Host, runInterval, 15, 0); err != nil {
+		t.Fatal(err) // another worker's booking: 3 s ahead, further than a run waits in place
+	}
+	isTail := func(b string) bool { return strings.Contains(b, "/run/0") }
+	for round := range message.MaxPrev + 2 {
+		head := []string{fmt.Sprintf("/run/h%da", round), fmt.Sprintf("/run/h%db", round)}
+		if got := e.handle(e.run(fmt.Sprintf("head%d", round), head, make([]time.Time, len(head))), rec); len(got) != 0 {
+			t.Fatalf("round %d: BatchItemFailures = %v, want none", round, got)
+		}
+		var back []string
+		for _, msg := range e.received(fetchQ) {
+			if isTail(msg.Body) {
+				back = append(back, msg.Body)
+			}
+		}
+		if len(back) != 1 {
+			t.Fatalf("round %d: the run behind went back in %d messages, want 1 (the host was free early: raise the booking)", round, len(back))
+		}
+		rec.MessageId, rec.Body = fmt.Sprintf("tail-%d", round), back[0]
+	}
+	// The host frees within seconds: the run, now at its lane's head, claims and is fetched.
+	deadline := time.Now().Add(15 * time.Second)
+	for e.site.hitsOf(tail[0]) == 0 && time.Now().Before(deadline) {
+		if got := e.handle(rec); len(got) != 0 {
+			t.Fatalf("BatchItemFailures = %v, want none", got)
+		}
+		var back []string
+		for _, msg := range e.received(fetchQ) {
+			if isTail(msg.Body) {
+				back = append(back, msg.Body)
+			}
+		}
+		if len(back) == 0 {
+			break
+		}
+		rec.MessageId, rec.Body = rec.MessageId+"+", back[0]
+	}
+	e.wantFetched(tail)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
-	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 )
 
@@ -284,7 +283,7 @@ func (h *Handler) sendRunBack(ctx context.Context, rest []*work, due time.Time, 
 	delay := min(max(due.Sub(h.now())-h.cfg.SlotLead, 0).Truncate(time.Second), queue.MaxDelay)
 	for i, d := range ds {
 		m := message.Pack(d.msg.Crawl, byDelivery[d])
-		handOn(m, d.rec.MessageId, sqsbatch.ReceiveCount(d.rec))
+		d.handOnClaim(m)
 		body, err := message.Encode(m)
 		if err != nil {
 			h.log.Warn("encode the rest of a run; its URLs are sent back alone", "messageId", d.rec.MessageId, "err", err.Error())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -44,6 +45,35 @@ type delivery struct {
 	work []*work
 	// held: the message went back to the queue whole, to wait for its paused crawl (runstate.go).
 	held bool
+	// claim is what this delivery did of its URLs' claim (one write for them all: claims.go):
+	// claimNone, claimTried (sent, its answer not known to be a success) or claimHeld. Its URLs
+	// run one after another in a run's lane, or at once in a message of several.
+	claim atomic.Int32
+}
+
+// What a delivery did of its URLs' claim (delivery.claim).
+const (
+	claimNone int32 = iota
+	claimTried
+	claimHeld
+)
+
+// handOnClaim passes the delivery's claim on to m, the rest of its URLs sent back to the queue:
+// held, m's URLs name this delivery as their claim's holder alone; otherwise they name the
+// deliveries of the message that may hold it, this one only if it tried. A delivery that never
+// tried must not join the list (message.MaxPrev bounds it): a run sent back by its lane again and
+// again without claiming pushed its claim's holder out, and its URLs were then taken for another
+// message's and dropped (the single-host crawl of make cost lost 10 and 20 URLs in two runs).
+func (d *delivery) handOnClaim(m *message.Fetch) {
+	receives := sqsbatch.ReceiveCount(d.rec)
+	switch d.claim.Load() {
+	case claimHeld:
+		m.Requeued(ownerOf(d.rec.MessageId, receives), true)
+	case claimTried:
+		handOn(m, d.rec.MessageId, receives)
+	default:
+		handOn(m, d.rec.MessageId, receives-1) // its earlier deliveries may have claimed
+	}
 }
 
 // several reports whether the message carries several URLs.
