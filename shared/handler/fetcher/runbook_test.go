@@ -153,51 +153,6 @@ func TestAThrottledRunKeepsItsSlotsAtTheWiderGap(t *testing.T) {
 	}
 }
 
-// TestALaneBooksNoSlotForARunAnotherHolds: two runs of one host in a batch are worked on as one
-// lane, and the second is a copy whose URLs another invocation holds the claim of. The first
-// books the slots of its own URLs alone, and the second, a duplicate, books none: the batch ends
-// after the first run's requests and the host is free then. Booking the whole lane at once
-// booked the second run's slots too, which no request used: the lane waited through them, and
-// every other run of the host waited in the queue for them.
-func TestALaneBooksNoSlotForARunAnotherHolds(t *testing.T) {
-	e := newEnv(t, politeRuns)
-	all := runPaths(14)
-	own, held := all[:4], all[4:]
-	recOwn, recHeld := e.run("own", own, make([]time.Time, len(own))), e.run("held", held, make([]time.Time, len(held)))
-	var keys []string
-	for _, p := range held {
-		keys = append(keys, keyOf(t, e.url(p)))
-	}
-	if got, err := e.state.ClaimGroup(context.Background(), crawl, "run-held", "another-invocation", nil, time.Minute, keys); err != nil || len(got) != len(keys) {
-		t.Fatalf("another invocation's claim: %d of %d URLs, %v", len(got), len(keys), err)
-	}
-	if got := e.handle(recOwn, recHeld); len(got) != 0 {
-		t.Fatalf("BatchItemFailures = %v, want none", got)
-	}
-	done := time.Now()
-	e.wantFetched(own)
-	for _, p := range held {
-		if n := e.site.hitsOf(p); n != 0 {
-			t.Errorf("%s requested %d times, want none: another invocation holds it", p, n)
-		}
-	}
-	// The held run's 10 slots would keep the host booked for 2 s past the lane's own, and the
-	// lane waiting in place through them.
-	at := e.requestTimes(own)
-	if took, most := done.Sub(at[0]), time.Duration(len(own)+5)*runInterval; took > most {
-		t.Errorf("the batch ended %v after its first request, want at most %v: it waited through the held run's slots", took, most)
-	}
-	u, _ := url.Parse(e.url("/"))
-	free, err := crawlstate.New(e.urls).ReserveSlots(context.Background(), u.Host, runInterval, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ahead := free.Start.Sub(done); ahead > 5*runInterval {
-		t.Errorf("the host is booked %v past the batch's end, want at most %v: slots booked for the held run go unused",
-			ahead, 5*runInterval)
-	}
-}
-
 // TestARunOfAHostBookedFarAheadWaitsInTheQueueWhole: a run whose host another worker has booked
 // further ahead than a run waits in place goes back to the queue as one message, holding no slot,
 // due when the host is free, with the run's claim handed on: no request, no URL alone, and no

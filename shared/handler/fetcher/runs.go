@@ -139,7 +139,7 @@ func (h *Handler) bookRun(ctx context.Context, a *fetching, l *runLane) (done bo
 			l.due, l.from, l.back = h.now(), at, true // a fresh invocation takes the rest
 			return true, nil
 		}
-		got, err := h.politeness.ReserveRun(ctx, a.u.Host, a.interval, ownURLs(rest), runFirstWait+h.cfg.SlotLead, horizon)
+		got, err := h.politeness.ReserveRun(ctx, a.u.Host, a.interval, len(rest), runFirstWait+h.cfg.SlotLead, horizon)
 		if err != nil {
 			return true, h.fail(ctx, a.f, err)
 		}
@@ -159,20 +159,6 @@ func (h *Handler) bookRun(ctx context.Context, a *fetching, l *runLane) (done bo
 		return true, h.fail(ctx, a.f, err)
 	}
 	return false, nil
-}
-
-// ownURLs is how many of the lane's URLs from rest's first on are of its message: those the
-// message's claim covers, and all a booking takes slots for. The URLs of the lane's other messages
-// book when they come to them, after their own claims: a message among them that turns out a
-// duplicate (another invocation has its copy) or done books nothing, where booking the whole lane
-// at once left the host booked, and every other run of it waiting in the queue, for slots that no
-// request used (the realistic crawl's largest host stood idle for minutes).
-func ownURLs(rest []*work) int {
-	n := 0
-	for n < len(rest) && rest[n].d == rest[0].d {
-		n++
-	}
-	return n
 }
 
 // shiftRun gives the rest of a run the slots it still holds ahead, in order, from its first URL
