@@ -302,18 +302,22 @@ func TestARunSentBackOftenWithoutClaimingKeepsItsClaimsHolder(t *testing.T) {
 	if _, err := crawlstate.New(e.urls).ReserveSlots(ctx, u.Host, runInterval, 15, 0); err != nil {
 		t.Fatal(err) // another worker's booking: 3 s ahead, further than a run waits in place
 	}
-	isTail := func(b string) bool { return strings.Contains(b, "/run/0") }
+	// tailBack is the bodies of the messages sent back that carry the run behind.
+	tailBack := func() []string {
+		var back []string
+		for _, msg := range e.received(fetchQ) {
+			if strings.Contains(msg.Body, "/run/0") {
+				back = append(back, msg.Body)
+			}
+		}
+		return back
+	}
 	for round := range message.MaxPrev + 2 {
 		head := []string{fmt.Sprintf("/run/h%da", round), fmt.Sprintf("/run/h%db", round)}
 		if got := e.handle(e.run(fmt.Sprintf("head%d", round), head, make([]time.Time, len(head))), rec); len(got) != 0 {
 			t.Fatalf("round %d: BatchItemFailures = %v, want none", round, got)
 		}
-		var back []string
-		for _, msg := range e.received(fetchQ) {
-			if isTail(msg.Body) {
-				back = append(back, msg.Body)
-			}
-		}
+		back := tailBack()
 		if len(back) != 1 {
 			t.Fatalf("round %d: the run behind went back in %d messages, want 1 (the host was free early: raise the booking)", round, len(back))
 		}
@@ -325,12 +329,7 @@ func TestARunSentBackOftenWithoutClaimingKeepsItsClaimsHolder(t *testing.T) {
 		if got := e.handle(rec); len(got) != 0 {
 			t.Fatalf("BatchItemFailures = %v, want none", got)
 		}
-		var back []string
-		for _, msg := range e.received(fetchQ) {
-			if isTail(msg.Body) {
-				back = append(back, msg.Body)
-			}
-		}
+		back := tailBack()
 		if len(back) == 0 {
 			break
 		}
