@@ -29,20 +29,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var wf webFlags
 	profiles := fs.String("profiles", strings.Join(Profiles, ","), "the crawls to measure, in this order: "+strings.Join(Profiles, ", "))
 	jsonOut := fs.String("json", "", "also write the reports as JSON to this file")
-	fs.IntVar(&wf.realHosts, "real-hosts", 1000, "hosts of the realistic crawl, on 127.0.1.1 upwards (250 an address's third byte)")
-	fs.IntVar(&wf.realPages, "real-pages", 2500, "about how many pages the realistic crawl's web has, over its hosts by Zipf's law "+
-		"(its largest host takes 13% of them, at one page a second: 2,500 pages take some 6 minutes)")
-	fs.IntVar(&wf.realSlow, "real-slow-hosts", 5, "hosts of the realistic crawl that answer only after the fetch timeout")
-	fs.IntVar(&wf.realHistory, "real-history-items", 100_000, "items of other crawls in the realistic crawl's table before it (as -history-items)")
-	fs.Uint64Var(&wf.realSeed, "real-seed", 1, "the seed the realistic crawl's web is drawn from")
-	fs.IntVar(&wf.pages, "pages", 10_000, "pages of the wide crawl (0: skip it)")
-	fs.IntVar(&wf.hosts, "hosts", 100, "hosts of the wide crawl, on 127.0.1.1 upwards")
-	fs.IntVar(&wf.links, "links", 20, "links per page")
-	fs.Float64Var(&wf.cross, "cross-host", 0.2, "share of a page's links that point at another host")
-	fs.DurationVar(&wf.latency, "latency", 200*time.Millisecond, "how long each answer of the web takes")
-	fs.IntVar(&wf.singlePages, "single-pages", 300, "pages of the single-host crawl (0: skip it)")
-	fs.Float64Var(&wf.singleRPS, "single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
-	fs.IntVar(&wf.renderPages, "render-pages", 20, "pages of the render crawl, each rendered in Chromium (0: skip it)")
+	wf.register(fs)
 	runURLs := fs.Int("run-urls", StackRunURLs, "URLs of one polite host a fetch message carries, through the slow lane (CRAWL_RUN_URLS, the stack's runUrls; 10 by default, as the stack; 0 or 1: no runs and no lane)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
@@ -89,16 +76,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	base.AllowNets = []string{"127.0.0.0/8"}
 	base.WARCIndex = pipeline.IndexPerCrawl // the stack's default (infra's warcIndex): one index per crawl
 	base.RunURLs = *runURLs
-	var logTo io.Writer
-	if *logFile != "" {
-		f, err := os.Create(*logFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "crawlcost: --log: %v\n", err)
-			return 2
-		}
-		defer f.Close()
-		logTo = f
+	logTo, closeLog, err := openLog(*logFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawlcost: --log: %v\n", err)
+		return 2
 	}
+	defer closeLog()
 	const visibility = 2 * time.Minute
 	runs := wf.runs(chosen, base, visibility)
 	var reports []Report
@@ -252,4 +235,34 @@ func OverrideFunctions(fns map[string]Function, spec string) (map[string]Functio
 		out[name] = f
 	}
 	return out, nil
+}
+
+// openLog opens the file of the functions' debug lines (-log), or returns nil for none.
+func openLog(path string) (w io.Writer, closeIt func(), err error) {
+	if path == "" {
+		return nil, func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// register defines the flags that shape the crawls' webs on fs.
+func (wf *webFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&wf.realHosts, "real-hosts", 1000, "hosts of the realistic crawl, on 127.0.1.1 upwards (250 an address's third byte)")
+	fs.IntVar(&wf.realPages, "real-pages", 2500, "about how many pages the realistic crawl's web has, over its hosts by Zipf's law "+
+		"(its largest host takes 13% of them, at one page a second: 2,500 pages take some 6 minutes)")
+	fs.IntVar(&wf.realSlow, "real-slow-hosts", 5, "hosts of the realistic crawl that answer only after the fetch timeout")
+	fs.IntVar(&wf.realHistory, "real-history-items", 100_000, "items of other crawls in the realistic crawl's table before it (as -history-items)")
+	fs.Uint64Var(&wf.realSeed, "real-seed", 1, "the seed the realistic crawl's web is drawn from")
+	fs.IntVar(&wf.pages, "pages", 10_000, "pages of the wide crawl (0: skip it)")
+	fs.IntVar(&wf.hosts, "hosts", 100, "hosts of the wide crawl, on 127.0.1.1 upwards")
+	fs.IntVar(&wf.links, "links", 20, "links per page")
+	fs.Float64Var(&wf.cross, "cross-host", 0.2, "share of a page's links that point at another host")
+	fs.DurationVar(&wf.latency, "latency", 200*time.Millisecond, "how long each answer of the web takes")
+	fs.IntVar(&wf.singlePages, "single-pages", 300, "pages of the single-host crawl (0: skip it)")
+	fs.Float64Var(&wf.singleRPS, "single-rps", 1, "the single-host crawl's request rate (the stack's default is 1)")
+	fs.IntVar(&wf.renderPages, "render-pages", 20, "pages of the render crawl, each rendered in Chromium (0: skip it)")
 }
