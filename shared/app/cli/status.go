@@ -289,7 +289,7 @@ func crawlStatus(ctx context.Context, st *crawlstate.Store, be *Backend, crawl s
 		return Status{}, err
 	}
 	c := ch.Crawl
-	n, err := st.Counters(ctx, crawl)
+	n, err := st.CountersWithHosts(ctx, crawl)
 	if err != nil {
 		return Status{}, err
 	}

@@ -66,7 +66,7 @@ func summarize(ctx context.Context, st *crawlstate.Store, be *Backend, res Resou
 // failed URLs, which the summary lists from their items, nor for a stopped one.
 func finalCounts(ctx context.Context, st *crawlstate.Store, crawl string, exact bool) (crawlstate.Counters, error) {
 	if exact {
-		c, err := st.Counters(ctx, crawl)
+		c, err := st.CountersWithHosts(ctx, crawl)
 		if err != nil {
 			return c, err
 		}

@@ -72,7 +72,7 @@ func testCircuitOpensAndAProbeClosesIt(t *testing.T, tb table.Table) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Counters(ctx, crawl)
+	got, err := s.CountersWithHosts(ctx, crawl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestSlowAnswersThrottleAndGoodOnesSpeedUp(t *testing.T) {
 	if err := s.HostAnswered(ctx, "cr", host, 3*time.Second, time.Second); err != nil || s.Throttled(host) != 2*time.Second {
 		t.Fatalf("a 3 s answer after 100 ms ones: gap %v, %v; want twice the configured 1s", s.Throttled(host), err)
 	}
-	got, err := s.Counters(ctx, "cr")
+	got, err := s.CountersWithHosts(ctx, "cr")
 	if err != nil || len(got.Throttled) != 1 || got.Throttled[0].Why != WhySlow {
 		t.Errorf("throttled in the counters = %+v, %v; want %s throttled as slow", got.Throttled, err, host)
 	}

@@ -82,13 +82,20 @@ var counterAttrs = []string{"seen", string(Fetched), string(Skipped), string(Fai
 
 // Counters reads the crawl's totals (zero for an unknown crawl): the sums over its counter shards
 // and the crawl item, which holds the counts written before the counters were sharded.
+// Its Throttled and Circuits hold only the notes that crawls from before the notes had items of
+// their own wrote in their shards: CountersWithHosts reads the hosts' notes too.
 func (s *Runs) Counters(ctx context.Context, crawl string) (Counters, error) {
+	return s.counters(ctx, crawl, false)
+}
+
+// CountersWithHosts is Counters with the hosts the crawl throttled or whose circuit it opened, for
+// its status and summary: reading the hosts' notes takes noteParts Queries (hostnotes.go) more,
+// which the drain checks, the budget and the progress lines do without.
+func (s *Runs) CountersWithHosts(ctx context.Context, crawl string) (Counters, error) {
 	return s.counters(ctx, crawl, true)
 }
 
-// counters is Counters, with the hosts the crawl throttled or whose circuit it opened only when
-// notes is set: reading the hosts' notes is noteParts Queries (hostnotes.go), which the drain
-// checks, which read the counters for the crawl's end, do without.
+// counters is Counters, with the hosts' notes when notes is set.
 func (s *Runs) counters(ctx context.Context, crawl string, notes bool) (Counters, error) {
 	keys := make([]table.Key, 0, CounterShards+1)
 	keys = append(keys, CrawlKey(crawl))
@@ -139,12 +146,11 @@ func (s *Runs) counters(ctx context.Context, crawl string, notes bool) (Counters
 			c.Stopped = r
 		}
 	}
-	if !notes {
-		return c, nil
-	}
-	noted, err := hostNotes(ctx, s.t, crawl)
-	if err != nil {
-		return Counters{}, err
+	noted := map[table.Key]table.Item{}
+	if notes {
+		if noted, err = hostNotes(ctx, s.t, crawl); err != nil {
+			return Counters{}, err
+		}
 	}
 	maps.Copy(noted, items) // the notes the shards hold, written before the notes had items
 	c.Throttled, c.Circuits = throttledIn(noted), circuitsIn(noted)

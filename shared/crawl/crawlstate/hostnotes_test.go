@@ -38,7 +38,7 @@ func testHostNotesErased(t *testing.T, tb table.Table) {
 	if err != nil || dry != 2*(4+2) {
 		t.Fatalf("dry run: %d notes, %v; want 12: 4 throttling and 2 circuit attributes of each of 2 hosts", dry, err)
 	}
-	if n, _ := New(tb).Counters(ctx, crawl); len(n.Throttled) != 3 {
+	if n, _ := New(tb).CountersWithHosts(ctx, crawl); len(n.Throttled) != 3 {
 		t.Fatalf("the dry run removed notes: %+v", n.Throttled)
 	}
 	if n, err := EraseHostNotes(ctx, tb, crawl, isGone, false); err != nil || n != dry {
@@ -48,7 +48,7 @@ func testHostNotesErased(t *testing.T, tb table.Table) {
 		t.Errorf("a second erasure found %d notes, %v; want none", n, err)
 	}
 
-	n, err := New(tb).Counters(ctx, crawl)
+	n, err := New(tb).CountersWithHosts(ctx, crawl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func testHostNotesErased(t *testing.T, tb table.Table) {
 			}
 		}
 	}
-	o, err := New(tb).Counters(ctx, other)
+	o, err := New(tb).CountersWithHosts(ctx, other)
 	if err != nil || len(o.Throttled) != 3 || len(o.Circuits) != 3 {
 		t.Errorf("the other crawl's notes: throttled %+v, circuits %+v, %v; want all 3 hosts", o.Throttled, o.Circuits, err)
 	}
@@ -124,7 +124,7 @@ func testHostNotesKeepTheShardsSmall(t *testing.T, tb table.Table) {
 	if size := dynamoSize(hostNoteKey(crawl, host), it); size > 1024 {
 		t.Errorf("a host's notes take %d bytes, want a write unit's kilobyte at most", size)
 	}
-	c, err := New(tb).Counters(ctx, crawl)
+	c, err := New(tb).CountersWithHosts(ctx, crawl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func testReplayedSlotWrites(t *testing.T, tb table.Table) {
 			t.Fatalf("replayed failure %d in a row: open %v, %v; want open only after the third", i+1, open, err)
 		}
 	}
-	cnt, err := s.Counters(ctx, crawl)
+	cnt, err := s.CountersWithHosts(ctx, crawl)
 	if err != nil || len(cnt.Circuits) != 1 || cnt.Circuits[0].Opens != 1 || len(cnt.Throttled) != 1 {
 		t.Errorf("the crawl's notes = circuits %+v, throttled %+v (%v); want the opening and the raise noted once", cnt.Circuits, cnt.Throttled, err)
 	}

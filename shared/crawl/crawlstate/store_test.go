@@ -32,7 +32,7 @@ func TestPartsCountInOneSequence(t *testing.T) {
 	if got := shard.Int(s.seqAttr()); got != 2 {
 		t.Errorf("the shard holds the store's write %d, want its 2nd: one sequence for all its parts", got)
 	}
-	c, err := s.Counters(ctx, "c1")
+	c, err := s.CountersWithHosts(ctx, "c1")
 	if err != nil {
 		t.Fatal(err)
 	}

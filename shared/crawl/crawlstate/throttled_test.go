@@ -36,7 +36,7 @@ func testThrottledHostsAreNoted(t *testing.T, tb table.Table) {
 	step(a, other, elsewhere)
 	step(a, "", crawl+".unnoted.test") // no crawl: throttled, not noted
 
-	n, err := New(tb).Counters(ctx, crawl)
+	n, err := New(tb).CountersWithHosts(ctx, crawl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func testThrottledHostsAreNoted(t *testing.T, tb table.Table) {
 	if len(tally.Throttled) != 2 {
 		t.Errorf("Tally's throttled hosts = %+v, want the two of Counters", tally.Throttled)
 	}
-	o, err := New(tb).Counters(ctx, other)
+	o, err := New(tb).CountersWithHosts(ctx, other)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,14 +176,16 @@ func (h *Harness) CheckEndAnnouncedOnce(concurrency int) {
 	}
 	// The end came from the end's counters (a check tallies only once they show nothing left):
 	// with every message delivered twice they still count each page stored and each Links message
-	// named and admitted once. A page may count parsed twice: a duplicate fetch message that finds
-	// its page fetched and not yet parsed sends it again in a one-page parse message, and both
-	// marks count it (crawlstate/endcount.go); a count high by such pages only brings a tally on.
+	// named once. A page may count parsed twice: a duplicate fetch message that finds its page
+	// fetched and not yet parsed sends it again in a one-page parse message, and both marks count
+	// it; and a Links message admitted twice: its two copies in two schedule batches each write an
+	// admitted mark (crawlstate/endcount.go). A count high by such pages or messages only brings a
+	// tally on. (CI saw 19 admitted for 18 named under load, once.)
 	n, err := crawlstate.New(h.Table).Counters(ctx, crawl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ch.Counted || !n.Left().Done() || n.Pages != int64(h.Site.Pages) || n.PagesParsed < n.Pages || n.LinksNamed != n.LinksAdmitted {
+	if !ch.Counted || !n.Left().Done() || n.Pages != int64(h.Site.Pages) || n.PagesParsed < n.Pages || n.LinksAdmitted < n.LinksNamed {
 		t.Errorf("the end's counters (counted %v): %d pages stored, %d parsed, %d Links messages named, %d admitted; want %d pages, all parsed, all admitted",
 			ch.Counted, n.Pages, n.PagesParsed, n.LinksNamed, n.LinksAdmitted, h.Site.Pages)
 	}
