@@ -25,15 +25,49 @@ const (
 	outFailed // the admission failed: the redelivery tries again
 )
 
-// admitOne admits one URL of m (raw, linked by the message named by), in the steps a link takes:
+// link is one URL of a Links message, normalized (err: it could not be), and whether it is the
+// only URL of its host in the message (groups.take). A link known to be confirmed a moment ago
+// (known) needs no admission.
+type link struct {
+	raw   string
+	u     *url.URL
+	err   error
+	lone  bool
+	known bool
+}
+
+// links normalizes the URLs of m at order's indexes that need an admission (those known do not),
+// and marks each the only one of its host among them.
+func links(m *message.Links, order []int, known func(raw string) bool) []link {
+	out := make([]link, len(m.URLs))
+	perHost := map[string]int{}
+	for _, i := range order {
+		raw := m.URLs[i]
+		if known(raw) {
+			out[i] = link{raw: raw, known: true}
+			continue
+		}
+		u, err := urlnorm.Normalize(raw)
+		out[i] = link{raw: raw, u: u, err: err}
+		if err == nil {
+			perHost[u.Host]++
+		}
+	}
+	for i, l := range out {
+		out[i].lone = l.u != nil && perHost[l.u.Host] == 1
+	}
+	return out
+}
+
+// admitOne admits one URL of m (l, linked by the message named by), in the steps a link takes:
 // normalized, looked up among the URLs known, checked against the crawl's rules and refusals,
 // admitted in a group of the politeness slots, and given its page of the budgets.
-func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, raw string, budgetTurn <-chan struct{}) (pending, outcome, error) {
-	u, err := urlnorm.Normalize(raw)
-	if err != nil {
-		f.log.Debug("dropping an invalid url", "url", raw, "err", err.Error())
+func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, by string, root *url.URL, l link, budgetTurn <-chan struct{}) (pending, outcome, error) {
+	if l.err != nil {
+		f.log.Debug("dropping an invalid url", "url", l.raw, "err", l.err.Error())
 		return pending{}, outInvalid, nil
 	}
+	u := l.u
 	norm := u.String()
 	key := urlnorm.Key(norm)
 	if known, err := f.knownSent(ctx, m.Crawl, key, norm, by); err != nil {
@@ -53,7 +87,7 @@ func (f *Frontier) admitOne(ctx context.Context, m *message.Links, lim limits, b
 	groups := groupsIn(ctx)
 	interval := lim.intervalOf(u.Host)
 	run := f.runLength(interval)
-	taken, place := groups.take(m.Crawl, u.Host, key, f.slots.Now(), run, func(k int) time.Time {
+	taken, place := groups.take(m.Crawl, u.Host, key, f.slots.Now(), run, l.lone, func(k int) time.Time {
 		return f.slots.SlotGuess(u.Host, interval, f.cfg.SlotLead, k)
 	})
 	giveBack := func() { groups.give(m.Crawl, u.Host, key, taken) }

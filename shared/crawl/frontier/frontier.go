@@ -320,9 +320,9 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 	g.SetLimit(f.cfg.AdmitConcurrency)
 	memory := 0 // links known from the warm cache alone, for the dedup breakdown (metrics.DedupHits)
 	before := closedTurn
+	ls := links(m, order, func(raw string) bool { return f.recentlyConfirmed(m.Crawl, raw) })
 	for _, i := range order {
-		raw := m.URLs[i]
-		if f.recentlyConfirmed(m.Crawl, raw) {
+		if ls[i].known {
 			results[i] = result{outcome: outKnown} // most links of a crawl: no goroutine for them
 			memory++
 			continue
@@ -331,7 +331,7 @@ func (f *Frontier) Stage(ctx context.Context, m *message.Links) (*Staged, error)
 		before = done
 		g.Go(func() error {
 			defer close(done)
-			p, o, err := f.admitOne(ctx, m, lim, by, root, raw, after)
+			p, o, err := f.admitOne(ctx, m, lim, by, root, ls[i], after)
 			if err != nil {
 				o = outFailed
 			}

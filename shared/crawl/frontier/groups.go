@@ -32,7 +32,10 @@ type groups struct {
 
 type dueKey struct {
 	crawl string
-	due   int64 // the guessed slot's second from the batch's start
+	due   int64 // the guessed slot's second from the batch's start; 0 for lone URLs of runs' hosts
+	// lone marks the groups of polite hosts' lone URLs, sent without a slot to the slow lane
+	// (runs.go): a group is a run's host's or not as a whole.
+	lone bool
 }
 
 type group struct {
@@ -61,13 +64,15 @@ func groupsIn(ctx context.Context) *groups {
 }
 
 // take gives a URL of host a group: the first open one of its crawl and guessed second without a
-// URL of the host, or, when the host gets runs of up to run URLs (runs.go), its open run. guess
+// URL of the host, or, when the host gets runs of up to run URLs (runs.go), its open run, or when
+// the URL is lone (the only one of its host in its Links message) and the host has no open run
+// in the batch, the first open group of lone URLs without one of the host. guess
 // tells the start of the host's kth next slot; k is returned, the URL's place among the host's
 // URLs of the batch, which Send books the host's slots in.
 //
 // A run never takes one key twice: two deliveries of a Links message in one batch would admit the
 // URL twice in one group, and each take the other's admission for its own.
-func (g *groups) take(crawl, host, key string, now time.Time, run int, guess func(k int) time.Time) (name string, k int) {
+func (g *groups) take(crawl, host, key string, now time.Time, run int, lone bool, guess func(k int) time.Time) (name string, k int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.start.IsZero() {
@@ -76,6 +81,9 @@ func (g *groups) take(crawl, host, key string, now time.Time, run int, guess fun
 	hk := crawl + "\x00" + host
 	k = g.taken[hk]
 	g.taken[hk]++
+	if run >= 2 && lone && g.runs[hk] == nil {
+		return g.join(dueKey{crawl: crawl, lone: true}, host), k
+	}
 	if run >= 2 {
 		// The host's URLs in consecutive slots, in order: a run is full at run URLs.
 		gr := g.runs[hk]
@@ -89,16 +97,21 @@ func (g *groups) take(crawl, host, key string, now time.Time, run int, guess fun
 	}
 	// Rounded, not truncated: the guesses are whole milliseconds and the start is not, so a guess a
 	// whole number of seconds after another may come a hair short of it.
-	d := dueKey{crawl, int64(guess(k).Sub(g.start).Round(time.Second) / time.Second)}
+	return g.join(dueKey{crawl: crawl, due: int64(guess(k).Sub(g.start).Round(time.Second) / time.Second)}, host), k
+}
+
+// join puts a URL of host in the first open group of d without one of the host, or a new one, and
+// names it.
+func (g *groups) join(d dueKey, host string) string {
 	for _, gr := range g.open[d] {
 		if !gr.hosts[host] && len(gr.hosts) < message.MaxPackedURLs {
 			gr.hosts[host] = true
-			return gr.name, k
+			return gr.name
 		}
 	}
 	gr := &group{name: groupName(), hosts: map[string]bool{host: true}}
 	g.open[d] = append(g.open[d], gr)
-	return gr.name, k
+	return gr.name
 }
 
 // give takes back the place a URL of host with key took in the named group: it was not admitted

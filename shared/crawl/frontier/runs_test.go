@@ -3,6 +3,7 @@ package frontier
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -131,5 +132,78 @@ func TestPoliteHostsGetRuns(t *testing.T) {
 				t.Errorf("messages of %v URLs, want %v", sizes, tc.want)
 			}
 		})
+	}
+}
+
+// TestLonePoliteURLsShareAMessage: a polite host's lone URL (the only one of its host in its Links
+// message, no run of the host open in the batch) goes in a group of such URLs, one of each host, at
+// most message.MaxPackedURLs, sent at once without a slot like a run; a host with several URLs in
+// a message gets a run, and a lone URL of a host whose run is open in the batch joins that run.
+func TestLonePoliteURLsShareAMessage(t *testing.T) {
+	ctx := WithGroups(context.Background())
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	writes := &embedtest.CountingTable{Table: db.Table("crawl"), Only: func(k table.Key) bool { return crawlstate.KindOf(k) == "slot" }}
+	snd := &entrySender{}
+	f := New(Config{Rules: scope.DefaultRules(), FetchQueue: "fetch", SlowQueue: "slow", HostInterval: time.Second,
+		RunURLs: DefaultRunURLs, RunSpan: DefaultRunSpan}, withState(crawlstate.New(writes), Deps{Send: snd, Log: quiet()}))
+	var first []string
+	for i := range 12 {
+		first = append(first, fmt.Sprintf("http://h%d.test/a", i)) // 12 lone URLs
+	}
+	first = append(first, "http://big.test/1", "http://big.test/2", "http://big.test/3")
+	second := []string{"http://big.test/4", "http://h0.test/b", "http://new.test/a"}
+	var staged []*Staged
+	for _, urls := range [][]string{first, second} {
+		st, err := f.Stage(ctx, seeds(urls...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		staged = append(staged, st)
+	}
+	for _, err := range f.Send(ctx, staged) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string // each message's URLs' paths, host by host, sorted
+	seen := map[string]bool{}
+	for _, e := range snd.entries {
+		if e.Delay != 0 {
+			t.Errorf("a message sent with delay %v, want none", e.Delay)
+		}
+		fm, err := message.DecodeFetch(e.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts := map[string]int{}
+		var paths []string
+		for _, one := range fm.Split() {
+			if !one.Slot.IsZero() || one.Group != fm.Split()[0].Group || seen[one.URL] {
+				t.Errorf("%s: slot %v, group %q of the message's %q, sent before: %v", one.URL, one.Slot, one.Group, fm.Split()[0].Group, seen[one.URL])
+			}
+			seen[one.URL] = true
+			u, _ := url.Parse(one.URL)
+			hosts[u.Host]++
+			paths = append(paths, u.Host+u.Path)
+		}
+		if len(hosts) > 1 && len(paths) != len(hosts) {
+			t.Errorf("a message of several hosts holds one host twice: %v", paths)
+		}
+		slices.Sort(paths)
+		got = append(got, fmt.Sprint(len(paths), " ", paths[0]))
+	}
+	slices.Sort(got)
+	// h0..h9 in one message, h10, h11, h0/b (h0 is in the first already) and new.test in another,
+	// big.test's four URLs in one run (its fourth joined the run open in the batch).
+	want := []string{"10 h0.test/a", "4 big.test/1", "4 h0.test/b"}
+	if !slices.Equal(got, want) || len(seen) != 18 {
+		t.Errorf("messages (URLs, first path) %v, %d URLs; want %v, 18", got, len(seen), want)
+	}
+	if n := writes.Writes(); n != 0 {
+		t.Errorf("%d slot writes, want none: the fetchers book them", n)
 	}
 }
