@@ -116,6 +116,9 @@ type Report struct {
 	// FirstMessages, FirstURLs and Groups count the fetch messages that carried their URLs for
 	// the first time, those URLs, and the groups they named.
 	FirstMessages, FirstURLs, Groups int64
+	// LoneMessages counts those of the first fetch messages that the slow lane took with lone
+	// URLs of several polite hosts (shared/crawl/frontier/groups.go).
+	LoneMessages int64
 	// URLs are the crawl's URLs by state and class, from its items.
 	URLs crawlstate.Counters
 	// HotHost is the per-host table item (politeness slot, host budget) that took the most
@@ -453,7 +456,7 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	// The custom metric series the functions' EMF lines named, each for the hours it was written
 	// in, pro-rated at the crawl's rate (cost.MetricSeriesHours): no client sees them.
 	r.Units.MetricSeriesHours, r.MetricSeries = c.series.seriesHours(start.Add(r.Elapsed))
-	r.FirstMessages, r.FirstURLs, r.Groups = c.sent.first()
+	r.FirstMessages, r.FirstURLs, r.Groups, r.LoneMessages = c.sent.first()
 	r.EarlyEmpty = c.early.takeFrom(&r.Units, r.SQSCalls)
 	// The early empty receives all came while the runner ran, between the two snapshots.
 	r.Crawled = crawled

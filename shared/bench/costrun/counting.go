@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -162,6 +163,9 @@ type fetchSends struct {
 	// groups their groups.
 	firstMsgs, firstURLs int64
 	groups               map[string]bool
+	// lone counts the first messages to the slow lane of several hosts' URLs: polite hosts' lone
+	// URLs packed together (shared/crawl/frontier/groups.go), where a run is one host's.
+	lone int64
 }
 
 func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.Entry) error {
@@ -190,6 +194,9 @@ func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.En
 					d.groups = map[string]bool{}
 				}
 				d.firstMsgs, d.firstURLs, d.groups[parts[0].Group] = d.firstMsgs+1, d.firstURLs+int64(len(parts)), true
+				if q == d.queues[len(d.queues)-1] && severalHosts(parts) {
+					d.lone++
+				}
 			}
 			for _, p := range parts {
 				d.sends[p.URL]++
@@ -199,12 +206,31 @@ func (d *fetchSends) SendBatch(ctx context.Context, q string, entries []queue.En
 	return err
 }
 
-// first returns the messages that carried their URLs for the first time, those URLs, and their
-// groups.
-func (d *fetchSends) first() (msgs, urls, groups int64) {
+// first returns the messages that carried their URLs for the first time, those URLs, their
+// groups, and those of the messages that the slow lane took with several hosts' lone URLs.
+func (d *fetchSends) first() (msgs, urls, groups, lone int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.firstMsgs, d.firstURLs, int64(len(d.groups))
+	return d.firstMsgs, d.firstURLs, int64(len(d.groups)), d.lone
+}
+
+// severalHosts reports whether a fetch message's URLs are of more than one host.
+func severalHosts(parts []*message.Fetch) bool {
+	for _, p := range parts[1:] {
+		if hostOf(p.URL) != hostOf(parts[0].URL) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostOf is the host of a URL the frontier sent (normalized: it parses).
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Host
 }
 
 // resent is how many fetch messages were sent for a URL that had one already.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -121,44 +122,63 @@ func TestRealisticTurnsTheDrainChecksOn(t *testing.T) {
 // TestIntegrationRealisticProfileEndsByItsDrainChecks crawls a small realweb on the emulators with
 // the realistic profile's settings (drain checks every 2 s here): every page but the slow host's
 // is fetched once, the slow host's times out, no host outside the web is reached (Run would fail),
-// and the crawl's end is announced once, drained, by its drain checks.
+// and the crawl's end is announced once, drained, by its drain checks. With runs, as the stack
+// crawls (its hosts polite enough for runs here at 20 requests a second), the small hosts' lone
+// URLs go in messages of several hosts through the slow lane (frontier/groups.go), the big hosts'
+// in runs: each page still once.
 func TestIntegrationRealisticProfileEndsByItsDrainChecks(t *testing.T) {
 	cfg := awstest.Config(t)
 	for _, s := range []string{"SQS", "DYNAMODB", "S3"} {
 		awstest.RequireService(t, s)
 	}
-	pc := pipeline.DefaultConfig()
-	pc.AllowNets = []string{"127.0.0.0/8"}
-	// A fetch timeout of 3 s, and the slow host 3 times slower: under the race detector beside
-	// other packages' crawls a page of a few milliseconds has been seen to take over 1 s, time
-	// out and be asked again.
-	pc.HostRPS, pc.FetchTimeout, pc.RetryWait = 0, 3*time.Second, 100*time.Millisecond
-	pc.WARCIndex = pipeline.IndexPerCrawl
-	web := realweb.Defaults()
-	web.Hosts, web.Pages, web.SlowHosts, web.Slow = 20, 60, 1, 9*time.Second
-	web.Median, web.P99, web.MaxLatency = time.Millisecond, 5*time.Millisecond, 10*time.Millisecond
-	o := Realistic(pc, web, 0, 30*time.Second)
-	o.Pipeline.FinishEvery, o.Pipeline.FinishQuiet, o.Visibility = 2*time.Second, 5*time.Second, 30*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	r, err := Run(ctx, o, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, n := range realweb.Sizes(web) {
-		total += n
-	}
-	if r.Pages != total-1 || r.Twice != 0 || r.Hosts != 20 {
-		t.Errorf("%d pages fetched (%d twice) on %d hosts, want %d (all but the slow host's one page) once on 20", r.Pages, r.Twice, r.Hosts, total-1)
-	}
-	if r.URLs.Classes["timeout"] != 1 {
-		t.Errorf("URL classes %v: want the slow host's page timed out", r.URLs.Classes)
-	}
-	if len(r.Ends) != 1 || r.Ends[0].End != "drained" || r.Ends[0].Counts.Fetched != int64(total-1) {
-		t.Errorf("ends announced: %+v, want one, drained, with %d pages fetched", r.Ends, total-1)
-	}
-	if r.Units.LambdaRequests == 0 || r.Units.DynamoDBWriteUnits == 0 || r.Units.S3ClassA == 0 {
-		t.Errorf("units = %+v: want the crawl metered", r.Units)
+	for _, runs := range []bool{false, true} {
+		t.Run(fmt.Sprint("runs=", runs), func(t *testing.T) {
+			pc := pipeline.DefaultConfig()
+			pc.AllowNets = []string{"127.0.0.0/8"}
+			// A fetch timeout of 3 s, and the slow host 3 times slower: under the race detector beside
+			// other packages' crawls a page of a few milliseconds has been seen to take over 1 s, time
+			// out and be asked again.
+			pc.HostRPS, pc.FetchTimeout, pc.RetryWait = 0, 3*time.Second, 100*time.Millisecond
+			if runs {
+				pc.HostRPS, pc.RunMinInterval, pc.RunURLs = 20, time.Millisecond, 6
+			}
+			pc.WARCIndex = pipeline.IndexPerCrawl
+			web := realweb.Defaults()
+			web.Hosts, web.Pages, web.SlowHosts, web.Slow = 20, 60, 1, 9*time.Second
+			web.Median, web.P99, web.MaxLatency = time.Millisecond, 5*time.Millisecond, 10*time.Millisecond
+			o := Realistic(pc, web, 0, 30*time.Second)
+			o.Pipeline.FinishEvery, o.Pipeline.FinishQuiet, o.Visibility = 2*time.Second, 5*time.Second, 30*time.Second
+			var debug bytes.Buffer
+			o.Log = &debug
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			r, err := Run(ctx, o, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := 0
+			for _, n := range realweb.Sizes(web) {
+				total += n
+			}
+			if r.Pages != total-1 || r.Twice != 0 || r.Hosts != 20 {
+				t.Errorf("%d pages fetched (%d twice) on %d hosts, want %d (all but the slow host's one page) once on 20", r.Pages, r.Twice, r.Hosts, total-1)
+			}
+			if r.URLs.Classes["timeout"] != 1 {
+				t.Errorf("URL classes %v: want the slow host's page timed out", r.URLs.Classes)
+			}
+			if len(r.Ends) != 1 || r.Ends[0].End != "drained" || r.Ends[0].Counts.Fetched != int64(total-1) {
+				t.Errorf("ends announced: %+v, want one, drained, with %d pages fetched", r.Ends, total-1)
+			}
+			if r.Units.LambdaRequests == 0 || r.Units.DynamoDBWriteUnits == 0 || r.Units.S3ClassA == 0 {
+				t.Errorf("units = %+v: want the crawl metered", r.Units)
+			}
+			// The slow lane ran, or not, as runs say (its invocation lines name it).
+			if lane := bytes.Contains(debug.Bytes(), []byte(`"fn":"fetchslow"`)); lane != runs {
+				t.Errorf("the slow lane ran: %v, want %v", lane, runs)
+			}
+			if runs && r.LoneMessages == 0 {
+				t.Errorf("no slow-lane message held lone URLs of several hosts")
+			}
+		})
 	}
 }

@@ -41,6 +41,9 @@ func (r Report) printCrawl(w io.Writer) {
 	if r.FirstMessages > 0 {
 		fmt.Fprintf(w, "first fetch messages: %d, %.1f URLs each, in %d groups (%.2f messages a group)\n", r.FirstMessages,
 			float64(r.FirstURLs)/float64(r.FirstMessages), r.Groups, float64(r.FirstMessages)/float64(max(r.Groups, 1)))
+		if r.LoneMessages > 0 {
+			fmt.Fprintf(w, "  of which %d to the slow lane with lone URLs of several polite hosts\n", r.LoneMessages)
+		}
 	}
 	if r.History.Items > 0 {
 		fmt.Fprintf(w, "the table held %d items of %d other crawls (%.1f MB) before the crawl: compare the DynamoDB units per page with a run without -history-items\n",
