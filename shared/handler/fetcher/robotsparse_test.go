@@ -80,9 +80,11 @@ func TestTheParseMessageCarriesTheRobotsTxtTheFetcherApplied(t *testing.T) {
 }
 
 // TestAHostileRobotsTxtDoesNotBlowTheParseMessage: a robots.txt longer than a message carries
-// (here 400 KB, its rule at the end) travels not at all, and the rules of many hosts take at most
-// message.MaxRobotsBytes (here, with few pages, the message stays in the 64 KiB that SQS bills as
-// one request); hosts that serve the same file share one entry.
+// (here 400 KB, its rule at the end) travels not at all; the rules of many hosts take at most
+// message.MaxRobotsBytes a message, the pages going in as many parse messages as their hosts'
+// rules need, so that every other host's rules travel (here, with few pages, each message stays
+// in the 64 KiB that SQS bills as one request); hosts that serve the same file share one entry in
+// a message.
 func TestAHostileRobotsTxtDoesNotBlowTheParseMessage(t *testing.T) {
 	e := newEnv(t, nil)
 	huge := robotsHost(t, http.StatusOK, strings.Repeat("# "+strings.Repeat("x", 97)+"\n", 4000)+"User-agent: *\nDisallow: /private\n")
@@ -129,20 +131,32 @@ func TestAHostileRobotsTxtDoesNotBlowTheParseMessage(t *testing.T) {
 	if pages != len(recs) {
 		t.Fatalf("%d pages sent to parse, want %d", pages, len(recs))
 	}
-	if carried <= len(shared) || carried >= len(recs)-1 {
-		t.Errorf("%d hosts' rules carried, want the %d of the small file and some of the 6 hosts of 15 KB robots.txt, not all", carried, len(shared))
+	if carried != len(recs)-1 {
+		t.Errorf("%d hosts' rules carried, want the %d of every host but the one of 400 KB", carried, len(recs)-1)
 	}
 	var sharing []string
 	for _, m := range msgs {
 		for _, r := range m.Robots {
 			if r.Body == "User-agent: *\nDisallow: /search\n" {
-				sharing = append(sharing, strings.Join(r.Hosts, " "))
+				sharing = append(sharing, r.Hosts...)
 			}
 		}
 	}
+	if len(msgs) == 1 {
+		t.Errorf("one parse message for %d pages: their hosts' rules could not all travel in it", pages)
+	}
+	for _, m := range msgs {
+		bodies := map[string]bool{}
+		for _, r := range m.Robots {
+			if bodies[r.Body] {
+				t.Errorf("a parse message names one robots.txt in two entries: %v", r.Hosts)
+			}
+			bodies[r.Body] = true
+		}
+	}
 	slices.Sort(shared)
-	if len(sharing) != 1 || !sameHosts(sharing[0], shared) {
-		t.Errorf("the small file's entries: %q, want one naming %v", sharing, shared)
+	if !sameHosts(strings.Join(sharing, " "), shared) {
+		t.Errorf("the small file's hosts: %q, want %v, each once", sharing, shared)
 	}
 }
 
