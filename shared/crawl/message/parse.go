@@ -45,11 +45,14 @@ type RobotsRules struct {
 
 // Bounds on the robots.txt rules a Parse message carries: a robots.txt longer than MaxRobotsBody
 // is not carried, and the rules of a message take at most MaxRobotsBytes (the fetcher's parts of
-// pages leave that room below MaxBytes), so a hostile robots.txt cannot break a message's limit,
-// and adds at most one 64 KiB request to what SQS bills for it.
+// pages leave that room below MaxBytes, and a part holds no more pages than its hosts' rules fit
+// in it), so a hostile robots.txt cannot break a message's limit. 64 KiB carries the rules of
+// about 150 hosts of their own robots.txt, what a fetch batch of lone URLs of many hosts brings
+// (a part more would cost a parse message, its records PUT and its mark; the rules cost at most
+// one or two 64 KiB requests more, which SQS bills as one each).
 const (
 	MaxRobotsBody  = 16 << 10
-	MaxRobotsBytes = 32 << 10
+	MaxRobotsBytes = 64 << 10
 )
 
 // Page is one stored response in a Parse message's file.
