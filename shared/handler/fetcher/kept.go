@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // A batch's fetched pages wait in kept for their WARC file. They are stored together at the
@@ -19,6 +20,9 @@ type kept struct {
 	bytes int64
 	// failed is the work (by work.n) that must be tried again, from the stores so far.
 	failed map[int]bool
+	// flushing is set while a flush stores pages: the room a GET waits for comes when it is done,
+	// so a page kept meanwhile waits for the next file rather than make one of its own.
+	flushing atomic.Bool
 }
 
 type keptKey struct{}
@@ -49,8 +53,30 @@ func (k *kept) add(f fetched) {
 	}
 }
 
-// flush stores the pages kept so far, in a WARC file of their own, and gives their room back.
-func (k *kept) flush() { k.store(false) }
+// flush stores the pages kept so far, in a WARC file of their own, and gives their room back. One
+// flush runs at a time: the pages kept while it stores go in one file after it, if a GET still
+// waits, not each in a file of its own as it comes (a file costs a PUT, a parse message, its
+// records and its mark: a batch of many hosts' pages at once, whose GETs waited for room while a
+// store took a second, stored nearly every page alone).
+func (k *kept) flush() {
+	for k.flushing.CompareAndSwap(false, true) {
+		k.store(false)
+		k.flushing.Store(false)
+		// A page kept during the store found it under way: store it now if a GET still waits
+		// (else the batch's end does). Checked after the flag is down, so that a page kept from
+		// here on flushes itself.
+		if !k.h.mem.someoneWaits() || k.empty() {
+			return
+		}
+	}
+}
+
+// empty reports whether no page is kept.
+func (k *kept) empty() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.pages) == 0
+}
 
 // store stores the pages kept so far; last: nothing more of the batch is fetched.
 func (k *kept) store(last bool) {

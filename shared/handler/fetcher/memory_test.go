@@ -160,8 +160,8 @@ func (s *bigSite) checkStoredOnce(e *env, n int) map[string]bool {
 }
 
 // A batch of pages larger than its memory budget holds is stored in parts, each page fetched
-// once and readable from its file; half of them come without a size, and take the most a page
-// may hold while they are read.
+// once and readable from its file, in a few files, not one a page; half of them come without a
+// size, and take the most a page may hold while they are read.
 func TestABatchOverItsBudgetIsStoredInParts(t *testing.T) {
 	const pages, size = 24, 600 << 10
 	e := newEnv(t, nil)
@@ -178,9 +178,11 @@ func TestABatchOverItsBudgetIsStoredInParts(t *testing.T) {
 		t.Fatalf("failed: %v", failed)
 	}
 	files := s.checkStoredOnce(e, pages)
-	// 24 pages of about 200 KiB of record each, held twice, fill half of 8 MiB about every 10.
-	if len(files) < 2 {
-		t.Errorf("the pages are in %d WARC file(s), want them stored in parts", len(files))
+	// 24 pages of about 200 KiB of record each, held twice, fill half of 8 MiB about every 10: a
+	// few parts, not a file a page (23 or 24 files, when a GET that waited for room a moment stored
+	// the pages kept so far, and each page kept while it waited was stored alone).
+	if len(files) < 2 || len(files) > pages/4 {
+		t.Errorf("the pages are in %d WARC file(s), want them stored in a few parts (2 to %d)", len(files), pages/4)
 	}
 }
 
