@@ -105,7 +105,10 @@ func NewChromium(opts Options) (*Chromium, error) {
 var disabledFeatures = []string{"Translate", "BlinkGenPropertyTrees", "OptimizationHints",
 	"OptimizationHintsFetching", "OptimizationGuideModelDownloading", "OptimizationTargetPrediction",
 	"MediaRouter", "DialMediaRouteProvider", "AutofillServerCommunication",
-	"CertificateTransparencyComponentUpdater", "NetworkTimeServiceQuerying"}
+	"CertificateTransparencyComponentUpdater", "NetworkTimeServiceQuerying",
+	// Chromium 148 (Debian, 2026-12): the omnibox's AI-mode eligibility fetch
+	// (www.google.com/async/folae) and the preconnect to the default search engine.
+	"AimEnabled", "PreconnectToSearch"}
 
 // allocatorOptions are the command-line switches the browser starts with besides chromedp's defaults
 // (headless, no first run, no background networking, no sync, no extensions, no default apps),
@@ -129,10 +132,12 @@ func allocatorOptions(path, dataDir, proxy string, log io.Writer) []chromedp.Exe
 		chromedp.Flag("dns-prefetch-disable", true),
 		chromedp.Flag("no-pings", true),
 		chromedp.Flag("disable-features", strings.Join(disabledFeatures, ",")),
-		// Debian's build still calls Google at start (sign-in, component updates): their
+		// Debian's build still calls Google at start (sign-in, component updates, GCM): their
 		// addresses point at the discard port on loopback, which the proxy refuses anyway.
 		chromedp.Flag("gaia-url", "http://127.0.0.1:9"),
 		chromedp.Flag("component-updater", "url-source=http://127.0.0.1:9/"),
+		chromedp.Flag("gcm-checkin-url", "http://127.0.0.1:9/"), // GCM's device check-in (android.clients.google.com)
+		chromedp.Flag("gcm-registration-url", "http://127.0.0.1:9/"),
 		chromedp.Flag("proxy-server", "http://"+proxy),
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
