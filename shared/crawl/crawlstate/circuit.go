@@ -33,6 +33,11 @@ const (
 	slowFactor = 3
 	// slowSamples is how many answers the usual time of a host's answers needs first.
 	slowSamples = 3
+	// slowRunToThrottle is how many slow answers in a row raise the host's gap: one alone is the
+	// long tail that a healthy host's answer times have (the realistic web's lognormal times,
+	// median 200 ms and 99th percentile 3 s, made one answer in 15 slow, and each raise cost the
+	// host's slot item and the crawl's notes seven writes).
+	slowRunToThrottle = 2
 	// failRunToThrottle is how many failed first requests in a row raise the host's gap.
 	failRunToThrottle = 2
 )
@@ -196,16 +201,22 @@ func (s *Hosts) HostFailed(ctx context.Context, crawl, host string, first bool, 
 
 // HostAnswered notes an answer of the host that is no failure (any but a 5xx or a 429) and the
 // time it took. It writes only when there is something to change:
-//   - an answer slowSamples times slower than the host's usual, and at least SlowAnswer, raises
-//     its gap (SlowDownFor, WhySlow); the usual time is this process's average of the host's
-//     answers, while the gap it raises is shared;
+//   - a second slow answer in a row (slowFactor times slower than the host's usual, and at
+//     least SlowAnswer), and each one after, raises its gap (SlowDownFor, WhySlow); the usual time
+//     is this process's average of the host's answers, while the gap it raises is shared; one
+//     slow answer alone changes nothing;
 //   - otherwise it ends the host's run of failures and closes its circuit (noted for the crawl's
 //     summary and status), and halves what is left of a throttled host's gap, once a second at
-//     most, so that a host that answers well is soon back at its configured rate.
+//     most, so that a host that answers well is soon back at its configured rate. A gap left no
+//     wider than interval is left to decay by itself: the host's requests already go at interval,
+//     and a write a page would change nothing but the item.
 func (s *Hosts) HostAnswered(ctx context.Context, crawl, host string, took, interval time.Duration) error {
-	if s.answers.slow(host, took) {
+	switch slow, raise := s.answers.slow(host, took); {
+	case raise:
 		_, err := s.SlowDownFor(ctx, crawl, host, interval, WhySlow)
 		return err
+	case slow:
+		return nil // one slow answer alone: neither a raise nor a good answer
 	}
 	if c := s.circuitOf(host); c != (circuit{}) {
 		it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrFails: 0}, Remove: []string{attrOpenUntil}}, table.Cond{})
@@ -219,19 +230,20 @@ func (s *Hosts) HostAnswered(ctx context.Context, crawl, host string, took, inte
 			}
 		}
 	}
-	return s.speedUp(ctx, host)
+	return s.speedUp(ctx, host, interval)
 }
 
 // speedUp halves what is left of the host's throttled gap, unless it was set less than raiseEvery
-// ago. The write is a compare-and-swap on when the gap was set: a raise in between wins.
-func (s *Hosts) speedUp(ctx context.Context, host string) error {
+// ago or is no wider than interval (the host goes at interval whatever it is). The write is a
+// compare-and-swap on when the gap was set: a raise in between wins.
+func (s *Hosts) speedUp(ctx context.Context, host string, interval time.Duration) error {
 	v, ok := s.throttles.Load(host)
 	if !ok {
 		return nil
 	}
 	t, now := v.(throttle), s.now()
 	left := t.left(now)
-	if left <= 0 || now.UnixMilli()-t.at < raiseEvery.Milliseconds() {
+	if left <= interval || now.UnixMilli()-t.at < raiseEvery.Milliseconds() {
 		return nil
 	}
 	it, err := s.t.Update(ctx, slotKey(host), table.Update{Set: map[string]any{attrSlowGap: (left / 2).Milliseconds(), attrSlowAt: now.UnixMilli()}},
@@ -260,13 +272,17 @@ type answerTimes struct {
 type answerTime struct {
 	avg time.Duration
 	n   int
+	// slowRun counts the slow answers in a row up to this one.
+	slowRun int
 }
 
-// slow adds an answer's time to the host's average and tells whether it was slow: at least
-// SlowAnswer and slowFactor times the average before it, once the average has slowSamples answers.
-// A slow answer moves the average less, so that a host that stays slow goes on being throttled
-// only as its answers grow slower still.
-func (a *answerTimes) slow(host string, took time.Duration) bool {
+// slow adds an answer's time to the host's average and tells whether it was slow, at least
+// SlowAnswer and slowFactor times the average before it once the average has slowSamples
+// answers, and whether it raises the host's gap: it ends a run of slowRunToThrottle slow answers
+// or more. A slow answer moves the average
+// less, so that a host that stays slow goes on being throttled only as its answers grow slower
+// still.
+func (a *answerTimes) slow(host string, took time.Duration) (slow, raise bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.hosts == nil {
@@ -280,10 +296,13 @@ func (a *answerTimes) slow(host string, took time.Duration) bool {
 		h = &answerTime{}
 		a.hosts[host] = h
 	}
-	slow := h.n >= slowSamples && took >= SlowAnswer && took > slowFactor*h.avg
+	slow = h.n >= slowSamples && took >= SlowAnswer && took > slowFactor*h.avg
 	weight := time.Duration(4)
 	if slow {
 		weight = 8
+		h.slowRun++
+	} else {
+		h.slowRun = 0
 	}
 	if h.n == 0 {
 		h.avg = took
@@ -291,5 +310,5 @@ func (a *answerTimes) slow(host string, took time.Duration) bool {
 		h.avg += (took - h.avg) / weight
 	}
 	h.n++
-	return slow
+	return slow, h.slowRun >= slowRunToThrottle
 }

@@ -2,6 +2,7 @@ package crawlstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -98,8 +99,8 @@ func TestCircuitOff(t *testing.T) {
 	}
 }
 
-// An answer much slower than the host's usual raises its gap (WhySlow); one under SlowAnswer
-// does not, however much slower; answers that are not slow speed a throttled host up again,
+// Two answers in a row much slower than the host's usual raise its gap (WhySlow), one alone does
+// not, nor does one under SlowAnswer, however much slower; answers that are not slow speed a throttled host up again,
 // halving what is left of its gap once a second at most.
 func TestSlowAnswersThrottleAndGoodOnesSpeedUp(t *testing.T) {
 	ctx := context.Background()
@@ -113,8 +114,16 @@ func TestSlowAnswersThrottleAndGoodOnesSpeedUp(t *testing.T) {
 	if err := s.HostAnswered(ctx, "cr", host, 900*time.Millisecond, time.Second); err != nil || s.Throttled(host) != 0 {
 		t.Fatalf("an answer under %v: gap %v, %v; want none", SlowAnswer, s.Throttled(host), err)
 	}
+	// One slow answer alone is the long tail of a healthy host's answer times: no raise, and no
+	// write. A second in a row raises the gap.
+	if err := s.HostAnswered(ctx, "cr", host, 3*time.Second, time.Second); err != nil || s.Throttled(host) != 0 {
+		t.Fatalf("one 3 s answer after 100 ms ones: gap %v, %v; want none", s.Throttled(host), err)
+	}
+	if it, err := s.t.Get(ctx, slotKey(host)); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("one slow answer wrote the host's slot item: %v, %v; want no item", it, err)
+	}
 	if err := s.HostAnswered(ctx, "cr", host, 3*time.Second, time.Second); err != nil || s.Throttled(host) != 2*time.Second {
-		t.Fatalf("a 3 s answer after 100 ms ones: gap %v, %v; want twice the configured 1s", s.Throttled(host), err)
+		t.Fatalf("a second 3 s answer in a row: gap %v, %v; want twice the configured 1s", s.Throttled(host), err)
 	}
 	got, err := s.CountersWithHosts(ctx, "cr")
 	if err != nil || len(got.Throttled) != 1 || got.Throttled[0].Why != WhySlow {
@@ -138,6 +147,28 @@ func TestSlowAnswersThrottleAndGoodOnesSpeedUp(t *testing.T) {
 	if got := other.Throttled(host); got < left/2-time.Millisecond || got > left/2 {
 		t.Errorf("after a good answer a second later the gap is %v, want half of %v", got, left)
 	}
+
+	// What is left is now under the configured gap, which the host goes at whatever it is: a
+	// good answer another second later writes nothing, and the gap decays by itself.
+	set := slowAtOf(t, s, host)
+	c.t = c.t.Add(raiseEvery)
+	if err := s.HostAnswered(ctx, "cr", host, 100*time.Millisecond, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := slowAtOf(t, s, host); got != set {
+		t.Errorf("a good answer with %v left of the gap, under the configured 1s, rewrote it (set at %d, now %d): want no write",
+			s.Throttled(host), set, got)
+	}
+}
+
+// slowAtOf reads when the host's throttled gap was last set, from its slot item.
+func slowAtOf(t *testing.T, s *Store, host string) int64 {
+	t.Helper()
+	it, err := s.t.Get(context.Background(), slotKey(host))
+	if err != nil || it == nil {
+		t.Fatalf("read the slot item of %s: %v, %v", host, it, err)
+	}
+	return it.Int(attrSlowAt)
 }
 
 // The answer times of at most maxAnswerHosts hosts are kept: the next host starts them again.

@@ -108,20 +108,23 @@ func TestARunLateForItsSlotsBooksThemOnceAndLosesNone(t *testing.T) {
 }
 
 // slowRunAnswer is how long the test site takes to answer a path under /run/slow: over
-// crawlstate.SlowAnswer, and so more than three times a quick answer, which throttles its host.
+// crawlstate.SlowAnswer, and so more than three times a quick answer; two in a row throttle its
+// host.
 const slowRunAnswer = 1200 * time.Millisecond
 
-// TestAThrottledRunKeepsItsSlotsAtTheWiderGap: a slow answer in the middle of a run doubles its
+// TestAThrottledRunKeepsItsSlotsAtTheWiderGap: two slow answers in the middle of a run double its
 // host's gap; the run goes on in the slots it booked that are the new gap apart, rather than drop
 // them all and book the rest after them, which left the host idle for as long as they lasted (the
 // realistic crawl's largest host: a lane of 94 URLs went back to the queue for 100 s, again and
-// again). The request after the slow one keeps the wider gap (a quick answer a second later halves
-// it again: crawlstate's speedUp), and none goes back to the queue.
+// again). The request after the second slow one keeps the wider gap (a quick answer a second
+// later halves it again: crawlstate's speedUp), and none goes back to the queue.
 func TestAThrottledRunKeepsItsSlotsAtTheWiderGap(t *testing.T) {
 	const interval = 600 * time.Millisecond
 	e := newEnv(t, func(c *fetcher.Config) { c.HostRPS, c.HostConcurrency = float64(time.Second)/float64(interval), 1 })
-	paths := runPaths(8)
-	paths[3] = "/run/slow-3" // three quick answers first: the average it is slow against
+	paths := runPaths(9)
+	// Three quick answers first: the average they are slow against. The second slow answer in
+	// a row throttles the host.
+	paths[3], paths[4] = "/run/slow-3", "/run/slow-4"
 	if got := e.handle(e.run("throttled", paths, make([]time.Time, len(paths)))); len(got) != 0 {
 		t.Fatalf("BatchItemFailures = %v, want none", got)
 	}
@@ -130,10 +133,10 @@ func TestAThrottledRunKeepsItsSlotsAtTheWiderGap(t *testing.T) {
 	if len(at) != len(paths) {
 		t.Fatalf("%d requests, want %d", len(at), len(paths))
 	}
-	slowEnd := at[3].Add(slowRunAnswer)
+	slowEnd := at[4].Add(slowRunAnswer)
 	booked := at[0].Add(time.Duration(len(paths)) * interval) // the end of the run's first booking
 	within := 0
-	for _, r := range at[4:] {
+	for _, r := range at[5:] {
 		if r.Before(booked) {
 			within++
 		}
@@ -145,8 +148,8 @@ func TestAThrottledRunKeepsItsSlotsAtTheWiderGap(t *testing.T) {
 	checkInterval(t, at, interval)
 	// The slot after the slow request's is the throttled gap (twice the host's) after it, and
 	// the slow request may have gone out up to half an interval after its own slot.
-	if gap, least := at[4].Sub(at[3]), 2*interval-interval/2; gap < least {
-		t.Errorf("the request after the slow one came %v after it, want at least %v at the throttled gap", gap, least)
+	if gap, least := at[5].Sub(at[4]), 2*interval-interval/2; gap < least {
+		t.Errorf("the request after the second slow one came %v after it, want at least %v at the throttled gap", gap, least)
 	}
 	if back := e.received(fetchQ); len(back) != 0 {
 		t.Errorf("%d fetch messages sent back, want none: the run waits in place", len(back))
