@@ -83,8 +83,11 @@ type Report struct {
 	// names the first of those, where the web can.
 	Pages, Twice int
 	TwiceURLs    []string
-	Hosts        int
-	Elapsed      time.Duration
+	// Largest is when the largest host's pages were requested, where the web can tell: a crawl
+	// of many hosts ends no sooner than its largest host at its rate.
+	Largest realweb.Span
+	Hosts   int
+	Elapsed time.Duration
 	// MetricSeries is the most custom metric series the functions' EMF lines named in one hour
 	// of the crawl (of the stack's len(metrics.Series)).
 	MetricSeries int
@@ -464,6 +467,9 @@ func (c *costRun) report(ctx context.Context, crawl string, index crawlindex.Res
 	r.Pages, r.Twice = c.web.fetched()
 	if r.Twice > 0 && c.web.twiceList != nil {
 		r.TwiceURLs = c.web.twiceList(10)
+	}
+	if c.web.largest != nil {
+		r.Largest = c.web.largest()
 	}
 	// The tally is the report's, not the crawl's: done with the meter's copy of the clients'
 	// config, it would count in the crawl's cost, so it uses an unmetered table.

@@ -25,6 +25,10 @@ type ReportJSON struct {
 	Twice          int     `json:"fetchedTwice"`
 	Hosts          int     `json:"hosts"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	// LargestHostSeconds is how long the largest host's pages took, from the first requested to
+	// the last, where the web can tell (the realistic crawl), and LargestHostPages their requests.
+	LargestHostSeconds float64 `json:"largestHostSeconds,omitempty"`
+	LargestHostPages   int     `json:"largestHostPages,omitempty"`
 	// Units are the crawl's billed units by cost.Units field, and UnitsPerPage the same per page.
 	Units        map[string]float64 `json:"units"`
 	UnitsPerPage map[string]float64 `json:"unitsPerPage"`
@@ -53,7 +57,7 @@ func (r Report) JSON(p cost.Prices) (ReportJSON, error) {
 	out := ReportJSON{Name: r.Name, Web: r.Web, Pages: r.Pages, Twice: r.Twice, Hosts: r.Hosts, ElapsedSeconds: r.Elapsed.Seconds(),
 		Units: units, UnitsPerPage: map[string]float64{}, USDPerMillionPages: map[string]float64{},
 		LedgerUSDPerMillionPages: p.Cost(r.Ledger).Total / pages * 1e6, HistoryItems: r.History.Items, EndsAnnounced: len(r.Ends),
-		Pollers: r.Pollers}
+		Pollers: r.Pollers, LargestHostSeconds: r.Largest.Last.Sub(r.Largest.First).Seconds(), LargestHostPages: r.Largest.Requests}
 	for k, v := range units {
 		out.UnitsPerPage[k] = v / pages
 	}

@@ -87,7 +87,9 @@ type site struct {
 	// twiceList, when set, names the pages served more than once (at most n).
 	twiceList func(n int) []string
 	unscoped  func() int64
-	close     func()
+	// largest, when set, is when the largest host's pages were requested.
+	largest func() realweb.Span
+	close   func()
 }
 
 // startSite serves the web of o: o.Render or o.Real when set, else o.Web.
@@ -103,6 +105,7 @@ func startSite(o Options) (*site, error) {
 		ro := w.Options()
 		sizes := w.Sizes()
 		return &site{roots: w.Roots, hosts: len(w.Roots), fetched: w.Fetched, twiceList: w.Twice, unscoped: w.Unscoped, close: w.Close,
+			largest: func() realweb.Span { return w.SpanOf(0) },
 			describe: fmt.Sprintf("%d pages on %d hosts of Zipf sizes (exponent %.2g: the largest %d pages, %.0f%%; %d hosts of one page), "+
 				"HTML of %d to %d KB (median %d), %d links a page (%.0f%% off-site, %.0f%% of those out of scope), "+
 				"answers in a lognormal time of median %v and 99th percentile %v, %d hosts answering after %v",

@@ -38,6 +38,11 @@ func (r Report) printCrawl(w io.Writer) {
 	if len(r.TwiceURLs) > 0 {
 		fmt.Fprintf(w, "served more than once (host's index/path: answers): %s\n", strings.Join(r.TwiceURLs, ", "))
 	}
+	if l := r.Largest; l.Requests > 1 {
+		span := l.Last.Sub(l.First)
+		fmt.Fprintf(w, "the largest host: %d pages requested in %v from its first to its last, %.2f a second\n",
+			l.Requests, span.Round(time.Second), float64(l.Requests-1)/span.Seconds())
+	}
 	if r.FirstMessages > 0 {
 		fmt.Fprintf(w, "first fetch messages: %d, %.1f URLs each, in %d groups (%.2f messages a group)\n", r.FirstMessages,
 			float64(r.FirstURLs)/float64(r.FirstMessages), r.Groups, float64(r.FirstMessages)/float64(max(r.Groups, 1)))

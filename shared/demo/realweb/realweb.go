@@ -180,6 +180,14 @@ type Web struct {
 
 	mu   sync.Mutex
 	hits map[string]int // "host/path" -> requests of pages
+	// spans are when each host's pages were first and last requested.
+	spans map[int]Span
+}
+
+// Span is when a host's pages were first and last requested, and how many requests of them came.
+type Span struct {
+	First, Last time.Time
+	Requests    int
 }
 
 // Start serves the web until Close.
@@ -188,7 +196,7 @@ func Start(o Options) (*Web, error) {
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("realweb: %w", err)
 	}
-	w := &Web{opts: o, sizes: Sizes(o), slow: map[int]bool{}, host: map[string]int{}, hits: map[string]int{}}
+	w := &Web{opts: o, sizes: Sizes(o), slow: map[int]bool{}, host: map[string]int{}, hits: map[string]int{}, spans: map[int]Span{}}
 	for i := 0; i < o.SlowHosts; i++ {
 		// From the smallest host up, spread: the slow hosts are a few of the tail's.
 		w.slow[o.Hosts-1-i*(o.Hosts/(2*max(o.SlowHosts, 1)))] = true
@@ -284,6 +292,13 @@ func (w *Web) Fetched() (pages, twice int) {
 	return pages, twice
 }
 
+// SpanOf returns when host h's pages were first and last requested (the largest host is 0).
+func (w *Web) SpanOf(h int) Span {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.spans[h]
+}
+
 // Twice lists the pages served more than once, as "host-index/path: n", sorted, at most max.
 func (w *Web) Twice(max int) []string {
 	w.mu.Lock()
@@ -363,8 +378,15 @@ func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 		http.NotFound(rw, r)
 		return
 	}
+	now := time.Now()
 	w.mu.Lock()
 	w.hits[strconv.Itoa(h)+r.URL.Path]++
+	sp := w.spans[h]
+	if sp.Requests == 0 {
+		sp.First = now
+	}
+	sp.Last, sp.Requests = now, sp.Requests+1
+	w.spans[h] = sp
 	w.mu.Unlock()
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 	rw.Write(w.Render(h, p))

@@ -172,12 +172,18 @@ func TestServesEachHostOnItsOwnAddress(t *testing.T) {
 		t.Errorf("host 260's root: %d, or not its own canonical", code)
 	}
 	get(w.Roots[260]) // twice
+	before := time.Now()
 	get(w.Roots[0] + "p/1")
+	get(w.Roots[0] + "p/2")
+	after := time.Now()
 	if code, _ := get(w.Roots[0] + "p/100000"); code != 404 {
 		t.Errorf("a missing page: %d, want 404", code)
 	}
-	if pages, twice := w.Fetched(); pages != 2 || twice != 1 {
-		t.Errorf("fetched %d pages, %d twice: want 2 and 1", pages, twice)
+	if pages, twice := w.Fetched(); pages != 3 || twice != 1 {
+		t.Errorf("fetched %d pages, %d twice: want 3 and 1", pages, twice)
+	}
+	if sp := w.SpanOf(0); sp.Requests != 2 || sp.First.Before(before) || sp.Last.After(after) || sp.Last.Before(sp.First) {
+		t.Errorf("host 0's span %+v: want its 2 pages, between %v and %v", sp, before, after)
 	}
 	if got := w.Twice(10); !slices.Equal(got, []string{"260/: 2"}) {
 		t.Errorf("Twice = %q, want host 260's root, served twice", got)
