@@ -156,8 +156,12 @@ type Report struct {
 	EvenHosts bool
 }
 
-// Batches counts one function's invocations and the records they were given.
-type Batches struct{ Invocations, Records int64 }
+// Batches counts one function's invocations, the records they were given and the GB-seconds
+// they took.
+type Batches struct {
+	Invocations, Records int64
+	GBSeconds            float64
+}
 
 // Run crawls o.Web through the AWS adapters built from cfg (a copy of it is metered) in a fresh
 // table, bucket and set of queues, and reports what the crawl used.
@@ -354,8 +358,8 @@ type batchTally struct {
 	by map[string]Batches
 }
 
-// add counts one invocation of fn with records records.
-func (b *batchTally) add(fn string, records int) {
+// add counts one invocation of fn with records records, which took gbs GB-seconds.
+func (b *batchTally) add(fn string, records int, gbs float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.by == nil {
@@ -364,6 +368,7 @@ func (b *batchTally) add(fn string, records int) {
 	n := b.by[fn]
 	n.Invocations++
 	n.Records += int64(records)
+	n.GBSeconds += gbs
 	b.by[fn] = n
 }
 
@@ -382,7 +387,6 @@ func (b *batchTally) counts() map[string]Batches {
 func (c *costRun) invoke(fn string, h localrun.Invoke) localrun.Invoke {
 	f := c.fns[fn]
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		c.batches.add(fn, len(ev.Records))
 		// Lambda's deadline: the fetch handler leaves GETs it has no time for to a later batch.
 		if f.TimeoutSeconds > 0 {
 			var cancel context.CancelFunc
@@ -391,7 +395,9 @@ func (c *costRun) invoke(fn string, h localrun.Invoke) localrun.Invoke {
 		}
 		start := time.Now()
 		resp, err := h(ctx, ev)
-		c.m.AddLambda(time.Since(start), f.MemoryMB)
+		took := time.Since(start)
+		c.m.AddLambda(took, f.MemoryMB)
+		c.batches.add(fn, len(ev.Records), cost.LambdaGBSeconds(took, f.MemoryMB))
 		c.m.AddLogBytes(lambdaReportBytes)
 		_ = c.tel.Flush(context.WithoutCancel(ctx)) // its EMF lines, as a function writes them after each invocation
 		return resp, err

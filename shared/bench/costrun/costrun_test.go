@@ -85,7 +85,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		HotHost: "p#a", HotHostWrites: 200, HotOther: "c#c1", HotOtherWrites: 50, HotCrawl: "c#c1#7", HotCrawlWrites: 4,
 		Writes:     map[string]int64{"url": 4500, "slot": 2250, "crawl": 50},
 		SlotWrites: map[string]int64{"schedule": 2000, "fetch": 250},
-		Batches:    map[string]Batches{"fetch": {Invocations: 250, Records: 2000}, "parse": {Invocations: 20, Records: 1000}},
+		Batches:    map[string]Batches{"fetch": {Invocations: 250, Records: 2000, GBSeconds: 120}, "parse": {Invocations: 20, Records: 1000, GBSeconds: 30}},
 		SQSCalls:   map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
 		Ledger:     cost.Units{DynamoDBWriteUnits: 1600},
 		Crawled:    cost.Units{DynamoDBWriteUnits: 1700}, Elapsed: 61 * time.Minute}
@@ -105,7 +105,7 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
 		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05",
 		"politeness slot writes per page by function: schedule 2.00, fetch 0.25",
-		"invocations per page by function: fetch 0.250 (8.0 records each), parse 0.020 (50.0 records each)",
+		"invocations per page by function: fetch 0.250 (8.0 records each, 0.1200 GB-s a page), parse 0.020 (50.0 records each, 0.0300 GB-s a page)",
 		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10",
 		// The ledger: 1,600 WRU, $0.001, against the meter's 1,700: 1 - 1600/1700 = 5.9% under.
 		"the crawl's own ledger (its record, which the budget reads): $1.00 per million pages; the meter, from the crawl's first message to its end: $1.06 (the ledger -5.9%",

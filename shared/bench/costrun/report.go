@@ -104,8 +104,8 @@ func (r Report) printBreakdowns(w io.Writer) {
 	var fns []string
 	for _, fn := range functionNames {
 		if b := r.Batches[fn]; b.Invocations > 0 {
-			fns = append(fns, fmt.Sprintf("%s %.3f (%.1f records each)", fn, r.per(float64(b.Invocations)),
-				float64(b.Records)/float64(b.Invocations)))
+			fns = append(fns, fmt.Sprintf("%s %.3f (%.1f records each, %.4f GB-s a page)", fn, r.per(float64(b.Invocations)),
+				float64(b.Records)/float64(b.Invocations), r.per(b.GBSeconds)))
 		}
 	}
 	if len(fns) > 0 {
