@@ -200,7 +200,8 @@ func (s *Hosts) HostFailed(ctx context.Context, crawl, host string, first bool, 
 }
 
 // HostAnswered notes an answer of the host that is no failure (any but a 5xx or a 429) and the
-// time it took. It writes only when there is something to change:
+// time it took; interval is the host's configured gap, without its throttled one (the gap the
+// host goes back to). It writes only when there is something to change:
 //   - a second slow answer in a row (slowFactor times slower than the host's usual, and at
 //     least SlowAnswer), and each one after, raises its gap (SlowDownFor, WhySlow); the usual time
 //     is this process's average of the host's answers, while the gap it raises is shared; one

@@ -64,7 +64,8 @@ func (h *Handler) circuitRetry(err error, host string) (time.Duration, bool) {
 }
 
 // noteHost tells the host's circuit and throttle how a request went: err is its error, status its
-// answer's, took how long the answer took; first says whether it was its URL's first request. A
+// answer's, took how long the answer took; first says whether it was its URL's first request;
+// interval is the host's configured gap, without its throttled one (fetching.base). A
 // failure without an answer that came through a proxy is left to the proxy's own breaker. A 429
 // is slowDown's. A failed write is only logged: the crawl goes on as it was.
 func (h *Handler) noteHost(ctx context.Context, crawl, host string, first bool, err error, status int, took, interval time.Duration) {

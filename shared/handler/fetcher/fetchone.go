@@ -62,9 +62,10 @@ type fetching struct {
 	// may wait in it.
 	fctx     fetchContext
 	maxQuick time.Duration
-	// interval is the host's gap between requests, and slot the one this request goes in.
-	interval time.Duration
-	slot     time.Time
+	// interval is the host's gap between requests, and slot the one this request goes in; base is
+	// its configured gap (its rate's, or its robots.txt's Crawl-delay), without a throttled one.
+	interval, base time.Duration
+	slot           time.Time
 	// probe: the request is the host's circuit probe (circuit.go); sent: a request went out.
 	probe, sent bool
 	prior       *recrawl.Prior
@@ -175,7 +176,8 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	defer a.fctx.cancel()
 	// A host throttled for its recent 429s, failures or slow answers takes a wider gap
 	// (crawlstate.SlowDown, HostFailed, HostAnswered).
-	a.interval = max(h.interval(a.crawl.rateOf(host), a.rules.CrawlDelay), h.politeness.Throttled(host))
+	a.base = h.interval(a.crawl.rateOf(host), a.rules.CrawlDelay)
+	a.interval = max(a.base, h.politeness.Throttled(host))
 	if done, err := h.waitForCircuit(ctx, a.fctx, f, host, &a.probe); done {
 		return nil, err // the host's circuit is open: no slot, no claim until its probe
 	}
@@ -287,7 +289,7 @@ func (h *Handler) getOnce(a *fetching, first bool) (time.Duration, error) {
 	// The host's answer took what the GET took less its wait for room in the memory budget: a
 	// loaded process must not read as a slow host, and throttle it.
 	took := max(h.now().Sub(start)-(a.hold.waitedToGrow()-waited), 0)
-	h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && first && a.f.w.receives() <= 1, err, status, took, a.interval)
+	h.noteHost(fctx, m.Crawl, u.Host, m.Retries == 0 && first && a.f.w.receives() <= 1, err, status, took, a.base)
 	if err != nil {
 		a.lastErr = err
 		return 0, err

@@ -154,6 +154,13 @@ func TestAThrottledRunKeepsItsSlotsAtTheWiderGap(t *testing.T) {
 	if back := e.received(fetchQ); len(back) != 0 {
 		t.Errorf("%d fetch messages sent back, want none: the run waits in place", len(back))
 	}
+	// The quick answers after the raise sped the host up again: what is left of its throttled
+	// gap is back under its configured one (it was compared with the throttled gap itself once,
+	// and never halved, so a throttled run went on at the wider gap until it decayed).
+	u, _ := url.Parse(e.url("/"))
+	if left := e.state.Throttled(u.Host); left > interval {
+		t.Errorf("after the run's quick answers the host's throttled gap is %v, want it halved to at most its configured %v", left, interval)
+	}
 }
 
 // TestARunOfAHostBookedFarAheadWaitsInTheQueueWhole: a run whose host another worker has booked
