@@ -144,20 +144,40 @@ func (l *hostLimiter) acquire(ctx context.Context, host string, max int) (func()
 	}
 }
 
-// takeSlot reserves the host's next politeness slot and waits for it in place when it is near. It
-// returns the slot's start, or the zero time when the record is done: re-queued to wait for a
-// slot further ahead, or failed.
+// takeSlot reserves the host's next politeness slot and waits for it in place when it is near, or
+// when the batch's runs keep the invocation until then (lifetime.go). It returns the slot's
+// start, or the zero time when the record is done: re-queued to wait for a slot further ahead, or
+// failed.
 func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, host string, interval time.Duration) (time.Time, error) {
 	wait, held, err := h.reserveSlot(fctx, host, interval)
+	slot := h.now().Add(wait)
 	switch {
 	case err != nil:
 		return time.Time{}, h.fail(ctx, f, err)
+	case wait > 0 && held && h.waitsWithRuns(fctx, f, slot):
+		if err := h.awaitSlot(fctx, slot); err != nil {
+			return time.Time{}, h.fail(ctx, f, err)
+		}
+		return slot, nil
 	case wait > 0 && held:
 		return time.Time{}, h.requeueForSlot(ctx, f, wait, interval)
 	case wait > 0:
 		return time.Time{}, h.requeue(ctx, f, wait)
 	}
 	return h.now(), nil
+}
+
+// waitsWithRuns reports whether a URL that is no run's waits in place for its slot at `at`,
+// further ahead than MaxInlineWait: the batch's runs keep the invocation until then anyway, and
+// the invocation has time to fetch and store it then (lifetime.go).
+func (h *Handler) waitsWithRuns(ctx context.Context, f *fetched, at time.Time) bool {
+	if f.w == nil || f.w.lane != nil {
+		return false
+	}
+	if left, ok := h.runHorizon(ctx); !ok || at.After(h.now().Add(left)) {
+		return false
+	}
+	return lifetimeOf(ctx).stays(ctx, at)
 }
 
 // slowDown throttles the host after a 429, the answer that asks a client to slow down

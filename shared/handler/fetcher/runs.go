@@ -91,6 +91,17 @@ func lanes(all []*work) [][]*work {
 	return out
 }
 
+// runLanes returns the runs among a batch's lanes.
+func runLanes(ls [][]*work) []*runLane {
+	var out []*runLane
+	for _, l := range ls {
+		if l[0].lane != nil {
+			out = append(out, l[0].lane)
+		}
+	}
+	return out
+}
+
 // isRun reports whether d is a run: several URLs, all of one host (the frontier packs one URL of
 // each host into any other message of several).
 func isRun(d *delivery) bool {
@@ -154,6 +165,7 @@ func (h *Handler) bookRun(ctx context.Context, a *fetching, l *runLane) (done bo
 			}
 		}
 	}
+	lifetimeOf(ctx).book(l, lastSlot(rest))
 	a.slot = a.f.msg.Slot
 	if err := h.awaitSlot(a.fctx, a.slot); err != nil {
 		return true, h.fail(ctx, a.f, err)
@@ -201,6 +213,17 @@ func shiftRun(rest []*work, now time.Time, interval time.Duration, last time.Tim
 		}
 	}
 	return len(ahead) > 0
+}
+
+// lastSlot is the latest slot that rest holds (zero: none).
+func lastSlot(rest []*work) time.Time {
+	var last time.Time
+	for _, w := range rest {
+		if w.msg.Slot.After(last) {
+			last = w.msg.Slot
+		}
+	}
+	return last
 }
 
 // runHorizon is how far ahead a run may book the host's slots: as far as a request could still
