@@ -18,6 +18,7 @@ import (
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/demo/jssite"
 	"github.com/crawlstack/crawlstack/shared/demo/multisite"
+	"github.com/crawlstack/crawlstack/shared/demo/realweb"
 	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/table"
@@ -89,6 +90,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		SQSCalls:   map[string]int64{"DeleteMessageBatch fetch": 100, "ReceiveMessage fetch": 1500},
 		Ledger:     cost.Units{DynamoDBWriteUnits: 1600},
 		Crawled:    cost.Units{DynamoDBWriteUnits: 1700}, Elapsed: 61 * time.Minute}
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	r.Largest = realweb.Span{First: t0, Last: t0.Add(200 * time.Second), Requests: 101}
 	var b bytes.Buffer
 	r.Print(&b, p)
 	out := b.String()
@@ -104,6 +107,8 @@ func TestPrintGivesDollarsPerMillionPages(t *testing.T) {
 		"grow with the crawl's rate): c#c1#7, 4.0 writes per 1,000 pages (a crawl of 250000 pages/s at most)",
 		"c#c1, 50.0 writes per 1,000 pages", "a crawl of 20000 pages/s at most",
 		"table writes per page by item: url 4.50, slot 2.25, crawl 0.05",
+		// 101 requests over 200 s: 100 gaps, 0.50 a second.
+		"the largest host: 101 pages requested in 3m20s from its first to its last, 0.50 a second",
 		"politeness slot writes per page by function: schedule 2.00, fetch 0.25",
 		"invocations per page by function: fetch 0.250 (8.0 records each, 0.1200 GB-s a page), parse 0.020 (50.0 records each, 0.0300 GB-s a page)",
 		"SQS requests per page by call and queue: ReceiveMessage fetch 1.50, DeleteMessageBatch fetch 0.10",
@@ -340,5 +345,41 @@ func TestEarlyEmptyReceivesAreNotBilled(t *testing.T) {
 	calls := map[string]int64{"ReceiveMessage fetch": 4, "ReceiveMessage parse": 1}
 	if n := e.takeFrom(&u, calls); n != 3 || u.SQSRequests != 7 || calls["ReceiveMessage fetch"] != 1 || calls["ReceiveMessage parse"] != 1 {
 		t.Errorf("took %d: units %d, calls %v; want 3 early empty receives of fetch taken out", n, u.SQSRequests, calls)
+	}
+}
+
+// TestJSONCarriesTheLargestHostsSpan: the JSON report says how long the largest host's pages
+// took and how many there were, read back by encoding/json; a web that cannot tell leaves both out.
+func TestJSONCarriesTheLargestHostsSpan(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		span  realweb.Span
+		want  map[string]float64
+		label string
+	}{
+		{realweb.Span{First: t0, Last: t0.Add(200 * time.Second), Requests: 101},
+			map[string]float64{"largestHostSeconds": 200, "largestHostPages": 101}, "realistic"},
+		{realweb.Span{}, map[string]float64{}, "a web of equal hosts"},
+	} {
+		r := Report{Name: tc.label, Pages: 1000, Largest: tc.span}
+		j, err := r.JSON(cost.DefaultPrices())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"largestHostSeconds", "largestHostPages"} {
+			v, ok := got[k]
+			want, wanted := tc.want[k]
+			if ok != wanted || (ok && v.(float64) != want) {
+				t.Errorf("%s: %s = %v (present %v), want %v (present %v)", tc.label, k, v, ok, want, wanted)
+			}
+		}
 	}
 }
