@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
-	"github.com/crawlstack/crawlstack/shared/crawl/message"
 )
 
 // TestALoneURLWaitsInPlaceWhileTheBatchsRunLasts: a URL of another host, alone in its message,
@@ -26,7 +25,7 @@ func TestALoneURLWaitsInPlaceWhileTheBatchsRunLasts(t *testing.T) {
 			e := newEnv(t, politeRuns)
 			other := newSite(t)
 			t.Cleanup(other.srv.Close)
-			lone := e.loneRecord("lone", other.srv.URL)
+			lone := e.recordOf("lone", other.srv.URL+"/about", 1) // another host's URL, alone in its message
 			b, _ := url.Parse(other.srv.URL)
 			// Another worker has booked the other host for 8 slots: its next one is 1.6 s
 			// off, beyond what a URL alone waits in place for (MaxInlineWait).
@@ -65,19 +64,4 @@ func TestALoneURLWaitsInPlaceWhileTheBatchsRunLasts(t *testing.T) {
 			}
 		})
 	}
-}
-
-// loneRecord is a record carrying the fetch message of base's /about, admitted: a URL of another
-// host than the site's, alone in its message.
-func (e *env) loneRecord(id, base string) events.SQSMessage {
-	e.t.Helper()
-	rec := e.record(id, "/", 1)
-	m := message.Fetch{Header: message.Header{Crawl: crawl}, Target: message.Target{URL: base + "/about", Root: base + "/", Depth: 1}}
-	body, err := message.Encode(m)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rec.Body = body
-	e.admit(m.URL, m.Root, m.Depth)
-	return rec
 }
