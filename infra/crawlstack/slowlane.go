@@ -38,11 +38,8 @@ const maxRunURLs = 60
 // DefaultFetchSlowFunction sizes the slow lane's function: fetch's timeout, batches and
 // concurrency, at the least memory Lambda has. A batch's runs are worked on side by side, each
 // with one page in flight; half the memory bounds the bodies held at once (fetcher.MemoryBudgetFor).
-// Its mapping gathers a batch for up to 10 s, not 2: a polite host's run waits seconds for its
-// slots anyway, and a fuller batch is fewer invocations, WARC files and parse messages (the
-// realistic crawl: about half the invocations, docs/cost.md).
 func DefaultFetchSlowFunction() FunctionConfig {
-	return FunctionConfig{TimeoutSeconds: 120, MemoryMB: 128, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 10, BatchConcurrency: 100}
+	return FunctionConfig{TimeoutSeconds: 120, MemoryMB: 128, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100}
 }
 
 // slowLane reports whether the stack has the slow lane: runs of URLs are on.

@@ -32,7 +32,7 @@ func TestSlowLaneSharesFetchsDeadLetterQueue(t *testing.T) {
 	slow := logicalID(t, "AWS::SQS::Queue", "FetchslowQueue")
 	fetchDLQ := logicalID(t, "AWS::SQS::Queue", "FetchDLQ")
 	matchProps(t, slow, equals(map[string]any{
-		"VisibilityTimeout":      float64(6*120 + 10), // 6 x its 120 s timeout, plus its 10 s window
+		"VisibilityTimeout":      float64(6*120 + 2), // 6 x its 120 s timeout, plus its 2 s window
 		"MessageRetentionPeriod": float64(4 * 24 * 3600),
 		"MaximumMessageSize":     float64(262144),
 		"SqsManagedSseEnabled":   true,

@@ -18,9 +18,8 @@ func StackFunctions() map[string]Function {
 		"schedule": {TimeoutSeconds: 60, MemoryMB: 256, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
 		"fetch":    {TimeoutSeconds: 120, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
 		"parse":    {TimeoutSeconds: 60, MemoryMB: 512, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 10},
-		// The slow lane: the runs of polite hosts, which wait in place for their slots; its batches
-		// gather for up to 10 s.
-		"fetchslow": {TimeoutSeconds: 120, MemoryMB: 128, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 10, BatchConcurrency: 100},
+		// The slow lane: the runs of polite hosts, which wait in place for their slots.
+		"fetchslow": {TimeoutSeconds: 120, MemoryMB: 128, MaxConcurrency: 2, BatchSize: 100, BatchWindowSeconds: 2, BatchConcurrency: 100},
 	}
 }
 
