@@ -383,3 +383,33 @@ func (e *emfSeries) seriesHours(end time.Time) (hours float64, most int) {
 	}
 	return hours, most
 }
+
+// batchTally counts each function's invocations and the records they were given.
+type batchTally struct {
+	mu sync.Mutex
+	by map[string]Batches
+}
+
+// add counts one invocation of fn with records records, which took gbs GB-seconds.
+func (b *batchTally) add(fn string, records int, gbs float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.by == nil {
+		b.by = map[string]Batches{}
+	}
+	n := b.by[fn]
+	n.Invocations++
+	n.Records += int64(records)
+	n.GBSeconds += gbs
+	b.by[fn] = n
+}
+
+// counts are the counts so far.
+func (b *batchTally) counts() map[string]Batches {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.by == nil {
+		b.by = map[string]Batches{}
+	}
+	return b.by
+}
