@@ -35,8 +35,8 @@ const (
 	slowSamples = 3
 	// slowRunToThrottle is how many slow answers in a row raise the host's gap: one alone is the
 	// long tail that a healthy host's answer times have (the realistic web's lognormal times,
-	// median 200 ms and 99th percentile 3 s, made one answer in 15 slow, and each raise cost the
-	// host's slot item and the crawl's notes seven writes).
+	// median 200 ms and 99th percentile 3 s, made about one answer in 15 slow, and each raise cost
+	// the host's slot item and the crawl's notes up to seven writes, with the speed-ups after it).
 	slowRunToThrottle = 2
 	// failRunToThrottle is how many failed first requests in a row raise the host's gap.
 	failRunToThrottle = 2
@@ -280,9 +280,8 @@ type answerTime struct {
 // slow adds an answer's time to the host's average and tells whether it was slow, at least
 // SlowAnswer and slowFactor times the average before it once the average has slowSamples
 // answers, and whether it raises the host's gap: it ends a run of slowRunToThrottle slow answers
-// or more. A slow answer moves the average
-// less, so that a host that stays slow goes on being throttled only as its answers grow slower
-// still.
+// or more. A slow answer moves the average less, so that a host that stays slow goes on being
+// throttled only as its answers grow slower still.
 func (a *answerTimes) slow(host string, took time.Duration) (slow, raise bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
