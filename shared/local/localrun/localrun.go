@@ -15,13 +15,13 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/port/turn"
 )
@@ -338,7 +338,7 @@ func (r *Runner) signalSettled() {
 // goes to l's spares (l may be nil).
 func (r *Runner) invoke(ctx context.Context, s Source, b received, l *lender, log *slog.Logger) []queue.Message {
 	msgs := b.msgs
-	ev := Event(s.Name, msgs)
+	ev := sqsbatch.Event(s.Name, msgs)
 	r.Stats.Batches.Add(1)
 	r.Stats.Records.Add(int64(len(msgs)))
 	ctx, returned := l.lend(ctx)
@@ -444,33 +444,6 @@ func safeInvoke(ctx context.Context, h Invoke, ev events.SQSEvent) (resp events.
 		}
 	}()
 	return h(ctx, ev)
-}
-
-// Event builds the events.SQSEvent Lambda would deliver for msgs received from the named queue.
-func Event(queueName string, msgs []queue.Message) events.SQSEvent {
-	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(msgs))}
-	for i, m := range msgs {
-		ev.Records[i] = events.SQSMessage{
-			MessageId:     m.ID,
-			ReceiptHandle: m.ReceiptHandle,
-			Body:          m.Body,
-			Attributes: map[string]string{
-				"ApproximateReceiveCount": strconv.Itoa(m.ReceiveCount),
-				"SentTimestamp":           strconv.FormatInt(m.SentAt.UnixMilli(), 10),
-			},
-			EventSource:    "aws:sqs",
-			EventSourceARN: "arn:aws:sqs:local:000000000000:" + queueName,
-			AWSRegion:      "local",
-		}
-		if len(m.Attributes) > 0 {
-			attrs := make(map[string]events.SQSMessageAttribute, len(m.Attributes))
-			for k, v := range m.Attributes {
-				attrs[k] = events.SQSMessageAttribute{DataType: "String", StringValue: &v}
-			}
-			ev.Records[i].MessageAttributes = attrs
-		}
-	}
-	return ev
 }
 
 func pause(ctx context.Context, d time.Duration) {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/crawlstack/crawlstack/shared/aws/sqsqueue"
 	"github.com/crawlstack/crawlstack/shared/handler/sqsbatch"
-	"github.com/crawlstack/crawlstack/shared/local/localrun"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 	"github.com/crawlstack/crawlstack/shared/port/queue"
 	"github.com/crawlstack/crawlstack/shared/testkit/awstest"
@@ -48,7 +47,7 @@ func TestIntegrationTraceContextSurvivesSQS(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("received %d messages, want 1", len(msgs))
 	}
-	raw, err := json.Marshal(localrun.Event("trace", msgs)) // what the event source mapping delivers
+	raw, err := json.Marshal(sqsbatch.Event("trace", msgs)) // what the event source mapping delivers
 	if err != nil {
 		t.Fatal(err)
 	}
