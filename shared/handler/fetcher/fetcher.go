@@ -141,6 +141,10 @@ type Config struct {
 	// over all its batches (0: no bound; see memory.go). MemoryBudgetFor gives it from the
 	// function's memory.
 	MemoryBudget int64
+	// TopUpStay is the least time an invocation's runs must keep it for it to take more messages
+	// from its queue (Deps.TopUp; 0: DefaultTopUpStay): its long poll for them ends half of it
+	// before the runs do, so that it does not keep the invocation longer.
+	TopUpStay time.Duration
 	// MaxDecodedBytes is the HTTP client's cap on a decoded body (0:
 	// httpfetch.DefaultMaxDecodedBytes): what one page may hold at most.
 	MaxDecodedBytes int64
@@ -178,6 +182,7 @@ type Handler struct {
 	crawls     CrawlSettings
 	handoff    Handoff
 	send       queue.Sender
+	topUp      Receiver
 	batch      *sqsbatch.Runner
 	log        *slog.Logger
 	hosts      hostLimiter
@@ -214,6 +219,9 @@ type Deps struct {
 	// message goes out. Only for a parse handler in the same process: on Lambda, leave it nil.
 	Handoff Handoff
 	Send    queue.Sender
+	// TopUp, if set, lets an invocation that its runs keep alive take more messages from its own
+	// queue (Config.FetchQueue) meanwhile (topup.go): the slow lane's. nil: only the batch it got.
+	TopUp Receiver
 	// Batch supplies the quarantine for poison messages and the logger of failed ones; nil
 	// quarantines nothing (poison then fails, to reach the DLQ). Config.Concurrency bounds the
 	// URLs worked on at once.
@@ -253,7 +261,7 @@ func New(cfg Config, d Deps) *Handler {
 	return &Handler{mem: newMemory(cfg.MemoryBudget, cfg.MaxDecodedBytes), cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
 		politeness: d.Politeness, circuits: d.Circuits, health: d.HostHealth, runs: d.Runs, counters: d.Counters,
 		http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages, crawls: d.Crawls, handoff: d.Handoff,
-		send: d.Send, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, sessions: d.Sessions, logins: d.Logins, login: d.Login, now: d.Now}
+		send: d.Send, topUp: d.TopUp, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, sessions: d.Sessions, logins: d.Logins, login: d.Login, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.
@@ -288,8 +296,8 @@ type fetched struct {
 	robots *message.RobotsRules
 }
 
-// Handle processes one SQS batch of fetch messages.
-func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+// handle processes one SQS batch of fetch messages.
+func (h *Handler) handle(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	ctx, _ = withBook(ctx)
 	ctx, js := withJars(ctx)
 	ds := h.decode(ev)
@@ -302,5 +310,5 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	if err := h.counters.Flush(ctx); err != nil {
 		h.log.Warn("flush the crawl counters", "err", err.Error())
 	}
-	return resp, nil
+	return resp
 }

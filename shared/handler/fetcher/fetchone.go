@@ -171,7 +171,8 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	// The GET must end in time to store the page inside this invocation (Lambda's deadline).
 	var ok bool
 	if a.fctx, a.maxQuick, ok = h.budget(ctx); !ok {
-		return nil, h.requeue(ctx, f, time.Second) // too little time left: a fresh invocation
+		h.log.Debug("too little time left in the invocation: sent back", "url", f.msg.URL)
+		return nil, h.requeue(ctx, f, time.Second) // a fresh invocation takes it
 	}
 	defer a.fctx.cancel()
 	// A host throttled for its recent 429s, failures or slow answers takes a wider gap
@@ -213,7 +214,7 @@ func (h *Handler) fetchPage(ctx context.Context, a *fetching) (*fetched, error) 
 	if a.interval > 0 && h.now().Sub(a.slot) >= a.interval/2 {
 		// The claim took so long that the slot went by, and the next one may be in use: take
 		// the host's next free one.
-		if a.slot, err = h.takeSlot(ctx, a.fctx, f, host, a.interval); err != nil || a.slot.IsZero() {
+		if a.slot, err = h.takeSlot(ctx, a); err != nil || a.slot.IsZero() {
 			return nil, err
 		}
 	}
@@ -249,7 +250,7 @@ func (h *Handler) bookSlot(ctx context.Context, a *fetching) (done bool, err err
 			return true, err
 		}
 	}
-	a.slot, err = h.takeSlot(ctx, a.fctx, a.f, a.u.Host, a.interval)
+	a.slot, err = h.takeSlot(ctx, a)
 	return err != nil || a.slot.IsZero(), err
 }
 

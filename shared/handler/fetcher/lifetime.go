@@ -22,13 +22,20 @@ type lifetime struct {
 	// pending are the runs that have not booked yet; booked is closed when none is left.
 	pending map[*runLane]bool
 	booked  chan struct{}
+	// waits are the places of the batch's URLs waiting in place beside its runs (waiting).
+	waits chan struct{}
+	// inv is the invocation the batch is worked on in, when it tops up (topup.go): it is kept
+	// until the last slot of any of its batches' runs.
+	inv *invocation
 }
 
 type lifetimeKey struct{}
 
-// withLifetime returns ctx carrying the lifetime of a batch whose run lanes are runs.
-func withLifetime(ctx context.Context, runs []*runLane) context.Context {
-	lt := &lifetime{pending: map[*runLane]bool{}, booked: make(chan struct{})}
+// withLifetime returns ctx carrying the lifetime of a batch whose run lanes are runs, worked on
+// by workers at once: a quarter of them may wait in place beside the runs (waiting).
+func withLifetime(ctx context.Context, runs []*runLane, workers int) context.Context {
+	lt := &lifetime{pending: map[*runLane]bool{}, booked: make(chan struct{}), inv: invocationOf(ctx),
+		waits: make(chan struct{}, max(workers/4, 1))}
 	for _, l := range runs {
 		lt.pending[l] = true
 	}
@@ -50,6 +57,7 @@ func (lt *lifetime) book(l *runLane, last time.Time) {
 	if lt == nil {
 		return
 	}
+	lt.inv.book(last)
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	if last.After(lt.until) {
@@ -80,5 +88,16 @@ func (lt *lifetime) stays(ctx context.Context, at time.Time) bool {
 	}
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
-	return !at.After(lt.until)
+	return !at.After(later(lt.until, lt.inv.bookedUntil()))
+}
+
+// waiting takes one of the batch's places for a URL that waits in place beside its runs, and
+// returns its release; ok is false when none is free.
+func (lt *lifetime) waiting() (done func(), ok bool) {
+	select {
+	case lt.waits <- struct{}{}:
+		return func() { <-lt.waits }, true
+	default:
+		return nil, false
+	}
 }

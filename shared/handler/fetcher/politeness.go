@@ -148,36 +148,62 @@ func (l *hostLimiter) acquire(ctx context.Context, host string, max int) (func()
 // when the batch's runs keep the invocation until then (lifetime.go). It returns the slot's
 // start, or the zero time when the record is done: re-queued to wait for a slot further ahead, or
 // failed.
-func (h *Handler) takeSlot(ctx context.Context, fctx fetchContext, f *fetched, host string, interval time.Duration) (time.Time, error) {
-	wait, held, err := h.reserveSlot(fctx, host, interval)
+func (h *Handler) takeSlot(ctx context.Context, a *fetching) (time.Time, error) {
+	f := a.f
+	wait, held, err := h.reserveSlot(a.fctx, a.u.Host, a.interval)
 	slot := h.now().Add(wait)
-	switch {
-	case err != nil:
+	if err != nil {
 		return time.Time{}, h.fail(ctx, f, err)
-	case wait > 0 && held && h.waitsWithRuns(fctx, f, slot):
-		if err := h.awaitSlot(fctx, slot); err != nil {
-			return time.Time{}, h.fail(ctx, f, err)
+	}
+	if wait > 0 && held {
+		if ok, err := h.waitWithRuns(ctx, a, slot); ok {
+			return slot, err
 		}
-		return slot, nil
-	case wait > 0 && held:
-		return time.Time{}, h.requeueForSlot(ctx, f, wait, interval)
-	case wait > 0:
+		h.log.Debug("sent back to wait for its slot", "url", f.msg.URL, "wait", wait.String())
+		return time.Time{}, h.requeueForSlot(ctx, f, wait, a.interval)
+	}
+	if wait > 0 {
+		h.log.Debug("the host is booked past the slot horizon: sent back", "url", f.msg.URL, "wait", wait.String())
 		return time.Time{}, h.requeue(ctx, f, wait)
 	}
 	return h.now(), nil
 }
 
-// waitsWithRuns reports whether a URL that is no run's waits in place for its slot at `at`,
-// further ahead than MaxInlineWait: the batch's runs keep the invocation until then anyway, and
-// the invocation has time to fetch and store it then (lifetime.go).
-func (h *Handler) waitsWithRuns(ctx context.Context, f *fetched, at time.Time) bool {
+// waitWithRuns waits in place for the slot at `at` of a URL that is no run's, further ahead than
+// MaxInlineWait, when the batch's runs keep the invocation until then anyway and the invocation
+// has time to fetch and store it then (lifetime.go); ok reports whether it did (err: it failed).
+// It gives its room in the memory budget back while it waits, and takes one of the batch's
+// places for such waits (lifetime.waiting): a wait of a minute holding the room of a GET, or a
+// worker of the batch, starved the batch's other URLs, which then found too little of the
+// invocation's time left and went back to the queue by the dozen.
+func (h *Handler) waitWithRuns(ctx context.Context, a *fetching, at time.Time) (ok bool, err error) {
+	f := a.f
 	if f.w == nil || f.w.lane != nil {
-		return false
+		return false, nil
 	}
-	if left, ok := h.runHorizon(ctx); !ok || at.After(h.now().Add(left)) {
-		return false
+	if left, ok := h.runHorizon(a.fctx); !ok || at.After(h.now().Add(left)) {
+		return false, nil
 	}
-	return lifetimeOf(ctx).stays(ctx, at)
+	// From here it waits, for the runs to book or for its slot: its room goes to the batch's GETs
+	// meanwhile. Sent back instead, it needs none either.
+	a.hold.release()
+	a.hold = nil
+	lt := lifetimeOf(ctx)
+	if !lt.stays(a.fctx, at) {
+		return false, nil
+	}
+	done, ok := lt.waiting()
+	if !ok {
+		return false, nil
+	}
+	defer done()
+	if err := h.awaitSlot(a.fctx, at); err != nil {
+		return true, h.fail(ctx, f, err)
+	}
+	if a.hold, err = h.mem.take(a.fctx, flushOf(ctx)); err != nil {
+		return true, h.fail(ctx, f, err)
+	}
+	return true, nil
 }
 
 // slowDown throttles the host after a 429, the answer that asks a client to slow down

@@ -53,17 +53,23 @@ func (l *runLane) backFrom(j int) (time.Time, bool) {
 
 // lanes returns the batch's work as what runs one after another: the runs of each host and crawl,
 // one message's URLs after another's, each message's in their slots' order (a run sent back with
-// the slots it held), and every other URL alone.
+// the slots it held), then the batch's messages of one URL of that host and crawl (joined), and
+// every other URL alone. A URL alone of a host whose run the batch works on would find the host
+// booked as far as the run goes, and go back to the queue to come back alone at its slot: in the
+// realistic crawl, the largest hosts' URLs that went back alone did so by the dozen, each coming
+// back in a batch, an invocation and a WARC file of its own. In the run's lane it takes the run's
+// next slot, booked with the run's in one write.
 func lanes(all []*work) [][]*work {
 	var out [][]*work
 	type hostKey struct{ crawl, host string }
 	runs := map[hostKey]*runLane{}
 	var order []hostKey
+	var alone []*work
 	seen := map[*delivery]bool{}
 	for _, w := range all {
 		d := w.d
 		if !isRun(d) {
-			out = append(out, []*work{w})
+			alone = append(alone, w)
 			continue
 		}
 		if seen[d] {
@@ -80,6 +86,18 @@ func lanes(all []*work) [][]*work {
 			order = append(order, k)
 		}
 		l.ws = append(l.ws, run...)
+	}
+	for _, w := range alone {
+		// Only a message of one URL joins: the run's lane may send it back before it claims, and
+		// another URL of a message of several, in a lane of its own, could claim it meanwhile for
+		// a delivery that the message sent back does not name (handOnClaim).
+		if w.bad == nil && w.u != nil && !w.d.several() {
+			if l := runs[hostKey{w.msg.Crawl, w.u.Host}]; l != nil {
+				l.ws = append(l.ws, w)
+				continue
+			}
+		}
+		out = append(out, []*work{w})
 	}
 	for _, k := range order {
 		l := runs[k]
@@ -249,7 +267,13 @@ const runWaitEarly = MaxHeldWait
 // reports false at once: the rest of the run goes back to the queue to wait there (sendRunBack).
 func (h *Handler) awaitRunSlot(ctx context.Context, w *work) bool {
 	if w.msg.Slot.IsZero() {
-		return true // it books one as it comes to it (bookRun)
+		// It books one as it comes to it (bookRun), when the invocation leaves time to fetch it.
+		// Left to its request, a URL with too little time left went back alone (fetchPage's
+		// budget), and so did each after it: the realistic crawl's largest host had twenty URLs
+		// come back one by one, each booking a slot and going back again to wait for it, and
+		// coming back once more in a batch, an invocation and a WARC file of its own.
+		_, ok := h.runHorizon(ctx)
+		return ok
 	}
 	if dl, ok := ctx.Deadline(); ok && w.msg.Slot.After(dl.Add(-storeReserve-minFetchTime)) {
 		return false // past what this invocation can fetch and store
@@ -289,7 +313,10 @@ func (h *Handler) sendRunBack(ctx context.Context, rest []*work, due time.Time, 
 		}
 		byDelivery[w.d] = append(byDelivery[w.d], t)
 	}
-	delay := min(max(due.Sub(h.now())-h.cfg.SlotLead, 0).Truncate(time.Second), queue.MaxDelay)
+	var delay time.Duration // due zero: now (a zero time's distance from now overflows a Duration)
+	if !due.IsZero() {
+		delay = min(max(due.Sub(h.now())-h.cfg.SlotLead, 0).Truncate(time.Second), queue.MaxDelay)
+	}
 	for i, d := range ds {
 		m := message.Pack(d.msg.Crawl, byDelivery[d])
 		d.handOnClaim(m)

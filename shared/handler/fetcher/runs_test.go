@@ -161,3 +161,70 @@ func TestTheRestOfARunGoesBackWhenTheInvocationEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestALoneURLOfARunsHostJoinsTheRun: a message of one URL (one sent back alone, say) of the host
+// whose run the batch works on is worked on in the run's lane: the run's one write books its slot too, it keeps the host's interval, and nothing
+// goes back to the queue. Alone in its own lane it found the host booked as far as the run went,
+// and went back to come back alone at its slot.
+func TestALoneURLOfARunsHostJoinsTheRun(t *testing.T) {
+	e := newEnv(t, politeRuns)
+	paths := runPaths(5)
+	run := e.run("run", paths, make([]time.Time, len(paths)))
+	lone := e.recordOf("lone", e.url("/about"), 1)
+	before := e.slots.Writes()
+	if failed := e.handle(run, lone); len(failed) != 0 {
+		t.Fatalf("BatchItemFailures = %v, want none", failed)
+	}
+	all := append(slices.Clone(paths), "/about")
+	e.wantFetched(all)
+	checkInterval(t, e.requestTimes(all), runInterval)
+	if back := e.received(fetchQ); len(back) != 0 {
+		t.Errorf("%d fetch messages went back, want none: the lone URL takes the run's next slot", len(back))
+	}
+	if n := e.slots.Writes() - before; n != 1 {
+		t.Errorf("%d writes on the host's slot item, want 1: the run books the lone URL's slot with its own", n)
+	}
+}
+
+// TestARunWithNoTimeLeftGoesBackWhole: a run that its invocation reaches with too little time
+// left to fetch and store a page (a batch whose workers were busy until then) goes back to the
+// queue as one message, not URL by URL: each URL sent back alone came back alone, booked a slot
+// of its own and went back again to wait for it.
+func TestARunWithNoTimeLeftGoesBackWhole(t *testing.T) {
+	e := newEnv(t, func(c *fetcher.Config) {
+		politeRuns(c)
+		c.SlotLead = 2 * time.Second // the stack's batching window
+	})
+	paths := runPaths(5)
+	// 14 s: less than the 10 s a batch keeps to store its pages and the 5 s a request needs.
+	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Second)
+	defer cancel()
+	resp, err := e.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{e.run("run", paths, make([]time.Time, len(paths)))}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %+v, %v; want no failures", resp, err)
+	}
+	for _, p := range paths {
+		if n := e.site.hitsOf(p); n != 0 {
+			t.Fatalf("%s requested %d times, want none: no time was left", p, n)
+		}
+	}
+	urls := 0
+	back := e.received(fetchQ)
+	for _, m := range back {
+		f, err := message.DecodeFetch(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls += len(f.Split())
+	}
+	if len(back) != 1 || urls != len(paths) {
+		t.Fatalf("%d messages with %d URLs went back, want one with all %d",
+			len(back), urls, len(paths))
+	}
+	e.send.mu.Lock()
+	delay := e.send.delays[back[0].Body]
+	e.send.mu.Unlock()
+	if delay != 0 {
+		t.Errorf("the run went back with a delay of %v, want none: a fresh invocation takes it now", delay)
+	}
+}

@@ -254,13 +254,13 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 	ctx, k := withKept(ctx, h)
 	ls := lanes(all)
 	lanesOrder(ls)
-	ctx = withLifetime(ctx, runLanes(ls))
+	ctx = withLifetime(ctx, runLanes(ls), h.cfg.Concurrency)
 	lt := lifetimeOf(ctx)
 	_ = sqsbatch.Each(len(ls), h.cfg.Concurrency, strconv.Itoa, func(i int) error {
 		lane := ls[i]
 		defer lt.book(lane[0].lane, time.Time{}) // a run that ended before it booked
 		for j, w := range lane {
-			if j > 0 && !h.awaitRunSlot(ctx, w) { // a run's next URL (runs.go)
+			if w.lane != nil && !h.awaitRunSlot(ctx, w) { // a run's URL (runs.go)
 				back := h.sendRunBack(ctx, lane[j:], lane[j].msg.Slot, false)
 				for _, rest := range lane[j:] {
 					failed[rest.n] = !back
