@@ -112,7 +112,9 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 			return nil, err
 		}
 	}
-	ports := pipeline.Ports{Queue: p.Queue, Table: p.Table, Blobs: p.Blobs, Browser: browser}
+	// The slow lane's function takes more of its queue's messages while its runs keep it alive
+	// (fetcher.Deps.TopUp): the event source mapping's grant lets it receive and delete there.
+	ports := pipeline.Ports{Queue: p.Queue, TopUp: p.Queue, Table: p.Table, Blobs: p.Blobs, Browser: browser}
 	if fetches {
 		if ports.Secrets, err = HeaderSecrets(cfg.SecretHeaders, read, p.sdk); err != nil {
 			return nil, err

@@ -39,6 +39,10 @@ import (
 // Ports are the backends, AWS or embedded.
 type Ports struct {
 	Queue queue.Sender
+	// TopUp, if set, is the slow lane's own queue, from which a fetchslow invocation that its runs
+	// keep alive takes more messages meanwhile (fetcher.Deps.TopUp): the queue's receiver where the
+	// handler runs on its own queue's batches (Lambda, and crawl run's mappings). nil: no top-up.
+	TopUp fetcher.Receiver
 	Table table.Table
 	Blobs blob.Store
 	// Handoff, if set, passes each stored page from fetch to parse in memory, so that parse need
@@ -344,6 +348,9 @@ func (w *wiring) fetch(name string) (*fetcher.Handler, *httpfetch.Client, error)
 		OptOuts: w.optOuts(), Sessions: w.state.Sessions(), Logins: w.state.Sessions(), Login: fx.client}
 	if w.p.Handoff != nil { // a nil *Pages in the interface would not be a nil interface
 		d.Handoff = w.p.Handoff
+	}
+	if name == FetchSlow {
+		d.TopUp = w.p.TopUp
 	}
 	return fetcher.New(fetcherConfigOf(w.cfg, name), d), fx.client, nil
 }

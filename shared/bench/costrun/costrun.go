@@ -58,6 +58,9 @@ type Options struct {
 	Pipeline pipeline.Config
 	// Functions are the three functions' settings (StackFunctions when nil).
 	Functions map[string]Function
+	// NoTopUp has the slow lane's invocations work only on the batch they are handed; the stack's
+	// take more messages from their queue while their runs keep them (fetcher.Deps.TopUp).
+	NoTopUp bool
 	// Visibility is the queues' visibility timeout.
 	Visibility time.Duration
 	// Progress, when set, receives a line every ProgressEvery.
@@ -340,6 +343,9 @@ func (c *costRun) startHandlers() (closeAll func(), err error) {
 		case pipeline.FetchSlow:
 			names = []string{pipeline.FetchSlow} // the slow lane's function runs the fetch handler alone
 			fc.FetchMemoryMB = c.fns[fn].MemoryMB
+			if !c.o.NoTopUp {
+				ports.TopUp = c.be.Queue // as the stack's fetchslow main does
+			}
 		}
 		hs, err := pipeline.NewOnly(fc, ports, c.log, names...)
 		if err != nil {

@@ -31,6 +31,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.String("json", "", "also write the reports as JSON to this file")
 	wf.register(fs)
 	runURLs := fs.Int("run-urls", StackRunURLs, "URLs of one polite host a fetch message carries, through the slow lane (CRAWL_RUN_URLS, the stack's runUrls; 10 by default, as the stack; 0 or 1: no runs and no lane)")
+	topUp := fs.Bool("top-up", true, "the slow lane's invocations take more messages from their queue while their runs keep them, as the stack's do (false: only the batch they are handed)")
 	prices := fs.String("prices", "", "price overrides, e.g. sqs=0.40,ddb_write=0.625 (keys: see docs/cost.md)")
 	history := fs.Int("history-items", 0, "items of other crawls (URLs, groups, parse marks, counter shards, crawl items) written into each "+
 		"crawl's table before it, unmetered, as a table that other crawls have used holds them: at least 100,000 to see that a crawl costs the same (docs/state.md)")
@@ -87,6 +88,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var reports []Report
 	for i, o := range runs {
 		o.Visibility, o.Progress, o.ProgressEvery, o.Functions, o.Log = visibility, stderr, *every, fns, logTo
+		o.NoTopUp = !*topUp
 		if o.Real == nil {
 			o.HistoryItems = *history
 		}
@@ -106,7 +108,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r.PrintProfile(stdout)
 		reports = append(reports, r)
 	}
-	printSettings(stdout, p, fns, *runURLs)
+	printSettings(stdout, p, fns, *runURLs, *topUp)
 	if *jsonOut != "" {
 		if err := writeJSONFile(*jsonOut, reports, p); err != nil {
 			fmt.Fprintf(stderr, "crawlcost: --json: %v\n", err)
@@ -163,11 +165,16 @@ func checkCounts(runURLs, history, realHistory int) error {
 
 // printSettings prints what every report was measured with: the prices, the functions' settings
 // and the runs of URLs.
-func printSettings(w io.Writer, p cost.Prices, fns map[string]Function, runURLs int) {
+func printSettings(w io.Writer, p cost.Prices, fns map[string]Function, runURLs int, topUp bool) {
 	fmt.Fprintf(w, "\nprices: us-east-1 list prices checked %s (docs/cost.md); Lambda at the stack's memory, arm64\n", p.SQSPerMillion.Checked)
 	fmt.Fprintf(w, "functions: %s\n", describe(fns))
 	if runURLs > 1 {
 		fmt.Fprintf(w, "runs of URLs for polite hosts: up to %d a fetch message, through the slow lane (-run-urls; the stack's default is %d)\n", runURLs, StackRunURLs)
+		if topUp {
+			fmt.Fprintln(w, "the slow lane's invocations take more messages from their queue while their runs keep them, as the stack's do (-top-up)")
+		} else {
+			fmt.Fprintln(w, "the slow lane's invocations take only the batch they are handed (-top-up=false; the stack's take more while their runs keep them)")
+		}
 	} else {
 		fmt.Fprintf(w, "runs of URLs for polite hosts: none (-run-urls %d; the stack's default is %d)\n", runURLs, StackRunURLs)
 	}
