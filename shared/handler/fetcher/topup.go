@@ -21,8 +21,8 @@ import (
 // more messages from its own queue meanwhile (Deps.TopUp), and works on them as a batch of their
 // own beside its first one: in the time it is billed for anyway.
 //
-// It receives only while its runs keep it at least topUpStay longer, with a long poll that ends
-// before they do, and only while the function's deadline leaves topUpReserve: a lone URL's request
+// It receives only while its runs keep it at least Config.TopUpStay longer (10 s by default), with
+// a long poll that ends before they do, and only while the function's deadline leaves topUpReserve: a lone URL's request
 // with its quick retries, and the storing of its page, fit in that. The messages it takes are its
 // own to delete, once their batch is done, but for those the batch reports failed: they come
 // back when their visibility ends, as those of a batch the mapping handed over do. A message that
