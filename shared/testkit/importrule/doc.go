@@ -22,6 +22,9 @@
 //     SDK or exporter, not even through another package; the OTel API is fine.
 //   - Adapters never import each other: a package of aws/ or local/ imports no other package of its
 //     own group. Handlers never import each other: a package of handler/ imports only its glue.
+//   - The local runner (local/localrun) builds its handlers' batches with the handlers' SQS glue
+//     (handler/sqsbatch, Event), the one builder of the event Lambda delivers, which the slow
+//     lane's fetcher uses too for the messages it takes from its own queue.
 //   - Only tests import the test kits (testkit/ and the *test suites beside the ports and formats);
 //     testkit/ and bench/ are the exceptions, being test and measuring code themselves.
 //   - Nothing under shared/ imports functions/ or cmd/.

@@ -17,7 +17,7 @@ var Allowed = map[string][]string{
 	"crawl":     {"port", "crawl", "observe/metrics"},
 	"handler":   {"port", "crawl", "handler/sqsbatch", "handler/quarantine", "observe"},
 	"aws":       {"port", "crawl", "aws"},
-	"local":     {"port", "crawl", "local"},
+	"local":     {"port", "crawl", "local", "handler/sqsbatch"},
 	"observe":   {"port", "crawl", "observe"},
 	"ops":       {"port", "crawl", "ops"},
 	"app":       {"port", "crawl", "handler", "aws", "local", "observe", "ops", "app", "demo"},
