@@ -156,8 +156,11 @@ func (h *Handler) takeSlot(ctx context.Context, a *fetching) (time.Time, error) 
 		return time.Time{}, h.fail(ctx, f, err)
 	}
 	if wait > 0 && held {
-		if ok, err := h.waitWithRuns(ctx, a, slot); ok {
-			return slot, err
+		if waited, failed, err := h.waitWithRuns(ctx, a, slot); waited {
+			if failed {
+				return time.Time{}, err // the record is done: failed, whatever fail returned
+			}
+			return slot, nil
 		}
 		h.log.Debug("sent back to wait for its slot", "url", f.msg.URL, "wait", wait.String())
 		return time.Time{}, h.requeueForSlot(ctx, f, wait, a.interval)
@@ -171,18 +174,19 @@ func (h *Handler) takeSlot(ctx context.Context, a *fetching) (time.Time, error) 
 
 // waitWithRuns waits in place for the slot at `at` of a URL that is no run's, further ahead than
 // MaxInlineWait, when the batch's runs keep the invocation until then anyway and the invocation
-// has time to fetch and store it then (lifetime.go); ok reports whether it did (err: it failed).
+// has time to fetch and store it then (lifetime.go); waited reports whether it did, and failed that
+// the wait failed (err is then what h.fail returned: the record is done either way).
 // It gives its room in the memory budget back while it waits, and takes one of the batch's
 // places for such waits (lifetime.waiting): a wait of a minute holding the room of a GET, or a
 // worker of the batch, starved the batch's other URLs, which then found too little of the
 // invocation's time left and went back to the queue by the dozen.
-func (h *Handler) waitWithRuns(ctx context.Context, a *fetching, at time.Time) (ok bool, err error) {
+func (h *Handler) waitWithRuns(ctx context.Context, a *fetching, at time.Time) (waited, failed bool, err error) {
 	f := a.f
 	if f.w == nil || f.w.lane != nil {
-		return false, nil
+		return false, false, nil
 	}
 	if left, ok := h.runHorizon(a.fctx); !ok || at.After(h.now().Add(left)) {
-		return false, nil
+		return false, false, nil
 	}
 	// From here it waits, for the runs to book or for its slot: its room goes to the batch's GETs
 	// meanwhile. Sent back instead, it needs none either.
@@ -190,20 +194,20 @@ func (h *Handler) waitWithRuns(ctx context.Context, a *fetching, at time.Time) (
 	a.hold = nil
 	lt := lifetimeOf(ctx)
 	if !lt.stays(a.fctx, at) {
-		return false, nil
+		return false, false, nil
 	}
 	done, ok := lt.waiting()
 	if !ok {
-		return false, nil
+		return false, false, nil
 	}
 	defer done()
 	if err := h.awaitSlot(a.fctx, at); err != nil {
-		return true, h.fail(ctx, f, err)
+		return true, true, h.fail(ctx, f, err)
 	}
 	if a.hold, err = h.mem.take(a.fctx, flushOf(ctx)); err != nil {
-		return true, h.fail(ctx, f, err)
+		return true, true, h.fail(ctx, f, err)
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // slowDown throttles the host after a 429, the answer that asks a client to slow down
