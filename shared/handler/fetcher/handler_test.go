@@ -127,6 +127,7 @@ type delayedSend struct {
 	q         *sqlite.Queue
 	mu        sync.Mutex
 	delays    map[string]time.Duration // body -> requested delay
+	sent      map[string]int           // queue -> messages sent to it
 	failParse bool                     // fail every send to the parse queue
 	failFetch bool                     // fail every send to the fetch queue
 }
@@ -136,6 +137,10 @@ func (d *delayedSend) SendBatch(ctx context.Context, name string, entries []queu
 		return errors.New(name + " queue unavailable")
 	}
 	d.mu.Lock()
+	if d.sent == nil {
+		d.sent = map[string]int{}
+	}
+	d.sent[name] += len(entries)
 	out := make([]queue.Entry, len(entries))
 	for i, e := range entries {
 		d.delays[e.Body] = e.Delay
@@ -144,6 +149,13 @@ func (d *delayedSend) SendBatch(ctx context.Context, name string, entries []queu
 	}
 	d.mu.Unlock()
 	return d.q.SendBatch(ctx, name, out)
+}
+
+// sentTo is how many messages were sent to the queue.
+func (d *delayedSend) sentTo(name string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sent[name]
 }
 
 // env is the fetch handler on the embedded adapters, a real HTTP client allowed onto loopback,

@@ -71,6 +71,17 @@ func (lt *lifetime) book(l *runLane, last time.Time) {
 	}
 }
 
+// bookedUntil is the last slot that the batch's runs, and the invocation's other batches', have
+// booked so far (zero: none, or no lifetime).
+func (lt *lifetime) bookedUntil() time.Time {
+	if lt == nil {
+		return time.Time{}
+	}
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return later(lt.until, lt.inv.bookedUntil())
+}
+
 // stays reports whether the batch's runs keep the invocation until at: it waits up to
 // MaxHeldWait for the runs that have not booked yet (they start with the batch, and book as
 // their first URL comes), and a run that has not booked by then does not count.
@@ -86,9 +97,7 @@ func (lt *lifetime) stays(ctx context.Context, at time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	return !at.After(later(lt.until, lt.inv.bookedUntil()))
+	return !at.After(lt.bookedUntil())
 }
 
 // waiting takes one of the batch's places for a URL that waits in place beside its runs, and

@@ -3,9 +3,11 @@ package fetcher_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,12 +27,16 @@ import (
 // 2 s that an invocation's runs must keep it for it to receive in these tests (Config.TopUpStay).
 const topUpRun = 15
 
-// topUpHandler is e's handler at the run tests' rate, taking more messages from recv (nil: none).
-func (e *env) topUpHandler(recv fetcher.Receiver) *fetcher.Handler {
+// topUpHandler is e's handler at the run tests' rate, or as tune sets it, taking more messages
+// from recv (nil: none).
+func (e *env) topUpHandler(recv fetcher.Receiver, tune ...func(*fetcher.Config)) *fetcher.Handler {
 	cfg := fetcher.DefaultConfig()
 	cfg.FetchQueue, cfg.ParseQueue, cfg.MaxQuickRetry = fetchQ, parseQ, 0
 	politeRuns(&cfg)
 	cfg.TopUpStay = 2 * time.Second
+	for _, f := range tune {
+		f(&cfg)
+	}
 	d := withState(e.state, fetcher.Deps{HTTP: e.client, Robots: robots.New(e.client, userAgent, time.Hour),
 		Scope: scope.DefaultRules(), Guard: netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
 		Pages: e.blobs, Send: e.send, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.now})
@@ -164,3 +170,40 @@ func TestAnInvocationItsRunKeepsTakesMoreFromItsQueue(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestARunOfAHostItsInvocationBookedWaitsBehindIt: the invocation works on a run of 15 URLs of a
+// host, 9 s of its slots, and takes the host's next run from the queue meanwhile (the single-host
+// crawl's invocations did so for nearly every run). The run taken waits in place for the host,
+// its slots booked in one write from the first run's last on, and is fetched in the same
+// invocation: nothing goes back to the queue, each URL is requested once, and the host's requests
+// keep its interval. Before, the run went back to the queue to wait for the host (it was booked
+// further ahead than a run waits), and came back after the invocation's end, in one of its own.
+func TestARunOfAHostItsInvocationBookedWaitsBehindIt(t *testing.T) {
+	const interval = 600 * time.Millisecond
+	polite := func(c *fetcher.Config) { c.HostRPS, c.HostConcurrency = float64(time.Second)/float64(interval), 2 }
+	e := newEnv(t, polite)
+	first := runPaths(topUpRun)
+	var next []string
+	for i := range 5 {
+		next = append(next, fmt.Sprintf("/run/next/%d", i))
+	}
+	e.queued(e.run("next", next, make([]time.Time, len(next))))
+	before := e.slots.Writes()
+	e.handleWithin(e.topUpHandler(e.q, polite), 2*time.Minute, e.run("first", first, make([]time.Time, len(first))))
+	all := append(slices.Clone(first), next...)
+	e.wantFetched(all)
+	checkInterval(t, e.requestTimes(all), interval)
+	if n := e.slots.Writes() - before; n != 2 {
+		t.Errorf("%d writes on the host's slot item, want 2: one for each run", n)
+	}
+	if n := e.send.sentTo(fetchQ); n != 0 {
+		t.Errorf("%d fetch messages sent back, want none", n)
+	}
+	visible, hidden, err := e.q.Depth(context.Background(), fetchQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if visible+hidden != 0 {
+		t.Fatalf("fetch queue: %d visible, %d hidden; want the run taken fetched and deleted", visible, hidden)
+	}
+}

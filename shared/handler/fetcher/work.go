@@ -259,7 +259,8 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 	_ = sqsbatch.Each(len(ls), h.cfg.Concurrency, strconv.Itoa, func(i int) error {
 		lane := ls[i]
 		defer lt.book(lane[0].lane, time.Time{}) // a run that ended before it booked
-		for j, w := range lane {
+		for j := 0; j < len(lane); j++ {
+			w := lane[j]
 			if w.lane != nil && !h.awaitRunSlot(ctx, w) { // a run's URL (runs.go)
 				back := h.sendRunBack(ctx, lane[j:], lane[j].msg.Slot, false)
 				for _, rest := range lane[j:] {
@@ -279,6 +280,9 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 					failed[rest.n] = !back
 				}
 				break
+			}
+			if w.lane.waitsAt(j) {
+				j-- // booked further ahead: awaitRunSlot waits for its slot, and it is worked on again
 			}
 		}
 		return nil
