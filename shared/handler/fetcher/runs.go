@@ -218,10 +218,11 @@ func (h *Handler) bookRun(ctx context.Context, a *fetching, l *runLane) (done bo
 	}
 	lifetimeOf(ctx).book(l, lastSlot(rest))
 	a.slot = a.f.msg.Slot
-	if a.slot.Sub(h.now()) > runFirstWait+h.cfg.SlotLead {
-		// Booked behind the invocation's other runs: it waits for its slot without the room of a
-		// GET or the host's place in this process (fetchOne took both), which the runs before it
-		// need, and is worked on again then (fetchAll), its claim made.
+	if a.slot.Sub(h.now()) > comeEarly(a.f.msg.Gap) {
+		// Booked behind the host's other requests: it waits for its slot without the room of a
+		// GET or the host's place in this process (fetchOne took both), which the invocation's
+		// other runs of the host need before it, and is worked on again then (fetchAll), its
+		// claim made.
 		l.waitAt, l.wait = at, true
 		return true, nil
 	}
@@ -330,6 +331,29 @@ func (h *Handler) awaitRunSlot(ctx context.Context, w *work) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// awaitBehind waits in place for the slot of a run's URL w that its run booked behind the host's
+// other requests (bookRun), until comeEarly before it, or until ctx ends: awaitRunSlot then takes
+// it to its slot, or sends the rest back.
+func (h *Handler) awaitBehind(ctx context.Context, w *work) {
+	if wait := w.msg.Slot.Sub(h.now()) - comeEarly(w.msg.Gap); wait > 0 {
+		_ = waitFor(ctx, wait) // an ended ctx: awaitRunSlot sends the rest back
+	}
+}
+
+// comeEarly is how long before its slot a run's URL booked behind the host's other requests
+// comes for the host's place in this process (HostConcurrency): half the gap it was booked at
+// (gapMs), or runWaitEarly when that is less. The URLs of the invocation's other runs of the host
+// take the place up to runWaitEarly before their slots, each as the one before it is done; one
+// that came for it as early, behind them all, took it before their last ones, held it past their
+// slots, and they booked again behind it.
+func comeEarly(gapMs int64) time.Duration {
+	early := runWaitEarly
+	if gap := time.Duration(gapMs) * time.Millisecond; gap > 0 {
+		early = min(early, gap/2)
+	}
+	return early
 }
 
 // sendRunBack sends the rest of a run back to the queue, each message's URLs as one message, due

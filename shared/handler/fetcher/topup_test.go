@@ -171,39 +171,56 @@ func TestAnInvocationItsRunKeepsTakesMoreFromItsQueue(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// TestARunOfAHostItsInvocationBookedWaitsBehindIt: the invocation works on a run of 15 URLs of a
-// host, 9 s of its slots, and takes the host's next run from the queue meanwhile (the single-host
-// crawl's invocations did so for nearly every run). The run taken waits in place for the host,
-// its slots booked in one write from the first run's last on, and is fetched in the same
-// invocation: nothing goes back to the queue, each URL is requested once, and the host's requests
-// keep its interval. Before, the run went back to the queue to wait for the host (it was booked
-// further ahead than a run waits), and came back after the invocation's end, in one of its own.
+// TestARunOfAHostItsInvocationBookedWaitsBehindIt: the invocation works on a run of a host, 8 s
+// or more of its slots, and takes the host's next run from the queue meanwhile (the
+// single-host crawl's invocations did so for nearly every run). The run taken waits in place for
+// the host, its slots booked in one write from the first run's last on, and is fetched in the
+// same invocation: nothing goes back to the queue, each URL is requested once, and the host's
+// requests keep its interval. Before, the run went back to the queue to wait for the host (it
+// was booked further ahead than a run waits), and came back after the invocation's end, in one
+// of its own. With one place a host in the process and an interval shorter than the early start
+// of a run's URL (runWaitEarly), the run behind took the host's place before the first run's last
+// URLs, which lost their slots and booked again behind it (11 writes on the slot item).
 func TestARunOfAHostItsInvocationBookedWaitsBehindIt(t *testing.T) {
-	const interval = 600 * time.Millisecond
-	polite := func(c *fetcher.Config) { c.HostRPS, c.HostConcurrency = float64(time.Second)/float64(interval), 2 }
-	e := newEnv(t, polite)
-	first := runPaths(topUpRun)
-	var next []string
-	for i := range 5 {
-		next = append(next, fmt.Sprintf("/run/next/%d", i))
-	}
-	e.queued(e.run("next", next, make([]time.Time, len(next))))
-	before := e.slots.Writes()
-	e.handleWithin(e.topUpHandler(e.q, polite), 2*time.Minute, e.run("first", first, make([]time.Time, len(first))))
-	all := append(slices.Clone(first), next...)
-	e.wantFetched(all)
-	checkInterval(t, e.requestTimes(all), interval)
-	if n := e.slots.Writes() - before; n != 2 {
-		t.Errorf("%d writes on the host's slot item, want 2: one for each run", n)
-	}
-	if n := e.send.sentTo(fetchQ); n != 0 {
-		t.Errorf("%d fetch messages sent back, want none", n)
-	}
-	visible, hidden, err := e.q.Depth(context.Background(), fetchQ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if visible+hidden != 0 {
-		t.Fatalf("fetch queue: %d visible, %d hidden; want the run taken fetched and deleted", visible, hidden)
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		places   int
+		first    int // the first run's URLs: 8 s or more of the host's slots
+	}{
+		{"two places", 600 * time.Millisecond, 2, topUpRun},
+		{"one place", runInterval, 1, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			polite := func(c *fetcher.Config) {
+				c.HostRPS, c.HostConcurrency = float64(time.Second)/float64(tc.interval), tc.places
+			}
+			e := newEnv(t, polite)
+			first := runPaths(tc.first)
+			var next []string
+			for i := range 5 {
+				next = append(next, fmt.Sprintf("/run/next/%d", i))
+			}
+			e.queued(e.run("next", next, make([]time.Time, len(next))))
+			before := e.slots.Writes()
+			e.handleWithin(e.topUpHandler(e.q, polite), 2*time.Minute, e.run("first", first, make([]time.Time, len(first))))
+			all := append(slices.Clone(first), next...)
+			e.wantFetched(all)
+			checkInterval(t, e.requestTimes(all), tc.interval)
+			if n := e.slots.Writes() - before; n != 2 {
+				t.Errorf("%d writes on the host's slot item, want 2: one for each run", n)
+			}
+			if n := e.send.sentTo(fetchQ); n != 0 {
+				t.Errorf("%d fetch messages sent back, want none", n)
+			}
+			visible, hidden, err := e.q.Depth(context.Background(), fetchQ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if visible+hidden != 0 {
+				t.Fatalf("fetch queue: %d visible, %d hidden; want the run taken fetched and deleted", visible, hidden)
+			}
+		})
 	}
 }

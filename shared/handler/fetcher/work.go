@@ -282,7 +282,8 @@ func (h *Handler) fetchAll(ctx context.Context, all []*work) (failed []bool) {
 				break
 			}
 			if w.lane.waitsAt(j) {
-				j-- // booked further ahead: awaitRunSlot waits for its slot, and it is worked on again
+				h.awaitBehind(ctx, w) // booked behind other runs of its host: worked on again near its slot
+				j--
 			}
 		}
 		return nil
