@@ -25,6 +25,12 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 	if f.claimed {
 		return false, nil
 	}
+	if f.w != nil && f.w.claimed {
+		// Claimed on an earlier pass of this batch (a run's URL that waited behind the host's
+		// other requests: bookRun): as it was then, without another write.
+		f.prev, f.claimed = f.w.before, true
+		return false, nil
+	}
 	if f.w != nil {
 		f.w.d.claim.CompareAndSwap(claimNone, claimTried)
 	}
@@ -42,6 +48,7 @@ func (h *Handler) claim(ctx context.Context, f *fetched) (dup bool, err error) {
 	f.prev, f.claimed = prev, true
 	if f.w != nil {
 		f.w.d.claim.Store(claimHeld)
+		f.w.claimed, f.w.before = true, prev
 	}
 	return false, nil
 }

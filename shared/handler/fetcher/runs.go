@@ -25,8 +25,10 @@ import (
 // the URLs after it shift along; when none is left, the rest of the run books again, as one range
 // in one write. A host booked further ahead than runFirstWait (another run of it, in another
 // invocation) sends the rest of the run back to the queue whole, as one message due when the
-// host is free, holding the run's claim (sendRunBack); no URL of a run goes back alone for being
-// late.
+// host is free, holding the run's claim (sendRunBack), unless the invocation's runs keep it alive
+// until then anyway (stayWithin): the run then books its slots from the host's next free one and
+// waits in place, without the host's place in this process or a GET's room (awaitBehind). No URL
+// of a run goes back alone for being late.
 //
 // The wait is bounded by the invocation's time: no slot is booked later than a request could
 // still start and be stored in it (runHorizon); the URLs left go back to the queue as one

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/crawlstack/crawlstack/shared/crawl/crawlstate"
 	"github.com/crawlstack/crawlstack/shared/crawl/errclass"
 	"github.com/crawlstack/crawlstack/shared/crawl/message"
 	"github.com/crawlstack/crawlstack/shared/crawl/urlnorm"
@@ -92,6 +93,10 @@ type work struct {
 	// lane is the run the work is a URL of (runs.go), at its place at; nil for a URL worked on alone.
 	lane *runLane
 	at   int
+	// claimed is set once the URL's claim holds, with its state before it (before), for a URL
+	// worked on again in the batch (a run's URL that waited behind its host's other requests).
+	claimed bool
+	before  crawlstate.State
 }
 
 // owner is the claim's owner of the work's URL: its message's delivery (ownerOf).
