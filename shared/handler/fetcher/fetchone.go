@@ -95,8 +95,8 @@ func (h *Handler) keepWaiting(ctx context.Context, w *work) (waiting bool, err e
 // in turn. A done URL whose stored page is gone is taken back to fetch again.
 func (h *Handler) endIfDone(ctx context.Context, f *fetched) (done bool, err error) {
 	m := f.msg
-	if !cameBack(f.w) {
-		return false, nil
+	if !cameBack(f.w) || f.w.claimed {
+		return false, nil // nothing to read: a first delivery, or a URL this batch claimed already
 	}
 	finished, held, err := h.claims.Done(ctx, m.Crawl, f.group, f.key, f.owner, f.w.prev())
 	switch {

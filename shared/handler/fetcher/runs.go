@@ -167,11 +167,9 @@ const runFirstWait = MaxHeldWait
 
 // stayWithin is how far ahead a run's first slot may start for the run to wait in place for it:
 // runFirstWait and the SlotLead from now, or, when the invocation's runs keep it longer
-// (lifetime.go), from an interval after the last slot they booked. Waiting so costs nothing the invocation is not
-// billed for already; in the queue, the run cost a send, a receive and a delete, and its host sat
-// idle for the seconds between its booking's end and the run's coming back (the single-host crawl
-// sent back 0.9 messages a page so, and the realistic crawl's largest host went at 0.74 pages a
-// second of its 1).
+// (lifetime.go), from an interval after the last slot they booked. Waiting so costs nothing the
+// invocation is not billed for already; in the queue, the run costs a send, a receive, a delete
+// and another claim, and its host sits idle between its booking's end and the run's coming back.
 func (h *Handler) stayWithin(ctx context.Context, interval time.Duration) time.Duration {
 	within := runFirstWait + h.cfg.SlotLead
 	if until := lifetimeOf(ctx).bookedUntil(); !until.IsZero() {
