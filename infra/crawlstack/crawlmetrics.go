@@ -116,10 +116,10 @@ func stallAlarm(stack awscdk.Stack) awscloudwatch.Alarm {
 
 // crawlWidgets chart the crawl's own metrics on the dashboard: its series (no other), and from the
 // functions' log groups (fns) what the ledger's invocation lines say that is no series (package
-// metrics' breakdown): the body bytes fetched, the URLs admitted and the requeues by reason, with
-// CloudWatch Logs Insights queries, which cost what they scan when the dashboard is open ($0.005 a
-// GB) rather than a series' $0.30 a month. The age of each queue's messages is AWS/SQS's, charted
-// above.
+// metrics' breakdown): the terminal pages, the body bytes fetched, the URLs admitted, the requeues
+// by reason and the metered cost, with CloudWatch Logs Insights queries, which cost what they scan
+// when the dashboard is open ($0.005 a GB) rather than a series' $0.30 a month, billed by the hour
+// for as long as crawls run. The age of each queue's messages is AWS/SQS's, charted above.
 func crawlWidgets(fns map[string]fnResources) [][]awscloudwatch.IWidget {
 	graph := func(title string, left ...awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
@@ -137,7 +137,7 @@ func crawlWidgets(fns map[string]fnResources) [][]awscloudwatch.IWidget {
 		})
 	}
 	return [][]awscloudwatch.IWidget{{
-		graph("Pages per minute (terminal URLs)", crawlMetric("crawl.pages", "Sum", "pages")),
+		logQuery("Pages per minute (terminal URLs)", pagesQuery...),
 		graph("Fetch latency (s)",
 			crawlMetric("crawl.fetch.duration", "p50", "p50"),
 			crawlMetric("crawl.fetch.duration", "p90", "p90"),
@@ -145,7 +145,7 @@ func crawlWidgets(fns map[string]fnResources) [][]awscloudwatch.IWidget {
 		logQuery("Bytes fetched per minute", bytesFetchedQuery...),
 	}, {
 		logQuery("Admissions and requeues per minute", admissionsQuery...),
-		graph("Metered cost per minute (USD)", crawlMetric("crawl.cost", "Sum", "USD")),
+		logQuery("Metered cost per minute (USD)", costQuery...),
 		graph("Links refused over budget, crawls stalled",
 			crawlMetric("crawl.budget.refusals", "Sum", "refused"),
 			crawlMetric("crawl.stalls", "Sum", "stalled")),
@@ -156,6 +156,11 @@ func crawlWidgets(fns map[string]fnResources) [][]awscloudwatch.IWidget {
 // them too), one line a stage: CDK joins them with "\n|". On Lambda the line's message is the
 // field "message" (aws-lambda-go's log handler renames slog's "msg"), not "msg".
 var (
+	// pagesQuery sums the URLs that reached a terminal state (fetched, skipped, failed, stopped:
+	// pages.terminal), by minute.
+	pagesQuery = []string{`filter message = "invocation"`, `stats sum(pages.terminal) as pages by bin(1m)`}
+	// costQuery sums the invocations' metered cost at the default list prices (usd), by minute.
+	costQuery = []string{`filter message = "invocation"`, `stats sum(usd) as usd by bin(1m)`}
 	// bytesFetchedQuery sums the body bytes fetched (fetches.bytes), decoded, pages and
 	// robots.txt files alike, by minute.
 	bytesFetchedQuery = []string{`filter message = "invocation"`, `stats sum(fetches.bytes) as bytes by bin(1m)`}

@@ -104,7 +104,7 @@ func TestTheFunctionsWriteTheNamespaceTheStackReads(t *testing.T) {
 
 // cutSeries were metric series until issue 43: written in every invocation, they now are in the
 // ledger's invocation lines only, and the dashboard queries those lines for them.
-var cutSeries = []string{"crawl.fetch.bytes", "crawl.admissions", "crawl.requeues"}
+var cutSeries = []string{"crawl.fetch.bytes", "crawl.admissions", "crawl.requeues", `\"crawl.pages\"`, `\"crawl.cost\"`}
 
 // dashboardWidgets decodes the dashboard's body, each reference to a resource written as
 // REF(logicalId).
@@ -133,8 +133,8 @@ func dashboardWidgets(t *testing.T) []map[string]any {
 }
 
 // TestDashboardShowsTheCrawlMetrics: the dashboard charts the crawl's own series, names none of
-// those cut from them, and charts what they said (bytes fetched, admissions, requeues) with Logs
-// Insights queries of the ledger's invocation lines over the log group of every function that
+// those cut from them, and charts what they said (terminal pages, bytes fetched, admissions,
+// requeues, metered cost) with Logs Insights queries of the ledger's invocation lines over the log group of every function that
 // writes them (each one the template's functions log to).
 func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 	body, err := json.Marshal(props(t, logicalID(t, "AWS::CloudWatch::Dashboard", "Dashboard"))["DashboardBody"])
@@ -143,7 +143,7 @@ func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Pages per minute", "Fetch latency (s)", "Metered cost per minute (USD)", "Links refused over budget, crawls stalled",
-		`\"crawl.pages\"`, `\"crawl.fetch.duration\"`, `\"crawl.cost\"`, `\"crawl.budget.refusals\"`, `\"crawl.stalls\"`,
+		`\"crawl.fetch.duration\"`, `\"crawl.budget.refusals\"`, `\"crawl.stalls\"`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard has no %s", want)
@@ -190,6 +190,8 @@ func TestDashboardShowsTheCrawlMetrics(t *testing.T) {
 		title string
 		sums  []string // the fields of the invocation line the query sums (package metrics' breakdown)
 	}{
+		{"Pages per minute (terminal URLs)", []string{"sum(pages.terminal)"}},
+		{"Metered cost per minute (USD)", []string{"sum(usd)"}},
 		{"Bytes fetched per minute", []string{"sum(fetches.bytes)"}},
 		{"Admissions and requeues per minute", []string{"sum(admission.admitted)", "sum(requeues.slot)", "sum(requeues.retry)", "sum(requeues.wait)"}},
 	} {

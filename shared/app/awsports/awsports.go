@@ -92,7 +92,7 @@ func newHandlers(ctx context.Context, getenv func(string) string, log *slog.Logg
 		return nil, err
 	}
 	if metrics.Enabled() { // set up before the handlers (newFunction): the budget counts the series
-		cfg.MetricSeries = len(metrics.Series)
+		cfg.MetricSeries = len(metrics.Steady)
 	}
 	rec, err := recorder(getenv)
 	if err != nil {

@@ -25,14 +25,15 @@ func TestOnlyTheSeriesWrittenAreBilled(t *testing.T) {
 	}
 	defer tel.Shutdown(context.Background())
 	ctx := context.Background()
-	metrics.CountStates(ctx, map[string]int64{"fetched": 3})
+	metrics.CountStates(ctx, map[string]int64{"fetched": 3}) // in the ledger's line, no series
+	metrics.CountStates(ctx, map[string]int64{"class_budget": 2})
 	metrics.Fetched(ctx, "page", "", 1000, time.Second)
 	metrics.Admitted(ctx, 3) // in the ledger's line, no series
 	metrics.Requeued(ctx, "slot")
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	metrics.CountStates(ctx, map[string]int64{"fetched": 2}) // the same series again: one series still
+	metrics.Fetched(ctx, "page", "", 1000, time.Second) // the same series again: one series still
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestOnlyTheSeriesWrittenAreBilled(t *testing.T) {
 	}
 	hours, most := series.seriesHours(start.Add(30 * time.Minute))
 	if most != 2 {
-		t.Errorf("%d series written, want 2 (pages and fetch durations, of the stack's %d)", most, len(metrics.Series))
+		t.Errorf("%d series written, want 2 (budget refusals and fetch durations, of the stack's %d)", most, len(metrics.Series))
 	}
 	if math.Abs(hours-1) > 1e-9 {
 		t.Errorf("%.3f series-hours for 2 series over half an hour, want 1", hours)

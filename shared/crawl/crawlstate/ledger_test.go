@@ -56,8 +56,8 @@ func TestBudgetStopsAdmissionsOnceTheLedgerReachesIt(t *testing.T) {
 
 // TestTheBudgetCountsTheMetricSeriesForTheCrawlsTime: the budget reads the same totals as the
 // meter's: the crawl's ledger and the custom metric series for the time since it started, which
-// no invocation books (WithMetricSeries). An hour of the stack's 5 series is 5 x $0.30 / 730 =
-// $0.0021.
+// no invocation books (WithMetricSeries). An hour of 5 series is 5 x $0.30 / 730 = $0.0021 (the
+// stack's functions write one while a crawl runs, metrics.Steady: the count is the caller's).
 func TestTheBudgetCountsTheMetricSeriesForTheCrawlsTime(t *testing.T) {
 	ctx := context.Background()
 	prices := cost.DefaultPrices()

@@ -170,7 +170,6 @@ func (l *Ledger) book(ctx context.Context, acct *meter.Meter, start time.Time, l
 	crawls := withPayers(crawlsOf(recs), payers)
 	l.logLine(ctx, acct.Snapshot(), recs, crawls)
 	acct.AddLogBytes(int(l.Logs.taken() - logsBefore))
-	metrics.CostUnits(ctx, acct.Snapshot()) // crawl.cost, when metrics are on
 	if len(crawls) == 0 {
 		// Nothing to book, but the handler's counters wait for this flush (handlerContext).
 		if err := l.State.Flush(context.WithoutCancel(ctx)); err != nil {

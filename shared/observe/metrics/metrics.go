@@ -4,15 +4,16 @@
 // once.
 //
 // A custom metric series is billed by the hour in CloudWatch, for every distinct name and set of
-// dimension values. So the metrics are few and carry no attributes: a stack writes the Series
-// below and no others, however many crawls run and whatever their pages' error classes. The
-// breakdowns (pages by outcome and class, fetches by kind and class, requeues by reason, dedup
-// hits by layer, politeness waits, message age by queue) are kept in a Breakdown instead, which
-// the ledger writes in its line at the end of each invocation (a log line, queried with CloudWatch
-// Logs Insights: docs/operating.md). So are the counts that chart well enough from those lines and
-// that alarm nothing, which would otherwise be series written all the time: the URLs admitted
-// (admission.admitted), the fetch messages sent back to wait (requeues.<reason>) and the body
-// bytes fetched (fetches.bytes).
+// dimension values, in every hour a value comes. So the metrics are few and carry no attributes,
+// and they are the ones that need a series: what an alarm watches, and what no log line can chart
+// (the fetch latency's percentiles). A stack writes the Series below and no others, however many
+// crawls run and whatever their pages' error classes; while a crawl runs, only Steady.
+//
+// The rest is kept in a Breakdown, which the ledger writes in its line at the end of each
+// invocation (a log line, charted and queried with CloudWatch Logs Insights: docs/operating.md):
+// pages by outcome and class and in all (pages.terminal), fetches by kind and class and the body
+// bytes fetched, requeues by reason, dedup hits by layer, politeness waits, message age by queue,
+// and the URLs admitted. The invocation's metered cost is the line's own usd field.
 package metrics
 
 import (
@@ -22,33 +23,36 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/crawl/cost"
-
 	"go.opentelemetry.io/otel/metric"
 )
 
 // The names of the crawl's metrics: Series lists them all.
 const (
-	Pages          = "crawl.pages"           // URLs that reached a terminal state
 	BudgetRefusals = "crawl.budget.refusals" // links refused because the crawl's budget is spent
 	FetchDuration  = "crawl.fetch.duration"  // time of one fetch (histogram)
-	CostUSD        = "crawl.cost"            // the invocations' metered cost, in dollars
 	Stalls         = "crawl.stalls"          // crawls announced stalled
 )
 
 // Series are the metric series the crawler writes: each name once, with no dimension. The stack's
 // alarms and dashboard read only these (infra/crawlstack/testdata/metric-series.json holds the same
 // list for the stack's tests), and a stack pays for at most len(Series) custom metric series.
-// Admissions, requeues and fetched bytes were series too until issue 43: written in every
-// invocation, each cost $0.30 a month, by the hour, while crawls ran, and are now in the Breakdown.
-var Series = []string{Pages, BudgetRefusals, FetchDuration, CostUSD, Stalls}
+// Admissions, requeues and fetched bytes were series too until issue 43, and so were the
+// terminal pages (crawl.pages) and the metered cost (crawl.cost) after it: written in every
+// invocation, each cost $0.30 a month, by the hour, while crawls ran. They chart as well from the
+// invocation lines (the dashboard's Logs Insights widgets), and per crawl, which a series with no
+// dimension cannot.
+var Series = []string{BudgetRefusals, FetchDuration, Stalls}
+
+// Steady are the series that every running crawl writes, hour after hour: what a crawl's budget
+// counts for its time (crawlstate.WithMetricSeries). The others come only with what they count: a
+// crawl over its budget, or stalled.
+var Steady = []string{FetchDuration}
 
 // The crawl's instruments, made on the meter provider that Setup (or a test) installs. With none
 // installed the helpers below return at once.
 type instruments struct {
-	pages, refusals, stalls metric.Int64Counter
-	fetchDuration           metric.Float64Histogram
-	cost                    metric.Float64Counter
+	refusals, stalls metric.Int64Counter
+	fetchDuration    metric.Float64Histogram
 }
 
 // ScopeName names the crawler's meter (and observe/telemetry's tracer).
@@ -58,8 +62,6 @@ var (
 	inst        atomic.Pointer[instruments] // nil: metrics are off
 	noAttrs     = metric.WithAttributes()
 	secondsHist = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
-	// prices turn an invocation's units into the dollars of crawl.cost.
-	prices = cost.DefaultPrices()
 )
 
 // Enabled reports whether metrics are being recorded.
@@ -82,20 +84,16 @@ func newInstruments(m metric.Meter) *instruments {
 	}
 	h, _ := m.Float64Histogram(FetchDuration, metric.WithUnit("s"), metric.WithDescription("time of one fetch, redirects and body included"),
 		metric.WithExplicitBucketBoundaries(secondsHist...))
-	usd, _ := m.Float64Counter(CostUSD, metric.WithUnit("{USD}"),
-		metric.WithDescription("the invocations' billed units (package meter) at the default list prices, in dollars"))
 	return &instruments{
-		pages:         counter(Pages, "{page}", "URLs that reached a terminal state (fetched, skipped, failed, stopped)"),
 		refusals:      counter(BudgetRefusals, "{url}", "links not admitted because the crawl's budget is spent"),
 		fetchDuration: h,
-		cost:          usd,
 		stalls:        counter(Stalls, "{crawl}", "crawls announced stalled: their work stopped moving with work left (package finish)"),
 	}
 }
 
 // CountStates records counter increments as a crawl's state store makes them ("fetched": 1,
-// "class_robots": 1 ...): the terminal outcomes become crawl.pages, and in the breakdown pages by
-// outcome and class; a link refused for a spent budget (class budget with no outcome) becomes
+// "class_robots": 1 ...): the terminal outcomes become the breakdown's pages, by outcome and
+// class and in all (pages.terminal, which the dashboard charts); a link refused for a spent budget (class budget with no outcome) becomes
 // crawl.budget.refusals, and one refused by a stopped crawl a refusal in the breakdown. Other keys
 // (seen, parse errors, ledger units) and decrements are not pages.
 func CountStates(ctx context.Context, add map[string]int64) {
@@ -114,8 +112,8 @@ func CountStates(ctx context.Context, add map[string]int64) {
 		case "fetched", "skipped", "failed", "stopped":
 			if v > 0 {
 				outcome = true
-				meters().pages.Add(ctx, v, noAttrs)
 				breakdown.add("pages", join(k, class), float64(v))
+				breakdown.add("pages", "terminal", float64(v))
 			}
 		}
 	}
@@ -182,17 +180,6 @@ func Requeued(_ context.Context, reason string) {
 	}
 }
 
-// CostUnits records the billed units of one invocation (package meter) as crawl.cost, in dollars
-// at the default list prices.
-func CostUnits(ctx context.Context, u cost.Units) {
-	if !Enabled() {
-		return
-	}
-	if usd := prices.Cost(u).Total; usd > 0 {
-		meters().cost.Add(ctx, usd, noAttrs)
-	}
-}
-
 // MessageAge records, in the breakdown, how long a record waited in its queue: the longest wait
 // of the queue's records ("<queue>_max_s"; AWS/SQS ApproximateAgeOfOldestMessage charts a queue's
 // age at no charge).
@@ -223,7 +210,7 @@ func Fetched(ctx context.Context, kind, class string, bytes int, d time.Duration
 func Off() { inst.Store(nil) }
 
 // Breakdown is what the metrics leave out, by group and key ("pages": {"fetched": 9,
-// "skipped_robots": 1}): counts, and for message_age the longest wait. TakeBreakdown returns it
+// "skipped_robots": 1, "terminal": 10}): counts, and for message_age the longest wait. TakeBreakdown returns it
 // once a batch, for the ledger's line.
 type Breakdown map[string]map[string]float64
 

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crawlstack/crawlstack/shared/crawl/cost"
 	"github.com/crawlstack/crawlstack/shared/observe/metrics"
 	"github.com/crawlstack/crawlstack/shared/observe/telemetry"
 )
@@ -46,10 +45,6 @@ var record = map[string]func(ctx context.Context){
 		for _, r := range []string{"slot", "retry", "wait", "other"} {
 			metrics.Requeued(ctx, r)
 		}
-	},
-	"CostUnits": func(ctx context.Context) {
-		metrics.CostUnits(ctx, cost.Units{SQSRequests: 5, DynamoDBReadUnits: 1, DynamoDBWriteUnits: 2, S3ClassA: 1,
-			S3ClassB: 1, LambdaRequests: 1, LambdaGBSeconds: 0.5, LogBytes: 100})
 	},
 	"MessageAge": func(ctx context.Context) {
 		for _, q := range []string{"crawlstack-schedule", "crawlstack-fetch", "crawlstack-parse", "other-stack-fetch"} {
@@ -93,39 +88,11 @@ func TestEveryHelperIsCounted(t *testing.T) {
 // with each set of dimension values. It fails above maxSeries, and when the series are not
 // metrics.Series, or not the list the stack's tests read (infra/crawlstack/testdata/metric-series.json).
 func TestAtMostEightSeries(t *testing.T) {
-	var out bytes.Buffer
-	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" }, telemetry.Options{EMF: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	ctx := context.Background()
-	for _, rec := range record {
-		rec(ctx)
-	}
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	series := map[string]bool{}
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var doc map[string]any
-		if err := json.Unmarshal([]byte(l), &doc); err != nil {
-			t.Fatalf("%v: %s", err, l)
+	series := seriesOf(t, func(ctx context.Context) {
+		for _, rec := range record {
+			rec(ctx)
 		}
-		for _, cw := range doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any) {
-			cw := cw.(map[string]any)
-			for _, set := range cw["Dimensions"].([]any) {
-				var dims []string
-				for _, d := range set.([]any) {
-					dims = append(dims, d.(string)+"="+doc[d.(string)].(string))
-				}
-				slices.Sort(dims)
-				for _, m := range cw["Metrics"].([]any) {
-					series[m.(map[string]any)["Name"].(string)+"{"+strings.Join(dims, ",")+"}"] = true
-				}
-			}
-		}
-	}
+	})
 	if len(series) > maxSeries {
 		t.Errorf("%d metric series, want at most %d: %v", len(series), maxSeries, slices.Sorted(func(yield func(string) bool) {
 			for s := range series {
@@ -161,4 +128,80 @@ func TestAtMostEightSeries(t *testing.T) {
 	if !slices.Equal(stack, names) {
 		t.Errorf("infra/crawlstack/testdata/metric-series.json holds %v, the code writes %v: change them together", stack, names)
 	}
+}
+
+// TestARunningCrawlWritesOnlyTheSteadySeries calls the helpers as a crawl that runs well calls
+// them (pages of every outcome and class, fetches, admissions, waits and requeues, message ages;
+// no link refused over budget, no stall), and finds only metrics.Steady written: the series a
+// budget counts for a crawl's time (crawlstate.WithMetricSeries), and what a crawl's metric-hours
+// cost (docs/cost.md).
+func TestARunningCrawlWritesOnlyTheSteadySeries(t *testing.T) {
+	series := seriesOf(t, func(ctx context.Context) {
+		for name, rec := range record {
+			if name != "Stalled" && name != "CountStates" { // CountStates's record refuses links over budget
+				rec(ctx)
+			}
+		}
+		for _, outcome := range []string{"fetched", "skipped", "failed", "stopped"} {
+			for _, class := range classes {
+				metrics.CountStates(ctx, map[string]int64{outcome: 1, "class_" + class: 1, "seen": 1})
+			}
+		}
+		metrics.CountStates(ctx, map[string]int64{"robots_refused": 4})
+	})
+	var got []string
+	for s := range series {
+		got = append(got, strings.TrimSuffix(s, "{}"))
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(metrics.Steady)); !slices.Equal(got, want) {
+		t.Errorf("a running crawl writes the series %v, want metrics.Steady %v", got, want)
+	}
+	for _, s := range metrics.Steady {
+		if !slices.Contains(metrics.Series, s) {
+			t.Errorf("metrics.Steady names %s, which is not one of metrics.Series %v", s, metrics.Series)
+		}
+	}
+}
+
+// seriesOf runs calls with metrics going out as EMF lines, as the functions write them, and
+// returns the series the lines make: each metric name with its set of dimension values
+// ("crawl.fetch.duration{}").
+func seriesOf(t *testing.T, calls func(ctx context.Context)) map[string]bool {
+	t.Helper()
+	var out bytes.Buffer
+	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" }, telemetry.Options{EMF: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	ctx := context.Background()
+	calls(ctx)
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		for _, cw := range doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any) {
+			cw := cw.(map[string]any)
+			for _, set := range cw["Dimensions"].([]any) {
+				var dims []string
+				for _, d := range set.([]any) {
+					dims = append(dims, d.(string)+"="+doc[d.(string)].(string))
+				}
+				slices.Sort(dims)
+				for _, m := range cw["Metrics"].([]any) {
+					series[m.(map[string]any)["Name"].(string)+"{"+strings.Join(dims, ",")+"}"] = true
+				}
+			}
+		}
+	}
+	return series
 }

@@ -34,7 +34,7 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 	defer tel.Shutdown(context.Background())
 	n := 0
 	h := telemetry.Invocation(tel, "fetch", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		metrics.CountStates(ctx, map[string]int64{"fetched": int64(n)})
+		metrics.CountStates(ctx, map[string]int64{"class_budget": int64(n)}) // links refused over budget
 		metrics.Fetched(ctx, "page", "", 100, 1500*time.Millisecond)
 		return events.SQSEventResponse{}, nil
 	})
@@ -52,7 +52,7 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 				}
 			} `json:"_aws"`
 			Function  *string   `json:"function"`
-			Pages     float64   `json:"crawl.pages"`
+			Refused   float64   `json:"crawl.budget.refusals"`
 			Durations []float64 `json:"crawl.fetch.duration"`
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -63,8 +63,8 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 			t.Fatalf("%v: %s", err, lines[0])
 		}
 		// 1.5 s falls in the bucket (1, 2.5]: its midpoint.
-		if line.Pages != float64(n) || len(line.Durations) != 1 || line.Durations[0] != 1.75 || line.Function != nil {
-			t.Errorf("line %s: want %d pages, one fetch of the bucket of 1.5 s, no function", lines[0], n)
+		if line.Refused != float64(n) || len(line.Durations) != 1 || line.Durations[0] != 1.75 || line.Function != nil {
+			t.Errorf("line %s: want %d refusals, one fetch of the bucket of 1.5 s, no function", lines[0], n)
 		}
 		m := line.Aws.CloudWatchMetrics
 		if len(m) != 1 || m[0].Namespace != "Test" || len(m[0].Dimensions) != 1 || len(m[0].Dimensions[0]) != 0 {
@@ -74,7 +74,7 @@ func TestAnInvocationWritesItsEMFLinesAtItsEnd(t *testing.T) {
 		for _, x := range m[0].Metrics {
 			units[x.Name] = x.Unit
 		}
-		if units["crawl.pages"] != "Count" || units["crawl.fetch.duration"] != "Seconds" {
+		if units["crawl.budget.refusals"] != "Count" || units["crawl.fetch.duration"] != "Seconds" {
 			t.Errorf("units %v", units)
 		}
 	}
@@ -99,11 +99,12 @@ func (books) AddCost(context.Context, string, cost.Units) error { return nil }
 func (books) Flush(context.Context) error                       { return nil }
 
 // TestAnInvocationsBreakdownHasWhatEMFNoLongerWrites: an invocation wrapped as the functions wrap
-// theirs (telemetry around the ledger, both writing to one stdout) admits, requeues and fetches.
-// Its EMF lines, decoded as CloudWatch reads them, name only series of metrics.Series and none of
-// the three cut from them (crawl.admissions, crawl.requeues, crawl.fetch.bytes: issue 43); the
-// ledger's invocation line carries what those said: the URLs admitted, the requeues by reason and
-// the body bytes fetched.
+// theirs (telemetry around the ledger, both writing to one stdout) admits, requeues, fetches and
+// ends pages. Its EMF lines, decoded as CloudWatch reads them, name only series of metrics.Series
+// and none of the five cut from them (crawl.admissions, crawl.requeues, crawl.fetch.bytes,
+// crawl.pages, crawl.cost: issue 43); the ledger's invocation line carries what those said: the
+// URLs admitted, the requeues by reason, the body bytes fetched, the terminal pages
+// (pages.terminal) and the invocation's metered cost (usd), which the dashboard charts.
 func TestAnInvocationsBreakdownHasWhatEMFNoLongerWrites(t *testing.T) {
 	var stdout bytes.Buffer
 	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" }, telemetry.Options{EMF: &stdout})
@@ -121,12 +122,14 @@ func TestAnInvocationsBreakdownHasWhatEMFNoLongerWrites(t *testing.T) {
 		metrics.Fetched(ctx, "robots", "", 30, 100*time.Millisecond)
 		metrics.Fetched(ctx, "page", "", 20480, 300*time.Millisecond)
 		metrics.Fetched(ctx, "page", "http_4xx", 19, 200*time.Millisecond)
+		metrics.CountStates(ctx, map[string]int64{"fetched": 1})
+		metrics.CountStates(ctx, map[string]int64{"failed": 1, "class_http_4xx": 1})
 		return events.SQSEventResponse{}, nil
 	}))
 	if _, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "1", Body: `{"crawl":"a"}`}}}); err != nil {
 		t.Fatal(err)
 	}
-	cut := []string{"crawl.admissions", "crawl.requeues", "crawl.fetch.bytes"}
+	cut := []string{"crawl.admissions", "crawl.requeues", "crawl.fetch.bytes", "crawl.pages", "crawl.cost"}
 	var named []string
 	var invocation map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
@@ -154,8 +157,8 @@ func TestAnInvocationsBreakdownHasWhatEMFNoLongerWrites(t *testing.T) {
 		}
 	}
 	slices.Sort(named)
-	// The fetches' times and the invocation's cost (512 MB for its time), and nothing else.
-	if want := []string{"crawl.cost", "crawl.fetch.duration"}; !slices.Equal(named, want) {
+	// The fetches' times, and nothing else.
+	if want := []string{"crawl.fetch.duration"}; !slices.Equal(named, want) {
 		t.Errorf("the EMF lines name %v, want %v", named, want)
 	}
 	for _, name := range named {
@@ -183,16 +186,21 @@ func TestAnInvocationsBreakdownHasWhatEMFNoLongerWrites(t *testing.T) {
 		{"requeues", "slot", 2}, {"requeues", "retry", 1},
 		{"fetches", "bytes", 30 + 20480 + 19},
 		{"fetches", "page_ok", 1}, {"fetches", "page_http_4xx", 1}, {"fetches", "robots_ok", 1},
+		{"pages", "fetched", 1}, {"pages", "failed_http_4xx", 1}, {"pages", "terminal", 2},
 	} {
 		if got, _ := group(c.group)[c.key].(float64); got != c.want {
 			t.Errorf("invocation line %s.%s = %v, want %v (line: %v)", c.group, c.key, group(c.group)[c.key], c.want, invocation)
 		}
 	}
+	// The cost per minute on the dashboard sums this: 512 MB for the invocation's time, at least.
+	if usd, _ := invocation["usd"].(float64); usd <= 0 {
+		t.Errorf("invocation line usd = %v, want the invocation's metered cost (line: %v)", invocation["usd"], invocation)
+	}
 }
 
-// TestEMFLinesHaveNoDimensions: pages of every outcome and class, refusals and billed units all
-// go to one line with no dimension, so that a stack pays for a handful of series; a link refused
-// for the budget is a refusal, not a page, and the units are priced in dollars.
+// TestEMFLinesHaveNoDimensions: pages of every outcome and class and refusals go to one line with
+// no dimension, so that a stack pays for a handful of series: a link refused for the budget is a
+// refusal there, and the pages are in the breakdown alone, by outcome and class and in all.
 func TestEMFLinesHaveNoDimensions(t *testing.T) {
 	var out bytes.Buffer
 	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" }, telemetry.Options{EMF: &out})
@@ -207,7 +215,6 @@ func TestEMFLinesHaveNoDimensions(t *testing.T) {
 	metrics.CountStates(ctx, map[string]int64{"class_budget": 2})
 	metrics.CountStates(ctx, map[string]int64{"class_stopped": 5}) // in the breakdown only
 	metrics.CountStates(ctx, map[string]int64{"fetched": -1})      // a correction is no page
-	metrics.CostUnits(ctx, cost.Units{SQSRequests: 3, DynamoDBWriteUnits: 1.5})
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -223,9 +230,7 @@ func TestEMFLinesHaveNoDimensions(t *testing.T) {
 	if dims := string(must(json.Marshal(aws["Dimensions"]))); dims != "[[]]" {
 		t.Errorf("dimensions %s, want [[]]", dims)
 	}
-	// By hand: 3 SQS requests at $0.40 a million and 1.5 write units at $0.625 a million.
-	usd := 3*0.40/1e6 + 1.5*0.625/1e6
-	want := map[string]float64{"crawl.pages": 3, "crawl.budget.refusals": 2, "crawl.cost": usd}
+	want := map[string]float64{"crawl.budget.refusals": 2}
 	got := map[string]float64{}
 	for _, m := range aws["Metrics"].([]any) {
 		name := m.(map[string]any)["Name"].(string)
@@ -241,7 +246,7 @@ func TestEMFLinesHaveNoDimensions(t *testing.T) {
 	}
 	b := metrics.TakeBreakdown()
 	if b["pages"]["fetched"] != 1 || b["pages"]["skipped_robots"] != 1 || b["pages"]["failed_http_4xx"] != 1 ||
-		b["refusals"]["budget"] != 2 || b["refusals"]["stopped"] != 5 {
+		b["pages"]["terminal"] != 3 || b["refusals"]["budget"] != 2 || b["refusals"]["stopped"] != 5 {
 		t.Errorf("breakdown %v, want the pages by outcome and class and the refusals by class", b)
 	}
 }

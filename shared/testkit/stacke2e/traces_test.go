@@ -219,10 +219,10 @@ func spanNames(d *deployment) map[string]string {
 }
 
 // checkEMF reads the functions' EMF lines from their output and holds them to the crawl: every
-// line in the template's namespace, naming only metrics.Series, and the URLs that reached a
-// terminal state summing to the site's pages; the URLs admitted, no series since issue 43, sum to
-// the same in the ledger's invocation lines (admission.admitted; its one link that robots.txt
-// disallows is refused by parse, before its admission).
+// line in the template's namespace, naming only metrics.Series. The URLs that reached a terminal
+// state and the URLs admitted, no series since issue 43, each sum to the site's pages in the
+// ledger's invocation lines, which the dashboard charts (pages.terminal, admission.admitted; its
+// one link that robots.txt disallows is refused by parse, before its admission).
 func checkEMF(t *testing.T, d *deployment, site *e2etest.Site) {
 	t.Helper()
 	namespace := d.stack.Functions["schedule"].Env["CRAWL_METRICS_NAMESPACE"]
@@ -248,6 +248,9 @@ func checkEMF(t *testing.T, d *deployment, site *e2etest.Site) {
 				admission, _ := fields["admission"].(map[string]any)
 				admitted, _ := admission["admitted"].(float64)
 				sums["admission.admitted"] += admitted
+				pages, _ := fields["pages"].(map[string]any)
+				terminal, _ := pages["terminal"].(float64)
+				sums["pages.terminal"] += terminal
 				invocations++
 				continue
 			}
@@ -273,8 +276,8 @@ func checkEMF(t *testing.T, d *deployment, site *e2etest.Site) {
 	if lines == 0 {
 		t.Fatal("no EMF line in the functions' output: the dashboard and the alarms would see nothing")
 	}
-	if want := float64(site.Pages); sums["crawl.pages"] != want {
-		t.Errorf("crawl.pages sums to %v in %d EMF lines, want the site's %d pages", sums["crawl.pages"], lines, site.Pages)
+	if want := float64(site.Pages); sums["pages.terminal"] != want {
+		t.Errorf("pages.terminal sums to %v in %d invocation lines, want the site's %d pages", sums["pages.terminal"], invocations, site.Pages)
 	}
 	if want := float64(site.Pages); sums["admission.admitted"] != want {
 		t.Errorf("admission.admitted sums to %v in %d invocation lines, want the site's %d pages (parse refuses /private/secret before its admission)",
