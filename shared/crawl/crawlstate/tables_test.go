@@ -69,6 +69,7 @@ var tableTests = []struct {
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 	{"ReplayedSlotWrites", testReplayedSlotWrites},
+	{"LaneHasOneHolder", testLaneHasOneHolder},
 	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
 	{"ReplayedMovePage", testReplayedMovePage},
 	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},
