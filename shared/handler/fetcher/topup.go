@@ -30,7 +30,7 @@ import (
 // each with runs of the crawl's largest hosts that one of them could have worked beside its own
 // (the realistic crawl of make cost: two invocations at once for 150 of its 420 s). The other
 // lives as long as the batch it was handed. The lane is held for laneLease with one write, renewed
-// while the invocation tops up, and let go when it is done. The messages it takes are its
+// while the invocation tops up, and let go as soon as it stops. The messages it takes are its
 // own to delete, once their batch is done, but for those the batch reports failed: they come
 // back when their visibility ends, as those of a batch the mapping handed over do. A message that
 // is received twice (its delete was lost) finds its URLs claimed and recorded, as any copy does.
@@ -60,6 +60,9 @@ const (
 	// its end the holder renews it.
 	laneLease = time.Minute
 	laneRenew = 20 * time.Second
+	// laneRetry is how soon an invocation refused the lane asks again, at the latest: its holder
+	// lets go as soon as it stops topping up, often well before its lease ends.
+	laneRetry = 10 * time.Second
 )
 
 // invocation is what one invocation's batches have booked (the last slot of any of their runs),
@@ -193,14 +196,19 @@ func (h *Handler) topUpWait(ctx context.Context, inv *invocation) (time.Duration
 		return 0, false
 	}
 	now := h.now()
-	if dl, ok := ctx.Deadline(); !ok || dl.Sub(now) < topUpReserve {
+	dl, ok := ctx.Deadline()
+	if !ok {
 		return 0, false // no deadline (crawl run): no visibility to give the messages it takes
 	}
 	stay, least := inv.bookedUntil().Sub(now), h.cfg.TopUpStay
 	if least <= 0 {
 		least = DefaultTopUpStay
 	}
-	if stay < least || !h.holdsLane(ctx, inv, now) {
+	if dl.Sub(now) < topUpReserve || stay < least {
+		h.releaseLane(ctx, inv) // it tops up no more for now: another invocation may
+		return 0, false
+	}
+	if !h.holdsLane(ctx, inv, now) {
 		return 0, false
 	}
 	return min(stay-least/2, topUpMaxWait).Truncate(time.Second), true
@@ -208,8 +216,9 @@ func (h *Handler) topUpWait(ctx context.Context, inv *invocation) (time.Duration
 
 // holdsLane reports whether the invocation holds its queue's lane, taking or renewing it when it
 // has laneRenew or less of it left: up to laneLease from now, and no later than its deadline leaves
-// topUpReserve, when it stops topping up. Refused, it asks again when the holder's lease ends. A
-// failed write is no lane: the invocation goes on with its own runs.
+// topUpReserve, when it stops topping up. Refused, it asks again when the holder's lease ends, or
+// laneRetry later if that is sooner. A failed write is no lane: the invocation goes on with its own
+// runs.
 func (h *Handler) holdsLane(ctx context.Context, inv *invocation, now time.Time) bool {
 	if h.lanes == nil {
 		return true
@@ -237,16 +246,21 @@ func (h *Handler) holdsLane(ctx context.Context, inv *invocation, now time.Time)
 		return false
 	case !got.Held:
 		inv.laneBusy = got.Until
+		if retry := now.Add(laneRetry); retry.Before(got.Until) {
+			inv.laneBusy = retry
+		}
 		return false
 	}
 	inv.lane = got.Until
 	return true
 }
 
-// releaseLane lets go of the lane the invocation holds, for the next one to top up at once.
+// releaseLane lets go of the lane the invocation holds, for another to top up at once: when it
+// stops topping up, and as it ends.
 func (h *Handler) releaseLane(ctx context.Context, inv *invocation) {
 	inv.mu.Lock()
-	held := !inv.lane.IsZero()
+	held := !inv.lane.IsZero() && inv.lane.After(h.now())
+	inv.lane = time.Time{}
 	inv.mu.Unlock()
 	if !held || h.lanes == nil {
 		return
