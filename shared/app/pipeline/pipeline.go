@@ -350,7 +350,7 @@ func (w *wiring) fetch(name string) (*fetcher.Handler, *httpfetch.Client, error)
 		d.Handoff = w.p.Handoff
 	}
 	if name == FetchSlow {
-		d.TopUp, d.Lanes = w.p.TopUp, hosts
+		d.TopUp = w.p.TopUp
 	}
 	return fetcher.New(fetcherConfigOf(w.cfg, name), d), fx.client, nil
 }

@@ -79,7 +79,7 @@ func (r Report) printUnits(w io.Writer, p cost.Prices) {
 }
 
 // writeKinds are the kinds of table item the writes are broken down by, in the order printed.
-var writeKinds = []string{"url", "groups", "parsed", "slot", "host budget", "crawl", "lane", "other"}
+var writeKinds = []string{"url", "groups", "parsed", "slot", "host budget", "crawl", "other"}
 
 // perPageOf is "name x.xx" per page for each of names with a count above zero, joined.
 func (r Report) perPageOf(names []string, count func(string) float64) string {

@@ -28,7 +28,6 @@ import (
 //	                                     kind sorts before every other, and a tally reads after it
 //	k#<n>          <crawl>               a crawl, among CrawlShards partitions listing every crawl (CrawlKey)
 //	p#<n>          <host>                a host's politeness slot, which every crawl and worker shares (slotKey)
-//	l#             <queue>               who of a function's invocations tops up from its queue (lane.go)
 //	x#optout       x                     the opt-out list (package optout)
 const (
 	urlKind     = "u#"
@@ -42,7 +41,6 @@ const (
 	crawlPartKind = "c#"
 	crawlListKind = "k#"
 	slotPartKind  = "p#"
-	lanePartKind  = "l#"
 )
 
 // Shards is how many partitions one crawl's items are spread over: at 10,000 pages a second and
@@ -127,8 +125,6 @@ func KindOf(key table.Key) string {
 		return "slot"
 	case strings.HasPrefix(key.Part, crawlListKind):
 		return "crawl"
-	case key.Part == lanePartKind:
-		return "lane"
 	case !strings.HasPrefix(key.Part, crawlPartKind):
 		return "other"
 	}

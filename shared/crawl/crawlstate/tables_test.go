@@ -69,7 +69,6 @@ var tableTests = []struct {
 	{"ReplayedCounterWritesCountOnce", testReplayedCounterWritesCountOnce},
 	{"ReplayedBudgetWritesCountOnce", testReplayedBudgetWritesCountOnce},
 	{"ReplayedSlotWrites", testReplayedSlotWrites},
-	{"LaneHasOneHolder", testLaneHasOneHolder},
 	{"ReplayedRejectAndReopen", testReplayedRejectAndReopen},
 	{"ReplayedMovePage", testReplayedMovePage},
 	{"ReplayedClaimOfARedrive", testReplayedClaimOfARedrive},

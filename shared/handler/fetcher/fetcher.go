@@ -183,7 +183,6 @@ type Handler struct {
 	handoff    Handoff
 	send       queue.Sender
 	topUp      Receiver
-	lanes      Lanes
 	batch      *sqsbatch.Runner
 	log        *slog.Logger
 	hosts      hostLimiter
@@ -223,9 +222,6 @@ type Deps struct {
 	// TopUp, if set, lets an invocation that its runs keep alive take more messages from its own
 	// queue (Config.FetchQueue) meanwhile (topup.go): the slow lane's. nil: only the batch it got.
 	TopUp Receiver
-	// Lanes, if set with TopUp, picks the one invocation of the queue's function that tops up at a
-	// time (topup.go); nil: each invocation that its runs keep tops up.
-	Lanes Lanes
 	// Batch supplies the quarantine for poison messages and the logger of failed ones; nil
 	// quarantines nothing (poison then fails, to reach the DLQ). Config.Concurrency bounds the
 	// URLs worked on at once.
@@ -265,7 +261,7 @@ func New(cfg Config, d Deps) *Handler {
 	return &Handler{mem: newMemory(cfg.MemoryBudget, cfg.MaxDecodedBytes), cfg: cfg, claims: d.Claims, outcomes: d.Outcomes, urls: d.URLs, pageBudget: d.PageBudget,
 		politeness: d.Politeness, circuits: d.Circuits, health: d.HostHealth, runs: d.Runs, counters: d.Counters,
 		http: d.HTTP, robots: d.Robots, scope: d.Scope, guard: d.Guard, pages: d.Pages, crawls: d.Crawls, handoff: d.Handoff,
-		send: d.Send, topUp: d.TopUp, lanes: d.Lanes, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, sessions: d.Sessions, logins: d.Logins, login: d.Login, now: d.Now}
+		send: d.Send, topUp: d.TopUp, batch: d.Batch, log: d.Log, optOuts: d.OptOuts, sessions: d.Sessions, logins: d.Logins, login: d.Login, now: d.Now}
 }
 
 // fetched is a page waiting for the batch's WARC file.

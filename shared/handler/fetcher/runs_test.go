@@ -21,22 +21,15 @@ const runInterval = 200 * time.Millisecond
 // admitted in one group, each holding the host's slot at slots[i].
 func (e *env) run(id string, paths []string, slots []time.Time) events.SQSMessage {
 	e.t.Helper()
-	return e.runOn(e.site, id, paths, slots)
-}
-
-// runOn is run of the paths of site s, a host of its own.
-func (e *env) runOn(s *site, id string, paths []string, slots []time.Time) events.SQSMessage {
-	e.t.Helper()
 	rec := e.record(id, "/", 1)
 	group := "run-" + id
-	root := s.srv.URL + "/"
 	var targets []message.Target
 	for i, p := range paths {
-		u := s.srv.URL + p
-		if _, _, err := e.state.AdmitIn(context.Background(), crawl, group, keyOf(e.t, u), u, root, 1, "links"); err != nil {
+		u := e.url(p)
+		if _, _, err := e.state.AdmitIn(context.Background(), crawl, group, keyOf(e.t, u), u, e.url("/"), 1, "links"); err != nil {
 			e.t.Fatal(err)
 		}
-		targets = append(targets, message.Target{URL: u, Root: root, Depth: 1, Group: group, Slot: slots[i],
+		targets = append(targets, message.Target{URL: u, Root: e.url("/"), Depth: 1, Group: group, Slot: slots[i],
 			Gap: runInterval.Milliseconds()})
 	}
 	body, err := message.Encode(message.Pack(crawl, targets))

@@ -87,16 +87,6 @@ type HostHealth interface {
 	HostAnswered(ctx context.Context, crawl, host string, took, interval time.Duration) error
 }
 
-// Lanes holds a queue's lane for the one invocation of its function that takes more messages from
-// the queue while its runs keep it (topup.go): a lease, which its holder renews and lets go.
-type Lanes interface {
-	// HoldLane takes or renews the lane for owner until `until`; refused, Until is when its
-	// holder's lease ends.
-	HoldLane(ctx context.Context, lane, owner string, until time.Time) (crawlstate.Lane, error)
-	// ReleaseLane lets go of the lane owner holds.
-	ReleaseLane(ctx context.Context, lane, owner string) error
-}
-
 // Runs tells a crawl's run state: running, paused or stopped (see runstate.go).
 type Runs interface {
 	RunOf(ctx context.Context, crawl string) (crawlstate.Run, error)

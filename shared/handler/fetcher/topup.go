@@ -2,7 +2,6 @@ package fetcher
 
 import (
 	"context"
-	"crypto/rand"
 	"sync"
 	"time"
 
@@ -24,13 +23,7 @@ import (
 //
 // It receives only while its runs keep it at least Config.TopUpStay longer (10 s by default), with
 // a long poll that ends before they do, and only while the function's deadline leaves topUpReserve: a lone URL's request
-// with its quick retries, and the storing of its page, fit in that. And only while it holds its
-// queue's lane (Deps.Lanes, crawlstate.HoldLane): of the function's invocations alive at once, one
-// tops up. When two did, each kept itself alive with the runs it took, for minutes side by side,
-// each with runs of the crawl's largest hosts that one of them could have worked beside its own
-// (the realistic crawl of make cost: two invocations at once for 150 of its 420 s). The other
-// lives as long as the batch it was handed. The lane is held for laneLease with one write, renewed
-// while the invocation tops up, and let go as soon as it stops. The messages it takes are its
+// with its quick retries, and the storing of its page, fit in that. The messages it takes are its
 // own to delete, once their batch is done, but for those the batch reports failed: they come
 // back when their visibility ends, as those of a batch the mapping handed over do. A message that
 // is received twice (its delete was lost) finds its URLs claimed and recorded, as any copy does.
@@ -55,25 +48,13 @@ const (
 	// batch costs a WARC file, a parse message and its groups' writes, however few its pages.
 	topUpBatch  = 100
 	topUpWindow = 2 * time.Second
-	// laneLease is how long one write holds the lane (crawlstate.HoldLane): an invocation that dies
-	// holding it keeps the others from topping up that long at most. laneRenew is how long before
-	// its end the holder renews it.
-	laneLease = time.Minute
-	laneRenew = 20 * time.Second
-	// laneRetry is how soon an invocation refused the lane asks again, at the latest: its holder
-	// lets go as soon as it stops topping up, often well before its lease ends.
-	laneRetry = 10 * time.Second
 )
 
 // invocation is what one invocation's batches have booked (the last slot of any of their runs),
 // and whether its work is done: its first batch, and every batch it took.
 type invocation struct {
 	mu    sync.Mutex
-	id    string // its name as the lane's holder
 	until time.Time
-	// lane is until when the invocation holds its queue's lane, and laneBusy until when another
-	// invocation holds it, as its refusal said (holdsLane).
-	lane, laneBusy time.Time
 	// firstDone is set when the mapping's batch is done; active counts the batches taken.
 	firstDone bool
 	active    int
@@ -139,9 +120,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	if h.topUp == nil {
 		return h.handle(ctx, ev), nil
 	}
-	inv := &invocation{id: rand.Text(), wake: make(chan struct{}, 1)}
+	inv := &invocation{wake: make(chan struct{}, 1)}
 	ctx = context.WithValue(ctx, invocationKey{}, inv)
-	defer h.releaseLane(ctx, inv)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -196,78 +176,17 @@ func (h *Handler) topUpWait(ctx context.Context, inv *invocation) (time.Duration
 		return 0, false
 	}
 	now := h.now()
-	dl, ok := ctx.Deadline()
-	if !ok {
+	if dl, ok := ctx.Deadline(); !ok || dl.Sub(now) < topUpReserve {
 		return 0, false // no deadline (crawl run): no visibility to give the messages it takes
 	}
 	stay, least := inv.bookedUntil().Sub(now), h.cfg.TopUpStay
 	if least <= 0 {
 		least = DefaultTopUpStay
 	}
-	if dl.Sub(now) < topUpReserve || stay < least {
-		h.releaseLane(ctx, inv) // it tops up no more for now: another invocation may
-		return 0, false
-	}
-	if !h.holdsLane(ctx, inv, now) {
+	if stay < least {
 		return 0, false
 	}
 	return min(stay-least/2, topUpMaxWait).Truncate(time.Second), true
-}
-
-// holdsLane reports whether the invocation holds its queue's lane, taking or renewing it when it
-// has laneRenew or less of it left: up to laneLease from now, and no later than its deadline leaves
-// topUpReserve, when it stops topping up. Refused, it asks again when the holder's lease ends, or
-// laneRetry later if that is sooner. A failed write is no lane: the invocation goes on with its own
-// runs.
-func (h *Handler) holdsLane(ctx context.Context, inv *invocation, now time.Time) bool {
-	if h.lanes == nil {
-		return true
-	}
-	inv.mu.Lock()
-	held, busy := inv.lane, inv.laneBusy
-	inv.mu.Unlock()
-	if held.Sub(now) > laneRenew {
-		return true
-	}
-	if now.Before(busy) {
-		return false
-	}
-	until := now.Add(laneLease)
-	if dl, ok := ctx.Deadline(); ok && dl.Add(-topUpReserve).Before(until) {
-		until = dl.Add(-topUpReserve)
-	}
-	got, err := h.lanes.HoldLane(ctx, h.cfg.FetchQueue, inv.id, until)
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	switch {
-	case err != nil:
-		h.log.Warn("hold the lane to top up from the queue", "err", err.Error())
-		inv.laneBusy = now.Add(laneRenew)
-		return false
-	case !got.Held:
-		inv.laneBusy = got.Until
-		if retry := now.Add(laneRetry); retry.Before(got.Until) {
-			inv.laneBusy = retry
-		}
-		return false
-	}
-	inv.lane = got.Until
-	return true
-}
-
-// releaseLane lets go of the lane the invocation holds, for another to top up at once: when it
-// stops topping up, and as it ends.
-func (h *Handler) releaseLane(ctx context.Context, inv *invocation) {
-	inv.mu.Lock()
-	held := !inv.lane.IsZero() && inv.lane.After(h.now())
-	inv.lane = time.Time{}
-	inv.mu.Unlock()
-	if !held || h.lanes == nil {
-		return
-	}
-	if err := h.lanes.ReleaseLane(context.WithoutCancel(ctx), h.cfg.FetchQueue, inv.id); err != nil {
-		h.log.Warn("let go of the lane", "err", err.Error())
-	}
 }
 
 // topUpReceive gathers a batch as the event source mapping does: a long poll of up to wait for

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,12 +30,6 @@ const topUpRun = 15
 // topUpHandler is e's handler at the run tests' rate, or as tune sets it, taking more messages
 // from recv (nil: none).
 func (e *env) topUpHandler(recv fetcher.Receiver, tune ...func(*fetcher.Config)) *fetcher.Handler {
-	cfg, d := e.topUpParts(recv, tune...)
-	return fetcher.New(cfg, d)
-}
-
-// topUpParts are topUpHandler's config and dependencies.
-func (e *env) topUpParts(recv fetcher.Receiver, tune ...func(*fetcher.Config)) (fetcher.Config, fetcher.Deps) {
 	cfg := fetcher.DefaultConfig()
 	cfg.FetchQueue, cfg.ParseQueue, cfg.MaxQuickRetry = fetchQ, parseQ, 0
 	politeRuns(&cfg)
@@ -50,7 +43,7 @@ func (e *env) topUpParts(recv fetcher.Receiver, tune ...func(*fetcher.Config)) (
 	if recv != nil {
 		d.TopUp = recv
 	}
-	return cfg, d
+	return fetcher.New(cfg, d)
 }
 
 // queued puts rec's body in the fetch queue, as the frontier sends it.
@@ -230,80 +223,4 @@ func TestARunOfAHostItsInvocationBookedWaitsBehindIt(t *testing.T) {
 			}
 		})
 	}
-}
-
-// countedReceives is a receiver that counts its Receive calls.
-type countedReceives struct {
-	fetcher.Receiver
-	n atomic.Int32
-}
-
-func (c *countedReceives) Receive(ctx context.Context, q string, max int, visibility, wait time.Duration) ([]queue.Message, error) {
-	c.n.Add(1)
-	return c.Receiver.Receive(ctx, q, max, visibility, wait)
-}
-
-// TestOneInvocationOfTheLaneTopsUpAtATime: two invocations of the lane at once, each kept 3 s by
-// a run of a host of its own, and a lone URL of a third host in their queue. One of them holds the
-// lane and takes the URL; the other never receives (the realistic crawl's two invocations each
-// kept themselves alive with the runs they took, side by side for minutes). The URL is requested
-// once, and the holder lets go of the lane as it ends: the next invocation holds it at once, not
-// a lease later. Without the lane (Deps.Lanes nil), both receive.
-func TestOneInvocationOfTheLaneTopsUpAtATime(t *testing.T) {
-	for _, lanes := range []bool{true, false} {
-		t.Run(fmt.Sprintf("lanes=%v", lanes), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, politeRuns)
-			other, third := newSite(t), newSite(t)
-			e.queued(e.recordOf("lone", third.srv.URL+"/about", 1))
-			paths := runPaths(topUpRun)
-			recs := []events.SQSMessage{
-				e.run("a", paths, make([]time.Time, len(paths))),
-				e.runOn(other, "b", paths, make([]time.Time, len(paths))),
-			}
-			recv := []*countedReceives{{Receiver: e.q}, {Receiver: e.q}}
-			errs := make(chan error, len(recs))
-			for i, rec := range recs {
-				h := e.topUpHandler(recv[i])
-				if !lanes {
-					h = e.topUpHandlerWithout(recv[i])
-				}
-				go func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-					defer cancel()
-					resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{rec}})
-					if err == nil && len(resp.BatchItemFailures) != 0 {
-						err = fmt.Errorf("failures %+v", resp.BatchItemFailures)
-					}
-					errs <- err
-				}()
-			}
-			for range recs {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
-			a, b := recv[0].n.Load(), recv[1].n.Load()
-			if lanes != ((a == 0) != (b == 0)) {
-				t.Errorf("receives: %d and %d; want one invocation alone to receive: %v", a, b, lanes)
-			}
-			if n := third.hitsOf("/about"); n != 1 {
-				t.Errorf("the queued URL was requested %d times, want once", n)
-			}
-			if !lanes {
-				return
-			}
-			got, err := e.state.HoldLane(context.Background(), fetchQ, "next", e.clock.now().Add(time.Minute))
-			if err != nil || !got.Held {
-				t.Errorf("the next invocation's hold on the lane = %+v, %v; want it held: the holder let go as it ended", got, err)
-			}
-		})
-	}
-}
-
-// topUpHandlerWithout is topUpHandler with no lane: each invocation that its runs keep tops up.
-func (e *env) topUpHandlerWithout(recv fetcher.Receiver) *fetcher.Handler {
-	cfg, d := e.topUpParts(recv)
-	d.Lanes = nil
-	return fetcher.New(cfg, d)
 }

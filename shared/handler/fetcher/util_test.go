@@ -16,6 +16,5 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func withState(s *crawlstate.Store, d fetcher.Deps) fetcher.Deps {
 	d.Claims, d.Outcomes, d.URLs, d.PageBudget = s, s, s, s
 	d.Politeness, d.Circuits, d.HostHealth, d.Runs, d.Counters = s, s, s, s, s
-	d.Lanes = s
 	return d
 }
