@@ -36,8 +36,8 @@ const (
 // Series are the metric series the crawler writes: each name once, with no dimension. The stack's
 // alarms and dashboard read only these (infra/crawlstack/testdata/metric-series.json holds the same
 // list for the stack's tests), and a stack pays for at most len(Series) custom metric series.
-// Admissions, requeues and fetched bytes were series too until issue 43, and so were the
-// terminal pages (crawl.pages) and the metered cost (crawl.cost) after it: written in every
+// Admissions, requeues and fetched bytes were series too until issue 43's first cut, and the
+// terminal pages (crawl.pages) and the metered cost (crawl.cost) until its last: written in every
 // invocation, each cost $0.30 a month, by the hour, while crawls ran. They chart as well from the
 // invocation lines (the dashboard's Logs Insights widgets), and per crawl, which a series with no
 // dimension cannot.
@@ -92,10 +92,11 @@ func newInstruments(m metric.Meter) *instruments {
 }
 
 // CountStates records counter increments as a crawl's state store makes them ("fetched": 1,
-// "class_robots": 1 ...): the terminal outcomes become the breakdown's pages, by outcome and
-// class and in all (pages.terminal, which the dashboard charts); a link refused for a spent budget (class budget with no outcome) becomes
-// crawl.budget.refusals, and one refused by a stopped crawl a refusal in the breakdown. Other keys
-// (seen, parse errors, ledger units) and decrements are not pages.
+// "class_robots": 1 ...): the terminal outcomes become the breakdown's pages, by outcome and class
+// and in all (pages.terminal, which the dashboard charts); a link refused for a spent budget
+// (class budget with no outcome) becomes crawl.budget.refusals, and one refused by a stopped crawl
+// a refusal in the breakdown. Other keys (seen, parse errors, ledger units) and decrements are not
+// pages.
 func CountStates(ctx context.Context, add map[string]int64) {
 	if !Enabled() {
 		return
